@@ -1,0 +1,71 @@
+/* backend.h — the contract between Core IR and the code generators.
+ *
+ * A backend is data: a BkBackend struct of function pointers, picked by name
+ * from the list in backends/backend.c. Every backend consumes the same,
+ * fully-verified Core IR (ir_verify(f, IR_VERIFY_FINAL) passed) and must give
+ * the same results as the CPU backend, which is the reference.
+ * Cross-file prefix: bk_ (functions), Bk (types). */
+#ifndef BLKC_BACKEND_H
+#define BLKC_BACKEND_H
+
+#include "../compiler/ir.h"
+
+/* ------------------------------------------------------------ CPU ABI
+ * A kernel compiled for the CPU is a C-callable function
+ *     void NAME(void *const *args, const int32_t *pid, const int32_t *nprog)
+ * run once per program instance. args[p] points, for parameter p, to
+ *   - a BkTensorDesc (tensor params), or
+ *   - the scalar's value stored in its own dtype's representation
+ *     (i32 as int32_t, f16/bf16 as their 16-bit pattern, bool as uint8_t).
+ * pid[0..2] is this instance's program id, nprog[0..2] the grid.
+ * Besides NAME, the module defines
+ *     void NAME__range(void *const *args, int64_t first, int64_t last,
+ *                      const int32_t *nprog)
+ * which runs the instances first..last-1 of the linearised grid
+ * (linear = pid0 + nprog0 * (pid1 + nprog1 * pid2)) in order; the runtime's
+ * thread pool hands each worker a range. */
+typedef struct BkTensorDesc {
+    void *data;                    /* element (0,...,0) */
+    int64_t shape[IR_MAX_RANK];    /* extents */
+    int64_t stride[IR_MAX_RANK];   /* strides in elements (may be 0 or <0) */
+} BkTensorDesc;
+
+typedef void (*BkKernelFn)(void *const *args, const int32_t *pid,
+                           const int32_t *nprog);
+typedef void (*BkRangeFn)(void *const *args, int64_t first, int64_t last,
+                          const int32_t *nprog);
+
+typedef struct BkOptions {
+    const char *arch;   /* "sm_80", "sm_90", "gfx90a", NULL = default/host */
+    int opt_level;      /* 0..3; default 3 */
+} BkOptions;
+
+/* Generic emitter: writes stage `stage` of module m into out (text stages
+ * NUL-terminated; binary stages raw bytes). Returns 0, or -1 with a one-line
+ * message in err. */
+typedef struct BkBackend {
+    const char *name;                    /* "cpu", "cuda", "hip" */
+    const char *const *stages;           /* NULL-terminated --emit stages */
+    const char *default_stage;           /* the target's loadable binary */
+    bool (*stage_is_text)(const char *stage);
+    int (*emit)(const IrModule *m, const BkOptions *o, const char *stage,
+                DslBuf *out, char *err, size_t errlen);
+} BkBackend;
+
+const BkBackend *bk_find(const char *name);  /* NULL if unknown */
+
+/* ------------------------------------------------------------ cpu/ */
+typedef struct BkCpuModule BkCpuModule;
+/* JIT-compile every function of m with ORC LLJIT. */
+int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
+               char *err, size_t errlen);
+BkKernelFn bk_cpu_kernel(BkCpuModule *cm, const char *name);
+BkRangeFn bk_cpu_kernel_range(BkCpuModule *cm, const char *name);
+void bk_cpu_free(BkCpuModule *cm);
+extern const BkBackend bk_cpu_backend;   /* stages: llvm, llvm-unopt, asm, obj */
+
+/* ------------------------------------------------------------ cuda/, hip/ */
+extern const BkBackend bk_cuda_backend;  /* stages: cuda, ptx, cubin */
+extern const BkBackend bk_hip_backend;   /* stages: hip, hsaco */
+
+#endif

@@ -1,0 +1,23 @@
+# Install libblkc, its headers, the CLI, a CMake package and blkc.pc.
+install(TARGETS blkc EXPORT blkcTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS blkc_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/blkc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT blkcTargets NAMESPACE blkc::
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/blkc)
+include(CMakePackageConfigHelpers)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake.in
+"@PACKAGE_INIT@\ninclude(\"\${CMAKE_CURRENT_LIST_DIR}/blkcTargets.cmake\")\n")
+configure_package_config_file(${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/blkc)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/blkcConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/blkcConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/blkc)
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/blkc.pc.in
+               ${CMAKE_CURRENT_BINARY_DIR}/blkc.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkc.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,382 @@
+/* ir.c — Core IR construction and its text form (--emit=core).
+ * The printer's output is what golden tests compare, so keep it stable. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ir_op_names[IR_OP_COUNT] = {
+#define OP(e, n, k, f) n,
+#include "ops.def"
+#undef OP
+};
+const int ir_op_nopnd[IR_OP_COUNT] = {
+#define OP(e, n, k, f) k,
+#include "ops.def"
+#undef OP
+};
+const int ir_op_flags[IR_OP_COUNT] = {
+#define OP(e, n, k, f) f,
+#include "ops.def"
+#undef OP
+};
+
+IrModule *ir_module_new(void)
+{
+    return calloc(1, sizeof(IrModule));
+}
+
+static void func_free(IrFunc *f)
+{
+    for (int i = 0; i < f->nregions; i++)
+        free(f->regions[i].ins);
+    free(f->regions);
+    free(f->ins);
+    free(f->views);
+    free(f);
+}
+
+void ir_module_free(IrModule *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->nfuncs; i++)
+        func_free(m->funcs[i]);
+    free(m->funcs);
+    dsl_arena_free(&m->arena);
+    free(m);
+}
+
+/* Grow *p (of *cap elements of size sz) to hold at least need elements. */
+static bool grow(void **p, int *cap, int need, size_t sz)
+{
+    if (need <= *cap)
+        return true;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *q = realloc(*p, (size_t)ncap * sz);
+    if (!q)
+        return false;
+    memset((char *)q + (size_t)*cap * sz, 0, (size_t)(ncap - *cap) * sz);
+    *p = q;
+    *cap = ncap;
+    return true;
+}
+
+IrFunc *ir_func_new(IrModule *m, const char *name)
+{
+    IrFunc *f = calloc(1, sizeof(IrFunc));
+    if (!f)
+        return NULL;
+    IrFunc **nf = realloc(m->funcs, sizeof(IrFunc *) * (size_t)(m->nfuncs + 1));
+    if (!nf) {
+        free(f);
+        return NULL;
+    }
+    m->funcs = nf;
+    m->funcs[m->nfuncs++] = f;
+    f->name = dsl_strdup(&m->arena, name, strlen(name));
+    f->grid_region = -1;
+    f->warps = 4;
+    f->stages = 2;
+    return f;
+}
+
+int ir_region_new(IrFunc *f, int parent)
+{
+    if (!grow((void **)&f->regions, &f->cap_regions, f->nregions + 1,
+              sizeof(IrRegion)))
+        return -1;
+    IrRegion *r = &f->regions[f->nregions];
+    memset(r, 0, sizeof *r);
+    r->parent = parent;
+    return f->nregions++;
+}
+
+int ir_emit(IrFunc *f, int r, int op, IrType type, DslLoc loc)
+{
+    if (r < 0 || r >= f->nregions)
+        return -1;
+    if (!grow((void **)&f->ins, &f->cap_ins, f->nins + 1, sizeof(IrInstr)))
+        return -1;
+    IrRegion *reg = &f->regions[r];
+    if (reg->n + 1 > reg->cap) {
+        int ncap = reg->cap ? reg->cap * 2 : 8;
+        int32_t *q = realloc(reg->ins, sizeof(int32_t) * (size_t)ncap);
+        if (!q)
+            return -1;
+        reg->ins = q;
+        reg->cap = ncap;
+    }
+    int id = f->nins++;
+    IrInstr *in = &f->ins[id];
+    memset(in, 0, sizeof *in);
+    in->op = (uint16_t)op;
+    in->type = type;
+    in->loc = loc;
+    for (int i = 0; i < 4; i++)
+        in->opnd[i] = -1;
+    in->nopnd = (uint8_t)(ir_op_nopnd[op] > 0 ? ir_op_nopnd[op] : 0);
+    in->param = -1;
+    in->axis = -1;
+    in->view = -1;
+    in->region[0] = in->region[1] = -1;
+    reg->ins[reg->n++] = id;
+    return id;
+}
+
+int ir_view_new(IrFunc *f, const IrView *v)
+{
+    if (!grow((void **)&f->views, &f->cap_views, f->nviews + 1, sizeof(IrView)))
+        return -1;
+    f->views[f->nviews] = *v;
+    return f->nviews++;
+}
+
+IrType ir_scalar(int dtype)
+{
+    IrType t;
+    memset(&t, 0, sizeof t);
+    t.dtype = (uint8_t)dtype;
+    return t;
+}
+
+IrType ir_tile(int dtype, int rank, const int32_t *shape)
+{
+    IrType t = ir_scalar(dtype);
+    t.rank = (uint8_t)rank;
+    for (int i = 0; i < rank; i++)
+        t.shape[i] = shape[i];
+    return t;
+}
+
+int64_t ir_numel(const IrType *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+bool ir_shape_eq(const IrType *a, const IrType *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return true;
+}
+
+bool ir_type_eq(const IrType *a, const IrType *b)
+{
+    return a->dtype == b->dtype && ir_shape_eq(a, b);
+}
+
+void ir_view_shape(const IrFunc *f, const IrView *v, IrType *out)
+{
+    int rank = 0;
+    for (int d = 0; d < v->ndims; d++) {
+        if (v->d[d].kind == IDX_RANGE) {
+            if (rank < IR_MAX_RANK)
+                out->shape[rank++] = v->d[d].len;
+        } else if (v->d[d].kind == IDX_TILE) {
+            const IrType *t = &f->ins[v->d[d].val].type;
+            for (int i = 0; i < t->rank && rank < IR_MAX_RANK; i++)
+                out->shape[rank++] = t->shape[i];
+        }
+    }
+    out->rank = (uint8_t)rank;
+}
+
+void ir_type_str(const IrType *t, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s", dsl_dtype_name(t->dtype));
+    if (t->rank == 0 || k >= n)
+        return;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = 0; i < t->rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? ", " : "",
+                              (int)t->shape[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+/* ------------------------------------------------------------ printer */
+
+static const char *const red_names[] = {"sum", "max", "min", "argmax", "argmin"};
+static const char *const atom_names[] = {"add", "max", "min", "xchg", "cas"};
+
+static void print_view(DslBuf *o, const IrFunc *f, const IrInstr *in)
+{
+    const IrView *v = &f->views[in->view];
+    dsl_buf_printf(o, " %s[", f->params[in->param].name);
+    for (int d = 0; d < v->ndims; d++) {
+        if (d)
+            dsl_buf_printf(o, ", ");
+        switch (v->d[d].kind) {
+        case IDX_SCALAR: dsl_buf_printf(o, "%%%d", v->d[d].val); break;
+        case IDX_RANGE:
+            dsl_buf_printf(o, "%%%d +: %d", v->d[d].val, v->d[d].len);
+            break;
+        case IDX_TILE: dsl_buf_printf(o, "gather %%%d", v->d[d].val); break;
+        }
+    }
+    dsl_buf_printf(o, "]");
+}
+
+static void print_region(DslBuf *o, const IrFunc *f, int r, int depth);
+
+static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
+{
+    const IrInstr *in = &f->ins[id];
+    char ty[128];
+    for (int i = 0; i < depth; i++)
+        dsl_buf_put(o, "  ", 2);
+    if (in->type.dtype != DT_VOID)
+        dsl_buf_printf(o, "%%%d = ", id);
+    dsl_buf_printf(o, "%s", ir_op_names[in->op]);
+    switch (in->op) {
+    case IR_CONST:
+        if (dsl_is_float(in->type.dtype))
+            dsl_buf_printf(o, " %.17g", in->fval);
+        else
+            dsl_buf_printf(o, " %lld", (long long)in->ival);
+        break;
+    case IR_PARAM: dsl_buf_printf(o, " %s", f->params[in->param].name); break;
+    case IR_SIZE:
+        dsl_buf_printf(o, " %s.%d", f->params[in->param].name, in->attr);
+        break;
+    case IR_PID: case IR_NPROG: dsl_buf_printf(o, " %d", in->attr); break;
+    case IR_ARANGE: dsl_buf_printf(o, " %lld", (long long)in->ival); break;
+    case IR_REDUCE: dsl_buf_printf(o, " %s", red_names[in->attr]); break;
+    case IR_ATOMIC: dsl_buf_printf(o, " %s", atom_names[in->attr]); break;
+    case IR_VGET: case IR_VSET:
+        dsl_buf_printf(o, " %s", f->vars[in->param].name);
+        break;
+    default: break;
+    }
+    if (in->view >= 0)
+        print_view(o, f, in);
+    int n = in->op == IR_YIELD ? in->nopnd : ir_op_nopnd[in->op];
+    bool first = in->view < 0 && in->op != IR_VSET;
+    for (int i = 0; i < n; i++) {
+        if (in->opnd[i] < 0) {
+            if (in->view >= 0 || in->op == IR_DOT)
+                continue; /* optional operand absent */
+        }
+        dsl_buf_printf(o, "%s", first ? " " : ", ");
+        first = false;
+        if (in->op == IR_LOAD && i == 1)
+            dsl_buf_printf(o, "pad=");
+        if ((in->op == IR_LOAD && i == 0) || (in->op == IR_STORE && i == 1) ||
+            (in->op == IR_ATOMIC && i == 2))
+            dsl_buf_printf(o, "mask=");
+        if (in->op == IR_ATOMIC && i == 1)
+            dsl_buf_printf(o, "cmp=");
+        dsl_buf_printf(o, "%%%d", in->opnd[i]);
+    }
+    if (in->op == IR_PERMUTE) {
+        dsl_buf_printf(o, " perm(");
+        for (int i = 0; i < in->type.rank; i++)
+            dsl_buf_printf(o, "%s%d", i ? ", " : "", in->perm[i]);
+        dsl_buf_printf(o, ")");
+    }
+    if ((in->op == IR_REDUCE || in->op == IR_SCAN))
+        dsl_buf_printf(o, " axis=%d", in->axis);
+    if (in->type.dtype != DT_VOID) {
+        ir_type_str(&in->type, ty, sizeof ty);
+        dsl_buf_printf(o, " : %s", ty);
+    }
+    if (in->region[0] >= 0) {
+        dsl_buf_printf(o, " {\n");
+        print_region(o, f, in->region[0], depth + 1);
+        for (int i = 0; i < depth; i++)
+            dsl_buf_put(o, "  ", 2);
+        dsl_buf_printf(o, "}");
+        if (in->region[1] >= 0 && (in->op == IR_WHILE ||
+                                   f->regions[in->region[1]].n > 0)) {
+            dsl_buf_printf(o, in->op == IR_WHILE ? " do {\n" : " else {\n");
+            print_region(o, f, in->region[1], depth + 1);
+            for (int i = 0; i < depth; i++)
+                dsl_buf_put(o, "  ", 2);
+            dsl_buf_printf(o, "}");
+        }
+    }
+    dsl_buf_printf(o, "\n");
+}
+
+static void print_region(DslBuf *o, const IrFunc *f, int r, int depth)
+{
+    const IrRegion *reg = &f->regions[r];
+    for (int i = 0; i < reg->n; i++)
+        if (!f->ins[reg->ins[i]].dead)
+            print_instr(o, f, reg->ins[i], depth);
+}
+
+void ir_print_func(DslBuf *o, const IrFunc *f)
+{
+    char ty[128];
+    dsl_buf_printf(o, "kernel %s(", f->name);
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        dsl_buf_printf(o, "%s%s: %s", i ? ", " : "", p->name,
+                       dsl_dtype_name(p->dtype));
+        if (p->kind == PK_TENSOR) {
+            dsl_buf_printf(o, "[");
+            for (int d = 0; d < p->rank; d++) {
+                if (d)
+                    dsl_buf_printf(o, ", ");
+                if (p->dims[d] >= 0)
+                    dsl_buf_printf(o, "%lld", (long long)p->dims[d]);
+                else
+                    dsl_buf_printf(o, "%s", f->syms[-1 - p->dims[d]].name);
+            }
+            dsl_buf_printf(o, "]");
+        }
+    }
+    dsl_buf_printf(o, ")");
+    if (f->ncparams) {
+        dsl_buf_printf(o, " cparams(");
+        for (int i = 0; i < f->ncparams; i++)
+            dsl_buf_printf(o, "%s%s=%lld", i ? ", " : "", f->cparam_names[i],
+                           (long long)f->cparam_vals[i]);
+        dsl_buf_printf(o, ")");
+    }
+    dsl_buf_printf(o, " warps(%d) stages(%d)\n", f->warps, f->stages);
+    for (int i = 0; i < f->nvars; i++) {
+        ir_type_str(&f->vars[i].type, ty, sizeof ty);
+        dsl_buf_printf(o, "  var %s : %s\n", f->vars[i].name, ty);
+    }
+    if (f->grid_region >= 0) {
+        dsl_buf_printf(o, "grid:\n");
+        print_region(o, f, f->grid_region, 1);
+    }
+    dsl_buf_printf(o, "body:\n");
+    print_region(o, f, 0, 1);
+}
+
+void ir_print_module(DslBuf *o, const IrModule *m)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        if (i)
+            dsl_buf_printf(o, "\n");
+        ir_print_func(o, m->funcs[i]);
+    }
+}
+
+int ir_bug(char *err, size_t errlen, const char *file, int line,
+           const char *fmt, ...)
+{
+    va_list ap;
+    int k = snprintf(err, errlen, "internal compiler error at %s:%d: ", file,
+                     line);
+    if (k < 0 || (size_t)k >= errlen)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+    return -1;
+}

@@ -1,0 +1,199 @@
+/* ir.h — the Core IR: typed SSA over static-shaped tiles for one program
+ * instance, with structured control flow; plus the pipeline's entry points.
+ *
+ * Shape of the IR (QBE-like: indices into arrays, no pointer webs):
+ *   IrModule  -> IrFunc[]  (one per kernel, compile-time params substituted)
+ *   IrFunc    -> ins[]     (every instruction; value id == instruction index)
+ *             -> regions[] (ordered lists of instruction ids)
+ *             -> views[]   (index descriptions used by LOAD/STORE/ATOMIC)
+ *             -> params[], syms[], vars[]
+ * Region 0 is the kernel body; `grid_region` computes the launch grid.
+ * An instruction belongs to exactly one region. A value may be used only in
+ * its own region (after its definition) or in regions nested inside it.
+ *
+ * Invariants after the pipeline (checked by ir_verify with IR_VERIFY_FINAL):
+ *   - every F_ELEM op's tile operands have exactly the result's shape; scalar
+ *     (rank 0) operands are allowed and broadcast;
+ *   - binary operands share a dtype (comparisons: operand dtype; result bool);
+ *   - STORE/ATOMIC values have the view's shape and the tensor's dtype;
+ *   - LOAD/STORE/ATOMIC masks have the view's shape or are bool scalars.
+ * Cross-file prefix: ir_ (functions), Ir (types). */
+#ifndef BLKC_IR_H
+#define BLKC_IR_H
+
+#include "../dsl/dsl.h"
+
+#define IR_MAX_RANK DSL_MAX_RANK
+
+enum {
+#define OP(e, n, k, f) IR_##e,
+#include "ops.def"
+#undef OP
+    IR_OP_COUNT
+};
+
+enum { F_PURE = 1, F_ELEM = 2, F_REGION = 4, F_TERM = 8 };
+extern const char *const ir_op_names[IR_OP_COUNT];
+extern const int ir_op_nopnd[IR_OP_COUNT];
+extern const int ir_op_flags[IR_OP_COUNT];
+
+typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_ARGMAX, RED_ARGMIN } IrRedKind;
+typedef enum { ATOM_ADD, ATOM_MAX, ATOM_MIN, ATOM_XCHG, ATOM_CAS } IrAtomKind;
+
+/* A value's type: a scalar (rank 0) or a tile with a static shape. */
+typedef struct IrType {
+    uint8_t dtype;                /* DslDtype; DT_VOID for no result */
+    uint8_t rank;                 /* 0 = scalar */
+    int32_t shape[IR_MAX_RANK];   /* extents, each >= 1 */
+} IrType;
+
+/* One index of a view, per tensor dim. */
+typedef enum {
+    IDX_SCALAR, /* coordinate = value `val` (int scalar); dim dropped */
+    IDX_RANGE,  /* coordinates val .. val+len-1 (val int scalar); adds [len] */
+    IDX_TILE,   /* coordinates = int tile `val`; adds the tile's shape */
+} IrIdxKind;
+
+typedef struct IrView {
+    int ndims;                    /* == the tensor's rank */
+    struct {
+        uint8_t kind;             /* IrIdxKind */
+        int32_t val;              /* value id (start / coordinate / tile) */
+        int32_t len;              /* IDX_RANGE: static length */
+    } d[IR_MAX_RANK];
+} IrView;                         /* the view's shape is the concatenation */
+
+typedef struct IrInstr {
+    uint16_t op;                  /* IR_* */
+    IrType type;                  /* result type (DT_VOID if none) */
+    DslLoc loc;                   /* .blk source position */
+    int32_t opnd[4];              /* operand value ids, -1 = absent */
+    uint8_t nopnd;                /* operands used (YIELD: 1..3) */
+    int32_t param;                /* PARAM/SIZE/LOAD/STORE/ATOMIC: param idx;
+                                     VGET/VSET: var idx */
+    int32_t attr;                 /* SIZE dim, PID/NPROG axis, IrRedKind,
+                                     IrAtomKind */
+    int32_t axis;                 /* REDUCE/SCAN axis (-1 = all) */
+    int32_t view;                 /* LOAD/STORE/ATOMIC: index in views */
+    int32_t region[2];            /* FOR/IF/WHILE regions, -1 = none */
+    int64_t ival;                 /* CONST int/bool value; ARANGE start */
+    double fval;                  /* CONST float value */
+    uint8_t perm[IR_MAX_RANK];    /* PERMUTE: result dim i = operand perm[i] */
+    bool dead;                    /* removed by a pass (skipped everywhere) */
+} IrInstr;
+
+typedef struct IrRegion {
+    int32_t *ins;                 /* instruction ids in execution order */
+    int n, cap;                   /* used / allocated */
+    int parent;                   /* enclosing region, -1 for roots */
+} IrRegion;
+
+typedef enum { PK_TENSOR, PK_SCALAR } IrParamKind;
+
+typedef struct IrParam {
+    const char *name;             /* source name */
+    uint8_t kind;                 /* IrParamKind */
+    uint8_t dtype;                /* element / scalar dtype */
+    uint8_t rank;                 /* tensor rank; 0 for scalars */
+    int64_t dims[IR_MAX_RANK];    /* static extent, or -1 - sym id (symbolic) */
+    bool written;                 /* tensor is stored to / atomically updated */
+} IrParam;
+
+typedef struct IrSym {
+    const char *name;             /* symbolic size name (M, N, ...) */
+    int param, dim;               /* first tensor param/dim that binds it */
+} IrSym;
+
+typedef struct IrVar {
+    const char *name;             /* source name */
+    IrType type;                  /* type of the slot */
+} IrVar;
+
+typedef struct IrFunc {
+    const char *name;             /* kernel name (C identifier) */
+    DslLoc loc;                   /* of the kernel name */
+    IrParam *params; int nparams; /* runtime parameters, in source order */
+    IrSym *syms; int nsyms;       /* symbolic sizes */
+    IrVar *vars; int nvars;       /* mutable slots */
+    IrInstr *ins; int nins, cap_ins;       /* all instructions */
+    IrRegion *regions; int nregions, cap_regions; /* region 0 = body */
+    IrView *views; int nviews, cap_views;  /* views used by memory ops */
+    int grid_region;              /* scalar ops ending in YIELD(g0[,g1,g2]) */
+    int warps;                    /* warps(W), default 4 */
+    int stages;                   /* stages(S), default 2 */
+    /* the compile-time parameter values this function was built with,
+     * for printing and cache keys */
+    const char **cparam_names; int64_t *cparam_vals; int ncparams;
+} IrFunc;
+
+typedef struct IrModule {
+    DslArena arena;               /* names and other small strings */
+    IrFunc **funcs; int nfuncs;   /* kernels, in source order */
+} IrModule;
+
+/* ------------------------------------------------------------ ir.c */
+IrModule *ir_module_new(void);
+void ir_module_free(IrModule *m);
+IrFunc *ir_func_new(IrModule *m, const char *name);     /* appended to m */
+int ir_region_new(IrFunc *f, int parent);                /* returns id */
+/* Append an instruction to region `r`; returns its id (== value id) or -1
+ * on out-of-memory. Operands not given are -1, regions -1, view -1. */
+int ir_emit(IrFunc *f, int r, int op, IrType type, DslLoc loc);
+int ir_view_new(IrFunc *f, const IrView *v);
+IrType ir_scalar(int dtype);
+IrType ir_tile(int dtype, int rank, const int32_t *shape);
+int64_t ir_numel(const IrType *t);
+bool ir_type_eq(const IrType *a, const IrType *b);
+bool ir_shape_eq(const IrType *a, const IrType *b);
+void ir_view_shape(const IrFunc *f, const IrView *v, IrType *out); /* shape only */
+void ir_type_str(const IrType *t, char *buf, size_t n);   /* "f32[64, 64]" */
+void ir_print_func(DslBuf *out, const IrFunc *f);
+void ir_print_module(DslBuf *out, const IrModule *m);
+
+/* ------------------------------------------------------------ verify.c */
+enum { IR_VERIFY_FINAL = 1 };
+/* Returns 0 if well-formed, else writes "internal: ..." into err. */
+int ir_verify(const IrFunc *f, int flags, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ eval.c */
+/* Host-side evaluation of the grid region (every backend's launcher uses
+ * it). scalars[p] holds scalar param p (ints as .i, floats as .f);
+ * shapes[p][d] the extent of dim d of tensor param p. */
+typedef union { int64_t i; double f; } IrScalarVal;
+typedef struct IrLaunchEnv {
+    const IrScalarVal *scalars;          /* indexed by param */
+    const int64_t (*shapes)[IR_MAX_RANK]; /* indexed by param */
+} IrLaunchEnv;
+/* Returns 0 with grid[0..2] set (missing axes are 1), or -1 with a user
+ * facing message in err (e.g. a negative grid extent). */
+int ir_eval_grid(const IrFunc *f, const IrLaunchEnv *env, int64_t grid[3],
+                 char *err, size_t errlen);
+
+/* ------------------------------------------------------------ passes */
+/* Each pass: one file, one entry; returns 0 or -1 (internal error in err). */
+int ir_pass_bcast(IrFunc *f, char *err, size_t errlen);   /* bcast.c */
+int ir_pass_fold(IrFunc *f, char *err, size_t errlen);    /* fold.c */
+int ir_pass_cse(IrFunc *f, char *err, size_t errlen);     /* cse.c (+DCE) */
+
+/* ------------------------------------------------------------ lower.c */
+/* Check and lower every kernel of `prog` to Core IR. Compile-time params
+ * and consts take `defines` ("NAME=VALUE") over defaults. Diagnostics go to
+ * diags; returns NULL on any error. */
+IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
+                   const char *const *defines, int ndefines);
+
+/* ------------------------------------------------------------ pipeline.c */
+/* The whole pipeline in one place: parse -> check/lower -> passes.
+ * `stop_after_ast` returns after parsing with *ast_out set. */
+typedef struct IrTiming { double parse_ms, lower_ms, passes_ms; } IrTiming;
+IrModule *ir_compile_source(const DslSource *src, DslDiags *diags,
+                            const char *const *defines, int ndefines,
+                            IrTiming *timing);
+
+/* internal-error route for compiler bugs (never user input) */
+#define IR_BUG(err, errlen, ...)                                      \
+    ir_bug(err, errlen, __FILE__, __LINE__, __VA_ARGS__)
+int ir_bug(char *err, size_t errlen, const char *file, int line,
+           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# setup.sh — install what blkc needs on a Debian machine, idempotently:
+# apt-get runs only for packages that are missing.
+set -euo pipefail
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+for p in build-essential cmake ninja-build flex bison pkg-config llvm-14-dev \
+         clang libclang-rt-14-dev libopenblas-dev python3 python3-numpy; do
+  have_pkg "$p" || need+=("$p")
+done
+if ! command -v llvm-config >/dev/null && ! ls /usr/bin/llvm-config-1[4-9] >/dev/null 2>&1; then
+  need+=(llvm-14-dev)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+echo "setup: ok"
