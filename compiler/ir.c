@@ -34,6 +34,7 @@ static void func_free(IrFunc *f)
     free(f->regions);
     free(f->ins);
     free(f->views);
+    free(f->vars);
     free(f);
 }
 

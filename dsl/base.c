@@ -59,6 +59,20 @@ void dsl_arena_free(DslArena *a)
     a->total = 0;
 }
 
+void dsl_arena_adopt(DslArena *dst, DslArena *src)
+{
+    struct DslArenaChunk *c = src->head;
+    if (!c)
+        return;
+    while (c->next)
+        c = c->next;
+    c->next = dst->head;
+    dst->head = src->head;
+    dst->total += src->total;
+    src->head = NULL;
+    src->total = 0;
+}
+
 /* ------------------------------------------------------------ buffers */
 
 static bool buf_reserve(DslBuf *b, size_t extra)

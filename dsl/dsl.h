@@ -39,6 +39,8 @@ struct DslArena {
 void *dsl_alloc(DslArena *a, size_t n);             /* zeroed, 16-aligned */
 char *dsl_strdup(DslArena *a, const char *s, size_t n);
 void dsl_arena_free(DslArena *a);
+void dsl_arena_adopt(DslArena *dst, DslArena *src); /* src's memory now
+                                                     lives (and dies) with dst */
 
 /* ---------------------------------------------------------------- buffers */
 /* A growable byte buffer on the malloc heap (for text output). */

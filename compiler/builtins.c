@@ -1,0 +1,652 @@
+/* builtins.c — checking and lowering of the builtin functions of
+ * LANGUAGE.md §4 (program, creation, shape, math, reduce, matmul, atomics,
+ * load/store). One table row per builtin: arity and accepted named args. */
+#include "lower.h"
+
+#include <string.h>
+
+typedef enum {
+    B_PID, B_NPROG, B_CDIV, B_ARANGE, B_ZEROS, B_FULL, B_RESHAPE, B_TRANS,
+    B_PERMUTE, B_BROADCAST, B_MATH, B_FMA, B_MAXIMUM, B_MINIMUM, B_WHERE,
+    B_REDUCE, B_CUMSUM, B_DOT, B_ATOMIC, B_LOAD, B_STORE, B_DEVICE_TIER,
+} BuiltinKind;
+
+static const struct Builtin {
+    const char *name;   /* source name */
+    BuiltinKind kind;   /* handler */
+    int min, max;       /* positional arguments (-1: any number) */
+    const char *named;  /* accepted named args, space separated */
+    int sub;            /* IR op / reduce kind / atomic kind */
+} builtins[] = {
+    {"program_id", B_PID, 1, 1, "", 0},
+    {"num_programs", B_NPROG, 1, 1, "", 0},
+    {"cdiv", B_CDIV, 2, 2, "", 0},
+    {"arange", B_ARANGE, 1, 2, "", 0},
+    {"zeros", B_ZEROS, 2, -1, "", 0},
+    {"full", B_FULL, 3, -1, "", 0},
+    {"reshape", B_RESHAPE, 2, -1, "", 0},
+    {"trans", B_TRANS, 1, 1, "", 0},
+    {"permute", B_PERMUTE, 2, -1, "", 0},
+    {"broadcast", B_BROADCAST, 2, -1, "", 0},
+    {"exp", B_MATH, 1, 1, "", IR_EXP},
+    {"exp2", B_MATH, 1, 1, "", IR_EXP2},
+    {"log", B_MATH, 1, 1, "", IR_LOG},
+    {"log2", B_MATH, 1, 1, "", IR_LOG2},
+    {"sqrt", B_MATH, 1, 1, "", IR_SQRT},
+    {"rsqrt", B_MATH, 1, 1, "", IR_RSQRT},
+    {"sin", B_MATH, 1, 1, "", IR_SIN},
+    {"cos", B_MATH, 1, 1, "", IR_COS},
+    {"tanh", B_MATH, 1, 1, "", IR_TANH},
+    {"erf", B_MATH, 1, 1, "", IR_ERF},
+    {"abs", B_MATH, 1, 1, "", IR_ABS},
+    {"floor", B_MATH, 1, 1, "", IR_FLOOR},
+    {"ceil", B_MATH, 1, 1, "", IR_CEIL},
+    {"sigmoid", B_MATH, 1, 1, "", IR_SIGMOID},
+    {"fma", B_FMA, 3, 3, "", 0},
+    {"maximum", B_MAXIMUM, 2, 2, "", 0},
+    {"minimum", B_MINIMUM, 2, 2, "", 0},
+    {"where", B_WHERE, 3, 3, "", 0},
+    {"sum", B_REDUCE, 1, 2, "", RED_SUM},
+    {"max", B_REDUCE, 1, 2, "", RED_MAX},
+    {"min", B_REDUCE, 1, 2, "", RED_MIN},
+    {"argmax", B_REDUCE, 1, 2, "", RED_ARGMAX},
+    {"argmin", B_REDUCE, 1, 2, "", RED_ARGMIN},
+    {"cumsum", B_CUMSUM, 2, 2, "", 0},
+    {"dot", B_DOT, 2, 3, "", 0},
+    {"atomic_add", B_ATOMIC, 2, 2, "mask", ATOM_ADD},
+    {"atomic_max", B_ATOMIC, 2, 2, "mask", ATOM_MAX},
+    {"atomic_min", B_ATOMIC, 2, 2, "mask", ATOM_MIN},
+    {"atomic_xchg", B_ATOMIC, 2, 2, "mask", ATOM_XCHG},
+    {"atomic_cas", B_ATOMIC, 3, 3, "mask", ATOM_CAS},
+    {"load", B_LOAD, 1, 1, "pad mask", 0},
+    {"store", B_STORE, 2, 2, "mask", 0},
+    {"rank", B_DEVICE_TIER, 0, 0, "", 0},
+    {"world", B_DEVICE_TIER, 0, 0, "", 0},
+    {"peer", B_DEVICE_TIER, 2, 2, "", 0},
+    {"notify", B_DEVICE_TIER, 2, 2, "op", 0},
+    {"wait", B_DEVICE_TIER, 1, 1, "", 0},
+};
+
+static bool named_ok(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && strncmp(p, name, n) == 0)
+            return true;
+        p += k + (e ? 1 : 0);
+    }
+    return false;
+}
+
+static LwVal emit1(Lw *L, int op, IrType t, int a, DslLoc loc)
+{
+    int id = lw_emit(L, op, t, loc);
+    if (id >= 0)
+        L->f->ins[id].opnd[0] = a;
+    return lw_ival(id, t);
+}
+
+static void tstr(const IrType *t, char *b, size_t n) { ir_type_str(t, b, n); }
+
+/* A tile operand (scalars allowed where `scalar_ok`). */
+static bool need_tile(Lw *L, const char *fn, LwVal *v, const Ast *e)
+{
+    if (v->bad)
+        return false;
+    if (v->type.rank == 0) {
+        dsl_error(L->diags, e->loc, "%s needs a tile, got a scalar", fn);
+        return false;
+    }
+    return true;
+}
+
+/* Extents s0, s1, ... from args[from..n). */
+static bool extents(Lw *L, Ast **args, int from, int n, IrType *t)
+{
+    if (n - from > IR_MAX_RANK) {
+        dsl_error(L->diags, args[from]->loc, "too many dims (limit %d)", IR_MAX_RANK);
+        return false;
+    }
+    t->rank = 0;
+    for (int i = from; i < n; i++) {
+        int64_t x;
+        if (!lw_const_int(L, args[i], "tile extent", &x))
+            return false;
+        if (x <= 0 || x > DSL_MAX_TILE_ELEMS) {
+            dsl_error(L->diags, args[i]->loc, "tile extent %lld must be in 1..%d",
+                      (long long)x, DSL_MAX_TILE_ELEMS);
+            return false;
+        }
+        t->shape[t->rank++] = (int32_t)x;
+    }
+    return lw_check_tile(L, t, args[from]->loc);
+}
+
+static int dtype_arg(Lw *L, const Ast *e)
+{
+    int dt = e->kind == AST_IDENT ? dsl_dtype_from_name(e->name) : -1;
+    if (dt < 0)
+        dsl_error(L->diags, e->loc, "expected a dtype name (f32, i32, ...)");
+    return dt;
+}
+
+static bool axis_arg(Lw *L, const Ast *e, int rank, int *axis)
+{
+    int64_t a;
+    if (!lw_const_int(L, e, "axis", &a))
+        return false;
+    if (a < -rank || a >= rank) {
+        dsl_error(L->diags, e->loc, "axis %lld is out of range for a tile of rank %d",
+                  (long long)a, rank);
+        return false;
+    }
+    *axis = (int)(a < 0 ? a + rank : a);
+    return true;
+}
+
+static LwVal b_reduce(Lw *L, const struct Builtin *b, Ast **args, int n,
+                      DslLoc loc)
+{
+    LwVal x = lw_expr(L, args[0]);
+    if (x.bad)
+        return x;
+    int axis = -1;
+    if (n == 2 && !axis_arg(L, args[1], x.type.rank ? x.type.rank : 1, &axis))
+        return lw_bad();
+    int dt = x.type.dtype;
+    if (b->sub == RED_ARGMAX || b->sub == RED_ARGMIN)
+        dt = DT_I32;
+    else if (b->sub == RED_SUM && !dsl_is_float(dt) && dsl_dtype_bytes(dt) < 4)
+        dt = DT_I32;
+    else if (b->sub == RED_SUM && dt == DT_BOOL)
+        dt = DT_I32;
+    if (x.type.rank == 0) {
+        if (b->sub == RED_ARGMAX || b->sub == RED_ARGMIN)
+            return lw_cval(DT_I32, 0, 0, false);
+        return lw_convert(L, x, dt, loc);
+    }
+    IrType t = ir_scalar(dt);
+    if (axis >= 0) {
+        for (int i = 0; i < x.type.rank; i++)
+            if (i != axis)
+                t.shape[t.rank++] = x.type.shape[i];
+    }
+    int id = lw_emit(L, IR_REDUCE, t, loc);
+    if (id >= 0) {
+        L->f->ins[id].opnd[0] = lw_materialize(L, &x, loc);
+        L->f->ins[id].attr = b->sub;
+        L->f->ins[id].axis = axis;
+    }
+    return lw_ival(id, t);
+}
+
+static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
+{
+    LwVal a = lw_expr(L, args[0]), bb = lw_expr(L, args[1]);
+    char ta[96], tb[96];
+    if (!need_tile(L, "dot", &a, args[0]) || !need_tile(L, "dot", &bb, args[1]))
+        return lw_bad();
+    tstr(&a.type, ta, sizeof ta);
+    tstr(&bb.type, tb, sizeof tb);
+    int r = a.type.rank;
+    if ((r != 2 && r != 3) || bb.type.rank != r) {
+        dsl_error(L->diags, loc, "dot needs two 2-D or two 3-D tiles, got %s and %s", ta, tb);
+        return lw_bad();
+    }
+    if (a.type.shape[r - 1] != bb.type.shape[r - 2] ||
+        (r == 3 && a.type.shape[0] != bb.type.shape[0])) {
+        dsl_error(L->diags, loc, "dot shape mismatch: %s x %s", ta, tb);
+        return lw_bad();
+    }
+    bool fa = dsl_is_float(a.type.dtype), fb = dsl_is_float(bb.type.dtype);
+    if (fa != fb || a.type.dtype == DT_BOOL || bb.type.dtype == DT_BOOL) {
+        dsl_error(L->diags, loc, "dot operands must both be float or both integer, got %s and %s", ta, tb);
+        return lw_bad();
+    }
+    int dt;
+    if (fa)
+        dt = a.type.dtype == DT_F64 || bb.type.dtype == DT_F64 ? DT_F64 : DT_F32;
+    else
+        dt = a.type.dtype == DT_I64 || bb.type.dtype == DT_I64 ||
+                     a.type.dtype == DT_U64 || bb.type.dtype == DT_U64
+                 ? DT_I64 : DT_I32;
+    if (dt == DT_F64 && (a.type.dtype != DT_F64 || bb.type.dtype != DT_F64)) {
+        a = lw_convert(L, a, DT_F64, loc);
+        bb = lw_convert(L, bb, DT_F64, loc);
+    }
+    IrType t = a.type;
+    t.dtype = (uint8_t)dt;
+    t.shape[r - 1] = bb.type.shape[r - 1];
+    if (!lw_check_tile(L, &t, loc))
+        return lw_bad();
+    int acc = -1;
+    if (n == 3) {
+        LwVal c = lw_expr(L, args[2]);
+        if (c.bad)
+            return c;
+        IrType bs;
+        if (!lw_broadcast_shape(&c.type, &t, &bs) || !ir_shape_eq(&bs, &t)) {
+            char tc[96], tt[96];
+            tstr(&c.type, tc, sizeof tc);
+            tstr(&t, tt, sizeof tt);
+            dsl_error(L->diags, args[2]->loc, "dot accumulator %s does not match the result %s", tc, tt);
+            return lw_bad();
+        }
+        c = lw_convert(L, c, dt, loc);
+        if (c.type.rank != t.rank || !ir_shape_eq(&c.type, &t)) {
+            int cid = lw_materialize(L, &c, loc);
+            c = emit1(L, IR_BCAST, t, cid, loc);
+        }
+        acc = lw_materialize(L, &c, loc);
+    }
+    int id = lw_emit(L, IR_DOT, t, loc);
+    if (id >= 0) {
+        L->f->ins[id].opnd[0] = a.id;
+        L->f->ins[id].opnd[1] = bb.id;
+        L->f->ins[id].opnd[2] = acc;
+    }
+    return lw_ival(id, t);
+}
+
+static LwVal b_math(Lw *L, int op, Ast **args, DslLoc loc)
+{
+    LwVal x = lw_expr(L, args[0]);
+    if (x.bad)
+        return x;
+    if (!dsl_is_float(x.type.dtype)) {
+        if (op == IR_ABS && dsl_is_int(x.type.dtype)) {
+            if (lw_is_const(&x)) {
+                x.c.i = x.c.i < 0 ? -x.c.i : x.c.i;
+                return x;
+            }
+            return emit1(L, op, x.type, x.id, loc);
+        }
+        if ((op == IR_FLOOR || op == IR_CEIL) && dsl_is_int(x.type.dtype))
+            return x;
+        x = lw_convert(L, x, DT_F32, loc);
+    }
+    int id = lw_materialize(L, &x, loc);
+    IrType t = x.type;
+    return emit1(L, op, t, id, loc);
+}
+
+/* Operands of an elementwise builtin promoted to one dtype and shape. */
+static bool same_dtype(Lw *L, LwVal *v, int n, DslLoc loc, bool want_float,
+                       IrType *shape)
+{
+    int dt = v[0].type.dtype;
+    LwVal acc = v[0];
+    *shape = v[0].type;
+    for (int i = 1; i < n; i++) {
+        dt = lw_promote(&acc, &v[i]);
+        acc.type.dtype = (uint8_t)dt;
+        acc.weak = acc.weak && v[i].weak;
+        if (!lw_broadcast_shape(shape, &v[i].type, shape)) {
+            char a[96], b[96];
+            tstr(&v[0].type, a, sizeof a);
+            tstr(&v[i].type, b, sizeof b);
+            dsl_error(L->diags, loc, "tile shape mismatch: %s and %s", a, b);
+            return false;
+        }
+    }
+    if (want_float && !dsl_is_float(dt))
+        dt = DT_F32;
+    if (dt == DT_BOOL && !want_float)
+        dt = DT_I32;
+    for (int i = 0; i < n; i++) {
+        v[i] = lw_convert(L, v[i], dt, loc);
+        lw_materialize(L, &v[i], loc);
+    }
+    shape->dtype = (uint8_t)dt;
+    return lw_check_tile(L, shape, loc);
+}
+
+static LwVal b_atomic(Lw *L, const struct Builtin *b, Ast **args,
+                      const Ast *mask, DslLoc loc)
+{
+    int param;
+    IrType t;
+    if (args[0]->kind != AST_INDEX) {
+        dsl_error(L->diags, args[0]->loc, "%s needs a view of a tensor as its first argument", b->name);
+        return lw_bad();
+    }
+    int vid = lw_view(L, args[0], &param, &t);
+    if (vid < 0)
+        return lw_bad();
+    int dt = t.dtype;
+    if (dt != DT_I32 && dt != DT_U32 && dt != DT_I64 && dt != DT_U64 &&
+        dt != DT_F32 && dt != DT_F64) {
+        dsl_error(L->diags, loc, "%s on %s is not supported (use i32, u32, i64, u64, f32 or f64)",
+                  b->name, dsl_dtype_name(dt));
+        return lw_bad();
+    }
+    int mid = -1, cmp = -1;
+    if (mask && (mid = lw_mask(L, mask, &t)) == -2)
+        return lw_bad();
+    if (b->sub == ATOM_CAS) {
+        LwVal c = lw_store_value(L, lw_expr(L, args[1]), dt, &t, args[1]->loc);
+        if (c.bad)
+            return c;
+        cmp = c.id;
+    }
+    LwVal v = lw_store_value(L, lw_expr(L, args[b->sub == ATOM_CAS ? 2 : 1]),
+                             dt, &t, loc);
+    if (v.bad)
+        return v;
+    int id = lw_emit(L, IR_ATOMIC, t, loc);
+    if (id >= 0) {
+        IrInstr *in = &L->f->ins[id];
+        in->attr = b->sub;
+        in->param = param;
+        in->view = vid;
+        in->opnd[0] = v.id;
+        in->opnd[1] = cmp;
+        in->opnd[2] = mid;
+        L->f->params[param].written = true;
+    }
+    return lw_ival(id, t);
+}
+
+static LwVal b_shape(Lw *L, const struct Builtin *b, Ast **args, int n,
+                     DslLoc loc)
+{
+    LwVal x = lw_expr(L, args[0]);
+    char tx[96];
+    if (x.bad)
+        return x;
+    tstr(&x.type, tx, sizeof tx);
+    IrType t = x.type;
+    int op = IR_RESHAPE;
+    uint8_t perm[IR_MAX_RANK] = {0};
+    if (b->kind == B_TRANS) {
+        if (x.type.rank != 2) {
+            dsl_error(L->diags, loc, "trans needs a 2-D tile, got %s", tx);
+            return lw_bad();
+        }
+        op = IR_PERMUTE;
+        perm[0] = 1;
+        t.shape[0] = x.type.shape[1];
+        t.shape[1] = x.type.shape[0];
+    } else if (b->kind == B_PERMUTE) {
+        if (n - 1 != x.type.rank) {
+            dsl_error(L->diags, loc, "permute of %s needs %d axes, got %d", tx,
+                      x.type.rank, n - 1);
+            return lw_bad();
+        }
+        bool seen[IR_MAX_RANK] = {false};
+        for (int i = 1; i < n; i++) {
+            int ax;
+            if (!axis_arg(L, args[i], x.type.rank, &ax))
+                return lw_bad();
+            if (seen[ax]) {
+                dsl_error(L->diags, args[i]->loc, "permute: axis %d given twice", ax);
+                return lw_bad();
+            }
+            seen[ax] = true;
+            perm[i - 1] = (uint8_t)ax;
+            t.shape[i - 1] = x.type.shape[ax];
+        }
+        op = IR_PERMUTE;
+    } else {
+        if (!extents(L, args, 1, n, &t))
+            return lw_bad();
+        if (b->kind == B_RESHAPE && ir_numel(&t) != ir_numel(&x.type)) {
+            dsl_error(L->diags, loc, "reshape of %s (%lld elements) to %lld elements",
+                      tx, (long long)ir_numel(&x.type), (long long)ir_numel(&t));
+            return lw_bad();
+        }
+        if (b->kind == B_BROADCAST) {
+            IrType bs;
+            if (!lw_broadcast_shape(&x.type, &t, &bs) || !ir_shape_eq(&bs, &t)) {
+                dsl_error(L->diags, loc, "cannot broadcast %s to the requested shape", tx);
+                return lw_bad();
+            }
+            op = IR_BCAST;
+        }
+    }
+    int sid = lw_materialize(L, &x, loc);
+    LwVal r = emit1(L, op, t, sid, loc);
+    if (r.id >= 0 && op == IR_PERMUTE)
+        memcpy(L->f->ins[r.id].perm, perm, sizeof perm);
+    return r;
+}
+
+LwVal lw_call(Lw *L, const Ast *e)
+{
+    const struct Builtin *b = NULL;
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, e->name) == 0)
+            b = &builtins[i];
+    if (!b) {
+        LwSym *s = lw_lookup(L, e->name);
+        if (s)
+            dsl_error(L->diags, e->loc, "'%s' is not a function", e->name);
+        else
+            dsl_error(L->diags, e->loc, "unknown builtin '%s'", e->name);
+        return lw_bad();
+    }
+    Ast *args[16];
+    const Ast *pad = NULL, *mask = NULL;
+    int n = 0;
+    for (int i = 0; i < e->nlist; i++) {
+        Ast *a = e->list[i];
+        if (a->kind == AST_NAMED_ARG) {
+            if (!named_ok(b->named, a->name)) {
+                dsl_error(L->diags, a->loc, "'%s' has no argument named '%s'", b->name, a->name);
+                return lw_bad();
+            }
+            if (strcmp(a->name, "pad") == 0)
+                pad = a->a;
+            else if (strcmp(a->name, "mask") == 0)
+                mask = a->a;
+            continue;
+        }
+        if (n == 16) {
+            dsl_error(L->diags, a->loc, "too many arguments");
+            return lw_bad();
+        }
+        args[n++] = a;
+    }
+    if (n < b->min || (b->max >= 0 && n > b->max)) {
+        if (b->min == b->max)
+            dsl_error(L->diags, e->loc, "'%s' takes %d argument%s, got %d", b->name,
+                      b->min, b->min == 1 ? "" : "s", n);
+        else if (b->max < 0)
+            dsl_error(L->diags, e->loc, "'%s' takes at least %d arguments, got %d",
+                      b->name, b->min, n);
+        else
+            dsl_error(L->diags, e->loc, "'%s' takes %d to %d arguments, got %d",
+                      b->name, b->min, b->max, n);
+        return lw_bad();
+    }
+    if (L->in_grid && b->kind != B_CDIV && b->kind != B_MAXIMUM &&
+        b->kind != B_MINIMUM) {
+        dsl_error(L->diags, e->loc, "'%s' cannot be used in grid(...)", b->name);
+        return lw_bad();
+    }
+    switch (b->kind) {
+    case B_PID:
+    case B_NPROG: {
+        int64_t ax;
+        if (!lw_const_int(L, args[0], "axis", &ax))
+            return lw_bad();
+        if (ax < 0 || ax > 2) {
+            dsl_error(L->diags, args[0]->loc, "axis %lld is out of range (0..2)", (long long)ax);
+            return lw_bad();
+        }
+        int id = lw_emit(L, b->kind == B_PID ? IR_PID : IR_NPROG, ir_scalar(DT_I32), e->loc);
+        if (id >= 0)
+            L->f->ins[id].attr = (int32_t)ax;
+        return lw_ival(id, ir_scalar(DT_I32));
+    }
+    case B_CDIV: {
+        LwVal a = lw_expr(L, args[0]), d = lw_expr(L, args[1]);
+        if (a.bad || d.bad)
+            return lw_bad();
+        if (!dsl_is_int(a.type.dtype) || !dsl_is_int(d.type.dtype)) {
+            dsl_error(L->diags, e->loc, "cdiv needs integer operands");
+            return lw_bad();
+        }
+        LwVal one = lw_cval(DT_I32, 1, 0, true);
+        LwVal s = lw_binary(L, OP_SUB, lw_binary(L, OP_ADD, a, d, e->loc), one, e->loc);
+        return lw_binary(L, OP_DIV, s, d, e->loc);
+    }
+    case B_ARANGE: {
+        int64_t lo = 0, hi;
+        if (!lw_const_int(L, args[0], "arange bound", n == 1 ? &hi : &lo))
+            return lw_bad();
+        if (n == 2 && !lw_const_int(L, args[1], "arange bound", &hi))
+            return lw_bad();
+        if (hi - lo <= 0 || hi - lo > DSL_MAX_TILE_ELEMS || lo < INT32_MIN || hi > INT32_MAX) {
+            dsl_error(L->diags, e->loc, "arange(%lld, %lld) must have 1..%d elements",
+                      (long long)lo, (long long)hi, DSL_MAX_TILE_ELEMS);
+            return lw_bad();
+        }
+        int32_t len = (int32_t)(hi - lo);
+        IrType t = ir_tile(DT_I32, 1, &len);
+        int id = lw_emit(L, IR_ARANGE, t, e->loc);
+        if (id >= 0)
+            L->f->ins[id].ival = lo;
+        return lw_ival(id, t);
+    }
+    case B_ZEROS:
+    case B_FULL: {
+        int dt = dtype_arg(L, args[0]);
+        if (dt < 0)
+            return lw_bad();
+        IrType t = ir_scalar(dt);
+        if (!extents(L, args, b->kind == B_ZEROS ? 1 : 2, n, &t))
+            return lw_bad();
+        LwVal v = b->kind == B_ZEROS ? lw_cval(DT_I32, 0, 0, true) : lw_expr(L, args[1]);
+        if (v.bad)
+            return v;
+        if (v.type.rank != 0) {
+            dsl_error(L->diags, args[1]->loc, "full needs a scalar value");
+            return lw_bad();
+        }
+        v = lw_convert(L, v, dt, e->loc);
+        if (lw_is_const(&v)) {
+            int id = lw_emit(L, IR_CONST, t, e->loc);
+            if (id >= 0) {
+                L->f->ins[id].ival = v.c.i;
+                L->f->ins[id].fval = v.c.f;
+            }
+            return lw_ival(id, t);
+        }
+        return emit1(L, IR_BCAST, t, v.id, e->loc);
+    }
+    case B_RESHAPE:
+    case B_TRANS:
+    case B_PERMUTE:
+    case B_BROADCAST:
+        return b_shape(L, b, args, n, e->loc);
+    case B_MATH:
+        return b_math(L, b->sub, args, e->loc);
+    case B_FMA:
+    case B_MAXIMUM:
+    case B_MINIMUM: {
+        LwVal v[3];
+        int k = b->kind == B_FMA ? 3 : 2;
+        for (int i = 0; i < k; i++)
+            if ((v[i] = lw_expr(L, args[i])).bad)
+                return lw_bad();
+        if (k == 2 && lw_is_const(&v[0]) && lw_is_const(&v[1]) && !L->in_grid) {
+            /* fold min/max of compile-time values: keep them compile-time */
+        }
+        IrType t;
+        if (!same_dtype(L, v, k, e->loc, b->kind == B_FMA, &t))
+            return lw_bad();
+        int op = b->kind == B_FMA ? IR_FMA : b->kind == B_MAXIMUM ? IR_MAX : IR_MIN;
+        int id = lw_emit(L, op, t, e->loc);
+        if (id >= 0)
+            for (int i = 0; i < k; i++)
+                L->f->ins[id].opnd[i] = v[i].id;
+        return lw_ival(id, t);
+    }
+    case B_WHERE: {
+        LwVal c = lw_expr(L, args[0]);
+        LwVal v[2] = {lw_expr(L, args[1]), lw_expr(L, args[2])};
+        if (c.bad || v[0].bad || v[1].bad)
+            return lw_bad();
+        if (c.type.dtype != DT_BOOL) {
+            char tc[96];
+            tstr(&c.type, tc, sizeof tc);
+            dsl_error(L->diags, args[0]->loc, "where: the condition must be bool, got %s", tc);
+            return lw_bad();
+        }
+        IrType t;
+        bool both_bool = v[0].type.dtype == DT_BOOL && v[1].type.dtype == DT_BOOL;
+        if (both_bool) {
+            t = v[0].type;
+            if (!lw_broadcast_shape(&v[0].type, &v[1].type, &t)) {
+                dsl_error(L->diags, e->loc, "where: tile shape mismatch");
+                return lw_bad();
+            }
+            t.dtype = DT_BOOL;
+            lw_materialize(L, &v[0], e->loc);
+            lw_materialize(L, &v[1], e->loc);
+        } else if (!same_dtype(L, v, 2, e->loc, false, &t)) {
+            return lw_bad();
+        }
+        IrType ts;
+        if (!lw_broadcast_shape(&t, &c.type, &ts)) {
+            dsl_error(L->diags, e->loc, "where: condition shape does not broadcast");
+            return lw_bad();
+        }
+        t.rank = ts.rank;
+        memcpy(t.shape, ts.shape, sizeof t.shape);
+        if (!lw_check_tile(L, &t, e->loc))
+            return lw_bad();
+        int cid = lw_materialize(L, &c, e->loc);
+        int id = lw_emit(L, IR_SELECT, t, e->loc);
+        if (id >= 0) {
+            L->f->ins[id].opnd[0] = cid;
+            L->f->ins[id].opnd[1] = v[0].id;
+            L->f->ins[id].opnd[2] = v[1].id;
+        }
+        return lw_ival(id, t);
+    }
+    case B_REDUCE:
+        return b_reduce(L, b, args, n, e->loc);
+    case B_CUMSUM: {
+        LwVal x = lw_expr(L, args[0]);
+        int axis;
+        if (!need_tile(L, "cumsum", &x, args[0]) ||
+            !axis_arg(L, args[1], x.type.rank, &axis))
+            return lw_bad();
+        IrType t = x.type;
+        if (!dsl_is_float(t.dtype) && dsl_dtype_bytes(t.dtype) < 4)
+            t.dtype = DT_I32;
+        x = lw_convert(L, x, t.dtype, e->loc);
+        LwVal r = emit1(L, IR_SCAN, t, x.id, e->loc);
+        if (r.id >= 0)
+            L->f->ins[r.id].axis = axis;
+        return r;
+    }
+    case B_DOT:
+        return b_dot(L, args, n, e->loc);
+    case B_ATOMIC:
+        return b_atomic(L, b, args, mask, e->loc);
+    case B_LOAD:
+        if (args[0]->kind != AST_INDEX) {
+            dsl_error(L->diags, args[0]->loc, "load needs a view of a tensor");
+            return lw_bad();
+        }
+        return lw_load(L, args[0], pad, mask, e->loc);
+    case B_STORE:
+        if (args[0]->kind != AST_INDEX) {
+            dsl_error(L->diags, args[0]->loc, "store needs a view of a tensor");
+            return lw_bad();
+        }
+        lw_store(L, args[0], lw_expr(L, args[1]), mask, e->loc);
+        return lw_cval(DT_VOID, 0, 0, false);
+    case B_DEVICE_TIER:
+        dsl_error(L->diags, e->loc,
+                  "'%s' belongs to the rank/signal builtins of the device tier, which is not implemented yet",
+                  b->name);
+        return lw_bad();
+    }
+    return lw_bad();
+}

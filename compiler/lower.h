@@ -1,0 +1,89 @@
+/* lower.h — private interface between the lowering's files: lower.c
+ * (kernels, statements, scopes, compile-time values) and lower_expr.c
+ * (expressions, promotion, views, builtins). Prefix lw_. */
+#ifndef BLKC_LOWER_H
+#define BLKC_LOWER_H
+
+#include "ir.h"
+
+/* A compile-time value (consts, cparams, literals, folded expressions). */
+typedef struct LwConst {
+    int dtype;        /* DT_BOOL, DT_I32, DT_I64, DT_F32 (or any, after casts) */
+    int64_t i;        /* ints and bools */
+    double f;         /* floats */
+} LwConst;
+
+/* The result of lowering an expression. */
+typedef struct LwVal {
+    int id;           /* IR value id; -1 while the value is compile-time only */
+    IrType type;      /* dtype and shape */
+    bool weak;        /* a literal or compile-time constant: takes the other
+                         operand's dtype when of the same kind or lower */
+    LwConst c;        /* the value when id < 0 */
+    bool bad;         /* an error was reported; suppress follow-up errors */
+} LwVal;
+
+typedef enum { SYM_CONST, SYM_TENSOR, SYM_SCALAR, SYM_SIZE, SYM_LET, SYM_VAR }
+    LwSymKind;
+
+typedef struct LwSym {
+    const char *name; /* source name */
+    LwSymKind kind;   /* what the name denotes */
+    LwConst c;        /* SYM_CONST */
+    int index;        /* param index (TENSOR/SCALAR), sym index (SIZE), var */
+    int id;           /* SYM_LET / SYM_SCALAR / SYM_SIZE: IR value id */
+    IrType type;      /* SYM_LET value type */
+    DslLoc loc;       /* declaration */
+} LwSym;
+
+typedef struct LwScope {
+    struct LwScope *up; /* enclosing scope */
+    LwSym *syms;        /* arena-allocated, grows by doubling */
+    int n, cap;
+} LwScope;
+
+typedef struct Lw {
+    DslDiags *diags;      /* where errors go */
+    DslArena *arena;      /* scratch for this compilation */
+    IrModule *mod;        /* module being built */
+    IrFunc *f;            /* kernel being built (NULL for const eval) */
+    const AstFunc *fn;    /* its AST */
+    LwScope *scope;       /* innermost scope */
+    int region;           /* region receiving new instructions */
+    bool in_grid;         /* lowering the grid(...) clause */
+    int depth;            /* loop nesting, for limits */
+    bool oom;             /* allocation failed */
+} Lw;
+
+/* lower.c */
+LwSym *lw_lookup(Lw *L, const char *name);
+int lw_emit(Lw *L, int op, IrType type, DslLoc loc);
+
+/* lower_expr.c */
+LwVal lw_expr(Lw *L, const Ast *e);
+LwVal lw_bad(void);
+int lw_materialize(Lw *L, LwVal *v, DslLoc loc);      /* IR id for v */
+LwVal lw_convert(Lw *L, LwVal v, int dtype, DslLoc loc);
+bool lw_const_int(Lw *L, const Ast *e, const char *what, int64_t *out);
+LwVal lw_binary(Lw *L, int op, LwVal a, LwVal b, DslLoc loc);
+bool lw_broadcast_shape(const IrType *a, const IrType *b, IrType *out);
+int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out);
+LwVal lw_store_value(Lw *L, LwVal v, int dtype, const IrType *shape,
+                     DslLoc loc);
+bool lw_check_tile(Lw *L, const IrType *t, DslLoc loc);
+void lw_stmt_call(Lw *L, const Ast *e);  /* expression statement */
+LwVal lw_cval(int dtype, int64_t i, double f, bool weak);
+LwVal lw_ival(int id, IrType t);
+bool lw_is_const(const LwVal *v);
+int lw_promote(const LwVal *a, const LwVal *b);
+LwVal lw_unary(Lw *L, int op, LwVal v, DslLoc loc);
+LwVal lw_load(Lw *L, const Ast *view, const Ast *pad, const Ast *mask,
+              DslLoc loc);
+void lw_store(Lw *L, const Ast *view, LwVal val, const Ast *mask, DslLoc loc);
+
+int lw_mask(Lw *L, const Ast *m, const IrType *shape); /* -2 on error */
+
+/* builtins.c */
+LwVal lw_call(Lw *L, const Ast *e);
+
+#endif
