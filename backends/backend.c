@@ -1,0 +1,20 @@
+/* backend.c — the list of code generators; a backend is picked by name. */
+#include "backend.h"
+
+#include <string.h>
+
+static const BkBackend *const backends[] = {
+    &bk_cpu_backend,
+    &bk_cuda_backend,
+    &bk_hip_backend,
+};
+
+const BkBackend *bk_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    return NULL;
+}

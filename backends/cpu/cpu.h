@@ -1,0 +1,106 @@
+/* cpu.h — private header of the CPU backend (Core IR -> LLVM IR via LLVM-C).
+ * Shared between the code generator files (lower.c: functions, control flow
+ * and elementwise ops; dtype.c: scalar types and conversions; mem.c:
+ * load/store/atomic; tile.c: shape ops, reductions, dot) and jit.c (passes,
+ * ORC LLJIT, emitted stages). Cross-file prefix: cpu_ (functions), Cpu
+ * (types). */
+#ifndef BLKC_CPU_H
+#define BLKC_CPU_H
+
+#include "../backend.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+/* An open counted loop `for (iv = lo; iv < hi; iv++)` over i64. */
+typedef struct CpuLoop {
+    LLVMBasicBlockRef head, body, exit; /* blocks of the loop */
+    LLVMValueRef iv;                     /* the i64 induction variable (phi) */
+} CpuLoop;
+
+/* Code generation state for one IrFunc. */
+typedef struct CpuGen {
+    const IrFunc *f;              /* the function being lowered */
+    LLVMContextRef ctx;           /* owning context */
+    LLVMModuleRef mod;            /* module receiving the function */
+    LLVMBuilderRef b;             /* builder at the current position */
+    LLVMValueRef fn;              /* the kernel function */
+    LLVMBasicBlockRef entry;      /* allocas live here */
+    LLVMBasicBlockRef exit;       /* RET branches here */
+    LLVMValueRef *val;            /* per value id: scalar SSA or tile ptr */
+    LLVMValueRef *var;            /* per var: slot pointer */
+    LLVMValueRef *tdata;          /* per tensor param: element pointer */
+    LLVMValueRef (*tshape)[IR_MAX_RANK];  /* per param: i64 extents */
+    LLVMValueRef (*tstride)[IR_MAX_RANK]; /* per param: i64 strides */
+    int *uses;                    /* per value id: number of uses */
+    uint8_t *skip;                /* per value id: handled by a peephole */
+    int vecw_bytes;               /* vector register width (16/32/64) */
+    LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, vd, ptr;
+    char *err; size_t errlen;     /* first error */
+    bool failed;                  /* an error was recorded */
+} CpuGen;
+
+/* ------------------------------------------------------------ lower.c */
+/* Lower every function of m into a fresh module of ctx (named "blkc").
+ * vecw_bytes: the SIMD width to block DOT for. */
+int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
+                     LLVMModuleRef *out, char *err, size_t errlen);
+int cpu_fail(CpuGen *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+LLVMValueRef cpu_i64(CpuGen *g, int64_t v);
+LLVMValueRef cpu_i32c(CpuGen *g, int64_t v);
+void cpu_loop_open(CpuGen *g, CpuLoop *l, LLVMValueRef lo, LLVMValueRef hi);
+void cpu_loop_close(CpuGen *g, CpuLoop *l);
+LLVMValueRef cpu_alloca(CpuGen *g, LLVMTypeRef t, int64_t n);
+LLVMValueRef cpu_tile_buf(CpuGen *g, const IrType *t); /* typed elem ptr */
+LLVMValueRef cpu_gep(CpuGen *g, LLVMTypeRef et, LLVMValueRef p,
+                     LLVMValueRef idx);
+/* Element lin of value id (scalars ignore lin), as SSA of the dtype. */
+LLVMValueRef cpu_elem(CpuGen *g, int id, LLVMValueRef lin);
+LLVMValueRef cpu_call(CpuGen *g, const char *name, LLVMTypeRef ret,
+                      LLVMValueRef *args, int n);
+LLVMValueRef cpu_intrin(CpuGen *g, const char *name, LLVMTypeRef *ovl,
+                        int novl, LLVMValueRef *args, int n);
+LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x);
+LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a);
+
+/* ------------------------------------------------------------ dtype.c */
+LLVMTypeRef cpu_stype(CpuGen *g, int dt);  /* SSA type (bool i1, bf16 i16) */
+LLVMTypeRef cpu_mtype(CpuGen *g, int dt);  /* memory type (bool i8) */
+LLVMTypeRef cpu_ctype(CpuGen *g, int dt);  /* compute type (f16 -> float) */
+bool cpu_is_signed(int dt);
+bool cpu_is_narrow(int dt);                /* f16, bf16, f8 */
+LLVMValueRef cpu_widen(CpuGen *g, LLVMValueRef v, int dt);  /* SSA->compute */
+LLVMValueRef cpu_narrow(CpuGen *g, LLVMValueRef v, int dt); /* compute->SSA */
+LLVMValueRef cpu_cvt(CpuGen *g, LLVMValueRef v, int from, int to);
+LLVMValueRef cpu_mload(CpuGen *g, LLVMValueRef p, int dt);
+void cpu_mstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, int dt);
+LLVMValueRef cpu_const(CpuGen *g, int dt, int64_t ival, double fval);
+LLVMValueRef cpu_zero(CpuGen *g, int dt);
+/* float helpers for the generated code (registered with the JIT) */
+uint16_t cpu_f64_to_f16(double x);
+uint16_t cpu_f64_to_bf16(double x);
+uint8_t cpu_f64_to_e4m3(double x);
+uint8_t cpu_f64_to_e5m2(double x);
+float cpu_e4m3_to_f32(uint8_t x);
+float cpu_e5m2_to_f32(uint8_t x);
+uint8_t cpu_f32_to_e4m3(float x);
+uint8_t cpu_f32_to_e5m2(float x);
+float cpu_f16_to_f32(uint16_t x);
+uint16_t cpu_f32_to_f16(float x);
+typedef struct CpuHelper { const char *name; void (*addr)(void); } CpuHelper;
+extern const CpuHelper cpu_helpers[];      /* NULL-terminated */
+
+/* ------------------------------------------------------------ mem.c */
+int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC */
+
+/* ------------------------------------------------------------ tile.c */
+int cpu_gen_tileop(CpuGen *g, int id);     /* BCAST RESHAPE PERMUTE REDUCE
+                                              SCAN ARANGE */
+/* DOT into dst (elements of the result type); acc_ptr may be dst (in
+ * place), another buffer, or NULL (zero). */
+int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
+                LLVMValueRef acc_ptr);
+
+#endif

@@ -1,0 +1,340 @@
+/* jit.c — the CPU backend's driver: one-time target setup, the new pass
+ * manager (default<On>) for the host CPU, ORC LLJIT compilation with a
+ * fresh thread-safe context per module, and the --emit stages (llvm,
+ * llvm-unopt, asm, obj). */
+#include "cpu.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct BkCpuModule {
+    LLVMOrcLLJITRef jit;     /* owns the compiled code */
+    int n;                   /* functions */
+    char **names;            /* kernel names */
+    BkKernelFn *fns;         /* entry points */
+    BkRangeFn *ranges;       /* NAME__range entry points */
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static char *host_cpu, *host_features;
+static int host_vecw = 16;
+static bool init_ok;
+
+static void init_targets(void)
+{
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter() ||
+        LLVMInitializeNativeAsmParser())
+        return;
+    host_cpu = LLVMGetHostCPUName();
+    host_features = LLVMGetHostCPUFeatures();
+    if (host_features && strstr(host_features, "+avx512f"))
+        host_vecw = 64;
+    else if (host_features && strstr(host_features, "+avx"))
+        host_vecw = 32;
+    init_ok = host_cpu && host_features;
+}
+
+static int llvm_error(LLVMErrorRef e, const char *what, char *err, size_t errlen)
+{
+    char *msg = LLVMGetErrorMessage(e);
+    snprintf(err, errlen, "cpu backend: %s: %s", what, msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+    return -1;
+}
+
+static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
+                                    char *err, size_t errlen)
+{
+    pthread_once(&init_once, init_targets);
+    if (!init_ok) {
+        snprintf(err, errlen, "cpu backend: cannot initialize the native target");
+        return NULL;
+    }
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        snprintf(err, errlen, "cpu backend: %s", msg ? msg : "no target");
+        LLVMDisposeMessage(msg);
+        LLVMDisposeMessage(triple);
+        return NULL;
+    }
+    const char *cpu = host_cpu, *feat = host_features;
+    *vecw = host_vecw;
+    if (o && o->arch && o->arch[0]) {
+        cpu = o->arch;
+        feat = "";
+        *vecw = 16;
+    }
+    int ol = o ? o->opt_level : 3;
+    LLVMCodeGenOptLevel cl = ol <= 0 ? LLVMCodeGenLevelNone
+                           : ol == 1 ? LLVMCodeGenLevelLess
+                           : ol == 2 ? LLVMCodeGenLevelDefault
+                                     : LLVMCodeGenLevelAggressive;
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+        target, triple, cpu, feat, cl, LLVMRelocPIC, LLVMCodeModelJITDefault);
+    LLVMDisposeMessage(triple);
+    if (!tm)
+        snprintf(err, errlen, "cpu backend: cannot create a target machine");
+    return tm;
+}
+
+/* Lower m into ctx and (unless unopt) optimize it for tm. */
+static LLVMModuleRef build(const IrModule *m, const BkOptions *o,
+                           LLVMTargetMachineRef tm, int vecw, LLVMContextRef ctx,
+                           bool unopt, char *err, size_t errlen)
+{
+    LLVMModuleRef mod;
+    if (cpu_lower_module(m, ctx, vecw, &mod, err, errlen))
+        return NULL;
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, dl);
+    LLVMDisposeTargetData(dl);
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        IR_BUG(err, errlen, "invalid LLVM IR: %.300s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        LLVMDisposeModule(mod);
+        return NULL;
+    }
+    LLVMDisposeMessage(msg);
+    if (unopt)
+        return mod;
+    int ol = o ? o->opt_level : 3;
+    char pipe[32];
+    snprintf(pipe, sizeof pipe, "default<O%d>", ol < 0 ? 0 : ol > 3 ? 3 : ol);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+    LLVMErrorRef e = LLVMRunPasses(mod, pipe, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        llvm_error(e, "optimization", err, errlen);
+        LLVMDisposeModule(mod);
+        return NULL;
+    }
+    return mod;
+}
+
+static int define_helpers(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd,
+                          char *err, size_t errlen)
+{
+    LLVMJITCSymbolMapPair pairs[32];
+    int n = 0;
+    for (int i = 0; cpu_helpers[i].name && n < 32; i++, n++) {
+        pairs[n].Name = LLVMOrcLLJITMangleAndIntern(jit, cpu_helpers[i].name);
+        pairs[n].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)cpu_helpers[i].addr;
+        pairs[n].Sym.Flags.GenericFlags =
+            LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        pairs[n].Sym.Flags.TargetFlags = 0;
+    }
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, (size_t)n);
+    LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, mu);
+    if (e) {
+        LLVMOrcDisposeMaterializationUnit(mu);
+        return llvm_error(e, "defining helpers", err, errlen);
+    }
+    return 0;
+}
+
+int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
+               char *err, size_t errlen)
+{
+    *out = NULL;
+    int vecw;
+    LLVMTargetMachineRef tm = make_tm(o, &vecw, err, errlen);
+    if (!tm)
+        return -1;
+    BkCpuModule *cm = calloc(1, sizeof *cm);
+    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+    LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+    LLVMModuleRef mod = NULL;
+    if (!cm) {
+        snprintf(err, errlen, "cpu backend: out of memory");
+        goto fail;
+    }
+    mod = build(m, o, tm, vecw, ctx, false, err, errlen);
+    if (!mod)
+        goto fail;
+    /* LLJIT takes ownership of the target machine */
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    tm = NULL;
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&cm->jit, jb);
+    if (e) {
+        llvm_error(e, "creating the JIT", err, errlen);
+        goto fail;
+    }
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(cm->jit);
+    if (define_helpers(cm->jit, jd, err, errlen))
+        goto fail;
+    LLVMOrcDefinitionGeneratorRef gen;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(cm->jit), NULL, NULL);
+    if (e) {
+        llvm_error(e, "process symbols", err, errlen);
+        goto fail;
+    }
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
+    mod = NULL;
+    e = LLVMOrcLLJITAddLLVMIRModule(cm->jit, jd, tsm);
+    if (e) {
+        LLVMOrcDisposeThreadSafeModule(tsm);
+        llvm_error(e, "adding the module", err, errlen);
+        goto fail;
+    }
+    cm->n = m->nfuncs;
+    cm->names = calloc((size_t)cm->n + 1, sizeof *cm->names);
+    cm->fns = calloc((size_t)cm->n + 1, sizeof *cm->fns);
+    cm->ranges = calloc((size_t)cm->n + 1, sizeof *cm->ranges);
+    if (!cm->names || !cm->fns || !cm->ranges) {
+        snprintf(err, errlen, "cpu backend: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < cm->n; i++) {
+        const char *name = m->funcs[i]->name;
+        char rn[512];
+        LLVMOrcExecutorAddress a1 = 0, a2 = 0;
+        snprintf(rn, sizeof rn, "%s__range", name);
+        cm->names[i] = strdup(name);
+        if (!cm->names[i]) {
+            snprintf(err, errlen, "cpu backend: out of memory");
+            goto fail;
+        }
+        e = LLVMOrcLLJITLookup(cm->jit, &a1, name);
+        if (!e)
+            e = LLVMOrcLLJITLookup(cm->jit, &a2, rn);
+        if (e) {
+            llvm_error(e, "compiling", err, errlen);
+            goto fail;
+        }
+        cm->fns[i] = (BkKernelFn)(uintptr_t)a1;
+        cm->ranges[i] = (BkRangeFn)(uintptr_t)a2;
+    }
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    *out = cm;
+    return 0;
+fail:
+    if (mod)
+        LLVMDisposeModule(mod);
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    bk_cpu_free(cm);
+    return -1;
+}
+
+static int find(BkCpuModule *cm, const char *name)
+{
+    for (int i = 0; cm && i < cm->n; i++)
+        if (cm->names[i] && strcmp(cm->names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+BkKernelFn bk_cpu_kernel(BkCpuModule *cm, const char *name)
+{
+    int i = find(cm, name);
+    return i < 0 ? NULL : cm->fns[i];
+}
+
+BkRangeFn bk_cpu_kernel_range(BkCpuModule *cm, const char *name)
+{
+    int i = find(cm, name);
+    return i < 0 ? NULL : cm->ranges[i];
+}
+
+void bk_cpu_free(BkCpuModule *cm)
+{
+    if (!cm)
+        return;
+    if (cm->jit)
+        LLVMOrcDisposeLLJIT(cm->jit);
+    for (int i = 0; cm->names && i < cm->n; i++)
+        free(cm->names[i]);
+    free(cm->names);
+    free(cm->fns);
+    free(cm->ranges);
+    free(cm);
+}
+
+/* ------------------------------------------------------------ emit */
+
+static const char *const cpu_stages[] = {"llvm", "llvm-unopt", "asm", "obj", NULL};
+
+static bool cpu_stage_is_text(const char *stage)
+{
+    return strcmp(stage, "obj") != 0;
+}
+
+static int cpu_emit(const IrModule *m, const BkOptions *o, const char *stage,
+                    DslBuf *out, char *err, size_t errlen)
+{
+    bool known = false;
+    for (int i = 0; cpu_stages[i]; i++)
+        known |= strcmp(stage, cpu_stages[i]) == 0;
+    if (!known) {
+        snprintf(err, errlen, "cpu backend: unknown stage '%s'", stage);
+        return -1;
+    }
+    int vecw;
+    LLVMTargetMachineRef tm = make_tm(o, &vecw, err, errlen);
+    if (!tm)
+        return -1;
+    LLVMContextRef ctx = LLVMContextCreate();
+    int rc = -1;
+    LLVMModuleRef mod = build(m, o, tm, vecw, ctx,
+                              strcmp(stage, "llvm-unopt") == 0, err, errlen);
+    if (!mod)
+        goto done;
+    if (strncmp(stage, "llvm", 4) == 0) {
+        char *s = LLVMPrintModuleToString(mod);
+        dsl_buf_put(out, s, strlen(s));
+        LLVMDisposeMessage(s);
+        rc = 0;
+    } else {
+        char *msg = NULL;
+        LLVMMemoryBufferRef mb;
+        if (LLVMTargetMachineEmitToMemoryBuffer(
+                tm, mod, strcmp(stage, "asm") == 0 ? LLVMAssemblyFile : LLVMObjectFile,
+                &msg, &mb)) {
+            snprintf(err, errlen, "cpu backend: %s", msg ? msg : "emit failed");
+            LLVMDisposeMessage(msg);
+        } else {
+            dsl_buf_put(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+            LLVMDisposeMemoryBuffer(mb);
+            rc = 0;
+        }
+    }
+    if (rc == 0 && out->oom) {
+        snprintf(err, errlen, "cpu backend: out of memory");
+        rc = -1;
+    }
+    LLVMDisposeModule(mod);
+done:
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    return rc;
+}
+
+const BkBackend bk_cpu_backend = {
+    .name = "cpu",
+    .stages = cpu_stages,
+    .default_stage = "obj",
+    .stage_is_text = cpu_stage_is_text,
+    .emit = cpu_emit,
+};

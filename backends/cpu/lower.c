@@ -1,0 +1,740 @@
+/* lower.c — Core IR -> LLVM IR for the CPU: one LLVM function per IrFunc
+ * (plus its NAME__range driver), structured control flow as basic blocks,
+ * scalars as SSA values, tiles as entry-block allocas walked by flat loops,
+ * and the elementwise ops. Memory ops live in mem.c, shape/reduction/dot ops
+ * in tile.c, dtype conversions in dtype.c. */
+#include "cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cpu_fail(CpuGen *g, const char *fmt, ...)
+{
+    if (!g->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = snprintf(g->err, g->errlen, "cpu backend: %s: ", g->f->name);
+        if (k >= 0 && (size_t)k < g->errlen)
+            vsnprintf(g->err + k, g->errlen - (size_t)k, fmt, ap);
+        va_end(ap);
+        g->failed = true;
+    }
+    return -1;
+}
+
+LLVMValueRef cpu_i64(CpuGen *g, int64_t v)
+{
+    return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
+
+LLVMValueRef cpu_i32c(CpuGen *g, int64_t v)
+{
+    return LLVMConstInt(g->i32, (unsigned long long)v, 1);
+}
+
+void cpu_loop_open(CpuGen *g, CpuLoop *l, LLVMValueRef lo, LLVMValueRef hi)
+{
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+    l->head = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
+    l->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "body");
+    l->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
+    LLVMBuildBr(g->b, l->head);
+    LLVMPositionBuilderAtEnd(g->b, l->head);
+    l->iv = LLVMBuildPhi(g->b, g->i64, "i");
+    LLVMAddIncoming(l->iv, &lo, &pre, 1);
+    LLVMValueRef c = LLVMBuildICmp(g->b, LLVMIntSLT, l->iv, hi, "");
+    LLVMBuildCondBr(g->b, c, l->body, l->exit);
+    LLVMPositionBuilderAtEnd(g->b, l->body);
+}
+
+void cpu_loop_close(CpuGen *g, CpuLoop *l)
+{
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, l->iv, cpu_i64(g, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b);
+    LLVMAddIncoming(l->iv, &next, &cur, 1);
+    LLVMBuildBr(g->b, l->head);
+    LLVMPositionBuilderAtEnd(g->b, l->exit);
+}
+
+LLVMValueRef cpu_alloca(CpuGen *g, LLVMTypeRef t, int64_t n)
+{
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b);
+    LLVMPositionBuilderAtEnd(g->b, g->entry);
+    LLVMValueRef a;
+    if (n == 1) {
+        a = LLVMBuildAlloca(g->b, t, "");
+    } else {
+        a = LLVMBuildAlloca(g->b, LLVMArrayType(t, (unsigned)n), "");
+        LLVMSetAlignment(a, 64);
+        a = LLVMBuildBitCast(g->b, a, LLVMPointerType(t, 0), "");
+    }
+    LLVMPositionBuilderAtEnd(g->b, cur);
+    return a;
+}
+
+LLVMValueRef cpu_tile_buf(CpuGen *g, const IrType *t)
+{
+    return cpu_alloca(g, cpu_mtype(g, t->dtype), ir_numel(t));
+}
+
+LLVMValueRef cpu_gep(CpuGen *g, LLVMTypeRef et, LLVMValueRef p, LLVMValueRef idx)
+{
+    return LLVMBuildInBoundsGEP2(g->b, et, p, &idx, 1, "");
+}
+
+LLVMValueRef cpu_elem(CpuGen *g, int id, LLVMValueRef lin)
+{
+    const IrType *t = &g->f->ins[id].type;
+    if (t->rank == 0)
+        return g->val[id];
+    return cpu_mload(g, cpu_gep(g, cpu_mtype(g, t->dtype), g->val[id], lin),
+                     t->dtype);
+}
+
+static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
+{
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(g->mod, name, fty);
+        const char *attrs[] = {"readnone", "nounwind", "willreturn"};
+        for (int i = 0; i < 3; i++) {
+            unsigned k = LLVMGetEnumAttributeKindForName(attrs[i],
+                                                         strlen(attrs[i]));
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateEnumAttribute(g->ctx, k, 0));
+        }
+    }
+    return fn;
+}
+
+LLVMValueRef cpu_call(CpuGen *g, const char *name, LLVMTypeRef ret,
+                      LLVMValueRef *args, int n)
+{
+    LLVMTypeRef pt[4];
+    for (int i = 0; i < n; i++)
+        pt[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, pt, (unsigned)n, 0);
+    return LLVMBuildCall2(g->b, fty, declare(g, name, fty), args, (unsigned)n, "");
+}
+
+LLVMValueRef cpu_intrin(CpuGen *g, const char *name, LLVMTypeRef *ovl,
+                        int novl, LLVMValueRef *args, int n)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, ovl, (size_t)novl);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(g->ctx, id, ovl, (size_t)novl);
+    return LLVMBuildCall2(g->b, fty, fn, args, (unsigned)n, "");
+}
+
+LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x)
+{
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return cpu_intrin(g, name, &t, 1, &x, 1);
+}
+
+/* ------------------------------------------------------------ scalar ops */
+
+static LLVMValueRef float_op(CpuGen *g, int op, LLVMValueRef *a, int n)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef t = LLVMTypeOf(a[0]);
+    bool dbl = t == g->f64;
+    LLVMValueRef one = LLVMConstReal(t, 1.0);
+    switch (op) {
+    case IR_NEG: return LLVMBuildFNeg(b, a[0], "");
+    case IR_ABS: return cpu_intrin1(g, "llvm.fabs", a[0]);
+    case IR_EXP: return cpu_intrin1(g, "llvm.exp", a[0]);
+    case IR_EXP2: return cpu_intrin1(g, "llvm.exp2", a[0]);
+    case IR_LOG: return cpu_intrin1(g, "llvm.log", a[0]);
+    case IR_LOG2: return cpu_intrin1(g, "llvm.log2", a[0]);
+    case IR_SQRT: return cpu_intrin1(g, "llvm.sqrt", a[0]);
+    case IR_RSQRT:
+        return LLVMBuildFDiv(b, one, cpu_intrin1(g, "llvm.sqrt", a[0]), "");
+    case IR_SIN: return cpu_intrin1(g, "llvm.sin", a[0]);
+    case IR_COS: return cpu_intrin1(g, "llvm.cos", a[0]);
+    case IR_TANH: return cpu_call(g, dbl ? "tanh" : "tanhf", t, a, 1);
+    case IR_ERF: return cpu_call(g, dbl ? "erf" : "erff", t, a, 1);
+    case IR_FLOOR: return cpu_intrin1(g, "llvm.floor", a[0]);
+    case IR_CEIL: return cpu_intrin1(g, "llvm.ceil", a[0]);
+    case IR_SIGMOID: {
+        LLVMValueRef e = cpu_intrin1(g, "llvm.exp", LLVMBuildFNeg(b, a[0], ""));
+        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), "");
+    }
+    case IR_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
+    case IR_SUB: return LLVMBuildFSub(b, a[0], a[1], "");
+    case IR_MUL: return LLVMBuildFMul(b, a[0], a[1], "");
+    case IR_DIV: return LLVMBuildFDiv(b, a[0], a[1], "");
+    case IR_REM: return LLVMBuildFRem(b, a[0], a[1], "");
+    case IR_MAX: case IR_MIN: {
+        LLVMValueRef c = LLVMBuildFCmp(b, op == IR_MAX ? LLVMRealOGT : LLVMRealOLT,
+                                       a[0], a[1], "");
+        LLVMValueRef r = LLVMBuildSelect(b, c, a[0], a[1], "");
+        LLVMValueRef n0 = LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
+        return LLVMBuildSelect(b, n0, a[0], r, "");
+    }
+    case IR_FMA: return cpu_intrin(g, "llvm.fma", &t, 1, a, 3);
+    default: (void)n; return NULL;
+    }
+}
+
+static LLVMValueRef int_op(CpuGen *g, int op, int dt, LLVMValueRef *a)
+{
+    LLVMBuilderRef b = g->b;
+    bool s = cpu_is_signed(dt);
+    LLVMTypeRef t = LLVMTypeOf(a[0]);
+    LLVMValueRef zero = LLVMConstNull(t);
+    switch (op) {
+    case IR_NEG: return LLVMBuildNeg(b, a[0], "");
+    case IR_BITNOT: return LLVMBuildNot(b, a[0], "");
+    case IR_ABS:
+        if (!s)
+            return a[0];
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a[0], zero, ""),
+                               LLVMBuildNeg(b, a[0], ""), a[0], "");
+    case IR_ADD: return LLVMBuildAdd(b, a[0], a[1], "");
+    case IR_SUB: return LLVMBuildSub(b, a[0], a[1], "");
+    case IR_MUL: return LLVMBuildMul(b, a[0], a[1], "");
+    case IR_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, a[0], a[1], ""), a[2], "");
+    case IR_DIV: case IR_REM: {
+        /* x/0 = 0, x%0 = 0; signed x/-1 = -x, x%-1 = 0 (no INT_MIN trap) */
+        LLVMValueRef one = LLVMConstInt(t, 1, 0);
+        LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, a[1], zero, "");
+        LLVMValueRef bad = z, m1 = NULL;
+        if (s && t != g->i1) {
+            m1 = LLVMBuildICmp(b, LLVMIntEQ, a[1], LLVMConstAllOnes(t), "");
+            bad = LLVMBuildOr(b, z, m1, "");
+        }
+        LLVMValueRef d = LLVMBuildSelect(b, bad, one, a[1], "");
+        LLVMValueRef r;
+        if (op == IR_DIV)
+            r = s ? LLVMBuildSDiv(b, a[0], d, "") : LLVMBuildUDiv(b, a[0], d, "");
+        else
+            r = s ? LLVMBuildSRem(b, a[0], d, "") : LLVMBuildURem(b, a[0], d, "");
+        if (m1)
+            r = LLVMBuildSelect(b, m1, op == IR_DIV ? LLVMBuildNeg(b, a[0], "")
+                                                    : zero, r, "");
+        return LLVMBuildSelect(b, z, zero, r, "");
+    }
+    case IR_AND: return LLVMBuildAnd(b, a[0], a[1], "");
+    case IR_OR: return LLVMBuildOr(b, a[0], a[1], "");
+    case IR_XOR: return LLVMBuildXor(b, a[0], a[1], "");
+    case IR_SHL: case IR_SHR: {
+        unsigned w = LLVMGetIntTypeWidth(t);
+        LLVMValueRef c = LLVMBuildAnd(b, a[1], LLVMConstInt(t, w - 1, 0), "");
+        if (op == IR_SHL)
+            return LLVMBuildShl(b, a[0], c, "");
+        return s ? LLVMBuildAShr(b, a[0], c, "") : LLVMBuildLShr(b, a[0], c, "");
+    }
+    case IR_MAX: case IR_MIN: {
+        LLVMIntPredicate p = op == IR_MAX ? (s ? LLVMIntSGT : LLVMIntUGT)
+                                          : (s ? LLVMIntSLT : LLVMIntULT);
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, p, a[0], a[1], ""), a[0],
+                               a[1], "");
+    }
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef compare(CpuGen *g, int op, int dt, LLVMValueRef x,
+                            LLVMValueRef y)
+{
+    if (dsl_is_float(dt)) {
+        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE,
+            LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+        return LLVMBuildFCmp(g->b, fp[op - IR_EQ], cpu_widen(g, x, dt),
+                             cpu_widen(g, y, dt), "");
+    }
+    bool s = cpu_is_signed(dt);
+    LLVMIntPredicate p;
+    switch (op) {
+    case IR_EQ: p = LLVMIntEQ; break;
+    case IR_NE: p = LLVMIntNE; break;
+    case IR_LT: p = s ? LLVMIntSLT : LLVMIntULT; break;
+    case IR_LE: p = s ? LLVMIntSLE : LLVMIntULE; break;
+    case IR_GT: p = s ? LLVMIntSGT : LLVMIntUGT; break;
+    default: p = s ? LLVMIntSGE : LLVMIntUGE; break;
+    }
+    return LLVMBuildICmp(g->b, p, x, y, "");
+}
+
+LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a)
+{
+    int op = in->op, rdt = in->type.dtype;
+    int odt = g->f->ins[in->opnd[op == IR_SELECT ? 1 : 0]].type.dtype;
+    int n = ir_op_nopnd[op];
+    LLVMValueRef r = NULL;
+    switch (op) {
+    case IR_CVT: return cpu_cvt(g, a[0], odt, rdt);
+    case IR_SELECT: return LLVMBuildSelect(g->b, a[0], a[1], a[2], "");
+    case IR_NOT: return LLVMBuildXor(g->b, a[0], LLVMConstInt(g->i1, 1, 0), "");
+    case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:
+        return compare(g, op, odt, a[0], a[1]);
+    default: break;
+    }
+    if (dsl_is_float(odt)) {
+        LLVMValueRef w[3];
+        for (int i = 0; i < n; i++)
+            w[i] = cpu_widen(g, a[i], odt);
+        r = float_op(g, op, w, n);
+        if (r)
+            r = cpu_narrow(g, r, rdt);
+    } else {
+        r = int_op(g, op, odt, a);
+    }
+    if (!r)
+        cpu_fail(g, "op %s not supported for %s", ir_op_names[op],
+                 dsl_dtype_name(odt));
+    return r;
+}
+
+/* ------------------------------------------------------------ instrs */
+
+static int gen_region(CpuGen *g, int r);
+
+static int gen_elem(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    int n = ir_op_nopnd[in->op];
+    LLVMValueRef a[3];
+    if (in->type.rank == 0) {
+        for (int i = 0; i < n; i++)
+            a[i] = g->val[in->opnd[i]];
+        g->val[id] = cpu_scalar_op(g, in, a);
+        return g->val[id] ? 0 : -1;
+    }
+    LLVMValueRef buf = cpu_tile_buf(g, &in->type);
+    CpuLoop l;
+    cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, ir_numel(&in->type)));
+    for (int i = 0; i < n; i++)
+        a[i] = cpu_elem(g, in->opnd[i], l.iv);
+    LLVMValueRef r = cpu_scalar_op(g, in, a);
+    if (!r)
+        return -1;
+    cpu_mstore(g, r, cpu_gep(g, cpu_mtype(g, in->type.dtype), buf, l.iv),
+               in->type.dtype);
+    cpu_loop_close(g, &l);
+    g->val[id] = buf;
+    return 0;
+}
+
+static void fill(CpuGen *g, LLVMValueRef buf, const IrType *t, LLVMValueRef v)
+{
+    CpuLoop l;
+    cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, ir_numel(t)));
+    cpu_mstore(g, v, cpu_gep(g, cpu_mtype(g, t->dtype), buf, l.iv), t->dtype);
+    cpu_loop_close(g, &l);
+}
+
+static void copy_tile(CpuGen *g, LLVMValueRef dst, LLVMValueRef src,
+                      const IrType *t)
+{
+    int64_t bytes = ir_numel(t) * dsl_dtype_bytes(t->dtype);
+    LLVMBuildMemCpy(g->b, dst, 4, src, 4, cpu_i64(g, bytes));
+}
+
+static int gen_for(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef lo = g->val[in->opnd[0]], hi = g->val[in->opnd[1]];
+    LLVMValueRef step = g->val[in->opnd[2]];
+    bool s = cpu_is_signed(in->type.dtype);
+    LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(step));
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for.body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for.end");
+    LLVMValueRef pos = LLVMBuildICmp(b, s ? LLVMIntSGT : LLVMIntNE, step, zero, "");
+    LLVMValueRef neg = s ? LLVMBuildICmp(b, LLVMIntSLT, step, zero, "")
+                         : LLVMConstInt(g->i1, 0, 0);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef iv = LLVMBuildPhi(b, LLVMTypeOf(lo), "iv");
+    LLVMAddIncoming(iv, &lo, &pre, 1);
+    LLVMValueRef up = LLVMBuildICmp(b, s ? LLVMIntSLT : LLVMIntULT, iv, hi, "");
+    LLVMValueRef down = LLVMBuildICmp(b, LLVMIntSGT, iv, hi, "");
+    LLVMValueRef c = LLVMBuildSelect(b, pos, up,
+        LLVMBuildAnd(b, neg, down, ""), "");
+    LLVMBuildCondBr(b, c, body, exit);
+    LLVMPositionBuilderAtEnd(b, body);
+    g->val[id] = iv;
+    if (gen_region(g, in->region[0]))
+        return -1;
+    LLVMValueRef next = LLVMBuildAdd(b, iv, step, "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(iv, &next, &cur, 1);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, exit);
+    return 0;
+}
+
+static int gen_while(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    const IrRegion *cr = &g->f->regions[in->region[0]];
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "while");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "while.body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "while.end");
+    LLVMBuildBr(g->b, head);
+    LLVMPositionBuilderAtEnd(g->b, head);
+    if (gen_region(g, in->region[0]))
+        return -1;
+    int y = -1;
+    for (int i = cr->n - 1; i >= 0 && y < 0; i--)
+        if (!g->f->ins[cr->ins[i]].dead && g->f->ins[cr->ins[i]].op == IR_YIELD)
+            y = cr->ins[i];
+    if (y < 0)
+        return cpu_fail(g, "while without yield");
+    LLVMBuildCondBr(g->b, g->val[g->f->ins[y].opnd[0]], body, exit);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    if (in->region[1] >= 0 && gen_region(g, in->region[1]))
+        return -1;
+    LLVMBuildBr(g->b, head);
+    LLVMPositionBuilderAtEnd(g->b, exit);
+    return 0;
+}
+
+static int gen_if(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBasicBlockRef th = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "then");
+    LLVMBasicBlockRef el = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "else");
+    LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "endif");
+    LLVMBuildCondBr(g->b, g->val[in->opnd[0]], th, el);
+    LLVMPositionBuilderAtEnd(g->b, th);
+    if (in->region[0] >= 0 && gen_region(g, in->region[0]))
+        return -1;
+    LLVMBuildBr(g->b, end);
+    LLVMPositionBuilderAtEnd(g->b, el);
+    if (in->region[1] >= 0 && gen_region(g, in->region[1]))
+        return -1;
+    LLVMBuildBr(g->b, end);
+    LLVMPositionBuilderAtEnd(g->b, end);
+    return 0;
+}
+
+static int gen_instr(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    const IrFunc *f = g->f;
+    LLVMBuilderRef b = g->b;
+    if (ir_op_flags[in->op] & F_ELEM)
+        return gen_elem(g, id);
+    switch (in->op) {
+    case IR_CONST: {
+        LLVMValueRef c = cpu_const(g, in->type.dtype, in->ival, in->fval);
+        if (in->type.rank == 0) {
+            g->val[id] = c;
+        } else {
+            g->val[id] = cpu_tile_buf(g, &in->type);
+            fill(g, g->val[id], &in->type, c);
+        }
+        return 0;
+    }
+    case IR_PARAM:
+        g->val[id] = cpu_mload(g, g->tdata[in->param], in->type.dtype);
+        return 0;
+    case IR_SIZE:
+        if (in->param < 0 || in->param >= f->nparams ||
+            in->attr >= f->params[in->param].rank)
+            return cpu_fail(g, "bad size operand");
+        g->val[id] = LLVMBuildTrunc(b, g->tshape[in->param][in->attr],
+                                    cpu_stype(g, in->type.dtype), "");
+        return 0;
+    case IR_PID: case IR_NPROG: {
+        LLVMValueRef p = LLVMGetParam(g->fn, in->op == IR_PID ? 1 : 2);
+        LLVMValueRef v = LLVMBuildLoad2(
+            b, g->i32, cpu_gep(g, g->i32, p, cpu_i64(g, in->attr)), "");
+        g->val[id] = cpu_cvt(g, v, DT_I32, in->type.dtype);
+        return 0;
+    }
+    case IR_ARANGE: case IR_BCAST: case IR_RESHAPE: case IR_PERMUTE:
+    case IR_REDUCE: case IR_SCAN:
+        return cpu_gen_tileop(g, id);
+    case IR_DOT: {
+        if (g->skip[id] == 2) { /* accumulate in place in the var slot */
+            LLVMValueRef slot = g->var[f->ins[in->opnd[2]].param];
+            g->val[id] = slot;
+            return cpu_gen_dot(g, in, slot, slot);
+        }
+        g->val[id] = cpu_tile_buf(g, &in->type);
+        return cpu_gen_dot(g, in, g->val[id],
+                           in->opnd[2] >= 0 ? g->val[in->opnd[2]] : NULL);
+    }
+    case IR_LOAD: case IR_STORE: case IR_ATOMIC:
+        return cpu_gen_memop(g, id);
+    case IR_VGET: {
+        LLVMValueRef slot = g->var[in->param];
+        if (g->skip[id]) {
+            g->val[id] = slot;
+        } else if (in->type.rank == 0) {
+            g->val[id] = LLVMBuildLoad2(b, cpu_stype(g, in->type.dtype), slot, "");
+        } else {
+            g->val[id] = cpu_tile_buf(g, &in->type);
+            copy_tile(g, g->val[id], slot, &in->type);
+        }
+        return 0;
+    }
+    case IR_VSET: {
+        LLVMValueRef slot = g->var[in->param];
+        const IrType *t = &f->vars[in->param].type;
+        if (g->skip[id])
+            return 0;
+        if (t->rank == 0)
+            LLVMBuildStore(b, g->val[in->opnd[0]], slot);
+        else
+            copy_tile(g, slot, g->val[in->opnd[0]], t);
+        return 0;
+    }
+    case IR_FOR: return gen_for(g, id);
+    case IR_WHILE: return gen_while(g, id);
+    case IR_IF: return gen_if(g, id);
+    case IR_YIELD: return 0;
+    case IR_RET:
+        LLVMBuildBr(b, g->exit);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, g->fn,
+                                                                  "dead"));
+        return 0;
+    default:
+        return cpu_fail(g, "unsupported op %s", ir_op_names[in->op]);
+    }
+}
+
+static int gen_region(CpuGen *g, int r)
+{
+    const IrRegion *reg = &g->f->regions[r];
+    for (int i = 0; i < reg->n; i++) {
+        int id = reg->ins[i];
+        if (g->f->ins[id].dead)
+            continue;
+        if (gen_instr(g, id) || g->failed)
+            return cpu_fail(g, "lowering failed");
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ analysis */
+
+static void count_uses(CpuGen *g)
+{
+    const IrFunc *f = g->f;
+    for (int i = 0; i < f->nins; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (in->dead)
+            continue;
+        for (int k = 0; k < 4; k++)
+            if (in->opnd[k] >= 0 && in->opnd[k] < f->nins)
+                g->uses[in->opnd[k]]++;
+        if (in->view >= 0)
+            for (int d = 0; d < f->views[in->view].ndims; d++)
+                g->uses[f->views[in->view].d[d].val]++;
+    }
+}
+
+/* `VSET v (DOT a b (VGET v))` with single uses and nothing touching v in
+ * between: let the DOT accumulate in the var slot itself. */
+static void find_inplace_dots(CpuGen *g)
+{
+    const IrFunc *f = g->f;
+    for (int r = 0; r < f->nregions; r++) {
+        const IrRegion *reg = &f->regions[r];
+        for (int i = 0; i < reg->n; i++) {
+            const IrInstr *s = &f->ins[reg->ins[i]];
+            if (s->dead || s->op != IR_VSET)
+                continue;
+            int x = s->opnd[0];
+            const IrInstr *d = &f->ins[x];
+            if (d->op != IR_DOT || g->uses[x] != 1 || d->opnd[2] < 0)
+                continue;
+            int acc = d->opnd[2];
+            const IrInstr *v = &f->ins[acc];
+            if (v->op != IR_VGET || v->param != s->param || g->uses[acc] != 1)
+                continue;
+            int j = i - 1;
+            bool ok = false;
+            for (; j >= 0; j--) {
+                const IrInstr *o = &f->ins[reg->ins[j]];
+                if (reg->ins[j] == acc) {
+                    ok = true;
+                    break;
+                }
+                if (!o->dead && ((ir_op_flags[o->op] & F_REGION) ||
+                                 (o->op == IR_VSET && o->param == s->param)))
+                    break;
+            }
+            if (!ok || f->ins[d->opnd[0]].op == IR_VGET ||
+                f->ins[d->opnd[1]].op == IR_VGET)
+                continue;
+            g->skip[acc] = 1;
+            g->skip[reg->ins[i]] = 1;
+            g->skip[x] = 2;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ functions */
+
+static void gen_prologue(CpuGen *g)
+{
+    const IrFunc *f = g->f;
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef args = LLVMGetParam(g->fn, 0);
+    LLVMTypeRef i64a = LLVMArrayType(g->i64, IR_MAX_RANK);
+    LLVMTypeRef fields[3] = {g->ptr, i64a, i64a};
+    LLVMTypeRef desc = LLVMStructTypeInContext(g->ctx, fields, 3, 0);
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *pa = &f->params[p];
+        LLVMValueRef ap = LLVMBuildLoad2(
+            b, g->ptr, cpu_gep(g, g->ptr, args, cpu_i64(g, p)), pa->name);
+        LLVMTypeRef et = cpu_mtype(g, pa->dtype);
+        if (pa->kind == PK_SCALAR) {
+            g->tdata[p] = LLVMBuildBitCast(b, ap, LLVMPointerType(et, 0), "");
+            continue;
+        }
+        LLVMValueRef dp = LLVMBuildBitCast(b, ap, LLVMPointerType(desc, 0), "");
+        LLVMValueRef data = LLVMBuildLoad2(
+            b, g->ptr, LLVMBuildStructGEP2(b, desc, dp, 0, ""), "");
+        g->tdata[p] = LLVMBuildBitCast(b, data, LLVMPointerType(et, 0), "");
+        for (int d = 0; d < pa->rank; d++) {
+            for (int k = 1; k <= 2; k++) {
+                LLVMValueRef idx[3] = {cpu_i32c(g, 0), cpu_i32c(g, k),
+                                       cpu_i32c(g, d)};
+                LLVMValueRef q = LLVMBuildInBoundsGEP2(b, desc, dp, idx, 3, "");
+                LLVMValueRef v = LLVMBuildLoad2(b, g->i64, q, "");
+                if (k == 1)
+                    g->tshape[p][d] = v;
+                else
+                    g->tstride[p][d] = v;
+            }
+        }
+    }
+    for (int v = 0; v < f->nvars; v++) {
+        const IrType *t = &f->vars[v].type;
+        g->var[v] = t->rank ? cpu_tile_buf(g, t)
+                            : cpu_alloca(g, cpu_stype(g, t->dtype), 1);
+    }
+}
+
+static void gen_range_fn(CpuGen *g, LLVMTypeRef kty)
+{
+    LLVMBuilderRef b = g->b;
+    char name[512];
+    snprintf(name, sizeof name, "%s__range", g->f->name);
+    LLVMTypeRef pt[4] = {LLVMPointerType(g->ptr, 0), g->i64, g->i64,
+                         LLVMPointerType(g->i32, 0)};
+    LLVMValueRef kfn = g->fn;
+    g->fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->vd, pt, 4, 0));
+    g->entry = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "start");
+    LLVMPositionBuilderAtEnd(b, start);
+    LLVMValueRef nprog = LLVMGetParam(g->fn, 3);
+    LLVMValueRef pid = cpu_alloca(g, g->i32, 3);
+    LLVMValueRef n0 = LLVMBuildSExt(b, LLVMBuildLoad2(b, g->i32, nprog, ""), g->i64, "");
+    LLVMValueRef n1 = LLVMBuildSExt(b, LLVMBuildLoad2(b, g->i32,
+        cpu_gep(g, g->i32, nprog, cpu_i64(g, 1)), ""), g->i64, "");
+    CpuLoop l;
+    cpu_loop_open(g, &l, LLVMGetParam(g->fn, 1), LLVMGetParam(g->fn, 2));
+    LLVMValueRef p0 = LLVMBuildSRem(b, l.iv, n0, "");
+    LLVMValueRef t = LLVMBuildSDiv(b, l.iv, n0, "");
+    LLVMValueRef p1 = LLVMBuildSRem(b, t, n1, "");
+    LLVMValueRef p2 = LLVMBuildSDiv(b, t, n1, "");
+    LLVMValueRef ps[3] = {p0, p1, p2};
+    for (int i = 0; i < 3; i++)
+        LLVMBuildStore(b, LLVMBuildTrunc(b, ps[i], g->i32, ""),
+                       cpu_gep(g, g->i32, pid, cpu_i64(g, i)));
+    LLVMValueRef cargs[3] = {LLVMGetParam(g->fn, 0), pid, nprog};
+    LLVMBuildCall2(b, kty, kfn, cargs, 3, "");
+    cpu_loop_close(g, &l);
+    LLVMBuildRetVoid(b);
+    LLVMPositionBuilderAtEnd(b, g->entry);
+    LLVMBuildBr(b, start);
+}
+
+static int gen_func(CpuGen *g)
+{
+    const IrFunc *f = g->f;
+    int n = f->nins > 0 ? f->nins : 1, np = f->nparams > 0 ? f->nparams : 1;
+    g->val = calloc((size_t)n, sizeof *g->val);
+    g->uses = calloc((size_t)n, sizeof *g->uses);
+    g->skip = calloc((size_t)n, 1);
+    g->var = calloc((size_t)(f->nvars + 1), sizeof *g->var);
+    g->tdata = calloc((size_t)np, sizeof *g->tdata);
+    g->tshape = calloc((size_t)np, sizeof *g->tshape);
+    g->tstride = calloc((size_t)np, sizeof *g->tstride);
+    int rc = -1;
+    if (!g->val || !g->uses || !g->skip || !g->var || !g->tdata || !g->tshape ||
+        !g->tstride) {
+        cpu_fail(g, "out of memory");
+        goto done;
+    }
+    if (f->nregions < 1) {
+        cpu_fail(g, "function has no body");
+        goto done;
+    }
+    count_uses(g);
+    find_inplace_dots(g);
+    LLVMTypeRef pt[3] = {LLVMPointerType(g->ptr, 0), LLVMPointerType(g->i32, 0),
+                         LLVMPointerType(g->i32, 0)};
+    LLVMTypeRef kty = LLVMFunctionType(g->vd, pt, 3, 0);
+    g->fn = LLVMAddFunction(g->mod, f->name, kty);
+    g->entry = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "start");
+    g->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "exit");
+    LLVMPositionBuilderAtEnd(g->b, g->entry);
+    gen_prologue(g);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    if (gen_region(g, 0))
+        goto done;
+    LLVMBuildBr(g->b, g->exit);
+    LLVMPositionBuilderAtEnd(g->b, g->exit);
+    LLVMBuildRetVoid(g->b);
+    LLVMPositionBuilderAtEnd(g->b, g->entry);
+    LLVMBuildBr(g->b, body);
+    gen_range_fn(g, kty);
+    rc = 0;
+done:
+    free(g->val);
+    free(g->uses);
+    free(g->skip);
+    free(g->var);
+    free(g->tdata);
+    free(g->tshape);
+    free(g->tstride);
+    return rc;
+}
+
+int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
+                     LLVMModuleRef *out, char *err, size_t errlen)
+{
+    CpuGen g;
+    memset(&g, 0, sizeof g);
+    g.ctx = ctx;
+    g.mod = LLVMModuleCreateWithNameInContext("blkc", ctx);
+    g.b = LLVMCreateBuilderInContext(ctx);
+    g.vecw_bytes = vecw_bytes;
+    g.err = err;
+    g.errlen = errlen;
+    g.i1 = LLVMInt1TypeInContext(ctx);
+    g.i8 = LLVMInt8TypeInContext(ctx);
+    g.i16 = LLVMInt16TypeInContext(ctx);
+    g.i32 = LLVMInt32TypeInContext(ctx);
+    g.i64 = LLVMInt64TypeInContext(ctx);
+    g.f16 = LLVMHalfTypeInContext(ctx);
+    g.f32 = LLVMFloatTypeInContext(ctx);
+    g.f64 = LLVMDoubleTypeInContext(ctx);
+    g.vd = LLVMVoidTypeInContext(ctx);
+    g.ptr = LLVMPointerType(g.i8, 0);
+    int rc = 0;
+    for (int i = 0; i < m->nfuncs && rc == 0; i++) {
+        g.f = m->funcs[i];
+        rc = gen_func(&g);
+    }
+    LLVMDisposeBuilder(g.b);
+    if (rc) {
+        LLVMDisposeModule(g.mod);
+        return -1;
+    }
+    *out = g.mod;
+    return 0;
+}

@@ -1,0 +1,297 @@
+/* mem.c — LOAD / STORE / ATOMIC through an IrView on the CPU. A loop nest
+ * walks the view in row-major order; each element's tensor coordinates come
+ * from the view's scalar / range / gather indices, and an element is touched
+ * only when 0 <= coord < shape on every dim (and its mask is set). Loads and
+ * stores without masks get a runtime fast path: when every index is in
+ * bounds and the innermost dim is contiguous, a plain copy loop that LLVM
+ * vectorizes. */
+#include "cpu.h"
+
+#include <string.h>
+
+typedef struct MemCtx {
+    CpuGen *g;
+    const IrInstr *in;
+    const IrView *v;
+    int p, dt;                  /* tensor param, element dtype */
+    LLVMTypeRef et;             /* memory type of an element */
+    IrType vt;                  /* the view's type */
+    int64_t vstr[IR_MAX_RANK];  /* row-major strides of the view */
+    LLVMValueRef iv[IR_MAX_RANK];
+    LLVMValueRef res;           /* result buffer (LOAD/ATOMIC) */
+} MemCtx;
+
+static LLVMValueRef to_i64(CpuGen *g, int id)
+{
+    return cpu_cvt(g, g->val[id], g->f->ins[id].type.dtype, DT_I64);
+}
+
+/* Tensor coordinate of dim d at the current loop position; *vj is the first
+ * view dim belonging to d (advanced past it). */
+static LLVMValueRef coord(MemCtx *c, int d, int *vj)
+{
+    CpuGen *g = c->g;
+    int id = c->v->d[d].val;
+    switch (c->v->d[d].kind) {
+    case IDX_SCALAR: return to_i64(g, id);
+    case IDX_RANGE: return LLVMBuildAdd(g->b, to_i64(g, id), c->iv[(*vj)++], "");
+    default: {
+        const IrType *t = &g->f->ins[id].type;
+        LLVMValueRef lin = cpu_i64(g, 0);
+        for (int k = 0; k < t->rank; k++) {
+            lin = LLVMBuildMul(g->b, lin, cpu_i64(g, t->shape[k]), "");
+            lin = LLVMBuildAdd(g->b, lin, c->iv[(*vj)++], "");
+        }
+        return cpu_cvt(g, cpu_elem(g, id, lin), t->dtype, DT_I64);
+    }
+    }
+}
+
+static LLVMValueRef atomic_op(MemCtx *c, LLVMValueRef ptr, LLVMValueRef x,
+                              LLVMValueRef cmp)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    const LLVMAtomicOrdering ar = LLVMAtomicOrderingAcquireRelease;
+    const LLVMAtomicOrdering aq = LLVMAtomicOrderingAcquire;
+    int kind = c->in->attr, dt = c->dt;
+    bool fl = dsl_is_float(dt), s = cpu_is_signed(dt);
+    LLVMTypeRef it = LLVMIntTypeInContext(g->ctx, (unsigned)dsl_dtype_bytes(dt) * 8);
+    LLVMValueRef ip = fl ? LLVMBuildBitCast(b, ptr, LLVMPointerType(it, 0), "") : ptr;
+    if (fl && kind == ATOM_ADD)
+        return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, ptr, x, ar, 0);
+    LLVMValueRef xi = fl ? LLVMBuildBitCast(b, x, it, "") : x;
+    if (kind == ATOM_CAS) {
+        LLVMValueRef ci = fl ? LLVMBuildBitCast(b, cmp, it, "") : cmp;
+        LLVMValueRef r = LLVMBuildAtomicCmpXchg(b, ip, ci, xi, ar, aq, 0);
+        r = LLVMBuildExtractValue(b, r, 0, "");
+        return fl ? LLVMBuildBitCast(b, r, c->et, "") : r;
+    }
+    if (kind == ATOM_XCHG) {
+        LLVMValueRef r = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpXchg, ip, xi, ar, 0);
+        return fl ? LLVMBuildBitCast(b, r, c->et, "") : r;
+    }
+    if (!fl) {
+        LLVMAtomicRMWBinOp op = kind == ATOM_ADD ? LLVMAtomicRMWBinOpAdd
+            : kind == ATOM_MAX ? (s ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax)
+            : (s ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin);
+        return LLVMBuildAtomicRMW(b, op, ip, x, ar, 0);
+    }
+    /* float max/min: compare-exchange loop, NaN propagates */
+    LLVMValueRef init = LLVMBuildLoad2(b, it, ip, "");
+    LLVMSetOrdering(init, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(init, (unsigned)dsl_dtype_bytes(dt));
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "cas");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "cas.done");
+    LLVMBuildBr(b, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef old = LLVMBuildPhi(b, it, "");
+    LLVMAddIncoming(old, &init, &pre, 1);
+    LLVMValueRef of = LLVMBuildBitCast(b, old, c->et, "");
+    IrInstr fake;
+    memset(&fake, 0, sizeof fake);
+    fake.op = kind == ATOM_MAX ? IR_MAX : IR_MIN;
+    fake.type = ir_scalar(dt);
+    fake.opnd[0] = c->in->opnd[0];
+    LLVMValueRef ops[2] = {of, x};
+    LLVMValueRef nf = cpu_scalar_op(g, &fake, ops);
+    LLVMValueRef r = LLVMBuildAtomicCmpXchg(b, ip, old, LLVMBuildBitCast(b, nf, it, ""),
+                                            ar, aq, 0);
+    LLVMValueRef got = LLVMBuildExtractValue(b, r, 0, "");
+    LLVMValueRef okx = LLVMBuildExtractValue(b, r, 1, "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(old, &got, &cur, 1);
+    LLVMBuildCondBr(b, okx, done, loop);
+    LLVMPositionBuilderAtEnd(b, done);
+    return of;
+}
+
+/* One element at view index lin (i64) and tensor element pointer ptr,
+ * guarded by ok. */
+static void element(MemCtx *c, LLVMValueRef lin, LLVMValueRef ptr, LLVMValueRef ok)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    const IrInstr *in = c->in;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef act = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "m.do");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "m.join");
+    LLVMBuildCondBr(b, ok, act, join);
+    LLVMPositionBuilderAtEnd(b, act);
+    LLVMValueRef got = NULL, other = NULL;
+    if (in->op == IR_LOAD) {
+        got = LLVMBuildLoad2(b, c->et, ptr, "");
+        other = in->opnd[1] >= 0 ? g->val[in->opnd[1]] : cpu_zero(g, c->dt);
+        if (c->dt == DT_BOOL)
+            other = LLVMBuildZExt(b, other, g->i8, "");
+    } else if (in->op == IR_STORE) {
+        cpu_mstore(g, cpu_elem(g, in->opnd[0], lin), ptr, c->dt);
+    } else {
+        LLVMValueRef cmp = in->opnd[1] >= 0 ? cpu_elem(g, in->opnd[1], lin) : NULL;
+        got = atomic_op(c, ptr, cpu_elem(g, in->opnd[0], lin), cmp);
+        other = LLVMConstNull(c->et);
+    }
+    LLVMBasicBlockRef actend = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, join);
+    LLVMPositionBuilderAtEnd(b, join);
+    if (!got)
+        return;
+    LLVMValueRef phi = LLVMBuildPhi(b, c->et, "");
+    LLVMValueRef vals[2] = {got, other};
+    LLVMBasicBlockRef bbs[2] = {actend, pre};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    LLVMBuildStore(b, phi, cpu_gep(g, c->et, c->res, lin));
+}
+
+/* Open loops over view dims [from, rank) with lo 0. */
+static void open_loops(MemCtx *c, CpuLoop *l, int from, int to)
+{
+    for (int j = from; j < to; j++) {
+        cpu_loop_open(c->g, &l[j], cpu_i64(c->g, 0), cpu_i64(c->g, c->vt.shape[j]));
+        c->iv[j] = l[j].iv;
+    }
+}
+
+static void close_loops(MemCtx *c, CpuLoop *l, int from, int to)
+{
+    for (int j = to - 1; j >= from; j--)
+        cpu_loop_close(c->g, &l[j]);
+}
+
+static LLVMValueRef view_lin(MemCtx *c, int n)
+{
+    LLVMValueRef lin = cpu_i64(c->g, 0);
+    for (int j = 0; j < n; j++)
+        lin = LLVMBuildAdd(c->g->b, lin, LLVMBuildMul(c->g->b, c->iv[j],
+                           cpu_i64(c->g, c->vstr[j]), ""), "");
+    return lin;
+}
+
+static void general(MemCtx *c, int mask)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    CpuLoop l[IR_MAX_RANK];
+    int R = c->vt.rank;
+    open_loops(c, l, 0, R);
+    LLVMValueRef lin = view_lin(c, R);
+    LLVMValueRef off = cpu_i64(g, 0), ok = LLVMConstInt(g->i1, 1, 0);
+    int vj = 0;
+    for (int d = 0; d < c->v->ndims; d++) {
+        LLVMValueRef cd = coord(c, d, &vj);
+        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, cd,
+                                               g->tshape[c->p][d], ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, cd, g->tstride[c->p][d], ""), "");
+    }
+    if (mask >= 0)
+        ok = LLVMBuildAnd(b, ok, cpu_elem(g, mask, lin), "");
+    element(c, lin, cpu_gep(g, c->et, g->tdata[c->p], off), ok);
+    close_loops(c, l, 0, R);
+}
+
+/* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
+ * range. */
+static void fast(MemCtx *c)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    CpuLoop l[IR_MAX_RANK];
+    int R = c->vt.rank, nd = c->v->ndims;
+    open_loops(c, l, 0, R - 1);
+    c->iv[R - 1] = cpu_i64(g, 0);
+    LLVMValueRef lin0 = view_lin(c, R - 1);
+    LLVMValueRef off = cpu_i64(g, 0);
+    int vj = 0;
+    for (int d = 0; d < nd; d++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, coord(c, d, &vj),
+                                                g->tstride[c->p][d], ""), "");
+    LLVMValueRef base = cpu_gep(g, c->et, g->tdata[c->p], off);
+    LLVMValueRef tile = c->in->op == IR_LOAD ? c->res : g->val[c->in->opnd[0]];
+    LLVMValueRef row = cpu_gep(g, c->et, tile, lin0);
+    CpuLoop in;
+    cpu_loop_open(g, &in, cpu_i64(g, 0), cpu_i64(g, c->vt.shape[R - 1]));
+    LLVMValueRef tp = cpu_gep(g, c->et, base, in.iv);
+    LLVMValueRef rp = cpu_gep(g, c->et, row, in.iv);
+    if (c->in->op == IR_LOAD)
+        LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, tp, ""), rp);
+    else
+        LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, rp, ""), tp);
+    cpu_loop_close(g, &in);
+    close_loops(c, l, 0, R - 1);
+}
+
+int cpu_gen_memop(CpuGen *g, int id)
+{
+    const IrFunc *f = g->f;
+    const IrInstr *in = &f->ins[id];
+    MemCtx c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.in = in;
+    if (in->view < 0 || in->view >= f->nviews || in->param < 0 ||
+        in->param >= f->nparams || f->params[in->param].kind != PK_TENSOR)
+        return cpu_fail(g, "bad memory operand");
+    c.v = &f->views[in->view];
+    c.p = in->param;
+    c.dt = f->params[c.p].dtype;
+    c.et = cpu_mtype(g, c.dt);
+    if (c.v->ndims != f->params[c.p].rank)
+        return cpu_fail(g, "view rank mismatch");
+    ir_view_shape(f, c.v, &c.vt);
+    c.vt.dtype = (uint8_t)c.dt;
+    int64_t st = 1;
+    for (int j = c.vt.rank - 1; j >= 0; j--) {
+        c.vstr[j] = st;
+        st *= c.vt.shape[j];
+    }
+    if (in->op == IR_ATOMIC) {
+        char k = dsl_dtype_kind(c.dt);
+        bool okt = k == 'i' || k == 'u' ||
+                   ((c.dt == DT_F32 || c.dt == DT_F64));
+        if (!okt)
+            return cpu_fail(g, "atomic on %s tensors is not supported",
+                            dsl_dtype_name(c.dt));
+    }
+    if (in->op != IR_STORE)
+        c.res = c.vt.rank ? cpu_tile_buf(g, &c.vt) : cpu_alloca(g, c.et, 1);
+    int mask = in->op == IR_LOAD ? in->opnd[0]
+             : in->op == IR_STORE ? in->opnd[1] : in->opnd[2];
+    bool can_fast = in->op != IR_ATOMIC && mask < 0 && c.vt.rank > 0 &&
+                    c.v->d[c.v->ndims - 1].kind == IDX_RANGE;
+    for (int d = 0; d < c.v->ndims && can_fast; d++)
+        if (c.v->d[d].kind == IDX_TILE)
+            can_fast = false;
+    if (can_fast) {
+        LLVMBuilderRef b = g->b;
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntEQ,
+            g->tstride[c.p][c.v->ndims - 1], cpu_i64(g, 1), "");
+        for (int d = 0; d < c.v->ndims; d++) {
+            LLVMValueRef s = to_i64(g, c.v->d[d].val), sh = g->tshape[c.p][d];
+            if (c.v->d[d].kind == IDX_SCALAR) {
+                ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, s, sh, ""), "");
+            } else {
+                LLVMValueRef e = LLVMBuildAdd(b, s, cpu_i64(g, c.v->d[d].len), "");
+                ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSGE, s,
+                                                       cpu_i64(g, 0), ""), "");
+                ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSLE, e, sh, ""), "");
+            }
+        }
+        LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fast");
+        LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "slow");
+        LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "mem.end");
+        LLVMBuildCondBr(b, ok, fb, sb);
+        LLVMPositionBuilderAtEnd(b, fb);
+        fast(&c);
+        LLVMBuildBr(b, jb);
+        LLVMPositionBuilderAtEnd(b, sb);
+        general(&c, -1);
+        LLVMBuildBr(b, jb);
+        LLVMPositionBuilderAtEnd(b, jb);
+    } else {
+        general(&c, mask);
+    }
+    if (in->op != IR_STORE)
+        g->val[id] = c.vt.rank ? c.res : cpu_mload(g, c.res, c.dt);
+    return g->failed ? -1 : 0;
+}

@@ -1,0 +1,406 @@
+/* tile.c — tile-shaped ops on the CPU: ARANGE, BCAST / RESHAPE / PERMUTE
+ * (strided copies), REDUCE and SCAN (loops with an accumulator slot that
+ * mem2reg promotes), and DOT as a register-blocked micro-kernel: operands
+ * converted once to the accumulation type into padded buffers, then MR rows
+ * x NRV vectors of columns accumulated in SSA vectors with k innermost. */
+#include "cpu.h"
+
+#include <string.h>
+
+static LLVMTypeRef et_of(CpuGen *g, int id)
+{
+    return cpu_mtype(g, g->f->ins[id].type.dtype);
+}
+
+/* dst[row-major over rt] = src[sum iv_i * sstr[i]] */
+static void strided_copy(CpuGen *g, LLVMValueRef dst, LLVMValueRef src,
+                         LLVMTypeRef et, const IrType *rt, const int64_t *sstr)
+{
+    LLVMBuilderRef b = g->b;
+    CpuLoop l[IR_MAX_RANK];
+    LLVMValueRef lin = cpu_i64(g, 0), off = cpu_i64(g, 0);
+    for (int i = 0; i < rt->rank; i++) {
+        cpu_loop_open(g, &l[i], cpu_i64(g, 0), cpu_i64(g, rt->shape[i]));
+        lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, cpu_i64(g, rt->shape[i]), ""),
+                           l[i].iv, "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, l[i].iv, cpu_i64(g, sstr[i]), ""), "");
+    }
+    LLVMValueRef v = LLVMBuildLoad2(b, et, cpu_gep(g, et, src, off), "");
+    LLVMBuildStore(b, v, cpu_gep(g, et, dst, lin));
+    for (int i = rt->rank - 1; i >= 0; i--)
+        cpu_loop_close(g, &l[i]);
+}
+
+static void rowmajor_strides(const IrType *t, int64_t *s)
+{
+    int64_t st = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        s[i] = st;
+        st *= t->shape[i];
+    }
+}
+
+static void splat_fill(CpuGen *g, LLVMValueRef dst, const IrType *rt, LLVMValueRef v)
+{
+    CpuLoop l;
+    cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, ir_numel(rt)));
+    cpu_mstore(g, v, cpu_gep(g, cpu_mtype(g, rt->dtype), dst, l.iv), rt->dtype);
+    cpu_loop_close(g, &l);
+}
+
+static int gen_shape(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    const IrType *rt = &in->type, *ot = &g->f->ins[in->opnd[0]].type;
+    LLVMTypeRef et = et_of(g, in->opnd[0]);
+    LLVMValueRef src = g->val[in->opnd[0]];
+    if (rt->rank == 0) { /* e.g. reshape of a 1-element tile to a scalar */
+        g->val[id] = ot->rank ? cpu_elem(g, in->opnd[0], cpu_i64(g, 0)) : src;
+        return 0;
+    }
+    LLVMValueRef dst = cpu_tile_buf(g, rt);
+    g->val[id] = dst;
+    if (ot->rank == 0) {
+        splat_fill(g, dst, rt, src);
+        return 0;
+    }
+    int64_t os[IR_MAX_RANK], ss[IR_MAX_RANK];
+    rowmajor_strides(ot, os);
+    if (in->op == IR_RESHAPE) {
+        LLVMBuildMemCpy(g->b, dst, 4, src, 4,
+                        cpu_i64(g, ir_numel(rt) * dsl_dtype_bytes(rt->dtype)));
+        return 0;
+    }
+    for (int i = 0; i < rt->rank; i++) {
+        if (in->op == IR_PERMUTE) {
+            ss[i] = os[in->perm[i]];
+        } else {
+            int k = i - (rt->rank - ot->rank);
+            ss[i] = (k >= 0 && ot->shape[k] != 1) ? os[k] : 0;
+        }
+    }
+    strided_copy(g, dst, src, et, rt, ss);
+    return 0;
+}
+
+/* REDUCE and SCAN over (outer, len, inner). */
+static int gen_reduce(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    int x = in->opnd[0];
+    const IrType *t = &g->f->ins[x].type, *rt = &in->type;
+    int idt = t->dtype, rdt = rt->dtype, kind = in->op == IR_SCAN ? RED_SUM : in->attr;
+    int64_t outer = 1, len = ir_numel(t), inner = 1;
+    if (in->axis >= 0 && t->rank > 0) {
+        if (in->axis >= t->rank)
+            return cpu_fail(g, "reduce axis out of range");
+        outer = inner = 1;
+        for (int i = 0; i < in->axis; i++)
+            outer *= t->shape[i];
+        len = t->shape[in->axis];
+        for (int i = in->axis + 1; i < t->rank; i++)
+            inner *= t->shape[i];
+    }
+    bool arg = kind == RED_ARGMAX || kind == RED_ARGMIN;
+    int accdt = kind == RED_SUM ? (cpu_is_narrow(rdt) ? DT_F32 : rdt) : idt;
+    LLVMTypeRef at = arg ? cpu_ctype(g, idt) : cpu_stype(g, accdt);
+    LLVMValueRef acc = cpu_alloca(g, at, 1), aidx = cpu_alloca(g, g->i64, 1);
+    LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt)
+                                : cpu_alloca(g, cpu_mtype(g, rdt), 1);
+    LLVMTypeRef rmt = cpu_mtype(g, rdt);
+    CpuLoop lo, li, lr;
+    cpu_loop_open(g, &lo, cpu_i64(g, 0), cpu_i64(g, outer));
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef base = LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, cpu_i64(g, len * inner), ""),
+                                     li.iv, "");
+    LLVMValueRef first = cpu_elem(g, x, base);
+    if (kind == RED_SUM)
+        LLVMBuildStore(b, LLVMConstNull(at), acc);
+    else if (arg)
+        LLVMBuildStore(b, cpu_widen(g, first, idt), acc);
+    else
+        LLVMBuildStore(b, first, acc);
+    LLVMBuildStore(b, cpu_i64(g, 0), aidx);
+    cpu_loop_open(g, &lr, cpu_i64(g, kind == RED_SUM ? 0 : 1), cpu_i64(g, len));
+    LLVMValueRef lin = LLVMBuildAdd(b, base, LLVMBuildMul(b, lr.iv, cpu_i64(g, inner), ""), "");
+    LLVMValueRef e = cpu_elem(g, x, lin);
+    LLVMValueRef a = LLVMBuildLoad2(b, at, acc, "");
+    if (kind == RED_SUM) {
+        IrInstr fake;
+        memset(&fake, 0, sizeof fake);
+        fake.op = IR_ADD;
+        fake.type = ir_scalar(accdt);
+        fake.opnd[0] = x;
+        /* add in the accumulation dtype (f32 for narrow floats) */
+        LLVMValueRef ev = cpu_cvt(g, e, idt, accdt);
+        LLVMValueRef r = dsl_is_float(accdt) ? LLVMBuildFAdd(b, a, ev, "")
+                                             : LLVMBuildAdd(b, a, ev, "");
+        LLVMBuildStore(b, r, acc);
+        if (in->op == IR_SCAN) {
+            LLVMValueRef o = cpu_cvt(g, r, accdt, rdt);
+            cpu_mstore(g, o, cpu_gep(g, rmt, dst, lin), rdt);
+        }
+    } else if (!arg) {
+        IrInstr fake;
+        memset(&fake, 0, sizeof fake);
+        fake.op = kind == RED_MAX ? IR_MAX : IR_MIN;
+        fake.type = ir_scalar(idt);
+        fake.opnd[0] = x;
+        LLVMValueRef ops[2] = {a, e};
+        LLVMBuildStore(b, cpu_scalar_op(g, &fake, ops), acc);
+    } else {
+        LLVMValueRef w = cpu_widen(g, e, idt);
+        LLVMValueRef better;
+        bool mx = kind == RED_ARGMAX;
+        if (dsl_is_float(idt)) {
+            LLVMValueRef c = LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, w, a, "");
+            LLVMValueRef wn = LLVMBuildFCmp(b, LLVMRealUNO, w, w, "");
+            LLVMValueRef an = LLVMBuildFCmp(b, LLVMRealUNO, a, a, "");
+            /* NaN counts as the largest value */
+            LLVMValueRef nanwin = mx ? LLVMBuildAnd(b, wn, LLVMBuildNot(b, an, ""), "")
+                                     : LLVMBuildAnd(b, an, LLVMBuildNot(b, wn, ""), "");
+            better = LLVMBuildOr(b, c, nanwin, "");
+        } else {
+            bool s = cpu_is_signed(idt);
+            LLVMIntPredicate p = mx ? (s ? LLVMIntSGT : LLVMIntUGT)
+                                    : (s ? LLVMIntSLT : LLVMIntULT);
+            better = LLVMBuildICmp(b, p, w, a, "");
+        }
+        LLVMBuildStore(b, LLVMBuildSelect(b, better, w, a, ""), acc);
+        LLVMValueRef ci = LLVMBuildLoad2(b, g->i64, aidx, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, better, lr.iv, ci, ""), aidx);
+    }
+    cpu_loop_close(g, &lr);
+    if (in->op == IR_REDUCE) {
+        LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, cpu_i64(g, inner), ""),
+                                      li.iv, "");
+        LLVMValueRef r;
+        if (arg)
+            r = cpu_cvt(g, LLVMBuildLoad2(b, g->i64, aidx, ""), DT_I64, rdt);
+        else
+            r = cpu_cvt(g, LLVMBuildLoad2(b, at, acc, ""), accdt, rdt);
+        cpu_mstore(g, r, cpu_gep(g, rmt, dst, o), rdt);
+    }
+    cpu_loop_close(g, &li);
+    cpu_loop_close(g, &lo);
+    g->val[id] = rt->rank ? dst : cpu_mload(g, dst, rdt);
+    return g->failed ? -1 : 0;
+}
+
+int cpu_gen_tileop(CpuGen *g, int id)
+{
+    const IrInstr *in = &g->f->ins[id];
+    switch (in->op) {
+    case IR_ARANGE: {
+        LLVMValueRef dst = cpu_tile_buf(g, &in->type);
+        CpuLoop l;
+        cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, ir_numel(&in->type)));
+        LLVMValueRef v = LLVMBuildAdd(g->b, l.iv, cpu_i64(g, in->ival), "");
+        v = cpu_cvt(g, v, DT_I64, in->type.dtype);
+        cpu_mstore(g, v, cpu_gep(g, cpu_mtype(g, in->type.dtype), dst, l.iv),
+                   in->type.dtype);
+        cpu_loop_close(g, &l);
+        g->val[id] = dst;
+        return 0;
+    }
+    case IR_BCAST: case IR_RESHAPE: case IR_PERMUTE: return gen_shape(g, id);
+    case IR_REDUCE: case IR_SCAN: return gen_reduce(g, id);
+    default: return cpu_fail(g, "not a tile op");
+    }
+}
+
+/* ------------------------------------------------------------ dot */
+
+/* Convert rows x cols of src (dtype sdt, row stride scols) into dst of type
+ * E with row stride dcols; the padding was zeroed before. */
+static void convert_block(CpuGen *g, LLVMValueRef dst, int64_t dcols,
+                          LLVMValueRef src, int sdt, int64_t sld,
+                          int64_t rows, int64_t scols, int ddt)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef st = cpu_mtype(g, sdt), dt = cpu_mtype(g, ddt);
+    CpuLoop lr, lc;
+    cpu_loop_open(g, &lr, cpu_i64(g, 0), cpu_i64(g, rows));
+    LLVMValueRef sr = cpu_gep(g, st, src, LLVMBuildMul(b, lr.iv, cpu_i64(g, sld), ""));
+    LLVMValueRef dr = cpu_gep(g, dt, dst, LLVMBuildMul(b, lr.iv, cpu_i64(g, dcols), ""));
+    cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, scols));
+    LLVMValueRef v = cpu_mload(g, cpu_gep(g, st, sr, lc.iv), sdt);
+    cpu_mstore(g, cpu_cvt(g, v, sdt, ddt), cpu_gep(g, dt, dr, lc.iv), ddt);
+    cpu_loop_close(g, &lc);
+    cpu_loop_close(g, &lr);
+}
+
+static LLVMValueRef splat(CpuGen *g, LLVMValueRef x, int vw)
+{
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), (unsigned)vw);
+    LLVMValueRef v = LLVMBuildInsertElement(g->b, LLVMGetUndef(vt), x,
+                                            cpu_i32c(g, 0), "");
+    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(g->i32, (unsigned)vw));
+    return LLVMBuildShuffleVector(g->b, v, LLVMGetUndef(vt), mask, "");
+}
+
+static LLVMValueRef vload(CpuGen *g, LLVMTypeRef vt, LLVMValueRef p, unsigned al)
+{
+    LLVMValueRef q = LLVMBuildBitCast(g->b, p, LLVMPointerType(vt, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(g->b, vt, q, "");
+    LLVMSetAlignment(v, al);
+    return v;
+}
+
+static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
+{
+    LLVMValueRef q = LLVMBuildBitCast(g->b, p, LLVMPointerType(LLVMTypeOf(v), 0), "");
+    LLVMSetAlignment(LLVMBuildStore(g->b, v, q), al);
+}
+
+enum { MAXMR = 8, MAXNRV = 2 };
+
+/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[i0.., :] * B[:, j0..] */
+static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
+                  LLVMValueRef i0, LLVMValueRef j0, int64_t K, int64_t ldb,
+                  int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
+    unsigned al = (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
+    if (!al)
+        al = 4;
+    LLVMValueRef acc[MAXMR][MAXNRV], cp[MAXMR][MAXNRV], ar[MAXMR];
+    for (int r = 0; r < MR; r++) {
+        LLVMValueRef row = LLVMBuildAdd(b, i0, cpu_i64(g, r), "");
+        ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, row, cpu_i64(g, K), ""));
+        LLVMValueRef crow = cpu_gep(g, E, C, LLVMBuildMul(b, row, cpu_i64(g, ldc), ""));
+        for (int v = 0; v < NRV; v++) {
+            cp[r][v] = cpu_gep(g, E, crow, LLVMBuildAdd(b, j0, cpu_i64(g, v * VW), ""));
+            acc[r][v] = vload(g, vt, cp[r][v], al);
+        }
+    }
+    LLVMValueRef bcol = cpu_gep(g, E, B, j0);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k.done");
+    LLVMBuildBr(b, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef k = LLVMBuildPhi(b, g->i64, "k");
+    LLVMValueRef phi[MAXMR][MAXNRV], bv[MAXNRV], nacc[MAXMR][MAXNRV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NRV; v++)
+            phi[r][v] = LLVMBuildPhi(b, vt, "");
+    LLVMValueRef brow = cpu_gep(g, E, bcol, LLVMBuildMul(b, k, cpu_i64(g, ldb), ""));
+    for (int v = 0; v < NRV; v++)
+        bv[v] = vload(g, vt, cpu_gep(g, E, brow, cpu_i64(g, v * VW)), al);
+    for (int r = 0; r < MR; r++) {
+        LLVMValueRef as = splat(g, LLVMBuildLoad2(b, E, cpu_gep(g, E, ar[r], k), ""), VW);
+        for (int v = 0; v < NRV; v++) {
+            if (fl) {
+                LLVMValueRef ops[3] = {as, bv[v], phi[r][v]};
+                nacc[r][v] = cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3);
+            } else {
+                nacc[r][v] = LLVMBuildAdd(b, LLVMBuildMul(b, as, bv[v], ""),
+                                          phi[r][v], "");
+            }
+        }
+    }
+    LLVMValueRef kn = LLVMBuildNSWAdd(b, k, cpu_i64(g, 1), "");
+    LLVMValueRef c = LLVMBuildICmp(b, LLVMIntSLT, kn, cpu_i64(g, K), "");
+    LLVMBasicBlockRef end = LLVMGetInsertBlock(b);
+    LLVMValueRef zero = cpu_i64(g, 0);
+    LLVMAddIncoming(k, &zero, &pre, 1);
+    LLVMAddIncoming(k, &kn, &end, 1);
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NRV; v++) {
+            LLVMAddIncoming(phi[r][v], &acc[r][v], &pre, 1);
+            LLVMAddIncoming(phi[r][v], &nacc[r][v], &end, 1);
+        }
+    LLVMBuildCondBr(b, c, loop, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NRV; v++)
+            vstore(g, nacc[r][v], cp[r][v], al);
+}
+
+int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
+{
+    LLVMBuilderRef b = g->b;
+    const IrType *ta = &g->f->ins[in->opnd[0]].type;
+    const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
+    int R = rt->rank, rdt = rt->dtype;
+    if ((R != 2 && R != 3) || ta->rank != R || tb->rank != R)
+        return cpu_fail(g, "dot needs rank-2 or rank-3 tiles");
+    if (rdt != DT_F32 && rdt != DT_F64 && rdt != DT_I32 && rdt != DT_I64)
+        return cpu_fail(g, "dot result dtype %s not supported", dsl_dtype_name(rdt));
+    int64_t NB = R == 3 ? rt->shape[0] : 1;
+    int64_t M = rt->shape[R - 2], N = rt->shape[R - 1], K = ta->shape[R - 1];
+    LLVMTypeRef E = cpu_stype(g, rdt);
+    int eb = dsl_dtype_bytes(rdt);
+    int VW = g->vecw_bytes / eb;
+    if (VW < 1)
+        VW = 1;
+    int MR = g->vecw_bytes >= 64 ? 8 : 4;
+    int64_t Mp = (M + MR - 1) / MR * MR, Np = (N + VW - 1) / VW * VW;
+    bool fl = dsl_is_float(rdt);
+    /* operands in the accumulation type, padded to Mp rows / Np columns */
+    LLVMValueRef A = g->val[in->opnd[0]], B = g->val[in->opnd[1]];
+    if (ta->dtype != rdt || Mp != M) {
+        LLVMValueRef buf = cpu_alloca(g, E, NB * Mp * K);
+        if (Mp != M)
+            LLVMBuildMemSet(b, buf, LLVMConstInt(g->i8, 0, 0),
+                            cpu_i64(g, NB * Mp * K * eb), 4);
+        for (int64_t bi = 0; bi < NB; bi++)
+            convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * Mp * K)), K,
+                          cpu_gep(g, cpu_mtype(g, ta->dtype), A, cpu_i64(g, bi * M * K)),
+                          ta->dtype, K, M, K, rdt);
+        A = buf;
+    }
+    if (tb->dtype != rdt || Np != N) {
+        LLVMValueRef buf = cpu_alloca(g, E, NB * K * Np);
+        if (Np != N)
+            LLVMBuildMemSet(b, buf, LLVMConstInt(g->i8, 0, 0),
+                            cpu_i64(g, NB * K * Np * eb), 4);
+        for (int64_t bi = 0; bi < NB; bi++)
+            convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * K * Np)), Np,
+                          cpu_gep(g, cpu_mtype(g, tb->dtype), B, cpu_i64(g, bi * K * N)),
+                          tb->dtype, N, K, N, rdt);
+        B = buf;
+    }
+    LLVMValueRef C = dst;
+    bool padded = Mp != M || Np != N;
+    if (padded) {
+        C = cpu_alloca(g, E, NB * Mp * Np);
+        LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, NB * Mp * Np * eb), 4);
+        if (acc_ptr)
+            for (int64_t bi = 0; bi < NB; bi++)
+                convert_block(g, cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), Np,
+                              cpu_gep(g, E, acc_ptr, cpu_i64(g, bi * M * N)), rdt, N, M, N,
+                              rdt);
+    } else if (!acc_ptr) {
+        LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, NB * M * N * eb), 4);
+    } else if (acc_ptr != dst) {
+        LLVMBuildMemCpy(b, C, 4, acc_ptr, 4, cpu_i64(g, NB * M * N * eb));
+    }
+    int64_t nfull = Np / (2 * VW);
+    bool tail = Np % (2 * VW) != 0;
+    for (int64_t bi = 0; bi < NB; bi++) {
+        LLVMValueRef Ab = cpu_gep(g, E, A, cpu_i64(g, bi * Mp * K));
+        LLVMValueRef Bb = cpu_gep(g, E, B, cpu_i64(g, bi * K * Np));
+        LLVMValueRef Cb = cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np));
+        CpuLoop li, lj;
+        cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, Mp / MR));
+        LLVMValueRef i0 = LLVMBuildMul(b, li.iv, cpu_i64(g, MR), "");
+        if (nfull > 0) {
+            cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nfull));
+            LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, 2 * VW), "");
+            micro(g, Ab, Bb, Cb, i0, j0, K, Np, Np, MR, 2, VW, E, fl);
+            cpu_loop_close(g, &lj);
+        }
+        if (tail)
+            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), K, Np, Np, MR, 1, VW, E, fl);
+        cpu_loop_close(g, &li);
+    }
+    if (padded)
+        for (int64_t bi = 0; bi < NB; bi++)
+            convert_block(g, cpu_gep(g, E, dst, cpu_i64(g, bi * M * N)), N,
+                          cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), rdt, Np, M, N, rdt);
+    return g->failed ? -1 : 0;
+}
