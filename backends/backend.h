@@ -30,6 +30,29 @@ typedef struct BkTensorDesc {
     int64_t stride[IR_MAX_RANK];   /* strides in elements (may be 0 or <0) */
 } BkTensorDesc;
 
+/* The kernel's `nprog` argument points at the start of a BkLaunchCtx: the
+ * grid comes first, so a plain int32_t[3] is enough for kernels that use no
+ * rank builtins (rank()/world()/peer()/notify()/wait()); every runtime
+ * launch passes a whole, zero-initialised BkLaunchCtx. */
+typedef struct BkLaunchCtx {
+    int32_t nprog[3];         /* the grid */
+    int32_t rank;             /* this rank (0 without ranks) */
+    int32_t world;            /* number of ranks (1 without ranks) */
+    int32_t failed;           /* set (atomically) by a wait that timed out
+                                 or was aborted; later waits return at once */
+    char *const *heap_base;   /* per rank: base of its symmetric heap;
+                                 NULL without ranks (peer(T, r) with r ==
+                                 rank then addresses T itself) */
+    int64_t timeout_ms;       /* wait timeout; <= 0 means 5000 */
+    const volatile int *abort_flag; /* non-zero: the run is failing, waits
+                                       give up (may be NULL) */
+    /* the first failed wait: tensor param, cell index, expected, seen,
+     * and whether it was aborted (1) rather than timed out (0) */
+    int64_t fail_param, fail_cell;
+    uint64_t fail_expected, fail_seen;
+    int32_t fail_aborted;
+} BkLaunchCtx;
+
 typedef void (*BkKernelFn)(void *const *args, const int32_t *pid,
                            const int32_t *nprog);
 typedef void (*BkRangeFn)(void *const *args, int64_t first, int64_t last,

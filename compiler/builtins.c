@@ -8,7 +8,8 @@
 typedef enum {
     B_PID, B_NPROG, B_CDIV, B_ARANGE, B_ZEROS, B_FULL, B_RESHAPE, B_TRANS,
     B_PERMUTE, B_BROADCAST, B_MATH, B_FMA, B_MAXIMUM, B_MINIMUM, B_WHERE,
-    B_REDUCE, B_CUMSUM, B_DOT, B_ATOMIC, B_LOAD, B_STORE, B_DEVICE_TIER,
+    B_REDUCE, B_CUMSUM, B_DOT, B_ATOMIC, B_LOAD, B_STORE, B_RANK, B_PEER,
+    B_NOTIFY, B_WAIT,
 } BuiltinKind;
 
 static const struct Builtin {
@@ -60,11 +61,11 @@ static const struct Builtin {
     {"atomic_cas", B_ATOMIC, 3, 3, "mask", ATOM_CAS},
     {"load", B_LOAD, 1, 1, "pad mask", 0},
     {"store", B_STORE, 2, 2, "mask", 0},
-    {"rank", B_DEVICE_TIER, 0, 0, "", 0},
-    {"world", B_DEVICE_TIER, 0, 0, "", 0},
-    {"peer", B_DEVICE_TIER, 2, 2, "", 0},
-    {"notify", B_DEVICE_TIER, 2, 2, "op", 0},
-    {"wait", B_DEVICE_TIER, 1, 1, "", 0},
+    {"rank", B_RANK, 0, 0, "", IR_RANK},
+    {"world", B_RANK, 0, 0, "", IR_WORLD},
+    {"peer", B_PEER, 2, 2, "", 0},
+    {"notify", B_NOTIFY, 2, 2, "op", 0},
+    {"wait", B_WAIT, 1, 1, "", 0},
 };
 
 static bool named_ok(const char *list, const char *name)
@@ -306,13 +307,13 @@ static bool same_dtype(Lw *L, LwVal *v, int n, DslLoc loc, bool want_float,
 static LwVal b_atomic(Lw *L, const struct Builtin *b, Ast **args,
                       const Ast *mask, DslLoc loc)
 {
-    int param;
+    int param, peer;
     IrType t;
     if (args[0]->kind != AST_INDEX) {
         dsl_error(L->diags, args[0]->loc, "%s needs a view of a tensor as its first argument", b->name);
         return lw_bad();
     }
-    int vid = lw_view(L, args[0], &param, &t);
+    int vid = lw_view(L, args[0], &param, &t, &peer);
     if (vid < 0)
         return lw_bad();
     int dt = t.dtype;
@@ -344,9 +345,72 @@ static LwVal b_atomic(Lw *L, const struct Builtin *b, Ast **args,
         in->opnd[0] = v.id;
         in->opnd[1] = cmp;
         in->opnd[2] = mid;
+        in->opnd[3] = peer;
         L->f->params[param].written = true;
     }
     return lw_ival(id, t);
+}
+
+/* notify(S[i], v [, op = set|add]) and wait(S[i] >= v) / wait(S[i] == v) */
+static LwVal b_signal(Lw *L, const struct Builtin *b, Ast **args,
+                      const Ast *op_arg, DslLoc loc)
+{
+    const Ast *view = args[0], *val = b->kind == B_NOTIFY ? args[1] : NULL;
+    int attr = 0;
+    if (b->kind == B_WAIT) {
+        const Ast *c = args[0];
+        if (c->kind != AST_BINARY || (c->op != OP_GE && c->op != OP_EQ) ||
+            c->a->kind != AST_INDEX) {
+            dsl_error(L->diags, c->loc, "wait needs a condition 'S[i] >= v' or 'S[i] == v' on a signal array");
+            return lw_bad();
+        }
+        view = c->a;
+        val = c->b;
+        attr = c->op == OP_EQ ? WAIT_EQ : WAIT_GE;
+    } else if (op_arg) {
+        if (op_arg->kind != AST_IDENT ||
+            (strcmp(op_arg->name, "set") && strcmp(op_arg->name, "add"))) {
+            dsl_error(L->diags, op_arg->loc, "notify: op must be 'set' or 'add'");
+            return lw_bad();
+        }
+        attr = strcmp(op_arg->name, "add") == 0 ? SIG_ADD : SIG_SET;
+    }
+    if (view->kind != AST_INDEX) {
+        dsl_error(L->diags, view->loc, "%s needs a view of a signal array", b->name);
+        return lw_bad();
+    }
+    int param, peer;
+    IrType t;
+    int vid = lw_view(L, view, &param, &t, &peer);
+    if (vid < 0)
+        return lw_bad();
+    if (L->f->params[param].mem != MEM_SIGNAL) {
+        dsl_error(L->diags, view->loc, "%s needs a signal array; '%s' is a tensor",
+                  b->name, L->f->params[param].name);
+        return lw_bad();
+    }
+    LwVal v = lw_expr(L, val);
+    if (v.bad)
+        return v;
+    if (v.type.rank != 0 || !dsl_is_int(v.type.dtype)) {
+        dsl_error(L->diags, val->loc, "signal values are integer scalars");
+        return lw_bad();
+    }
+    v = lw_convert(L, v, DT_U64, loc);
+    int vv = lw_materialize(L, &v, loc);
+    int id = lw_emit(L, b->kind == B_NOTIFY ? IR_NOTIFY : IR_WAIT,
+                     ir_scalar(DT_VOID), loc);
+    if (id >= 0) {
+        IrInstr *in = &L->f->ins[id];
+        in->param = param;
+        in->view = vid;
+        in->opnd[0] = vv;
+        in->opnd[3] = peer;
+        in->attr = attr;
+        if (b->kind == B_NOTIFY)
+            L->f->params[param].written = true;
+    }
+    return lw_cval(DT_VOID, 0, 0, false);
 }
 
 static LwVal b_shape(Lw *L, const struct Builtin *b, Ast **args, int n,
@@ -428,7 +492,7 @@ LwVal lw_call(Lw *L, const Ast *e)
         return lw_bad();
     }
     Ast *args[16];
-    const Ast *pad = NULL, *mask = NULL;
+    const Ast *pad = NULL, *mask = NULL, *op_arg = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         Ast *a = e->list[i];
@@ -441,6 +505,8 @@ LwVal lw_call(Lw *L, const Ast *e)
                 pad = a->a;
             else if (strcmp(a->name, "mask") == 0)
                 mask = a->a;
+            else if (strcmp(a->name, "op") == 0)
+                op_arg = a->a;
             continue;
         }
         if (n == 16) {
@@ -642,11 +708,16 @@ LwVal lw_call(Lw *L, const Ast *e)
         }
         lw_store(L, args[0], lw_expr(L, args[1]), mask, e->loc);
         return lw_cval(DT_VOID, 0, 0, false);
-    case B_DEVICE_TIER:
-        dsl_error(L->diags, e->loc,
-                  "'%s' belongs to the rank/signal builtins of the device tier, which is not implemented yet",
-                  b->name);
+    case B_RANK: {
+        int id = lw_emit(L, b->sub, ir_scalar(DT_I32), e->loc);
+        return lw_ival(id, ir_scalar(DT_I32));
+    }
+    case B_PEER:
+        dsl_error(L->diags, e->loc, "peer(T, r) must be indexed: peer(T, r)[i +: n]");
         return lw_bad();
+    case B_NOTIFY:
+    case B_WAIT:
+        return b_signal(L, b, args, op_arg, e->loc);
     }
     return lw_bad();
 }

@@ -254,6 +254,8 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
     case IR_ARANGE: dsl_buf_printf(o, " %lld", (long long)in->ival); break;
     case IR_REDUCE: dsl_buf_printf(o, " %s", red_names[in->attr]); break;
     case IR_ATOMIC: dsl_buf_printf(o, " %s", atom_names[in->attr]); break;
+    case IR_NOTIFY: dsl_buf_printf(o, " %s", in->attr ? "add" : "set"); break;
+    case IR_WAIT: dsl_buf_printf(o, " %s", in->attr ? "==" : ">="); break;
     case IR_VGET: case IR_VSET:
         dsl_buf_printf(o, " %s", f->vars[in->param].name);
         break;
@@ -277,6 +279,8 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
             dsl_buf_printf(o, "mask=");
         if (in->op == IR_ATOMIC && i == 1)
             dsl_buf_printf(o, "cmp=");
+        if (in->view >= 0 && i == 3)
+            dsl_buf_printf(o, "peer=");
         dsl_buf_printf(o, "%%%d", in->opnd[i]);
     }
     if (in->op == IR_PERMUTE) {
@@ -323,8 +327,9 @@ void ir_print_func(DslBuf *o, const IrFunc *f)
     dsl_buf_printf(o, "kernel %s(", f->name);
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
-        dsl_buf_printf(o, "%s%s: %s", i ? ", " : "", p->name,
-                       dsl_dtype_name(p->dtype));
+        dsl_buf_printf(o, "%s%s: %s%s", i ? ", " : "", p->name,
+                       p->mem == MEM_SYMMETRIC ? "symmetric " : "",
+                       p->mem == MEM_SIGNAL ? "signal" : dsl_dtype_name(p->dtype));
         if (p->kind == PK_TENSOR) {
             dsl_buf_printf(o, "[");
             for (int d = 0; d < p->rank; d++) {

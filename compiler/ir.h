@@ -89,6 +89,13 @@ typedef struct IrRegion {
 } IrRegion;
 
 typedef enum { PK_TENSOR, PK_SCALAR } IrParamKind;
+typedef enum {
+    MEM_GLOBAL,     /* ordinary tensor argument */
+    MEM_SYMMETRIC,  /* on the symmetric heap: peer(T, r) reaches rank r's */
+    MEM_SIGNAL,     /* signal[n]: u64 cells on the symmetric heap */
+} IrMemKind;
+typedef enum { SIG_SET, SIG_ADD } IrSigOp;
+typedef enum { WAIT_GE, WAIT_EQ } IrWaitCmp;
 
 typedef struct IrParam {
     const char *name;             /* source name */
@@ -97,6 +104,7 @@ typedef struct IrParam {
     uint8_t rank;                 /* tensor rank; 0 for scalars */
     int64_t dims[IR_MAX_RANK];    /* static extent, or -1 - sym id (symbolic) */
     bool written;                 /* tensor is stored to / atomically updated */
+    uint8_t mem;                  /* IrMemKind of a tensor param */
 } IrParam;
 
 typedef struct IrSym {

@@ -136,7 +136,8 @@ static void lower_assign(Lw *L, const Ast *st, LwVal v)
     const Ast *lhs = st->a;
     if (lhs->kind == AST_INDEX) {
         LwSym *s = lhs->a->kind == AST_IDENT ? lw_lookup(L, lhs->a->name) : NULL;
-        if (s && s->kind == SYM_TENSOR) {
+        bool is_peer = lhs->a->kind == AST_CALL && strcmp(lhs->a->name, "peer") == 0;
+        if ((s && s->kind == SYM_TENSOR) || is_peer) {
             lw_store(L, lhs, v, NULL, st->loc);
             return;
         }
@@ -458,11 +459,10 @@ static void lower_params(Lw *L, const AstFunc *fn)
         IrParam *p = &f->params[f->nparams++];
         p->name = ap->name;
         p->dtype = (uint8_t)ap->dtype;
-        if (ap->tkind == TY_SYMMETRIC || ap->tkind == TY_SIGNAL) {
-            dsl_error(L->diags, ap->loc, "%s parameters belong to the device tier, which is not implemented yet",
-                      ap->tkind == TY_SIGNAL ? "signal" : "symmetric");
-            continue;
-        }
+        p->mem = ap->tkind == TY_SIGNAL ? MEM_SIGNAL
+               : ap->tkind == TY_SYMMETRIC ? MEM_SYMMETRIC : MEM_GLOBAL;
+        if (ap->tkind == TY_SIGNAL)
+            p->dtype = DT_U64;
         if (ap->shard != SHARD_NONE)
             dsl_error(L->diags, ap->loc, "shardings are only allowed on task parameters");
         LwSym *s = declare(L, ap->name, ap->tkind == TY_SCALAR ? SYM_SCALAR : SYM_TENSOR, ap->loc);

@@ -67,7 +67,9 @@ LwVal lw_convert(Lw *L, LwVal v, int dtype, DslLoc loc);
 bool lw_const_int(Lw *L, const Ast *e, const char *what, int64_t *out);
 LwVal lw_binary(Lw *L, int op, LwVal a, LwVal b, DslLoc loc);
 bool lw_broadcast_shape(const IrType *a, const IrType *b, IrType *out);
-int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out);
+int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out,
+            int *peer_out);
+LwSym *lw_tensor_of(Lw *L, const Ast *e);
 LwVal lw_store_value(Lw *L, LwVal v, int dtype, const IrType *shape,
                      DslLoc loc);
 bool lw_check_tile(Lw *L, const IrType *t, DslLoc loc);

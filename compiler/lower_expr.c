@@ -500,7 +500,7 @@ LwVal lw_unary(Lw *L, int op, LwVal v, DslLoc loc)
 
 /* ------------------------------------------------------------ views */
 
-static LwSym *tensor_of(Lw *L, const Ast *e)
+LwSym *lw_tensor_of(Lw *L, const Ast *e)
 {
     if (e->kind != AST_IDENT)
         return NULL;
@@ -510,9 +510,43 @@ static LwSym *tensor_of(Lw *L, const Ast *e)
 
 /* Lower the index list of `T[...]` (T a tensor) into an IrView. Returns the
  * view id, or -1 after reporting an error. */
-int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out)
+int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out,
+            int *peer_out)
 {
-    LwSym *s = tensor_of(L, e->a);
+    const Ast *base = e->a;
+    *peer_out = -1;
+    if (base->kind == AST_CALL && strcmp(base->name, "peer") == 0) {
+        int np = 0;
+        for (int i = 0; i < base->nlist; i++)
+            np += base->list[i]->kind != AST_NAMED_ARG;
+        if (np != 2 || base->nlist != 2) {
+            dsl_error(L->diags, base->loc, "'peer' takes 2 arguments, got %d", np);
+            return -1;
+        }
+        LwSym *ps = lw_tensor_of(L, base->list[0]);
+        if (!ps) {
+            dsl_error(L->diags, base->list[0]->loc,
+                      "peer() needs a symmetric tensor or a signal array parameter");
+            return -1;
+        }
+        if (L->f->params[ps->index].mem == MEM_GLOBAL) {
+            dsl_error(L->diags, base->list[0]->loc,
+                      "peer() needs a symmetric tensor or a signal array; '%s' is an ordinary tensor",
+                      ps->name);
+            return -1;
+        }
+        LwVal r = lw_expr(L, base->list[1]);
+        if (r.bad)
+            return -1;
+        if (r.type.rank != 0 || !dsl_is_int(r.type.dtype)) {
+            dsl_error(L->diags, base->list[1]->loc, "peer rank must be an integer scalar");
+            return -1;
+        }
+        r = lw_convert(L, r, DT_I32, base->loc);
+        *peer_out = lw_materialize(L, &r, base->loc);
+        base = base->list[0];
+    }
+    LwSym *s = lw_tensor_of(L, base);
     if (!s) {
         dsl_error(L->diags, e->loc, "expected a view of a tensor parameter");
         return -1;
@@ -662,9 +696,9 @@ int lw_mask(Lw *L, const Ast *m, const IrType *shape)
 LwVal lw_load(Lw *L, const Ast *view, const Ast *pad, const Ast *mask,
                         DslLoc loc)
 {
-    int param;
+    int param, peer;
     IrType t;
-    int vid = lw_view(L, view, &param, &t);
+    int vid = lw_view(L, view, &param, &t, &peer);
     if (vid < 0)
         return lw_bad();
     int mid = -1, pid = -1;
@@ -688,6 +722,7 @@ LwVal lw_load(Lw *L, const Ast *view, const Ast *pad, const Ast *mask,
         in->view = vid;
         in->opnd[0] = mid;
         in->opnd[1] = pid;
+        in->opnd[3] = peer;
     }
     return lw_ival(id, t);
 }
@@ -696,11 +731,11 @@ LwVal lw_load(Lw *L, const Ast *view, const Ast *pad, const Ast *mask,
 void lw_store(Lw *L, const Ast *view, LwVal val, const Ast *mask,
                         DslLoc loc)
 {
-    int param;
+    int param, peer;
     IrType t;
     if (val.bad)
         return;
-    int vid = lw_view(L, view, &param, &t);
+    int vid = lw_view(L, view, &param, &t, &peer);
     if (vid < 0)
         return;
     int mid = -1;
@@ -716,6 +751,7 @@ void lw_store(Lw *L, const Ast *view, LwVal val, const Ast *mask,
         in->view = vid;
         in->opnd[0] = val.id;
         in->opnd[1] = mid;
+        in->opnd[3] = peer;
         L->f->params[param].written = true;
     }
 }
@@ -846,7 +882,8 @@ LwVal lw_expr(Lw *L, const Ast *e)
     case AST_CALL:
         return lw_call(L, e);
     case AST_INDEX:
-        if (tensor_of(L, e->a))
+        if (lw_tensor_of(L, e->a) ||
+            (e->a->kind == AST_CALL && strcmp(e->a->name, "peer") == 0))
             return lw_load(L, e, NULL, NULL, e->loc);
         return lower_tile_index(L, e);
     case AST_NONE:

@@ -91,7 +91,7 @@ static unsigned required_mask(const IrInstr *in)
     case IR_SCAN: case IR_VSET: case IR_IF:
         return 1;
     case IR_DOT: return 3;
-    case IR_STORE: return 1;
+    case IR_STORE: case IR_NOTIFY: case IR_WAIT: return 1;
     case IR_ATOMIC: return in->attr == ATOM_CAS ? 3 : 1;
     case IR_FOR: return 7;
     case IR_YIELD: return (1u << in->nopnd) - 1;
@@ -272,7 +272,8 @@ static int check_types(Ver *v, int id, const IrInstr *in)
     bool final = v->flags & IR_VERIFY_FINAL;
     int op = in->op;
     bool void_op = op == IR_STORE || op == IR_VSET || op == IR_WHILE ||
-                   op == IR_IF || op == IR_YIELD || op == IR_RET;
+                   op == IR_IF || op == IR_YIELD || op == IR_RET ||
+                   op == IR_NOTIFY || op == IR_WAIT;
     if (void_op != (rt->dtype == DT_VOID))
         return fail(v, id, void_op ? "has a result type %s" : "has no result "
                     "type%s", void_op ? tystr(rt, a) : "");
@@ -429,6 +430,21 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         }
         return check_mask(v, id, in->opnd[op == IR_STORE ? 1 : 2], &vt);
     }
+    case IR_RANK: case IR_WORLD:
+        if (rt->rank != 0 || rt->dtype != DT_I32)
+            return fail(v, id, "result must be i32");
+        return 0;
+    case IR_NOTIFY: case IR_WAIT:
+        if (check_view(v, id, in, &vt))
+            return -1;
+        if (f->params[in->param].mem != MEM_SIGNAL)
+            return fail(v, id, "%s is not a signal array",
+                        f->params[in->param].name);
+        if (t0->rank != 0 || t0->dtype != DT_U64)
+            return fail(v, id, "value must be a u64 scalar");
+        if (in->attr != 0 && in->attr != 1)
+            return fail(v, id, "bad mode %d", in->attr);
+        return 0;
     case IR_VGET: case IR_VSET:
         if (in->param < 0 || in->param >= f->nvars)
             return fail(v, id, "var index %d out of range", in->param);
@@ -503,9 +519,20 @@ static int check_instr(Ver *v, int id, int r)
     }
     if (op == IR_ATOMIC && in->attr != ATOM_CAS && in->opnd[1] != -1)
         return fail(v, id, "cmp operand without cas");
-    bool mem = op == IR_LOAD || op == IR_STORE || op == IR_ATOMIC;
+    bool mem = op == IR_LOAD || op == IR_STORE || op == IR_ATOMIC ||
+               op == IR_NOTIFY || op == IR_WAIT;
     if (!mem && in->view != -1)
         return fail(v, id, "has a view");
+    if (mem && in->opnd[3] >= 0) {
+        if (!is_int_scalar(ty(v, in->opnd[3])))
+            return fail(v, id, "peer rank %%%d is not an int scalar",
+                        in->opnd[3]);
+        if (f->params[in->param].mem == MEM_GLOBAL)
+            return fail(v, id, "peer access to non-symmetric %s",
+                        f->params[in->param].name);
+    }
+    if ((op == IR_LOAD || op == IR_STORE) && in->opnd[2] != -1)
+        return fail(v, id, "operand 2 is unused");
     bool has_reg = ir_op_flags[op] & F_REGION;
     if (!has_reg && (in->region[0] != -1 || in->region[1] != -1))
         return fail(v, id, "has regions");

@@ -93,7 +93,15 @@ typedef struct CpuHelper { const char *name; void (*addr)(void); } CpuHelper;
 extern const CpuHelper cpu_helpers[];      /* NULL-terminated */
 
 /* ------------------------------------------------------------ mem.c */
-int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC */
+int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC, NOTIFY,
+                                              WAIT (peer views too) */
+
+/* ------------------------------------------------------------ signal.c */
+void cpu_notify_cell(uint64_t *cell, int32_t op, uint64_t v);
+int32_t cpu_wait_cell(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
+                      uint64_t v, int64_t param, int64_t index);
+/* The kernel's BkLaunchCtx pointer (its nprog argument). */
+LLVMValueRef cpu_launch_ctx(CpuGen *g);
 
 /* ------------------------------------------------------------ tile.c */
 int cpu_gen_tileop(CpuGen *g, int id);     /* BCAST RESHAPE PERMUTE REDUCE

@@ -89,6 +89,8 @@ const CpuHelper cpu_helpers[] = {
     {"blkc_cpu_f32_to_e5m2", (void (*)(void))cpu_f32_to_e5m2},
     {"blkc_cpu_e4m3_to_f32", (void (*)(void))cpu_e4m3_to_f32},
     {"blkc_cpu_e5m2_to_f32", (void (*)(void))cpu_e5m2_to_f32},
+    {"blkc_cpu_notify", (void (*)(void))cpu_notify_cell},
+    {"blkc_cpu_wait", (void (*)(void))cpu_wait_cell},
     /* compiler-rt names LLVM may call for half conversions without F16C */
     {"__gnu_h2f_ieee", (void (*)(void))cpu_f16_to_f32},
     {"__extendhfsf2", (void (*)(void))cpu_f16_to_f32},

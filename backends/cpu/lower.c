@@ -98,7 +98,10 @@ static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
     if (!fn) {
         fn = LLVMAddFunction(g->mod, name, fty);
         const char *attrs[] = {"readnone", "nounwind", "willreturn"};
-        for (int i = 0; i < 3; i++) {
+        /* helpers with side effects (signals) keep no attributes */
+        bool effects = strncmp(name, "blkc_cpu_notify", 15) == 0 ||
+                       strncmp(name, "blkc_cpu_wait", 13) == 0;
+        for (int i = 0; i < 3 && !effects; i++) {
             unsigned k = LLVMGetEnumAttributeKindForName(attrs[i],
                                                          strlen(attrs[i]));
             LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
@@ -111,8 +114,8 @@ static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
 LLVMValueRef cpu_call(CpuGen *g, const char *name, LLVMTypeRef ret,
                       LLVMValueRef *args, int n)
 {
-    LLVMTypeRef pt[4];
-    for (int i = 0; i < n; i++)
+    LLVMTypeRef pt[8];
+    for (int i = 0; i < n && i < 8; i++)
         pt[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef fty = LLVMFunctionType(ret, pt, (unsigned)n, 0);
     return LLVMBuildCall2(g->b, fty, declare(g, name, fty), args, (unsigned)n, "");
@@ -462,8 +465,14 @@ static int gen_instr(CpuGen *g, int id)
         return cpu_gen_dot(g, in, g->val[id],
                            in->opnd[2] >= 0 ? g->val[in->opnd[2]] : NULL);
     }
-    case IR_LOAD: case IR_STORE: case IR_ATOMIC:
+    case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_NOTIFY: case IR_WAIT:
         return cpu_gen_memop(g, id);
+    case IR_RANK: case IR_WORLD: {
+        LLVMValueRef p = cpu_gep(g, g->i32, cpu_launch_ctx(g),
+                                 cpu_i64(g, in->op == IR_RANK ? 3 : 4));
+        g->val[id] = LLVMBuildLoad2(b, g->i32, p, "");
+        return 0;
+    }
     case IR_VGET: {
         LLVMValueRef slot = g->var[in->param];
         if (g->skip[id]) {
@@ -572,6 +581,8 @@ static void find_inplace_dots(CpuGen *g)
         }
     }
 }
+
+LLVMValueRef cpu_launch_ctx(CpuGen *g) { return LLVMGetParam(g->fn, 2); }
 
 /* ------------------------------------------------------------ functions */
 

@@ -19,6 +19,9 @@ typedef struct MemCtx {
     int64_t vstr[IR_MAX_RANK];  /* row-major strides of the view */
     LLVMValueRef iv[IR_MAX_RANK];
     LLVMValueRef res;           /* result buffer (LOAD/ATOMIC) */
+    LLVMValueRef data;          /* element pointer of the tensor (or of
+                                   the peer's copy) */
+    LLVMValueRef pok;           /* i1: the peer rank is valid */
 } MemCtx;
 
 static LLVMValueRef to_i64(CpuGen *g, int id)
@@ -120,7 +123,17 @@ static void element(MemCtx *c, LLVMValueRef lin, LLVMValueRef ptr, LLVMValueRef 
     LLVMBuildCondBr(b, ok, act, join);
     LLVMPositionBuilderAtEnd(b, act);
     LLVMValueRef got = NULL, other = NULL;
-    if (in->op == IR_LOAD) {
+    if (in->op == IR_NOTIFY || in->op == IR_WAIT) {
+        LLVMValueRef v = g->val[in->opnd[0]];
+        if (in->op == IR_NOTIFY) {
+            LLVMValueRef a[3] = {ptr, cpu_i32c(g, in->attr), v};
+            cpu_call(g, "blkc_cpu_notify", g->vd, a, 3);
+        } else {
+            LLVMValueRef a[6] = {cpu_launch_ctx(g), ptr, cpu_i32c(g, in->attr),
+                                 v, cpu_i64(g, in->param), lin};
+            cpu_call(g, "blkc_cpu_wait", g->i32, a, 6);
+        }
+    } else if (in->op == IR_LOAD) {
         got = LLVMBuildLoad2(b, c->et, ptr, "");
         other = in->opnd[1] >= 0 ? g->val[in->opnd[1]] : cpu_zero(g, c->dt);
         if (c->dt == DT_BOOL)
@@ -168,6 +181,48 @@ static LLVMValueRef view_lin(MemCtx *c, int n)
     return lin;
 }
 
+/* Address rank `peer`'s copy of a symmetric tensor: the same offset in its
+ * heap, i.e. data + (heap_base[peer] - heap_base[rank]). Without a heap
+ * table (a launch without ranks) only peer == rank is valid. */
+static void peer_base(MemCtx *c, int peer_id)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef ctx = cpu_launch_ctx(g);
+    LLVMValueRef rank = LLVMBuildSExt(b, LLVMBuildLoad2(b, g->i32,
+        cpu_gep(g, g->i32, ctx, cpu_i64(g, 3)), ""), g->i64, "");
+    LLVMValueRef world = LLVMBuildSExt(b, LLVMBuildLoad2(b, g->i32,
+        cpu_gep(g, g->i32, ctx, cpu_i64(g, 4)), ""), g->i64, "");
+    LLVMValueRef peer = to_i64(g, peer_id);
+    c->pok = LLVMBuildICmp(b, LLVMIntULT, peer, world, "");
+    LLVMValueRef pctx = LLVMBuildBitCast(b, ctx, LLVMPointerType(g->ptr, 0), "");
+    LLVMValueRef hbp = LLVMBuildLoad2(b, g->ptr,
+        cpu_gep(g, g->ptr, pctx, cpu_i64(g, 3)), "heap_base"); /* byte 24 */
+    LLVMValueRef has = LLVMBuildIsNotNull(b, hbp, "");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "peer.heap");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "peer.join");
+    LLVMBuildCondBr(b, LLVMBuildAnd(b, has, c->pok, ""), yes, join);
+    LLVMPositionBuilderAtEnd(b, yes);
+    LLVMValueRef hp = LLVMBuildBitCast(b, hbp, LLVMPointerType(g->i64, 0), "");
+    LLVMValueRef bp = LLVMBuildLoad2(b, g->i64, cpu_gep(g, g->i64, hp, peer), "");
+    LLVMValueRef br = LLVMBuildLoad2(b, g->i64, cpu_gep(g, g->i64, hp, rank), "");
+    LLVMValueRef dyes = LLVMBuildSub(b, bp, br, "");
+    LLVMBasicBlockRef yend = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, join);
+    LLVMPositionBuilderAtEnd(b, join);
+    LLVMValueRef delta = LLVMBuildPhi(b, g->i64, "delta");
+    LLVMValueRef vals[2] = {dyes, cpu_i64(g, 0)};
+    LLVMBasicBlockRef bbs[2] = {yend, pre};
+    LLVMAddIncoming(delta, vals, bbs, 2);
+    /* without a heap table, a peer other than this rank is invalid */
+    LLVMValueRef self = LLVMBuildICmp(b, LLVMIntEQ, peer, rank, "");
+    c->pok = LLVMBuildAnd(b, c->pok, LLVMBuildOr(b, has, self, ""), "");
+    LLVMValueRef raw = LLVMBuildBitCast(b, c->data, LLVMPointerType(g->i8, 0), "");
+    raw = LLVMBuildGEP2(b, g->i8, raw, &delta, 1, "peer.data");
+    c->data = LLVMBuildBitCast(b, raw, LLVMTypeOf(c->data), "");
+}
+
 static void general(MemCtx *c, int mask)
 {
     CpuGen *g = c->g;
@@ -186,7 +241,8 @@ static void general(MemCtx *c, int mask)
     }
     if (mask >= 0)
         ok = LLVMBuildAnd(b, ok, cpu_elem(g, mask, lin), "");
-    element(c, lin, cpu_gep(g, c->et, g->tdata[c->p], off), ok);
+    ok = LLVMBuildAnd(b, ok, c->pok, "");
+    element(c, lin, cpu_gep(g, c->et, c->data, off), ok);
     close_loops(c, l, 0, R);
 }
 
@@ -206,7 +262,7 @@ static void fast(MemCtx *c)
     for (int d = 0; d < nd; d++)
         off = LLVMBuildAdd(b, off, LLVMBuildMul(b, coord(c, d, &vj),
                                                 g->tstride[c->p][d], ""), "");
-    LLVMValueRef base = cpu_gep(g, c->et, g->tdata[c->p], off);
+    LLVMValueRef base = cpu_gep(g, c->et, c->data, off);
     LLVMValueRef tile = c->in->op == IR_LOAD ? c->res : g->val[c->in->opnd[0]];
     LLVMValueRef row = cpu_gep(g, c->et, tile, lin0);
     CpuLoop in;
@@ -253,11 +309,17 @@ int cpu_gen_memop(CpuGen *g, int id)
             return cpu_fail(g, "atomic on %s tensors is not supported",
                             dsl_dtype_name(c.dt));
     }
-    if (in->op != IR_STORE)
+    c.data = g->tdata[c.p];
+    c.pok = LLVMConstInt(g->i1, 1, 0);
+    if (in->opnd[3] >= 0)
+        peer_base(&c, in->opnd[3]);
+    bool sig = in->op == IR_NOTIFY || in->op == IR_WAIT;
+    if (in->op != IR_STORE && !sig)
         c.res = c.vt.rank ? cpu_tile_buf(g, &c.vt) : cpu_alloca(g, c.et, 1);
     int mask = in->op == IR_LOAD ? in->opnd[0]
-             : in->op == IR_STORE ? in->opnd[1] : in->opnd[2];
-    bool can_fast = in->op != IR_ATOMIC && mask < 0 && c.vt.rank > 0 &&
+             : in->op == IR_STORE ? in->opnd[1]
+             : in->op == IR_ATOMIC ? in->opnd[2] : -1;
+    bool can_fast = in->op != IR_ATOMIC && !sig && mask < 0 && c.vt.rank > 0 &&
                     c.v->d[c.v->ndims - 1].kind == IDX_RANGE;
     for (int d = 0; d < c.v->ndims && can_fast; d++)
         if (c.v->d[d].kind == IDX_TILE)
@@ -266,6 +328,7 @@ int cpu_gen_memop(CpuGen *g, int id)
         LLVMBuilderRef b = g->b;
         LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntEQ,
             g->tstride[c.p][c.v->ndims - 1], cpu_i64(g, 1), "");
+        ok = LLVMBuildAnd(b, ok, c.pok, "");
         for (int d = 0; d < c.v->ndims; d++) {
             LLVMValueRef s = to_i64(g, c.v->d[d].val), sh = g->tshape[c.p][d];
             if (c.v->d[d].kind == IDX_SCALAR) {
@@ -291,7 +354,16 @@ int cpu_gen_memop(CpuGen *g, int id)
     } else {
         general(&c, mask);
     }
-    if (in->op != IR_STORE)
+    if (in->op == IR_WAIT) { /* a failed wait ends this program instance */
+        LLVMBuilderRef b = g->b;
+        LLVMValueRef fp = cpu_gep(g, g->i32, cpu_launch_ctx(g), cpu_i64(g, 5));
+        LLVMValueRef failed = LLVMBuildLoad2(b, g->i32, fp, "");
+        LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "wait.ok");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, failed, cpu_i32c(g, 0), ""),
+                        g->exit, cont);
+        LLVMPositionBuilderAtEnd(b, cont);
+    }
+    if (in->op != IR_STORE && !sig)
         g->val[id] = c.vt.rank ? c.res : cpu_mload(g, c.res, c.dt);
     return g->failed ? -1 : 0;
 }
