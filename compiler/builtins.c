@@ -527,6 +527,12 @@ LwVal lw_call(Lw *L, const Ast *e)
                       b->name, b->min, b->max, n);
         return lw_bad();
     }
+    if (L->device && b->kind != B_CDIV && b->kind != B_MAXIMUM &&
+        b->kind != B_MINIMUM && b->kind != B_RANK) {
+        dsl_error(L->diags, e->loc, "'%s' is a kernel builtin; it cannot be used in a device function",
+                  b->name);
+        return lw_bad();
+    }
     if (L->in_grid && b->kind != B_CDIV && b->kind != B_MAXIMUM &&
         b->kind != B_MINIMUM) {
         dsl_error(L->diags, e->loc, "'%s' cannot be used in grid(...)", b->name);

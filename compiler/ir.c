@@ -35,6 +35,7 @@ static void func_free(IrFunc *f)
     free(f->ins);
     free(f->views);
     free(f->vars);
+    free(f->extra);
     free(f);
 }
 
@@ -124,8 +125,17 @@ int ir_emit(IrFunc *f, int r, int op, IrType type, DslLoc loc)
     in->axis = -1;
     in->view = -1;
     in->region[0] = in->region[1] = -1;
+    in->xparam[0] = in->xparam[1] = in->xview[0] = in->xview[1] = -1;
     reg->ins[reg->n++] = id;
     return id;
+}
+
+int ir_extra_push(IrFunc *f, int32_t x)
+{
+    if (!grow((void **)&f->extra, &f->cap_extra, f->nextra + 1, sizeof(int32_t)))
+        return -1;
+    f->extra[f->nextra] = x;
+    return f->nextra++;
 }
 
 int ir_view_new(IrFunc *f, const IrView *v)
@@ -210,17 +220,27 @@ void ir_type_str(const IrType *t, char *buf, size_t n)
 static const char *const red_names[] = {"sum", "max", "min", "argmax", "argmin"};
 static const char *const atom_names[] = {"add", "max", "min", "xchg", "cas"};
 
+static void print_view_of(DslBuf *o, const IrFunc *f, int param, int view);
+
 static void print_view(DslBuf *o, const IrFunc *f, const IrInstr *in)
 {
-    const IrView *v = &f->views[in->view];
-    dsl_buf_printf(o, " %s[", f->params[in->param].name);
+    print_view_of(o, f, in->param, in->view);
+}
+
+static void print_view_of(DslBuf *o, const IrFunc *f, int param, int view)
+{
+    const IrView *v = &f->views[view];
+    dsl_buf_printf(o, " %s[", f->params[param].name);
     for (int d = 0; d < v->ndims; d++) {
         if (d)
             dsl_buf_printf(o, ", ");
         switch (v->d[d].kind) {
         case IDX_SCALAR: dsl_buf_printf(o, "%%%d", v->d[d].val); break;
         case IDX_RANGE:
-            dsl_buf_printf(o, "%%%d +: %d", v->d[d].val, v->d[d].len);
+            if (v->d[d].len == 0)
+                dsl_buf_printf(o, "%%%d +: %%%d", v->d[d].val, v->d[d].lenv);
+            else
+                dsl_buf_printf(o, "%%%d +: %d", v->d[d].val, v->d[d].len);
             break;
         case IDX_TILE: dsl_buf_printf(o, "gather %%%d", v->d[d].val); break;
         }
@@ -261,13 +281,59 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
         break;
     default: break;
     }
-    if (in->view >= 0)
+    static const char *const coll_names[] = {"all_reduce", "all_gather",
+        "reduce_scatter", "all_to_all", "broadcast", "barrier"};
+    switch (in->op) {
+    case IR_ALLOC:
+        dsl_buf_printf(o, " %s %s", in->attr == MEM_SYMMETRIC ? "symmetric"
+                       : in->attr == MEM_SIGNAL ? "signals" : "empty",
+                       dsl_dtype_name(f->params[in->param].dtype));
+        break;
+    case IR_LAUNCH:
+        dsl_buf_printf(o, " #%d(", in->attr);
+        for (int i = 0; i < in->xn; i++) {
+            int32_t a = f->extra[in->xoff + i];
+            if (a >= 0)
+                dsl_buf_printf(o, "%s%%%d", i ? ", " : "", a);
+            else
+                dsl_buf_printf(o, "%s%s", i ? ", " : "", f->params[-2 - a].name);
+        }
+        dsl_buf_printf(o, ")");
+        break;
+    case IR_COLL:
+        dsl_buf_printf(o, " %s", coll_names[in->attr]);
+        if (in->attr == COLL_ALL_REDUCE || in->attr == COLL_REDUCE_SCATTER)
+            dsl_buf_printf(o, " %s", red_names[in->axis]);
+        if (in->param >= 0)
+            dsl_buf_printf(o, " %s", f->params[in->param].name);
+        if (in->xparam[0] >= 0)
+            dsl_buf_printf(o, " <- %s", f->params[in->xparam[0]].name);
+        break;
+    default: break;
+    }
+    if (in->view >= 0 && in->op != IR_ALLOC)
         print_view(o, f, in);
+    if (in->op == IR_ALLOC) {
+        const IrView *v = &f->views[in->view];
+        dsl_buf_printf(o, " %s[", f->params[in->param].name);
+        for (int d = 0; d < v->ndims; d++)
+            dsl_buf_printf(o, "%s%%%d", d ? ", " : "", v->d[d].val);
+        dsl_buf_printf(o, "]");
+    }
+    if (in->op == IR_COPY) {
+        dsl_buf_printf(o, " <-");
+        print_view_of(o, f, in->xparam[0], in->xview[0]);
+        if (in->xparam[1] >= 0) {
+            dsl_buf_printf(o, " signal");
+            print_view_of(o, f, in->xparam[1], in->xview[1]);
+        }
+    }
     int n = in->op == IR_YIELD ? in->nopnd : ir_op_nopnd[in->op];
     bool first = in->view < 0 && in->op != IR_VSET;
     for (int i = 0; i < n; i++) {
         if (in->opnd[i] < 0) {
-            if (in->view >= 0 || in->op == IR_DOT)
+            if (in->view >= 0 || in->op == IR_DOT || in->op == IR_LAUNCH ||
+                in->op == IR_COLL)
                 continue; /* optional operand absent */
         }
         dsl_buf_printf(o, "%s", first ? " " : ", ");
@@ -281,6 +347,12 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
             dsl_buf_printf(o, "cmp=");
         if (in->view >= 0 && i == 3)
             dsl_buf_printf(o, "peer=");
+        if (in->op == IR_COPY && i == 2)
+            dsl_buf_printf(o, "src_peer=");
+        if (in->op == IR_LAUNCH)
+            dsl_buf_printf(o, "grid%d=", i);
+        if (in->op == IR_COLL)
+            dsl_buf_printf(o, "root=");
         dsl_buf_printf(o, "%%%d", in->opnd[i]);
     }
     if (in->op == IR_PERMUTE) {
@@ -324,10 +396,12 @@ static void print_region(DslBuf *o, const IrFunc *f, int r, int depth)
 void ir_print_func(DslBuf *o, const IrFunc *f)
 {
     char ty[128];
-    dsl_buf_printf(o, "kernel %s(", f->name);
-    for (int i = 0; i < f->nparams; i++) {
+    dsl_buf_printf(o, "%s %s(", f->is_device ? "device" : "kernel", f->name);
+    for (int i = 0, k = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
-        dsl_buf_printf(o, "%s%s: %s%s", i ? ", " : "", p->name,
+        if (p->local)
+            continue;
+        dsl_buf_printf(o, "%s%s: %s%s", k++ ? ", " : "", p->name,
                        p->mem == MEM_SYMMETRIC ? "symmetric " : "",
                        p->mem == MEM_SIGNAL ? "signal" : dsl_dtype_name(p->dtype));
         if (p->kind == PK_TENSOR) {

@@ -32,13 +32,17 @@ enum {
     IR_OP_COUNT
 };
 
-enum { F_PURE = 1, F_ELEM = 2, F_REGION = 4, F_TERM = 8 };
+enum { F_PURE = 1, F_ELEM = 2, F_REGION = 4, F_TERM = 8, F_DEV = 16 };
 extern const char *const ir_op_names[IR_OP_COUNT];
 extern const int ir_op_nopnd[IR_OP_COUNT];
 extern const int ir_op_flags[IR_OP_COUNT];
 
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_ARGMAX, RED_ARGMIN } IrRedKind;
 typedef enum { ATOM_ADD, ATOM_MAX, ATOM_MIN, ATOM_XCHG, ATOM_CAS } IrAtomKind;
+typedef enum {
+    COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,
+    COLL_BROADCAST, COLL_BARRIER,
+} IrCollKind;
 
 /* A value's type: a scalar (rank 0) or a tile with a static shape. */
 typedef struct IrType {
@@ -59,7 +63,9 @@ typedef struct IrView {
     struct {
         uint8_t kind;             /* IrIdxKind */
         int32_t val;              /* value id (start / coordinate / tile) */
-        int32_t len;              /* IDX_RANGE: static length */
+        int32_t len;              /* IDX_RANGE: static length; 0 = dynamic
+                                     (device functions only): see lenv */
+        int32_t lenv;             /* value id of a dynamic length */
     } d[IR_MAX_RANK];
 } IrView;                         /* the view's shape is the concatenation */
 
@@ -80,6 +86,8 @@ typedef struct IrInstr {
     double fval;                  /* CONST float value */
     uint8_t perm[IR_MAX_RANK];    /* PERMUTE: result dim i = operand perm[i] */
     bool dead;                    /* removed by a pass (skipped everywhere) */
+    int32_t xparam[2], xview[2];  /* COPY: source and signal; COLL: source */
+    int32_t xoff, xn;             /* LAUNCH: its args in IrFunc.extra */
 } IrInstr;
 
 typedef struct IrRegion {
@@ -105,6 +113,8 @@ typedef struct IrParam {
     int64_t dims[IR_MAX_RANK];    /* static extent, or -1 - sym id (symbolic) */
     bool written;                 /* tensor is stored to / atomically updated */
     uint8_t mem;                  /* IrMemKind of a tensor param */
+    bool local;                   /* device functions: a buffer made by
+                                     ALLOC, not a parameter */
 } IrParam;
 
 typedef struct IrSym {
@@ -127,6 +137,10 @@ typedef struct IrFunc {
     IrRegion *regions; int nregions, cap_regions; /* region 0 = body */
     IrView *views; int nviews, cap_views;  /* views used by memory ops */
     int grid_region;              /* scalar ops ending in YIELD(g0[,g1,g2]) */
+    bool is_device;               /* a device function (Device IR), run by
+                                     the runtime's plan interpreter; the
+                                     code generators skip it */
+    int32_t *extra; int nextra, cap_extra; /* operand lists (LAUNCH args) */
     int warps;                    /* warps(W), default 4 */
     int stages;                   /* stages(S), default 2 */
     /* the compile-time parameter values this function was built with,
@@ -148,6 +162,7 @@ int ir_region_new(IrFunc *f, int parent);                /* returns id */
  * on out-of-memory. Operands not given are -1, regions -1, view -1. */
 int ir_emit(IrFunc *f, int r, int op, IrType type, DslLoc loc);
 int ir_view_new(IrFunc *f, const IrView *v);
+int ir_extra_push(IrFunc *f, int32_t x);                  /* index or -1 */
 IrType ir_scalar(int dtype);
 IrType ir_tile(int dtype, int rank, const int32_t *shape);
 int64_t ir_numel(const IrType *t);

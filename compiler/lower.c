@@ -38,7 +38,7 @@ static LwSym *scope_find_local(LwScope *s, const char *name)
 }
 
 /* Declare `name` in the innermost scope; reports a redeclaration. */
-static LwSym *declare(Lw *L, const char *name, LwSymKind kind, DslLoc loc)
+LwSym *lw_declare(Lw *L, const char *name, LwSymKind kind, DslLoc loc)
 {
     LwScope *s = L->scope;
     LwSym *old = scope_find_local(s, name);
@@ -84,7 +84,7 @@ int lw_emit(Lw *L, int op, IrType type, DslLoc loc)
 
 static void lower_block(Lw *L, const Ast *b);
 
-static void lower_stmts_in_region(Lw *L, const Ast *b, int region)
+void lw_block_in_region(Lw *L, const Ast *b, int region)
 {
     int saved = L->region;
     L->region = region;
@@ -92,7 +92,7 @@ static void lower_stmts_in_region(Lw *L, const Ast *b, int region)
     L->region = saved;
 }
 
-static int new_region(Lw *L)
+int lw_new_region(Lw *L)
 {
     int r = ir_region_new(L->f, L->region);
     if (r < 0)
@@ -158,6 +158,13 @@ static void lower_assign(Lw *L, const Ast *st, LwVal v)
     case SYM_LET:
         dsl_error(L->diags, lhs->loc, "cannot assign to '%s', declared with let (use var)", s->name);
         return;
+    case SYM_CONST:
+        if (s->is_let) {
+            dsl_error(L->diags, lhs->loc, "cannot assign to '%s', declared with let (use var)", s->name);
+            return;
+        }
+        dsl_error(L->diags, lhs->loc, "cannot assign to constant '%s'", s->name);
+        return;
     case SYM_SCALAR:
         dsl_error(L->diags, lhs->loc, "cannot assign to scalar parameter '%s'", s->name);
         return;
@@ -216,7 +223,7 @@ static void lower_for(Lw *L, const Ast *st)
     int a = lw_materialize(L, &lo, st->loc), b = lw_materialize(L, &hi, st->loc);
     int c = lw_materialize(L, &step, st->loc);
     int id = lw_emit(L, IR_FOR, ir_scalar(dt), st->loc);
-    int r = new_region(L);
+    int r = lw_new_region(L);
     if (id < 0 || r < 0)
         return;
     IrInstr *in = &L->f->ins[id];
@@ -226,13 +233,13 @@ static void lower_for(Lw *L, const Ast *st)
     in->region[0] = r;
     LwScope sc;
     scope_push(L, &sc);
-    LwSym *iv = declare(L, st->name, SYM_LET, st->loc);
+    LwSym *iv = lw_declare(L, st->name, SYM_LET, st->loc);
     if (iv) {
         iv->id = id;
         iv->type = ir_scalar(dt);
     }
     L->depth++;
-    lower_stmts_in_region(L, st->body, r);
+    lw_block_in_region(L, st->body, r);
     L->depth--;
     scope_pop(L);
 }
@@ -240,7 +247,7 @@ static void lower_for(Lw *L, const Ast *st)
 static void lower_while(Lw *L, const Ast *st)
 {
     int id = lw_emit(L, IR_WHILE, ir_scalar(DT_VOID), st->loc);
-    int rc = new_region(L), rb = new_region(L);
+    int rc = lw_new_region(L), rb = lw_new_region(L);
     if (id < 0 || rc < 0 || rb < 0)
         return;
     L->f->ins[id].region[0] = rc;
@@ -258,7 +265,7 @@ static void lower_while(Lw *L, const Ast *st)
     }
     L->region = saved;
     L->depth++;
-    lower_stmts_in_region(L, st->body, rb);
+    lw_block_in_region(L, st->body, rb);
     L->depth--;
 }
 
@@ -269,14 +276,14 @@ static void lower_if(Lw *L, const Ast *st)
         return;
     int cid = lw_materialize(L, &c, st->a->loc);
     int id = lw_emit(L, IR_IF, ir_scalar(DT_VOID), st->loc);
-    int rt = new_region(L), re = new_region(L);
+    int rt = lw_new_region(L), re = lw_new_region(L);
     if (id < 0 || rt < 0 || re < 0)
         return;
     IrInstr *in = &L->f->ins[id];
     in->opnd[0] = cid;
     in->region[0] = rt;
     in->region[1] = re;
-    lower_stmts_in_region(L, st->body, rt);
+    lw_block_in_region(L, st->body, rt);
     if (st->els) {
         int saved = L->region;
         L->region = re;
@@ -294,12 +301,16 @@ static void lower_stmt(Lw *L, const Ast *st)
     switch (st->kind) {
     case AST_LET:
     case AST_VAR: {
+        if (L->device && st->kind == AST_LET && lw_dev_is_alloc(st->a)) {
+            lw_dev_alloc(L, st);
+            return;
+        }
         LwVal v = lw_expr(L, st->a);
         if (!v.bad && v.type.dtype == DT_VOID) {
             dsl_error(L->diags, st->a->loc, "expression has no value");
             v = lw_bad();
         }
-        LwSym *s = declare(L, st->name, st->kind == AST_LET ? SYM_LET : SYM_VAR, st->loc);
+        LwSym *s = lw_declare(L, st->name, st->kind == AST_LET ? SYM_LET : SYM_VAR, st->loc);
         if (!s || v.bad) {
             if (s) { /* keep the name known so later uses do not cascade */
                 s->kind = SYM_CONST;
@@ -311,6 +322,7 @@ static void lower_stmt(Lw *L, const Ast *st)
             if (lw_is_const(&v)) { /* a compile-time let stays a constant */
                 s->kind = SYM_CONST;
                 s->c = v.c;
+                s->is_let = true;
                 return;
             }
             s->id = v.id;
@@ -340,6 +352,10 @@ static void lower_stmt(Lw *L, const Ast *st)
         return;
     }
     case AST_EXPR_STMT:
+        if (L->device && lw_dev_is_call(st->a)) {
+            lw_dev_call(L, st->a);
+            return;
+        }
         lw_stmt_call(L, st->a);
         return;
     case AST_FOR: lower_for(L, st); return;
@@ -347,7 +363,8 @@ static void lower_stmt(Lw *L, const Ast *st)
     case AST_IF: lower_if(L, st); return;
     case AST_RETURN:
         if (st->a) {
-            dsl_error(L->diags, st->loc, "a kernel returns no value");
+            dsl_error(L->diags, st->loc, "a %s returns no value",
+                      L->device ? "device function" : "kernel");
             return;
         }
         lw_emit(L, IR_RET, ir_scalar(DT_VOID), st->loc);
@@ -359,6 +376,10 @@ static void lower_stmt(Lw *L, const Ast *st)
     case AST_LAUNCH:
     case AST_ASYNC:
     case AST_SYNC:
+        if (L->device) {
+            lw_dev_stmt(L, st);
+            return;
+        }
         dsl_error(L->diags, st->loc, "'%s' is a device-tier statement; it is not allowed in a kernel",
                   st->kind == AST_LAUNCH ? "launch" : st->kind == AST_ASYNC ? "async" : "sync");
         return;
@@ -465,7 +486,7 @@ static void lower_params(Lw *L, const AstFunc *fn)
             p->dtype = DT_U64;
         if (ap->shard != SHARD_NONE)
             dsl_error(L->diags, ap->loc, "shardings are only allowed on task parameters");
-        LwSym *s = declare(L, ap->name, ap->tkind == TY_SCALAR ? SYM_SCALAR : SYM_TENSOR, ap->loc);
+        LwSym *s = lw_declare(L, ap->name, ap->tkind == TY_SCALAR ? SYM_SCALAR : SYM_TENSOR, ap->loc);
         if (!s)
             continue;
         s->index = i;
@@ -501,7 +522,7 @@ static void lower_params(Lw *L, const AstFunc *fn)
                     f->syms[k].param = i;
                     f->syms[k].dim = d;
                     /* declared in the kernel scope so the body sees it */
-                    LwSym *ns = declare(L, de->name, SYM_SIZE, de->loc);
+                    LwSym *ns = lw_declare(L, de->name, SYM_SIZE, de->loc);
                     if (ns) {
                         ns->index = k;
                         ns->type = ir_scalar(DT_I32);
@@ -586,6 +607,7 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
     L->f = f;
     L->fn = fn;
     f->loc = fn->loc;
+    f->is_device = L->device;
     if (ir_region_new(f, -1) != 0) { /* region 0: the body */
         L->oom = true;
         return;
@@ -613,7 +635,7 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
             dsl_error(L->diags, fn->cparam_locs[i],
                       "compile-time parameter '%s' has no default; give it with -D %s=VALUE",
                       fn->cparam_names[i], fn->cparam_names[i]);
-        LwSym *s = declare(L, fn->cparam_names[i], SYM_CONST, fn->cparam_locs[i]);
+        LwSym *s = lw_declare(L, fn->cparam_names[i], SYM_CONST, fn->cparam_locs[i]);
         if (s)
             s->c = c;
         f->cparam_names[i] = fn->cparam_names[i];
@@ -635,7 +657,7 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
         lower_grid(L, fn);
     L->region = 0;
     emit_entry_values(L);
-    lower_stmts_in_region(L, fn->body, 0);
+    lw_block_in_region(L, fn->body, 0);
     scope_pop(L);
 }
 
@@ -690,7 +712,7 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
             v = d->val;
         else if (!const_eval(&L, c->value, &v))
             continue;
-        LwSym *s = declare(&L, c->name, SYM_CONST, c->loc);
+        LwSym *s = lw_declare(&L, c->name, SYM_CONST, c->loc);
         if (s)
             s->c = v;
     }
@@ -703,20 +725,27 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     free(cf->views);
     free(cf->vars);
     free(cf);
-    for (int i = 0; i < prog->nfuncs && !L.oom; i++) {
-        const AstFunc *fn = prog->funcs[i];
-        if (fn->fkind != FN_KERNEL) {
-            dsl_error(diags, fn->loc, "%s '%s': the %s tier is not implemented yet",
-                      fn->fkind == FN_DEVICE ? "device" : "task", fn->name,
-                      fn->fkind == FN_DEVICE ? "device" : "task");
-            continue;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(prog->funcs[j]->name, fn->name) == 0) {
-                dsl_error(diags, fn->loc, "redefinition of '%s'", fn->name);
-                break;
+    /* kernels first, so that device functions can launch any of them */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < prog->nfuncs && !L.oom; i++) {
+            const AstFunc *fn = prog->funcs[i];
+            if (fn->fkind == FN_TASK) {
+                if (pass == 0)
+                    dsl_error(diags, fn->loc, "task '%s': the task tier is not implemented yet",
+                              fn->name);
+                continue;
             }
-        lower_kernel(&L, fn, defs, ndefs);
+            if ((fn->fkind == FN_DEVICE) != (pass == 1))
+                continue;
+            for (int j = 0; j < i; j++)
+                if (strcmp(prog->funcs[j]->name, fn->name) == 0) {
+                    dsl_error(diags, fn->loc, "redefinition of '%s'", fn->name);
+                    break;
+                }
+            L.device = fn->fkind == FN_DEVICE;
+            lower_kernel(&L, fn, defs, ndefs);
+            L.device = false;
+        }
     }
     for (int i = 0; i < ndefs; i++)
         if (!defs[i].used) {

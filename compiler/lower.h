@@ -34,6 +34,7 @@ typedef struct LwSym {
     int id;           /* SYM_LET / SYM_SCALAR / SYM_SIZE: IR value id */
     IrType type;      /* SYM_LET value type */
     DslLoc loc;       /* declaration */
+    bool is_let;      /* SYM_CONST made by a compile-time `let` */
 } LwSym;
 
 typedef struct LwScope {
@@ -51,13 +52,25 @@ typedef struct Lw {
     LwScope *scope;       /* innermost scope */
     int region;           /* region receiving new instructions */
     bool in_grid;         /* lowering the grid(...) clause */
+    bool device;          /* lowering a device function */
     int depth;            /* loop nesting, for limits */
     bool oom;             /* allocation failed */
 } Lw;
 
 /* lower.c */
 LwSym *lw_lookup(Lw *L, const char *name);
+LwSym *lw_declare(Lw *L, const char *name, LwSymKind kind, DslLoc loc);
 int lw_emit(Lw *L, int op, IrType type, DslLoc loc);
+void lw_block_in_region(Lw *L, const Ast *b, int region);
+int lw_new_region(Lw *L);
+
+/* lower_device.c */
+int lw_dim_value(Lw *L, int param, int dim, DslLoc loc); /* i64 extent id */
+bool lw_dev_is_alloc(const Ast *e);
+bool lw_dev_is_call(const Ast *e);
+void lw_dev_alloc(Lw *L, const Ast *st);    /* let b = empty/symmetric/signals */
+void lw_dev_call(Lw *L, const Ast *e);      /* copy, collectives, barrier */
+void lw_dev_stmt(Lw *L, const Ast *st);     /* launch, async, sync */
 
 /* lower_expr.c */
 LwVal lw_expr(Lw *L, const Ast *e);

@@ -46,6 +46,8 @@ static void tstr(const IrType *t, char *b, size_t n) { ir_type_str(t, b, n); }
 
 /* ------------------------------------------------------------ promotion */
 
+static int64_t wrap_int(int dt, int64_t x);
+
 static int kind_rank(int dt)
 {
     char k = dsl_dtype_kind(dt);
@@ -102,9 +104,17 @@ int lw_promote(const LwVal *a, const LwVal *b)
     int da = a->type.dtype, db = b->type.dtype;
     if (a->weak != b->weak) {
         const LwVal *w = a->weak ? a : b, *s = a->weak ? b : a;
-        if (kind_rank(w->type.dtype) <= kind_rank(s->type.dtype))
+        int wk = kind_rank(w->type.dtype), sk = kind_rank(s->type.dtype);
+        /* an integer literal adopts an integer type only if it fits */
+        bool fits = !(wk == 1 && sk == 1 && lw_is_const(w)) ||
+                    wrap_int(s->type.dtype, w->c.i) == w->c.i ||
+                    (dsl_dtype_kind(s->type.dtype) == 'u' &&
+                     dsl_dtype_bytes(s->type.dtype) == 8 && w->c.i >= 0);
+        if (wk < sk || (wk == sk && fits))
             return s->type.dtype;
-        return w->type.dtype;
+        if (wk > sk)
+            return w->type.dtype;
+        /* does not fit: C's rules, the literal counting as i32 or i64 */
     }
     int ka = kind_rank(da), kb = kind_rank(db);
     if (ka == 2 && kb == 2)
@@ -566,6 +576,14 @@ int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out,
         char tb[96];
         switch (it->kind) {
         case AST_IDX_FULL:
+            if (L->device) { /* the whole dim, its extent known at run time */
+                LwVal z = lw_cval(DT_I32, 0, 0, false);
+                v.d[d].kind = IDX_RANGE;
+                v.d[d].val = lw_materialize(L, &z, it->loc);
+                v.d[d].len = 0;
+                v.d[d].lenv = lw_dim_value(L, s->index, d, it->loc);
+                break;
+            }
             if (p->dims[d] < 0) {
                 dsl_error(L->diags, it->loc,
                           "':' needs a compile-time extent, but dim %d of '%s' is the symbolic size '%s'; use a range such as 0 +: BLOCK",
@@ -591,6 +609,22 @@ int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out,
                 tstr(&st.type, tb, sizeof tb);
                 dsl_error(L->diags, it->a->loc, "range start must be an integer scalar, got %s", tb);
                 ok = false;
+                break;
+            }
+            if (L->device) { /* dynamic-shaped chunks are fine here */
+                LwVal n = lw_expr(L, it->b);
+                if (n.bad || n.type.rank != 0 || !dsl_is_int(n.type.dtype)) {
+                    if (!n.bad)
+                        dsl_error(L->diags, it->b->loc, "range length must be an integer scalar");
+                    ok = false;
+                    break;
+                }
+                n = lw_convert(L, n, DT_I64, it->loc);
+                st = lw_convert(L, st, DT_I64, it->loc);
+                v.d[d].kind = IDX_RANGE;
+                v.d[d].val = lw_materialize(L, &st, it->loc);
+                v.d[d].len = 0;
+                v.d[d].lenv = lw_materialize(L, &n, it->loc);
                 break;
             }
             if (!lw_const_int(L, it->b, "range length", &len)) {
@@ -624,6 +658,11 @@ int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out,
                 ok = false;
                 break;
             }
+            if (L->device && x.type.rank != 0) {
+                dsl_error(L->diags, it->loc, "device functions index buffers with scalars and ranges only");
+                ok = false;
+                break;
+            }
             v.d[d].kind = x.type.rank == 0 ? IDX_SCALAR : IDX_TILE;
             v.d[d].val = lw_materialize(L, &x, it->loc);
             break;
@@ -633,6 +672,11 @@ int lw_view(Lw *L, const Ast *e, int *param_out, IrType *shape_out,
     if (!ok)
         return -1;
     IrType t = ir_scalar(p->dtype);
+    if (L->device) {
+        *param_out = s->index;
+        *shape_out = t;
+        return ir_view_new(L->f, &v);
+    }
     ir_view_shape(L->f, &v, &t);
     int rank = 0;
     for (int d = 0; d < v.ndims; d++)
@@ -882,6 +926,11 @@ LwVal lw_expr(Lw *L, const Ast *e)
     case AST_CALL:
         return lw_call(L, e);
     case AST_INDEX:
+        if (L->device && (lw_tensor_of(L, e->a) ||
+                          (e->a->kind == AST_CALL && strcmp(e->a->name, "peer") == 0))) {
+            dsl_error(L->diags, e->loc, "device functions do not load tiles; use copy(dst, src) or launch a kernel");
+            return lw_bad();
+        }
         if (lw_tensor_of(L, e->a) ||
             (e->a->kind == AST_CALL && strcmp(e->a->name, "peer") == 0))
             return lw_load(L, e, NULL, NULL, e->loc);

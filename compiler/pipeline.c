@@ -67,7 +67,11 @@ IrModule *ir_compile_source(const DslSource *src, DslDiags *diags,
     dsl_arena_adopt(&m->arena, &ast_arena);
     char err[512];
     for (int i = 0; i < m->nfuncs; i++) {
-        if (run_passes(m->funcs[i], err, sizeof err)) {
+        /* device functions are small host plans: verified, not optimised */
+        int rc = m->funcs[i]->is_device
+                     ? ir_verify(m->funcs[i], 0, err, sizeof err)
+                     : run_passes(m->funcs[i], err, sizeof err);
+        if (rc) {
             dsl_error(diags, m->funcs[i]->loc, "%s", err);
             ir_module_free(m);
             return NULL;

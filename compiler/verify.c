@@ -149,9 +149,16 @@ static int check_view(Ver *v, int id, const IrInstr *in, IrType *vt)
             if (!is_int_scalar(t))
                 return fail(v, id, "view index %d: %%%d is not an int scalar",
                             d, val);
-            if (w->d[d].kind == IDX_RANGE && w->d[d].len < 1)
+            if (w->d[d].kind == IDX_RANGE && w->d[d].len == 0 &&
+                f->is_device) {
+                int lv = w->d[d].lenv;
+                if (lv < 0 || lv >= f->nins || !v->visible[lv] ||
+                    !is_int_scalar(ty(v, lv)))
+                    return fail(v, id, "view index %d: bad dynamic length", d);
+            } else if (w->d[d].kind == IDX_RANGE && w->d[d].len < 1) {
                 return fail(v, id, "view index %d: range length %d", d,
                             (int)w->d[d].len);
+            }
             rank += w->d[d].kind == IDX_RANGE;
             break;
         case IDX_TILE:
@@ -273,7 +280,10 @@ static int check_types(Ver *v, int id, const IrInstr *in)
     int op = in->op;
     bool void_op = op == IR_STORE || op == IR_VSET || op == IR_WHILE ||
                    op == IR_IF || op == IR_YIELD || op == IR_RET ||
-                   op == IR_NOTIFY || op == IR_WAIT;
+                   op == IR_NOTIFY || op == IR_WAIT ||
+                   (ir_op_flags[op] & F_DEV);
+    if ((ir_op_flags[op] & F_DEV) && !f->is_device)
+        return fail(v, id, "device-tier op in a kernel");
     if (void_op != (rt->dtype == DT_VOID))
         return fail(v, id, void_op ? "has a result type %s" : "has no result "
                     "type%s", void_op ? tystr(rt, a) : "");
@@ -430,6 +440,18 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         }
         return check_mask(v, id, in->opnd[op == IR_STORE ? 1 : 2], &vt);
     }
+    case IR_ALLOC: case IR_COPY: case IR_LAUNCH: case IR_ASYNC: case IR_SYNC:
+    case IR_COLL:
+        if ((op == IR_ALLOC || op == IR_COPY) &&
+            (in->param < 0 || in->param >= f->nparams))
+            return fail(v, id, "buffer index %d out of range", in->param);
+        if (op == IR_COPY && (in->xparam[0] < 0 || in->xparam[0] >= f->nparams ||
+                              in->xview[0] < 0 || in->xview[0] >= f->nviews))
+            return fail(v, id, "copy without a source view");
+        if (op == IR_LAUNCH && (in->xoff < 0 || in->xn < 0 ||
+                                in->xoff + in->xn > f->nextra))
+            return fail(v, id, "launch arguments out of range");
+        return 0;
     case IR_RANK: case IR_WORLD:
         if (rt->rank != 0 || rt->dtype != DT_I32)
             return fail(v, id, "result must be i32");
@@ -520,7 +542,12 @@ static int check_instr(Ver *v, int id, int r)
     if (op == IR_ATOMIC && in->attr != ATOM_CAS && in->opnd[1] != -1)
         return fail(v, id, "cmp operand without cas");
     bool mem = op == IR_LOAD || op == IR_STORE || op == IR_ATOMIC ||
-               op == IR_NOTIFY || op == IR_WAIT;
+               op == IR_NOTIFY || op == IR_WAIT || op == IR_ALLOC ||
+               op == IR_COPY;
+    if (f->is_device && (op == IR_LOAD || op == IR_STORE || op == IR_ATOMIC ||
+                         op == IR_NOTIFY || op == IR_WAIT || op == IR_PID ||
+                         op == IR_NPROG || in->type.rank != 0))
+        return fail(v, id, "kernel op in a device function");
     if (!mem && in->view != -1)
         return fail(v, id, "has a view");
     if (mem && in->opnd[3] >= 0) {

@@ -9,6 +9,7 @@
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +132,11 @@ static LLVMModuleRef build(const IrModule *m, const BkOptions *o,
 static int define_helpers(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd,
                           char *err, size_t errlen)
 {
+#if LLVM_VERSION_MAJOR >= 15 /* renamed in LLVM 15 */
+    LLVMOrcCSymbolMapPair pairs[32];
+#else
     LLVMJITCSymbolMapPair pairs[32];
+#endif
     int n = 0;
     for (int i = 0; cpu_helpers[i].name && n < 32; i++, n++) {
         pairs[n].Name = LLVMOrcLLJITMangleAndIntern(jit, cpu_helpers[i].name);
@@ -207,6 +212,14 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
     }
     for (int i = 0; i < cm->n; i++) {
         const char *name = m->funcs[i]->name;
+        if (m->funcs[i]->is_device) { /* no code: the runtime interprets it */
+            cm->names[i] = strdup("");
+            if (!cm->names[i]) {
+                snprintf(err, errlen, "cpu backend: out of memory");
+                goto fail;
+            }
+            continue;
+        }
         char rn[512];
         LLVMOrcExecutorAddress a1 = 0, a2 = 0;
         snprintf(rn, sizeof rn, "%s__range", name);

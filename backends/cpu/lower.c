@@ -738,6 +738,8 @@ int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
     g.ptr = LLVMPointerType(g.i8, 0);
     int rc = 0;
     for (int i = 0; i < m->nfuncs && rc == 0; i++) {
+        if (m->funcs[i]->is_device)
+            continue; /* device functions are run by the plan interpreter */
         g.f = m->funcs[i];
         rc = gen_func(&g);
     }

@@ -1,0 +1,345 @@
+/* cuda.c — the CUDA backend: the CUDA C dialect of the GPU emitter
+ * (gpu_emit.c) and in-process compilation with NVRTC, loaded with dlopen so
+ * that the build links no CUDA library.
+ *
+ * Stages: "cuda" (CUDA C text), "ptx" (PTX text for compute_XX), "cubin"
+ * (the default: a cubin for real archs sm_XX, PTX for compute_XX archs).
+ * --arch defaults to sm_80. */
+#include "gpu_emit.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ dialect */
+
+static const char *const cuda_prelude[] = {
+    "#include <cuda_fp16.h>\n",
+    "#include <cuda_bf16.h>\n",
+    "\n",
+    "typedef __half blk_f16;\n",
+    "typedef __nv_bfloat16 blk_bf16;\n",
+    "__device__ inline float blk_f16_to_f32(blk_f16 x) { return __half2float(x); }\n",
+    "__device__ inline blk_f16 blk_f32_to_f16(float x) { return __float2half_rn(x); }\n",
+    "__device__ inline float blk_bf16_to_f32(blk_bf16 x) { return __bfloat162float(x); }\n",
+    "__device__ inline blk_bf16 blk_f32_to_bf16(float x) { return __float2bfloat16_rn(x); }\n",
+    "\n",
+    "#define BLK_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))\n",
+    "#define BLK_SHFL_UP(v, d) __shfl_up_sync(0xffffffffu, (v), (d))\n",
+    "#define BLK_SHFL(v, l) __shfl_sync(0xffffffffu, (v), (l))\n",
+    "#define BLK_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]\n",
+    "#define BLK_MEMCPY memcpy\n",
+    "\n",
+    "#if __CUDA_ARCH__ >= 800\n",
+    "/* tensor-core fragments (PTX ISA, mma.m16n8k16 / m16n8k8 / m16n8k32) */\n",
+    "__device__ inline void blk_ldmatrix_x4(unsigned r[4], const void *p)\n",
+    "{\n",
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n",
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n",
+    "}\n",
+    "__device__ inline void blk_ldmatrix_x2_trans(unsigned r[2], const void *p)\n",
+    "{\n",
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\\n\"\n",
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a));\n",
+    "}\n",
+    "__device__ inline void blk_mma_f16(float c[4], const unsigned a[4], const unsigned b[2])\n",
+    "{\n",
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n",
+    "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n",
+    "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n",
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n",
+    "}\n",
+    "__device__ inline void blk_mma_bf16(float c[4], const unsigned a[4], const unsigned b[2])\n",
+    "{\n",
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \"\n",
+    "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n",
+    "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n",
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n",
+    "}\n",
+    "__device__ inline void blk_mma_tf32(float c[4], const unsigned a[4], const unsigned b[2])\n",
+    "{\n",
+    "    asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 \"\n",
+    "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n",
+    "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n",
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n",
+    "}\n",
+    "__device__ inline void blk_mma_s8(int c[4], const unsigned a[4], const unsigned b[2])\n",
+    "{\n",
+    "    asm volatile(\"mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 \"\n",
+    "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n",
+    "                 : \"+r\"(c[0]), \"+r\"(c[1]), \"+r\"(c[2]), \"+r\"(c[3])\n",
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n",
+    "}\n",
+    "/* x = hi + lo with both parts tf32 (3xTF32 keeps f32 accuracy) */\n",
+    "__device__ inline void blk_tf32_split(float x, unsigned &hi, unsigned &lo)\n",
+    "{\n",
+    "    asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(hi) : \"f\"(x));\n",
+    "    const float r = x - __uint_as_float(hi);\n",
+    "    asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(lo) : \"f\"(r));\n",
+    "}\n",
+    "/* four i8 of a column, k-consecutive, packed low byte first */\n",
+    "__device__ inline unsigned blk_pack4(const signed char *p, long long stride)\n",
+    "{\n",
+    "    return (unsigned)(unsigned char)p[0] | (unsigned)(unsigned char)p[stride] << 8 |\n",
+    "           (unsigned)(unsigned char)p[2 * stride] << 16 | (unsigned)(unsigned char)p[3 * stride] << 24;\n",
+    "}\n",
+    "#endif\n",
+    NULL,
+};
+
+const BkGpuDialect bk_gpu_cuda_dialect = {
+    BK_GPU_CUDA, "CUDA C", cuda_prelude, 32,
+};
+
+/* ------------------------------------------------------------ NVRTC */
+
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef int nvrtcResult;
+
+static struct {
+    void *lib;
+    nvrtcResult (*create)(nvrtcProgram *, const char *, const char *, int,
+                          const char *const *, const char *const *);
+    nvrtcResult (*compile)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*log_size)(nvrtcProgram, size_t *);
+    nvrtcResult (*log)(nvrtcProgram, char *);
+    nvrtcResult (*ptx_size)(nvrtcProgram, size_t *);
+    nvrtcResult (*ptx)(nvrtcProgram, char *);
+    nvrtcResult (*cubin_size)(nvrtcProgram, size_t *);
+    nvrtcResult (*cubin)(nvrtcProgram, char *);
+    nvrtcResult (*destroy)(nvrtcProgram *);
+    const char *(*errstr)(nvrtcResult);
+    char include[512]; /* -I option for the CUDA headers, "" if none */
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void *open_first(const char *const *names, const char *dir)
+{
+    char path[512];
+    for (int i = 0; names[i]; i++) {
+        void *h;
+        if (dir) {
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        } else {
+            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        }
+        if (h)
+            return h;
+    }
+    return NULL;
+}
+
+/* The CUDA toolkit root: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda. */
+static const char *cuda_root(void)
+{
+    const char *env[] = {"CUDA_HOME", "CUDA_PATH"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(env[i]);
+        if (v && *v)
+            return v;
+    }
+    return "/usr/local/cuda";
+}
+
+static void nv_load(void)
+{
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12",
+                                        "libnvrtc.so", NULL};
+    char dir[512];
+    nv.lib = open_first(names, NULL);
+    if (!nv.lib) {
+        snprintf(dir, sizeof dir, "%s/lib64", cuda_root());
+        nv.lib = open_first(names, dir);
+    }
+    if (!nv.lib)
+        return;
+#define SYM(field, name)                                                  \
+    do {                                                                  \
+        *(void **)&nv.field = dlsym(nv.lib, name);                        \
+        if (!nv.field) {                                                  \
+            dlclose(nv.lib);                                              \
+            nv.lib = NULL;                                                \
+            return;                                                       \
+        }                                                                 \
+    } while (0)
+    SYM(create, "nvrtcCreateProgram");
+    SYM(compile, "nvrtcCompileProgram");
+    SYM(log_size, "nvrtcGetProgramLogSize");
+    SYM(log, "nvrtcGetProgramLog");
+    SYM(ptx_size, "nvrtcGetPTXSize");
+    SYM(ptx, "nvrtcGetPTX");
+    SYM(cubin_size, "nvrtcGetCUBINSize");
+    SYM(cubin, "nvrtcGetCUBIN");
+    SYM(destroy, "nvrtcDestroyProgram");
+    SYM(errstr, "nvrtcGetErrorString");
+#undef SYM
+    /* NVRTC ships cuda_fp16.h/cuda_bf16.h as built-in headers since 12.x;
+     * the toolkit's include dir is a fallback for older versions */
+    snprintf(dir, sizeof dir, "%s/include/cuda_fp16.h", cuda_root());
+    if (access(dir, R_OK) == 0)
+        snprintf(nv.include, sizeof nv.include, "-I%s/include", cuda_root());
+}
+
+/* Largest dynamic shared memory per block of an arch (bytes). */
+static long long smem_limit(int sm)
+{
+    if (sm >= 90)
+        return 232448;     /* 227 KiB */
+    if (sm == 80 || sm == 87)
+        return 166912;     /* 163 KiB */
+    if (sm >= 86)
+        return 101376;     /* 99 KiB */
+    if (sm >= 75)
+        return 65536;
+    return 49152;
+}
+
+/* Parse "sm_90a" / "compute_80": returns the number, *real = sm_. */
+static int parse_arch(const char *arch, bool *real, char *suffix, size_t n)
+{
+    const char *p;
+    suffix[0] = 0;
+    if (!strncmp(arch, "sm_", 3)) {
+        *real = true;
+        p = arch + 3;
+    } else if (!strncmp(arch, "compute_", 8)) {
+        *real = false;
+        p = arch + 8;
+    } else {
+        return -1;
+    }
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 50 || v > 999 || strlen(end) > 1 ||
+        (*end && *end != 'a' && *end != 'f'))
+        return -1;
+    snprintf(suffix, n, "%s", end);
+    return (int)v;
+}
+
+static int nvrtc_compile(const IrModule *m, const char *src, const char *arch,
+                         bool want_ptx, DslBuf *out, char *err, size_t errlen)
+{
+    bool real;
+    char sfx[4];
+    int sm = parse_arch(arch, &real, sfx, sizeof sfx);
+    if (sm < 0) {
+        snprintf(err, errlen, "cuda: unknown --arch '%s' (use sm_80, sm_90, "
+                 "or compute_XX)", arch);
+        return -1;
+    }
+    for (int i = 0; i < m->nfuncs; i++) {
+        BkGpuKernelInfo ki;
+        if (m->funcs[i]->is_device)
+            continue;
+        if (bk_gpu_kernel_info(m->funcs[i], &bk_gpu_cuda_dialect, &ki, err,
+                               errlen) < 0)
+            return -1;
+        if (ki.smem_bytes > smem_limit(sm)) {
+            snprintf(err, errlen, "kernel %s needs %lld bytes of shared memory; "
+                     "%s allows %lld per block (use smaller tiles)",
+                     m->funcs[i]->name, ki.smem_bytes, arch, smem_limit(sm));
+            return -1;
+        }
+    }
+    pthread_once(&nv_once, nv_load);
+    if (!nv.lib) {
+        snprintf(err, errlen, "NVRTC not found (libnvrtc.so): install the CUDA "
+                 "toolkit");
+        return -1;
+    }
+    bool cubin = real && !want_ptx;
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s_%d%s",
+             cubin ? "sm" : "compute", sm, sfx);
+    const char *opts[8];
+    int nopt = 0;
+    opts[nopt++] = archopt;
+    opts[nopt++] = "--std=c++17";
+    if (nv.include[0])
+        opts[nopt++] = nv.include;
+    nvrtcProgram prog;
+    nvrtcResult rc = nv.create(&prog, src, "blkc.cu", 0, NULL, NULL);
+    if (rc) {
+        snprintf(err, errlen, "NVRTC: %s", nv.errstr(rc));
+        return -1;
+    }
+    rc = nv.compile(prog, nopt, opts);
+    if (rc) {
+        size_t ln = 0;
+        char *log = NULL;
+        if (!nv.log_size(prog, &ln) && ln && (log = malloc(ln + 1))) {
+            nv.log(prog, log);
+            log[ln] = 0;
+            for (char *q = log; *q; q++)
+                if (*q == '\n' && q[1])
+                    *q = ' ';
+        }
+        snprintf(err, errlen, "NVRTC (%s): %s: %s", archopt + 19, nv.errstr(rc),
+                 log ? log : "");
+        free(log);
+        nv.destroy(&prog);
+        return -1;
+    }
+    size_t n = 0;
+    rc = cubin ? nv.cubin_size(prog, &n) : nv.ptx_size(prog, &n);
+    char *bin = rc ? NULL : malloc(n ? n : 1);
+    if (!bin || (cubin ? nv.cubin(prog, bin) : nv.ptx(prog, bin))) {
+        free(bin);
+        nv.destroy(&prog);
+        snprintf(err, errlen, "NVRTC: could not read the %s", cubin ? "cubin" : "PTX");
+        return -1;
+    }
+    if (!cubin && n && bin[n - 1] == 0)
+        n--; /* text: DslBuf adds its own NUL */
+    dsl_buf_put(out, bin, n);
+    free(bin);
+    nv.destroy(&prog);
+    if (out->oom) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ backend */
+
+static const char *const cuda_stages[] = {"cuda", "ptx", "cubin", NULL};
+
+static bool cuda_stage_is_text(const char *stage)
+{
+    return !strcmp(stage, "cuda") || !strcmp(stage, "ptx");
+}
+
+static int cuda_emit(const IrModule *m, const BkOptions *o, const char *stage,
+                     DslBuf *out, char *err, size_t errlen)
+{
+    const char *arch = o && o->arch ? o->arch : "sm_80";
+    if (!stage)
+        stage = "cubin";
+    if (strcmp(stage, "cuda") && strcmp(stage, "ptx") && strcmp(stage, "cubin")) {
+        snprintf(err, errlen, "cuda: unknown stage '%s' (cuda, ptx, cubin)", stage);
+        return -1;
+    }
+    if (!strcmp(stage, "cuda"))
+        return bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, out, err, errlen);
+    DslBuf src = {0};
+    if (bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, &src, err, errlen) < 0) {
+        dsl_buf_free(&src);
+        return -1;
+    }
+    int rc = nvrtc_compile(m, src.data ? src.data : "", arch,
+                           !strcmp(stage, "ptx"), out, err, errlen);
+    dsl_buf_free(&src);
+    return rc;
+}
+
+const BkBackend bk_cuda_backend = {
+    "cuda", cuda_stages, "cubin", cuda_stage_is_text, cuda_emit,
+};

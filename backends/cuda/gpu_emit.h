@@ -1,0 +1,127 @@
+/* gpu_emit.h — the GPU C emitter shared by the CUDA and HIP backends.
+ *
+ * Both backends turn Core IR into the same kind of C++ source: one
+ * `extern "C" __global__` function per kernel, every tile in shared memory,
+ * every tile op a block-strided loop. What differs between CUDA C and HIP C
+ * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
+ * is data in a BkGpuDialect, so the two outputs cannot drift apart.
+ *
+ * Kernel ABI (mirrors the CPU ABI of backend.h in spirit):
+ *   - tensor param p of dtype T and rank R: a `BlkTensor<T, R>` passed by
+ *     value: { T *data; long long shape[R]; long long stride[R]; } (strides
+ *     in elements);
+ *   - scalar params by value in their storage type (f16/bf16 as the vendor
+ *     half types or 16-bit patterns, f8 as a byte, bool as `bool`);
+ *   - gridDim = the grid from ir_eval_grid; blockDim.x = warps * warp size
+ *     (see bk_gpu_kernel_info); dynamic shared memory = the size reported
+ *     by bk_gpu_kernel_info (also in the module as the __constant__ int
+ *     `blk_smem_<kernel>`); a launch above 48 KiB must raise the kernel's
+ *     max dynamic shared memory attribute first.
+ * Cross-file prefix: bk_gpu_ (functions), BkGpu (types). */
+#ifndef BLKC_GPU_EMIT_H
+#define BLKC_GPU_EMIT_H
+
+#include "../backend.h"
+
+typedef enum { BK_GPU_CUDA, BK_GPU_HIP } BkGpuKind;
+
+#define BK_GPU_EXPR 16384 /* longest generated C expression (fused ops) */
+
+typedef struct BkGpuDialect {
+    BkGpuKind kind;         /* which tensor-core path `dot` uses */
+    const char *name;       /* "CUDA C" / "HIP C", for the header comment */
+    const char *const *prelude; /* NULL-terminated text pieces: includes, typedefs blk_f16/blk_bf16/blk_f8*,
+                               conversions blk_<t>_to_f32 / blk_f32_to_<t>,
+                               BLK_SHFL_XOR(v, m) */
+    int warp;               /* threads per warp / wavefront: 32 or 64 */
+} BkGpuDialect;
+
+/* Per-kernel launch facts the runtime needs. */
+typedef struct BkGpuKernelInfo {
+    int threads;            /* blockDim.x */
+    long long smem_bytes;   /* dynamic shared memory per block */
+} BkGpuKernelInfo;
+
+/* Writes the whole module as one translation unit into out. Returns 0, or -1
+ * with a message in err. `arch` selects nothing in the text (archs are
+ * handled with #if in the source) and may be NULL. */
+int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
+                       char *err, size_t errlen);
+
+/* Launch facts of one kernel (same layout decisions as the emitter). */
+int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl,
+                       BkGpuKernelInfo *info, char *err, size_t errlen);
+
+/* The dialects (cuda/cuda.c, hip/hip.c). */
+extern const BkGpuDialect bk_gpu_cuda_dialect;
+extern const BkGpuDialect bk_gpu_hip_dialect;
+
+/* ------------------------------------------------------------ emitter state
+ * Shared by gpu_emit.c (driver, storage, elementwise, memory, control flow)
+ * and gpu_ops.c (reduce, scan, dot, atomics). */
+typedef struct BkGpuEm {
+    const IrFunc *f;          /* the kernel being emitted */
+    const BkGpuDialect *dl;   /* CUDA or HIP */
+    DslBuf *o;                /* output */
+    int nt, nw;               /* threads per block, warps per block */
+    int indent;               /* current indentation level */
+    int last_line;            /* .blk line of the last location comment */
+    int *pos, *end;           /* linear position of each instruction; end of
+                                 its nested regions (== pos without) */
+    int *last;                /* last use position of each storage root */
+    int *alias;               /* storage root of each value (itself if own) */
+    bool *virt;               /* tile computed where it is read (splat CONST,
+                                 BCAST): no storage, no loop */
+    int *var_of;              /* VGET values living in var storage: var idx,
+                                 else -1 */
+    long long *off;           /* smem byte offset of each root, -1 if none */
+    long long *var_off;       /* smem byte offset of each tile var */
+    long long smem;           /* dynamic shared memory bytes */
+    int fail;                 /* set once an error was written to err */
+    char *err; size_t errlen; /* error route */
+} BkGpuEm;
+
+void bk_gpu_line(BkGpuEm *em, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* records the first error in em->err and sets em->fail */
+void bk_gpu_fail(BkGpuEm *em, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *bk_gpu_stype(int dt);         /* storage C type of a dtype */
+const char *bk_gpu_ctype(int dt);         /* compute C type of a dtype */
+/* C expression converting x (storage) to compute type / compute to storage */
+void bk_gpu_to_c(char *buf, size_t n, int dt, const char *x);
+void bk_gpu_to_s(char *buf, size_t n, int dt, const char *x);
+/* operand v read at flat element `idx` (tiles) or as is (scalars), already
+ * converted to its compute type */
+void bk_gpu_read(BkGpuEm *em, int v, const char *idx, char *buf, size_t n);
+/* operand v read at flat element `idx` in its storage type (follows
+ * virtual values to what they are computed from) */
+void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n);
+/* the smem/var name of a tile value (`v12`) */
+void bk_gpu_name(BkGpuEm *em, int v, char *buf, size_t n);
+/* "(e / 64) % 32" style coordinate k of flat index `e` in a row-major shape */
+void bk_gpu_coord(char *buf, size_t n, const IrType *t, int k, const char *e);
+/* For the view of memory op id: declares coordinate `c<d>` (long long) of
+ * every tensor dim d for the flat view element `e`, and writes the
+ * in-bounds test into ok and the element offset into addr. */
+void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
+                 size_t addrn);
+/* identity literals for reductions in compute type */
+void bk_gpu_min_lit(char *buf, size_t n, int dt);
+void bk_gpu_max_lit(char *buf, size_t n, int dt);
+
+/* ------------------------------------------------------------ gpu_layout.c */
+int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
+void bk_gpu_em_free(BkGpuEm *em);
+
+/* ------------------------------------------------------------ gpu_prelude.c */
+extern const char *const bk_gpu_common_prelude[]; /* NULL-terminated */
+
+/* ------------------------------------------------------------ gpu_ops.c
+ * reduce, scan, dot, atomics */
+void bk_gpu_emit_reduce(BkGpuEm *em, int id);
+void bk_gpu_emit_scan(BkGpuEm *em, int id);
+void bk_gpu_emit_dot(BkGpuEm *em, int id);
+void bk_gpu_emit_atomic(BkGpuEm *em, int id);
+
+#endif

@@ -1,0 +1,339 @@
+/* gpu_layout.c — where the GPU emitter keeps each value: linear positions
+ * of the instructions, live ranges (a use inside a loop keeps a value
+ * defined outside it alive to the loop's end), fused values (splat CONSTs,
+ * BCASTs and single-use elementwise ops computed where they are read),
+ * storage aliases (RESHAPE; VGET reading its var in place) and the first-fit
+ * shared-memory offsets of everything else. Entry: bk_gpu_analyze. */
+#include "gpu_emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_tile(const IrInstr *in)
+{
+    return in->type.dtype != DT_VOID && in->type.rank > 0;
+}
+
+
+static void number_region(BkGpuEm *em, int r, int *p, int *regof, int *owner)
+{
+    const IrFunc *f = em->f;
+    const IrRegion *reg = &f->regions[r];
+    for (int i = 0; i < reg->n; i++) {
+        int id = reg->ins[i];
+        const IrInstr *in = &f->ins[id];
+        regof[id] = r;
+        em->pos[id] = (*p)++;
+        for (int k = 0; k < 2; k++)
+            if (in->region[k] >= 0) {
+                owner[in->region[k]] = id;
+                number_region(em, in->region[k], p, regof, owner);
+            }
+        em->end[id] = *p - 1;
+    }
+}
+
+/* Every value operand of instruction id (ops and view indices). */
+static int operands(const IrFunc *f, int id, int out[4 + IR_MAX_RANK])
+{
+    const IrInstr *in = &f->ins[id];
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (in->opnd[i] >= 0)
+            out[n++] = in->opnd[i];
+    if (in->view >= 0) {
+        const IrView *v = &f->views[in->view];
+        for (int d = 0; d < v->ndims; d++)
+            out[n++] = v->d[d].val;
+    }
+    return n;
+}
+
+
+static int in_root(const BkGpuEm *em, int v)
+{
+    while (em->alias[v] != v)
+        v = em->alias[v];
+    return v;
+}
+
+/* Value v is read at instruction u: extend its storage root's live range
+ * (to the end of any loop between u and v's definition). Fused (virtual)
+ * values are read through their operands. */
+static void use(BkGpuEm *em, int v, int u, const int *regof, const int *owner)
+{
+    const IrFunc *f = em->f;
+    if (em->virt[v]) {
+        for (int j = 0; j < 3; j++)
+            if (f->ins[v].opnd[j] >= 0 &&
+                (f->ins[v].op == IR_BCAST || (ir_op_flags[f->ins[v].op] & F_ELEM)))
+                use(em, f->ins[v].opnd[j], u, regof, owner);
+        return;
+    }
+    int root = in_root(em, v);
+    int q = em->pos[u];
+    for (int r = regof[u]; r >= 0 && r != regof[root]; r = f->regions[r].parent) {
+        int own = owner[r];
+        if (own >= 0 && (f->ins[own].op == IR_FOR || f->ins[own].op == IR_WHILE) &&
+            em->end[own] > q)
+            q = em->end[own];
+    }
+    if (q > em->last[root])
+        em->last[root] = q;
+}
+
+/* How the value computed for x at element e reads value g: 0 not at all,
+ * 1 only at element e (through fused elementwise ops), 2 otherwise. */
+static int reads_at(const BkGpuEm *em, int x, int g)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (x == g)
+        return 1;
+    if (!em->virt[x] || in->type.rank == 0)
+        return 0;
+    int worst = 0;
+    for (int j = 0; j < 3; j++) {
+        int v = in->opnd[j];
+        if (v < 0)
+            continue;
+        int r = reads_at(em, v, g);
+        if (r && !(ir_op_flags[in->op] & F_ELEM))
+            r = 2; /* a BCAST changes the index */
+        if (r > worst)
+            worst = r;
+    }
+    return worst;
+}
+
+int bk_gpu_analyze(BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    int n = f->nins;
+    int *regof = malloc(sizeof(int) * (size_t)(n + 1));
+    int *owner = malloc(sizeof(int) * (size_t)(f->nregions + 1));
+    em->pos = calloc((size_t)n + 1, sizeof(int));
+    em->end = calloc((size_t)n + 1, sizeof(int));
+    em->last = calloc((size_t)n + 1, sizeof(int));
+    em->alias = calloc((size_t)n + 1, sizeof(int));
+    em->var_of = calloc((size_t)n + 1, sizeof(int));
+    em->virt = calloc((size_t)n + 1, sizeof(bool));
+    em->off = calloc((size_t)n + 1, sizeof(long long));
+    em->var_off = calloc((size_t)f->nvars + 1, sizeof(long long));
+    if (!regof || !owner || !em->pos || !em->end || !em->last || !em->alias ||
+        !em->var_of || !em->off || !em->var_off || !em->virt) {
+        free(regof);
+        free(owner);
+        bk_gpu_fail(em, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        regof[i] = -1;
+        em->alias[i] = i;
+        em->var_of[i] = -1;
+        em->off[i] = -1;
+    }
+    for (int r = 0; r < f->nregions; r++)
+        owner[r] = -1;
+    int p = 0;
+    number_region(em, 0, &p, regof, owner);
+
+    /* virtual tiles: splat CONSTs and BCASTs whose every use reads them by
+     * element index (elementwise ops, reductions, scans, stored values,
+     * var stores, other BCASTs/PERMUTEs) */
+    int *uses = calloc((size_t)n + 1, sizeof(int));
+    int *user = calloc((size_t)n + 1, sizeof(int));
+    if (!uses || !user) {
+        free(uses);
+        free(user);
+        free(regof);
+        free(owner);
+        bk_gpu_fail(em, "out of memory");
+        return -1;
+    }
+    for (int u = 0; u < n; u++) {
+        if (regof[u] < 0 || f->ins[u].dead)
+            continue;
+        int ops[4 + IR_MAX_RANK];
+        int k = operands(f, u, ops);
+        for (int j = 0; j < k; j++) {
+            uses[ops[j]]++;
+            user[ops[j]] = u;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        bool live = regof[i] >= 0 && !in->dead && is_tile(in);
+        em->virt[i] = live && (in->op == IR_CONST || in->op == IR_BCAST);
+        /* an elementwise tile used once, in its own region: fused into the
+         * expression of its user */
+        if (live && (ir_op_flags[in->op] & F_ELEM) && uses[i] == 1 &&
+            regof[user[i]] == regof[i])
+            em->virt[i] = true;
+    }
+    free(uses);
+    free(user);
+    for (int u = 0; u < n; u++) {
+        const IrInstr *in = &f->ins[u];
+        if (regof[u] < 0 || in->dead)
+            continue;
+        int ops[4 + IR_MAX_RANK];
+        int k = operands(f, u, ops);
+        for (int j = 0; j < k; j++) {
+            int v = ops[j];
+            bool ok = (ir_op_flags[in->op] & F_ELEM) || in->op == IR_VSET ||
+                      in->op == IR_REDUCE || in->op == IR_SCAN ||
+                      in->op == IR_BCAST || in->op == IR_PERMUTE ||
+                      (in->op == IR_STORE && v == in->opnd[0] && v != in->opnd[1]);
+            if (in->view >= 0 && in->op != IR_STORE)
+                ok = false;
+            if (in->view >= 0) /* a gather index is read directly */
+                for (int d = 0; d < f->views[in->view].ndims; d++)
+                    if (f->views[in->view].d[d].val == v)
+                        ok = false;
+            if (!ok)
+                em->virt[v] = false;
+        }
+    }
+    /* bound the size of fused expressions: at most 3 fused ops deep */
+    int *depth = calloc((size_t)n + 1, sizeof(int));
+    if (depth) {
+        for (int i = 0; i < n; i++) {
+            if (!em->virt[i])
+                continue;
+            int dmax = 0;
+            for (int j = 0; j < 3; j++) {
+                int v = f->ins[i].opnd[j];
+                if (v >= 0 && v < i && em->virt[v] && depth[v] > dmax)
+                    dmax = depth[v];
+            }
+            depth[i] = dmax + 1;
+            if (depth[i] > 3 && f->ins[i].op != IR_CONST) {
+                em->virt[i] = false;
+                depth[i] = 0;
+            }
+        }
+        free(depth);
+    }
+
+    /* aliases: RESHAPE of a tile to a tile shares its operand's storage */
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || in->dead)
+            continue;
+        if (in->op == IR_RESHAPE && is_tile(in) && is_tile(&f->ins[in->opnd[0]]))
+            em->alias[i] = in_root(em, in->opnd[0]);
+        em->last[i] = em->pos[i];
+    }
+    /* live ranges of storage roots */
+    for (int u = 0; u < n; u++) {
+        if (regof[u] < 0 || f->ins[u].dead)
+            continue;
+        int ops[4 + IR_MAX_RANK];
+        int k = operands(f, u, ops);
+        for (int j = 0; j < k; j++)
+            use(em, ops[j], u, regof, owner);
+    }
+    /* VGET of a tile var reads the var's storage in place when no VSET of
+     * that var falls inside the value's live range */
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || in->dead || in->op != IR_VGET || !is_tile(in) ||
+            em->alias[i] != i)
+            continue;
+        bool clobbered = false;
+        for (int u = 0; u < n && !clobbered; u++)
+            if (regof[u] >= 0 && !f->ins[u].dead && f->ins[u].op == IR_VSET &&
+                f->ins[u].param == in->param && em->pos[u] > em->pos[i] &&
+                em->pos[u] <= em->last[i]) {
+                /* `var = f(var)` with f fused and elementwise: each thread
+                 * reads element e of the var before it writes element e */
+                bool in_place = em->pos[u] == em->last[i] &&
+                                regof[u] == regof[i] &&
+                                reads_at(em, f->ins[u].opnd[0], i) < 2;
+                if (!in_place)
+                    clobbered = true;
+            }
+        if (!clobbered)
+            em->var_of[i] = in->param;
+    }
+
+    /* shared memory: tile vars first (live throughout), then first fit */
+    long long top = 0;
+    for (int v = 0; v < f->nvars; v++) {
+        em->var_off[v] = -1;
+        if (f->vars[v].type.rank == 0)
+            continue;
+        em->var_off[v] = top;
+        top += (ir_numel(&f->vars[v].type) *
+                    dsl_dtype_bytes(f->vars[v].type.dtype) + 15) & ~15LL;
+    }
+    long long base = top;
+    long long *sz = calloc((size_t)n + 1, sizeof(long long));
+    int *order = malloc(sizeof(int) * (size_t)(n + 1));
+    int nord = 0;
+    if (!sz || !order) {
+        free(sz);
+        free(order);
+        free(regof);
+        free(owner);
+        bk_gpu_fail(em, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
+            em->var_of[i] >= 0 || em->virt[i])
+            continue;
+        sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
+                ~15LL;
+        order[nord++] = i;
+    }
+    /* by position (insertion sort; kernels are small) */
+    for (int a = 1; a < nord; a++) {
+        int x = order[a], b = a - 1;
+        while (b >= 0 && em->pos[order[b]] > em->pos[x]) {
+            order[b + 1] = order[b];
+            b--;
+        }
+        order[b + 1] = x;
+    }
+    for (int a = 0; a < nord; a++) {
+        int x = order[a];
+        long long at = base;
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (int b = 0; b < a; b++) {
+                int y = order[b];
+                bool overlap = em->pos[y] <= em->last[x] &&
+                               em->pos[x] <= em->last[y];
+                if (overlap && at < em->off[y] + sz[y] && em->off[y] < at + sz[x]) {
+                    at = em->off[y] + sz[y];
+                    moved = true;
+                }
+            }
+        }
+        em->off[x] = at;
+        if (at + sz[x] > top)
+            top = at + sz[x];
+    }
+    em->smem = top;
+    free(sz);
+    free(order);
+    free(regof);
+    free(owner);
+    return 0;
+}
+
+void bk_gpu_em_free(BkGpuEm *em)
+{
+    free(em->pos);
+    free(em->end);
+    free(em->last);
+    free(em->alias);
+    free(em->var_of);
+    free(em->virt);
+    free(em->off);
+    free(em->var_off);
+}
+

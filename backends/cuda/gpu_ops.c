@@ -1,0 +1,601 @@
+/* gpu_ops.c — the tile ops of the GPU emitter that need more than one loop:
+ * reductions (warp shuffles + shared memory), scans, dot (tensor cores:
+ * mma.sync on CUDA sm_80+, MFMA on gfx90a/gfx94x; FMA loops otherwise) and
+ * atomics (native atomics where the type allows, else a CAS loop).
+ * Shared by the CUDA and HIP backends through BkGpuEm (gpu_emit.h). */
+#include "gpu_emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* accumulation C type: compute type, bool widened to int for shuffles */
+static const char *acc_type(int dt)
+{
+    return dt == DT_BOOL ? "int" : bk_gpu_ctype(dt);
+}
+
+static void sync(BkGpuEm *em)
+{
+    bk_gpu_line(em, "__syncthreads();");
+}
+
+static void decl_result(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    const char *t = bk_gpu_stype(in->type.dtype);
+    char ty[128];
+    ir_type_str(&in->type, ty, sizeof ty);
+    if (in->type.rank == 0)
+        bk_gpu_line(em, "%s v%d; /* %s */", t, id, ty);
+    else
+        bk_gpu_line(em, "%s *v%d = (%s *)(blk_smem + %lld); /* %s */", t, id, t,
+                    em->off[id], ty);
+}
+
+/* ------------------------------------------------------------ reduce */
+
+typedef struct Red {
+    int kind;            /* IrRedKind */
+    bool arg;            /* ARGMAX / ARGMIN */
+    const char *t;       /* accumulator C type */
+    char ident[96];      /* identity literal */
+} Red;
+
+static void red_init(Red *r, int kind, int sdt, int rdt)
+{
+    r->kind = kind;
+    r->arg = kind == RED_ARGMAX || kind == RED_ARGMIN;
+    int vdt = r->arg ? sdt : rdt;
+    r->t = acc_type(vdt);
+    if (kind == RED_SUM)
+        snprintf(r->ident, sizeof r->ident, "0");
+    else if (kind == RED_MAX || kind == RED_ARGMAX)
+        bk_gpu_min_lit(r->ident, sizeof r->ident, vdt);
+    else
+        bk_gpu_max_lit(r->ident, sizeof r->ident, vdt);
+}
+
+/* acc (and acci) = combine(acc, x (and xi)) */
+static void red_step(BkGpuEm *em, const Red *r, const char *x, const char *xi)
+{
+    switch (r->kind) {
+    case RED_SUM: bk_gpu_line(em, "acc = acc + %s;", x); break;
+    case RED_MAX: bk_gpu_line(em, "acc = blk_max(acc, %s);", x); break;
+    case RED_MIN: bk_gpu_line(em, "acc = blk_min(acc, %s);", x); break;
+    default:
+        bk_gpu_line(em, "if (blk_%s_take(%s, %s, acc, acci)) { acc = %s; acci = %s; }",
+                    r->kind == RED_ARGMAX ? "argmax" : "argmin", x, xi, x, xi);
+        break;
+    }
+}
+
+/* Combine the accumulators across the lanes of each warp (xor butterfly:
+ * every lane ends with the warp's result). */
+static void red_warp(BkGpuEm *em, const Red *r)
+{
+    bk_gpu_line(em, "for (int m = %d; m > 0; m >>= 1) {", em->dl->warp / 2);
+    em->indent++;
+    bk_gpu_line(em, "const %s y = BLK_SHFL_XOR(acc, m);", r->t);
+    if (r->arg)
+        bk_gpu_line(em, "const int yi = BLK_SHFL_XOR(acci, m);");
+    red_step(em, r, "y", "yi");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+static void red_open(BkGpuEm *em, const Red *r)
+{
+    bk_gpu_line(em, "%s acc = %s;", r->t, r->ident);
+    if (r->arg)
+        bk_gpu_line(em, "int acci = 2147483647;");
+}
+
+void bk_gpu_emit_reduce(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrInstr *a = &f->ins[in->opnd[0]];
+    int sdt = a->type.dtype, rdt = in->type.dtype;
+    Red r;
+    char x[300], s[400];
+    red_init(&r, in->attr, sdt, rdt);
+    const char *res = r.arg ? "acci" : "acc";
+    decl_result(em, id);
+    if (a->type.rank == 0) { /* reduce of a scalar */
+        bk_gpu_read(em, in->opnd[0], "0", x, sizeof x);
+        bk_gpu_to_s(s, sizeof s, rdt, r.arg ? "0" : x);
+        bk_gpu_line(em, "v%d = %s;", id, s);
+        return;
+    }
+    bk_gpu_line(em, "{");
+    em->indent++;
+    if (in->type.rank == 0) {
+        /* whole tile -> scalar: strided partials, warp butterfly, then the
+         * per-warp results through shared memory; every thread combines them
+         * in the same order, so all hold the same value */
+        red_open(em, &r);
+        bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {",
+                    (long long)ir_numel(&a->type), em->nt);
+        em->indent++;
+        bk_gpu_read(em, in->opnd[0], "e", x, sizeof x);
+        bk_gpu_line(em, "const %s x = %s;", r.t, x);
+        red_step(em, &r, "x", "e");
+        em->indent--;
+        bk_gpu_line(em, "}");
+        red_warp(em, &r);
+        bk_gpu_line(em, "__shared__ %s blk_red%d[%d];", r.t, id, em->nw);
+        if (r.arg)
+            bk_gpu_line(em, "__shared__ int blk_redi%d[%d];", id, em->nw);
+        bk_gpu_line(em, "if (blk_lane == 0) {");
+        bk_gpu_line(em, "    blk_red%d[blk_warp] = acc;", id);
+        if (r.arg)
+            bk_gpu_line(em, "    blk_redi%d[blk_warp] = acci;", id);
+        bk_gpu_line(em, "}");
+        sync(em);
+        bk_gpu_line(em, "acc = blk_red%d[0];", id);
+        if (r.arg)
+            bk_gpu_line(em, "acci = blk_redi%d[0];", id);
+        bk_gpu_line(em, "for (int w = 1; w < %d; w++) {", em->nw);
+        em->indent++;
+        char y[64], yi[64];
+        snprintf(y, sizeof y, "blk_red%d[w]", id);
+        snprintf(yi, sizeof yi, "blk_redi%d[w]", id);
+        red_step(em, &r, y, yi);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        bk_gpu_to_s(s, sizeof s, rdt, res);
+        bk_gpu_line(em, "v%d = %s;", id, s);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        sync(em);
+        return;
+    }
+    /* along one axis: operand viewed as [outer, n, inner] */
+    long long outer = 1, inner = 1, n = a->type.shape[in->axis];
+    for (int d = 0; d < in->axis; d++)
+        outer *= a->type.shape[d];
+    for (int d = in->axis + 1; d < a->type.rank; d++)
+        inner *= a->type.shape[d];
+    char idx[128];
+    snprintf(idx, sizeof idx, "(o * %lld + k) * %lld + i", n, inner);
+    bk_gpu_read(em, in->opnd[0], idx, x, sizeof x);
+    bk_gpu_to_s(s, sizeof s, rdt, res);
+    bool per_warp = n >= em->dl->warp / 2;
+    if (per_warp) /* one warp per output, lanes stride over the axis */
+        bk_gpu_line(em, "for (int r = blk_warp; r < %lld; r += %d) {",
+                    outer * inner, em->nw);
+    else /* one thread per output */
+        bk_gpu_line(em, "for (int r = blk_tid; r < %lld; r += %d) {",
+                    outer * inner, em->nt);
+    em->indent++;
+    bk_gpu_line(em, "const int o = r / %lld, i = r %% %lld;", inner, inner);
+    red_open(em, &r);
+    if (per_warp)
+        bk_gpu_line(em, "for (int k = blk_lane; k < %lld; k += %d) {", n,
+                    em->dl->warp);
+    else
+        bk_gpu_line(em, "for (int k = 0; k < %lld; k++) {", n);
+    em->indent++;
+    bk_gpu_line(em, "const %s x = %s;", r.t, x);
+    red_step(em, &r, "x", "k");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    if (per_warp) {
+        red_warp(em, &r);
+        bk_gpu_line(em, "if (blk_lane == 0) v%d[r] = %s;", id, s);
+    } else {
+        bk_gpu_line(em, "v%d[r] = %s;", id, s);
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    sync(em);
+}
+
+/* ------------------------------------------------------------ scan */
+
+void bk_gpu_emit_scan(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrInstr *a = &f->ins[in->opnd[0]];
+    int rdt = in->type.dtype;
+    const char *t = acc_type(rdt);
+    int ax = in->axis < 0 ? 0 : in->axis;
+    long long outer = 1, inner = 1, n = a->type.shape[ax];
+    for (int d = 0; d < ax; d++)
+        outer *= a->type.shape[d];
+    for (int d = ax + 1; d < a->type.rank; d++)
+        inner *= a->type.shape[d];
+    char x[300], s[400], xk[700];
+    bk_gpu_read(em, in->opnd[0], "(o * NK + k) * NI + i", x, sizeof x);
+    decl_result(em, id);
+    bk_gpu_line(em, "{");
+    em->indent++;
+    bk_gpu_line(em, "const int NK = %lld, NI = %lld;", n, inner);
+    int w = em->dl->warp;
+    if (n >= w) {
+        /* one warp per line, W elements at a time: warp inclusive scan with
+         * shuffles plus the carry of the previous chunks */
+        bk_gpu_line(em, "for (int r = blk_warp; r < %lld; r += %d) {", outer * inner,
+                    em->nw);
+        em->indent++;
+        bk_gpu_line(em, "const int o = r / NI, i = r %% NI;");
+        bk_gpu_line(em, "%s carry = 0;", t);
+        bk_gpu_line(em, "for (int k0 = 0; k0 < NK; k0 += %d) {", w);
+        em->indent++;
+        bk_gpu_line(em, "const int k = k0 + blk_lane;");
+        snprintf(xk, sizeof xk, "k < NK ? (%s)%s : (%s)0", t, x, t);
+        bk_gpu_line(em, "%s x = %s;", t, xk);
+        bk_gpu_line(em, "for (int d = 1; d < %d; d <<= 1) {", w);
+        bk_gpu_line(em, "    const %s y = BLK_SHFL_UP(x, d);", t);
+        bk_gpu_line(em, "    if (blk_lane >= d) x = x + y;");
+        bk_gpu_line(em, "}");
+        bk_gpu_line(em, "x = x + carry;");
+        bk_gpu_to_s(s, sizeof s, rdt, "x");
+        bk_gpu_line(em, "if (k < NK) v%d[(o * NK + k) * NI + i] = %s;", id, s);
+        bk_gpu_line(em, "carry = BLK_SHFL(x, %d);", w - 1);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    } else {
+        bk_gpu_line(em, "for (int r = blk_tid; r < %lld; r += %d) {", outer * inner,
+                    em->nt);
+        em->indent++;
+        bk_gpu_line(em, "const int o = r / NI, i = r %% NI;");
+        bk_gpu_line(em, "%s acc = 0;", t);
+        bk_gpu_line(em, "for (int k = 0; k < NK; k++) {");
+        em->indent++;
+        bk_gpu_line(em, "acc = acc + (%s)%s;", t, x);
+        bk_gpu_to_s(s, sizeof s, rdt, "acc");
+        bk_gpu_line(em, "v%d[(o * NK + k) * NI + i] = %s;", id, s);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+    sync(em);
+}
+
+/* ------------------------------------------------------------ dot */
+
+typedef struct Dot {
+    int id, a, b, acc;          /* value ids (acc -1 if absent) */
+    long long B, M, N, K;       /* batch (1 if unbatched) and matrix sizes */
+    bool abatch, bbatch;        /* operand has the batch dim */
+    int adt, rdt;               /* operand and result dtypes */
+} Dot;
+
+/* FMA fallback: one thread per output element. */
+static void dot_fma(BkGpuEm *em, const Dot *d)
+{
+    const char *t = bk_gpu_ctype(d->rdt);
+    char x[300], y[300], s[300], ai[128], bi[128];
+    bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {", d->B * d->M * d->N,
+                em->nt);
+    em->indent++;
+    bk_gpu_line(em, "const int bb = e / %lld, m = (e / %lld) %% %lld, n = e %% %lld;",
+                d->M * d->N, d->N, d->M, d->N);
+    if (d->acc >= 0) {
+        bk_gpu_read(em, d->acc, "e", x, sizeof x);
+        bk_gpu_line(em, "%s acc = %s;", t, x);
+    } else {
+        bk_gpu_line(em, "%s acc = 0;", t);
+    }
+    snprintf(ai, sizeof ai, "(%sm) * %lld + k", d->abatch ? "bb * M_ + " : "", d->K);
+    snprintf(bi, sizeof bi, "(%sk) * %lld + n", d->bbatch ? "bb * K_ + " : "", d->N);
+    bk_gpu_line(em, "const int M_ = %lld, K_ = %lld; (void)M_; (void)K_; (void)bb;",
+                d->M, d->K);
+    bk_gpu_read(em, d->a, ai, x, sizeof x);
+    bk_gpu_read(em, d->b, bi, y, sizeof y);
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", d->K);
+    bk_gpu_line(em, "    acc = acc + (%s)%s * (%s)%s;", t, x, t, y);
+    bk_gpu_to_s(s, sizeof s, d->rdt, "acc");
+    bk_gpu_line(em, "v%d[e] = %s;", d->id, s);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* CUDA: mma.sync with fragments of 16x8 outputs (c0,c1 at row g, cols
+ * 2q, 2q+1; c2,c3 at row g+8). */
+static void dot_mma(BkGpuEm *em, const Dot *d)
+{
+    long long M = d->M, N = d->N, K = d->K;
+    int acc_int = d->adt == DT_I8;
+    const char *ct = acc_int ? "int" : "float";
+    bk_gpu_line(em, "for (int t = blk_warp; t < %lld; t += %d) {",
+                d->B * (M / 16) * (N / 8), em->nw);
+    em->indent++;
+    bk_gpu_line(em, "const int bb = t / %lld, tm = (t / %lld) %% %lld * 16, tn = t %% %lld * 8;",
+                (M / 16) * (N / 8), N / 8, M / 16, N / 8);
+    bk_gpu_line(em, "const %s *A = v%d + %s%lld;", bk_gpu_stype(d->adt), d->a,
+                d->abatch ? "bb * " : "0 * ", M * K);
+    bk_gpu_line(em, "const %s *B = v%d + %s%lld;", bk_gpu_stype(d->adt), d->b,
+                d->bbatch ? "bb * " : "0 * ", K * N);
+    bk_gpu_line(em, "%s *C = v%d + bb * %lld;", bk_gpu_stype(d->rdt), d->id, M * N);
+    bk_gpu_line(em, "const int g = blk_lane >> 2, q = blk_lane & 3;");
+    if (d->acc >= 0) {
+        bk_gpu_line(em, "const %s *C0 = v%d + bb * %lld;", bk_gpu_stype(d->rdt),
+                    d->acc, M * N);
+        bk_gpu_line(em, "%s c[4] = {C0[(tm + g) * %lld + tn + 2 * q], C0[(tm + g) * %lld + tn + 2 * q + 1],",
+                    ct, N, N);
+        bk_gpu_line(em, "            C0[(tm + g + 8) * %lld + tn + 2 * q], C0[(tm + g + 8) * %lld + tn + 2 * q + 1]};",
+                    N, N);
+    } else {
+        bk_gpu_line(em, "%s c[4] = {0, 0, 0, 0};", ct);
+    }
+    if (d->adt == DT_F16 || d->adt == DT_BF16) {
+        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+        em->indent++;
+        bk_gpu_line(em, "unsigned a[4], b[2];");
+        bk_gpu_line(em, "blk_ldmatrix_x4(a, &A[(tm + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8]);", K);
+        bk_gpu_line(em, "blk_ldmatrix_x2_trans(b, &B[(k + (blk_lane & 15)) * %lld + tn]);", N);
+        bk_gpu_line(em, "blk_mma_%s(c, a, b);", d->adt == DT_F16 ? "f16" : "bf16");
+    } else if (d->adt == DT_F32) {
+        /* 3xTF32: x = hi + lo, a*b ~ hi*hi + hi*lo + lo*hi (f32 accuracy) */
+        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 8) {", K);
+        em->indent++;
+        bk_gpu_line(em, "unsigned ah[4], al[4], bh[2], bl[2];");
+        bk_gpu_line(em, "blk_tf32_split(A[(tm + g) * %lld + k + q], ah[0], al[0]);", K);
+        bk_gpu_line(em, "blk_tf32_split(A[(tm + g + 8) * %lld + k + q], ah[1], al[1]);", K);
+        bk_gpu_line(em, "blk_tf32_split(A[(tm + g) * %lld + k + q + 4], ah[2], al[2]);", K);
+        bk_gpu_line(em, "blk_tf32_split(A[(tm + g + 8) * %lld + k + q + 4], ah[3], al[3]);", K);
+        bk_gpu_line(em, "blk_tf32_split(B[(k + q) * %lld + tn + g], bh[0], bl[0]);", N);
+        bk_gpu_line(em, "blk_tf32_split(B[(k + q + 4) * %lld + tn + g], bh[1], bl[1]);", N);
+        bk_gpu_line(em, "blk_mma_tf32(c, al, bh);");
+        bk_gpu_line(em, "blk_mma_tf32(c, ah, bl);");
+        bk_gpu_line(em, "blk_mma_tf32(c, ah, bh);");
+    } else { /* i8 -> i32 */
+        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 32) {", K);
+        em->indent++;
+        bk_gpu_line(em, "unsigned a[4], b[2];");
+        bk_gpu_line(em, "a[0] = *(const unsigned *)&A[(tm + g) * %lld + k + 4 * q];", K);
+        bk_gpu_line(em, "a[1] = *(const unsigned *)&A[(tm + g + 8) * %lld + k + 4 * q];", K);
+        bk_gpu_line(em, "a[2] = *(const unsigned *)&A[(tm + g) * %lld + k + 16 + 4 * q];", K);
+        bk_gpu_line(em, "a[3] = *(const unsigned *)&A[(tm + g + 8) * %lld + k + 16 + 4 * q];", K);
+        bk_gpu_line(em, "b[0] = blk_pack4(&B[(k + 4 * q) * %lld + tn + g], %lld);", N, N);
+        bk_gpu_line(em, "b[1] = blk_pack4(&B[(k + 16 + 4 * q) * %lld + tn + g], %lld);", N, N);
+        bk_gpu_line(em, "blk_mma_s8(c, a, b);");
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "C[(tm + g) * %lld + tn + 2 * q] = c[0];", N);
+    bk_gpu_line(em, "C[(tm + g) * %lld + tn + 2 * q + 1] = c[1];", N);
+    bk_gpu_line(em, "C[(tm + g + 8) * %lld + tn + 2 * q] = c[2];", N);
+    bk_gpu_line(em, "C[(tm + g + 8) * %lld + tn + 2 * q + 1] = c[3];", N);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* HIP: MFMA 16x16 output tiles per wavefront (lane l holds rows 4*(l/16)+j,
+ * column l%16 of the output; A row l%16, B column l%16). */
+static void dot_mfma(BkGpuEm *em, const Dot *d)
+{
+    long long M = d->M, N = d->N, K = d->K;
+    bk_gpu_line(em, "for (int t = blk_warp; t < %lld; t += %d) {",
+                d->B * (M / 16) * (N / 16), em->nw);
+    em->indent++;
+    bk_gpu_line(em, "const int bb = t / %lld, tm = (t / %lld) %% %lld * 16, tn = t %% %lld * 16;",
+                (M / 16) * (N / 16), N / 16, M / 16, N / 16);
+    bk_gpu_line(em, "const %s *A = v%d + %s%lld;", bk_gpu_stype(d->adt), d->a,
+                d->abatch ? "bb * " : "0 * ", M * K);
+    bk_gpu_line(em, "const %s *B = v%d + %s%lld;", bk_gpu_stype(d->adt), d->b,
+                d->bbatch ? "bb * " : "0 * ", K * N);
+    bk_gpu_line(em, "float *C = v%d + bb * %lld;", d->id, M * N);
+    bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
+    bk_gpu_line(em, "blk_float4 c;");
+    if (d->acc >= 0)
+        bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = v%d[bb * %lld + (tm + 4 * kq + j) * %lld + tn + r16];",
+                    d->acc, M * N, N);
+    else
+        bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = 0.0f;");
+    if (d->adt == DT_F32) {
+        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 4)", K);
+        bk_gpu_line(em, "    c = __builtin_amdgcn_mfma_f32_16x16x4f32(A[(tm + r16) * %lld + k + kq], B[(k + kq) * %lld + tn + r16], c, 0, 0, 0);",
+                    K, N);
+    } else {
+        bool h = d->adt == DT_F16;
+        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+        em->indent++;
+        bk_gpu_line(em, "%s a, b;", h ? "blk_half4" : "blk_short4");
+        bk_gpu_line(em, "const %s *Ab = (const %s *)A, *Bb = (const %s *)B;",
+                    h ? "_Float16" : "short", h ? "_Float16" : "short",
+                    h ? "_Float16" : "short");
+        bk_gpu_line(em, "for (int j = 0; j < 4; j++) {");
+        bk_gpu_line(em, "    a[j] = Ab[(tm + r16) * %lld + k + 4 * kq + j];", K);
+        bk_gpu_line(em, "    b[j] = Bb[(k + 4 * kq + j) * %lld + tn + r16];", N);
+        bk_gpu_line(em, "}");
+        bk_gpu_line(em, "c = __builtin_amdgcn_mfma_f32_16x16x16%s(a, b, c, 0, 0, 0);",
+                    h ? "f16" : "bf16_1k");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    bk_gpu_line(em, "for (int j = 0; j < 4; j++) C[(tm + 4 * kq + j) * %lld + tn + r16] = c[j];",
+                N);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_emit_dot(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
+    Dot d;
+    memset(&d, 0, sizeof d);
+    d.id = id;
+    d.a = in->opnd[0];
+    d.b = in->opnd[1];
+    d.acc = in->opnd[2];
+    d.rdt = in->type.dtype;
+    d.adt = at->dtype;
+    int r = in->type.rank;
+    d.M = in->type.shape[r - 2];
+    d.N = in->type.shape[r - 1];
+    d.K = at->shape[at->rank - 1];
+    d.B = r == 3 ? in->type.shape[0] : 1;
+    d.abatch = at->rank == 3;
+    d.bbatch = bt->rank == 3;
+    decl_result(em, id);
+    bool same = at->dtype == bt->dtype;
+    bool tc = false;
+    const char *guard = NULL;
+    if (em->dl->kind == BK_GPU_CUDA && same && d.M % 16 == 0 && d.N % 8 == 0) {
+        if ((d.adt == DT_F16 || d.adt == DT_BF16) && d.K % 16 == 0 &&
+            d.rdt == DT_F32)
+            tc = true;
+        else if (d.adt == DT_F32 && d.rdt == DT_F32 && d.K % 8 == 0)
+            tc = true;
+        else if (d.adt == DT_I8 && d.rdt == DT_I32 && d.K % 32 == 0)
+            tc = true;
+        guard = "#if __CUDA_ARCH__ >= 800";
+    } else if (em->dl->kind == BK_GPU_HIP && same && d.M % 16 == 0 &&
+               d.N % 16 == 0 && d.rdt == DT_F32) {
+        if ((d.adt == DT_F16 || d.adt == DT_BF16) && d.K % 16 == 0)
+            tc = true;
+        else if (d.adt == DT_F32 && d.K % 4 == 0)
+            tc = true;
+        guard = "#if BLK_HAVE_MFMA";
+    }
+    if (tc) {
+        dsl_buf_printf(em->o, "%s\n", guard);
+        bk_gpu_line(em, "/* tensor cores: %s */",
+                    em->dl->kind == BK_GPU_CUDA ? "mma.sync, operands in shared memory"
+                                                : "MFMA 16x16, operands in shared memory");
+        if (em->dl->kind == BK_GPU_CUDA)
+            dot_mma(em, &d);
+        else
+            dot_mfma(em, &d);
+        dsl_buf_printf(em->o, "#else\n");
+        dot_fma(em, &d);
+        dsl_buf_printf(em->o, "#endif\n");
+    } else {
+        dot_fma(em, &d);
+    }
+    sync(em);
+}
+
+/* ------------------------------------------------------------ atomics */
+
+/* native atomic available for this kind and dtype? returns the call */
+static bool atom_native(int kind, int dt, char *buf, size_t n, const char *p,
+                        const char *v, const char *cmp)
+{
+    const char *ut = NULL; /* pointer type for the native call */
+    switch (kind) {
+    case ATOM_ADD:
+        if (dt == DT_I32 || dt == DT_U32 || dt == DT_U64 || dt == DT_F32 ||
+            dt == DT_F64)
+            ut = bk_gpu_stype(dt);
+        else if (dt == DT_I64) {
+            snprintf(buf, n, "(long long)atomicAdd((unsigned long long *)%s, (unsigned long long)%s)", p, v);
+            return true;
+        }
+        if (ut) {
+            snprintf(buf, n, "atomicAdd(%s, %s)", p, v);
+            return true;
+        }
+        return false;
+    case ATOM_MAX: case ATOM_MIN:
+        if (dt == DT_I32 || dt == DT_U32 || dt == DT_U64) {
+            snprintf(buf, n, "%s(%s, %s)", kind == ATOM_MAX ? "atomicMax" : "atomicMin",
+                     p, v);
+            return true;
+        }
+        return false;
+    case ATOM_XCHG:
+        if (dt == DT_I32 || dt == DT_U32 || dt == DT_U64 || dt == DT_F32) {
+            snprintf(buf, n, "atomicExch(%s, %s)", p, v);
+            return true;
+        }
+        return false;
+    case ATOM_CAS:
+        snprintf(buf, n, "blk_cas(%s, %s, %s)", p, cmp, v);
+        return true;
+    }
+    return false;
+}
+
+void bk_gpu_emit_atomic(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrParam *p = &f->params[in->param];
+    int dt = p->dtype;
+    const char *st = bk_gpu_stype(dt);
+    IrType vt;
+    memset(&vt, 0, sizeof vt);
+    ir_view_shape(f, &f->views[in->view], &vt);
+    bool has_res = in->type.dtype != DT_VOID;
+    bool tile = vt.rank > 0;
+    char ok[1024], addr[1024], m[64] = "", val[64], cmp[64] = "", call[512];
+    int mask = in->opnd[2];
+    if (mask >= 0)
+        snprintf(m, sizeof m, f->ins[mask].type.rank > 0 ? " && v%d[e]" : " && v%d",
+                 mask);
+    snprintf(val, sizeof val, f->ins[in->opnd[0]].type.rank > 0 ? "v%d[e]" : "v%d",
+             in->opnd[0]);
+    if (in->opnd[1] >= 0)
+        snprintf(cmp, sizeof cmp, f->ins[in->opnd[1]].type.rank > 0 ? "v%d[e]" : "v%d",
+                 in->opnd[1]);
+    if (has_res)
+        decl_result(em, id);
+    if (tile) {
+        bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {",
+                    (long long)ir_numel(&vt), em->nt);
+    } else {
+        bk_gpu_line(em, "__shared__ unsigned long long blk_atom%d;", id);
+        bk_gpu_line(em, "if (blk_tid == 0) {");
+        bk_gpu_line(em, "    const int e = 0; (void)e;");
+    }
+    em->indent++;
+    bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
+    bk_gpu_to_s(call, sizeof call, dt, "0");
+    bk_gpu_line(em, "%s old = %s;", st, call);
+    bk_gpu_line(em, "if (%s%s) {", ok, m);
+    em->indent++;
+    bk_gpu_line(em, "%s *ptr = &p_%s.data[%s];", st, p->name, addr);
+    bk_gpu_line(em, "__threadfence();");
+    if (atom_native(in->attr, dt, call, sizeof call, "ptr", val, cmp)) {
+        bk_gpu_line(em, "old = %s;", call);
+    } else {
+        /* CAS loop in the compute type */
+        char a[128], b[128], x[400], s[500];
+        bk_gpu_to_c(a, sizeof a, dt, "cur");
+        bk_gpu_to_c(b, sizeof b, dt, val);
+        switch (in->attr) {
+        case ATOM_ADD: snprintf(x, sizeof x, "%s + %s", a, b); break;
+        case ATOM_MAX: snprintf(x, sizeof x, "blk_max(%s, %s)", a, b); break;
+        case ATOM_MIN: snprintf(x, sizeof x, "blk_min(%s, %s)", a, b); break;
+        default: snprintf(x, sizeof x, "%s", b); break;
+        }
+        bk_gpu_to_s(s, sizeof s, dt, x);
+        bk_gpu_line(em, "%s cur = blk_ld_volatile(ptr);", st);
+        bk_gpu_line(em, "while (true) {");
+        bk_gpu_line(em, "    const %s prev = blk_cas(ptr, cur, %s);", st, s);
+        bk_gpu_line(em, "    if (blk_same_bits(prev, cur)) break;");
+        bk_gpu_line(em, "    cur = prev;");
+        bk_gpu_line(em, "}");
+        bk_gpu_line(em, "old = cur;");
+    }
+    bk_gpu_line(em, "__threadfence();");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    if (has_res && tile)
+        bk_gpu_line(em, "v%d[e] = old;", id);
+    else if (has_res)
+        bk_gpu_line(em, "BLK_MEMCPY(&blk_atom%d, &old, sizeof old);", id);
+    else
+        bk_gpu_line(em, "(void)old;");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    sync(em);
+    if (has_res && !tile)
+        bk_gpu_line(em, "BLK_MEMCPY(&v%d, &blk_atom%d, sizeof v%d);", id, id, id);
+    if (has_res && !tile)
+        sync(em);
+}

@@ -1,0 +1,244 @@
+/* bench.c — blkc's CPU backend against baselines measured in the same run,
+ * single-threaded (run.sh sets BLKC_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1):
+ *   1. f32 GEMM 1024^3: benchmarks/gemm_f32.blk (best of a few block
+ *      sizes) vs cblas_sgemm, GFLOP/s and the ratio;
+ *   2. softmax over 4096 x 4096 f32 (examples/softmax.blk, BLOCK=4096) vs
+ *      memcpy of the same bytes, GB/s (read + write) and the ratio;
+ *   3. compile time per stage of examples/matmul.blk: parse = emit("ast"),
+ *      passes = emit("core") - parse, LLVM = module create - emit("core")
+ *      (each the minimum of several cold runs; a unique comment defeats the
+ *      JIT cache).
+ * Usage: blkc_bench [--quick] */
+#include <blkc/blkc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef BLKC_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "bench: cannot open %s\n", path); exit(1); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) exit(1);
+    fclose(f);
+    return s;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench: %s: %s\n", what, blkc_last_error());
+    exit(1);
+}
+
+static blkc_module *compile(blkc_context *ctx, const char *src, const char *const *defs, int n)
+{
+    blkc_compile_options o;
+    blkc_compile_options_init(&o);
+    o.defines = defs;
+    o.ndefines = n;
+    blkc_module *m = NULL;
+    if (blkc_module_create(ctx, src, strlen(src), &o, &m) != BLKC_OK)
+        die("compile");
+    return m;
+}
+
+static DLTensor tensor2(void *data, int64_t *shape)
+{
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.device.device_type = kDLCPU;
+    t.ndim = 2;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    return t;
+}
+
+/* best time of reps launches after one warm-up */
+static double time_launch(blkc_kernel *k, blkc_arg *args, int nargs, int reps)
+{
+    if (blkc_kernel_launch(k, args, nargs, NULL) != BLKC_OK)
+        die("launch");
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        blkc_kernel_launch(k, args, nargs, NULL);
+        double t = now() - t0;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+static void fill(float *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+static void bench_gemm(blkc_context *ctx, int quick)
+{
+    enum { S = 1024 };
+    const int M = S, N = S, K = S, reps = quick ? 2 : 5;
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+    float *c = malloc(sizeof(float) * M * N), *c2 = malloc(sizeof(float) * M * N);
+    fill(a, (size_t)M * K, 1);
+    fill(b, (size_t)K * N, 2);
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+    DLTensor ta = tensor2(a, sa), tb = tensor2(b, sb), tc = tensor2(c, sc);
+    blkc_arg args[3];
+    for (int i = 0; i < 3; i++) args[i].kind = BLKC_ARG_TENSOR;
+    args[0].v.tensor = &ta; args[1].v.tensor = &tb; args[2].v.tensor = &tc;
+    char *src = read_file(BLKC_SOURCE_DIR "/benchmarks/gemm_f32.blk");
+    static const char *cfgs[][3] = {
+        {"BM=64", "BN=64", "BK=32"}, {"BM=32", "BN=64", "BK=32"},
+        {"BM=64", "BN=128", "BK=32"}, {"BM=32", "BN=32", "BK=64"},
+    };
+    int ncfg = quick ? 1 : (int)(sizeof cfgs / sizeof cfgs[0]);
+    double best = 1e30;
+    int bestc = 0;
+    for (int i = 0; i < ncfg; i++) {
+        blkc_module *m = compile(ctx, src, cfgs[i], 3);
+        blkc_kernel *k = NULL;
+        if (blkc_module_get_kernel(m, "gemm_f32", &k) != BLKC_OK) die("kernel");
+        double t = time_launch(k, args, 3, reps);
+        printf("  blkc gemm_f32 %s %s %s: %.1f GFLOP/s\n", cfgs[i][0], cfgs[i][1], cfgs[i][2],
+               2.0 * M * N * K / t * 1e-9);
+        if (t < best) { best = t; bestc = i; }
+        blkc_module_destroy(m);
+    }
+    double gf = 2.0 * M * N * K / best * 1e-9;
+#ifdef BLKC_HAVE_CBLAS
+#ifdef OPENBLAS_VERSION
+    openblas_set_num_threads(1);
+#endif
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f, c2, N);
+    double tb_best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f,
+                    c2, N);
+        double t = now() - t0;
+        if (t < tb_best) tb_best = t;
+    }
+    double maxerr = 0;
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        maxerr = fmax(maxerr, fabs((double)c[i] - c2[i]));
+    double gb = 2.0 * M * N * K / tb_best * 1e-9;
+    printf("GEMM f32 1024^3 (1 thread): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS %.1f GFLOP/s, "
+           "ratio %.2fx (max abs diff %.1e)\n", gf, cfgs[bestc][0], cfgs[bestc][1],
+           cfgs[bestc][2], gb, gf / gb, maxerr);
+#else
+    printf("GEMM f32 1024^3 (1 thread): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS: not built "
+           "(install libopenblas-dev)\n", gf, cfgs[bestc][0], cfgs[bestc][1], cfgs[bestc][2]);
+#endif
+    free(src); free(a); free(b); free(c); free(c2);
+}
+
+static void bench_softmax(blkc_context *ctx, int quick)
+{
+    enum { R = 4096, C = 4096 };
+    const int reps = quick ? 3 : 10;
+    size_t n = (size_t)R * C, bytes = n * sizeof(float);
+    float *x = malloc(bytes), *y = malloc(bytes);
+    fill(x, n, 3);
+    memset(y, 0, bytes);
+    int64_t sh[2] = {R, C};
+    DLTensor tx = tensor2(x, sh), ty = tensor2(y, sh);
+    blkc_arg args[2];
+    args[0].kind = args[1].kind = BLKC_ARG_TENSOR;
+    args[0].v.tensor = &tx; args[1].v.tensor = &ty;
+    char *src = read_file(BLKC_SOURCE_DIR "/examples/softmax.blk");
+    const char *defs[1] = {"BLOCK=4096"};
+    blkc_module *m = compile(ctx, src, defs, 1);
+    blkc_kernel *k = NULL;
+    if (blkc_module_get_kernel(m, "softmax", &k) != BLKC_OK) die("kernel");
+    double t = time_launch(k, args, 2, reps);
+    double tm = 1e30;
+    memcpy(y, x, bytes);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        memcpy(y, x, bytes);
+        double d = now() - t0;
+        if (d < tm) tm = d;
+    }
+    double gs = 2.0 * bytes / t * 1e-9, gm = 2.0 * bytes / tm * 1e-9;
+    printf("softmax 4096x4096 f32 (1 thread): blkc %.2f GB/s, memcpy %.2f GB/s, ratio %.2fx "
+           "(%.1f ms vs %.1f ms)\n", gs, gm, gs / gm, t * 1e3, tm * 1e3);
+    blkc_module_destroy(m);
+    free(src); free(x); free(y);
+}
+
+static void bench_compile(blkc_context *ctx, int quick)
+{
+    char *base = read_file(BLKC_SOURCE_DIR "/examples/matmul.blk");
+    size_t bl = strlen(base);
+    char *src = malloc(bl + 64);
+    const int reps = quick ? 2 : 5;
+    double t_ast = 1e30, t_core = 1e30, t_full = 1e30;
+    static int uniq;
+    for (int r = 0; r < reps; r++) {
+        blkc_compile_options o;
+        blkc_compile_options_init(&o);
+        char *out = NULL;
+        size_t len = 0;
+        snprintf(src, bl + 64, "%s\n// bench run %d %d\n", base, r, uniq++);
+        double t0 = now();
+        if (blkc_emit(src, strlen(src), &o, "ast", &out, &len) != BLKC_OK) die("emit ast");
+        double t1 = now();
+        blkc_free(out);
+        snprintf(src, bl + 64, "%s\n// bench run %d %d\n", base, r, uniq++);
+        double t2 = now();
+        if (blkc_emit(src, strlen(src), &o, "core", &out, &len) != BLKC_OK) die("emit core");
+        double t3 = now();
+        blkc_free(out);
+        snprintf(src, bl + 64, "%s\n// bench run %d %d\n", base, r, uniq++);
+        blkc_module *m = NULL;
+        double t4 = now();
+        if (blkc_module_create(ctx, src, strlen(src), &o, &m) != BLKC_OK) die("compile");
+        double t5 = now();
+        blkc_module_destroy(m);
+        if (t1 - t0 < t_ast) t_ast = t1 - t0;
+        if (t3 - t2 < t_core) t_core = t3 - t2;
+        if (t5 - t4 < t_full) t_full = t5 - t4;
+    }
+    printf("compile examples/matmul.blk: parse %.3f ms, check+lower+passes %.3f ms, "
+           "LLVM (codegen + JIT) %.1f ms, total %.1f ms\n", t_ast * 1e3,
+           fmax(t_core - t_ast, 0) * 1e3, fmax(t_full - t_core, 0) * 1e3, t_full * 1e3);
+    free(src);
+    free(base);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    setenv("BLKC_NUM_THREADS", "1", 0);
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    blkc_context *ctx = NULL;
+    if (blkc_context_create("cpu", &ctx) != BLKC_OK) die("context");
+    printf("blkc %s benchmarks (BLKC_NUM_THREADS=%s)\n", blkc_version(),
+           getenv("BLKC_NUM_THREADS"));
+    bench_gemm(ctx, quick);
+    bench_softmax(ctx, quick);
+    bench_compile(ctx, quick);
+    blkc_context_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,540 @@
+/* api.c — libblkc, the public C API (include/blkc/blkc.h): contexts,
+ * modules compiled from .blk source and JIT'd for the CPU, kernel
+ * introspection, launches with DLPack tensors, and stage emission.
+ *
+ * Errors are a status plus a thread-local message (blkc_last_error); the
+ * library never prints, exits or aborts. Modules are immutable after
+ * creation, so kernels may be launched from many threads at once. */
+#include "../include/blkc/blkc.h"
+#include "../backends/backend.h"
+#include "../runtime/rt.h"
+#include "ir.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_ERR_BYTES 16384
+
+struct blkc_context {
+    blkc_target device;   /* where kernels of this context run */
+    int device_id;        /* N of cuda:N / hip:N */
+};
+
+struct blkc_kernel {
+    blkc_module *module;  /* owner */
+    const IrFunc *func;   /* Core IR function: parameters, grid */
+    BkRangeFn range;      /* JIT'd range entry (CPU ABI) */
+};
+
+struct blkc_module {
+    IrModule *ir;         /* compiled Core IR */
+    BkCpuModule *cpu;     /* JIT'd code */
+    blkc_kernel *kernels; /* one per function of ir */
+    int nkernels;
+};
+
+static _Thread_local char last_err[API_ERR_BYTES];
+
+static blkc_status set_err(blkc_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static blkc_status set_err(blkc_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_err, sizeof last_err, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+BLKC_API const char *blkc_version(void)
+{
+    return "0.1.0";
+}
+
+BLKC_API const char *blkc_last_error(void)
+{
+    return last_err;
+}
+
+BLKC_API const char *blkc_status_string(blkc_status s)
+{
+    switch (s) {
+    case BLKC_OK: return "ok";
+    case BLKC_ERR_COMPILE: return "compile error";
+    case BLKC_ERR_USAGE: return "usage error";
+    case BLKC_ERR_RUNTIME: return "runtime error";
+    case BLKC_ERR_NOMEM: return "out of memory";
+    case BLKC_ERR_NOT_FOUND: return "not found";
+    case BLKC_ERR_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown status";
+}
+
+BLKC_API void blkc_free(void *p)
+{
+    free(p);
+}
+
+/* ------------------------------------------------------------ contexts */
+
+static const char *target_name(blkc_target t)
+{
+    return t == BLKC_TARGET_CUDA ? "cuda" : t == BLKC_TARGET_HIP ? "hip"
+                                                                  : "cpu";
+}
+
+BLKC_API blkc_status blkc_context_create(const char *device,
+                                         blkc_context **out)
+{
+    if (!out)
+        return set_err(BLKC_ERR_USAGE, "blkc_context_create: out is NULL");
+    *out = NULL;
+    if (!device)
+        device = "cpu";
+    blkc_target t;
+    const char *rest;
+    if (strncmp(device, "cpu", 3) == 0) {
+        t = BLKC_TARGET_CPU;
+        rest = device + 3;
+    } else if (strncmp(device, "cuda", 4) == 0) {
+        t = BLKC_TARGET_CUDA;
+        rest = device + 4;
+    } else if (strncmp(device, "hip", 3) == 0) {
+        t = BLKC_TARGET_HIP;
+        rest = device + 3;
+    } else {
+        return set_err(BLKC_ERR_USAGE, "unknown device '%s' (cpu, cuda[:N], "
+                       "hip[:N])", device);
+    }
+    long id = 0;
+    if (*rest == ':' && t != BLKC_TARGET_CPU) {
+        char *end;
+        errno = 0;
+        id = strtol(rest + 1, &end, 10);
+        if (end == rest + 1 || *end || id < 0 || id > 1023 || errno)
+            return set_err(BLKC_ERR_USAGE, "bad device '%s'", device);
+    } else if (*rest) {
+        return set_err(BLKC_ERR_USAGE, "unknown device '%s' (cpu, cuda[:N], "
+                       "hip[:N])", device);
+    }
+    if (t != BLKC_TARGET_CPU)
+        return set_err(BLKC_ERR_UNSUPPORTED, "device %s: running on %s is not "
+                       "supported yet", device, target_name(t));
+    blkc_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return set_err(BLKC_ERR_NOMEM, "out of memory");
+    c->device = t;
+    c->device_id = (int)id;
+    *out = c;
+    return BLKC_OK;
+}
+
+BLKC_API void blkc_context_destroy(blkc_context *ctx)
+{
+    free(ctx);
+}
+
+/* ------------------------------------------------------------ compiling */
+
+BLKC_API void blkc_compile_options_init(blkc_compile_options *o)
+{
+    if (o)
+        memset(o, 0, sizeof *o);
+}
+
+/* Check options and copy source into a NUL-terminated buffer. */
+static blkc_status prepare(const char *source, size_t len,
+                           const blkc_compile_options *o, char **text)
+{
+    *text = NULL;
+    if (!source && len)
+        return set_err(BLKC_ERR_USAGE, "source is NULL");
+    if (len > DSL_MAX_SOURCE)
+        return set_err(BLKC_ERR_USAGE, "source is too large (%zu bytes; the "
+                       "limit is %u)", len, DSL_MAX_SOURCE);
+    if (o) {
+        if (o->target != BLKC_TARGET_CPU && o->target != BLKC_TARGET_CUDA &&
+            o->target != BLKC_TARGET_HIP)
+            return set_err(BLKC_ERR_USAGE, "unknown target %d", (int)o->target);
+        if (o->ndefines < 0 || (o->ndefines > 0 && !o->defines))
+            return set_err(BLKC_ERR_USAGE, "bad defines (%d given, array %s)",
+                           o->ndefines, o->defines ? "set" : "NULL");
+        for (int i = 0; i < o->ndefines; i++)
+            if (!o->defines[i] || !strchr(o->defines[i], '=') ||
+                o->defines[i][0] == '=')
+                return set_err(BLKC_ERR_USAGE, "define %d is not NAME=VALUE",
+                               i);
+        if (o->opt_level < 0 || o->opt_level > 3)
+            return set_err(BLKC_ERR_USAGE, "opt_level %d is not 0..3",
+                           o->opt_level);
+    }
+    char *t = malloc(len + 1);
+    if (!t)
+        return set_err(BLKC_ERR_NOMEM, "out of memory");
+    if (len)
+        memcpy(t, source, len);
+    t[len] = 0;
+    *text = t;
+    return BLKC_OK;
+}
+
+static const char *src_name(const blkc_compile_options *o)
+{
+    return o && o->filename ? o->filename : "<input>";
+}
+
+/* Source -> Core IR; diagnostics become the last error. */
+static blkc_status compile_ir(const char *text, size_t len,
+                              const blkc_compile_options *o, IrModule **out)
+{
+    DslSource src = {src_name(o), text, len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    IrModule *m = ir_compile_source(&src, &diags, o ? o->defines : NULL,
+                                    o ? o->ndefines : 0, NULL);
+    blkc_status st = BLKC_OK;
+    if (!m || diags.nerrors) {
+        if (diags.nerrors && diags.out.data)
+            st = set_err(BLKC_ERR_COMPILE, "%s", diags.out.data);
+        else if (diags.nerrors)
+            st = set_err(BLKC_ERR_COMPILE, "%s: compile failed", src.name);
+        else
+            st = set_err(BLKC_ERR_NOMEM, "out of memory while compiling %s",
+                         src.name);
+        ir_module_free(m);
+        m = NULL;
+    }
+    dsl_diags_free(&diags);
+    *out = m;
+    return st;
+}
+
+static BkOptions bk_options(const blkc_compile_options *o)
+{
+    BkOptions b = {NULL, 3};
+    if (o) {
+        b.arch = o->arch;
+        if (o->opt_level)
+            b.opt_level = o->opt_level;
+    }
+    return b;
+}
+
+BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
+                                        size_t len,
+                                        const blkc_compile_options *opts,
+                                        blkc_module **out)
+{
+    if (!out)
+        return set_err(BLKC_ERR_USAGE, "blkc_module_create: out is NULL");
+    *out = NULL;
+    blkc_target t = opts ? opts->target : BLKC_TARGET_CPU;
+    char *text;
+    blkc_status st = prepare(source, len, opts, &text);
+    if (st != BLKC_OK)
+        return st;
+    if (t != BLKC_TARGET_CPU) {
+        free(text);
+        return set_err(BLKC_ERR_UNSUPPORTED, "running on %s is not supported "
+                       "yet (blkc_emit can produce %s code)", target_name(t),
+                       target_name(t));
+    }
+    IrModule *ir;
+    st = compile_ir(text, len, opts, &ir);
+    free(text);
+    if (st != BLKC_OK)
+        return st;
+    blkc_module *m = calloc(1, sizeof *m);
+    if (m)
+        m->kernels = calloc((size_t)ir->nfuncs + 1, sizeof *m->kernels);
+    if (!m || !m->kernels) {
+        free(m);
+        ir_module_free(ir);
+        return set_err(BLKC_ERR_NOMEM, "out of memory");
+    }
+    m->ir = ir;
+    BkOptions bo = bk_options(opts);
+    char err[1024] = "";
+    if (ir->nfuncs > 0 && bk_cpu_jit(ir, &bo, &m->cpu, err, sizeof err) != 0) {
+        blkc_module_destroy(m);
+        return set_err(BLKC_ERR_RUNTIME, "%s: JIT failed: %s", src_name(opts),
+                       err[0] ? err : "unknown error");
+    }
+    for (int i = 0; i < ir->nfuncs; i++) {
+        blkc_kernel *k = &m->kernels[i];
+        k->module = m;
+        k->func = ir->funcs[i];
+        k->range = bk_cpu_kernel_range(m->cpu, k->func->name);
+        if (!k->range) {
+            blkc_module_destroy(m);
+            return set_err(BLKC_ERR_RUNTIME, "internal: JIT lost kernel %s",
+                           ir->funcs[i]->name);
+        }
+    }
+    m->nkernels = ir->nfuncs;
+    *out = m;
+    return BLKC_OK;
+}
+
+/* Read a whole file into a NUL-terminated buffer. */
+static blkc_status read_file(const char *path, char **out, size_t *len)
+{
+    *out = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return set_err(errno == ENOENT ? BLKC_ERR_NOT_FOUND : BLKC_ERR_RUNTIME,
+                       "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            if (cap > (size_t)DSL_MAX_SOURCE * 2)
+                break;
+            char *b2 = realloc(buf, cap * 2);
+            if (!b2) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b2;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, fp);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    bool bad = ferror(fp);
+    fclose(fp);
+    if (!buf)
+        return set_err(BLKC_ERR_NOMEM, "out of memory reading '%s'", path);
+    if (bad) {
+        free(buf);
+        return set_err(BLKC_ERR_RUNTIME, "cannot read '%s'", path);
+    }
+    if (n > DSL_MAX_SOURCE) {
+        free(buf);
+        return set_err(BLKC_ERR_USAGE, "'%s' is too large for a source file",
+                       path);
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return BLKC_OK;
+}
+
+BLKC_API blkc_status blkc_module_create_from_file(
+    blkc_context *ctx, const char *path, const blkc_compile_options *opts,
+    blkc_module **out)
+{
+    if (!out)
+        return set_err(BLKC_ERR_USAGE, "blkc_module_create_from_file: out is "
+                       "NULL");
+    *out = NULL;
+    if (!path)
+        return set_err(BLKC_ERR_USAGE, "path is NULL");
+    char *text;
+    size_t len = 0;
+    blkc_status st = read_file(path, &text, &len);
+    if (st != BLKC_OK)
+        return st;
+    blkc_compile_options o;
+    blkc_compile_options_init(&o);
+    if (opts)
+        o = *opts;
+    if (!o.filename)
+        o.filename = path;
+    st = blkc_module_create(ctx, text, len, &o, out);
+    free(text);
+    return st;
+}
+
+BLKC_API void blkc_module_destroy(blkc_module *m)
+{
+    if (!m)
+        return;
+    if (m->cpu)
+        bk_cpu_free(m->cpu);
+    ir_module_free(m->ir);
+    free(m->kernels);
+    free(m);
+}
+
+BLKC_API int blkc_module_kernel_count(const blkc_module *m)
+{
+    return m ? m->nkernels : 0;
+}
+
+BLKC_API const char *blkc_module_kernel_name(const blkc_module *m, int i)
+{
+    return m && i >= 0 && i < m->nkernels ? m->kernels[i].func->name : NULL;
+}
+
+BLKC_API blkc_status blkc_module_get_kernel(blkc_module *m, const char *name,
+                                            blkc_kernel **out)
+{
+    if (!m || !out)
+        return set_err(BLKC_ERR_USAGE, "blkc_module_get_kernel: NULL %s",
+                       !m ? "module" : "out");
+    *out = NULL;
+    if (!name) { /* the single kernel */
+        if (m->nkernels == 1) {
+            *out = &m->kernels[0];
+            return BLKC_OK;
+        }
+        return set_err(BLKC_ERR_USAGE, "the module has %d kernels: name one",
+                       m->nkernels);
+    }
+    for (int i = 0; i < m->nkernels; i++)
+        if (strcmp(m->kernels[i].func->name, name) == 0) {
+            *out = &m->kernels[i];
+            return BLKC_OK;
+        }
+    char list[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < m->nkernels && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                              m->kernels[i].func->name);
+    return set_err(BLKC_ERR_NOT_FOUND, "no kernel named '%s' (kernels: %s)",
+                   name, m->nkernels ? list : "none");
+}
+
+/* ------------------------------------------------------------ kernels */
+
+BLKC_API int blkc_kernel_param_count(const blkc_kernel *k)
+{
+    return k ? k->func->nparams : 0;
+}
+
+BLKC_API const char *blkc_kernel_param_name(const blkc_kernel *k, int i)
+{
+    return k && i >= 0 && i < k->func->nparams ? k->func->params[i].name
+                                               : NULL;
+}
+
+BLKC_API int blkc_kernel_param_is_tensor(const blkc_kernel *k, int i)
+{
+    return k && i >= 0 && i < k->func->nparams &&
+           k->func->params[i].kind == PK_TENSOR;
+}
+
+BLKC_API void blkc_launch_options_init(blkc_launch_options *o)
+{
+    if (o)
+        memset(o, 0, sizeof *o);
+}
+
+BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
+                                        int nargs,
+                                        const blkc_launch_options *opts)
+{
+    if (!k)
+        return set_err(BLKC_ERR_USAGE, "blkc_kernel_launch: kernel is NULL");
+    char err[1024] = "";
+    blkc_status st = rt_cpu_launch(k->func, k->range, args, nargs, opts, NULL,
+                                   err, sizeof err);
+    if (st != BLKC_OK)
+        return set_err(st, "%s", err[0] ? err : "launch failed");
+    return BLKC_OK;
+}
+
+/* ------------------------------------------------------------ emit */
+
+static blkc_status emit_ast(const char *text, size_t len,
+                            const blkc_compile_options *o, DslBuf *out)
+{
+    DslSource src = {src_name(o), text, len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    DslArena arena;
+    memset(&arena, 0, sizeof arena);
+    AstProgram *p = dsl_parse(&arena, &diags, &src);
+    blkc_status st = BLKC_OK;
+    if (diags.nerrors)
+        st = set_err(BLKC_ERR_COMPILE, "%s",
+                     diags.out.data ? diags.out.data : "parse failed");
+    else if (!p)
+        st = set_err(BLKC_ERR_NOMEM, "out of memory while parsing");
+    else
+        dsl_print_ast(out, p);
+    dsl_arena_free(&arena);
+    dsl_diags_free(&diags);
+    return st;
+}
+
+static bool has_stage(const BkBackend *b, const char *stage)
+{
+    for (int i = 0; b && b->stages && b->stages[i]; i++)
+        if (strcmp(b->stages[i], stage) == 0)
+            return true;
+    return false;
+}
+
+BLKC_API blkc_status blkc_emit(const char *source, size_t len,
+                               const blkc_compile_options *opts,
+                               const char *stage, char **out, size_t *outlen)
+{
+    if (!out || !stage)
+        return set_err(BLKC_ERR_USAGE, "blkc_emit: NULL %s",
+                       !out ? "out" : "stage");
+    *out = NULL;
+    if (outlen)
+        *outlen = 0;
+    char *text;
+    blkc_status st = prepare(source, len, opts, &text);
+    if (st != BLKC_OK)
+        return st;
+    const char *tname = target_name(opts ? opts->target : BLKC_TARGET_CPU);
+    const BkBackend *be = bk_find(tname);
+    bool is_ir = strcmp(stage, "ast") == 0 || strcmp(stage, "core") == 0;
+    if (!is_ir && !has_stage(be, stage)) {
+        char list[256] = "ast, core";
+        size_t n = strlen(list);
+        for (int i = 0; be && be->stages && be->stages[i] && n < sizeof list;
+             i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, ", %s",
+                                  be->stages[i]);
+        free(text);
+        return set_err(BLKC_ERR_USAGE, "no stage '%s' for target %s (stages: "
+                       "%s)", stage, tname, list);
+    }
+    DslBuf buf;
+    memset(&buf, 0, sizeof buf);
+    if (strcmp(stage, "ast") == 0) {
+        st = emit_ast(text, len, opts, &buf);
+    } else {
+        IrModule *m;
+        st = compile_ir(text, len, opts, &m);
+        if (st == BLKC_OK && strcmp(stage, "core") == 0) {
+            ir_print_module(&buf, m);
+        } else if (st == BLKC_OK) {
+            BkOptions bo = bk_options(opts);
+            char err[1024] = "";
+            if (be->emit(m, &bo, stage, &buf, err, sizeof err) != 0)
+                st = set_err(BLKC_ERR_RUNTIME, "%s: %s", stage,
+                             err[0] ? err : "emit failed");
+        }
+        ir_module_free(m);
+    }
+    free(text);
+    if (st == BLKC_OK && buf.oom)
+        st = set_err(BLKC_ERR_NOMEM, "out of memory");
+    if (st != BLKC_OK) {
+        dsl_buf_free(&buf);
+        return st;
+    }
+    if (!buf.data) {
+        buf.data = calloc(1, 1);
+        if (!buf.data)
+            return set_err(BLKC_ERR_NOMEM, "out of memory");
+    }
+    *out = buf.data;
+    if (outlen)
+        *outlen = buf.len;
+    return BLKC_OK;
+}

@@ -1,0 +1,412 @@
+/* lower_device.c — the device tier (LANGUAGE.md §5): buffers (empty,
+ * symmetric, signals), copy with dynamic-shaped views and signals, launch,
+ * async/sync and the collectives, lowered to Device IR ops (F_DEV in
+ * ops.def) that the runtime's plan interpreter executes once per rank. */
+#include "lower.h"
+
+#include <string.h>
+
+static const char *const alloc_names[] = {"empty", "symmetric", "signals"};
+
+static const struct {
+    const char *name;  /* source name */
+    int kind;          /* IrCollKind, or -1 for copy */
+    int min, max;      /* positional args */
+} dev_calls[] = {
+    {"copy", -1, 2, 2},
+    {"all_reduce", COLL_ALL_REDUCE, 1, 1},
+    {"all_gather", COLL_ALL_GATHER, 2, 2},
+    {"reduce_scatter", COLL_REDUCE_SCATTER, 2, 2},
+    {"all_to_all", COLL_ALL_TO_ALL, 2, 2},
+    {"broadcast", COLL_BROADCAST, 2, 2},
+    {"barrier", COLL_BARRIER, 0, 0},
+};
+
+bool lw_dev_is_alloc(const Ast *e)
+{
+    if (e->kind != AST_CALL)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(e->name, alloc_names[i]) == 0)
+            return true;
+    return false;
+}
+
+bool lw_dev_is_call(const Ast *e)
+{
+    if (e->kind != AST_CALL)
+        return false;
+    for (size_t i = 0; i < sizeof dev_calls / sizeof dev_calls[0]; i++)
+        if (strcmp(e->name, dev_calls[i].name) == 0)
+            return true;
+    return false;
+}
+
+int lw_dim_value(Lw *L, int param, int dim, DslLoc loc)
+{
+    const IrParam *p = &L->f->params[param];
+    LwVal v;
+    if (p->local) {
+        return (int)p->dims[dim]; /* locals keep the extent's value id */
+    } else if (p->dims[dim] >= 0) {
+        v = lw_cval(DT_I64, p->dims[dim], 0, false);
+    } else {
+        int id = lw_emit(L, IR_SIZE, ir_scalar(DT_I32), loc);
+        if (id >= 0) {
+            L->f->ins[id].param = param;
+            L->f->ins[id].attr = dim;
+        }
+        v = lw_ival(id, ir_scalar(DT_I32));
+    }
+    v = lw_convert(L, v, DT_I64, loc);
+    return lw_materialize(L, &v, loc);
+}
+
+/* Append a buffer to f->params (device functions grow the array). */
+static int add_param(Lw *L, const IrParam *p)
+{
+    IrFunc *f = L->f;
+    IrParam *np = dsl_alloc(&L->mod->arena, sizeof(IrParam) * (size_t)(f->nparams + 1));
+    if (!np) {
+        L->oom = true;
+        return -1;
+    }
+    memcpy(np, f->params, sizeof(IrParam) * (size_t)f->nparams);
+    np[f->nparams] = *p;
+    f->params = np;
+    return f->nparams++;
+}
+
+/* let b = empty(dtype, s0, ...) | symmetric(dtype, s0, ...) | signals(n) */
+void lw_dev_alloc(Lw *L, const Ast *st)
+{
+    const Ast *e = st->a;
+    int mem = strcmp(e->name, "empty") == 0 ? MEM_GLOBAL
+            : strcmp(e->name, "symmetric") == 0 ? MEM_SYMMETRIC : MEM_SIGNAL;
+    int first = mem == MEM_SIGNAL ? 0 : 1;
+    int n = e->nlist;
+    if (n - first < 1 || n - first > IR_MAX_RANK) {
+        dsl_error(L->diags, e->loc, "'%s' takes %s1 to %d extents", e->name,
+                  mem == MEM_SIGNAL ? "" : "a dtype and ", IR_MAX_RANK);
+        return;
+    }
+    IrParam p;
+    memset(&p, 0, sizeof p);
+    p.name = st->name;
+    p.kind = PK_TENSOR;
+    p.mem = (uint8_t)mem;
+    p.local = true;
+    p.written = true;
+    p.dtype = DT_U64;
+    if (mem != MEM_SIGNAL) {
+        const Ast *d = e->list[0];
+        int dt = d->kind == AST_IDENT ? dsl_dtype_from_name(d->name) : -1;
+        if (dt < 0) {
+            dsl_error(L->diags, d->loc, "expected a dtype name (f32, i32, ...)");
+            return;
+        }
+        p.dtype = (uint8_t)dt;
+    }
+    IrView v;
+    memset(&v, 0, sizeof v);
+    v.ndims = n - first;
+    p.rank = (uint8_t)v.ndims;
+    for (int i = first; i < n; i++) {
+        LwVal x = lw_expr(L, e->list[i]);
+        if (x.bad)
+            return;
+        if (x.type.rank != 0 || !dsl_is_int(x.type.dtype)) {
+            dsl_error(L->diags, e->list[i]->loc, "buffer extents must be integer scalars");
+            return;
+        }
+        x = lw_convert(L, x, DT_I64, e->loc);
+        int id = lw_materialize(L, &x, e->loc);
+        v.d[i - first].kind = IDX_SCALAR;
+        v.d[i - first].val = id;
+        p.dims[i - first] = id;
+    }
+    int pi = add_param(L, &p);
+    int vid = ir_view_new(L->f, &v);
+    int id = lw_emit(L, IR_ALLOC, ir_scalar(DT_VOID), st->loc);
+    if (pi < 0 || vid < 0 || id < 0) {
+        L->oom = true;
+        return;
+    }
+    L->f->ins[id].param = pi;
+    L->f->ins[id].view = vid;
+    L->f->ins[id].attr = mem;
+    LwSym *s = lw_declare(L, st->name, SYM_TENSOR, st->loc);
+    if (s)
+        s->index = pi;
+}
+
+/* A whole buffer named by an identifier. */
+static int buffer_arg(Lw *L, const Ast *a, const char *fn)
+{
+    LwSym *s = lw_tensor_of(L, a);
+    if (!s) {
+        dsl_error(L->diags, a->loc, "%s needs a buffer (a tensor parameter or a buffer made by empty/symmetric/signals)",
+                  fn);
+        return -1;
+    }
+    return s->index;
+}
+
+static int red_op(Lw *L, const Ast *op)
+{
+    if (!op)
+        return RED_SUM;
+    if (op->kind == AST_IDENT) {
+        if (strcmp(op->name, "sum") == 0)
+            return RED_SUM;
+        if (strcmp(op->name, "max") == 0)
+            return RED_MAX;
+        if (strcmp(op->name, "min") == 0)
+            return RED_MIN;
+    }
+    dsl_error(L->diags, op->loc, "op must be sum, max or min");
+    return -1;
+}
+
+static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
+                       const Ast *signal)
+{
+    int dp, dpeer, sp, speer;
+    IrType dt, stt;
+    for (int i = 0; i < 2; i++)
+        if (args[i]->kind != AST_INDEX) {
+            dsl_error(L->diags, args[i]->loc, "copy needs views: copy(dst[...], src[...])");
+            return;
+        }
+    int dv = lw_view(L, args[0], &dp, &dt, &dpeer);
+    int sv = lw_view(L, args[1], &sp, &stt, &speer);
+    if (dv < 0 || sv < 0)
+        return;
+    if (L->f->params[dp].dtype != L->f->params[sp].dtype) {
+        dsl_error(L->diags, e->loc, "copy between %s and %s buffers: dtypes must match",
+                  dsl_dtype_name(L->f->params[dp].dtype),
+                  dsl_dtype_name(L->f->params[sp].dtype));
+        return;
+    }
+    int sigp = -1, sigv = -1;
+    if (signal) {
+        int sigpeer;
+        IrType st;
+        if (signal->kind != AST_INDEX ||
+            (sigv = lw_view(L, signal, &sigp, &st, &sigpeer)) < 0)
+            return;
+        if (L->f->params[sigp].mem != MEM_SIGNAL) {
+            dsl_error(L->diags, signal->loc, "signal = needs a cell of a signal array");
+            return;
+        }
+        if (sigpeer >= 0) {
+            dsl_error(L->diags, signal->loc, "the signal is set on the destination's rank; name the local array");
+            return;
+        }
+    }
+    int id = lw_emit(L, IR_COPY, ir_scalar(DT_VOID), e->loc);
+    if (id < 0)
+        return;
+    IrInstr *in = &L->f->ins[id];
+    in->param = dp;
+    in->view = dv;
+    in->opnd[3] = dpeer;
+    in->opnd[2] = speer;
+    in->xparam[0] = sp;
+    in->xview[0] = sv;
+    in->xparam[1] = sigp;
+    in->xview[1] = sigv;
+    L->f->params[dp].written = true;
+}
+
+void lw_dev_call(Lw *L, const Ast *e)
+{
+    int k = -1;
+    for (size_t i = 0; i < sizeof dev_calls / sizeof dev_calls[0]; i++)
+        if (strcmp(e->name, dev_calls[i].name) == 0)
+            k = (int)i;
+    const Ast *args[4];
+    const Ast *op = NULL, *signal = NULL;
+    int n = 0;
+    for (int i = 0; i < e->nlist; i++) {
+        const Ast *a = e->list[i];
+        if (a->kind == AST_NAMED_ARG) {
+            bool ok = (strcmp(a->name, "op") == 0 &&
+                       (dev_calls[k].kind == COLL_ALL_REDUCE ||
+                        dev_calls[k].kind == COLL_REDUCE_SCATTER)) ||
+                      (strcmp(a->name, "signal") == 0 && dev_calls[k].kind == -1);
+            if (!ok) {
+                dsl_error(L->diags, a->loc, "'%s' has no argument named '%s'", e->name, a->name);
+                return;
+            }
+            if (a->name[0] == 'o')
+                op = a->a;
+            else
+                signal = a->a;
+            continue;
+        }
+        if (n == 4) {
+            dsl_error(L->diags, a->loc, "too many arguments");
+            return;
+        }
+        args[n++] = a;
+    }
+    if (n < dev_calls[k].min || n > dev_calls[k].max) {
+        dsl_error(L->diags, e->loc, "'%s' takes %d argument%s, got %d", e->name,
+                  dev_calls[k].max, dev_calls[k].max == 1 ? "" : "s", n);
+        return;
+    }
+    if (dev_calls[k].kind == -1) {
+        lower_copy(L, e, args, signal);
+        return;
+    }
+    int kind = dev_calls[k].kind;
+    int dst = -1, src = -1, root = -1, red = red_op(L, op);
+    if (red < 0)
+        return;
+    if (kind != COLL_BARRIER && (dst = buffer_arg(L, args[0], e->name)) < 0)
+        return;
+    if ((kind == COLL_ALL_GATHER || kind == COLL_REDUCE_SCATTER ||
+         kind == COLL_ALL_TO_ALL) && (src = buffer_arg(L, args[1], e->name)) < 0)
+        return;
+    if (src >= 0 && L->f->params[src].dtype != L->f->params[dst].dtype) {
+        dsl_error(L->diags, e->loc, "%s: dtypes of dst and src must match", e->name);
+        return;
+    }
+    if (kind == COLL_BROADCAST) {
+        LwVal r = lw_expr(L, args[1]);
+        if (r.bad)
+            return;
+        if (r.type.rank != 0 || !dsl_is_int(r.type.dtype)) {
+            dsl_error(L->diags, args[1]->loc, "broadcast root must be an integer scalar");
+            return;
+        }
+        r = lw_convert(L, r, DT_I32, e->loc);
+        root = lw_materialize(L, &r, e->loc);
+    }
+    int id = lw_emit(L, IR_COLL, ir_scalar(DT_VOID), e->loc);
+    if (id < 0)
+        return;
+    IrInstr *in = &L->f->ins[id];
+    in->attr = kind;
+    in->axis = red;
+    in->param = dst;
+    in->xparam[0] = src;
+    in->opnd[0] = root;
+    if (dst >= 0)
+        L->f->params[dst].written = true;
+}
+
+static int find_kernel(Lw *L, const char *name)
+{
+    for (int i = 0; i < L->mod->nfuncs; i++)
+        if (!L->mod->funcs[i]->is_device && strcmp(L->mod->funcs[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void lower_launch(Lw *L, const Ast *st)
+{
+    int ki = find_kernel(L, st->name);
+    if (ki < 0) {
+        dsl_error(L->diags, st->loc, "launch of unknown kernel '%s'", st->name);
+        return;
+    }
+    const IrFunc *k = L->mod->funcs[ki];
+    if (st->nlist != k->nparams) {
+        dsl_error(L->diags, st->loc, "kernel '%s' takes %d argument%s, got %d", k->name,
+                  k->nparams, k->nparams == 1 ? "" : "s", st->nlist);
+        return;
+    }
+    int32_t argv[64];
+    if (k->nparams > 64) {
+        dsl_error(L->diags, st->loc, "too many kernel arguments");
+        return;
+    }
+    for (int i = 0; i < st->nlist; i++) {
+        const Ast *a = st->list[i];
+        const IrParam *kp = &k->params[i];
+        if (kp->kind == PK_TENSOR) {
+            int b = buffer_arg(L, a, "launch");
+            if (b < 0)
+                return;
+            const IrParam *bp = &L->f->params[b];
+            if (bp->dtype != kp->dtype || bp->rank != kp->rank) {
+                dsl_error(L->diags, a->loc, "argument '%s' is %s with %d dims; kernel '%s' wants %s with %d for '%s'",
+                          bp->name, dsl_dtype_name(bp->dtype), bp->rank, k->name,
+                          dsl_dtype_name(kp->dtype), kp->rank, kp->name);
+                return;
+            }
+            if (kp->mem != MEM_GLOBAL && bp->mem != kp->mem) {
+                dsl_error(L->diags, a->loc, "kernel '%s' wants a %s buffer for '%s'", k->name,
+                          kp->mem == MEM_SIGNAL ? "signal" : "symmetric", kp->name);
+                return;
+            }
+            argv[i] = -2 - b;
+        } else {
+            LwVal v = lw_expr(L, a);
+            if (v.bad)
+                return;
+            if (v.type.rank != 0) {
+                dsl_error(L->diags, a->loc, "scalar argument expected for '%s'", kp->name);
+                return;
+            }
+            v = lw_convert(L, v, kp->dtype, a->loc);
+            argv[i] = lw_materialize(L, &v, a->loc);
+        }
+    }
+    int grid[3] = {-1, -1, -1};
+    if (st->nlist2 > 3) {
+        dsl_error(L->diags, st->list2[3]->loc, "grid has at most 3 dims");
+        return;
+    }
+    for (int i = 0; i < st->nlist2; i++) {
+        LwVal g = lw_expr(L, st->list2[i]);
+        if (g.bad)
+            return;
+        if (g.type.rank != 0 || !dsl_is_int(g.type.dtype)) {
+            dsl_error(L->diags, st->list2[i]->loc, "grid extents must be integer scalars");
+            return;
+        }
+        g = lw_convert(L, g, DT_I64, st->loc);
+        grid[i] = lw_materialize(L, &g, st->loc);
+    }
+    int xoff = L->f->nextra;
+    for (int i = 0; i < st->nlist; i++)
+        if (ir_extra_push(L->f, argv[i]) < 0) {
+            L->oom = true;
+            return;
+        }
+    int id = lw_emit(L, IR_LAUNCH, ir_scalar(DT_VOID), st->loc);
+    if (id < 0)
+        return;
+    IrInstr *in = &L->f->ins[id];
+    in->attr = ki;
+    in->xoff = xoff;
+    in->xn = st->nlist;
+    for (int i = 0; i < 3; i++)
+        in->opnd[i] = grid[i];
+}
+
+void lw_dev_stmt(Lw *L, const Ast *st)
+{
+    switch (st->kind) {
+    case AST_LAUNCH:
+        lower_launch(L, st);
+        return;
+    case AST_SYNC:
+        lw_emit(L, IR_SYNC, ir_scalar(DT_VOID), st->loc);
+        return;
+    case AST_ASYNC: {
+        int id = lw_emit(L, IR_ASYNC, ir_scalar(DT_VOID), st->loc);
+        int r = lw_new_region(L);
+        if (id < 0 || r < 0)
+            return;
+        L->f->ins[id].region[0] = r;
+        lw_block_in_region(L, st->body, r);
+        return;
+    }
+    default:
+        dsl_error(L->diags, st->loc, "expected a statement");
+    }
+}

@@ -1,0 +1,642 @@
+/* ranks.c — a local world of ranks as threads: running them, errors and
+ * fault propagation, the barrier every collective is built on, collective
+ * staging (descriptors published per rank and checked for agreement), the
+ * symmetric heap and signal waits.
+ *
+ * Synchronisation is done with GCC __atomic builtins on plain fields so the
+ * same cells (signals, the abort flag) can be touched by generated code.
+ * Waiting spins briefly, then yields, then sleeps (<= 200 us), polling the
+ * world's abort flag every round so a failure anywhere stops every waiter
+ * within a few ms. */
+#include "ranks.h"
+
+#include "../dsl/dsl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CACHELINE 64
+
+struct RtRank {
+    RtWorld *world;
+    int id;
+    int ret;                 /* what fn returned */
+    int left;                /* atomic: fn has returned */
+    int has_err;             /* err holds a message (under world->lock) */
+    char err[RT_RANK_ERRLEN]; /* "rank R: ..." */
+    size_t sym_top;          /* bump offset into this rank's heap */
+    uint64_t coll_seq;       /* collectives begun in this run */
+    RtRankColl coll[2];      /* published descriptors, by seq parity */
+    pthread_t thread;
+    _Alignas(CACHELINE) char pad_[CACHELINE];
+};
+
+struct RtWorld {
+    int kind;                /* RT_WORLD_LOCAL */
+    int nranks;
+    size_t heap_bytes;       /* usable bytes per rank */
+    size_t heap_stride;      /* distance between two ranks' heaps */
+    unsigned char *heap;     /* nranks * heap_stride bytes (mmap) */
+    char **heap_base;        /* [nranks]: each rank's heap */
+    RtRank *ranks;           /* [nranks] */
+    int64_t timeout_ms;      /* signal wait timeout of this run */
+    int (*fn)(RtRank *, void *);
+    void *arg;
+    int running;             /* under lock: a run is in progress */
+    pthread_mutex_t lock;    /* failure record, running */
+    int fail_rank;           /* first failing rank (-1: none, -2: runtime) */
+    char fail_msg[RT_RANK_ERRLEN]; /* its message without "rank Q: " */
+    _Alignas(CACHELINE) int failed; /* atomic abort flag */
+    _Alignas(CACHELINE) int nleft;  /* atomic: ranks whose fn returned */
+    _Alignas(CACHELINE) unsigned bar_count; /* atomic: arrivals */
+    _Alignas(CACHELINE) unsigned bar_gen;   /* atomic: completed barriers */
+};
+
+/* ------------------------------------------------------------ waiting */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* One round of backing off: spin, then yield, then sleep 20..200 us. */
+static void backoff(unsigned *round)
+{
+    unsigned k = (*round)++;
+    if (k < 64) {
+        cpu_relax();
+    } else if (k < 320) {
+        sched_yield();
+    } else {
+        unsigned us = k < 400 ? 20 : k < 600 ? 50 : 200;
+        struct timespec ts = {0, (long)us * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int sig_ok(uint64_t seen, int cmp, uint64_t v)
+{
+    return cmp == RT_WAIT_EQ ? seen == v : seen >= v;
+}
+
+int rt_signal_wait_cell(const volatile uint64_t *cell, int cmp, uint64_t v,
+                        int64_t timeout_ms, const volatile int *abort_flag)
+{
+    int64_t start = -1;
+    unsigned round = 0;
+    for (;;) {
+        if (sig_ok(__atomic_load_n(cell, __ATOMIC_ACQUIRE), cmp, v))
+            return 0;
+        if (abort_flag && __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE))
+            return -2;
+        if (round >= 64) {     /* past the spin phase: watch the clock */
+            int64_t t = now_ms();
+            if (start < 0)
+                start = t;
+            else if (timeout_ms >= 0 && t - start >= timeout_ms)
+                return -1;
+        } else if (timeout_ms == 0) {
+            return -1;
+        }
+        backoff(&round);
+    }
+}
+
+void rt_signal_notify_cell(volatile uint64_t *cell, uint64_t v, int op)
+{
+    if (op == RT_SIG_ADD)
+        __atomic_fetch_add(cell, v, __ATOMIC_RELEASE);
+    else
+        __atomic_store_n(cell, v, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------ errors */
+
+static void rank_vfail(RtRank *r, const char *fmt, va_list ap)
+{
+    RtWorld *w = r->world;
+    char msg[RT_RANK_ERRLEN];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    pthread_mutex_lock(&w->lock);
+    if (!r->has_err) {
+        int n = snprintf(r->err, sizeof r->err, "rank %d: ", r->id);
+        size_t k = 0;
+        for (size_t i = (size_t)n; i + 1 < sizeof r->err && msg[k]; i++)
+            r->err[i] = msg[k++];
+        r->err[(size_t)n + k] = 0;
+        r->has_err = 1;
+    }
+    if (w->fail_rank == -1) {
+        w->fail_rank = r->id;
+        snprintf(w->fail_msg, sizeof w->fail_msg, "%s", msg);
+    }
+    pthread_mutex_unlock(&w->lock);
+    __atomic_store_n(&w->failed, 1, __ATOMIC_RELEASE);
+}
+
+int rt_rank_fail(RtRank *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rank_vfail(r, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The world has failed: record why this rank gives up. */
+static int rank_aborted(RtRank *r)
+{
+    RtWorld *w = r->world;
+    char cause[RT_RANK_ERRLEN];
+    int q;
+    pthread_mutex_lock(&w->lock);
+    q = w->fail_rank;
+    snprintf(cause, sizeof cause, "%s", w->fail_msg);
+    pthread_mutex_unlock(&w->lock);
+    if (q == r->id)
+        return -1;             /* our own failure, already recorded */
+    if (q < 0)
+        return rt_rank_fail(r, "aborted: %s", cause);
+    return rt_rank_fail(r, "aborted because rank %d failed: %s", q, cause);
+}
+
+int rt_rank_failed(const RtRank *r)
+{
+    return __atomic_load_n(&r->world->failed, __ATOMIC_ACQUIRE) != 0;
+}
+
+int rt_rank_check(RtRank *r)
+{
+    return rt_rank_failed(r) ? rank_aborted(r) : 0;
+}
+
+const char *rt_rank_error(const RtRank *r)
+{
+    return r->err;
+}
+
+int rt_rank_id(const RtRank *r) { return r->id; }
+int rt_rank_size(const RtRank *r) { return r->world->nranks; }
+RtWorld *rt_rank_world(const RtRank *r) { return r->world; }
+int rt_world_size(const RtWorld *w) { return w->nranks; }
+int rt_world_kind(const RtWorld *w) { return w->kind; }
+char *const *rt_world_heap_bases(const RtWorld *w) { return w->heap_base; }
+int64_t rt_world_timeout_ms(const RtWorld *w) { return w->timeout_ms; }
+
+const volatile int *rt_world_abort_flag(const RtWorld *w)
+{
+    return &w->failed;
+}
+
+const char *rt_world_rank_error(const RtWorld *w, int rank)
+{
+    if (rank < 0 || rank >= w->nranks)
+        return "";
+    return w->ranks[rank].err;
+}
+
+/* ------------------------------------------------------------ signals */
+
+int rt_signal_notify(RtRank *r, uint64_t *cell, uint64_t v, int op)
+{
+    (void)r;
+    rt_signal_notify_cell(cell, v, op);
+    return 0;
+}
+
+int rt_signal_wait_report(RtRank *r, int rc, const volatile uint64_t *cell,
+                          int cmp, uint64_t v, const char *name)
+{
+    if (rc == -2 || rt_rank_failed(r))
+        return rank_aborted(r);
+    char buf[64];
+    if (!name) {
+        RtWorld *w = r->world;
+        const unsigned char *p = (const unsigned char *)cell;
+        size_t all = (size_t)w->nranks * w->heap_stride;
+        if (w->heap && p >= w->heap && p < w->heap + all)
+            snprintf(buf, sizeof buf, "at heap offset %zu",
+                     (size_t)(p - w->heap) % w->heap_stride);
+        else
+            snprintf(buf, sizeof buf, "at %p", (const void *)cell);
+        name = buf;
+    }
+    uint64_t seen = __atomic_load_n(cell, __ATOMIC_ACQUIRE);
+    return rt_rank_fail(r,
+                        "wait on signal %s timed out after %lld ms: expected "
+                        "%s %llu, saw %llu",
+                        name, (long long)r->world->timeout_ms,
+                        cmp == RT_WAIT_EQ ? "==" : ">=", (unsigned long long)v,
+                        (unsigned long long)seen);
+}
+
+int rt_signal_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v,
+                   const char *name)
+{
+    RtWorld *w = r->world;
+    int rc = rt_signal_wait_cell(cell, cmp, v, w->timeout_ms, &w->failed);
+    if (rc == 0)
+        return 0;
+    return rt_signal_wait_report(r, rc, cell, cmp, v, name);
+}
+
+/* ------------------------------------------------------------ barrier */
+
+/* A central counting barrier. A waiter gives up when the world fails, or
+ * when a rank has left the run without completing this barrier (it can
+ * never arrive). */
+static int barrier_wait(RtRank *r, const char *what)
+{
+    RtWorld *w = r->world;
+    if (rt_rank_failed(r))
+        return rank_aborted(r);
+    if (w->nranks == 1)
+        return 0;
+    unsigned gen = __atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&w->bar_count, 1, __ATOMIC_ACQ_REL) ==
+        (unsigned)w->nranks) {
+        __atomic_store_n(&w->bar_count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->bar_gen, gen + 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    unsigned round = 0;
+    for (;;) {
+        if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
+            return 0;
+        if (rt_rank_failed(r))
+            return rank_aborted(r);
+        if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) > 0) {
+            for (int q = 0; q < w->nranks; q++) {
+                if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE))
+                    continue;
+                /* q left; if it had passed this barrier, gen has moved */
+                if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
+                    return 0;
+                if (rt_rank_failed(r))
+                    return rank_aborted(r);
+                return rt_rank_fail(r,
+                                    "rank %d left the run while rank %d "
+                                    "waited in %s",
+                                    q, r->id, what);
+            }
+        }
+        backoff(&round);
+    }
+}
+
+/* ------------------------------------------------------------ staging */
+
+const char *rt_rank_coll_name(int kind)
+{
+    static const char *const names[RT_COLL_KINDS] = {
+        "barrier",   "all_reduce", "all_gather", "reduce_scatter",
+        "all_to_all", "broadcast", "sym_alloc",  "sym_release",
+    };
+    return kind >= 0 && kind < RT_COLL_KINDS ? names[kind] : "?";
+}
+
+static void coll_describe(const RtRankColl *c, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s(", rt_rank_coll_name(c->kind));
+    const char *sep = "";
+    if (c->kind != RT_COLL_BARRIER) {
+        n += snprintf(buf + n, len - (size_t)n, "count %zu", c->count);
+        sep = ", ";
+    }
+    if (c->dtype >= 0) {
+        n += snprintf(buf + n, len - (size_t)n, "%s%s", sep,
+                      dsl_dtype_name(c->dtype));
+        sep = ", ";
+    }
+    if (c->op >= 0) {
+        n += snprintf(buf + n, len - (size_t)n, "%s%s", sep,
+                      rt_rank_op_name(c->op));
+        sep = ", ";
+    }
+    if (c->root >= 0)
+        n += snprintf(buf + n, len - (size_t)n, "%sroot %d", sep, c->root);
+    snprintf(buf + n, len - (size_t)n, ")");
+}
+
+static int coll_same(const RtRankColl *a, const RtRankColl *b)
+{
+    return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
+           a->root == b->root && a->count == b->count && a->seq == b->seq;
+}
+
+int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
+{
+    RtWorld *w = r->world;
+    uint64_t seq = r->coll_seq++;
+    RtRankColl *mine = &r->coll[seq & 1];
+    *mine = *desc;
+    mine->seq = seq;
+    if (barrier_wait(r, rt_rank_coll_name(desc->kind)))
+        return -1;
+    const RtRankColl *c0 = &w->ranks[0].coll[seq & 1];
+    for (int q = 1; q < w->nranks; q++) {
+        const RtRankColl *cq = &w->ranks[q].coll[seq & 1];
+        if (coll_same(c0, cq))
+            continue;
+        char a[160], b[160];
+        coll_describe(c0, a, sizeof a);
+        coll_describe(cq, b, sizeof b);
+        if (c0->seq != cq->seq)
+            return rt_rank_fail(r,
+                                "collective mismatch: rank 0 is at "
+                                "collective #%llu, %s, but rank %d at #%llu, "
+                                "%s",
+                                (unsigned long long)c0->seq, a, q,
+                                (unsigned long long)cq->seq, b);
+        return rt_rank_fail(r,
+                            "collective mismatch: rank 0 called %s but rank "
+                            "%d called %s",
+                            a, q, b);
+    }
+    return 0;
+}
+
+const RtRankColl *rt_rank_coll_peer(const RtRank *r, int peer)
+{
+    uint64_t seq = r->coll_seq - 1;
+    return &r->world->ranks[peer].coll[seq & 1];
+}
+
+int rt_rank_coll_sync(RtRank *r)
+{
+    return barrier_wait(r, rt_rank_coll_name(r->coll[(r->coll_seq - 1) & 1]
+                                                 .kind));
+}
+
+int rt_rank_coll_end(RtRank *r)
+{
+    return rt_rank_coll_sync(r);
+}
+
+/* ------------------------------------------------------------ sym heap */
+
+int rt_sym_alloc(RtRank *r, size_t bytes, size_t *offset_out)
+{
+    RtWorld *w = r->world;
+    RtRankColl d = {.kind = RT_COLL_SYM_ALLOC, .dtype = -1, .op = -1,
+                    .root = -1, .count = bytes};
+    if (rt_rank_coll_begin(r, &d))
+        return -1;
+    /* every rank has the same top (same sizes, same order) */
+    size_t off = (r->sym_top + RT_SYM_ALIGN - 1) & ~(size_t)(RT_SYM_ALIGN - 1);
+    if (off > w->heap_bytes || bytes > w->heap_bytes - off) {
+        size_t left = off > w->heap_bytes ? 0 : w->heap_bytes - off;
+        rt_rank_fail(r,
+                     "symmetric heap out of memory: requested %zu bytes, "
+                     "%zu left of %zu",
+                     bytes, left, w->heap_bytes);
+        rt_rank_coll_end(r);
+        return -1;
+    }
+    if (bytes)
+        memset(w->heap_base[r->id] + off, 0, bytes);
+    r->sym_top = off + bytes;
+    if (rt_rank_coll_end(r))
+        return -1;
+    *offset_out = off;
+    return 0;
+}
+
+size_t rt_sym_mark(const RtRank *r)
+{
+    return r->sym_top;
+}
+
+int rt_sym_release(RtRank *r, size_t mark)
+{
+    RtRankColl d = {.kind = RT_COLL_SYM_RELEASE, .dtype = -1, .op = -1,
+                    .root = -1, .count = mark};
+    if (rt_rank_coll_begin(r, &d))
+        return -1;
+    if (mark > r->sym_top) {
+        rt_rank_fail(r, "sym_release: mark %zu is above the heap top %zu",
+                     mark, r->sym_top);
+        rt_rank_coll_end(r);
+        return -1;
+    }
+    r->sym_top = mark;
+    return rt_rank_coll_end(r);
+}
+
+void *rt_sym_ptr(const RtRank *r, size_t offset, int peer)
+{
+    const RtWorld *w = r->world;
+    if (!w->heap || peer < 0 || peer >= w->nranks || offset > w->heap_bytes)
+        return NULL;
+    return w->heap_base[peer] + offset;
+}
+
+void *rt_sym_peer_of(const RtRank *r, const void *p, int peer)
+{
+    const RtWorld *w = r->world;
+    const unsigned char *c = p;
+    size_t all = (size_t)w->nranks * w->heap_stride;
+    if (!w->heap || c < w->heap || c >= w->heap + all)
+        return NULL;
+    size_t off = (size_t)(c - w->heap) % w->heap_stride;
+    return rt_sym_ptr(r, off, peer);
+}
+
+size_t rt_sym_heap_bytes(const RtRank *r)
+{
+    return r->world->heap_bytes;
+}
+
+/* ------------------------------------------------------------ world */
+
+int rt_world_create(int nranks, size_t heap_bytes, RtWorld **out, char *err,
+                    size_t errlen)
+{
+    *out = NULL;
+    if (nranks < 1 || nranks > RT_RANK_MAX) {
+        snprintf(err, errlen, "world size %d is out of range 1..%d", nranks,
+                 RT_RANK_MAX);
+        return -1;
+    }
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t page = pg > 0 ? (size_t)pg : 4096;
+    size_t stride = (heap_bytes + page - 1) / page * page;
+    if (stride < heap_bytes || (stride && (size_t)nranks > SIZE_MAX / stride)) {
+        snprintf(err, errlen, "symmetric heap of %zu bytes x %d ranks is too "
+                 "large", heap_bytes, nranks);
+        return -1;
+    }
+    RtWorld *w = aligned_alloc(CACHELINE, (sizeof(RtWorld) + CACHELINE - 1) /
+                                              CACHELINE * CACHELINE);
+    if (w)
+        memset(w, 0, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory creating a world of %d ranks",
+                 nranks);
+        return -1;
+    }
+    w->kind = RT_WORLD_LOCAL;
+    w->nranks = nranks;
+    w->heap_bytes = heap_bytes;
+    w->heap_stride = stride;
+    w->fail_rank = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
+    w->heap_base = calloc((size_t)nranks, sizeof(char *));
+    if (!w->ranks || !w->heap_base) {
+        snprintf(err, errlen, "out of memory creating a world of %d ranks",
+                 nranks);
+        rt_world_destroy(w);
+        return -1;
+    }
+    memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
+    if (stride) {
+        void *m = mmap(NULL, stride * (size_t)nranks, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            snprintf(err, errlen,
+                     "cannot map a symmetric heap of %zu bytes x %d ranks: %s",
+                     heap_bytes, nranks, strerror(errno));
+            rt_world_destroy(w);
+            return -1;
+        }
+        w->heap = m;
+    }
+    for (int q = 0; q < nranks; q++) {
+        w->ranks[q].world = w;
+        w->ranks[q].id = q;
+        w->heap_base[q] = w->heap ? (char *)w->heap + stride * (size_t)q
+                                  : NULL;
+    }
+    *out = w;
+    return 0;
+}
+
+void rt_world_destroy(RtWorld *w)
+{
+    if (!w)
+        return;
+    if (w->heap)
+        munmap(w->heap, w->heap_stride * (size_t)w->nranks);
+    free(w->heap_base);
+    free(w->ranks);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+static void *rank_main(void *p)
+{
+    RtRank *r = p;
+    RtWorld *w = r->world;
+    int rc = w->fn(r, w->arg);
+    r->ret = rc;
+    if (rc != 0) {
+        pthread_mutex_lock(&w->lock);
+        int has = r->has_err;
+        pthread_mutex_unlock(&w->lock);
+        if (!has)
+            rt_rank_fail(r, "returned %d", rc);
+    }
+    __atomic_store_n(&r->left, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&w->nleft, 1, __ATOMIC_ACQ_REL);
+    return NULL;
+}
+
+static int64_t env_timeout_ms(void)
+{
+    const char *s = getenv("BLKC_WAIT_TIMEOUT_MS");
+    if (!s || !*s)
+        return 5000;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end || v < 0)
+        return 5000;
+    return (int64_t)v;
+}
+
+int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
+                 char *err, size_t errlen)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->running) {
+        pthread_mutex_unlock(&w->lock);
+        snprintf(err, errlen, "the world is already running");
+        return -1;
+    }
+    w->running = 1;
+    w->fail_rank = -1;
+    w->fail_msg[0] = 0;
+    for (int q = 0; q < w->nranks; q++) {
+        RtRank *r = &w->ranks[q];
+        r->ret = 0;
+        r->left = 0;
+        r->has_err = 0;
+        r->err[0] = 0;
+        r->sym_top = 0;
+        r->coll_seq = 0;
+        memset(r->coll, 0, sizeof r->coll);
+    }
+    pthread_mutex_unlock(&w->lock);
+    w->fn = fn;
+    w->arg = arg;
+    w->timeout_ms = env_timeout_ms();
+    __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->bar_count, 0, __ATOMIC_RELEASE);
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, RT_RANK_STACK);
+    int started = 0;
+    for (; started < w->nranks; started++) {
+        RtRank *r = &w->ranks[started];
+        int e = pthread_create(&r->thread, &attr, rank_main, r);
+        if (e) {
+            pthread_mutex_lock(&w->lock);
+            if (w->fail_rank == -1) {
+                w->fail_rank = -2;
+                snprintf(w->fail_msg, sizeof w->fail_msg,
+                         "cannot start the thread of rank %d: %s", started,
+                         strerror(e));
+            }
+            pthread_mutex_unlock(&w->lock);
+            __atomic_store_n(&w->failed, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    for (int q = 0; q < started; q++)
+        pthread_join(w->ranks[q].thread, NULL);
+
+    int rc = 0;
+    pthread_mutex_lock(&w->lock);
+    if (w->fail_rank >= 0) {
+        snprintf(err, errlen, "%s", w->ranks[w->fail_rank].err);
+        rc = -1;
+    } else if (w->fail_rank == -2) {
+        snprintf(err, errlen, "%s", w->fail_msg);
+        rc = -1;
+    }
+    w->running = 0;
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}

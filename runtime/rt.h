@@ -1,0 +1,77 @@
+/* rt.h — the runtime layer: the CPU thread pool that runs JIT'd kernels,
+ * the CPU launcher (argument checks, symbolic-size binding, grid), .npy
+ * file I/O and the dtype conversions the CLI needs for its I/O.
+ *
+ * Every function reports errors as a return code plus a one-line message
+ * in (err, errlen); nothing here prints, exits or aborts.
+ * Cross-file prefix: rt_ (functions), Rt (types). */
+#ifndef BLKC_RT_H
+#define BLKC_RT_H
+
+#include "../backends/backend.h"
+#include "../include/blkc/blkc.h"
+
+/* ------------------------------------------------------------ pool.c */
+/* Number of worker threads of the process-wide pool (created on first use:
+ * the online CPUs, or BLKC_NUM_THREADS). 0 if the pool could not start. */
+int rt_pool_size(void);
+/* Run fn over the linearised grid `grid` (each extent 0..INT32_MAX) on the
+ * pool, split into chunks; blocks until every instance has run. Safe to
+ * call from several threads at once. Returns 0, or -1 with err set. */
+int rt_pool_run(BkRangeFn fn, void *const *args, const int64_t grid[3],
+                char *err, size_t errlen);
+
+/* ------------------------------------------------------------ convert.c */
+/* Scalar element access in a dtype's storage representation (f16, bf16 and
+ * f8 as their bit patterns; bool as one byte). Narrowing float stores round
+ * to nearest even; float->int stores truncate (saturating); any->bool is
+ * != 0. */
+double rt_load_f64(const void *p, int dtype);
+int64_t rt_load_i64(const void *p, int dtype);
+void rt_store_f64(void *p, int dtype, double v);
+void rt_store_i64(void *p, int dtype, int64_t v);
+/* Encode/decode a small float (f16, bf16, f8e4m3, f8e5m2) from/to double,
+ * round to nearest even, no double rounding. */
+uint32_t rt_small_float_encode(double x, int dtype);
+double rt_small_float_decode(uint32_t bits, int dtype);
+/* Convert n elements between dtypes (element by element through double for
+ * floats, int64 for ints and bools). */
+void rt_convert(void *dst, int ddt, const void *src, int sdt, int64_t n);
+/* DLPack dtype <-> DslDtype (-1 if blkc has no such dtype). */
+int rt_dtype_from_dl(DLDataType t);
+DLDataType rt_dtype_to_dl(int dtype);
+
+/* ------------------------------------------------------------ npy.c */
+/* An array read from a .npy file (C order, little-endian, native dtypes). */
+typedef struct RtNpy {
+    int dtype;                     /* DslDtype of the stored elements */
+    int ndim;                      /* 0..DSL_MAX_RANK */
+    int64_t shape[DSL_MAX_RANK];   /* extents */
+    int64_t numel;                 /* product of shape */
+    void *data;                    /* malloc'd numel * bytes (NULL if 0) */
+} RtNpy;
+/* Parse a whole .npy image (versions 1.0, 2.0, 3.0). Every malformed image
+ * is an error (never a crash or an allocation bigger than the image). */
+int rt_npy_parse(const void *buf, size_t len, RtNpy *out, char *err,
+                 size_t errlen);
+int rt_npy_read(const char *path, RtNpy *out, char *err, size_t errlen);
+void rt_npy_free(RtNpy *a);
+/* Write a .npy (version 1.0, or 2.0 when the header needs it). dtype is
+ * a DslDtype with a numpy equivalent (not bf16/f8: convert first). */
+int rt_npy_write(const char *path, int dtype, int ndim, const int64_t *shape,
+                 const void *data, char *err, size_t errlen);
+/* The numpy descr for a dtype ("<f4", "|b1"...); NULL if numpy has none. */
+const char *rt_npy_descr(int dtype);
+
+/* ------------------------------------------------------------ launch.c */
+/* Check `args` against f's parameters (kinds, DLTensor device/dtype/rank,
+ * static extents, symbolic sizes agreeing), build the CPU ABI arguments,
+ * evaluate the grid (or take opts->grid when non-zero) and run fn on the
+ * pool. Returns BLKC_OK, or BLKC_ERR_USAGE / BLKC_ERR_RUNTIME /
+ * BLKC_ERR_NOMEM with a message naming the parameter. grid_out (may be
+ * NULL) receives the grid that ran. */
+blkc_status rt_cpu_launch(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
+                          int nargs, const blkc_launch_options *opts,
+                          int64_t grid_out[3], char *err, size_t errlen);
+
+#endif

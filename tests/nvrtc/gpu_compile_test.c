@@ -1,0 +1,307 @@
+/* gpu_compile_test.c — the GPU backends' compile and golden tests.
+ *
+ *   gpu_compile_test golden          generated text of the golden kernels
+ *                                    (tests/<nvrtc|hip>/golden/NAME.<cu|hip>,
+ *                                    the part after the prelude) must match;
+ *                                    BLKC_UPDATE_GOLDEN=1 rewrites the files
+ *   gpu_compile_test compile         every hand-built kernel (kernels.h)
+ *                                    compiles: CUDA to cubin for sm_80 and
+ *                                    sm_90 and to PTX that `ptxas -arch=sm_90`
+ *                                    assembles; HIP to a gfx90a code object
+ *   gpu_compile_test blk FILE...     the same for every kernel of .blk files,
+ *                                    through the whole pipeline (needs
+ *                                    compiler/pipeline.c: BLKC_HAVE_PIPELINE)
+ * Exit 77 (skip) when the vendor compiler is absent.
+ * Built as the CUDA test by default; tests/hip defines GPU_TEST_HIP. */
+#include "backends/backend.h"
+#include "compiler/ir.h"
+#include "nvrtc/kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef BLKC_SOURCE_DIR
+#define BLKC_SOURCE_DIR "."
+#endif
+
+#ifdef GPU_TEST_HIP
+#define BK (&bk_hip_backend)
+#define TEXT_STAGE "hip"
+#define GOLDEN_DIR "tests/hip/golden"
+#define GOLDEN_EXT "hip"
+#else
+#define BK (&bk_cuda_backend)
+#define TEXT_STAGE "cuda"
+#define GOLDEN_DIR "tests/nvrtc/golden"
+#define GOLDEN_EXT "cu"
+#endif
+
+static int failures;
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s)
+        s[n] = 0;
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return s;
+}
+
+/* ------------------------------------------------------------ golden */
+
+static void golden_one(const char *name)
+{
+    IrModule *m = k_build_one(name);
+    DslBuf out = {0};
+    char err[2048] = "";
+    if (BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err) < 0) {
+        printf("FAIL golden %s: %s\n", name, err);
+        failures++;
+        ir_module_free(m);
+        return;
+    }
+    const char *body = strstr(out.data, "\n// kernel ");
+    body = body ? body + 1 : out.data;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/%s.%s", BLKC_SOURCE_DIR, GOLDEN_DIR, name,
+             GOLDEN_EXT);
+    const char *upd = getenv("BLKC_UPDATE_GOLDEN");
+    if (upd && *upd == '1') {
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(body, 1, strlen(body), f) != strlen(body)) {
+            printf("FAIL golden %s: cannot write %s\n", name, path);
+            failures++;
+        } else {
+            printf("updated %s\n", path);
+        }
+        if (f)
+            fclose(f);
+    } else {
+        char *want = read_file(path, NULL);
+        if (!want) {
+            printf("FAIL golden %s: missing %s (run with BLKC_UPDATE_GOLDEN=1)\n",
+                   name, path);
+            failures++;
+        } else if (strcmp(want, body)) {
+            const char *a = want, *b = body;
+            int line = 1;
+            while (*a && *a == *b) {
+                if (*a == '\n')
+                    line++;
+                a++;
+                b++;
+            }
+            printf("FAIL golden %s: differs from %s at line %d\n", name, path, line);
+            failures++;
+        } else {
+            printf("ok golden %s\n", name);
+        }
+        free(want);
+    }
+    dsl_buf_free(&out);
+    ir_module_free(m);
+}
+
+/* ------------------------------------------------------------ compile */
+
+static bool absent(const char *err)
+{
+    return strstr(err, "not found") != NULL;
+}
+
+/* Finds a tool in $PATH or under the CUDA root; returns false if none. */
+static bool find_tool(const char *name, char *path, size_t n)
+    __attribute__((unused));
+static bool find_tool(const char *name, char *path, size_t n)
+{
+    const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"),
+                           "/usr/local/cuda", "/opt/rocm"};
+    const char *p = getenv("PATH");
+    while (p && *p) {
+        const char *c = strchr(p, ':');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        snprintf(path, n, "%.*s/%s", (int)len, p, name);
+        if (len && access(path, X_OK) == 0)
+            return true;
+        p = c ? c + 1 : NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!roots[i])
+            continue;
+        snprintf(path, n, "%s/bin/%s", roots[i], name);
+        if (access(path, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Returns 77 if the compiler is absent, else 0 (failures counted). */
+static int compile_module(const char *what, const IrModule *m)
+{
+    char err[8192] = "";
+#ifdef GPU_TEST_HIP
+    static const char *const archs[] = {"gfx90a", NULL};
+    const char *stage = "hsaco";
+#else
+    static const char *const archs[] = {"sm_80", "sm_90", NULL};
+    const char *stage = "cubin";
+#endif
+    for (int i = 0; archs[i]; i++) {
+        BkOptions o = {archs[i], 3};
+        DslBuf out = {0};
+        int rc = BK->emit(m, &o, stage, &out, err, sizeof err);
+        if (rc < 0 && absent(err)) {
+            printf("skip: %s\n", err);
+            dsl_buf_free(&out);
+            return 77;
+        }
+        if (rc < 0 || out.len == 0) {
+            printf("FAIL %s %s for %s: %s\n", what, stage, archs[i], err);
+            failures++;
+        } else {
+            printf("ok %s: %s for %s, %zu bytes\n", what, stage, archs[i], out.len);
+        }
+        dsl_buf_free(&out);
+    }
+#ifndef GPU_TEST_HIP
+    /* PTX for compute_90, assembled by ptxas for sm_90 */
+    BkOptions o = {"compute_90", 3};
+    DslBuf ptx = {0};
+    if (BK->emit(m, &o, "ptx", &ptx, err, sizeof err) < 0) {
+        printf("FAIL %s ptx: %s\n", what, err);
+        failures++;
+        dsl_buf_free(&ptx);
+        return 0;
+    }
+    char tool[1024];
+    if (!find_tool("ptxas", tool, sizeof tool)) {
+        printf("ok %s: ptx (%zu bytes; no ptxas to assemble it)\n", what, ptx.len);
+        dsl_buf_free(&ptx);
+        return 0;
+    }
+    char tmpl[] = "/tmp/blkc_ptx_XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0 || write(fd, ptx.data, ptx.len) != (ssize_t)ptx.len) {
+        printf("FAIL %s: cannot write a temporary file\n", what);
+        failures++;
+    } else {
+        char cmd[2300];
+        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", tool,
+                 tmpl);
+        int rc = system(cmd);
+        if (rc != 0) {
+            printf("FAIL %s: ptxas -arch=sm_90 rejected the PTX (%d)\n", what, rc);
+            failures++;
+        } else {
+            printf("ok %s: ptxas -arch=sm_90 assembles the PTX\n", what);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    unlink(tmpl);
+    dsl_buf_free(&ptx);
+#endif
+    return 0;
+}
+
+/* Compiles every kernel on its own (so one failure names its kernel). */
+static int compile_each(const IrModule *m)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        if (m->funcs[i]->is_device)
+            continue; /* device functions are not GPU kernels */
+        IrModule one = *m;
+        one.funcs = &m->funcs[i];
+        one.nfuncs = 1;
+        if (compile_module(m->funcs[i]->name, &one) == 77)
+            return 77;
+    }
+    return 0;
+}
+
+#ifdef BLKC_HAVE_PIPELINE
+static int compile_blk(const char *path)
+{
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) {
+        printf("FAIL %s: cannot read\n", path);
+        failures++;
+        return 0;
+    }
+    DslSource src = {path, text, len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    IrModule *m = ir_compile_source(&src, &diags, NULL, 0, NULL);
+    int rc = 0;
+    if (!m) {
+        printf("FAIL %s: does not compile:\n%s\n", path,
+               diags.out.data ? diags.out.data : "");
+        failures++;
+    } else {
+        rc = compile_each(m);
+        ir_module_free(m);
+    }
+    dsl_diags_free(&diags);
+    free(text);
+    return rc;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "compile";
+    if (!strcmp(mode, "golden")) {
+        golden_one("vector_add");
+        golden_one("softmax");
+        golden_one("matmul_f16");
+    } else if (!strcmp(mode, "compile")) {
+        IrModule *m = k_build_all();
+        int rc = compile_each(m);
+        if (rc == 0) /* the whole module as one translation unit too */
+            rc = compile_module("(all kernels)", m);
+        ir_module_free(m);
+        if (rc == 77)
+            return 77;
+    } else if (!strcmp(mode, "blk")) {
+#ifdef BLKC_HAVE_PIPELINE
+        for (int i = 2; i < argc; i++)
+            if (compile_blk(argv[i]) == 77)
+                return 77;
+#else
+        printf("skip: built without compiler/pipeline.c (BLKC_HAVE_PIPELINE)\n");
+        return 77;
+#endif
+    } else if (!strcmp(mode, "print")) { /* debugging aid: dump the text */
+        IrModule *m = k_build_all();
+        DslBuf out = {0};
+        char err[2048] = "";
+        if (BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err) < 0)
+            printf("error: %s\n", err);
+        else
+            fputs(out.data, stdout);
+        dsl_buf_free(&out);
+        ir_module_free(m);
+        return 0;
+    } else {
+        fprintf(stderr, "usage: %s golden|compile|blk FILE...|print\n", argv[0]);
+        return 2;
+    }
+    printf("%d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}
