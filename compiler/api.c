@@ -232,6 +232,7 @@ BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
     if (!out)
         return set_err(BLKC_ERR_USAGE, "blkc_module_create: out is NULL");
     *out = NULL;
+    (void)ctx; /* every context is the CPU for now */
     blkc_target t = opts ? opts->target : BLKC_TARGET_CPU;
     char *text;
     blkc_status st = prepare(source, len, opts, &text);

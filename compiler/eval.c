@@ -292,3 +292,10 @@ out:
     free(e.val);
     return rc;
 }
+
+int ir_eval_instr(const IrFunc *f, int id, const IrLaunchEnv *env,
+                  IrScalarVal *vals, char *err, size_t errlen)
+{
+    Ev e = {.f = f, .env = env, .val = vals, .err = err, .errlen = errlen};
+    return eval_instr(&e, id);
+}

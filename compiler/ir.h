@@ -191,6 +191,11 @@ typedef struct IrLaunchEnv {
  * facing message in err (e.g. a negative grid extent). */
 int ir_eval_grid(const IrFunc *f, const IrLaunchEnv *env, int64_t grid[3],
                  char *err, size_t errlen);
+/* Evaluate one scalar instruction (the grid region's op set plus PARAM and
+ * SIZE) into vals[id], its operands already in vals. The device-function
+ * interpreter uses it. */
+int ir_eval_instr(const IrFunc *f, int id, const IrLaunchEnv *env,
+                  IrScalarVal *vals, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ passes */
 /* Each pass: one file, one entry; returns 0 or -1 (internal error in err). */

@@ -634,6 +634,12 @@ primary:
           n->name = "split";
           list_set($3, &n->list, &n->nlist);
           $$ = expr_of(ctx, n, ($3 ? $3->d : 0) + 1); }
+    | KW_SYMMETRIC '(' args_opt ')'
+        { /* device tier: let b = symmetric(f16, M, K) */
+          Ast *n = node(ctx, AST_CALL, @1);
+          n->name = "symmetric";
+          list_set($3, &n->list, &n->nlist);
+          $$ = expr_of(ctx, n, ($3 ? $3->d : 0) + 1); }
     | KW_REPLICATED     { $$ = leaf(ctx, AST_IDENT, @1); $$.n->name = "replicated"; }
     | '(' expr ')'      { $$ = $2; }
     ;

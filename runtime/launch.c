@@ -168,9 +168,74 @@ static blkc_status check_tensor(const IrFunc *f, int pi, const blkc_arg *a,
     return BLKC_OK;
 }
 
+/* The wait timeout of launches outside a world: BLKC_WAIT_TIMEOUT_MS. */
+static int64_t env_timeout_ms(void)
+{
+    const char *s = getenv("BLKC_WAIT_TIMEOUT_MS");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return *end == 0 && v > 0 ? v : 0;
+}
+
+/* Run the grid: on the pool, or in order on this thread when it is one
+ * rank of several (ranks may wait on each other; each must progress). */
+static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
+                           const int64_t grid[3], const RtWorldView *wv,
+                           char *err, size_t errlen)
+{
+    BkLaunchCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.world = 1;
+    if (wv) {
+        ctx.rank = wv->rank;
+        ctx.world = wv->world;
+        ctx.heap_base = wv->heap_base;
+        ctx.abort_flag = wv->abort_flag;
+        ctx.timeout_ms = wv->timeout_ms;
+    } else {
+        ctx.timeout_ms = env_timeout_ms();
+    }
+    if (ctx.world > 1) {
+        int64_t total = 1;
+        for (int a = 0; a < 3; a++) {
+            if (grid[a] < 0 || grid[a] > INT32_MAX)
+                return fail(BLKC_ERR_RUNTIME, err, errlen, "grid extent %lld "
+                            "along axis %d is out of range", (long long)grid[a],
+                            a);
+            ctx.nprog[a] = (int32_t)grid[a];
+            if (grid[a] && total > INT64_MAX / grid[a])
+                return fail(BLKC_ERR_RUNTIME, err, errlen, "grid has too many "
+                            "program instances");
+            total *= grid[a];
+        }
+        if (total)
+            fn(argv, 0, total, ctx.nprog);
+    } else if (rt_pool_run(fn, argv, grid, &ctx, err, errlen) != 0) {
+        return BLKC_ERR_RUNTIME;
+    }
+    if (__atomic_load_n(&ctx.failed, __ATOMIC_ACQUIRE)) {
+        const char *sig = ctx.fail_param >= 0 && ctx.fail_param < f->nparams
+                              ? f->params[ctx.fail_param].name : "?";
+        if (ctx.fail_aborted)
+            return fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank %d: "
+                        "wait on %s[%lld] abandoned: another rank failed",
+                        f->name, ctx.rank, sig, (long long)ctx.fail_cell);
+        return fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank %d: wait "
+                    "on %s[%lld] timed out after %lld ms (waiting for %llu, "
+                    "saw %llu)", f->name, ctx.rank, sig,
+                    (long long)ctx.fail_cell,
+                    (long long)(ctx.timeout_ms > 0 ? ctx.timeout_ms : 5000),
+                    (unsigned long long)ctx.fail_expected,
+                    (unsigned long long)ctx.fail_seen);
+    }
+    return BLKC_OK;
+}
+
 static blkc_status run(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
-                       const blkc_launch_options *opts, int64_t grid_out[3],
-                       Work *w, char *err, size_t errlen)
+                       const blkc_launch_options *opts, const RtWorldView *wv,
+                       int64_t grid_out[3], Work *w, char *err, size_t errlen)
 {
     for (int s = 0; s < f->nsyms; s++)
         w->symval[s] = -1;
@@ -206,14 +271,22 @@ static blkc_status run(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
     }
     if (grid_out)
         memcpy(grid_out, grid, sizeof grid);
-    if (rt_pool_run(fn, w->argv, grid, err, errlen) != 0)
-        return BLKC_ERR_RUNTIME;
-    return BLKC_OK;
+    return execute(f, fn, w->argv, grid, wv, err, errlen);
 }
 
 blkc_status rt_cpu_launch(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
                           int nargs, const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen)
+{
+    return rt_cpu_launch_ranked(f, fn, args, nargs, opts, NULL, grid_out, err,
+                                errlen);
+}
+
+blkc_status rt_cpu_launch_ranked(const IrFunc *f, BkRangeFn fn,
+                                 const blkc_arg *args, int nargs,
+                                 const blkc_launch_options *opts,
+                                 const RtWorldView *wv, int64_t grid_out[3],
+                                 char *err, size_t errlen)
 {
     if (!f || !fn)
         return fail(BLKC_ERR_USAGE, err, errlen, "no kernel");
@@ -235,7 +308,7 @@ blkc_status rt_cpu_launch(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
         int symfrom[RT_SMALL];
         memset(sv, 0, sizeof sv);
         Work w = {desc, slots, argv, sv, shapes, symval, symfrom};
-        return run(f, fn, args, opts, grid_out, &w, err, errlen);
+        return run(f, fn, args, opts, wv, grid_out, &w, err, errlen);
     }
     Work w;
     w.desc = calloc((size_t)np + 1, sizeof *w.desc);
@@ -250,7 +323,7 @@ blkc_status rt_cpu_launch(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
         !w.symfrom)
         st = fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     else
-        st = run(f, fn, args, opts, grid_out, &w, err, errlen);
+        st = run(f, fn, args, opts, wv, grid_out, &w, err, errlen);
     free(w.desc);
     free(w.slots);
     free(w.argv);

@@ -23,7 +23,7 @@ typedef struct RtJob {
     struct RtJob *next;        /* queue link */
     BkRangeFn fn;              /* the kernel's range entry */
     void *const *args;         /* its argument array */
-    int32_t nprog[3];          /* the grid */
+    const int32_t *ctx;        /* its BkLaunchCtx (grid first) */
     int64_t total;             /* instances in the grid */
     int64_t chunk;             /* instances handed out at a time */
     int64_t next_first;        /* first instance not yet handed out */
@@ -57,7 +57,7 @@ static void *worker(void *unused)
                 pool.tail = NULL;
         }
         pthread_mutex_unlock(&pool.lock);
-        j->fn(j->args, first, last, j->nprog);
+        j->fn(j->args, first, last, j->ctx);
         pthread_mutex_lock(&pool.lock);
         j->done += last - first;
         if (j->done == j->total)
@@ -105,8 +105,14 @@ int rt_pool_size(void)
 }
 
 int rt_pool_run(BkRangeFn fn, void *const *args, const int64_t grid[3],
-                char *err, size_t errlen)
+                BkLaunchCtx *ctx, char *err, size_t errlen)
 {
+    BkLaunchCtx local;
+    if (!ctx) {
+        memset(&local, 0, sizeof local);
+        local.world = 1;
+        ctx = &local;
+    }
     int64_t total = 1;
     for (int a = 0; a < 3; a++) {
         if (grid[a] < 0 || grid[a] > INT32_MAX) {
@@ -120,6 +126,8 @@ int rt_pool_run(BkRangeFn fn, void *const *args, const int64_t grid[3],
         }
         total *= grid[a];
     }
+    for (int a = 0; a < 3; a++)
+        ctx->nprog[a] = (int32_t)grid[a];
     if (total == 0)
         return 0;
     int n = rt_pool_size();
@@ -131,8 +139,7 @@ int rt_pool_run(BkRangeFn fn, void *const *args, const int64_t grid[3],
     memset(&j, 0, sizeof j);
     j.fn = fn;
     j.args = args;
-    for (int a = 0; a < 3; a++)
-        j.nprog[a] = (int32_t)grid[a];
+    j.ctx = ctx->nprog;
     j.total = total;
     /* several chunks per worker balance uneven instances; large enough
      * chunks keep the lock cold */

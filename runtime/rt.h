@@ -16,10 +16,12 @@
  * the online CPUs, or BLKC_NUM_THREADS). 0 if the pool could not start. */
 int rt_pool_size(void);
 /* Run fn over the linearised grid `grid` (each extent 0..INT32_MAX) on the
- * pool, split into chunks; blocks until every instance has run. Safe to
- * call from several threads at once. Returns 0, or -1 with err set. */
+ * pool, split into chunks; blocks until every instance has run. `ctx` (may
+ * be NULL: a zeroed one, rank 0 of 1) is passed to the kernel as its
+ * `nprog` argument; its grid is set here. Safe to call from several threads
+ * at once. Returns 0, or -1 with err set. */
 int rt_pool_run(BkRangeFn fn, void *const *args, const int64_t grid[3],
-                char *err, size_t errlen);
+                BkLaunchCtx *ctx, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ convert.c */
 /* Scalar element access in a dtype's storage representation (f16, bf16 and
@@ -68,10 +70,30 @@ const char *rt_npy_descr(int dtype);
  * static extents, symbolic sizes agreeing), build the CPU ABI arguments,
  * evaluate the grid (or take opts->grid when non-zero) and run fn on the
  * pool. Returns BLKC_OK, or BLKC_ERR_USAGE / BLKC_ERR_RUNTIME /
- * BLKC_ERR_NOMEM with a message naming the parameter. grid_out (may be
- * NULL) receives the grid that ran. */
+ * BLKC_ERR_NOMEM with a message naming the parameter (a failed wait names
+ * the rank, the signal tensor and the cell). grid_out (may be NULL)
+ * receives the grid that ran. Waits time out after BLKC_WAIT_TIMEOUT_MS
+ * (default 5000). */
 blkc_status rt_cpu_launch(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
                           int nargs, const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen);
+
+/* What a kernel launched on one rank of a world sees (rank builtins). */
+typedef struct RtWorldView {
+    int32_t rank;                   /* this rank */
+    int32_t world;                  /* number of ranks */
+    char *const *heap_base;         /* per rank: symmetric heap base, or NULL */
+    const volatile int *abort_flag; /* non-zero: the run is failing (or NULL) */
+    int64_t timeout_ms;             /* wait timeout; <= 0 = the default */
+} RtWorldView;
+/* rt_cpu_launch on one rank of a world (wv NULL = rank 0 of 1). With more
+ * than one rank, the instances run in order on the calling thread (a rank
+ * thread with a big stack), so that every rank makes progress whatever the
+ * others wait for; otherwise on the pool. */
+blkc_status rt_cpu_launch_ranked(const IrFunc *f, BkRangeFn fn,
+                                 const blkc_arg *args, int nargs,
+                                 const blkc_launch_options *opts,
+                                 const RtWorldView *wv, int64_t grid_out[3],
+                                 char *err, size_t errlen);
 
 #endif

@@ -65,6 +65,16 @@ LLVMValueRef cpu_intrin(CpuGen *g, const char *name, LLVMTypeRef *ovl,
 LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x);
 LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a);
 
+/* ------------------------------------------------------------ vmath.c */
+/* Inline, call-free (vectorizable) math on an f32 or f64 scalar SSA value;
+ * log/log2 of f64 fall back to the llvm.log/llvm.log2 intrinsics. */
+LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x);
+LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x);
+LLVMValueRef cpu_vm_log(CpuGen *g, LLVMValueRef x);
+LLVMValueRef cpu_vm_log2(CpuGen *g, LLVMValueRef x);
+LLVMValueRef cpu_vm_sigmoid(CpuGen *g, LLVMValueRef x);
+LLVMValueRef cpu_vm_tanh(CpuGen *g, LLVMValueRef x);
+
 /* ------------------------------------------------------------ dtype.c */
 LLVMTypeRef cpu_stype(CpuGen *g, int dt);  /* SSA type (bool i1, bf16 i16) */
 LLVMTypeRef cpu_mtype(CpuGen *g, int dt);  /* memory type (bool i8) */

@@ -147,23 +147,21 @@ static LLVMValueRef float_op(CpuGen *g, int op, LLVMValueRef *a, int n)
     switch (op) {
     case IR_NEG: return LLVMBuildFNeg(b, a[0], "");
     case IR_ABS: return cpu_intrin1(g, "llvm.fabs", a[0]);
-    case IR_EXP: return cpu_intrin1(g, "llvm.exp", a[0]);
-    case IR_EXP2: return cpu_intrin1(g, "llvm.exp2", a[0]);
-    case IR_LOG: return cpu_intrin1(g, "llvm.log", a[0]);
-    case IR_LOG2: return cpu_intrin1(g, "llvm.log2", a[0]);
+    /* exp/exp2/log/log2/sigmoid/tanh: inline vectorizable code (vmath.c) */
+    case IR_EXP: return cpu_vm_exp(g, a[0]);
+    case IR_EXP2: return cpu_vm_exp2(g, a[0]);
+    case IR_LOG: return cpu_vm_log(g, a[0]);
+    case IR_LOG2: return cpu_vm_log2(g, a[0]);
     case IR_SQRT: return cpu_intrin1(g, "llvm.sqrt", a[0]);
     case IR_RSQRT:
         return LLVMBuildFDiv(b, one, cpu_intrin1(g, "llvm.sqrt", a[0]), "");
     case IR_SIN: return cpu_intrin1(g, "llvm.sin", a[0]);
     case IR_COS: return cpu_intrin1(g, "llvm.cos", a[0]);
-    case IR_TANH: return cpu_call(g, dbl ? "tanh" : "tanhf", t, a, 1);
+    case IR_TANH: return cpu_vm_tanh(g, a[0]);
     case IR_ERF: return cpu_call(g, dbl ? "erf" : "erff", t, a, 1);
     case IR_FLOOR: return cpu_intrin1(g, "llvm.floor", a[0]);
     case IR_CEIL: return cpu_intrin1(g, "llvm.ceil", a[0]);
-    case IR_SIGMOID: {
-        LLVMValueRef e = cpu_intrin1(g, "llvm.exp", LLVMBuildFNeg(b, a[0], ""));
-        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), "");
-    }
+    case IR_SIGMOID: return cpu_vm_sigmoid(g, a[0]);
     case IR_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
     case IR_SUB: return LLVMBuildFSub(b, a[0], a[1], "");
     case IR_MUL: return LLVMBuildFMul(b, a[0], a[1], "");

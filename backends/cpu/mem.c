@@ -22,6 +22,7 @@ typedef struct MemCtx {
     LLVMValueRef data;          /* element pointer of the tensor (or of
                                    the peer's copy) */
     LLVMValueRef pok;           /* i1: the peer rank is valid */
+    LLVMValueRef off;           /* element offset of the current element */
 } MemCtx;
 
 static LLVMValueRef to_i64(CpuGen *g, int id)
@@ -130,7 +131,7 @@ static void element(MemCtx *c, LLVMValueRef lin, LLVMValueRef ptr, LLVMValueRef 
             cpu_call(g, "blkc_cpu_notify", g->vd, a, 3);
         } else {
             LLVMValueRef a[6] = {cpu_launch_ctx(g), ptr, cpu_i32c(g, in->attr),
-                                 v, cpu_i64(g, in->param), lin};
+                                 v, cpu_i64(g, in->param), c->off};
             cpu_call(g, "blkc_cpu_wait", g->i32, a, 6);
         }
     } else if (in->op == IR_LOAD) {
@@ -242,6 +243,7 @@ static void general(MemCtx *c, int mask)
     if (mask >= 0)
         ok = LLVMBuildAnd(b, ok, cpu_elem(g, mask, lin), "");
     ok = LLVMBuildAnd(b, ok, c->pok, "");
+    c->off = off;
     element(c, lin, cpu_gep(g, c->et, c->data, off), ok);
     close_loops(c, l, 0, R);
 }

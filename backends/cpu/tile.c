@@ -83,6 +83,86 @@ static int gen_shape(CpuGen *g, int id)
     return 0;
 }
 
+static LLVMValueRef splat(CpuGen *g, LLVMValueRef x, int vw);
+
+/* max/min with NaN propagation on scalars or vectors (as float_op):
+ * isnan(a) ? a : (a > b ? a : b); a NaN b loses the compare -> b. */
+static LLVMValueRef fmaxmin(CpuGen *g, bool mx, LLVMValueRef a, LLVMValueRef v)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef c = LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, a, v, "");
+    LLVMValueRef r = LLVMBuildSelect(b, c, a, v, "");
+    LLVMValueRef n = LLVMBuildFCmp(b, LLVMRealUNO, a, a, "");
+    return LLVMBuildSelect(b, n, a, r, "");
+}
+
+static LLVMValueRef red_op(CpuGen *g, int kind, LLVMValueRef a, LLVMValueRef v)
+{
+    if (kind == RED_SUM)
+        return LLVMBuildFAdd(g->b, a, v, "");
+    return fmaxmin(g, kind == RED_MAX, a, v);
+}
+
+/* Float SUM / MAX / MIN over contiguous rows (inner == 1) of an f32/f64
+ * tile: L partial results in a vector accumulator (L = two SIMD registers),
+ * combined at the end by a halving tree, then the len % L tail in order.
+ * NOTE: the float sum is therefore NOT in strict left-to-right order (lane
+ * j sums elements j, j+L, j+2L, ...); results agree with the sequential sum
+ * within normal float rounding tolerance, as on the GPU backends, which also
+ * reduce as trees. MAX/MIN are exact whatever the order, and a NaN anywhere
+ * still gives NaN (fmaxmin keeps a NaN accumulator and a NaN element wins
+ * the select); only the sign of a zero max/min of (+0, -0) may differ. */
+static int gen_reduce_vec(CpuGen *g, int id, int64_t outer, int64_t len, int L)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    int x = in->opnd[0], kind = in->attr, dt = g->f->ins[x].type.dtype;
+    const IrType *rt = &in->type;
+    LLVMTypeRef et = cpu_stype(g, dt), vt = LLVMVectorType(et, (unsigned)L);
+    unsigned al = (unsigned)dsl_dtype_bytes(dt);
+    LLVMValueRef src = g->val[x];
+    LLVMValueRef vacc = cpu_alloca(g, vt, 1), sacc = cpu_alloca(g, et, 1);
+    LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt) : cpu_alloca(g, et, 1);
+    int64_t nv = len / L;
+    CpuLoop lo, lv, lt;
+    cpu_loop_open(g, &lo, cpu_i64(g, 0), cpu_i64(g, outer));
+    LLVMValueRef row = cpu_gep(g, et, src, LLVMBuildMul(b, lo.iv, cpu_i64(g, len), ""));
+    LLVMValueRef init = kind == RED_SUM ? LLVMConstNull(vt)
+                      : splat(g, LLVMBuildLoad2(b, et, row, ""), L);
+    LLVMBuildStore(b, init, vacc);
+    cpu_loop_open(g, &lv, cpu_i64(g, 0), cpu_i64(g, nv));
+    LLVMValueRef p = cpu_gep(g, et, row, LLVMBuildMul(b, lv.iv, cpu_i64(g, L), ""));
+    p = LLVMBuildBitCast(b, p, LLVMPointerType(vt, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, p, "");
+    LLVMSetAlignment(v, al);
+    LLVMBuildStore(b, red_op(g, kind, LLVMBuildLoad2(b, vt, vacc, ""), v), vacc);
+    cpu_loop_close(g, &lv);
+    /* halving tree over the lanes */
+    LLVMValueRef a = LLVMBuildLoad2(b, vt, vacc, "");
+    for (int w = L / 2; w >= 1; w /= 2) {
+        LLVMValueRef ml[32], mh[32];
+        for (int i = 0; i < w; i++) {
+            ml[i] = cpu_i32c(g, i);
+            mh[i] = cpu_i32c(g, w + i);
+        }
+        LLVMValueRef lo_h = LLVMBuildShuffleVector(b, a, LLVMGetUndef(LLVMTypeOf(a)),
+                                                   LLVMConstVector(ml, (unsigned)w), "");
+        LLVMValueRef hi_h = LLVMBuildShuffleVector(b, a, LLVMGetUndef(LLVMTypeOf(a)),
+                                                   LLVMConstVector(mh, (unsigned)w), "");
+        a = red_op(g, kind, lo_h, hi_h);
+    }
+    LLVMBuildStore(b, LLVMBuildExtractElement(b, a, cpu_i32c(g, 0), ""), sacc);
+    cpu_loop_open(g, &lt, cpu_i64(g, nv * L), cpu_i64(g, len));
+    LLVMValueRef e = LLVMBuildLoad2(b, et, cpu_gep(g, et, row, lt.iv), "");
+    LLVMBuildStore(b, red_op(g, kind, LLVMBuildLoad2(b, et, sacc, ""), e), sacc);
+    cpu_loop_close(g, &lt);
+    LLVMValueRef r = cpu_cvt(g, LLVMBuildLoad2(b, et, sacc, ""), dt, rt->dtype);
+    cpu_mstore(g, r, cpu_gep(g, cpu_mtype(g, rt->dtype), dst, lo.iv), rt->dtype);
+    cpu_loop_close(g, &lo);
+    g->val[id] = rt->rank ? dst : cpu_mload(g, dst, rt->dtype);
+    return g->failed ? -1 : 0;
+}
+
 /* REDUCE and SCAN over (outer, len, inner). */
 static int gen_reduce(CpuGen *g, int id)
 {
@@ -103,6 +183,17 @@ static int gen_reduce(CpuGen *g, int id)
             inner *= t->shape[i];
     }
     bool arg = kind == RED_ARGMAX || kind == RED_ARGMIN;
+    if (in->op == IR_REDUCE && inner == 1 && (idt == DT_F32 || idt == DT_F64) &&
+        (kind == RED_SUM || kind == RED_MAX || kind == RED_MIN) &&
+        (kind != RED_SUM || rdt == idt)) {
+        int L = 2 * g->vecw_bytes / dsl_dtype_bytes(idt);
+        if (L < 8)
+            L = 8;
+        if (L > 32)
+            L = 32;
+        if (len >= L)
+            return gen_reduce_vec(g, id, outer, len, L);
+    }
     int accdt = kind == RED_SUM ? (cpu_is_narrow(rdt) ? DT_F32 : rdt) : idt;
     LLVMTypeRef at = arg ? cpu_ctype(g, idt) : cpu_stype(g, accdt);
     LLVMValueRef acc = cpu_alloca(g, at, 1), aidx = cpu_alloca(g, g->i64, 1);

@@ -176,7 +176,7 @@ static void *launcher(void *arg)
     char err[128];
     intptr_t bad = 0;
     for (int r = 0; r < 50; r++)
-        if (rt_pool_run(range_fn, args, g, err, sizeof err) != 0)
+        if (rt_pool_run(range_fn, args, g, NULL, err, sizeof err) != 0)
             bad = 1;
     for (int i = 0; i < n; i++)
         if (seen[i] != 50)
@@ -200,9 +200,9 @@ static void test_pool(void)
     char err[128];
     void *args[1] = {NULL};
     long before = atomic_load(&hits);
-    CHECK(rt_pool_run(range_fn, args, empty, err, sizeof err) == 0);
+    CHECK(rt_pool_run(range_fn, args, empty, NULL, err, sizeof err) == 0);
     CHECK(atomic_load(&hits) == before);
-    CHECK(rt_pool_run(range_fn, args, neg, err, sizeof err) != 0);
+    CHECK(rt_pool_run(range_fn, args, neg, NULL, err, sizeof err) != 0);
 }
 
 int main(void)

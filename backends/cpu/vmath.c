@@ -1,0 +1,274 @@
+/* vmath.c — inline, branch-free, call-free LLVM IR for exp, exp2, log,
+ * log2, sigmoid and tanh on f32 / f64 scalars. LLVM 15 on this platform has
+ * no vector math library, so a call to expf (or llvm.exp, which becomes
+ * one) in an elementwise loop stops the loop vectorizer; these sequences
+ * use only fmul/fadd/fmuladd/fdiv, llvm.rint, integer ops on the exponent
+ * bits and selects, which the vectorizer widens to AVX2 / AVX-512 code.
+ *
+ * Algorithms (Cody-Waite range reduction + Cephes / FreeBSD polynomials):
+ *   exp(x)  = 2^n * e^r, n = rint(x*log2(e)), r = x - n*ln2_hi - n*ln2_lo,
+ *             e^r = 1 + r + r^2*P(r) (f32: Cephes expf minimax, f64: Taylor
+ *             to r^13); 2^n applied as two exact power-of-two factors built
+ *             from exponent bits so that subnormal results round once.
+ *             x is clamped first (NaN -> low bound) so no fptosi sees NaN;
+ *             NaN is restored at the end. -inf -> 0, +inf -> +inf.
+ *   exp2(x) = same with n = rint(x), r = (x - n)*ln2 (f64: Taylor in r with
+ *             coefficients ln2^k/k!, no product rounding).
+ *   log(x)  (f32) FreeBSD/musl __logf: x = 2^k*m, m in [sqrt(1/2), sqrt(2)),
+ *             s = f/(2+f), polynomial in s^2; subnormals pre-scaled by 2^25.
+ *   sigmoid = 1/(1+exp(-x)).
+ *   tanh    |x| < 0.625: x + x^3*P(x^2) (f32 Cephes tanhf; f64 Cephes
+ *             rational P/Q), else sign(x)*(1 - 2/(exp(2|x|)+1)).
+ * Accuracy (tests/cpu/test_vmath.c, vs libm over dense sweeps): see the
+ * test for the bounds it enforces (f32 exp/exp2 <= 2 ulp, f64 <= 4 ulp,
+ * log/log2/sigmoid/tanh <= 4 ulp). */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+static LLVMValueRef K(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+static LLVMValueRef fmuladd(CpuGen *g, LLVMValueRef a, LLVMValueRef b,
+                            LLVMValueRef c)
+{
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef ops[3] = {a, b, c};
+    return cpu_intrin(g, "llvm.fmuladd", &t, 1, ops, 3);
+}
+
+/* Horner: c[0] + x*(c[1] + x*(... c[n-1])) */
+static LLVMValueRef horner(CpuGen *g, LLVMValueRef x, const double *c, int n)
+{
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef s = K(t, c[n - 1]);
+    for (int i = n - 2; i >= 0; i--)
+        s = fmuladd(g, s, x, K(t, c[i]));
+    return s;
+}
+
+static LLVMValueRef fsel(CpuGen *g, LLVMRealPredicate p, LLVMValueRef a,
+                         LLVMValueRef b, LLVMValueRef t, LLVMValueRef f)
+{
+    return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, p, a, b, ""), t, f, "");
+}
+
+/* 2^n as a float of type t for integer n (an SSA int of the bits width)
+ * within the normal exponent range. */
+static LLVMValueRef pow2i(CpuGen *g, LLVMValueRef n, LLVMTypeRef t)
+{
+    bool dbl = t == g->f64;
+    LLVMTypeRef it = dbl ? g->i64 : g->i32;
+    LLVMValueRef e = LLVMBuildAdd(g->b, n, LLVMConstInt(it, dbl ? 1023 : 127, 0), "");
+    e = LLVMBuildShl(g->b, e, LLVMConstInt(it, dbl ? 52 : 23, 0), "");
+    return LLVMBuildBitCast(g->b, e, t, "");
+}
+
+/* y * 2^nf (nf an integral float within the clamp range): two exact
+ * power-of-two factors so that overflow gives inf and subnormal results
+ * are rounded once. */
+static LLVMValueRef scale(CpuGen *g, LLVMValueRef y, LLVMValueRef nf)
+{
+    LLVMTypeRef t = LLVMTypeOf(y);
+    LLVMTypeRef it = t == g->f64 ? g->i64 : g->i32;
+    LLVMValueRef n = LLVMBuildFPToSI(g->b, nf, it, "");
+    LLVMValueRef n1 = LLVMBuildAShr(g->b, n, LLVMConstInt(it, 1, 0), "");
+    LLVMValueRef n2 = LLVMBuildSub(g->b, n, n1, "");
+    y = LLVMBuildFMul(g->b, y, pow2i(g, n1, t), "");
+    return LLVMBuildFMul(g->b, y, pow2i(g, n2, t), "");
+}
+
+/* Clamp x to [lo, hi]; NaN -> lo (so later fptosi never sees NaN). */
+static LLVMValueRef clamp(CpuGen *g, LLVMValueRef x, double lo, double hi)
+{
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef c = fsel(g, LLVMRealOGE, x, K(t, lo), x, K(t, lo));
+    return fsel(g, LLVMRealOGT, c, K(t, hi), K(t, hi), c);
+}
+
+static LLVMValueRef keep_nan(CpuGen *g, LLVMValueRef x, LLVMValueRef r)
+{
+    return fsel(g, LLVMRealUNO, x, x, x, r);
+}
+
+/* e^r - 1 - r = r^2 * P(r) for |r| <= ln2/2 */
+static LLVMValueRef expm1_tail(CpuGen *g, LLVMValueRef r)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef t = LLVMTypeOf(r);
+    LLVMValueRef r2 = LLVMBuildFMul(b, r, r, "");
+    if (t == g->f32) {
+        static const double c[] = {5.0000001201E-1, 1.6666665459E-1,
+                                   4.1665795894E-2, 8.3334519073E-3,
+                                   1.3981999507E-3, 1.9875691500E-4};
+        return LLVMBuildFMul(b, horner(g, r, c, 6), r2, "");
+    }
+    double c[12];
+    double f = 1.0;
+    for (int k = 2; k <= 13; k++) {
+        f *= k;
+        c[k - 2] = 1.0 / f;
+    }
+    return LLVMBuildFMul(b, horner(g, r, c, 12), r2, "");
+}
+
+LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    bool dbl = t == g->f64;
+    /* ln2 split so n*ln2_hi is exact for |n| <= 2^11 (f64) / 2^15 (f32) */
+    double hi = dbl ? 6.93147180369123816490e-01 : 0.693359375;
+    double lo = dbl ? 1.90821492927058770002e-10 : -2.12194440e-4;
+    LLVMValueRef xc = dbl ? clamp(g, x, -746.0, 710.0) : clamp(g, x, -104.0, 89.0);
+    LLVMValueRef n = cpu_intrin1(g, "llvm.rint",
+        LLVMBuildFMul(b, xc, K(t, 1.4426950408889634), ""));
+    LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, K(t, hi), ""), "");
+    r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, K(t, lo), ""), "");
+    LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, expm1_tail(g, r), r, ""),
+                                   K(t, 1.0), "");
+    return keep_nan(g, x, scale(g, y, n));
+}
+
+LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    bool dbl = t == g->f64;
+    LLVMValueRef xc = dbl ? clamp(g, x, -1076.0, 1025.0) : clamp(g, x, -151.0, 129.0);
+    LLVMValueRef n = cpu_intrin1(g, "llvm.rint", xc);
+    LLVMValueRef f = LLVMBuildFSub(b, xc, n, ""); /* exact, |f| <= 1/2 */
+    LLVMValueRef y;
+    if (dbl) { /* 2^f = sum (f ln2)^k / k! with exact coefficients */
+        double c[14], l = 0.69314718055994530942, p = 1.0, fact = 1.0;
+        for (int k = 0; k <= 13; k++) {
+            if (k) {
+                p *= l;
+                fact *= k;
+            }
+            c[k] = p / fact;
+        }
+        /* 1 + f*(c1 + f*(...)) keeping the leading 1 separate */
+        LLVMValueRef s = horner(g, f, c + 1, 13);
+        y = LLVMBuildFAdd(b, LLVMBuildFMul(b, s, f, ""), K(t, 1.0), "");
+    } else {
+        LLVMValueRef r = LLVMBuildFMul(b, f, K(t, 0.69314718055994530942), "");
+        y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, expm1_tail(g, r), r, ""),
+                          K(t, 1.0), "");
+    }
+    return keep_nan(g, x, scale(g, y, n));
+}
+
+/* f32 only: ln(x), or log2(x) when want2. */
+static LLVMValueRef vm_logf(CpuGen *g, LLVMValueRef x, bool want2)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef t = g->f32, it = g->i32;
+    LLVMValueRef sub = LLVMBuildFCmp(b, LLVMRealOLT, x, K(t, 1.17549435e-38), "");
+    LLVMValueRef xs = LLVMBuildSelect(b, sub, LLVMBuildFMul(b, x, K(t, 33554432.0), ""),
+                                      x, "");
+    LLVMValueRef k0 = LLVMBuildSelect(b, sub, LLVMConstInt(it, (unsigned long long)-25, 1),
+                                      LLVMConstInt(it, 0, 0), "");
+    LLVMValueRef ix = LLVMBuildBitCast(b, xs, it, "");
+    ix = LLVMBuildAdd(b, ix, LLVMConstInt(it, 0x3f800000 - 0x3f3504f3, 0), "");
+    LLVMValueRef k = LLVMBuildSub(b, LLVMBuildLShr(b, ix, LLVMConstInt(it, 23, 0), ""),
+                                  LLVMConstInt(it, 0x7f, 0), "");
+    k = LLVMBuildAdd(b, k, k0, "");
+    LLVMValueRef mi = LLVMBuildAdd(b, LLVMBuildAnd(b, ix, LLVMConstInt(it, 0x007fffff, 0), ""),
+                                   LLVMConstInt(it, 0x3f3504f3, 0), "");
+    LLVMValueRef m = LLVMBuildBitCast(b, mi, t, "");
+    LLVMValueRef f = LLVMBuildFSub(b, m, K(t, 1.0), "");
+    LLVMValueRef s = LLVMBuildFDiv(b, f, LLVMBuildFAdd(b, K(t, 2.0), f, ""), "");
+    LLVMValueRef z = LLVMBuildFMul(b, s, s, "");
+    LLVMValueRef w = LLVMBuildFMul(b, z, z, "");
+    static const double c1[] = {0.66666662693, 0.28498786688};  /* Lg1, Lg3 */
+    static const double c2[] = {0.40000972152, 0.24279078841};  /* Lg2, Lg4 */
+    LLVMValueRef t1 = LLVMBuildFMul(b, w, horner(g, w, c2, 2), "");
+    LLVMValueRef t2 = LLVMBuildFMul(b, z, horner(g, w, c1, 2), "");
+    LLVMValueRef R = LLVMBuildFAdd(b, t2, t1, "");
+    LLVMValueRef hfsq = LLVMBuildFMul(b, K(t, 0.5), LLVMBuildFMul(b, f, f, ""), "");
+    LLVMValueRef dk = LLVMBuildSIToFP(b, k, t, "");
+    LLVMValueRef r;
+    /* log(m) = f - hfsq + s*(hfsq + R) */
+    LLVMValueRef sr = LLVMBuildFMul(b, s, LLVMBuildFAdd(b, hfsq, R, ""), "");
+    if (!want2) {
+        r = LLVMBuildFAdd(b, sr, LLVMBuildFMul(b, dk, K(t, 9.0580006145e-06), ""), "");
+        r = LLVMBuildFSub(b, r, hfsq, "");
+        r = LLVMBuildFAdd(b, r, f, "");
+        r = LLVMBuildFAdd(b, r, LLVMBuildFMul(b, dk, K(t, 6.9313812256e-01), ""), "");
+    } else {
+        /* log2 = k + (f - hfsq)*ivln2 + (s*(hfsq+R))*ivln2, with f - hfsq
+         * split so that the leading part is exact */
+        LLVMValueRef hi = LLVMBuildFSub(b, f, hfsq, "");
+        LLVMValueRef hib = LLVMBuildAnd(b, LLVMBuildBitCast(b, hi, it, ""),
+                                        LLVMConstInt(it, 0xfffff000, 0), "");
+        hi = LLVMBuildBitCast(b, hib, t, "");
+        LLVMValueRef lo = LLVMBuildFAdd(b, LLVMBuildFSub(b,
+            LLVMBuildFSub(b, f, hi, ""), hfsq, ""), sr, "");
+        const double ivhi = 1.4428710938e+00, ivlo = -1.7605285393e-04;
+        r = LLVMBuildFMul(b, LLVMBuildFAdd(b, lo, hi, ""), K(t, ivlo), "");
+        r = LLVMBuildFAdd(b, r, LLVMBuildFMul(b, lo, K(t, ivhi), ""), "");
+        r = LLVMBuildFAdd(b, r, LLVMBuildFMul(b, hi, K(t, ivhi), ""), "");
+        r = LLVMBuildFAdd(b, r, dk, "");
+    }
+    /* specials: x < 0 -> NaN, 0 -> -inf, +inf -> +inf, NaN -> NaN */
+    r = fsel(g, LLVMRealOEQ, x, K(t, INFINITY), x, r);
+    r = fsel(g, LLVMRealOEQ, x, K(t, 0.0), K(t, -INFINITY), r);
+    r = fsel(g, LLVMRealOLT, x, K(t, 0.0), K(t, NAN), r);
+    return keep_nan(g, x, r);
+}
+
+LLVMValueRef cpu_vm_log(CpuGen *g, LLVMValueRef x)
+{
+    if (LLVMTypeOf(x) != g->f32)
+        return cpu_intrin1(g, "llvm.log", x);
+    return vm_logf(g, x, false);
+}
+
+LLVMValueRef cpu_vm_log2(CpuGen *g, LLVMValueRef x)
+{
+    if (LLVMTypeOf(x) != g->f32)
+        return cpu_intrin1(g, "llvm.log2", x);
+    return vm_logf(g, x, true);
+}
+
+LLVMValueRef cpu_vm_sigmoid(CpuGen *g, LLVMValueRef x)
+{
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef e = cpu_vm_exp(g, LLVMBuildFNeg(g->b, x, ""));
+    return LLVMBuildFDiv(g->b, K(t, 1.0), LLVMBuildFAdd(g->b, K(t, 1.0), e, ""), "");
+}
+
+LLVMValueRef cpu_vm_tanh(CpuGen *g, LLVMValueRef x)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef ax = cpu_intrin1(g, "llvm.fabs", x);
+    LLVMValueRef z = LLVMBuildFMul(b, x, x, "");
+    LLVMValueRef small;
+    if (t == g->f32) {
+        static const double c[] = {-3.33332819422E-1, 1.33314422036E-1,
+                                   -5.37397155531E-2, 2.06390887954E-2,
+                                   -5.70498872745E-3};
+        LLVMValueRef p = LLVMBuildFMul(b, horner(g, z, c, 5), z, "");
+        small = fmuladd(g, p, x, x);
+    } else {
+        static const double P[] = {-1.61468768441708447952E3,
+                                   -9.92877231001918586564E1,
+                                   -9.64399179425052238628E-1};
+        static const double Q[] = {4.84406305325125486048E3,
+                                   2.23548839060100448583E3,
+                                   1.12811678491632931402E2, 1.0};
+        LLVMValueRef pq = LLVMBuildFDiv(b, horner(g, z, P, 3), horner(g, z, Q, 4), "");
+        small = fmuladd(g, LLVMBuildFMul(b, z, pq, ""), x, x);
+    }
+    /* |x| >= 0.625: 1 - 2/(exp(2|x|)+1), exp overflow -> 1 */
+    LLVMValueRef e = cpu_vm_exp(g, LLVMBuildFAdd(b, ax, ax, ""));
+    LLVMValueRef big = LLVMBuildFSub(b, K(t, 1.0),
+        LLVMBuildFDiv(b, K(t, 2.0), LLVMBuildFAdd(b, e, K(t, 1.0), ""), ""), "");
+    LLVMValueRef sb[2] = {big, x};
+    LLVMTypeRef tt = t;
+    big = cpu_intrin(g, "llvm.copysign", &tt, 1, sb, 2);
+    /* NaN: the compare is false -> big, which is NaN already */
+    return fsel(g, LLVMRealOLT, ax, K(t, 0.625), small, big);
+}

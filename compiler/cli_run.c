@@ -1,0 +1,555 @@
+/* cli_run.c — `blkc run`: bind scalars, symbolic sizes and .npy tensors
+ * to the entry's parameters, JIT, launch on the CPU (one rank on the
+ * thread pool; several ranks or a device function through the plan runner),
+ * write the results, and time repeated runs with --bench. */
+#include "cli.h"
+
+#include "../runtime/plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ run */
+
+typedef struct PArg {
+    bool given;                  /* set on the command line */
+    const char *path;            /* NAME=@PATH */
+    blkc_arg arg;                /* scalar value / tensor */
+    DLTensor dl;                 /* tensor params */
+    int64_t shape[IR_MAX_RANK];  /* tensor extents */
+    int64_t numel;
+    void *data;                  /* host buffer in the param's dtype */
+} PArg;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int cur_rank;             /* rank whose inputs/outputs are handled */
+
+static void fill_random(void *data, int dt, int64_t n, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull, s = cli.seed;
+    for (const char *c = name; *c; c++) /* per-tensor stream: FNV-1a */
+        h = (h ^ (unsigned char)*c) * 0x100000001B3ull;
+    s = splitmix(&s) ^ h ^ ((uint64_t)cur_rank * 0x9E3779B97F4A7C15ull);
+    size_t b = (size_t)dsl_dtype_bytes(dt);
+    char *p = data;
+    for (int64_t i = 0; i < n; i++, p += b) {
+        uint64_t r = splitmix(&s);
+        switch (dsl_dtype_kind(dt)) {
+        case 'f': rt_store_f64(p, dt, (double)(r >> 11) * 0x1p-52 - 1.0); break;
+        case 'i': rt_store_i64(p, dt, (int64_t)(r >> 61) - 4); break;
+        case 'u': rt_store_i64(p, dt, (int64_t)(r >> 61)); break;
+        default: rt_store_i64(p, dt, (int64_t)(r >> 63)); break;
+        }
+    }
+}
+
+/* PATH with {rank} replaced by the current rank */
+static const char *rank_path(const char *path, char *buf, size_t n)
+{
+    const char *r = strstr(path, "{rank}");
+    if (!r)
+        return path;
+    snprintf(buf, n, "%.*s%d%s", (int)(r - path), path, cur_rank, r + 6);
+    return buf;
+}
+
+static int64_t *symval;          /* per sym: bound value, -1 = unknown */
+static const char **symsrc;      /* per sym: who bound it */
+
+static void bind_sym(const IrFunc *f, int s, int64_t v, const char *from)
+{
+    if (symval[s] < 0) {
+        symval[s] = v;
+        symsrc[s] = from;
+    } else if (symval[s] != v) {
+        cli_die(X_RUNTIME, "size mismatch: %s is %lld from %s but %lld from %s",
+            f->syms[s].name, (long long)symval[s], symsrc[s], (long long)v,
+            from);
+    }
+}
+
+static void set_scalar(const IrParam *p, PArg *pa, const char *val)
+{
+    int dt = p->dtype;
+    if (dsl_is_float(dt)) {
+        double f;
+        if (!cli_parse_f64(val, &f))
+            cli_die(X_USAGE, "bad value '%s' for %s: expected a %s number", val,
+                p->name, dsl_dtype_name(dt));
+        pa->arg = (blkc_arg){.kind = BLKC_ARG_FLOAT, .v.f = f};
+        return;
+    }
+    int64_t v;
+    if (dt == DT_BOOL) {
+        if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0)
+            v = 1;
+        else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0)
+            v = 0;
+        else
+            cli_die(X_USAGE, "bad value '%s' for %s: expected true or false", val,
+                p->name);
+    } else if (dt == DT_U64 && val[0] != '-') {
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(val, &end, 0);
+        if (!*val || *end || errno)
+            cli_die(X_USAGE, "bad value '%s' for %s: expected a u64", val, p->name);
+        v = (int64_t)u;
+    } else {
+        int bits = dsl_dtype_bytes(dt) * 8;
+        bool sgn = dsl_dtype_kind(dt) == 'i';
+        if (!cli_parse_i64(val, &v) ||
+            (bits < 64 && sgn && (v < -((int64_t)1 << (bits - 1)) ||
+                                  v >= ((int64_t)1 << (bits - 1)))) ||
+            (bits < 64 && !sgn && (v < 0 || v >= ((int64_t)1 << bits))) ||
+            (!sgn && v < 0))
+            cli_die(X_USAGE, "bad value '%s' for %s: expected a %s", val, p->name,
+                dsl_dtype_name(dt));
+    }
+    pa->arg = (blkc_arg){.kind = BLKC_ARG_INT, .v.i = v};
+}
+
+/* NAME=@PATH: read, convert to the param's dtype, bind sizes */
+static void load_tensor(const IrFunc *f, int pi, PArg *pa)
+{
+    const IrParam *p = &f->params[pi];
+    char pbuf[4096], err[512];
+    const char *path = rank_path(pa->path, pbuf, sizeof pbuf);
+    RtNpy a;
+    if (rt_npy_read(path, &a, err, sizeof err) != 0)
+        cli_die(X_RUNTIME, "%s", err);
+    pa->data = a.data; /* owned by pa from here on */
+    int dt = p->dtype;
+    bool small = dt == DT_F16 || dt == DT_BF16 || dt == DT_F8E4M3 ||
+                 dt == DT_F8E5M2;
+    if (a.dtype != dt && !(small && dsl_is_float(a.dtype)))
+        cli_die(X_RUNTIME, "dtype mismatch: parameter %s is %s but %s holds %s",
+            p->name, dsl_dtype_name(dt), path, dsl_dtype_name(a.dtype));
+    if (a.ndim != p->rank)
+        cli_die(X_RUNTIME, "shape mismatch: parameter %s has %d dims but %s has %d",
+            p->name, p->rank, path, a.ndim);
+    for (int d = 0; d < p->rank; d++) {
+        if (p->dims[d] >= 0 && a.shape[d] != p->dims[d])
+            cli_die(X_RUNTIME, "shape mismatch: parameter %s dim %d is %lld but %s "
+                "has %lld", p->name, d, (long long)p->dims[d], path,
+                (long long)a.shape[d]);
+        if (p->dims[d] < 0) {
+            if (a.shape[d] > INT32_MAX)
+                cli_die(X_RUNTIME, "%s: extent %lld does not fit i32", path,
+                    (long long)a.shape[d]);
+            bind_sym(f, (int)(-1 - p->dims[d]), a.shape[d], p->name);
+        }
+        pa->shape[d] = a.shape[d];
+    }
+    pa->numel = a.numel;
+    if (a.dtype != dt) {
+        void *conv = malloc((size_t)a.numel * (size_t)dsl_dtype_bytes(dt) + 1);
+        if (!conv)
+            cli_die(X_RUNTIME, "out of memory converting %s", path);
+        rt_convert(conv, dt, a.data, a.dtype, a.numel);
+        pa->data = conv;
+        rt_npy_free(&a);
+    }
+}
+
+/* A tensor not given: zeros (or --random) from its declared shape. */
+static void make_tensor(const IrFunc *f, int pi, PArg *pa)
+{
+    const IrParam *p = &f->params[pi];
+    int64_t numel = 1;
+    for (int d = 0; d < p->rank; d++) {
+        int64_t n = p->dims[d];
+        if (n < 0) {
+            int s = (int)(-1 - n);
+            if (symval[s] < 0)
+                cli_die(X_USAGE, "missing size %s (of parameter %s): give %s=VALUE "
+                    "or a tensor that has it", f->syms[s].name, p->name,
+                    f->syms[s].name);
+            n = symval[s];
+        }
+        pa->shape[d] = n;
+        if (n && numel > (INT64_MAX >> 4) / n)
+            cli_die(X_RUNTIME, "parameter %s is too large", p->name);
+        numel *= n;
+    }
+    size_t bytes = (size_t)numel * (size_t)dsl_dtype_bytes(p->dtype);
+    pa->numel = numel;
+    pa->data = calloc(1, bytes + 1);
+    if (!pa->data)
+        cli_die(X_RUNTIME, "out of memory allocating %s (%zu bytes)", p->name, bytes);
+    if (cli.random)
+        fill_random(pa->data, p->dtype, numel, p->name);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void write_out(const IrFunc *f, const OutSpec *o, PArg *pargs)
+{
+    int pi = -1;
+    for (int i = 0; i < f->nparams; i++)
+        if (strcmp(f->params[i].name, o->name) == 0)
+            pi = i;
+    const IrParam *p = &f->params[pi];
+    PArg *pa = &pargs[pi];
+    char pbuf[4096], err[512];
+    const char *path = rank_path(o->path, pbuf, sizeof pbuf);
+    int dt = p->dtype;
+    void *data = pa->data;
+    static void *tmp;
+    if (!rt_npy_descr(dt)) { /* bf16, f8: written as f32 */
+        tmp = malloc((size_t)pa->numel * 4 + 1);
+        if (!tmp)
+            cli_die(X_RUNTIME, "out of memory writing %s", path);
+        rt_convert(tmp, DT_F32, pa->data, dt, pa->numel);
+        data = tmp;
+        dt = DT_F32;
+    }
+    if (rt_npy_write(path, dt, p->rank, pa->shape, data, err, sizeof err) != 0)
+        cli_die(X_RUNTIME, "%s", err);
+    free(tmp);
+    tmp = NULL;
+}
+
+/* The entry: --entry, else the single device function, else the single
+ * kernel (CLI.md); ambiguity is a usage error listing the candidates. */
+static int pick_entry(const IrModule *m)
+{
+    char list[1024];
+    size_t k = 0;
+    list[0] = 0;
+    int ndev = 0, nker = 0, dev = -1, ker = -1;
+    for (int i = 0; i < m->nfuncs && k < sizeof list; i++) {
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s %s", i ? ", " : "",
+                              m->funcs[i]->is_device ? "device" : "kernel",
+                              m->funcs[i]->name);
+        if (m->funcs[i]->is_device)
+            ndev++, dev = i;
+        else
+            nker++, ker = i;
+    }
+    if (cli.entry) {
+        for (int i = 0; i < m->nfuncs; i++)
+            if (strcmp(m->funcs[i]->name, cli.entry) == 0)
+                return i;
+        cli_die(X_USAGE, "no kernel or device function named '%s' in '%s' (%s)",
+                cli.entry, cli.file, m->nfuncs ? list : "it has none");
+    }
+    if (ndev == 1)
+        return dev;
+    if (ndev > 1)
+        cli_die(X_USAGE, "'%s' has %d device functions: choose one with "
+                "--entry=NAME (candidates: %s)", cli.file, ndev, list);
+    if (nker == 1)
+        return ker;
+    if (nker == 0)
+        cli_die(X_USAGE, "'%s' has nothing to run", cli.file);
+    cli_die(X_USAGE, "'%s' has %d kernels: choose one with --entry=NAME "
+            "(candidates: %s)", cli.file, nker, list);
+}
+
+/* NAME=VALUE and NAME=@PATH into pargs (tensors are only noted here). */
+static void parse_run_args(const IrFunc *f, PArg *pargs)
+{
+    const char *what = f->is_device ? "device function" : "kernel";
+    for (int i = 0; i < cli.nouts; i++) { /* --out names must be tensors */
+        int pi = -1;
+        for (int j = 0; j < f->nparams; j++)
+            if (strcmp(f->params[j].name, cli.outs[i].name) == 0)
+                pi = j;
+        if (pi < 0 || f->params[pi].kind != PK_TENSOR || f->params[pi].local)
+            cli_die(X_USAGE, "--out %s: %s %s has no tensor parameter %s",
+                    cli.outs[i].name, what, f->name, cli.outs[i].name);
+    }
+    for (int i = 0; i < cli.nargs; i++) {
+        char *a = cli.args[i], *eq = strchr(a, '=');
+        if (!eq || !cli_is_ident(a, (size_t)(eq - a)))
+            cli_die(X_USAGE, "bad argument '%s': expected NAME=VALUE or "
+                    "NAME=@PATH.npy", a);
+        *eq = 0;
+        const char *val = eq + 1;
+        int pi = -1, si = -1;
+        for (int j = 0; j < f->nparams; j++)
+            if (!f->params[j].local && strcmp(f->params[j].name, a) == 0)
+                pi = j;
+        for (int j = 0; j < f->nsyms && pi < 0; j++)
+            if (strcmp(f->syms[j].name, a) == 0)
+                si = j;
+        if (pi < 0 && si < 0) {
+            char list[1024];
+            size_t n = 0;
+            list[0] = 0;
+            for (int j = 0; j < f->nparams && n < sizeof list; j++)
+                if (!f->params[j].local)
+                    n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                          n ? ", " : "", f->params[j].name);
+            for (int j = 0; j < f->nsyms && n < sizeof list; j++)
+                n += (size_t)snprintf(list + n, sizeof list - n, ", %s",
+                                      f->syms[j].name);
+            cli_die(X_USAGE, "%s %s has no parameter or size '%s' (it has: "
+                    "%s)", what, f->name, a, list);
+        }
+        if (si >= 0) {
+            int64_t v;
+            if (!cli_parse_i64(val, &v) || v < 0 || v > INT32_MAX)
+                cli_die(X_USAGE, "bad size %s=%s: expected an integer in 0 .. "
+                        "2147483647", a, val);
+            if (symval[si] >= 0)
+                cli_die(X_USAGE, "size %s is given twice", a);
+            bind_sym(f, si, v, "the command line");
+            continue;
+        }
+        const IrParam *p = &f->params[pi];
+        if (pargs[pi].given)
+            cli_die(X_USAGE, "parameter %s is given twice", a);
+        pargs[pi].given = true;
+        if (p->kind == PK_TENSOR) {
+            if (val[0] != '@' || !val[1])
+                cli_die(X_USAGE, "%s is a tensor: give %s=@PATH.npy", a, a);
+            pargs[pi].path = val + 1;
+        } else {
+            if (val[0] == '@')
+                cli_die(X_USAGE, "%s is a %s scalar: give %s=VALUE", a,
+                        dsl_dtype_name(p->dtype), a);
+            set_scalar(p, &pargs[pi], val);
+        }
+    }
+    for (int i = 0; i < f->nparams; i++)
+        if (f->params[i].kind == PK_SCALAR && !pargs[i].given)
+            cli_die(X_USAGE, "missing value for scalar parameter %s: give "
+                    "%s=VALUE", f->params[i].name, f->params[i].name);
+}
+
+/* Load or make every tensor of the current rank (cur_rank). */
+static void bind_tensors(const IrFunc *f, PArg *pargs)
+{
+    for (int i = 0; i < f->nparams; i++)
+        if (pargs[i].given && f->params[i].kind == PK_TENSOR)
+            load_tensor(f, i, &pargs[i]);
+    for (int i = 0; i < f->nparams; i++)
+        if (!pargs[i].given && f->params[i].kind == PK_TENSOR &&
+            !f->params[i].local)
+            make_tensor(f, i, &pargs[i]);
+}
+
+static void print_bench(const char *name, double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    printf("%s: bench %d runs: min %.3f ms, median %.3f ms\n", name, n, t[0],
+           med);
+}
+
+/* One rank, a kernel: launch on the thread pool. */
+static int run_single(IrModule *m, int fi, PArg *pargs)
+{
+    const IrFunc *f = m->funcs[fi];
+    IrModule view;
+    memset(&view, 0, sizeof view);
+    view.funcs = &m->funcs[fi];
+    view.nfuncs = 1;
+    bind_tensors(f, pargs);
+    for (int i = 0; i < f->nparams; i++) {
+        PArg *pa = &pargs[i];
+        if (f->params[i].kind != PK_TENSOR)
+            continue;
+        pa->dl = (DLTensor){.data = pa->data, .device = {kDLCPU, 0},
+                            .ndim = f->params[i].rank,
+                            .dtype = rt_dtype_to_dl(f->params[i].dtype),
+                            .shape = pa->shape};
+        pa->arg = (blkc_arg){.kind = BLKC_ARG_TENSOR, .v.tensor = &pa->dl};
+    }
+    blkc_arg *args = cli_g.args = calloc((size_t)f->nparams + 1, sizeof *args);
+    if (!args)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int i = 0; i < f->nparams; i++)
+        args[i] = pargs[i].arg;
+    BkOptions bo = {NULL, 3}; /* JIT only the entry */
+    char err[1024] = "";
+    if (bk_cpu_jit(&view, &bo, &cli_g.cm, err, sizeof err) != 0)
+        cli_die(X_RUNTIME, "JIT of %s failed: %s", f->name, err);
+    BkRangeFn fn = bk_cpu_kernel_range(cli_g.cm, f->name);
+    if (!fn)
+        cli_die(X_RUNTIME, "internal: JIT lost kernel %s", f->name);
+    blkc_launch_options lo;
+    blkc_launch_options_init(&lo);
+    memcpy(lo.grid, cli.grid, sizeof lo.grid);
+    int64_t grid[3];
+    double t0 = now_ms();
+    blkc_status st = rt_cpu_launch(f, fn, args, f->nparams, &lo, grid, err,
+                                   sizeof err);
+    double t1 = now_ms() - t0;
+    if (st != BLKC_OK)
+        cli_die(X_RUNTIME, "%s", err);
+    if (cli.nouts == 0)
+        printf("%s: grid (%lld, %lld, %lld), %.3f ms on cpu (%d threads)\n",
+               f->name, (long long)grid[0], (long long)grid[1],
+               (long long)grid[2], t1, rt_pool_size());
+    if (cli.bench) {
+        double *t = cli_g.times = malloc((size_t)cli.bench * sizeof *t);
+        if (!t)
+            cli_die(X_RUNTIME, "out of memory");
+        for (int i = 0; i < cli.bench; i++) {
+            double b0 = now_ms();
+            st = rt_cpu_launch(f, fn, args, f->nparams, &lo, NULL, err,
+                               sizeof err);
+            t[i] = now_ms() - b0;
+            if (st != BLKC_OK)
+                cli_die(X_RUNTIME, "%s", err);
+        }
+        print_bench(f->name, t, cli.bench);
+        free(t);
+        cli_g.times = NULL;
+    }
+    for (int i = 0; i < cli.nouts; i++)
+        write_out(f, &cli.outs[i], pargs);
+    bk_cpu_free(cli_g.cm);
+    cli_g.cm = NULL;
+    free(args);
+    cli_g.args = NULL;
+    return X_OK;
+}
+
+/* Several ranks, or a device function: the plan runner, one thread per
+ * rank. Inputs are bound per rank ({rank} in a path), outputs written per
+ * rank ({rank}) or from rank 0. */
+static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
+{
+    const IrFunc *f = m->funcs[fi];
+    int R = cli.ranks > 0 ? cli.ranks : 1;
+    size_t np = (size_t)f->nparams + 1;
+    PArg **pa = calloc((size_t)R, sizeof *pa);
+    RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
+    if (!pa || !ra)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int r = 0; r < R; r++) {
+        cur_rank = r;
+        pa[r] = calloc(np, sizeof **pa);
+        ra[r] = calloc(np, sizeof **ra);
+        if (!pa[r] || !ra[r])
+            cli_die(X_RUNTIME, "out of memory");
+        memcpy(symval, cmd_syms, ((size_t)f->nsyms + 1) * sizeof *symval);
+        for (int i = 0; i < f->nparams; i++) {
+            pa[r][i].given = tmpl[i].given;
+            pa[r][i].path = tmpl[i].path;
+            pa[r][i].arg = tmpl[i].arg;
+        }
+        bind_tensors(f, pa[r]);
+        for (int i = 0; i < f->nparams; i++) {
+            const IrParam *p = &f->params[i];
+            if (p->local)
+                continue;
+            if (p->kind == PK_SCALAR) {
+                if (dsl_is_float(p->dtype))
+                    ra[r][i].scalar.f = pa[r][i].arg.v.f;
+                else
+                    ra[r][i].scalar.i = pa[r][i].arg.v.i;
+                continue;
+            }
+            ra[r][i].data = pa[r][i].data;
+            int64_t st = 1;
+            for (int d = p->rank - 1; d >= 0; d--) {
+                ra[r][i].shape[d] = pa[r][i].shape[d];
+                ra[r][i].stride[d] = st;
+                st *= pa[r][i].shape[d];
+            }
+        }
+    }
+    BkOptions bo = {NULL, 3};
+    char err[1024] = "";
+    if (bk_cpu_jit(m, &bo, &cli_g.cm, err, sizeof err) != 0)
+        cli_die(X_RUNTIME, "JIT failed: %s", err);
+    RtPlanModule pm = {m, cli_g.cm};
+    bool has_grid = cli.grid[0] || cli.grid[1] || cli.grid[2];
+    int runs = 1 + (cli.bench > 0 ? cli.bench : 0);
+    double *t = malloc((size_t)runs * sizeof *t);
+    if (!t)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int k = 0; k < runs; k++) {
+        double t0 = now_ms();
+        if (rt_plan_run(&pm, fi, R, ra, has_grid ? cli.grid : NULL, err,
+                        sizeof err) != 0)
+            cli_die(X_RUNTIME, "%s", err);
+        t[k] = now_ms() - t0;
+    }
+    if (cli.nouts == 0)
+        printf("%s: %d rank%s, %.3f ms on cpu\n", f->name, R, R == 1 ? "" : "s",
+               t[0]);
+    if (cli.bench)
+        print_bench(f->name, t + 1, cli.bench);
+    free(t);
+    for (int i = 0; i < cli.nouts; i++) {
+        bool per_rank = strstr(cli.outs[i].path, "{rank}") != NULL;
+        for (int r = 0; r < (per_rank ? R : 1); r++) {
+            cur_rank = r;
+            write_out(f, &cli.outs[i], pa[r]);
+        }
+    }
+    bk_cpu_free(cli_g.cm);
+    cli_g.cm = NULL;
+    for (int r = 0; r < R; r++) {
+        for (int i = 0; i < f->nparams; i++)
+            free(pa[r][i].data);
+        free(pa[r]);
+        free(ra[r]);
+    }
+    free(pa);
+    free(ra);
+    return X_OK;
+}
+
+int cli_cmd_run(void)
+{
+    if (cli.device && strcmp(cli.device, "cpu") != 0)
+        cli_die(X_RUNTIME, "running on %s is not supported yet (this build runs "
+                "on the cpu only)", cli.device);
+    cli_load_source();
+    IrModule *m = cli_compile_ir();
+    int fi = pick_entry(m);
+    const IrFunc *f = m->funcs[fi];
+    PArg *pargs = cli_g.pargs = calloc((size_t)f->nparams + 1, sizeof *pargs);
+    symval = malloc(((size_t)f->nsyms + 1) * sizeof *symval);
+    symsrc = calloc((size_t)f->nsyms + 1, sizeof *symsrc);
+    int64_t *cmd_syms = malloc(((size_t)f->nsyms + 1) * sizeof *cmd_syms);
+    if (!pargs || !symval || !symsrc || !cmd_syms)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int s = 0; s < f->nsyms; s++)
+        symval[s] = -1;
+    parse_run_args(f, pargs);
+    memcpy(cmd_syms, symval, ((size_t)f->nsyms + 1) * sizeof *symval);
+    int rc = f->is_device || cli.ranks > 1 ? run_ranks(m, fi, pargs, cmd_syms)
+                                           : run_single(m, fi, pargs);
+    fflush(stdout);
+    for (int i = 0; i < f->nparams; i++)
+        free(pargs[i].data);
+    free(pargs);
+    cli_g.pargs = NULL;
+    free(cmd_syms);
+    free(symval);
+    free(symsrc);
+    ir_module_free(cli_g.mod);
+    cli_g.mod = NULL;
+    free(cli_g.src);
+    cli_g.src = NULL;
+    return rc;
+}

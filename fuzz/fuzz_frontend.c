@@ -1,0 +1,177 @@
+/* fuzz_frontend.c — libFuzzer target over the front end, the checker, the
+ * passes and the IR verifier, through the public API only: every input is
+ * compiled with blkc_emit(..., "core"); inputs that compile are also
+ * printed with "ast". Anything but a clean status (a crash, an ASan/UBSan
+ * report, a leak, a hang) is a bug. The library must also keep its promise
+ * that a failure always leaves a message in blkc_last_error().
+ *
+ * An input whose first line is `//! NAME=VALUE` is compiled a second time
+ * with that line passed as a -D define, so the fuzzer also reaches the
+ * compile-time parameter overrides. Built by fuzz/CMakeLists.txt (clang,
+ * -fsanitize=fuzzer,address,undefined); run by fuzz/run.sh.
+ *
+ * With BLKC_FUZZ_REPLAY defined (any compiler, no libFuzzer) it has a main
+ * that runs each file named on the command line (or each file in a named
+ * directory) through the same checks once: tests/fuzz replays every crash
+ * the fuzzer ever found that way, also under ASan. */
+#include <blkc/blkc.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void check_failure(blkc_status s, const char *what)
+{
+    const char *msg = blkc_last_error();
+    if (s != BLKC_OK && (!msg || !*msg)) {
+        fprintf(stderr, "fuzz_frontend: %s failed with status %s but no message\n",
+                what, blkc_status_string(s));
+        abort();
+    }
+    if (s == BLKC_ERR_USAGE || s == BLKC_ERR_NOT_FOUND || s == BLKC_ERR_UNSUPPORTED) {
+        /* the input can be any bytes, but the call itself is always valid */
+        if (strstr(msg, "too large") == NULL) {
+            fprintf(stderr, "fuzz_frontend: %s: unexpected status %s: %s\n", what,
+                    blkc_status_string(s), msg);
+            abort();
+        }
+    }
+}
+
+static void emit(const char *src, size_t len, const blkc_compile_options *o)
+{
+    char *out = NULL;
+    size_t outlen = 0;
+    blkc_status s = blkc_emit(src, len, o, "core", &out, &outlen);
+    check_failure(s, "core");
+    if (s == BLKC_OK) {
+        if (!out || strlen(out) != outlen) {
+            fprintf(stderr, "fuzz_frontend: core output length mismatch\n");
+            abort();
+        }
+        blkc_free(out);
+        out = NULL;
+        s = blkc_emit(src, len, o, "ast", &out, &outlen);
+        check_failure(s, "ast");
+        if (s != BLKC_OK) {
+            fprintf(stderr, "fuzz_frontend: core compiled but ast failed: %s\n",
+                    blkc_last_error());
+            abort();
+        }
+    }
+    blkc_free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *src = (const char *)data;
+    blkc_compile_options o;
+    blkc_compile_options_init(&o);
+    o.filename = "fuzz.blk";
+    emit(src, size, &o);
+
+    /* `//! NAME=VALUE` first line: again with that define */
+    if (size > 4 && memcmp(data, "//! ", 4) == 0) {
+        const uint8_t *eol = memchr(data, '\n', size);
+        size_t n = eol ? (size_t)(eol - data) - 4 : size - 4;
+        if (n > 0 && n < 256) {
+            char def[256];
+            memcpy(def, data + 4, n);
+            def[n] = 0;
+            const char *defs[1] = {def};
+            o.defines = defs;
+            o.ndefines = 1;
+            char *out = NULL;
+            blkc_status s = blkc_emit(src, size, &o, "core", &out, NULL);
+            /* a malformed define is a usage error by contract */
+            if (s != BLKC_ERR_USAGE)
+                check_failure(s, "core with define");
+            blkc_free(out);
+        }
+    }
+    return 0;
+}
+
+#ifdef BLKC_FUZZ_REPLAY
+#include <dirent.h>
+#include <sys/stat.h>
+
+static int replay_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return 1;
+    }
+    size_t cap = 1 << 16, n = 0, got;
+    uint8_t *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            uint8_t *b2 = realloc(buf, cap * 2);
+            if (!b2)
+                break;
+            buf = b2;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return 1;
+    LLVMFuzzerTestOneInput(buf, n);
+    free(buf);
+    printf("ok %s (%zu bytes)\n", path, n);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv)
+{
+    int bad = 0, runs = 0;
+    for (int i = 1; i < argc; i++) {
+        struct stat st;
+        if (stat(argv[i], &st) != 0) {
+            fprintf(stderr, "cannot stat %s\n", argv[i]);
+            return 1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            bad |= replay_file(argv[i]);
+            runs++;
+            continue;
+        }
+        DIR *d = opendir(argv[i]);
+        if (!d)
+            return 1;
+        char **names = NULL;
+        size_t nn = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.' || strcmp(e->d_name, "README") == 0)
+                continue;
+            char **n2 = realloc(names, (nn + 1) * sizeof *names);
+            if (!n2)
+                return 1;
+            names = n2;
+            size_t l = strlen(argv[i]) + strlen(e->d_name) + 2;
+            names[nn] = malloc(l);
+            snprintf(names[nn++], l, "%s/%s", argv[i], e->d_name);
+        }
+        closedir(d);
+        qsort(names, nn, sizeof *names, cmp_str);
+        for (size_t k = 0; k < nn; k++) {
+            bad |= replay_file(names[k]);
+            runs++;
+            free(names[k]);
+        }
+        free(names);
+    }
+    printf("%d inputs replayed\n", runs);
+    return bad;
+}
+#endif

@@ -1,0 +1,648 @@
+/* plan.c — the Device IR interpreter and the multi-rank runner.
+ *
+ * A device function runs once per rank, in program order, on that rank's
+ * thread: scalars and control flow are evaluated with ir_eval_instr;
+ * buffers come from parameters or ALLOC (device memory or the symmetric
+ * heap); COPY moves dynamic-shaped views, local or peer, and may set a
+ * signal on the destination's rank; LAUNCH runs a JIT'd kernel on this
+ * rank's thread (so kernels of different ranks can wait on each other);
+ * `async` blocks run on their own threads until `sync`; collectives go to
+ * ranks.h. Every failure becomes the rank's error (rt_rank_fail), so the
+ * world stops every rank instead of hanging. */
+#include "plan.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Buf {
+    char *data;                    /* element (0, ...) */
+    int dtype, rank, mem;          /* element dtype, dims, IrMemKind */
+    int64_t shape[IR_MAX_RANK];    /* extents */
+    int64_t stride[IR_MAX_RANK];   /* element strides */
+    bool owned;                    /* malloc'd by ALLOC (empty) */
+} Buf;
+
+typedef struct Exec Exec;
+typedef struct Async {
+    pthread_t th;                  /* the block's thread */
+    Exec *x;                       /* its interpreter state (own values) */
+    int region;                    /* the block */
+    int rc;                        /* its result */
+} Async;
+
+struct Exec {
+    const RtPlanModule *pm;        /* module and JIT'd kernels */
+    const IrFunc *f;               /* the device function */
+    RtRank *r;                     /* this rank */
+    IrScalarVal *val;              /* per instruction */
+    IrScalarVal *vars;             /* per var */
+    Buf *buf;                      /* per param (shared with async blocks) */
+    IrScalarVal *scalars;          /* per param: scalar args */
+    int64_t (*shapes)[IR_MAX_RANK];/* per param: extents, for SIZE */
+    Async **asyncs;                /* outstanding async blocks */
+    int nasync, cap_async;
+    bool in_async;                 /* running inside an async block */
+};
+
+static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (in && in->loc.line > 0)
+        return rt_rank_fail(x->r, "%s line %d: %s", x->f->name, in->loc.line, msg);
+    return rt_rank_fail(x->r, "%s: %s", x->f->name, msg);
+}
+
+static int64_t vi(Exec *x, int id) { return x->val[id].i; }
+
+/* ------------------------------------------------------------ views */
+
+typedef struct Span {
+    char *base;                    /* address of the view's first element */
+    int n;                         /* range dims kept */
+    int64_t len[IR_MAX_RANK];      /* their lengths */
+    int64_t str[IR_MAX_RANK];      /* their strides, bytes */
+    int64_t numel;                 /* elements */
+} Span;
+
+/* Resolve buffer p's view v (with an optional peer) to a Span. */
+static int span_of(Exec *x, const IrInstr *in, int p, int vid, int peer,
+                   Span *s)
+{
+    const Buf *b = &x->buf[p];
+    const IrView *v = &x->f->views[vid];
+    int esz = dsl_dtype_bytes(b->dtype);
+    char *base = b->data;
+    if (!base)
+        return fail(x, in, "buffer '%s' is not allocated", x->f->params[p].name);
+    if (peer >= 0) {
+        int pr = (int)vi(x, peer);
+        if (pr < 0 || pr >= rt_rank_size(x->r))
+            return fail(x, in, "peer rank %d out of range (world %d)", pr,
+                        rt_rank_size(x->r));
+        if (b->mem == MEM_GLOBAL)
+            return fail(x, in, "peer access to '%s', which is not symmetric",
+                        x->f->params[p].name);
+        base = rt_sym_peer_of(x->r, base, pr);
+    }
+    s->n = 0;
+    s->numel = 1;
+    for (int d = 0; d < v->ndims; d++) {
+        int64_t st = vi(x, v->d[d].val);
+        int64_t len = v->d[d].kind == IDX_SCALAR ? 1
+                    : v->d[d].len ? v->d[d].len : vi(x, v->d[d].lenv);
+        if (v->d[d].kind == IDX_TILE)
+            return fail(x, in, "gather views are not supported in device functions");
+        if (st < 0 || len < 0 || st + len > b->shape[d])
+            return fail(x, in, "view of '%s' out of bounds: dim %d is [%lld, %lld) of %lld",
+                        x->f->params[p].name, d, (long long)st,
+                        (long long)(st + len), (long long)b->shape[d]);
+        base += st * b->stride[d] * esz;
+        if (v->d[d].kind == IDX_RANGE) {
+            s->len[s->n] = len;
+            s->str[s->n] = b->stride[d] * esz;
+            s->n++;
+            s->numel *= len;
+        }
+    }
+    s->base = base;
+    return 0;
+}
+
+/* Copy numel elements between two spans in row-major order. */
+static void span_copy(const Span *d, const Span *s, int esz)
+{
+    int64_t idx_d[IR_MAX_RANK] = {0}, idx_s[IR_MAX_RANK] = {0};
+    bool dcont = d->n == 0 || d->str[d->n - 1] == esz;
+    bool scont = s->n == 0 || s->str[s->n - 1] == esz;
+    int64_t drow = d->n ? d->len[d->n - 1] : 1, srow = s->n ? s->len[s->n - 1] : 1;
+    int64_t run = dcont && scont && drow == srow ? drow : 1;
+    for (int64_t e = 0; e < d->numel; e += run) {
+        char *dp = d->base, *sp = s->base;
+        for (int k = 0; k < d->n; k++)
+            dp += idx_d[k] * d->str[k];
+        for (int k = 0; k < s->n; k++)
+            sp += idx_s[k] * s->str[k];
+        memmove(dp, sp, (size_t)(run * esz));
+        for (int64_t adv = 0; adv < run; adv++) { /* advance both indices */
+            for (int k = d->n - 1; k >= 0; k--)
+                if (++idx_d[k] < d->len[k]) break; else idx_d[k] = 0;
+            for (int k = s->n - 1; k >= 0; k--)
+                if (++idx_s[k] < s->len[k]) break; else idx_s[k] = 0;
+        }
+    }
+}
+
+static int do_copy(Exec *x, const IrInstr *in)
+{
+    Span d, s;
+    if (span_of(x, in, in->param, in->view, in->opnd[3], &d) ||
+        span_of(x, in, in->xparam[0], in->xview[0], in->opnd[2], &s))
+        return -1;
+    if (d.numel != s.numel)
+        return fail(x, in, "copy of %lld elements into a view of %lld",
+                    (long long)s.numel, (long long)d.numel);
+    span_copy(&d, &s, dsl_dtype_bytes(x->buf[in->param].dtype));
+    if (in->xparam[1] < 0)
+        return 0;
+    Span c;
+    if (span_of(x, in, in->xparam[1], in->xview[1], -1, &c))
+        return -1;
+    int dest = in->opnd[3] >= 0 ? (int)vi(x, in->opnd[3]) : rt_rank_id(x->r);
+    uint64_t *cell = rt_sym_peer_of(x->r, c.base, dest);
+    return rt_signal_notify(x->r, cell, 1, SIG_SET);
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static int alloc_buf(Exec *x, const IrInstr *in)
+{
+    const IrParam *p = &x->f->params[in->param];
+    const IrView *v = &x->f->views[in->view];
+    Buf *b = &x->buf[in->param];
+    int64_t n = 1;
+    b->dtype = p->dtype;
+    b->rank = v->ndims;
+    b->mem = in->attr;
+    for (int d = v->ndims - 1; d >= 0; d--) {
+        int64_t e = vi(x, v->d[d].val);
+        if (e < 0 || (e > 0 && n > ((int64_t)1 << 40) / e))
+            return fail(x, in, "bad extent %lld for buffer '%s'", (long long)e, p->name);
+        b->shape[d] = e;
+        b->stride[d] = n;
+        n *= e;
+    }
+    for (int d = 0; d < v->ndims; d++)
+        x->shapes[in->param][d] = b->shape[d];
+    size_t bytes = (size_t)n * (size_t)dsl_dtype_bytes(p->dtype);
+    if (in->attr == MEM_GLOBAL) {
+        if (b->owned)
+            free(b->data);
+        b->data = calloc(1, bytes ? bytes : 1);
+        b->owned = true;
+        if (!b->data)
+            return fail(x, in, "out of memory allocating %zu bytes for '%s'", bytes, p->name);
+        return 0;
+    }
+    if (x->in_async)
+        return fail(x, in, "symmetric buffers must be allocated outside async blocks");
+    size_t off;
+    if (rt_sym_alloc(x->r, bytes ? bytes : 8, &off))
+        return -1;
+    b->data = rt_sym_ptr(x->r, off, rt_rank_id(x->r));
+    return 0;
+}
+
+/* ------------------------------------------------------------ launches */
+
+static int do_launch(Exec *x, const IrInstr *in)
+{
+    const IrFunc *k = x->pm->ir->funcs[in->attr];
+    BkRangeFn fn = bk_cpu_kernel_range(x->pm->cpu, k->name);
+    if (!fn)
+        return fail(x, in, "kernel '%s' is not compiled", k->name);
+    DLTensor t[64];
+    blkc_arg a[64];
+    for (int i = 0; i < in->xn && i < 64; i++) {
+        int32_t e = x->f->extra[in->xoff + i];
+        const IrParam *kp = &k->params[i];
+        if (e >= 0) {
+            if (dsl_is_float(kp->dtype)) {
+                a[i].kind = BLKC_ARG_FLOAT;
+                a[i].v.f = x->val[e].f;
+            } else {
+                a[i].kind = BLKC_ARG_INT;
+                a[i].v.i = x->val[e].i;
+            }
+            continue;
+        }
+        Buf *b = &x->buf[-2 - e];
+        memset(&t[i], 0, sizeof t[i]);
+        t[i].data = b->data;
+        t[i].device.device_type = kDLCPU;
+        t[i].ndim = b->rank;
+        t[i].dtype = rt_dtype_to_dl(b->dtype);
+        t[i].shape = b->shape;
+        t[i].strides = b->stride;
+        a[i].kind = BLKC_ARG_TENSOR;
+        a[i].v.tensor = &t[i];
+    }
+    blkc_launch_options lo;
+    memset(&lo, 0, sizeof lo);
+    for (int g = 0; g < 3; g++)
+        if (in->opnd[g] >= 0) {
+            for (int h = 0; h < 3; h++)
+                if (lo.grid[h] == 0)
+                    lo.grid[h] = 1;
+            lo.grid[g] = vi(x, in->opnd[g]);
+        }
+    RtWorldView wv = rt_rank_view(x->r);
+    char err[512];
+    blkc_status s = rt_cpu_launch_ranked(k, fn, a, in->xn, &lo, &wv, NULL, err,
+                                         sizeof err);
+    if (s != BLKC_OK)
+        return fail(x, in, "launch %s: %s", k->name, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------ interpreter */
+
+static int exec_region(Exec *x, int reg);
+
+static void *async_main(void *arg)
+{
+    Async *a = arg;
+    a->rc = exec_region(a->x, a->region);
+    return NULL;
+}
+
+static int join_asyncs(Exec *x)
+{
+    int rc = 0;
+    for (int i = 0; i < x->nasync; i++) {
+        Async *a = x->asyncs[i];
+        pthread_join(a->th, NULL);
+        if (a->rc < 0)
+            rc = -1;
+        free(a->x->val);
+        free(a->x->vars);
+        free(a->x);
+        free(a);
+    }
+    x->nasync = 0;
+    return rc;
+}
+
+static int start_async(Exec *x, const IrInstr *in)
+{
+    if (x->nasync == x->cap_async) {
+        int nc = x->cap_async ? x->cap_async * 2 : 8;
+        Async **na = realloc(x->asyncs, sizeof *na * (size_t)nc);
+        if (!na)
+            return fail(x, in, "out of memory");
+        x->asyncs = na;
+        x->cap_async = nc;
+    }
+    Async *a = calloc(1, sizeof *a);
+    Exec *ax = calloc(1, sizeof *ax);
+    if (!a || !ax) {
+        free(a);
+        free(ax);
+        return fail(x, in, "out of memory");
+    }
+    *ax = *x;
+    ax->asyncs = NULL;
+    ax->nasync = ax->cap_async = 0;
+    ax->in_async = true;
+    size_t nv = (size_t)x->f->nins + 1, nw = (size_t)x->f->nvars + 1;
+    ax->val = malloc(nv * sizeof *ax->val);
+    ax->vars = malloc(nw * sizeof *ax->vars);
+    if (!ax->val || !ax->vars) {
+        free(ax->val);
+        free(ax->vars);
+        free(ax);
+        free(a);
+        return fail(x, in, "out of memory");
+    }
+    memcpy(ax->val, x->val, nv * sizeof *ax->val);
+    memcpy(ax->vars, x->vars, nw * sizeof *ax->vars);
+    a->x = ax;
+    a->region = in->region[0];
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, (size_t)64 << 20);
+    int e = pthread_create(&a->th, &at, async_main, a);
+    pthread_attr_destroy(&at);
+    if (e) {
+        free(ax->val);
+        free(ax->vars);
+        free(ax);
+        free(a);
+        return fail(x, in, "could not start a thread for an async block");
+    }
+    x->asyncs[x->nasync++] = a;
+    return 0;
+}
+
+static int do_coll(Exec *x, const IrInstr *in)
+{
+    if (x->in_async)
+        return fail(x, in, "collectives cannot run inside an async block");
+    RtRank *r = x->r;
+    int W = rt_rank_size(r);
+    if (in->attr == COLL_BARRIER)
+        return rt_barrier(r);
+    Buf *d = &x->buf[in->param];
+    Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
+    int64_t nd = 1, ns = 1;
+    for (int i = 0; i < d->rank; i++)
+        nd *= d->shape[i];
+    for (int i = 0; s && i < s->rank; i++)
+        ns *= s->shape[i];
+    const Buf *bs[2] = {d, s};
+    for (int k = 0; k < 2; k++) { /* collectives work on whole, C-order buffers */
+        const Buf *b = bs[k];
+        if (!b)
+            continue;
+        int64_t st = 1;
+        for (int i = b->rank - 1; i >= 0; i--) {
+            if (b->shape[i] > 1 && b->stride[i] != st)
+                return fail(x, in, "collectives need contiguous buffers");
+            st *= b->shape[i];
+        }
+    }
+    switch (in->attr) {
+    case COLL_ALL_REDUCE:
+        return rt_all_reduce(r, d->data, (size_t)nd, d->dtype, in->axis);
+    case COLL_BROADCAST:
+        return rt_broadcast(r, d->data, (size_t)nd, d->dtype, (int)vi(x, in->opnd[0]));
+    case COLL_ALL_GATHER:
+        if (nd != ns * W)
+            return fail(x, in, "all_gather: dst has %lld elements, expected %d x %lld",
+                        (long long)nd, W, (long long)ns);
+        return rt_all_gather(r, d->data, s->data, (size_t)ns, d->dtype);
+    case COLL_REDUCE_SCATTER:
+        return rt_reduce_scatter(r, d->data, s->data, (size_t)ns, NULL, d->dtype, in->axis);
+    case COLL_ALL_TO_ALL: {
+        if (ns % W || nd != ns)
+            return fail(x, in, "all_to_all: src and dst need the same size, divisible by %d ranks", W);
+        size_t cnt[256];
+        if (W > 256)
+            return fail(x, in, "all_to_all: too many ranks");
+        for (int i = 0; i < W; i++)
+            cnt[i] = (size_t)(ns / W);
+        return rt_all_to_all(r, d->data, cnt, s->data, cnt, d->dtype);
+    }
+    }
+    return fail(x, in, "unknown collective");
+}
+
+/* Returns 0, 1 after `return`, or -1 on failure. */
+static int exec_region(Exec *x, int reg)
+{
+    const IrFunc *f = x->f;
+    const IrRegion *rg = &f->regions[reg];
+    IrLaunchEnv env = {x->scalars, (const int64_t(*)[IR_MAX_RANK])x->shapes};
+    char err[512];
+    for (int k = 0; k < rg->n; k++) {
+        int id = rg->ins[k];
+        const IrInstr *in = &f->ins[id];
+        if (in->dead)
+            continue;
+        if (rt_rank_failed(x->r))
+            return -1;
+        int rc = 0;
+        switch (in->op) {
+        case IR_RANK: x->val[id].i = rt_rank_id(x->r); break;
+        case IR_WORLD: x->val[id].i = rt_rank_size(x->r); break;
+        case IR_VGET: x->val[id] = x->vars[in->param]; break;
+        case IR_VSET: x->vars[in->param] = x->val[in->opnd[0]]; break;
+        case IR_YIELD: break;
+        case IR_RET: return 1;
+        case IR_FOR: {
+            int64_t lo = vi(x, in->opnd[0]), hi = vi(x, in->opnd[1]);
+            int64_t st = vi(x, in->opnd[2]);
+            for (int64_t i = lo; st > 0 ? i < hi : st < 0 ? i > hi : false; i += st) {
+                x->val[id].i = i;
+                if ((rc = exec_region(x, in->region[0])) != 0)
+                    return rc;
+            }
+            break;
+        }
+        case IR_WHILE:
+            for (;;) {
+                const IrRegion *c = &f->regions[in->region[0]];
+                if ((rc = exec_region(x, in->region[0])) != 0)
+                    return rc;
+                if (!x->val[f->ins[c->ins[c->n - 1]].opnd[0]].i)
+                    break;
+                if ((rc = exec_region(x, in->region[1])) != 0)
+                    return rc;
+            }
+            break;
+        case IR_IF:
+            rc = exec_region(x, vi(x, in->opnd[0]) ? in->region[0] : in->region[1]);
+            if (rc)
+                return rc;
+            break;
+        case IR_ALLOC: rc = alloc_buf(x, in); break;
+        case IR_COPY: rc = do_copy(x, in); break;
+        case IR_LAUNCH: rc = do_launch(x, in); break;
+        case IR_ASYNC: rc = start_async(x, in); break;
+        case IR_SYNC: rc = join_asyncs(x); break;
+        case IR_COLL: rc = do_coll(x, in); break;
+        default:
+            if (ir_eval_instr(f, id, &env, x->val, err, sizeof err))
+                return fail(x, in, "%s", err);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
+                 const RtPlanArg *args)
+{
+    const IrFunc *f = pm->ir->funcs[fi];
+    Exec x;
+    memset(&x, 0, sizeof x);
+    x.pm = pm;
+    x.f = f;
+    x.r = r;
+    size_t np = (size_t)f->nparams + 1;
+    x.val = calloc((size_t)f->nins + 1, sizeof *x.val);
+    x.vars = calloc((size_t)f->nvars + 1, sizeof *x.vars);
+    x.buf = calloc(np, sizeof *x.buf);
+    x.scalars = calloc(np, sizeof *x.scalars);
+    x.shapes = calloc(np, sizeof *x.shapes);
+    int rc = -1;
+    size_t mark = rt_sym_mark(r);
+    if (!x.val || !x.vars || !x.buf || !x.scalars || !x.shapes) {
+        rt_rank_fail(r, "out of memory");
+        goto out;
+    }
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->local)
+            continue;
+        if (ip->kind == PK_SCALAR) {
+            x.scalars[p] = args[p].scalar;
+            continue;
+        }
+        Buf *b = &x.buf[p];
+        b->data = args[p].data;
+        b->dtype = ip->dtype;
+        b->rank = ip->rank;
+        b->mem = ip->mem;
+        memcpy(b->shape, args[p].shape, sizeof b->shape);
+        memcpy(b->stride, args[p].stride, sizeof b->stride);
+        memcpy(x.shapes[p], args[p].shape, sizeof x.shapes[p]);
+    }
+    rc = exec_region(&x, 0);
+    if (join_asyncs(&x))
+        rc = -1;
+    if (rc == 1)
+        rc = 0;
+    if (rc == 0 && rt_sym_release(r, mark))
+        rc = -1;
+out:
+    for (int p = 0; x.buf && p < f->nparams; p++)
+        if (x.buf[p].owned)
+            free(x.buf[p].data);
+    free(x.asyncs);
+    free(x.val);
+    free(x.vars);
+    free(x.buf);
+    free(x.scalars);
+    free(x.shapes);
+    return rc < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ runner */
+
+RtWorldView rt_rank_view(RtRank *r)
+{
+    RtWorld *w = rt_rank_world(r);
+    RtWorldView v;
+    v.rank = rt_rank_id(r);
+    v.world = rt_rank_size(r);
+    v.heap_base = rt_world_heap_bases(w);
+    v.abort_flag = rt_world_abort_flag(w);
+    v.timeout_ms = rt_world_timeout_ms(w);
+    return v;
+}
+
+typedef struct Run {
+    const RtPlanModule *pm;        /* what to run */
+    int fi;                        /* entry */
+    RtPlanArg *const *args;        /* per rank, per param */
+    const int64_t *grid;           /* kernel grid override or NULL */
+} Run;
+
+static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d < p->rank; d++)
+        n *= a->shape[d];
+    return n;
+}
+
+/* Launch kernel f once on this rank with the rank's arguments. */
+static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
+{
+    const IrFunc *f = run->pm->ir->funcs[run->fi];
+    BkRangeFn fn = bk_cpu_kernel_range(run->pm->cpu, f->name);
+    DLTensor t[64];
+    blkc_arg a[64];
+    if (!fn || f->nparams > 64)
+        return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->kind == PK_SCALAR) {
+            a[p].kind = dsl_is_float(ip->dtype) ? BLKC_ARG_FLOAT : BLKC_ARG_INT;
+            if (dsl_is_float(ip->dtype))
+                a[p].v.f = args[p].scalar.f;
+            else
+                a[p].v.i = args[p].scalar.i;
+            continue;
+        }
+        memset(&t[p], 0, sizeof t[p]);
+        t[p].data = args[p].data;
+        t[p].device.device_type = kDLCPU;
+        t[p].ndim = ip->rank;
+        t[p].dtype = rt_dtype_to_dl(ip->dtype);
+        t[p].shape = args[p].shape;
+        t[p].strides = args[p].stride;
+        a[p].kind = BLKC_ARG_TENSOR;
+        a[p].v.tensor = &t[p];
+    }
+    blkc_launch_options lo;
+    memset(&lo, 0, sizeof lo);
+    if (run->grid)
+        memcpy(lo.grid, run->grid, sizeof lo.grid);
+    RtWorldView wv = rt_rank_view(r);
+    char err[512];
+    if (rt_cpu_launch_ranked(f, fn, a, f->nparams, &lo, &wv, NULL, err,
+                             sizeof err) != BLKC_OK)
+        return rt_rank_fail(r, "%s", err);
+    return 0;
+}
+
+static int rank_main(RtRank *r, void *arg)
+{
+    const Run *run = arg;
+    const IrFunc *f = run->pm->ir->funcs[run->fi];
+    RtPlanArg *mine = run->args[rt_rank_id(r)];
+    RtPlanArg *local = calloc((size_t)f->nparams + 1, sizeof *local);
+    if (!local)
+        return rt_rank_fail(r, "out of memory");
+    /* symmetric and signal params live on the symmetric heap */
+    int rc = 0;
+    for (int p = 0; p < f->nparams && rc == 0; p++) {
+        const IrParam *ip = &f->params[p];
+        local[p] = mine[p];
+        if (ip->kind != PK_TENSOR || ip->mem == MEM_GLOBAL)
+            continue;
+        size_t bytes = (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
+        size_t off;
+        if (rt_sym_alloc(r, bytes ? bytes : 8, &off)) {
+            rc = -1;
+            break;
+        }
+        local[p].data = rt_sym_ptr(r, off, rt_rank_id(r));
+        int64_t st = 1;
+        for (int d = ip->rank - 1; d >= 0; d--) {
+            local[p].stride[d] = st;
+            st *= mine[p].shape[d];
+        }
+        if (mine[p].data) /* inputs are given C-ordered */
+            memcpy(local[p].data, mine[p].data, bytes);
+    }
+    /* every rank's inputs are in place before any rank starts */
+    if (rc == 0)
+        rc = rt_barrier(r);
+    if (rc == 0)
+        rc = f->is_device ? rt_plan_exec(run->pm, run->fi, r, local)
+                          : run_kernel(run, r, local);
+    if (rc == 0)
+        rc = rt_barrier(r);
+    for (int p = 0; p < f->nparams && rc == 0; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL && mine[p].data)
+            memcpy(mine[p].data, local[p].data,
+                   (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype));
+    }
+    free(local);
+    return rc;
+}
+
+int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
+                RtPlanArg *const *args, const int64_t *grid, char *err,
+                size_t errlen)
+{
+    const IrFunc *f = pm->ir->funcs[fi];
+    size_t heap = (size_t)64 << 20;
+    for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
+        const IrParam *ip = &f->params[p];
+        if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
+            heap += (size_t)numel_of(ip, &args[0][p]) * (size_t)dsl_dtype_bytes(ip->dtype) + 256;
+    }
+    const char *env = getenv("BLKC_SYM_HEAP_MB");
+    if (env && atoll(env) > 0)
+        heap = (size_t)atoll(env) << 20;
+    RtWorld *w;
+    if (rt_world_create(nranks, heap, &w, err, errlen))
+        return -1;
+    Run run = {pm, fi, args, grid};
+    int rc = rt_world_run(w, rank_main, &run, err, errlen);
+    rt_world_destroy(w);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* plan.h — running programs on ranks: the Device IR interpreter (one device
+ * function per rank, its buffers, copies, launches, async blocks and
+ * collectives) and the multi-rank launcher of kernels and device functions
+ * that the CLI and libblkc use. Prefix rt_plan_. */
+#ifndef BLKC_PLAN_H
+#define BLKC_PLAN_H
+
+#include "ranks.h"
+#include "rt.h"
+
+/* One parameter of the entry as given by the caller, per rank. Tensors are
+ * host buffers (C order unless strides are given); symmetric and signal
+ * parameters are copied onto the symmetric heap before the run and copied
+ * back after it (when `data` is not NULL). */
+typedef struct RtPlanArg {
+    void *data;                    /* tensor data, or NULL (zeroed) */
+    int64_t shape[IR_MAX_RANK];    /* tensor extents */
+    int64_t stride[IR_MAX_RANK];   /* element strides */
+    IrScalarVal scalar;            /* scalar params (.i or .f by dtype) */
+} RtPlanArg;
+
+/* A compiled module plus its CPU code. */
+typedef struct RtPlanModule {
+    const IrModule *ir;            /* kernels and device functions */
+    BkCpuModule *cpu;              /* JIT'd kernels */
+} RtPlanModule;
+
+/* Run entry function `fi` (a kernel or a device function) on `nranks`
+ * local ranks (threads). args[r][p] gives rank r's parameter p. A kernel is
+ * launched once per rank with its grid (or `grid` if non-NULL and
+ * non-zero). Returns 0, or -1 with the first failing rank's message. */
+int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
+                RtPlanArg *const *args, const int64_t *grid, char *err,
+                size_t errlen);
+
+/* The launch-relevant facts of rank r's world (for rt_cpu_launch_ranked). */
+RtWorldView rt_rank_view(RtRank *r);
+
+/* Interpret device function `fi` on rank r (inside a world's run). */
+int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
+                 const RtPlanArg *args);
+
+#endif
