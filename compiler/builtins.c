@@ -528,7 +528,8 @@ LwVal lw_call(Lw *L, const Ast *e)
         return lw_bad();
     }
     if (L->device && b->kind != B_CDIV && b->kind != B_MAXIMUM &&
-        b->kind != B_MINIMUM && b->kind != B_RANK) {
+        b->kind != B_MINIMUM && b->kind != B_RANK && b->kind != B_NOTIFY &&
+        b->kind != B_WAIT) {
         dsl_error(L->diags, e->loc, "'%s' is a kernel builtin; it cannot be used in a device function",
                   b->name);
         return lw_bad();

@@ -545,7 +545,7 @@ static int check_instr(Ver *v, int id, int r)
                op == IR_NOTIFY || op == IR_WAIT || op == IR_ALLOC ||
                op == IR_COPY;
     if (f->is_device && (op == IR_LOAD || op == IR_STORE || op == IR_ATOMIC ||
-                         op == IR_NOTIFY || op == IR_WAIT || op == IR_PID ||
+                         op == IR_PID ||
                          op == IR_NPROG || in->type.rank != 0))
         return fail(v, id, "kernel op in a device function");
     if (!mem && in->view != -1)

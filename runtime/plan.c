@@ -140,6 +140,31 @@ static void span_copy(const Span *d, const Span *s, int esz)
     }
 }
 
+/* notify(S[...], v) / wait(S[...] >= v) from a device function: every
+ * cell of the view, on this rank or a peer. */
+static int do_signal(Exec *x, const IrInstr *in)
+{
+    Span s;
+    if (span_of(x, in, in->param, in->view, in->opnd[3], &s))
+        return -1;
+    uint64_t v = (uint64_t)vi(x, in->opnd[0]);
+    int64_t idx[IR_MAX_RANK] = {0};
+    for (int64_t e = 0; e < s.numel; e++) {
+        char *p = s.base;
+        for (int k = 0; k < s.n; k++)
+            p += idx[k] * s.str[k];
+        int rc = in->op == IR_NOTIFY
+                     ? rt_signal_notify(x->r, (uint64_t *)p, v, in->attr)
+                     : rt_signal_wait(x->r, (const uint64_t *)p, in->attr, v,
+                                      x->f->params[in->param].name);
+        if (rc)
+            return -1;
+        for (int k = s.n - 1; k >= 0; k--)
+            if (++idx[k] < s.len[k]) break; else idx[k] = 0;
+    }
+    return 0;
+}
+
 static int do_copy(Exec *x, const IrInstr *in)
 {
     Span d, s;
@@ -368,8 +393,16 @@ static int do_coll(Exec *x, const IrInstr *in)
             return fail(x, in, "all_gather: dst has %lld elements, expected %d x %lld",
                         (long long)nd, W, (long long)ns);
         return rt_all_gather(r, d->data, s->data, (size_t)ns, d->dtype);
-    case COLL_REDUCE_SCATTER:
+    case COLL_REDUCE_SCATTER: {
+        /* src is split as evenly as possible: rank q gets ns/W elements,
+         * one more for the first ns%W ranks */
+        int q = rt_rank_id(r);
+        int64_t share = ns / W + (q < ns % W ? 1 : 0);
+        if (nd != share)
+            return fail(x, in, "reduce_scatter: dst has %lld elements, but rank %d's share of %lld is %lld",
+                        (long long)nd, q, (long long)ns, (long long)share);
         return rt_reduce_scatter(r, d->data, s->data, (size_t)ns, NULL, d->dtype, in->axis);
+    }
     case COLL_ALL_TO_ALL: {
         if (ns % W || nd != ns)
             return fail(x, in, "all_to_all: src and dst need the same size, divisible by %d ranks", W);
@@ -438,6 +471,7 @@ static int exec_region(Exec *x, int reg)
         case IR_ASYNC: rc = start_async(x, in); break;
         case IR_SYNC: rc = join_asyncs(x); break;
         case IR_COLL: rc = do_coll(x, in); break;
+        case IR_NOTIFY: case IR_WAIT: rc = do_signal(x, in); break;
         default:
             if (ir_eval_instr(f, id, &env, x->val, err, sizeof err))
                 return fail(x, in, "%s", err);

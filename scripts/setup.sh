@@ -4,8 +4,11 @@
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+# hipcc/libamdhip64-dev/rocm-device-libs: HIP C for gfx90a (compile tests);
+# the CUDA toolkit (NVRTC, ptxas) is not a Debian package: found if present.
 for p in build-essential cmake ninja-build flex bison pkg-config llvm-14-dev \
-         clang libclang-rt-14-dev libopenblas-dev python3 python3-numpy; do
+         clang libclang-rt-14-dev libopenblas-dev python3 python3-numpy \
+         python3-pytest hipcc libamdhip64-dev rocm-device-libs; do
   have_pkg "$p" || need+=("$p")
 done
 if ! command -v llvm-config >/dev/null && ! ls /usr/bin/llvm-config-1[4-9] >/dev/null 2>&1; then

@@ -2,7 +2,7 @@
  * log2, sigmoid and tanh on f32 / f64 scalars. LLVM 15 on this platform has
  * no vector math library, so a call to expf (or llvm.exp, which becomes
  * one) in an elementwise loop stops the loop vectorizer; these sequences
- * use only fmul/fadd/fmuladd/fdiv, llvm.rint, integer ops on the exponent
+ * use only fmul/fadd/fmuladd/fdiv, integer ops on the exponent
  * bits and selects, which the vectorizer widens to AVX2 / AVX-512 code.
  *
  * Algorithms (Cody-Waite range reduction + Cephes / FreeBSD polynomials):
@@ -10,13 +10,14 @@
  *             e^r = 1 + r + r^2*P(r) (f32: Cephes expf minimax, f64: Taylor
  *             to r^13); 2^n applied as two exact power-of-two factors built
  *             from exponent bits so that subnormal results round once.
- *             x is clamped first (NaN -> low bound) so no fptosi sees NaN;
- *             NaN is restored at the end. -inf -> 0, +inf -> +inf.
+ *             x is clamped first (-inf -> 0, +inf -> +inf; NaN passes);
+ *             n is rounded with the 1.5*2^p shifter, so no fptosi / rint
+ *             (a NaN flows through as NaN, never as poison).
  *   exp2(x) = same with n = rint(x), r = (x - n)*ln2 (f64: Taylor in r with
  *             coefficients ln2^k/k!, no product rounding).
  *   log(x)  (f32) FreeBSD/musl __logf: x = 2^k*m, m in [sqrt(1/2), sqrt(2)),
  *             s = f/(2+f), polynomial in s^2; subnormals pre-scaled by 2^25.
- *   sigmoid = 1/(1+exp(-x)).
+ *   sigmoid = 1/(1+exp(-x)) for x >= 0, exp(x)/(1+exp(x)) for x < 0.
  *   tanh    |x| < 0.625: x + x^3*P(x^2) (f32 Cephes tanhf; f64 Cephes
  *             rational P/Q), else sign(x)*(1 - 2/(exp(2|x|)+1)).
  * Accuracy (tests/cpu/test_vmath.c, vs libm over dense sweeps): see the
@@ -64,25 +65,44 @@ static LLVMValueRef pow2i(CpuGen *g, LLVMValueRef n, LLVMTypeRef t)
     return LLVMBuildBitCast(g->b, e, t, "");
 }
 
-/* y * 2^nf (nf an integral float within the clamp range): two exact
- * power-of-two factors so that overflow gives inf and subnormal results
- * are rounded once. */
-static LLVMValueRef scale(CpuGen *g, LLVMValueRef y, LLVMValueRef nf)
+/* Round v to an integer with the shifter trick (no rint, no fptosi, so a
+ * NaN never reaches a poison-producing conversion): t = v + 1.5*2^p
+ * (p = 23 / 52) rounds v to nearest-even into the low mantissa bits; returns
+ * the integer (bits(t) - bits(1.5*2^p)) and *nf = t - 1.5*2^p. When a
+ * multiply feeds v, pass it as a*b so it fuses into one fmuladd. Valid for
+ * |v| < 2^(p-1); a NaN gives a NaN *nf and an arbitrary integer. */
+static LLVMValueRef round_shift(CpuGen *g, LLVMValueRef a, LLVMValueRef bm,
+                                LLVMValueRef *nf)
+{
+    LLVMTypeRef t = LLVMTypeOf(a);
+    bool dbl = t == g->f64;
+    LLVMTypeRef it = dbl ? g->i64 : g->i32;
+    double sh = dbl ? 6755399441055744.0 : 12582912.0; /* 1.5*2^52, 1.5*2^23 */
+    LLVMValueRef tv = bm ? fmuladd(g, a, bm, K(t, sh))
+                         : LLVMBuildFAdd(g->b, a, K(t, sh), "");
+    *nf = LLVMBuildFSub(g->b, tv, K(t, sh), "");
+    return LLVMBuildSub(g->b, LLVMBuildBitCast(g->b, tv, it, ""),
+                        LLVMConstInt(it, dbl ? 0x4338000000000000ull : 0x4b400000u, 0), "");
+}
+
+/* y * 2^n (n an integer within the clamp range): two exact power-of-two
+ * factors so that overflow gives inf and subnormal results are rounded
+ * once. A NaN y stays NaN whatever n is. */
+static LLVMValueRef scale(CpuGen *g, LLVMValueRef y, LLVMValueRef n)
 {
     LLVMTypeRef t = LLVMTypeOf(y);
     LLVMTypeRef it = t == g->f64 ? g->i64 : g->i32;
-    LLVMValueRef n = LLVMBuildFPToSI(g->b, nf, it, "");
     LLVMValueRef n1 = LLVMBuildAShr(g->b, n, LLVMConstInt(it, 1, 0), "");
     LLVMValueRef n2 = LLVMBuildSub(g->b, n, n1, "");
     y = LLVMBuildFMul(g->b, y, pow2i(g, n1, t), "");
     return LLVMBuildFMul(g->b, y, pow2i(g, n2, t), "");
 }
 
-/* Clamp x to [lo, hi]; NaN -> lo (so later fptosi never sees NaN). */
+/* Clamp x to [lo, hi]; NaN stays NaN (both compares are false). */
 static LLVMValueRef clamp(CpuGen *g, LLVMValueRef x, double lo, double hi)
 {
     LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef c = fsel(g, LLVMRealOGE, x, K(t, lo), x, K(t, lo));
+    LLVMValueRef c = fsel(g, LLVMRealOLT, x, K(t, lo), K(t, lo), x);
     return fsel(g, LLVMRealOGT, c, K(t, hi), K(t, hi), c);
 }
 
@@ -121,13 +141,14 @@ LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x)
     double hi = dbl ? 6.93147180369123816490e-01 : 0.693359375;
     double lo = dbl ? 1.90821492927058770002e-10 : -2.12194440e-4;
     LLVMValueRef xc = dbl ? clamp(g, x, -746.0, 710.0) : clamp(g, x, -104.0, 89.0);
-    LLVMValueRef n = cpu_intrin1(g, "llvm.rint",
-        LLVMBuildFMul(b, xc, K(t, 1.4426950408889634), ""));
-    LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, K(t, hi), ""), "");
-    r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, K(t, lo), ""), "");
+    LLVMValueRef nf;
+    LLVMValueRef n = round_shift(g, xc, K(t, 1.4426950408889634), &nf);
+    /* n*ln2_hi is exact, so fusing or not gives the same r */
+    LLVMValueRef r = fmuladd(g, LLVMBuildFNeg(b, nf, ""), K(t, hi), xc);
+    r = fmuladd(g, LLVMBuildFNeg(b, nf, ""), K(t, lo), r);
     LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, expm1_tail(g, r), r, ""),
                                    K(t, 1.0), "");
-    return keep_nan(g, x, scale(g, y, n));
+    return scale(g, y, n); /* NaN x -> NaN r -> NaN y */
 }
 
 LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
@@ -136,8 +157,9 @@ LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
     LLVMTypeRef t = LLVMTypeOf(x);
     bool dbl = t == g->f64;
     LLVMValueRef xc = dbl ? clamp(g, x, -1076.0, 1025.0) : clamp(g, x, -151.0, 129.0);
-    LLVMValueRef n = cpu_intrin1(g, "llvm.rint", xc);
-    LLVMValueRef f = LLVMBuildFSub(b, xc, n, ""); /* exact, |f| <= 1/2 */
+    LLVMValueRef nf;
+    LLVMValueRef n = round_shift(g, xc, NULL, &nf);
+    LLVMValueRef f = LLVMBuildFSub(b, xc, nf, ""); /* exact, |f| <= 1/2 */
     LLVMValueRef y;
     if (dbl) { /* 2^f = sum (f ln2)^k / k! with exact coefficients */
         double c[14], l = 0.69314718055994530942, p = 1.0, fact = 1.0;
@@ -156,7 +178,7 @@ LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
         y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, expm1_tail(g, r), r, ""),
                           K(t, 1.0), "");
     }
-    return keep_nan(g, x, scale(g, y, n));
+    return scale(g, y, n);
 }
 
 /* f32 only: ln(x), or log2(x) when want2. */
@@ -234,9 +256,13 @@ LLVMValueRef cpu_vm_log2(CpuGen *g, LLVMValueRef x)
 
 LLVMValueRef cpu_vm_sigmoid(CpuGen *g, LLVMValueRef x)
 {
+    /* e = exp(-|x|) never overflows: x >= 0: 1/(1+e); x < 0: e/(1+e)
+     * (keeps the tiny results for x < -88.7 instead of 1/inf = 0) */
     LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef e = cpu_vm_exp(g, LLVMBuildFNeg(g->b, x, ""));
-    return LLVMBuildFDiv(g->b, K(t, 1.0), LLVMBuildFAdd(g->b, K(t, 1.0), e, ""), "");
+    LLVMValueRef ax = cpu_intrin1(g, "llvm.fabs", x);
+    LLVMValueRef e = cpu_vm_exp(g, LLVMBuildFNeg(g->b, ax, ""));
+    LLVMValueRef num = fsel(g, LLVMRealOLT, x, K(t, 0.0), e, K(t, 1.0));
+    return LLVMBuildFDiv(g->b, num, LLVMBuildFAdd(g->b, K(t, 1.0), e, ""), "");
 }
 
 LLVMValueRef cpu_vm_tanh(CpuGen *g, LLVMValueRef x)
@@ -266,9 +292,9 @@ LLVMValueRef cpu_vm_tanh(CpuGen *g, LLVMValueRef x)
     LLVMValueRef e = cpu_vm_exp(g, LLVMBuildFAdd(b, ax, ax, ""));
     LLVMValueRef big = LLVMBuildFSub(b, K(t, 1.0),
         LLVMBuildFDiv(b, K(t, 2.0), LLVMBuildFAdd(b, e, K(t, 1.0), ""), ""), "");
-    LLVMValueRef sb[2] = {big, x};
+    /* NaN: the compare is false -> big, which is NaN already; copysign
+     * gives big its sign and tanh(-0) = -0 */
+    LLVMValueRef sb[2] = {fsel(g, LLVMRealOLT, ax, K(t, 0.625), small, big), x};
     LLVMTypeRef tt = t;
-    big = cpu_intrin(g, "llvm.copysign", &tt, 1, sb, 2);
-    /* NaN: the compare is false -> big, which is NaN already */
-    return fsel(g, LLVMRealOLT, ax, K(t, 0.625), small, big);
+    return cpu_intrin(g, "llvm.copysign", &tt, 1, sb, 2);
 }
