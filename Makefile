@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BLKC := build/blkc
 
-.PHONY: all setup build build-asan demo test test-fast bench clean
+.PHONY: all setup build build-asan build-tsan demo test test-tsan test-fast bench clean
 
 all: build
 
@@ -18,14 +18,36 @@ build-asan: setup
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
 
+# ThreadSanitizer: only the runtime and threading tests — every test labelled
+# dist (the multi-rank runtime and device tier) plus the threaded API, launch
+# and thread-pool tests below — and only the targets they need, not the tree.
+TSAN_THREAD_TESTS := api_threads exec_t_concurrent_launch rt_unit
+build-tsan: setup
+	@cmake --preset tsan >/dev/null
+	@cd build-tsan && have=$$(cmake --build . --target help | sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p') && \
+	  want="blkc_cli $(TSAN_THREAD_TESTS) $$(ctest -N -L dist | sed -n 's/^ *Test *#[0-9]*: *//p')" && \
+	  tgts=$$(for t in $$want; do echo "$$have" | grep -qx "$$t" && echo $$t || true; done) && \
+	  cmake --build . -j $(JOBS) --target $$tgts
+
+test-tsan: build-tsan
+	@cd build-tsan && export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" && \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L dist && \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600 \
+	    -R '^($(subst $(eval) ,|,$(strip $(TSAN_THREAD_TESTS))))$$'
+
 # Runs the showcase on the best device present (CPU otherwise).
 demo: build
 	@bash examples/demo.sh $(BLKC)
 
-# The whole suite, then again under ASan+UBSan.
+# The whole suite (with the 60 s fuzz smoke run, label fuzz), then again
+# under ASan+UBSan, then the runtime and threading tests under TSan.
+# Test runs use a private JIT cache (never the user's ~/.cache/blkc).
+export BLKC_CACHE_DIR ?= $(CURDIR)/build/test-cache
+
 test: build build-asan
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 300
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 600 -LE 'fuzz|bench'
+	@$(MAKE) --no-print-directory test-tsan
 
 test-fast: build
 	@cd build && ctest --output-on-failure -j $(JOBS)

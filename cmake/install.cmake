@@ -1,5 +1,7 @@
 # Install libblkc, its headers, the CLI, a CMake package and blkc.pc.
-install(TARGETS blkc EXPORT blkcTargets
+# libblkc_runtime (blkc::runtime, blkc::runtime_static) is the library that
+# `blkc compile --emit=aot` output links; it has its own blkc_runtime.pc.
+install(TARGETS blkc blkc_runtime blkc_runtime_static EXPORT blkcTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS blkc_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -8,7 +10,11 @@ install(EXPORT blkcTargets NAMESPACE blkc::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/blkc)
 include(CMakePackageConfigHelpers)
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake.in
-"@PACKAGE_INIT@\ninclude(\"\${CMAKE_CURRENT_LIST_DIR}/blkcTargets.cmake\")\n")
+"@PACKAGE_INIT@
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+include(\"\${CMAKE_CURRENT_LIST_DIR}/blkcTargets.cmake\")
+")
 configure_package_config_file(${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/blkc)
@@ -20,4 +26,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/blkc.pc.in
                ${CMAKE_CURRENT_BINARY_DIR}/blkc.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkc.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/blkc_runtime.pc.in
+               ${CMAKE_CURRENT_BINARY_DIR}/blkc_runtime.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkc_runtime.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

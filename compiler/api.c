@@ -7,7 +7,9 @@
  * creation, so kernels may be launched from many threads at once. */
 #include "../include/blkc/blkc.h"
 #include "../backends/backend.h"
+#include "../runtime/gpu.h"
 #include "../runtime/rt.h"
+#include "cache.h"
 #include "ir.h"
 
 #include <errno.h>
@@ -21,19 +23,24 @@
 struct blkc_context {
     blkc_target device;   /* where kernels of this context run */
     int device_id;        /* N of cuda:N / hip:N */
+    RtGpu *gpu;           /* cuda:N / hip:N: the opened device (gpu.h) */
+    JcMem *cache;         /* memory JIT cache (cache.c); NULL = none */
 };
 
 struct blkc_kernel {
     blkc_module *module;  /* owner */
     const IrFunc *func;   /* Core IR function: parameters, grid */
     BkRangeFn range;      /* JIT'd range entry (CPU ABI) */
+    int index;            /* function index in module->unit */
 };
 
 struct blkc_module {
     IrModule *ir;         /* compiled Core IR */
     BkCpuModule *cpu;     /* JIT'd code */
+    RtGpuModule *gpu;     /* loaded on a cuda/hip context's device */
     blkc_kernel *kernels; /* one per function of ir */
     int nkernels;
+    JcUnit *unit;         /* shared compiled code (cache.c); owns ir */
 };
 
 static _Thread_local char last_err[API_ERR_BYTES];
@@ -120,20 +127,35 @@ BLKC_API blkc_status blkc_context_create(const char *device,
         return set_err(BLKC_ERR_USAGE, "unknown device '%s' (cpu, cuda[:N], "
                        "hip[:N])", device);
     }
-    if (t != BLKC_TARGET_CPU)
-        return set_err(BLKC_ERR_UNSUPPORTED, "device %s: running on %s is not "
-                       "supported yet", device, target_name(t));
+    RtGpu *gpu = NULL;
+    if (t != BLKC_TARGET_CPU) { /* the GPU runtime (runtime/gpu.h) */
+        char err[1024] = "";
+        blkc_status st = rt_gpu_open(t, (int)id, &gpu, err, sizeof err);
+        if (st == BLKC_ERR_UNSUPPORTED)
+            return set_err(st, "device %s is not supported here: %s", device,
+                           err);
+        if (st != BLKC_OK)
+            return set_err(st, "device %s: %s", device, err);
+    }
     blkc_context *c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c) {
+        rt_gpu_close(gpu);
         return set_err(BLKC_ERR_NOMEM, "out of memory");
+    }
+    c->gpu = gpu;
     c->device = t;
     c->device_id = (int)id;
+    c->cache = jc_mem_new();
     *out = c;
     return BLKC_OK;
 }
 
 BLKC_API void blkc_context_destroy(blkc_context *ctx)
 {
+    if (ctx) {
+        jc_mem_free(ctx->cache);
+        rt_gpu_close(ctx->gpu);
+    }
     free(ctx);
 }
 
@@ -224,26 +246,67 @@ static BkOptions bk_options(const blkc_compile_options *o)
     return b;
 }
 
-BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
-                                        size_t len,
-                                        const blkc_compile_options *opts,
-                                        blkc_module **out)
+static JcMem *global_cache; /* modules created without a context */
+
+static void global_cache_init(void)
+{
+    global_cache = jc_mem_new();
+}
+
+static _Thread_local int last_cache_source = -1;
+
+BLKC_API int blkc_module_cache_source(void)
+{
+    return last_cache_source;
+}
+
+blkc_status jc_api_error(blkc_status s, const char *msg)
+{
+    return set_err(s, "%s", msg);
+}
+
+BLKC_API blkc_status blkc_cache_stats_get(blkc_cache_stats *out)
 {
     if (!out)
-        return set_err(BLKC_ERR_USAGE, "blkc_module_create: out is NULL");
-    *out = NULL;
-    (void)ctx; /* every context is the CPU for now */
-    blkc_target t = opts ? opts->target : BLKC_TARGET_CPU;
+        return set_err(BLKC_ERR_USAGE, "blkc_cache_stats_get: out is NULL");
+    JcStats st;
+    jc_disk_stats(&st);
+    memset(out, 0, sizeof *out);
+    out->entries = st.entries;
+    out->bytes = st.bytes;
+    out->max_bytes = st.max_bytes;
+    out->disk_hits = st.hits;
+    out->disk_misses = st.misses;
+    out->disk_corrupt = st.corrupt;
+    out->disk_writes = st.writes;
+    const char *dir = jc_disk_dir();
+    snprintf(out->dir, sizeof out->dir, "%s", dir ? dir : "");
+    return BLKC_OK;
+}
+
+BLKC_API blkc_status blkc_cache_clear(int *removed)
+{
+    int n = jc_disk_clear();
+    if (removed)
+        *removed = n < 0 ? 0 : n;
+    if (n < 0)
+        return set_err(BLKC_ERR_RUNTIME, "cannot clear the cache directory "
+                       "%s", jc_disk_dir());
+    return BLKC_OK;
+}
+
+/* A module on a cuda/hip context (GPU runtime, runtime/gpu.h): compile to
+ * Core IR, emit every kernel for the device's arch and load it. Device
+ * functions are listed but cannot be launched there. */
+static blkc_status gpu_module_create(blkc_context *ctx, const char *source,
+                                     size_t len,
+                                     const blkc_compile_options *opts,
+                                     blkc_module **out)
+{
     char *text;
     blkc_status st = prepare(source, len, opts, &text);
     if (st != BLKC_OK)
         return st;
-    if (t != BLKC_TARGET_CPU) {
-        free(text);
-        return set_err(BLKC_ERR_UNSUPPORTED, "running on %s is not supported "
-                       "yet (blkc_emit can produce %s code)", target_name(t),
-                       target_name(t));
-    }
     IrModule *ir;
     st = compile_ir(text, len, opts, &ir);
     free(text);
@@ -258,24 +321,88 @@ BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
         return set_err(BLKC_ERR_NOMEM, "out of memory");
     }
     m->ir = ir;
-    BkOptions bo = bk_options(opts);
-    char err[1024] = "";
-    if (ir->nfuncs > 0 && bk_cpu_jit(ir, &bo, &m->cpu, err, sizeof err) != 0) {
+    char err[4096] = "";
+    st = rt_gpu_module_load(ctx->gpu, ir, &m->gpu, err, sizeof err);
+    if (st != BLKC_OK) {
         blkc_module_destroy(m);
-        return set_err(BLKC_ERR_RUNTIME, "%s: JIT failed: %s", src_name(opts),
-                       err[0] ? err : "unknown error");
+        return set_err(st, "%s: %s", src_name(opts), err[0] ? err : "load failed");
     }
+    for (int i = 0; i < ir->nfuncs; i++) {
+        m->kernels[i].module = m;
+        m->kernels[i].func = ir->funcs[i];
+    }
+    m->nkernels = ir->nfuncs;
+    *out = m;
+    return BLKC_OK;
+}
+
+BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
+                                        size_t len,
+                                        const blkc_compile_options *opts,
+                                        blkc_module **out)
+{
+    if (!out)
+        return set_err(BLKC_ERR_USAGE, "blkc_module_create: out is NULL");
+    *out = NULL;
+    (void)ctx; /* every context is the CPU for now */
+    blkc_target t = opts ? opts->target : BLKC_TARGET_CPU;
+    last_cache_source = -1;
+    char *text;
+    blkc_status st = prepare(source, len, opts, &text);
+    if (st != BLKC_OK)
+        return st;
+    if (ctx && ctx->gpu) { /* a cuda/hip context: its device's target */
+        free(text);
+        if (t != BLKC_TARGET_CPU && t != ctx->device)
+            return set_err(BLKC_ERR_USAGE, "target %s does not match the "
+                           "context's device (%s:%d)", target_name(t),
+                           target_name(ctx->device), ctx->device_id);
+        return gpu_module_create(ctx, source, len, opts, out);
+    }
+    if (t != BLKC_TARGET_CPU) {
+        free(text);
+        return set_err(BLKC_ERR_UNSUPPORTED, "running on %s is not supported "
+                       "yet (blkc_emit can produce %s code)", target_name(t),
+                       target_name(t));
+    }
+    /* through the JIT cache: memory (the context's), disk, else compile */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    JcMem *mc = ctx ? ctx->cache : (pthread_once(&once, global_cache_init),
+                                    global_cache);
+    JcSrc js = {text, len, opts ? opts->defines : NULL,
+                opts ? opts->ndefines : 0, "cpu", opts ? opts->arch : NULL,
+                bk_options(opts).opt_level};
+    JcUnit *u;
+    int how;
+    st = jc_unit_get(mc, &js, src_name(opts), &u, &how, last_err,
+                     sizeof last_err);
+    free(text);
+    if (st != BLKC_OK)
+        return st;
+    IrModule *ir = u->ir;
+    blkc_module *m = calloc(1, sizeof *m);
+    if (m)
+        m->kernels = calloc((size_t)ir->nfuncs + 1, sizeof *m->kernels);
+    if (!m || !m->kernels) {
+        free(m);
+        jc_unit_unref(u);
+        return set_err(BLKC_ERR_NOMEM, "out of memory");
+    }
+    m->ir = ir;
+    m->unit = u;
     for (int i = 0; i < ir->nfuncs; i++) {
         blkc_kernel *k = &m->kernels[i];
         k->module = m;
         k->func = ir->funcs[i];
-        k->range = bk_cpu_kernel_range(m->cpu, k->func->name);
-        if (!k->range) {
+        k->index = i;
+        k->range = jc_code_range(u->code, k->func->name);
+        if (!k->range && !k->func->is_device) {
             blkc_module_destroy(m);
             return set_err(BLKC_ERR_RUNTIME, "internal: JIT lost kernel %s",
                            ir->funcs[i]->name);
         }
     }
+    last_cache_source = how;
     m->nkernels = ir->nfuncs;
     *out = m;
     return BLKC_OK;
@@ -360,7 +487,11 @@ BLKC_API void blkc_module_destroy(blkc_module *m)
         return;
     if (m->cpu)
         bk_cpu_free(m->cpu);
-    ir_module_free(m->ir);
+    rt_gpu_module_free(m->gpu);
+    if (m->unit)
+        jc_unit_unref(m->unit); /* owns m->ir */
+    else
+        ir_module_free(m->ir);
     free(m->kernels);
     free(m);
 }
@@ -435,9 +566,27 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
 {
     if (!k)
         return set_err(BLKC_ERR_USAGE, "blkc_kernel_launch: kernel is NULL");
-    char err[1024] = "";
-    blkc_status st = rt_cpu_launch(k->func, k->range, args, nargs, opts, NULL,
-                                   err, sizeof err);
+    if (k->module->gpu) { /* tensors in the device's memory (kDLCUDA/kDLROCM) */
+        char gerr[1024] = "";
+        if (k->func->is_device)
+            return set_err(BLKC_ERR_UNSUPPORTED, "%s is a device function: "
+                           "it runs on the CPU runtime only", k->func->name);
+        blkc_status gst = rt_gpu_launch(k->module->gpu, k->func, args, nargs,
+                                        opts, NULL, gerr, sizeof gerr);
+        return gst == BLKC_OK ? BLKC_OK
+                              : set_err(gst, "%s", gerr[0] ? gerr : "launch failed");
+    }
+    /* the most specialized variant for these arguments (cache.c) */
+    const IrFunc *f = k->func;
+    BkRangeFn fn = k->range;
+    uint32_t sig[64];
+    if (k->module->unit && f->nparams <= 64 &&
+        jc_signature(f, args, nargs, sig))
+        jc_unit_pick(k->module->unit, k->index, sig, &f, &fn);
+    char err[1024];
+    err[0] = 0;
+    blkc_status st = rt_cpu_launch(f, fn, args, nargs, opts, NULL, err,
+                                   sizeof err);
     if (st != BLKC_OK)
         return set_err(st, "%s", err[0] ? err : "launch failed");
     return BLKC_OK;

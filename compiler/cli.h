@@ -36,6 +36,8 @@ typedef struct Cli {
     uint64_t seed;               /* --seed */
     int bench;                   /* --bench (0 = none) */
     int64_t grid[3];             /* --grid (all 0 = the kernel's) */
+    const char **tunes;          /* --tune NAME=V1,V2,... */
+    int ntunes;
 } Cli;
 
 extern Cli cli;

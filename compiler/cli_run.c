@@ -3,8 +3,11 @@
  * thread pool; several ranks or a device function through the plan runner),
  * write the results, and time repeated runs with --bench. */
 #include "cli.h"
+#include "cache.h"
 
+#include "../runtime/gpu.h"
 #include "../runtime/plan.h"
+#include "task.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -360,6 +363,188 @@ static void print_bench(const char *name, double *t, int n)
            med);
 }
 
+/* --device=cuda[:N]|hip[:N]: the GPU runtime (runtime/gpu.h) copies the
+ * host buffers to the device, launches, and copies them back. */
+static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
+{
+    const IrFunc *f = m->funcs[fi];
+    char err[1024] = "";
+    double first = 0, *t = NULL;
+    int64_t grid[3] = {0, 0, 0};
+    if (cli.bench && !(t = cli_g.times = malloc((size_t)cli.bench * sizeof *t)))
+        cli_die(X_RUNTIME, "out of memory");
+    blkc_status st = rt_gpu_run_host(cli.device, m, fi, args, f->nparams,
+                                     cli.grid, cli.bench, t, &first, grid, err,
+                                     sizeof err);
+    if (st == BLKC_ERR_UNSUPPORTED)
+        cli_die(X_RUNTIME, "running on %s is not supported here: %s",
+                cli.device, err);
+    if (st != BLKC_OK)
+        cli_die(X_RUNTIME, "%s", err);
+    if (cli.nouts == 0)
+        printf("%s: grid (%lld, %lld, %lld), %.3f ms on %s\n", f->name,
+               (long long)grid[0], (long long)grid[1], (long long)grid[2],
+               first, cli.device);
+    if (cli.bench)
+        print_bench(f->name, t, cli.bench);
+    free(t);
+    cli_g.times = NULL;
+    for (int i = 0; i < cli.nouts; i++)
+        write_out(f, &cli.outs[i], pargs);
+    free(args);
+    cli_g.args = NULL;
+    return X_OK;
+}
+
+/* ------------------------------------------------------------ JIT cache */
+
+static JcCode *run_code; /* code of the entry being run */
+
+static JcSrc run_src(const char *const *defines, int ndefines)
+{
+    JcSrc s = {cli_g.src, strlen(cli_g.src), defines, ndefines, "cpu", NULL,
+               3};
+    return s;
+}
+
+/* JIT view's single function through the cache (specialized on args),
+ * into run_code; returns its range entry. */
+static BkRangeFn jit_cached(IrModule *view, const blkc_arg *args)
+{
+    IrFunc *f = view->funcs[0];
+    uint32_t sig[64];
+    if (f->nparams <= 64 && jc_signature(f, args, f->nparams, sig))
+        for (int i = 0; i < f->nparams; i++)
+            f->params[i].assume = sig[i];
+    BkOptions bo = {NULL, 3};
+    char err[1024] = "", extra[600];
+    JcSrc js = run_src(cli.defines, cli.ndefines);
+    snprintf(extra, sizeof extra, "run:%s", f->name);
+    jc_code_free(run_code);
+    run_code = NULL;
+    if (jc_cpu_code(view, &bo, &js, extra, &run_code, NULL, err, sizeof err))
+        cli_die(X_RUNTIME, "JIT of %s failed: %s", f->name, err);
+    BkRangeFn fn = jc_code_range(run_code, f->name);
+    if (!fn)
+        cli_die(X_RUNTIME, "internal: JIT lost kernel %s", f->name);
+    return fn;
+}
+
+static IrModule *tuned_mod; /* the winning configuration's module */
+
+/* The source compiled with the base defines plus config i (NULL if it
+ * does not compile); *defs receives the defines used. */
+static IrModule *compile_config(const JcTuneSpace *ts, int i,
+                                const char **defs, char *buf, size_t n)
+{
+    for (int d = 0; d < cli.ndefines; d++)
+        defs[d] = cli.defines[d];
+    if (jc_tune_config(ts, i, buf, n, defs + cli.ndefines) != 0)
+        return NULL;
+    DslSource src = {cli.file, cli_g.src, strlen(cli_g.src)};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    IrModule *m = ir_compile_source(&src, &diags, defs,
+                                    cli.ndefines + ts->nparams, NULL);
+    if (diags.nerrors) {
+        ir_module_free(m);
+        m = NULL;
+    }
+    dsl_diags_free(&diags);
+    return m;
+}
+
+static int find_func(const IrModule *m, const char *name)
+{
+    for (int i = 0; m && i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* --tune: time every configuration on args (restored afterwards), or take
+ * the cached choice for this shape bucket; point view at the winner. */
+static const IrFunc *tune_entry(const IrFunc *f, IrModule *view,
+                                const blkc_arg *args)
+{
+    JcTuneSpace ts;
+    char err[512];
+    if (jc_tune_parse(&ts, cli.tunes, cli.ntunes, err, sizeof err))
+        cli_die(X_USAGE, "--tune: %s", err);
+    const char **defs = calloc((size_t)(cli.ndefines + ts.nparams + 1),
+                               sizeof *defs);
+    char buf[1024], text[1024];
+    if (!defs)
+        cli_die(X_RUNTIME, "out of memory");
+    JcSrc js = run_src(cli.defines, cli.ndefines);
+    uint8_t key[32];
+    jc_tune_key(&js, f->name, &ts, args, f->nparams, key);
+    int best = jc_tune_lookup(key, ts.nconfigs);
+    bool cached = best >= 0;
+    if (!cached) {
+        JcSaved *saved = jc_save_tensors(args, f->nparams);
+        double best_t = -1;
+        for (int i = 0; i < ts.nconfigs; i++) {
+            jc_tune_text(&ts, i, text, sizeof text);
+            IrModule *m = compile_config(&ts, i, defs, buf, sizeof buf);
+            int k = find_func(m, f->name);
+            double t = -1;
+            if (k >= 0 && m->funcs[k]->nparams == f->nparams &&
+                !m->funcs[k]->is_device) {
+                IrModule v = {.funcs = &m->funcs[k], .nfuncs = 1};
+                JcSrc cs = run_src(defs, cli.ndefines + ts.nparams);
+                JcCode *code = NULL;
+                char extra[600];
+                snprintf(extra, sizeof extra, "run:%s", f->name);
+                if (jc_cpu_code(&v, &(BkOptions){NULL, 3}, &cs, extra, &code,
+                                NULL, err, sizeof err) == 0)
+                    t = jc_tune_time(m->funcs[k],
+                                     jc_code_range(code, f->name), args,
+                                     f->nparams, 5);
+                jc_code_free(code);
+            }
+            ir_module_free(m);
+            if (t < 0)
+                fprintf(stderr, "tune: %s: does not compile or run\n", text);
+            else
+                fprintf(stderr, "tune: %s: %.3f ms\n", text, t);
+            if (t >= 0 && (best_t < 0 || t < best_t)) {
+                best_t = t;
+                best = i;
+            }
+        }
+        jc_restore_tensors(saved);
+        if (best < 0)
+            cli_die(X_RUNTIME, "--tune: no configuration compiled and ran");
+        jc_tune_store(key, best);
+    }
+    jc_tune_text(&ts, best, text, sizeof text);
+    fprintf(stderr, "tune: best %s%s\n", text, cached ? " (cached)" : "");
+    tuned_mod = compile_config(&ts, best, defs, buf, sizeof buf);
+    int k = find_func(tuned_mod, f->name);
+    if (k < 0)
+        cli_die(X_RUNTIME, "--tune: the best configuration no longer compiles");
+    /* the JIT key must name the winning defines: make them the run's */
+    const char **all = calloc((size_t)(cli.ndefines + ts.nparams + 1),
+                              sizeof *all);
+    if (!all)
+        cli_die(X_RUNTIME, "out of memory");
+    memcpy(all, defs, (size_t)(cli.ndefines + ts.nparams) * sizeof *all);
+    char *keep = malloc(sizeof buf);
+    if (!keep)
+        cli_die(X_RUNTIME, "out of memory");
+    memcpy(keep, buf, sizeof buf);
+    for (int d = cli.ndefines; d < cli.ndefines + ts.nparams; d++)
+        all[d] = keep + (defs[d] - buf);
+    cli.defines = all;
+    cli.ndefines += ts.nparams;
+    free(defs);
+    jc_tune_free(&ts);
+    view->funcs = &tuned_mod->funcs[k];
+    return tuned_mod->funcs[k];
+}
+
 /* One rank, a kernel: launch on the thread pool. */
 static int run_single(IrModule *m, int fi, PArg *pargs)
 {
@@ -384,13 +569,12 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
         cli_die(X_RUNTIME, "out of memory");
     for (int i = 0; i < f->nparams; i++)
         args[i] = pargs[i].arg;
-    BkOptions bo = {NULL, 3}; /* JIT only the entry */
+    if (cli.device && strcmp(cli.device, "cpu") != 0)
+        return run_gpu(m, fi, pargs, args);
     char err[1024] = "";
-    if (bk_cpu_jit(&view, &bo, &cli_g.cm, err, sizeof err) != 0)
-        cli_die(X_RUNTIME, "JIT of %s failed: %s", f->name, err);
-    BkRangeFn fn = bk_cpu_kernel_range(cli_g.cm, f->name);
-    if (!fn)
-        cli_die(X_RUNTIME, "internal: JIT lost kernel %s", f->name);
+    if (cli.ntunes) /* --tune: the entry of the fastest configuration */
+        f = tune_entry(f, &view, args);
+    BkRangeFn fn = jit_cached(&view, args); /* JIT only the entry */
     blkc_launch_options lo;
     blkc_launch_options_init(&lo);
     memcpy(lo.grid, cli.grid, sizeof lo.grid);
@@ -425,6 +609,8 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
         write_out(f, &cli.outs[i], pargs);
     bk_cpu_free(cli_g.cm);
     cli_g.cm = NULL;
+    jc_code_free(run_code);
+    run_code = NULL;
     free(args);
     cli_g.args = NULL;
     return X_OK;
@@ -518,13 +704,133 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
     return X_OK;
 }
 
+/* ------------------------------------------------------------ tasks */
+
+/* A task entry (--entry names a task, or no --entry and the file has one
+ * task): bind the full tensors to the task's signature as for a kernel,
+ * compile the task for --ranks (task.h), scatter / run / gather, write the
+ * results (`result`, `result0`, ...). Returns -1 when the entry is not a
+ * task. */
+static int run_task_entry(void)
+{
+    DslSource src = {cli.file, cli_g.src, strlen(cli_g.src)};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    DslArena arena = {0};
+    AstProgram *prog = dsl_parse(&arena, &diags, &src);
+    char err[1024];
+    const AstFunc *fn = prog ? tk_pick_task(prog, cli.entry, err, sizeof err) : NULL;
+    if (!fn) {
+        dsl_diags_free(&diags);
+        dsl_arena_free(&arena);
+        if (err[0] && prog)
+            cli_die(X_USAGE, "'%s' has %s", cli.file, err);
+        return -1;
+    }
+    TkTask *t0 = tk_build(prog, fn, 0, cli.defines, cli.ndefines, NULL, 0, &diags);
+    IrFunc *f = t0 ? tk_signature(t0) : NULL;
+    if (!f)
+        cli_die(X_RUNTIME, "out of memory");
+    PArg *pargs = cli_g.pargs = calloc((size_t)f->nparams + 1, sizeof *pargs);
+    symval = malloc(((size_t)f->nsyms + 1) * sizeof *symval);
+    symsrc = calloc((size_t)f->nsyms + 1, sizeof *symsrc);
+    char **sizes = calloc((size_t)f->nsyms + 1, sizeof *sizes);
+    if (!pargs || !symval || !symsrc || !sizes)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int s = 0; s < f->nsyms; s++)
+        symval[s] = -1;
+    parse_run_args(f, pargs);
+    cur_rank = 0;
+    bind_tensors(f, pargs);
+    for (int s = 0; s < f->nsyms; s++) {
+        sizes[s] = malloc(strlen(f->syms[s].name) + 32);
+        if (!sizes[s])
+            cli_die(X_RUNTIME, "out of memory");
+        sprintf(sizes[s], "%s=%lld", f->syms[s].name, (long long)symval[s]);
+    }
+    int R = cli.ranks > 0 ? cli.ranks : 1;
+    TkTask *t = tk_build(prog, fn, R, cli.defines, cli.ndefines,
+                         (const char *const *)sizes, f->nsyms, &diags);
+    if (t)
+        tk_propagate(t, &diags);
+    if (diags.out.len)
+        fputs(diags.out.data, stderr);
+    if (diags.nerrors)
+        exit(X_COMPILE);
+    TkTopology topo;
+    if (tk_topology_get("this-cpu", &topo, err, sizeof err))
+        cli_die(X_RUNTIME, "%s", err);
+    tk_place(t, &topo, tk_force_from_env());
+    TkArg *args = calloc((size_t)f->nparams + 1, sizeof *args);
+    if (!args)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int i = 0; i < f->nparams; i++) {
+        args[i].data = pargs[i].data;
+        memcpy(args[i].shape, pargs[i].shape, sizeof args[i].shape);
+        if (f->params[i].kind == PK_SCALAR) {
+            if (dsl_is_float(f->params[i].dtype))
+                args[i].scalar.f = pargs[i].arg.v.f;
+            else
+                args[i].scalar.i = pargs[i].arg.v.i;
+        }
+    }
+    int nin = f->nparams - t->nresults;
+    int runs = 1 + (cli.bench > 0 ? cli.bench : 0);
+    double *tm = malloc((size_t)runs * sizeof *tm);
+    if (!tm)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int k = 0; k < runs; k++) {
+        double t0ms = now_ms();
+        if (tk_run(t, args, args + nin, err, sizeof err))
+            cli_die(X_RUNTIME, "%s", err);
+        tm[k] = now_ms() - t0ms;
+    }
+    if (cli.nouts == 0)
+        printf("%s: task on %d rank%s, %.3f ms on cpu\n", f->name, R, R == 1 ? "" : "s",
+               tm[0]);
+    if (cli.bench)
+        print_bench(f->name, tm + 1, cli.bench);
+    for (int i = 0; i < cli.nouts; i++)
+        write_out(f, &cli.outs[i], pargs);
+    fflush(stdout);
+    free(tm);
+    free(args);
+    for (int i = 0; i < f->nparams; i++)
+        free(pargs[i].data);
+    free(pargs);
+    cli_g.pargs = NULL;
+    for (int s = 0; s < f->nsyms; s++)
+        free(sizes[s]);
+    free(sizes);
+    free(symval);
+    free(symsrc);
+    tk_signature_free(f);
+    tk_free(t0);
+    tk_free(t);
+    dsl_diags_free(&diags);
+    dsl_arena_free(&arena);
+    ir_module_free(cli_g.mod);
+    cli_g.mod = NULL;
+    free(cli_g.src);
+    cli_g.src = NULL;
+    return X_OK;
+}
+
 int cli_cmd_run(void)
 {
-    if (cli.device && strcmp(cli.device, "cpu") != 0)
-        cli_die(X_RUNTIME, "running on %s is not supported yet (this build runs "
-                "on the cpu only)", cli.device);
+    bool gpu = cli.device && strcmp(cli.device, "cpu") != 0;
+    if (gpu && strncmp(cli.device, "cuda", 4) && strncmp(cli.device, "hip", 3))
+        cli_die(X_RUNTIME, "running on %s is not supported (devices: cpu, "
+                "cuda[:N], hip[:N])", cli.device);
+    if (gpu && cli.ranks > 1)
+        cli_die(X_RUNTIME, "--device=%s runs one rank (--ranks is cpu only "
+                "for now)", cli.device);
     cli_load_source();
     IrModule *m = cli_compile_ir();
+    int trc = run_task_entry();
+    if (trc >= 0)
+        return trc;
     int fi = pick_entry(m);
     const IrFunc *f = m->funcs[fi];
     PArg *pargs = cli_g.pargs = calloc((size_t)f->nparams + 1, sizeof *pargs);
@@ -537,6 +843,9 @@ int cli_cmd_run(void)
         symval[s] = -1;
     parse_run_args(f, pargs);
     memcpy(cmd_syms, symval, ((size_t)f->nsyms + 1) * sizeof *symval);
+    if (gpu && f->is_device)
+        cli_die(X_RUNTIME, "--device=%s runs kernels; device function %s runs "
+                "on the cpu only for now", cli.device, f->name);
     int rc = f->is_device || cli.ranks > 1 ? run_ranks(m, fi, pargs, cmd_syms)
                                            : run_single(m, fi, pargs);
     fflush(stdout);

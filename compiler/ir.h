@@ -115,7 +115,17 @@ typedef struct IrParam {
     uint8_t mem;                  /* IrMemKind of a tensor param */
     bool local;                   /* device functions: a buffer made by
                                      ALLOC, not a parameter */
+    uint32_t assume;              /* specialization: IR_ASSUME_* facts the
+                                     launch guarantees of this tensor
+                                     argument (0 = none; backends may use
+                                     them, e.g. to drop stride multiplies) */
 } IrParam;
+
+/* IrParam.assume bits (compiler/cache.c computes them from arguments) */
+#define IR_ASSUME_ALIGN16 (1u << 0)      /* data pointer 16-byte aligned */
+#define IR_ASSUME_UNIT_INNER (1u << 1)   /* innermost stride is 1 */
+#define IR_ASSUME_DIM16(d) (1u << (2 + (d)))  /* extent of dim d % 16 == 0 */
+#define IR_ASSUME_STRIDE16(d) (1u << (2 + IR_MAX_RANK + (d))) /* stride % 16 */
 
 typedef struct IrSym {
     const char *name;             /* symbolic size name (M, N, ...) */

@@ -3,6 +3,7 @@
  * types and symbolic sizes, scopes, statements and control flow.
  * Expressions live in lower_expr.c, builtins in builtins.c. */
 #include "lower.h"
+#include "task.h"
 
 #include <errno.h>
 #include <math.h>
@@ -639,7 +640,12 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
         if (s)
             s->c = c;
         f->cparam_names[i] = fn->cparam_names[i];
-        f->cparam_vals[i] = dsl_is_float(c.dtype) ? (int64_t)c.f : c.i;
+        /* recorded for printing and cache keys; floats are truncated, and
+         * kept in range (a huge or NaN float must not be UB here) */
+        f->cparam_vals[i] = !dsl_is_float(c.dtype) ? c.i
+                          : c.f != c.f ? 0
+                          : c.f >= 9.2e18 ? INT64_MAX
+                          : c.f <= -9.2e18 ? INT64_MIN : (int64_t)c.f;
     }
     lower_params(L, fn);
     int64_t w;
@@ -730,9 +736,11 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
         for (int i = 0; i < prog->nfuncs && !L.oom; i++) {
             const AstFunc *fn = prog->funcs[i];
             if (fn->fkind == FN_TASK) {
+                /* tasks are checked here (Task IR build + sharding
+                 * propagation, no ranks); they are compiled per run by the
+                 * task compiler (task.h), not into this module */
                 if (pass == 0)
-                    dsl_error(diags, fn->loc, "task '%s': the task tier is not implemented yet",
-                              fn->name);
+                    tk_check(prog, fn, defines, ndefines, diags);
                 continue;
             }
             if ((fn->fkind == FN_DEVICE) != (pass == 1))

@@ -5,7 +5,9 @@
  * errors (a one-line `blkc: error: ...`). */
 #include "../backends/backend.h"
 #include "../runtime/rt.h"
+#include "aot.h"
 #include "ir.h"
+#include "task.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,6 +22,7 @@
 #endif
 
 #include "cli.h"
+#include "cache.h"
 
 Cli cli;
 struct CliGlobals cli_g;
@@ -48,6 +51,7 @@ static const char usage_all[] =
     "  compile  print or write one compilation stage\n"
     "  run      compile and run one kernel on the CPU\n"
     "  plan     show a task's sharding and communication plan\n"
+    "  cache    stats | clear: the JIT cache (BLKC_CACHE_DIR)\n"
     "\n"
     "  blkc --version | --help | COMMAND --help\n"
     "exit status: 0 ok, 1 compile errors, 2 usage errors, 3 runtime errors\n";
@@ -63,7 +67,8 @@ static const char *command_usage(const char *cmd)
                "                    [--emit=STAGE] [--entry=NAME] [-D NAME=VALUE]... [-o OUT]\n"
                "  --emit=STAGE    ast, core; cpu: llvm, llvm-unopt, asm, obj;\n"
                "                  cuda: cuda, ptx, cubin; hip: hip, hsaco\n"
-               "                  (default: the target's loadable binary)\n"
+               "                  (default: the target's loadable binary);\n"
+               "                  aot (cpu, cuda): NAME.h/NAME.c for -o NAME\n"
                "  --target=T      cpu (default), cuda or hip; a stage that only\n"
                "                  one target has selects it\n"
                "  --arch=ARCH     sm_80, sm_90, gfx90a, ... (default: host/default)\n"
@@ -80,7 +85,10 @@ static const char *command_usage(const char *cmd)
                "                  (ints in [-4, 4), unsigned in [0, 8)) instead of zeros\n"
                "  --seed=S        seed of --random (default 0)\n"
                "  --bench=N       run N more times after a warm-up; print min/median\n"
-               "  --grid=X,Y,Z    override the kernel's grid\n";
+               "  --grid=X,Y,Z    override the kernel's grid\n"
+               "  --tune NAME=V1,V2,...  autotune a compile-time parameter (repeat\n"
+               "                  for more); the fastest config per shape bucket is\n"
+               "                  cached and used for the run\n";
     if (strcmp(cmd, "plan") == 0)
         return "usage: blkc plan FILE.blk --entry=NAME --ranks=N [--topology=PRESET|FILE]\n"
                "                 [--json] [ARG]...\n"
@@ -188,9 +196,13 @@ static const struct {
     {"--seed", true, C_RUN},
     {"--bench", true, C_RUN},
     {"--grid", true, C_RUN},
+    {"--tune", true, C_RUN},
     {"--topology", true, C_PLAN},
     {"--json", false, C_PLAN},
 };
+
+static const char *plan_topology; /* plan: --topology */
+static bool plan_json;            /* plan: --json */
 
 static void set_option(const char *name, char *val)
 {
@@ -240,8 +252,13 @@ static void set_option(const char *name, char *val)
         cli.bench = (int)v;
     } else if (strcmp(name, "--grid") == 0) {
         parse_grid(val);
+    } else if (strcmp(name, "--tune") == 0) {
+        cli.tunes[cli.ntunes++] = val;
     }
-    /* --topology, --json: accepted for plan */
+    else if (strcmp(name, "--topology") == 0)
+        plan_topology = val;
+    else if (strcmp(name, "--json") == 0)
+        plan_json = true;
 }
 
 static void parse_args(int argc, char **argv)
@@ -252,7 +269,8 @@ static void parse_args(int argc, char **argv)
     cli.defines = calloc((size_t)argc, sizeof *cli.defines);
     cli.args = calloc((size_t)argc, sizeof *cli.args);
     cli.outs = calloc((size_t)argc, sizeof *cli.outs);
-    if (!cli.defines || !cli.args || !cli.outs)
+    cli.tunes = calloc((size_t)argc, sizeof *cli.tunes);
+    if (!cli.defines || !cli.args || !cli.outs || !cli.tunes)
         cli_die(X_RUNTIME, "out of memory");
     cli.ranks = 1;
     bool only_pos = false;
@@ -448,6 +466,36 @@ static void write_output(const char *data, size_t len, bool text,
         cli_die(X_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
 }
 
+/* --emit=aot -o NAME: NAME.h / NAME.c (compiler/aot.c, docs/aot.md) */
+static int compile_aot(void)
+{
+    if (cli.out_path && strcmp(cli.out_path, "-") == 0)
+        cli_die(X_USAGE, "--emit=aot writes two files: give -o NAME, not -o -");
+    if (cli.target && strcmp(cli.target, "cpu") != 0 &&
+        strcmp(cli.target, "cuda") != 0)
+        cli_die(X_USAGE, "--emit=aot supports --target=cpu and --target=cuda");
+    char defname[4096];
+    if (!cli.out_path) { /* FILE without .blk */
+        const char *base = strrchr(cli.file, '/');
+        base = base ? base + 1 : cli.file;
+        size_t n = strlen(base);
+        if (n > 4 && strcmp(base + n - 4, ".blk") == 0)
+            n -= 4;
+        snprintf(defname, sizeof defname, "%.*s", (int)n, base);
+    }
+    cli_load_source();
+    IrModule view;
+    const IrModule *sel = cli_select_entry(cli_compile_ir(), &view, false);
+    AotOptions ao = {cli.out_path ? cli.out_path : defname, cli.target,
+                     cli.arch, cli.file};
+    char err[1024] = "";
+    if (aot_write(sel, &ao, err, sizeof err) != 0)
+        cli_die(X_RUNTIME, "--emit=aot: %s", err[0] ? err : "failed");
+    ir_module_free(cli_g.mod);
+    free(cli_g.src);
+    return X_OK;
+}
+
 static int cmd_compile(void)
 {
     static const char *const names[] = {"cpu", "cuda", "hip"};
@@ -463,18 +511,19 @@ static int cmd_compile(void)
             cli_die(X_RUNTIME, "no default stage for this target");
         stage = be->default_stage;
     }
-    bool ir_stage = strcmp(stage, "ast") == 0 || strcmp(stage, "core") == 0;
-    if (strcmp(stage, "task") == 0 || strcmp(stage, "device") == 0)
+    bool ir_stage = strcmp(stage, "ast") == 0 || strcmp(stage, "core") == 0 ||
+                    strcmp(stage, "device") == 0;
+    if (strcmp(stage, "task") == 0)
         cli_die(X_USAGE, "--emit=%s is not available: the %s tier is not "
             "implemented yet", stage, stage);
     if (strcmp(stage, "aot") == 0)
-        cli_die(X_USAGE, "--emit=aot is not implemented yet");
+        return compile_aot();
     if (!ir_stage && !be) /* a stage that names its target */
         for (int i = 0; i < 3 && !be; i++)
             if (backend_has(bk_find(names[i]), stage))
                 be = bk_find(names[i]);
     if (!ir_stage && !backend_has(be, stage)) {
-        char list[512] = "ast, core";
+        char list[512] = "ast, core, device";
         size_t n = strlen(list);
         for (int i = 0; i < 3; i++) {
             const BkBackend *b = bk_find(names[i]);
@@ -521,12 +570,26 @@ static int cmd_compile(void)
     } else {
         IrModule view;
         const IrModule *sel = cli_select_entry(cli_compile_ir(), &view, false);
-        if (strcmp(stage, "core") == 0) {
-            ir_print_module(&cli_g.out, sel);
+        if (strcmp(stage, "core") == 0 || strcmp(stage, "device") == 0) {
+            /* core: the kernels (Core IR); device: the device functions
+             * (Device IR) */
+            bool dev = stage[0] == 'd';
+            for (int i = 0, k = 0; i < sel->nfuncs; i++) {
+                if (sel->funcs[i]->is_device != dev)
+                    continue;
+                if (k++)
+                    dsl_buf_printf(&cli_g.out, "\n");
+                ir_print_func(&cli_g.out, sel->funcs[i]);
+            }
         } else {
             BkOptions bo = {cli.arch, 3};
             char err[1024] = "";
-            if (be->emit(sel, &bo, stage, &cli_g.out, err, sizeof err) != 0)
+            /* through the JIT cache (cache.c) */
+            JcSrc js = {cli_g.src, src_len, cli.defines, cli.ndefines,
+                        be->name, cli.arch, 3};
+            bool hit;
+            if (jc_emit(be, sel, &bo, stage, &js, cli.entry ? cli.entry : "",
+                        &cli_g.out, &hit, err, sizeof err) != 0)
                 cli_die(X_RUNTIME, "--emit=%s: %s", stage,
                     err[0] ? err : "code generation failed");
             text = be->stage_is_text ? be->stage_is_text(stage) : true;
@@ -542,10 +605,138 @@ static int cmd_compile(void)
     return X_OK;
 }
 
+/* plan: the task's Task IR after sharding propagation and placement on
+ * --ranks and --topology, for the sizes given as NAME=VALUE (or the shapes
+ * of NAME=@PATH.npy tensors). */
 static int cmd_plan(void)
 {
-    cli_die(X_USAGE, "plan needs a task, and the task tier is not implemented yet");
-    return X_USAGE;
+    char err[1024];
+    TkTopology topo;
+    if (tk_topology_get(plan_topology ? plan_topology : "this-cpu", &topo, err, sizeof err))
+        cli_die(X_USAGE, "%s", err);
+    cli_load_source();
+    ir_module_free(cli_compile_ir()); /* checks everything, exits 1 on errors */
+    cli_g.mod = NULL;
+    DslSource src = {cli.file, cli_g.src, src_len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    AstProgram *prog = dsl_parse(&cli_g.arena, &diags, &src);
+    if (!prog)
+        cli_die(X_RUNTIME, "out of memory");
+    const AstFunc *fn = tk_pick_task(prog, cli.entry, err, sizeof err);
+    if (!fn && err[0])
+        cli_die(X_USAGE, "'%s' has %s", cli.file, err);
+    if (!fn)
+        cli_die(X_USAGE, cli.entry ? "no task named '%s' in '%s'" : "%s'%s' has no task",
+                cli.entry ? cli.entry : "", cli.file);
+    TkTask *sig_t = tk_build(prog, fn, 0, cli.defines, cli.ndefines, NULL, 0, &diags);
+    IrFunc *sig = sig_t ? tk_signature(sig_t) : NULL;
+    if (!sig)
+        cli_die(X_RUNTIME, "out of memory");
+    const char **sizes = calloc((size_t)cli.nargs * IR_MAX_RANK + 1, sizeof *sizes);
+    char (*sbuf)[160] = calloc((size_t)cli.nargs * IR_MAX_RANK + 1, sizeof *sbuf);
+    int nsizes = 0;
+    if (!sizes || !sbuf)
+        cli_die(X_RUNTIME, "out of memory");
+    for (int i = 0; i < cli.nargs; i++) {
+        char *a = cli.args[i], *eq = strchr(a, '=');
+        if (!eq || !cli_is_ident(a, (size_t)(eq - a)))
+            cli_die(X_USAGE, "bad argument '%s': expected NAME=VALUE or NAME=@PATH.npy", a);
+        int pi = -1, si = -1;
+        for (int j = 0; j < sig->nparams; j++)
+            if (strncmp(sig->params[j].name, a, (size_t)(eq - a)) == 0 &&
+                !sig->params[j].name[eq - a])
+                pi = j;
+        for (int j = 0; j < sig->nsyms; j++)
+            if (strncmp(sig->syms[j].name, a, (size_t)(eq - a)) == 0 &&
+                !sig->syms[j].name[eq - a])
+                si = j;
+        int64_t v;
+        if (si >= 0) {
+            if (!cli_parse_i64(eq + 1, &v) || v < 1)
+                cli_die(X_USAGE, "bad size '%s': expected a positive integer", a);
+            sizes[nsizes++] = a;
+        } else if (pi >= 0 && eq[1] == '@' && sig->params[pi].kind == PK_TENSOR) {
+            RtNpy np;
+            if (rt_npy_read(eq + 2, &np, err, sizeof err))
+                cli_die(X_RUNTIME, "%s", err);
+            const IrParam *p = &sig->params[pi];
+            if (np.ndim != p->rank)
+                cli_die(X_RUNTIME, "shape mismatch: parameter %s has %d dims but %s has %d",
+                        p->name, p->rank, eq + 2, np.ndim);
+            for (int d = 0; d < p->rank; d++)
+                if (p->dims[d] < 0) {
+                    snprintf(sbuf[nsizes], sizeof sbuf[nsizes], "%s=%lld",
+                             sig->syms[-1 - p->dims[d]].name, (long long)np.shape[d]);
+                    sizes[nsizes] = sbuf[nsizes];
+                    nsizes++;
+                }
+            rt_npy_free(&np);
+        } else if (pi < 0 || sig->params[pi].kind != PK_SCALAR) {
+            cli_die(X_USAGE, "task %s has no size or tensor parameter '%.*s'", fn->name,
+                    (int)(eq - a), a);
+        }
+    }
+    TkTask *t = tk_build(prog, fn, cli.ranks, cli.defines, cli.ndefines, sizes, nsizes, &diags);
+    for (int s = 0; t && s < t->nsyms; s++)
+        if (t->symval[s] < 0)
+            cli_die(X_USAGE, "plan needs the size %s of task %s: give %s=VALUE", t->syms[s],
+                    fn->name, t->syms[s]);
+    if (t)
+        tk_propagate(t, &diags);
+    if (diags.out.len)
+        fputs(diags.out.data, stderr);
+    if (diags.nerrors)
+        exit(X_COMPILE);
+    tk_place(t, &topo, 0);
+    tk_plan_print(&cli_g.out, t, &topo, plan_json);
+    if (cli_g.out.oom)
+        cli_die(X_RUNTIME, "out of memory");
+    fputs(cli_g.out.data ? cli_g.out.data : "", stdout);
+    dsl_buf_free(&cli_g.out);
+    dsl_diags_free(&diags);
+    tk_free(t);
+    tk_free(sig_t);
+    tk_signature_free(sig);
+    free(sizes);
+    free(sbuf);
+    dsl_arena_free(&cli_g.arena);
+    free(cli_g.src);
+    return X_OK;
+}
+
+/* blkc cache stats|clear */
+static int cmd_cache(int argc, char **argv)
+{
+    const char *sub = argc > 2 ? argv[2] : "";
+    if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        fputs("usage: blkc cache stats|clear\n"
+              "  stats   the cache directory, its entries and size\n"
+              "  clear   remove every entry\n"
+              "  BLKC_CACHE_DIR (default $XDG_CACHE_HOME/blkc or ~/.cache/blkc),\n"
+              "  BLKC_CACHE_DISABLE=1, BLKC_CACHE_MAX_MB (default 1024)\n",
+              stdout);
+        return X_OK;
+    }
+    cli.cmd = "cache";
+    if (argc != 3 || (strcmp(sub, "stats") && strcmp(sub, "clear")))
+        cli_die(X_USAGE, "expected 'blkc cache stats' or 'blkc cache clear'");
+    const char *dir = jc_disk_dir();
+    if (strcmp(sub, "clear") == 0) {
+        int n = jc_disk_clear();
+        if (n < 0)
+            cli_die(X_RUNTIME, "cannot clear %s", dir);
+        printf("removed %d entr%s from %s\n", n, n == 1 ? "y" : "ies",
+               dir ? dir : "(cache disabled)");
+        return X_OK;
+    }
+    JcStats st;
+    jc_disk_stats(&st);
+    printf("dir: %s\nentries: %lld\nsize: %.1f KiB\nlimit: %lld MiB\n",
+           dir ? dir : "(disabled)", (long long)st.entries,
+           (double)st.bytes / 1024.0, (long long)(st.max_bytes >> 20));
+    return X_OK;
 }
 
 int main(int argc, char **argv)
@@ -567,6 +758,8 @@ int main(int argc, char **argv)
             fputs(usage_all, stdout);
         return X_OK;
     }
+    if (strcmp(c, "cache") == 0)
+        return cmd_cache(argc, argv);
     if (!command_usage(c)) {
         fprintf(stderr, "blkc: error: unknown command '%s' (commands: check, "
                 "compile, run, plan; see 'blkc --help')\n", c);

@@ -52,7 +52,7 @@ fi
 S=$B/seeds
 rm -rf "$S"; mkdir -p "$S" "$B/corpus" "$B/crashes"
 i=0
-for f in "$ROOT"/examples/*.blk $(find "$ROOT/tests" -name '*.blk'); do
+for f in "$ROOT"/examples/*.blk $(find "$ROOT/tests" -name '*.blk' -not -path '*/fuzz/pending/*'); do
   cp "$f" "$S/file_$i.blk"; i=$((i + 1))
 done
 for f in "$ROOT"/tests/errors/*.txt "$ROOT"/tests/golden/*.txt \

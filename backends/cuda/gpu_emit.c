@@ -552,6 +552,12 @@ void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
     int k = 0;
     size_t ko = 0, ka = 0;
     ok[0] = addr[0] = 0;
+    if (in->opnd[3] >= 0) { /* peer view: rank opnd3's copy */
+        bk_gpu_line(em, "bool blk_pok;");
+        bk_gpu_line(em, "%s *const blk_pd = blk_peer(blk_rc, p_%s.data, (long long)v%d, blk_pok);",
+                    bk_gpu_stype(f->params[in->param].dtype), p, in->opnd[3]);
+        ko = (size_t)snprintf(ok, okn, "blk_pok && ");
+    }
     for (int d = 0; d < v->ndims; d++) {
         char c[200], t[300];
         switch (v->d[d].kind) {
@@ -588,9 +594,42 @@ void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
                                "%sc%d * p_%s.stride[%d]", d ? " + " : "", d, p, d);
     }
     if (!v->ndims) {
-        snprintf(ok, okn, "true");
+        snprintf(ok, okn, in->opnd[3] >= 0 ? "blk_pok" : "true");
         snprintf(addr, addrn, "0");
     }
+}
+
+void bk_gpu_base(BkGpuEm *em, int id, char *buf, size_t n)
+{
+    const IrInstr *in = &em->f->ins[id];
+    if (in->opnd[3] >= 0)
+        snprintf(buf, n, "blk_pd");
+    else
+        snprintf(buf, n, "p_%s.data", em->f->params[in->param].name);
+}
+
+bool bk_gpu_uses_ranks(const IrFunc *f)
+{
+    for (int i = 0; i < f->nins; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (in->dead)
+            continue;
+        if (in->op == IR_RANK || in->op == IR_WORLD || in->op == IR_NOTIFY ||
+            in->op == IR_WAIT)
+            return true;
+        if ((in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOMIC) &&
+            in->opnd[3] >= 0)
+            return true;
+    }
+    return false;
+}
+
+static bool has_wait(const IrFunc *f)
+{
+    for (int i = 0; i < f->nins; i++)
+        if (!f->ins[i].dead && f->ins[i].op == IR_WAIT)
+            return true;
+    return false;
 }
 
 static void mask_term(BkGpuEm *em, int mask, char *buf, size_t n)
@@ -608,9 +647,9 @@ static void emit_load(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    const char *p = f->params[in->param].name;
     int dt = in->type.dtype;
-    char ok[1024], addr[1024], m[64], pad[128];
+    char ok[1024], addr[1024], m[64], pad[128], base[128];
+    bk_gpu_base(em, id, base, sizeof base);
     mask_term(em, in->opnd[0], m, sizeof m);
     if (in->opnd[1] >= 0)
         snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
@@ -621,7 +660,7 @@ static void emit_load(BkGpuEm *em, int id)
         bk_gpu_line(em, "{");
         em->indent++;
         bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-        bk_gpu_line(em, "v%d = (%s%s) ? p_%s.data[%s] : %s;", id, ok, m, p, addr,
+        bk_gpu_line(em, "v%d = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
                     pad);
         em->indent--;
         bk_gpu_line(em, "}");
@@ -630,7 +669,7 @@ static void emit_load(BkGpuEm *em, int id)
     decl_tile(em, id);
     loop_open(em, &in->type);
     bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-    bk_gpu_line(em, "v%d[e] = (%s%s) ? p_%s.data[%s] : %s;", id, ok, m, p, addr,
+    bk_gpu_line(em, "v%d[e] = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
                 pad);
     loop_close(em);
 }
@@ -639,9 +678,9 @@ static void emit_store(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    const char *p = f->params[in->param].name;
-    char ok[1024], addr[1024], m[64];
+    char ok[1024], addr[1024], m[64], base[128];
     int val = in->opnd[0];
+    bk_gpu_base(em, id, base, sizeof base);
     IrType vt;
     memset(&vt, 0, sizeof vt);
     ir_view_shape(f, &f->views[in->view], &vt);
@@ -650,7 +689,7 @@ static void emit_store(BkGpuEm *em, int id)
         bk_gpu_line(em, "if (blk_tid == 0) {");
         em->indent++;
         bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-        bk_gpu_line(em, "if (%s%s) p_%s.data[%s] = v%d;", ok, m, p, addr, val);
+        bk_gpu_line(em, "if (%s%s) %s[%s] = v%d;", ok, m, base, addr, val);
         em->indent--;
         bk_gpu_line(em, "}");
         sync(em);
@@ -660,8 +699,57 @@ static void emit_store(BkGpuEm *em, int id)
     bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
     char rv[BK_GPU_EXPR];
     bk_gpu_raw(em, val, "e", rv, sizeof rv);
-    bk_gpu_line(em, "if (%s%s) p_%s.data[%s] = %s;", ok, m, p, addr, rv);
+    bk_gpu_line(em, "if (%s%s) %s[%s] = %s;", ok, m, base, addr, rv);
     loop_close(em);
+}
+
+/* ------------------------------------------------------------ signals
+ * notify / wait on u64 signal cells, done by thread 0 of the block for
+ * every cell of the view in row-major order, between __syncthreads() (the
+ * block's earlier writes are complete before a notify; a wait's acquire by
+ * thread 0 is ordered before the other threads' later reads by the
+ * barrier). A wait that fails (timeout, abort, an earlier failure) ends the
+ * program instance, like the CPU's. */
+
+static void emit_signal(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    char ok[1024], addr[1024], base[128];
+    IrType vt;
+    memset(&vt, 0, sizeof vt);
+    ir_view_shape(f, &f->views[in->view], &vt);
+    bool wait = in->op == IR_WAIT;
+    bk_gpu_base(em, id, base, sizeof base);
+    sync(em);
+    bk_gpu_line(em, "if (blk_tid == 0) {");
+    em->indent++;
+    if (wait)
+        bk_gpu_line(em, "int blk_bad = 0;");
+    bk_gpu_line(em, "for (int e = 0; e < %lld%s; e++) {", (long long)ir_numel(&vt),
+                wait ? " && !blk_bad" : "");
+    em->indent++;
+    bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
+    if (wait)
+        bk_gpu_line(em, "if (%s) blk_bad = blk_wait(blk_rc, (unsigned long long *)&%s[%s], "
+                    "%d, (unsigned long long)v%d, %d, (long long)(%s));", ok, base, addr,
+                    in->attr == WAIT_EQ, in->opnd[0], in->param, addr);
+    else
+        bk_gpu_line(em, "if (%s) blk_notify((unsigned long long *)&%s[%s], %d, "
+                    "(unsigned long long)v%d);", ok, base, addr, in->attr == SIG_ADD,
+                    in->opnd[0]);
+    bk_gpu_line(em, "(void)e;");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    if (wait)
+        bk_gpu_line(em, "blk_wfail = blk_bad;");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    sync(em);
+    if (wait) {
+        bk_gpu_line(em, "if (blk_wfail) return; /* uniform: the whole block */");
+        sync(em); /* every thread has read blk_wfail before a later wait */
+    }
 }
 
 /* ------------------------------------------------------------ control */
@@ -774,6 +862,9 @@ static void emit_instr(BkGpuEm *em, int id)
         bk_gpu_line(em, "if (!v%d) break;", in->opnd[0]);
         break;
     case IR_RET: bk_gpu_line(em, "return;"); break;
+    case IR_RANK: bk_gpu_line(em, "const int v%d = blk_rc.rank;", id); break;
+    case IR_WORLD: bk_gpu_line(em, "const int v%d = blk_rc.world;", id); break;
+    case IR_NOTIFY: case IR_WAIT: emit_signal(em, id); break;
     default:
         bk_gpu_fail(em, "cuda/hip backend: op %s is not supported", ir_op_names[in->op]);
         break;
@@ -812,6 +903,9 @@ static void emit_func(BkGpuEm *em)
         else
             dsl_buf_printf(o, "%s p_%s", bk_gpu_stype(p->dtype), p->name);
     }
+    if (bk_gpu_uses_ranks(f))
+        dsl_buf_printf(o, "%s\n    BlkRankCtx blk_rc /* rank builtins */",
+                       f->nparams ? "," : "");
     dsl_buf_printf(o, ")\n{\n");
     em->indent = 1;
     bk_gpu_line(em, "BLK_DYNAMIC_SMEM(blk_smem);");
@@ -819,6 +913,8 @@ static void emit_func(BkGpuEm *em)
     bk_gpu_line(em, "const int blk_lane = blk_tid %% %d, blk_warp = blk_tid / %d;",
                 em->dl->warp, em->dl->warp);
     bk_gpu_line(em, "(void)blk_lane; (void)blk_warp; (void)blk_smem;");
+    if (has_wait(f))
+        bk_gpu_line(em, "__shared__ int blk_wfail; /* a wait of this block failed */");
     for (int v = 0; v < f->nvars; v++) {
         const IrVar *var = &f->vars[v];
         const char *t = bk_gpu_stype(var->type.dtype);
@@ -867,6 +963,7 @@ int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl,
         return -1;
     info->threads = em.nt;
     info->smem_bytes = em.smem;
+    info->rank_ctx = bk_gpu_uses_ranks(f);
     bk_gpu_em_free(&em);
     return 0;
 }

@@ -40,7 +40,36 @@ typedef struct BkGpuDialect {
 typedef struct BkGpuKernelInfo {
     int threads;            /* blockDim.x */
     long long smem_bytes;   /* dynamic shared memory per block */
+    bool rank_ctx;          /* takes a BlkRankCtx as its last parameter
+                               (bk_gpu_uses_ranks) */
 } BkGpuKernelInfo;
+
+/* The launch context of kernels that use rank(), world(), peer views,
+ * notify or wait: passed by value after the declared parameters. Same
+ * layout as the generated `struct BlkRankCtx` (40 bytes, 8-aligned). */
+typedef struct BkGpuRankCtx {
+    int32_t rank, world;      /* this rank, number of ranks */
+    uint64_t heap_base;       /* device pointer to int64[world]: each rank's
+                                 symmetric heap base as mapped on this
+                                 device; 0 without ranks (then only
+                                 peer == rank is valid) */
+    uint64_t fail;            /* device pointer to a BkGpuFail, or 0 */
+    uint64_t abort_flag;      /* device-visible int: non-zero = give up, or 0 */
+    int64_t timeout;          /* wait timeout in device ticks (CUDA:
+                                 %globaltimer ns; HIP: clock64 at
+                                 hipDeviceAttributeClockInstructionRate
+                                 kHz); <= 0: 5 s */
+} BkGpuRankCtx;
+
+/* The failure record a timed-out wait writes (generated `struct BlkFail`). */
+typedef struct BkGpuFail {
+    int32_t failed, aborted;
+    int64_t param, cell;      /* signal tensor param, element offset */
+    uint64_t expected, seen;
+} BkGpuFail;
+
+/* Whether kernel f uses rank builtins (and so takes a BlkRankCtx). */
+bool bk_gpu_uses_ranks(const IrFunc *f);
 
 /* Writes the whole module as one translation unit into out. Returns 0, or -1
  * with a message in err. `arch` selects nothing in the text (archs are
@@ -106,6 +135,9 @@ void bk_gpu_coord(char *buf, size_t n, const IrType *t, int k, const char *e);
  * in-bounds test into ok and the element offset into addr. */
 void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
                  size_t addrn);
+/* The element pointer a memory op id indexes: `p_NAME.data`, or `blk_pd`
+ * (declared by bk_gpu_view) for a peer view. */
+void bk_gpu_base(BkGpuEm *em, int id, char *buf, size_t n);
 /* identity literals for reductions in compute type */
 void bk_gpu_min_lit(char *buf, size_t n, int dt);
 void bk_gpu_max_lit(char *buf, size_t n, int dt);

@@ -558,8 +558,10 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     bk_gpu_line(em, "%s old = %s;", st, call);
     bk_gpu_line(em, "if (%s%s) {", ok, m);
     em->indent++;
-    bk_gpu_line(em, "%s *ptr = &p_%s.data[%s];", st, p->name, addr);
-    bk_gpu_line(em, "__threadfence();");
+    char base[128];
+    bk_gpu_base(em, id, base, sizeof base);
+    bk_gpu_line(em, "%s *ptr = &%s[%s];", st, base, addr);
+    bk_gpu_line(em, in->opnd[3] >= 0 ? "__threadfence_system();" : "__threadfence();");
     if (atom_native(in->attr, dt, call, sizeof call, "ptr", val, cmp)) {
         bk_gpu_line(em, "old = %s;", call);
     } else {
@@ -582,7 +584,7 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
         bk_gpu_line(em, "}");
         bk_gpu_line(em, "old = cur;");
     }
-    bk_gpu_line(em, "__threadfence();");
+    bk_gpu_line(em, in->opnd[3] >= 0 ? "__threadfence_system();" : "__threadfence();");
     em->indent--;
     bk_gpu_line(em, "}");
     if (has_res && tile)

@@ -123,6 +123,53 @@ BLKC_API blkc_status blkc_emit(const char *source, size_t len,
                                const char *stage, char **out, size_t *outlen);
 BLKC_API void blkc_free(void *p);
 
+/* ------------------------------------------------------------ JIT cache
+ * Modules are cached in memory (per context; a NULL context shares one
+ * process-wide cache) and on disk (BLKC_CACHE_DIR, else
+ * $XDG_CACHE_HOME/blkc, else ~/.cache/blkc; BLKC_CACHE_DISABLE=1 turns the
+ * disk cache off; BLKC_CACHE_MAX_MB caps it, default 1024). Launches
+ * specialize kernels on their tensor arguments (16-byte aligned data, unit
+ * inner stride, sizes and strides divisible by 16), compiling a variant on
+ * the first launch with new properties (BLKC_SPECIALIZE=0: never). See
+ * docs/jit.md. */
+typedef struct blkc_cache_stats {
+    int64_t entries;          /* files in the disk cache */
+    int64_t bytes;            /* their total size */
+    int64_t max_bytes;        /* the size cap */
+    int64_t disk_hits, disk_misses, disk_corrupt, disk_writes; /* process */
+    char dir[1024];           /* the directory; "" when disabled */
+} blkc_cache_stats;
+BLKC_API blkc_status blkc_cache_stats_get(blkc_cache_stats *out);
+/* Remove every disk entry; *removed (may be NULL) gets the count. */
+BLKC_API blkc_status blkc_cache_clear(int *removed);
+/* How the last blkc_module_create on this thread was served: 2 memory
+ * (hot), 1 disk (warm), 0 compiled (cold), -1 none/failed. */
+BLKC_API int blkc_module_cache_source(void);
+
+/* ------------------------------------------------------------ autotuning */
+typedef struct blkc_tune_options {
+    int reps;                 /* timed launches per config (min kept);
+                                 0 = 5 */
+    int force;                /* 1: re-tune even if a choice is cached */
+} blkc_tune_options;
+BLKC_API void blkc_tune_options_init(blkc_tune_options *o);
+/* Try every configuration of the product of `space` ("NAME=V1,V2,..." per
+ * compile-time parameter or const, e.g. {"BM=32,64,128", "BN=64,128"}) for
+ * kernel `kernel` (NULL = the single one) of `source`: each is compiled
+ * (through the cache) with opts' defines plus the config, launched on
+ * `args` and timed. The fastest per shape bucket (every tensor extent
+ * rounded up to a power of two) is remembered in memory and on disk, so a
+ * later call with the same bucket only compiles (or finds) the winner.
+ * Tensor arguments are restored after the timing runs. On success *out is
+ * the winner's module (destroy it) and `config` (may be NULL) receives it
+ * as "BM=64 BN=128". Configurations that fail to compile are skipped. */
+BLKC_API blkc_status blkc_kernel_autotune(
+    blkc_context *ctx, const char *source, size_t len,
+    const blkc_compile_options *opts, const char *kernel,
+    const char *const *space, int nspace, const blkc_arg *args, int nargs,
+    const blkc_tune_options *topts, blkc_module **out, char *config,
+    size_t configlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,7 +79,7 @@ case_twice()            { expect 2 "given twice" -- run "$DATA/vadd.blk" N=4 N=5
 case_bad_stage()        { expect 2 "unknown stage 'bogus'" -- compile "$DATA/vadd.blk" --emit=bogus; }
 case_bad_target()       { expect 2 "bad --target 'tpu'" -- compile "$DATA/vadd.blk" --target=tpu; }
 case_extra_arg()        { expect 2 "unexpected argument" -- check "$DATA/vadd.blk" more.blk; }
-case_plan()             { expect 2 "task tier is not implemented" -- plan "$DATA/vadd.blk" --entry=vadd --ranks=2; }
+case_plan()             { expect 2 "no task named 'vadd'" -- plan "$DATA/vadd.blk" --entry=vadd --ranks=2; }
 case_needs_value()      { expect 2 "needs a value" -- run "$DATA/vadd.blk" --seed; }
 
 # ------------------------------------------------------------ compile: exit 1

@@ -1,0 +1,230 @@
+/* jit_bench.c — JIT latency: compile time per stage (front end: parse,
+ * check + lower, passes; CPU backend: LLVM codegen to an object) for the
+ * examples, beside NVRTC alone on the same generated CUDA source (skipped
+ * when NVRTC is absent); module creation cold (compile) vs warm (disk
+ * cache, new context) vs hot (memory cache); and host-side launch overhead
+ * of an empty kernel through blkc_kernel_launch and the bare runtime
+ * launcher. Goals (issue 6): blkc's own stages <= 5% of NVRTC; warm <= 1 ms;
+ * hot <= 5 us; launch overhead <= 3 us beyond the kernel. */
+#include "../compiler/cache.h"
+#include "../runtime/rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    char *b = malloc(1 << 20);
+    *len = fread(b, 1, (1 << 20) - 1, fp);
+    b[*len] = 0;
+    fclose(fp);
+    return b;
+}
+
+static void stages(const char *name)
+{
+    char path[512];
+    size_t len;
+    snprintf(path, sizeof path, "%s/examples/%s", BLKC_SOURCE_DIR, name);
+    char *text = slurp(path, &len);
+    if (!text)
+        return;
+    IrTiming best = {1e9, 1e9, 1e9};
+    IrModule *m = NULL;
+    for (int r = 0; r < 20; r++) {
+        DslSource src = {name, text, len};
+        DslDiags d;
+        memset(&d, 0, sizeof d);
+        IrTiming t;
+        ir_module_free(m);
+        m = ir_compile_source(&src, &d, NULL, 0, &t);
+        dsl_diags_free(&d);
+        if (!m)
+            break;
+        if (t.parse_ms < best.parse_ms) best.parse_ms = t.parse_ms;
+        if (t.lower_ms < best.lower_ms) best.lower_ms = t.lower_ms;
+        if (t.passes_ms < best.passes_ms) best.passes_ms = t.passes_ms;
+    }
+    if (!m) {
+        printf("| %s | (does not compile) |\n", name);
+        free(text);
+        return;
+    }
+    BkOptions bo = {NULL, 3};
+    char err[1024];
+    DslBuf b;
+    memset(&b, 0, sizeof b);
+    double t0 = now_ms();
+    int ok = bk_cpu_backend.emit(m, &bo, "obj", &b, err, sizeof err) == 0;
+    double llvm = now_ms() - t0;
+    dsl_buf_free(&b);
+    memset(&b, 0, sizeof b);
+    BkOptions co = {"sm_90", 3};
+    t0 = now_ms();
+    int cu = bk_cuda_backend.emit(m, &co, "cuda", &b, err, sizeof err) == 0;
+    double emit_cuda = now_ms() - t0;
+    dsl_buf_free(&b);
+    memset(&b, 0, sizeof b);
+    double nvrtc = -1;
+    if (cu) {
+        t0 = now_ms();
+        if (bk_cuda_backend.emit(m, &co, "cubin", &b, err, sizeof err) == 0)
+            nvrtc = now_ms() - t0 - emit_cuda;
+        dsl_buf_free(&b);
+    }
+    double own = best.parse_ms + best.lower_ms + best.passes_ms;
+    char nv[64] = "n/a (no NVRTC)", pct[32] = "-";
+    if (nvrtc > 0) {
+        snprintf(nv, sizeof nv, "%.1f ms", nvrtc);
+        snprintf(pct, sizeof pct, "%.2f%%", 100 * (own + emit_cuda) / nvrtc);
+    }
+    printf("| %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %s |\n", name,
+           best.parse_ms, best.lower_ms, best.passes_ms, emit_cuda,
+           ok ? (snprintf(path, sizeof path, "%.1f ms", llvm), path) : "fail",
+           nv, pct);
+    ir_module_free(m);
+    free(text);
+}
+
+static const char *empty_src =
+    "kernel empty(X: f32[N]) grid(1)\n{\n    let x = X[0 +: 1];\n}\n";
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    char dir[] = "/tmp/blkc-jit-bench-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    setenv("BLKC_CACHE_DIR", dir, 1);
+    jc_disk_reset();
+    printf("## compile stages (min of 20 front-end runs; ms)\n\n");
+    printf("| example | parse | check+lower | passes | emit CUDA | LLVM "
+           "codegen (obj) | NVRTC (cubin) | blkc/NVRTC |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    const char *ex[] = {"vector_add.blk", "softmax.blk", "layernorm.blk",
+                        "matmul.blk", "flash_attention.blk"};
+    for (int i = 0; i < 5; i++)
+        stages(ex[i]);
+
+    /* cold / warm / hot module creation */
+    size_t len;
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/matmul.blk", BLKC_SOURCE_DIR);
+    char *text = slurp(path, &len);
+    blkc_context *c0;
+    blkc_context_create("cpu", &c0);
+    blkc_module *m;
+    double t0 = now_ms();
+    if (blkc_module_create(c0, text, len, NULL, &m) != BLKC_OK) {
+        fprintf(stderr, "%s\n", blkc_last_error());
+        return 1;
+    }
+    double cold = now_ms() - t0;
+    blkc_module_destroy(m);
+    double warm = 1e9;
+    for (int r = 0; r < 10; r++) {
+        blkc_context *c;
+        blkc_context_create("cpu", &c);
+        t0 = now_ms();
+        blkc_module_create(c, text, len, NULL, &m);
+        double t = now_ms() - t0;
+        if (blkc_module_cache_source() == 1 && t < warm)
+            warm = t;
+        blkc_module_destroy(m);
+        blkc_context_destroy(c);
+    }
+    int N = 20000;
+    t0 = now_ms();
+    for (int r = 0; r < N; r++) {
+        blkc_module_create(c0, text, len, NULL, &m);
+        blkc_module_destroy(m);
+    }
+    double hot = (now_ms() - t0) / N;
+    printf("\n## module creation, examples/matmul.blk\n\n");
+    printf("| path | time |\n|---|---|\n");
+    printf("| cold (front end + LLVM + disk write) | %.1f ms |\n", cold);
+    printf("| warm (front end + disk read + link object; new context, min "
+           "of 10) | %.3f ms |\n", warm);
+    printf("| hot (memory cache, mean of %d) | %.2f us |\n", N, hot * 1e3);
+
+    /* launch overhead */
+    blkc_module *em;
+    blkc_kernel *k;
+    if (blkc_module_create(c0, empty_src, strlen(empty_src), NULL, &em) ||
+        blkc_module_get_kernel(em, NULL, &k)) {
+        fprintf(stderr, "%s\n", blkc_last_error());
+        return 1;
+    }
+    float x[16] = {0};
+    int64_t shape[1] = {16};
+    DLTensor t = {.data = x, .device = {kDLCPU, 0}, .ndim = 1,
+                  .dtype = {kDLFloat, 32, 1}, .shape = shape};
+    blkc_arg a = {BLKC_ARG_TENSOR, {.tensor = &t}};
+    int L = 100000;
+    blkc_kernel_launch(k, &a, 1, NULL);
+    t0 = now_ms();
+    for (int r = 0; r < L; r++)
+        blkc_kernel_launch(k, &a, 1, NULL);
+    double api = (now_ms() - t0) / L * 1e3;
+    /* the same launch through the runtime alone, and with an empty grid
+     * (argument checks and grid evaluation, no thread-pool hand-off) */
+    blkc_launch_options lo;
+    blkc_launch_options_init(&lo);
+    DslSource src = {"empty", empty_src, strlen(empty_src)};
+    DslDiags d;
+    memset(&d, 0, sizeof d);
+    IrModule *im = ir_compile_source(&src, &d, NULL, 0, NULL);
+    dsl_diags_free(&d);
+    JcCode *code = NULL;
+    char err[512];
+    JcSrc js = {empty_src, strlen(empty_src), NULL, 0, "cpu", NULL, 3};
+    jc_cpu_code(im, &(BkOptions){NULL, 3}, &js, "bench", &code, NULL, err,
+                sizeof err);
+    BkRangeFn fn = jc_code_range(code, "empty");
+    t0 = now_ms();
+    for (int r = 0; r < L; r++)
+        rt_cpu_launch(im->funcs[0], fn, &a, 1, NULL, NULL, err, sizeof err);
+    double rt = (now_ms() - t0) / L * 1e3;
+    int32_t nprog[8] = {1, 1, 1, 0, 1};
+    void *argv1[1];
+    BkTensorDesc desc = {x, {16}, {1}};
+    argv1[0] = &desc;
+    t0 = now_ms();
+    for (int r = 0; r < L; r++)
+        fn(argv1, 0, 1, nprog);
+    double direct = (now_ms() - t0) / L * 1e3;
+    printf("\n## launch overhead, empty kernel, grid (1) (mean of %d; "
+           "BLKC_NUM_THREADS=%s)\n\n", L, getenv("BLKC_NUM_THREADS") ?
+           getenv("BLKC_NUM_THREADS") : "all");
+    printf("| path | per launch |\n|---|---|\n");
+    printf("| blkc_kernel_launch (signature + variant pick + runtime) | "
+           "%.2f us |\n", api);
+    printf("| rt_cpu_launch alone (checks, grid, thread-pool hand-off) | "
+           "%.2f us |\n", rt);
+    printf("| the kernel called directly on this thread | %.3f us |\n",
+           direct);
+    printf("| API layer (signature + variant pick) = first - second | "
+           "%.2f us |\n", api - rt);
+    jc_code_free(code);
+    ir_module_free(im);
+    blkc_module_destroy(em);
+    blkc_context_destroy(c0);
+    blkc_cache_clear(NULL);
+    rmdir(dir);
+    free(text);
+    return 0;
+}

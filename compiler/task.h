@@ -1,0 +1,213 @@
+/* task.h — the Task tier (LANGUAGE.md §6): a task is compiled for N ranks by
+ *   tk_build      AST -> Task IR: a dataflow graph over whole tensors
+ *                 (task_ir.c, with the printer and the verifier)
+ *   tk_propagate  sharding propagation + insertion of the collectives
+ *                 needed where shardings meet (task_shard.c)
+ *   tk_place      communication placement by the cost model: plain vs
+ *                 overlapped collective, chunk count (task_cost.c, with the
+ *                 topologies of topology.c)
+ *   tk_lower_src  Task IR -> .blk source of one device function + kernels,
+ *                 compiled by the normal pipeline (task_lower.c)
+ *   tk_run        scatter full tensors, run on local ranks, gather
+ *                 (task_run.c); tk_plan_print: `blkc plan` (task_plan.c).
+ * Cross-file prefix tk_ (functions), Tk (types). docs/task.md has the
+ * design. */
+#ifndef BLKC_TASK_H
+#define BLKC_TASK_H
+
+#include "ir.h"
+
+/* ------------------------------------------------------------ shardings */
+typedef enum { SH_REPL, SH_SPLIT, SH_PARTIAL } TkShKind;
+typedef struct TkShard {
+    int kind;                      /* TkShKind */
+    int dim;                       /* SH_SPLIT: the divided dim */
+} TkShard;
+
+/* ------------------------------------------------------------ Task IR */
+typedef enum {
+    TK_PARAM,     /* a tensor parameter (param = index in the task) */
+    TK_SCALAR,    /* a scalar parameter (rank 0) */
+    TK_CONST,     /* a literal (fval), rank 0 */
+    TK_MATMUL,    /* a @ b; 2-D, or batched with a leading batch dim */
+    TK_BINARY,    /* a sub b, sub in + - * /, numpy broadcasting */
+    TK_UNARY,     /* sub(a): TkFn */
+    TK_CAST,      /* a as dtype */
+    TK_TRANS,     /* swap the last two dims */
+    TK_SOFTMAX,   /* softmax(a, axis) */
+    TK_RMSNORM,   /* rmsnorm(a, w = b, eps = c (a TK_CONST or TK_SCALAR)) */
+    TK_REDUCE,    /* sum/max(a, axis) (sub = RED_SUM / RED_MAX), axis dropped */
+    TK_COMM,      /* a collective: a's sharding `from` -> this node's sh */
+    TK_OP_COUNT
+} TkOp;
+
+typedef enum {
+    FN_NEG, FN_RELU, FN_GELU, FN_SILU, FN_EXP, FN_LOG, FN_TANH, FN_SIGMOID,
+    FN_SQRT, FN_RSQRT, FN_ABS, FN_COUNT
+} TkFn;
+
+typedef enum {
+    CM_NONE,           /* same sharding: no code */
+    CM_SLICE,          /* replicated -> split(d): local slice, no traffic */
+    CM_ALL_GATHER,     /* split(d) -> replicated */
+    CM_REDUCE_SCATTER, /* partial -> split(d) */
+    CM_ALL_REDUCE,     /* partial -> replicated */
+    CM_ALL_TO_ALL,     /* split(a) -> split(b) */
+} TkComm;
+
+/* The placement of one collective (task_cost.c). */
+typedef enum { PL_PLAIN, PL_AG_GEMM, PL_GEMM_RS, PL_GEMM_AR } TkPlaceKind;
+#define TK_MAX_ALTS 8
+typedef struct TkAlt {
+    int kind;                      /* TkPlaceKind */
+    int chunks;                    /* chunks per rank's shard (fused) */
+    double us;                     /* predicted time, microseconds */
+} TkAlt;
+
+typedef struct TkNode {
+    int op;                        /* TkOp */
+    int sub;                       /* binary op char, TkFn, IrRedKind */
+    int a, b, c;                   /* operand node ids, -1 = none */
+    int dtype;                     /* element dtype */
+    int rank;                      /* number of dims (0 = scalar) */
+    int64_t dims[IR_MAX_RANK];     /* global extents; -1 = not known yet */
+    int dsym[IR_MAX_RANK];         /* symbolic size of that dim or -1 */
+    int axis;                      /* softmax/reduce axis; COMM: user's dim */
+    double fval;                   /* TK_CONST value */
+    int param;                     /* TK_PARAM/TK_SCALAR: task param index */
+    const char *name;              /* the `let` name, for printing */
+    DslLoc loc;                    /* source position */
+    TkShard sh;                    /* sharding of the value (after passes) */
+    /* TK_COMM */
+    int comm;                      /* TkComm (set by tk_propagate) */
+    bool user;                     /* written in the source (not inserted) */
+    bool reshard;                  /* a reshard(x, ...) (any from-sharding) */
+    /* placement (TK_COMM, after tk_place) */
+    int place;                     /* TkPlaceKind */
+    int chunks;                    /* chunks per shard when fused */
+    int gemm;                      /* the fused GEMM node, -1 = none */
+    TkAlt alts[TK_MAX_ALTS];       /* every alternative considered */
+    int nalts;
+    int uses;                      /* consumers (after tk_propagate) */
+} TkNode;
+
+typedef struct TkTask {
+    const AstFunc *fn;             /* the task's AST */
+    int nranks;                    /* R; 0 while only checking */
+    TkNode *n; int nn, cap;        /* nodes in topological order */
+    int *results; int nresults;    /* result node ids */
+    TkShard *res_sh;               /* declared result shardings */
+    const char **syms; int nsyms;  /* symbolic size names */
+    int64_t *symval;               /* their values, -1 = unknown */
+    bool propagated;               /* shardings valid */
+    bool oom;
+} TkTask;
+
+/* ------------------------------------------------------------ topology */
+typedef struct TkTopology {
+    char name[64];                 /* preset name or file name */
+    int ranks_per_node;            /* GPUs on one node's fast fabric */
+    double link_gbs;               /* per-GPU bandwidth, one direction, GB/s */
+    double link_eff;               /* achievable fraction of link_gbs */
+    double link_lat_us;            /* per message/step latency, us */
+    double net_gbs;                /* between nodes, per GPU, GB/s */
+    double net_lat_us;             /* between nodes, us */
+    double tflops_bf16;            /* dense peak, TFLOP/s (f16 same) */
+    double tflops_f32;             /* f32 peak (TF32 off), TFLOP/s */
+    double gemm_eff;               /* achievable fraction of peak, big GEMM */
+    double hbm_gbs;                /* device memory bandwidth, GB/s */
+    int sms;                       /* compute units (wave quantization) */
+    int tile_m, tile_n;            /* GEMM tile of the fused kernels */
+    double launch_us;              /* kernel launch / setup overhead */
+    double chunk_us;               /* per-chunk signal+wait overhead, fused */
+    double overlap_slowdown;       /* GEMM slowdown while comm shares HBM/SMs */
+    char source[1024];             /* where the numbers come from */
+} TkTopology;
+
+/* A preset by name (h100-nvl8, h200-nvl8, h800-nvl8, mi300x, pcie,
+ * this-cpu), else a key=value file. 0, or -1 with a message. */
+int tk_topology_get(const char *name_or_file, TkTopology *t, char *err,
+                    size_t errlen);
+const char *tk_topology_presets(void); /* "h100-nvl8, ..." */
+
+/* ------------------------------------------------------------ cost model */
+double tk_cost_gemm_us(const TkTopology *t, int dtype, int64_t batch,
+                       int64_t m, int64_t n, int64_t k);
+/* A plain collective on R ranks; bytes = the full (gathered / reduced)
+ * buffer of one rank. */
+double tk_cost_coll_us(const TkTopology *t, int comm, int ranks,
+                       double bytes);
+/* AllGather+GEMM fused: A gathered rows (m total, m/R per rank), B local
+ * [k, n], `chunks` per shard. */
+double tk_cost_ag_gemm_us(const TkTopology *t, int dtype, int ranks,
+                          int64_t m, int64_t n, int64_t k, int chunks);
+/* GEMM+ReduceScatter fused: partial [m, n] of a local-K GEMM scattered by
+ * rows. `all_reduce` adds the all-gather of the result (GEMM+AllReduce). */
+double tk_cost_gemm_rs_us(const TkTopology *t, int dtype, int ranks,
+                          int64_t m, int64_t n, int64_t k, int chunks,
+                          bool all_reduce);
+
+/* ------------------------------------------------------------ passes */
+/* task_ir.c: the Task IR of task `fn` of `prog`. Sizes come from
+ * `sizes` ("NAME=VALUE" strings, may be NULL) and module consts; -D
+ * defines override consts. Errors go to diags; NULL on any error. */
+TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
+                 const char *const *defines, int ndefines,
+                 const char *const *sizes, int nsizes, DslDiags *diags);
+void tk_free(TkTask *t);
+int tk_add_node(TkTask *t, const TkNode *n);  /* id or -1 (oom) */
+void tk_print(DslBuf *out, const TkTask *t);  /* --emit=task */
+int tk_verify(const TkTask *t, char *err, size_t errlen);
+const char *tk_op_name(int op);
+const char *tk_comm_name(int comm);
+const char *tk_fn_name(int fn);
+const char *tk_place_name(int place);
+void tk_shard_str(TkShard s, char *buf, size_t n);
+void tk_type_str(const TkTask *t, const TkNode *n, char *buf, size_t len);
+int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d);
+int64_t tk_numel(const TkNode *n);
+
+/* task_shard.c: propagate shardings, insert collectives. */
+int tk_propagate(TkTask *t, DslDiags *diags);
+
+/* task_cost.c: choose plain vs overlapped forms and chunks. `force`:
+ * 0 by cost, 1 always overlap when possible, -1 never. */
+int tk_place(TkTask *t, const TkTopology *topo, int force);
+double tk_node_cost_us(const TkTask *t, const TkTopology *topo, int id);
+
+/* task_plan.c: `blkc plan` text / JSON. */
+void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo,
+                   bool json);
+
+/* task_lower.c: .blk source of device function `__task_NAME` + kernels. */
+int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen);
+
+/* Check a task as part of ir_lower (no ranks, symbolic sizes). */
+void tk_check(const AstProgram *prog, const AstFunc *fn,
+              const char *const *defines, int ndefines, DslDiags *diags);
+
+/* task_run.c: run a compiled task. Tensors are full (unsharded), C order,
+ * in the declared dtype; scalars by value. results[i] receives result i
+ * (allocated by the caller with the result's full shape). */
+typedef struct TkArg {
+    void *data;                    /* tensor data (full), or NULL */
+    int64_t shape[IR_MAX_RANK];    /* its extents */
+    IrScalarVal scalar;            /* scalar params */
+} TkArg;
+int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err,
+           size_t errlen);
+
+/* CLI helpers (task_run.c): the task named `entry` (or, without entry,
+ * the single task; NULL with err set when there are several; NULL with
+ * err empty when there is none); the task's signature as an IrFunc (full
+ * tensor params, scalars, then results named result / result0, ...). */
+const AstFunc *tk_pick_task(const AstProgram *prog, const char *entry, char *err,
+                            size_t errlen);
+IrFunc *tk_signature(const TkTask *t);
+void tk_signature_free(IrFunc *f);
+
+/* The environment variable that forces placement in tests:
+ * BLKC_TASK_OVERLAP=always|never (unset: by cost). */
+int tk_force_from_env(void);
+
+#endif

@@ -1,0 +1,975 @@
+/* task_ir.c — the Task IR: building it from a task's AST (names, dtypes,
+ * shapes with symbolic sizes, broadcasting), the text printer
+ * (`--emit=task`, `blkc plan`) and the verifier. Shardings are filled in by
+ * task_shard.c; here only parameters and explicit collectives carry them. */
+#include "task.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const op_names[TK_OP_COUNT] = {
+    "param", "scalar", "const", "matmul", "binary", "unary", "cast",
+    "trans", "softmax", "rmsnorm", "reduce", "comm",
+};
+static const char *const fn_names[FN_COUNT] = {
+    "neg", "relu", "gelu", "silu", "exp", "log", "tanh", "sigmoid", "sqrt",
+    "rsqrt", "abs",
+};
+static const char *const comm_names[] = {
+    "none", "slice", "all_gather", "reduce_scatter", "all_reduce",
+    "all_to_all",
+};
+static const char *const place_names[] = {
+    "plain", "AllGather+GEMM", "GEMM+ReduceScatter", "GEMM+AllReduce",
+};
+
+const char *tk_fn_name(int fn) { return fn >= 0 && fn < FN_COUNT ? fn_names[fn] : "?"; }
+const char *tk_op_name(int op) { return op >= 0 && op < TK_OP_COUNT ? op_names[op] : "?"; }
+const char *tk_comm_name(int c) { return c >= 0 && c <= CM_ALL_TO_ALL ? comm_names[c] : "?"; }
+const char *tk_place_name(int p) { return p >= 0 && p <= PL_GEMM_AR ? place_names[p] : "?"; }
+
+void tk_shard_str(TkShard s, char *buf, size_t n)
+{
+    if (s.kind == SH_SPLIT)
+        snprintf(buf, n, "split(%d)", s.dim);
+    else
+        snprintf(buf, n, "%s", s.kind == SH_PARTIAL ? "partial" : "replicated");
+}
+
+int64_t tk_numel(const TkNode *n)
+{
+    int64_t k = 1;
+    for (int d = 0; d < n->rank; d++)
+        k *= n->dims[d] < 0 ? 1 : n->dims[d];
+    return k;
+}
+
+int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d)
+{
+    if (n->sh.kind == SH_SPLIT && n->sh.dim == d && t->nranks > 0 && n->dims[d] >= 0)
+        return n->dims[d] / t->nranks;
+    return n->dims[d];
+}
+
+void tk_type_str(const TkTask *t, const TkNode *n, char *buf, size_t len)
+{
+    size_t k = (size_t)snprintf(buf, len, "%s", dsl_dtype_name(n->dtype));
+    if (n->rank == 0 || k >= len)
+        return;
+    k += (size_t)snprintf(buf + k, len - k, "[");
+    for (int d = 0; d < n->rank && k < len; d++) {
+        const char *sep = d ? ", " : "";
+        if (n->dsym[d] >= 0 && n->dims[d] < 0)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s", sep, t->syms[n->dsym[d]]);
+        else if (n->dsym[d] >= 0)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s=%lld", sep, t->syms[n->dsym[d]],
+                                  (long long)n->dims[d]);
+        else
+            k += (size_t)snprintf(buf + k, len - k, "%s%lld", sep, (long long)n->dims[d]);
+    }
+    if (k < len)
+        snprintf(buf + k, len - k, "]");
+}
+
+int tk_add_node(TkTask *t, const TkNode *n)
+{
+    if (t->nn == t->cap) {
+        int nc = t->cap ? t->cap * 2 : 32;
+        TkNode *nn = realloc(t->n, sizeof *nn * (size_t)nc);
+        if (!nn) {
+            t->oom = true;
+            return -1;
+        }
+        t->n = nn;
+        t->cap = nc;
+    }
+    t->n[t->nn] = *n;
+    return t->nn++;
+}
+
+void tk_free(TkTask *t)
+{
+    if (!t)
+        return;
+    free(t->n);
+    free(t->results);
+    free(t->res_sh);
+    free(t->syms);
+    free(t->symval);
+    free(t);
+}
+
+/* ------------------------------------------------------------ building */
+
+typedef struct Name {
+    const char *name;
+    int node;                      /* -1: a module constant */
+    double cval;                   /* constant value */
+    bool is_int;
+} Name;
+
+typedef struct B {
+    TkTask *t;
+    const AstProgram *prog;
+    DslDiags *diags;
+    Name *names; int nnames, cap;
+    const char *const *defines; int ndefines;
+} B;
+
+static bool push_name(B *b, const char *name, int node, double cval, bool is_int)
+{
+    if (b->nnames == b->cap) {
+        int nc = b->cap ? b->cap * 2 : 32;
+        Name *nn = realloc(b->names, sizeof *nn * (size_t)nc);
+        if (!nn)
+            return false;
+        b->names = nn;
+        b->cap = nc;
+    }
+    b->names[b->nnames++] = (Name){name, node, cval, is_int};
+    return true;
+}
+
+static Name *lookup(B *b, const char *name)
+{
+    for (int i = b->nnames - 1; i >= 0; i--)
+        if (strcmp(b->names[i].name, name) == 0)
+            return &b->names[i];
+    return NULL;
+}
+
+static int sym_index(TkTask *t, const char *name)
+{
+    for (int i = 0; i < t->nsyms; i++)
+        if (strcmp(t->syms[i], name) == 0)
+            return i;
+    const char **ns = realloc(t->syms, sizeof *ns * (size_t)(t->nsyms + 1));
+    int64_t *nv = realloc(t->symval, sizeof *nv * (size_t)(t->nsyms + 1));
+    if (ns)
+        t->syms = ns;
+    if (nv)
+        t->symval = nv;
+    if (!ns || !nv) {
+        t->oom = true;
+        return -1;
+    }
+    t->syms[t->nsyms] = name;
+    t->symval[t->nsyms] = -1;
+    return t->nsyms++;
+}
+
+/* Compile-time integer/float expression over literals and constants. */
+static bool const_eval(B *b, const Ast *e, double *v, bool *is_int)
+{
+    double x, y;
+    bool xi, yi;
+    switch (e->kind) {
+    case AST_INT: *v = (double)e->ival; *is_int = true; return true;
+    case AST_FLOAT: *v = e->fval; *is_int = false; return true;
+    case AST_IDENT: {
+        Name *n = lookup(b, e->name);
+        if (!n || n->node >= 0)
+            return false;
+        *v = n->cval;
+        *is_int = n->is_int;
+        return true;
+    }
+    case AST_UNARY:
+        if (e->op != '-' || !const_eval(b, e->a, &x, &xi))
+            return false;
+        *v = -x;
+        *is_int = xi;
+        return true;
+    case AST_BINARY:
+        if (!const_eval(b, e->a, &x, &xi) || !const_eval(b, e->b, &y, &yi))
+            return false;
+        *is_int = xi && yi;
+        switch (e->op) {
+        case '+': *v = x + y; return true;
+        case '-': *v = x - y; return true;
+        case '*': *v = x * y; return true;
+        case '/':
+            if (y == 0)
+                return false;
+            *v = *is_int ? (double)((int64_t)x / (int64_t)y) : x / y;
+            return true;
+        default: return false;
+        }
+    default:
+        return false;
+    }
+}
+
+static int err_at(B *b, DslLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int err_at(B *b, DslLoc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dsl_verror(b->diags, loc, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int add(B *b, TkNode *n)
+{
+    int id = tk_add_node(b->t, n);
+    if (id < 0)
+        dsl_error(b->diags, n->loc, "out of memory");
+    return id;
+}
+
+static TkNode blank(int op, DslLoc loc)
+{
+    TkNode n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.a = n.b = n.c = -1;
+    n.loc = loc;
+    n.param = -1;
+    n.gemm = -1;
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        n.dsym[d] = -1;
+    return n;
+}
+
+/* Do two dims agree? Unknown values compare by symbol, else pass. */
+static bool dim_eq(const TkNode *x, int dx, const TkNode *y, int dy)
+{
+    if (x->dims[dx] >= 0 && y->dims[dy] >= 0)
+        return x->dims[dx] == y->dims[dy];
+    if (x->dsym[dx] >= 0 && y->dsym[dy] >= 0)
+        return x->dsym[dx] == y->dsym[dy];
+    return true;
+}
+
+static bool dim_is_one(const TkNode *x, int d) { return x->dims[d] == 1; }
+
+static void copy_dim(TkNode *to, int dt, const TkNode *from, int df)
+{
+    to->dims[dt] = from->dims[df];
+    to->dsym[dt] = from->dsym[df];
+}
+
+static void dims_text(B *b, const TkNode *n, char *buf, size_t len)
+{
+    tk_type_str(b->t, n, buf, len);
+}
+
+static int promote(int x, int y)
+{
+    if (x == y)
+        return x;
+    if (x == DT_F64 || y == DT_F64)
+        return DT_F64;
+    if (x == DT_F32 || y == DT_F32)
+        return DT_F32;
+    return DT_F32; /* f16 with bf16 */
+}
+
+static int cast_to(B *b, int id, int dtype)
+{
+    TkNode *x = &b->t->n[id];
+    if (x->dtype == dtype || x->op == TK_CONST)
+        return id;
+    TkNode n = blank(TK_CAST, x->loc);
+    n.a = id;
+    n.dtype = dtype;
+    n.rank = x->rank;
+    for (int d = 0; d < x->rank; d++)
+        copy_dim(&n, d, x, d);
+    return add(b, &n);
+}
+
+static int expr(B *b, const Ast *e);
+
+static int binary(B *b, int op, int x, int y, DslLoc loc)
+{
+    const TkNode *X = &b->t->n[x], *Y = &b->t->n[y];
+    int dt = X->op == TK_CONST || X->op == TK_SCALAR ? Y->dtype
+           : Y->op == TK_CONST || Y->op == TK_SCALAR ? X->dtype
+           : promote(X->dtype, Y->dtype);
+    if (X->rank == 0 && Y->rank == 0)
+        return err_at(b, loc, "tasks work on tensors: '%c' of two scalars", op);
+    x = cast_to(b, x, dt);
+    y = cast_to(b, y, dt);
+    if (x < 0 || y < 0)
+        return -1;
+    X = &b->t->n[x];
+    Y = &b->t->n[y];
+    TkNode n = blank(TK_BINARY, loc);
+    n.sub = op;
+    n.a = x;
+    n.b = y;
+    n.dtype = dt;
+    n.rank = X->rank > Y->rank ? X->rank : Y->rank;
+    for (int d = 0; d < n.rank; d++) {
+        int dx = d - (n.rank - X->rank), dy = d - (n.rank - Y->rank);
+        if (dx < 0) {
+            copy_dim(&n, d, Y, dy);
+        } else if (dy < 0) {
+            copy_dim(&n, d, X, dx);
+        } else if (dim_eq(X, dx, Y, dy)) {
+            copy_dim(&n, d, X->dims[dx] == 1 ? Y : X, X->dims[dx] == 1 ? dy : dx);
+        } else if (dim_is_one(X, dx)) {
+            copy_dim(&n, d, Y, dy);
+        } else if (dim_is_one(Y, dy)) {
+            copy_dim(&n, d, X, dx);
+        } else {
+            char s1[128], s2[128];
+            dims_text(b, X, s1, sizeof s1);
+            dims_text(b, Y, s2, sizeof s2);
+            return err_at(b, loc, "shapes %s and %s do not broadcast for '%c'", s1, s2, op);
+        }
+    }
+    return add(b, &n);
+}
+
+static int matmul(B *b, int x, int y, DslLoc loc)
+{
+    const TkNode *X = &b->t->n[x], *Y = &b->t->n[y];
+    char s1[128], s2[128];
+    dims_text(b, X, s1, sizeof s1);
+    dims_text(b, Y, s2, sizeof s2);
+    if (X->rank < 2 || Y->rank < 2 || X->rank > 3 || Y->rank > 3)
+        return err_at(b, loc, "'@' needs 2-D or 3-D (batched) operands, got %s @ %s", s1, s2);
+    if (X->dtype != Y->dtype)
+        return err_at(b, loc, "'@' of %s and %s: operand dtypes must match (use 'as')", s1, s2);
+    if (!dsl_is_float(X->dtype))
+        return err_at(b, loc, "'@' needs float operands, got %s", s1);
+    if (!dim_eq(X, X->rank - 1, Y, Y->rank - 2))
+        return err_at(b, loc, "'@' of %s and %s: inner dims differ", s1, s2);
+    if (X->rank == 3 && Y->rank == 3 && !dim_eq(X, 0, Y, 0))
+        return err_at(b, loc, "'@' of %s and %s: batch dims differ", s1, s2);
+    TkNode n = blank(TK_MATMUL, loc);
+    n.a = x;
+    n.b = y;
+    n.dtype = X->dtype;
+    n.rank = X->rank > Y->rank ? X->rank : Y->rank;
+    if (n.rank == 3)
+        copy_dim(&n, 0, X->rank == 3 ? X : Y, 0);
+    copy_dim(&n, n.rank - 2, X, X->rank - 2);
+    copy_dim(&n, n.rank - 1, Y, Y->rank - 1);
+    return add(b, &n);
+}
+
+static bool int_arg(B *b, const Ast *e, const char *what, int64_t *v)
+{
+    double x;
+    bool is_int;
+    if (!const_eval(b, e, &x, &is_int) || !is_int) {
+        err_at(b, e->loc, "%s must be a constant integer", what);
+        return false;
+    }
+    *v = (int64_t)x;
+    return true;
+}
+
+static bool axis_arg(B *b, const Ast *e, int rank, int *axis)
+{
+    int64_t v;
+    if (!int_arg(b, e, "the axis", &v))
+        return false;
+    if (v < 0)
+        v += rank;
+    if (v < 0 || v >= rank) {
+        err_at(b, e->loc, "axis %lld is out of range for %d dims", (long long)v, rank);
+        return false;
+    }
+    *axis = (int)v;
+    return true;
+}
+
+static int comm_node(B *b, int x, TkShard from_req, TkShard to, bool reshard,
+                     int axis, DslLoc loc)
+{
+    (void)from_req;
+    const TkNode *X = &b->t->n[x];
+    TkNode n = blank(TK_COMM, loc);
+    n.a = x;
+    n.dtype = X->dtype;
+    n.rank = X->rank;
+    for (int d = 0; d < X->rank; d++)
+        copy_dim(&n, d, X, d);
+    n.sh = to;
+    n.user = true;
+    n.reshard = reshard;
+    n.axis = axis;
+    return add(b, &n);
+}
+
+static int call(B *b, const Ast *e)
+{
+    const char *f = e->name;
+    int na = e->nlist;
+    for (int i = 0; i < na; i++)
+        if (e->list[i]->kind == AST_NAMED_ARG)
+            return err_at(b, e->list[i]->loc, "'%s' takes no named arguments in a task", f);
+    static const struct { const char *name; int fn; } unary[] = {
+        {"relu", FN_RELU}, {"gelu", FN_GELU}, {"silu", FN_SILU}, {"exp", FN_EXP},
+        {"log", FN_LOG}, {"tanh", FN_TANH}, {"sigmoid", FN_SIGMOID},
+        {"sqrt", FN_SQRT}, {"rsqrt", FN_RSQRT}, {"abs", FN_ABS},
+    };
+    for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
+        if (strcmp(f, unary[i].name) == 0) {
+            if (na != 1)
+                return err_at(b, e->loc, "'%s' takes 1 argument, got %d", f, na);
+            int x = expr(b, e->list[0]);
+            if (x < 0)
+                return -1;
+            const TkNode *X = &b->t->n[x];
+            if (X->rank == 0 || !dsl_is_float(X->dtype))
+                return err_at(b, e->loc, "'%s' needs a float tensor", f);
+            TkNode n = blank(TK_UNARY, e->loc);
+            n.sub = unary[i].fn;
+            n.a = x;
+            n.dtype = X->dtype;
+            n.rank = X->rank;
+            for (int d = 0; d < X->rank; d++)
+                copy_dim(&n, d, X, d);
+            return add(b, &n);
+        }
+    struct { const char *name; int min, max; } ar[] = {
+        {"softmax", 2, 2}, {"rmsnorm", 3, 3}, {"sum", 2, 2}, {"max", 2, 2},
+        {"trans", 1, 1}, {"all_gather", 2, 2}, {"reduce_scatter", 2, 2},
+        {"all_reduce", 1, 1}, {"all_to_all", 3, 3}, {"reshard", 2, 2},
+    };
+    int k = -1;
+    for (size_t i = 0; i < sizeof ar / sizeof *ar; i++)
+        if (strcmp(f, ar[i].name) == 0)
+            k = (int)i;
+    if (k < 0) {
+        for (int i = 0; i < b->prog->nfuncs; i++)
+            if (strcmp(b->prog->funcs[i]->name, f) == 0)
+                return err_at(b, e->loc, "calling %s '%s' from a task is not supported yet",
+                              b->prog->funcs[i]->fkind == FN_KERNEL ? "kernel" : "function", f);
+        return err_at(b, e->loc, "unknown function '%s' in a task (task builtins: relu gelu silu "
+                      "exp log tanh sigmoid sqrt rsqrt abs softmax rmsnorm sum max trans "
+                      "all_gather reduce_scatter all_reduce all_to_all reshard)", f);
+    }
+    if (na < ar[k].min || na > ar[k].max)
+        return err_at(b, e->loc, "'%s' takes %d argument%s, got %d", f, ar[k].max,
+                      ar[k].max == 1 ? "" : "s", na);
+    int x = expr(b, e->list[0]);
+    if (x < 0)
+        return -1;
+    const TkNode *X = &b->t->n[x];
+    if (X->rank == 0)
+        return err_at(b, e->list[0]->loc, "'%s' needs a tensor", f);
+    TkNode n = blank(TK_UNARY, e->loc);
+    n.a = x;
+    n.dtype = X->dtype;
+    n.rank = X->rank;
+    for (int d = 0; d < X->rank; d++)
+        copy_dim(&n, d, X, d);
+    switch (k) {
+    case 0: /* softmax */
+    case 2: /* sum */
+    case 3: /* max */
+        if (!dsl_is_float(X->dtype))
+            return err_at(b, e->loc, "'%s' needs a float tensor", f);
+        if (!axis_arg(b, e->list[1], X->rank, &n.axis))
+            return -1;
+        if (k == 0) {
+            n.op = TK_SOFTMAX;
+            return add(b, &n);
+        }
+        if (X->rank == 1)
+            return err_at(b, e->loc, "'%s' of a 1-D tensor would give a scalar; tasks work on tensors", f);
+        n.op = TK_REDUCE;
+        n.sub = k == 2 ? RED_SUM : RED_MAX;
+        for (int d = n.axis; d + 1 < X->rank; d++)
+            copy_dim(&n, d, X, d + 1);
+        n.rank--;
+        return add(b, &n);
+    case 1: { /* rmsnorm(x, w, eps) */
+        int w = expr(b, e->list[1]);
+        if (w < 0)
+            return -1;
+        const TkNode *W = &b->t->n[w];
+        X = &b->t->n[x];
+        if (W->rank != 1 || !dim_eq(W, 0, X, X->rank - 1)) {
+            char s1[128], s2[128];
+            dims_text(b, X, s1, sizeof s1);
+            dims_text(b, W, s2, sizeof s2);
+            return err_at(b, e->list[1]->loc, "rmsnorm(x: %s, w: %s): w must be 1-D with x's last dim", s1, s2);
+        }
+        int c = expr(b, e->list[2]);
+        if (c < 0)
+            return -1;
+        if (b->t->n[c].rank != 0)
+            return err_at(b, e->list[2]->loc, "rmsnorm: eps must be a scalar");
+        if ((w = cast_to(b, w, X->dtype)) < 0)
+            return -1;
+        n.op = TK_RMSNORM;
+        n.b = w;
+        n.c = c;
+        return add(b, &n);
+    }
+    case 4: /* trans */
+        if (X->rank < 2)
+            return err_at(b, e->loc, "trans needs 2 or more dims");
+        n.op = TK_TRANS;
+        copy_dim(&n, n.rank - 1, X, X->rank - 2);
+        copy_dim(&n, n.rank - 2, X, X->rank - 1);
+        return add(b, &n);
+    case 5: /* all_gather(x, d): split(d) -> replicated */
+    case 6: { /* reduce_scatter(x, d): partial -> split(d) */
+        int d;
+        if (!axis_arg(b, e->list[1], X->rank, &d))
+            return -1;
+        return comm_node(b, x, (TkShard){k == 5 ? SH_SPLIT : SH_PARTIAL, d},
+                         k == 5 ? (TkShard){SH_REPL, 0} : (TkShard){SH_SPLIT, d},
+                         false, d, e->loc);
+    }
+    case 7: /* all_reduce(x): partial -> replicated */
+        return comm_node(b, x, (TkShard){SH_PARTIAL, 0}, (TkShard){SH_REPL, 0}, false,
+                         -1, e->loc);
+    case 8: { /* all_to_all(x, split_d, concat_d): split(concat_d) -> split(split_d) */
+        int sd, cd;
+        if (!axis_arg(b, e->list[1], X->rank, &sd) || !axis_arg(b, e->list[2], X->rank, &cd))
+            return -1;
+        if (sd == cd)
+            return err_at(b, e->loc, "all_to_all: split and concat dims must differ");
+        return comm_node(b, x, (TkShard){SH_SPLIT, cd}, (TkShard){SH_SPLIT, sd}, false,
+                         cd, e->loc);
+    }
+    case 9: { /* reshard(x, split(d) | replicated) */
+        const Ast *s = e->list[1];
+        TkShard to = {SH_REPL, 0};
+        if (s->kind == AST_CALL && strcmp(s->name, "split") == 0 && s->nlist == 1) {
+            int d;
+            if (!axis_arg(b, s->list[0], X->rank, &d))
+                return -1;
+            to = (TkShard){SH_SPLIT, d};
+        } else if (!(s->kind == AST_IDENT && strcmp(s->name, "replicated") == 0)) {
+            return err_at(b, s->loc, "reshard needs split(d) or replicated");
+        }
+        return comm_node(b, x, to, to, true, -1, e->loc);
+    }
+    }
+    return -1;
+}
+
+static int expr(B *b, const Ast *e)
+{
+    double v;
+    bool is_int;
+    switch (e->kind) {
+    case AST_INT:
+    case AST_FLOAT: {
+        TkNode n = blank(TK_CONST, e->loc);
+        n.dtype = DT_F32;
+        n.fval = e->kind == AST_INT ? (double)e->ival : e->fval;
+        return add(b, &n);
+    }
+    case AST_IDENT: {
+        Name *nm = lookup(b, e->name);
+        if (!nm)
+            return err_at(b, e->loc, "unknown name '%s'", e->name);
+        if (nm->node >= 0)
+            return nm->node;
+        TkNode n = blank(TK_CONST, e->loc);
+        n.dtype = DT_F32;
+        n.fval = nm->cval;
+        return add(b, &n);
+    }
+    case AST_UNARY: {
+        if (const_eval(b, e, &v, &is_int)) {
+            TkNode n = blank(TK_CONST, e->loc);
+            n.dtype = DT_F32;
+            n.fval = v;
+            return add(b, &n);
+        }
+        if (e->op != '-')
+            return err_at(b, e->loc, "operator '%c' is not supported in a task", e->op);
+        int x = expr(b, e->a);
+        if (x < 0)
+            return -1;
+        const TkNode *X = &b->t->n[x];
+        TkNode n = blank(TK_UNARY, e->loc);
+        n.sub = FN_NEG;
+        n.a = x;
+        n.dtype = X->dtype;
+        n.rank = X->rank;
+        for (int d = 0; d < X->rank; d++)
+            copy_dim(&n, d, X, d);
+        return add(b, &n);
+    }
+    case AST_BINARY: {
+        if (const_eval(b, e, &v, &is_int)) {
+            TkNode n = blank(TK_CONST, e->loc);
+            n.dtype = DT_F32;
+            n.fval = v;
+            return add(b, &n);
+        }
+        int x = expr(b, e->a);
+        int y = x < 0 ? -1 : expr(b, e->b);
+        if (y < 0)
+            return -1;
+        if (e->op == OP_MATMUL)
+            return matmul(b, x, y, e->loc);
+        if (e->op == '+' || e->op == '-' || e->op == '*' || e->op == '/')
+            return binary(b, e->op, x, y, e->loc);
+        return err_at(b, e->loc, "this operator is not supported in a task (use + - * / @)");
+    }
+    case AST_CAST: {
+        int x = expr(b, e->a);
+        if (x < 0)
+            return -1;
+        if (!dsl_is_float((int)e->ival))
+            return err_at(b, e->loc, "tasks support float dtypes only");
+        if (b->t->n[x].rank == 0)
+            return err_at(b, e->loc, "cast of a scalar in a task");
+        if (b->t->n[x].dtype == (int)e->ival)
+            return x;
+        const TkNode *X = &b->t->n[x];
+        TkNode n = blank(TK_CAST, e->loc);
+        n.a = x;
+        n.dtype = (int)e->ival;
+        n.rank = X->rank;
+        for (int d = 0; d < X->rank; d++)
+            copy_dim(&n, d, X, d);
+        return add(b, &n);
+    }
+    case AST_CALL:
+        return call(b, e);
+    default:
+        return err_at(b, e->loc, "this expression is not supported in a task");
+    }
+}
+
+/* Declared type of a param/result as a node (dims resolved). */
+static bool decl_dims(B *b, const AstParam *p, TkNode *n)
+{
+    n->dtype = p->dtype;
+    n->rank = p->ndims;
+    for (int d = 0; d < p->ndims; d++) {
+        const Ast *x = p->dims[d];
+        double v;
+        bool is_int;
+        if (x->kind == AST_IDENT && !lookup(b, x->name)) {
+            int s = sym_index(b->t, x->name);
+            if (s < 0)
+                return false;
+            n->dsym[d] = s;
+            n->dims[d] = b->t->symval[s];
+        } else if (const_eval(b, x, &v, &is_int) && is_int && v >= 1) {
+            n->dims[d] = (int64_t)v;
+        } else {
+            err_at(b, x->loc, "a task dim must be a positive constant or a size name");
+            return false;
+        }
+    }
+    return true;
+}
+
+static TkShard decl_shard(const AstParam *p)
+{
+    if (p->shard == SHARD_SPLIT)
+        return (TkShard){SH_SPLIT, p->shard_dim};
+    return (TkShard){SH_REPL, 0};
+}
+
+static bool check_decl(B *b, const AstParam *p, const char *what)
+{
+    if (p->tkind == TY_SCALAR) {
+        if (p->shard != SHARD_NONE) {
+            err_at(b, p->loc, "%s: a scalar has no sharding", what);
+            return false;
+        }
+        return true;
+    }
+    if (p->tkind != TY_TENSOR) {
+        err_at(b, p->loc, "%s: tasks take plain tensors (no symmetric or signal)", what);
+        return false;
+    }
+    if (!dsl_is_float(p->dtype)) {
+        err_at(b, p->loc, "%s: tasks support float tensors only, got %s", what,
+               dsl_dtype_name(p->dtype));
+        return false;
+    }
+    if (p->shard == SHARD_SPLIT && (p->shard_dim < 0 || p->shard_dim >= p->ndims)) {
+        err_at(b, p->loc, "%s: split(%d) of a tensor with %d dims", what, p->shard_dim, p->ndims);
+        return false;
+    }
+    return true;
+}
+
+TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
+                 const char *const *defines, int ndefines,
+                 const char *const *sizes, int nsizes, DslDiags *diags)
+{
+    TkTask *t = calloc(1, sizeof *t);
+    B b = {t, prog, diags, NULL, 0, 0, defines, ndefines};
+    if (!t) {
+        dsl_error(diags, fn->loc, "out of memory");
+        return NULL;
+    }
+    int nerr0 = diags->nerrors;
+    t->fn = fn;
+    t->nranks = nranks;
+    /* module constants (with -D overrides) */
+    for (int i = 0; i < prog->nconsts; i++) {
+        double v = 0;
+        bool is_int = true, ok = false;
+        size_t len = strlen(prog->consts[i].name);
+        for (int j = 0; j < ndefines; j++)
+            if (strncmp(defines[j], prog->consts[i].name, len) == 0 && defines[j][len] == '=') {
+                char *end;
+                v = strtod(defines[j] + len + 1, &end);
+                is_int = !strpbrk(defines[j] + len + 1, ".eE");
+                ok = true;
+            }
+        if (!ok)
+            ok = const_eval(&b, prog->consts[i].value, &v, &is_int);
+        if (ok)
+            push_name(&b, prog->consts[i].name, -1, v, is_int);
+    }
+    /* sizes given by the caller: NAME=VALUE */
+    for (int i = 0; i < nsizes; i++) {
+        const char *eq = strchr(sizes[i], '=');
+        if (!eq)
+            continue;
+        char *name = calloc(1, (size_t)(eq - sizes[i]) + 1);
+        if (!name)
+            continue;
+        memcpy(name, sizes[i], (size_t)(eq - sizes[i]));
+        bool used = false;
+        for (int p = 0; p < fn->nparams && !used; p++)
+            for (int d = 0; d < fn->params[p].ndims; d++)
+                if (fn->params[p].dims[d]->kind == AST_IDENT &&
+                    strcmp(fn->params[p].dims[d]->name, name) == 0) {
+                    int s = sym_index(t, fn->params[p].dims[d]->name);
+                    if (s >= 0)
+                        t->symval[s] = strtoll(eq + 1, NULL, 10);
+                    used = true;
+                    break;
+                }
+        free(name);
+    }
+    /* parameters */
+    for (int p = 0; p < fn->nparams && !t->oom; p++) {
+        const AstParam *ap = &fn->params[p];
+        if (!check_decl(&b, ap, ap->name))
+            continue;
+        TkNode n = blank(ap->tkind == TY_SCALAR ? TK_SCALAR : TK_PARAM, ap->loc);
+        n.param = p;
+        n.name = ap->name;
+        if (!decl_dims(&b, ap, &n))
+            continue;
+        n.sh = decl_shard(ap);
+        for (int q = 0; q < p; q++)
+            if (strcmp(fn->params[q].name, ap->name) == 0)
+                err_at(&b, ap->loc, "parameter '%s' is declared twice", ap->name);
+        int id = add(&b, &n);
+        if (id >= 0)
+            push_name(&b, ap->name, id, 0, false);
+    }
+    if (diags->nerrors > nerr0)
+        goto fail;
+    /* results */
+    t->nresults = fn->nresults;
+    t->results = calloc((size_t)fn->nresults + 1, sizeof *t->results);
+    t->res_sh = calloc((size_t)fn->nresults + 1, sizeof *t->res_sh);
+    if (!t->results || !t->res_sh)
+        goto oom;
+    for (int r = 0; r < fn->nresults; r++) {
+        if (!check_decl(&b, &fn->results[r], "task result"))
+            goto fail;
+        if (fn->results[r].tkind == TY_SCALAR) {
+            err_at(&b, fn->results[r].loc, "task results must be tensors");
+            goto fail;
+        }
+        t->res_sh[r] = decl_shard(&fn->results[r]);
+        t->results[r] = -1;
+    }
+    /* body */
+    const Ast *body = fn->body;
+    bool returned = false;
+    for (int i = 0; body && i < body->nlist; i++) {
+        const Ast *st = body->list[i];
+        if (returned) {
+            err_at(&b, st->loc, "statement after return");
+            goto fail;
+        }
+        if (st->kind == AST_LET) {
+            int x = expr(&b, st->a);
+            if (x < 0)
+                continue;
+            if (t->n[x].rank == 0) {
+                err_at(&b, st->loc, "'%s': tasks bind tensors only", st->name);
+                continue;
+            }
+            if (!t->n[x].name && t->n[x].op != TK_PARAM)
+                t->n[x].name = st->name;
+            push_name(&b, st->name, x, 0, false);
+        } else if (st->kind == AST_RETURN) {
+            returned = true;
+            if (!st->a) {
+                err_at(&b, st->loc, "a task returns its result(s)");
+                continue;
+            }
+            const Ast *const *vals = (const Ast *const *)&st->a;
+            int nv = 1;
+            if (st->a->kind == AST_CALL && st->a->name && strcmp(st->a->name, "tuple") == 0) {
+                vals = (const Ast *const *)st->a->list;
+                nv = st->a->nlist;
+            }
+            if (nv != t->nresults) {
+                err_at(&b, st->loc, "task '%s' declares %d result%s but returns %d", fn->name,
+                       t->nresults, t->nresults == 1 ? "" : "s", nv);
+                continue;
+            }
+            for (int r = 0; r < nv; r++) {
+                int x = expr(&b, vals[r]);
+                if (x < 0)
+                    continue;
+                TkNode decl = blank(TK_PARAM, vals[r]->loc);
+                if (!decl_dims(&b, &fn->results[r], &decl))
+                    continue;
+                const TkNode *X = &t->n[x];
+                bool ok = X->rank == decl.rank && X->dtype == decl.dtype;
+                for (int d = 0; ok && d < X->rank; d++)
+                    ok = dim_eq(X, d, &decl, d);
+                if (!ok) {
+                    char s1[128], s2[128];
+                    dims_text(&b, X, s1, sizeof s1);
+                    dims_text(&b, &decl, s2, sizeof s2);
+                    err_at(&b, vals[r]->loc, "task '%s' returns %s but declares %s", fn->name, s1, s2);
+                    continue;
+                }
+                t->results[r] = x;
+            }
+        } else {
+            err_at(&b, st->loc, "a task body holds 'let' statements and a 'return'");
+        }
+    }
+    if (!returned && diags->nerrors == nerr0)
+        err_at(&b, fn->loc, "task '%s' has no return", fn->name);
+    if (t->oom)
+        goto oom;
+    if (diags->nerrors > nerr0)
+        goto fail;
+    free(b.names);
+    return t;
+oom:
+    dsl_error(diags, fn->loc, "out of memory");
+fail:
+    free(b.names);
+    tk_free(t);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ printer */
+
+void tk_print(DslBuf *out, const TkTask *t)
+{
+    char ty[160], sh[32];
+    dsl_buf_printf(out, "task %s ranks=%d", t->fn->name, t->nranks);
+    for (int s = 0; s < t->nsyms; s++)
+        if (t->symval[s] >= 0)
+            dsl_buf_printf(out, " %s=%lld", t->syms[s], (long long)t->symval[s]);
+    dsl_buf_printf(out, "\n");
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        tk_type_str(t, n, ty, sizeof ty);
+        tk_shard_str(n->sh, sh, sizeof sh);
+        dsl_buf_printf(out, "  %%%d = ", i);
+        switch (n->op) {
+        case TK_PARAM:
+        case TK_SCALAR: dsl_buf_printf(out, "param %s", n->name); break;
+        case TK_CONST: dsl_buf_printf(out, "const %g", n->fval); break;
+        case TK_BINARY: dsl_buf_printf(out, "%c %%%d, %%%d", n->sub, n->a, n->b); break;
+        case TK_UNARY: dsl_buf_printf(out, "%s %%%d", fn_names[n->sub], n->a); break;
+        case TK_SOFTMAX: dsl_buf_printf(out, "softmax %%%d, axis=%d", n->a, n->axis); break;
+        case TK_REDUCE:
+            dsl_buf_printf(out, "%s %%%d, axis=%d", n->sub == RED_SUM ? "sum" : "max", n->a,
+                           n->axis);
+            break;
+        case TK_RMSNORM: dsl_buf_printf(out, "rmsnorm %%%d, %%%d, eps=%%%d", n->a, n->b, n->c); break;
+        case TK_COMM:
+            dsl_buf_printf(out, "%s %%%d", n->comm == CM_NONE && !t->propagated
+                               ? (n->reshard ? "reshard" : "collective")
+                               : tk_comm_name(n->comm), n->a);
+            if (n->comm == CM_ALL_TO_ALL || n->comm == CM_SLICE)
+                dsl_buf_printf(out, " (from %s)",
+                               t->n[n->a].sh.kind == SH_SPLIT ? "split" : "replicated");
+            if (!n->user)
+                dsl_buf_printf(out, " [inserted]");
+            if (n->place != PL_PLAIN)
+                dsl_buf_printf(out, " [%s with %%%d, %d chunk%s/shard]", tk_place_name(n->place),
+                               n->gemm, n->chunks, n->chunks == 1 ? "" : "s");
+            break;
+        default:
+            dsl_buf_printf(out, "%s %%%d", tk_op_name(n->op), n->a);
+            if (n->b >= 0)
+                dsl_buf_printf(out, ", %%%d", n->b);
+        }
+        dsl_buf_printf(out, " : %s", ty);
+        if (n->op != TK_CONST && n->op != TK_SCALAR && (t->propagated || n->op == TK_PARAM))
+            dsl_buf_printf(out, " %s", sh);
+        if (n->name && n->op != TK_PARAM && n->op != TK_SCALAR)
+            dsl_buf_printf(out, "  // %s", n->name);
+        dsl_buf_printf(out, "\n");
+    }
+    for (int r = 0; r < t->nresults; r++) {
+        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        dsl_buf_printf(out, "  return%s %%%d %s\n", t->nresults > 1 ? "" : "", t->results[r], sh);
+    }
+}
+
+/* ------------------------------------------------------------ verifier */
+
+int tk_verify(const TkTask *t, char *err, size_t errlen)
+{
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        const int ops[3] = {n->a, n->b, n->c};
+        for (int k = 0; k < 3; k++)
+            if (ops[k] >= i || ops[k] < -1)
+                return IR_BUG(err, errlen, "task node %%%d: operand %%%d is not before it", i,
+                              ops[k]);
+        if (n->op < 0 || n->op >= TK_OP_COUNT)
+            return IR_BUG(err, errlen, "task node %%%d: bad op %d", i, n->op);
+        if (n->rank < 0 || n->rank > IR_MAX_RANK)
+            return IR_BUG(err, errlen, "task node %%%d: bad rank %d", i, n->rank);
+        if (!t->propagated)
+            continue;
+        if (n->sh.kind == SH_SPLIT) {
+            if (n->sh.dim < 0 || n->sh.dim >= n->rank)
+                return IR_BUG(err, errlen, "task node %%%d: split(%d) of %d dims", i,
+                              n->sh.dim, n->rank);
+            if (t->nranks > 0 && n->dims[n->sh.dim] >= 0 &&
+                n->dims[n->sh.dim] % t->nranks)
+                return IR_BUG(err, errlen, "task node %%%d: split dim not divisible", i);
+        }
+        if (n->op == TK_BINARY) {
+            const TkNode *x = &t->n[n->a], *y = &t->n[n->b];
+            if (x->sh.kind == SH_PARTIAL || y->sh.kind == SH_PARTIAL) {
+                bool lin = (n->sub == '+' || n->sub == '-')
+                               ? x->sh.kind == SH_PARTIAL && y->sh.kind == SH_PARTIAL
+                               : (n->sub == '*' || n->sub == '/') &&
+                                     (y->sh.kind != SH_PARTIAL) && x->sh.kind == SH_PARTIAL;
+                bool lin2 = n->sub == '*' && y->sh.kind == SH_PARTIAL && x->sh.kind != SH_PARTIAL;
+                if (!lin && !lin2)
+                    return IR_BUG(err, errlen, "task node %%%d: partial operand of a nonlinear op", i);
+            }
+        }
+        if ((n->op == TK_SOFTMAX || n->op == TK_REDUCE) && n->op != TK_REDUCE &&
+            t->n[n->a].sh.kind == SH_SPLIT && t->n[n->a].sh.dim == n->axis)
+            return IR_BUG(err, errlen, "task node %%%d: softmax along a split dim", i);
+    }
+    for (int r = 0; r < t->nresults; r++) {
+        if (t->results[r] < 0 || t->results[r] >= t->nn)
+            return IR_BUG(err, errlen, "task result %d: bad node", r);
+        if (t->propagated) {
+            TkShard a = t->n[t->results[r]].sh, b = t->res_sh[r];
+            if (a.kind != b.kind || (a.kind == SH_SPLIT && a.dim != b.dim))
+                return IR_BUG(err, errlen, "task result %d: sharding differs from its declaration", r);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,650 @@
+/* task_lower.c — Task IR (sharded, placed) -> .blk source text: one device
+ * function `__task_NAME` whose parameters are the rank's local shards (task
+ * params in order, then one buffer per result), and the kernels it
+ * launches: tiled GEMMs (plain, row-chunked with a masked store, or waiting
+ * on signals per row chunk), elementwise / activation / cast / transpose
+ * kernels over the last dim, softmax / sum / max along an axis, rmsnorm.
+ * Collectives become Device IR collectives plus local copies (packing a
+ * split dim that is not the outermost); fused forms become async copies
+ * with signals beside waiting kernels (LANGUAGE.md §5). All sizes are
+ * constants: a task is compiled for given sizes and ranks. */
+#include "task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct L {
+    const TkTask *t;
+    DslBuf *k;                     /* kernels */
+    DslBuf *d;                     /* device body */
+    int R;
+    const char **buf;              /* per node: buffer name in the device fn */
+    char (*names)[32];
+} L;
+
+static int64_t ld(const L *l, const TkNode *n, int d) { return tk_local_dim(l->t, n, d); }
+
+static const char *ctype(int dt) { return dt == DT_F64 ? "f64" : "f32"; }
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* "name[0 +: d0, 0 +: d1, ...]" with local dims */
+static void full_view(L *l, DslBuf *o, const char *name, const TkNode *n)
+{
+    dsl_buf_printf(o, "%s[", name);
+    for (int d = 0; d < n->rank; d++)
+        dsl_buf_printf(o, "%s0 +: %lld", d ? ", " : "", (long long)ld(l, n, d));
+    dsl_buf_printf(o, "]");
+}
+
+/* tensor type "f32[a, b]" with local dims */
+static void local_type(L *l, DslBuf *o, const TkNode *n)
+{
+    dsl_buf_printf(o, "%s[", dsl_dtype_name(n->dtype));
+    for (int d = 0; d < n->rank; d++)
+        dsl_buf_printf(o, "%s%lld", d ? ", " : "", (long long)ld(l, n, d));
+    dsl_buf_printf(o, "]");
+}
+
+static void alloc(L *l, int id, const char *kind)
+{
+    const TkNode *n = &l->t->n[id];
+    dsl_buf_printf(l->d, "    let %s = %s(%s", l->buf[id], kind, dsl_dtype_name(n->dtype));
+    for (int d = 0; d < n->rank; d++)
+        dsl_buf_printf(l->d, ", %lld", (long long)ld(l, n, d));
+    dsl_buf_printf(l->d, ");\n");
+}
+
+/* outer index decomposition: i0..i{r-1} for the dims in `dims` (local
+ * extents ext[]), skipping dim `skip`, from program_id(0) */
+static void decompose(DslBuf *o, int rank, const int64_t *ext, int skip, int upto)
+{
+    for (int d = 0; d < upto; d++) {
+        if (d == skip)
+            continue;
+        int64_t below = 1;
+        for (int e = d + 1; e < upto; e++)
+            if (e != skip)
+                below *= ext[e];
+        dsl_buf_printf(o, "    let i%d = program_id(0) / %lld %% %lld;\n", d, (long long)below,
+                       (long long)ext[d]);
+    }
+    (void)rank;
+}
+
+static int64_t prod_except(const int64_t *ext, int upto, int skip)
+{
+    int64_t p = 1;
+    for (int d = 0; d < upto; d++)
+        if (d != skip)
+            p *= ext[d];
+    return p;
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+/* operand expression for out index (i0.., c +: BC): tensor load, literal or
+ * scalar param; `trans` swaps the last two index positions */
+static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname, bool trans)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST) {
+        dsl_buf_printf(o, "(%.17g as %s)", X->fval, ctype(out->dtype));
+        return;
+    }
+    if (X->op == TK_SCALAR) {
+        dsl_buf_printf(o, "(%s as %s)", pname, ctype(out->dtype));
+        return;
+    }
+    int r = out->rank, off = r - X->rank;
+    dsl_buf_printf(o, "(%s[", pname);
+    for (int d = 0; d < X->rank; d++) {
+        int od = d + off;
+        if (trans && od >= r - 2)
+            od = od == r - 1 ? r - 2 : r - 1;
+        bool one = ld(l, X, d) == 1 && ld(l, out, od) != 1;
+        const char *sep = d ? ", " : "";
+        if (one)
+            dsl_buf_printf(o, "%s0", sep);
+        else if (od == r - 1)
+            dsl_buf_printf(o, "%sc +: BC", sep);
+        else
+            dsl_buf_printf(o, "%si%d", sep, od);
+    }
+    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+}
+
+static void kernel_elementwise(L *l, int id)
+{
+    const TkNode *n = &l->t->n[id];
+    int r = n->rank;
+    int64_t ext[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        ext[d] = ld(l, n, d);
+    int64_t bc = imin(ext[r - 1], 256);
+    int ops[2] = {n->a, n->op == TK_BINARY ? n->b : -1};
+    DslBuf *k = l->k;
+    dsl_buf_printf(k, "kernel k%d<BC = %lld>(", id, (long long)bc);
+    int np = 0;
+    for (int i = 0; i < 2; i++) {
+        if (ops[i] < 0)
+            continue;
+        const TkNode *X = &l->t->n[ops[i]];
+        if (X->op == TK_CONST)
+            continue;
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s%c: %s", np++ ? ", " : "", 'A' + i, dsl_dtype_name(X->dtype));
+        else {
+            dsl_buf_printf(k, "%s%c: ", np++ ? ", " : "", 'A' + i);
+            local_type(l, k, X);
+        }
+    }
+    dsl_buf_printf(k, "%sO: ", np ? ", " : "");
+    local_type(l, k, n);
+    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
+                   (long long)ext[r - 1]);
+    decompose(k, r, ext, -1, r - 1);
+    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n    let x = ");
+    operand(l, k, n, n->a, "A", n->op == TK_TRANS);
+    dsl_buf_printf(k, ";\n");
+    if (n->op == TK_BINARY) {
+        dsl_buf_printf(k, "    let y = ");
+        operand(l, k, n, n->b, "B", false);
+        dsl_buf_printf(k, ";\n");
+    }
+    const char *v = "x";
+    char expr[256];
+    if (n->op == TK_BINARY) {
+        snprintf(expr, sizeof expr, "x %c y", n->sub);
+        v = expr;
+    } else if (n->op == TK_UNARY) {
+        static const char *const fx[FN_COUNT] = {
+            "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+            "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
+            "rsqrt(x)", "abs(x)",
+        };
+        v = fx[n->sub];
+    }
+    dsl_buf_printf(k, "    O[");
+    for (int d = 0; d < r - 1; d++)
+        dsl_buf_printf(k, "i%d, ", d);
+    dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", v);
+    /* device: launch */
+    alloc(l, id, "empty");
+    dsl_buf_printf(l->d, "    launch k%d(", id);
+    np = 0;
+    for (int i = 0; i < 2; i++)
+        if (ops[i] >= 0 && l->t->n[ops[i]].op != TK_CONST)
+            dsl_buf_printf(l->d, "%s%s", np++ ? ", " : "", l->buf[ops[i]]);
+    dsl_buf_printf(l->d, "%s%s);\n", np ? ", " : "", l->buf[id]);
+}
+
+/* softmax / sum / max along an axis, rmsnorm along the last */
+static void kernel_rowwise(L *l, int id)
+{
+    const TkNode *n = &l->t->n[id], *X = &l->t->n[n->a];
+    int r = X->rank, ax = n->op == TK_RMSNORM ? r - 1 : n->axis;
+    int64_t ext[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        ext[d] = ld(l, X, d);
+    int64_t len = ext[ax];
+    DslBuf *k = l->k;
+    const char *ct = ctype(n->dtype);
+    dsl_buf_printf(k, "kernel k%d(X: ", id);
+    local_type(l, k, X);
+    if (n->op == TK_RMSNORM) {
+        dsl_buf_printf(k, ", W: ");
+        local_type(l, k, &l->t->n[n->b]);
+        if (l->t->n[n->c].op == TK_SCALAR)
+            dsl_buf_printf(k, ", eps: %s", dsl_dtype_name(l->t->n[n->c].dtype));
+    }
+    dsl_buf_printf(k, ", O: ");
+    local_type(l, k, n);
+    dsl_buf_printf(k, ") grid(%lld) {\n", (long long)prod_except(ext, r, ax));
+    decompose(k, r, ext, ax, r);
+    DslBuf idx = {0}, oidx = {0};
+    for (int d = 0; d < r; d++) {
+        if (d == ax)
+            dsl_buf_printf(&idx, "%s0 +: %lld", d ? ", " : "", (long long)len);
+        else
+            dsl_buf_printf(&idx, "%si%d", d ? ", " : "", d);
+        if (d != ax)
+            dsl_buf_printf(&oidx, "%si%d", oidx.len ? ", " : "", d);
+    }
+    const char *pad = n->op == TK_SOFTMAX || (n->op == TK_REDUCE && n->sub == RED_MAX)
+                          ? ", pad = -inf" : "";
+    dsl_buf_printf(k, "    let v = load(X[%s]%s) as %s;\n", idx.data, pad, ct);
+    switch (n->op) {
+    case TK_SOFTMAX:
+        dsl_buf_printf(k, "    let e = exp(v - max(v));\n    O[%s] = e / sum(e);\n", idx.data);
+        break;
+    case TK_REDUCE:
+        dsl_buf_printf(k, "    O[%s] = %s(v);\n", oidx.data, n->sub == RED_SUM ? "sum" : "max");
+        break;
+    case TK_RMSNORM: {
+        const TkNode *E = &l->t->n[n->c];
+        char eps[64];
+        if (E->op == TK_SCALAR)
+            snprintf(eps, sizeof eps, "(eps as %s)", ct);
+        else
+            snprintf(eps, sizeof eps, "(%.17g as %s)", E->fval, ct);
+        dsl_buf_printf(k, "    let s = rsqrt(sum(v * v) / (%lld as %s) + %s);\n", (long long)len,
+                       ct, eps);
+        dsl_buf_printf(k, "    O[%s] = v * s * (W[0 +: %lld] as %s);\n", idx.data, (long long)len, ct);
+        break;
+    }
+    }
+    dsl_buf_printf(k, "}\n\n");
+    dsl_buf_free(&idx);
+    dsl_buf_free(&oidx);
+    alloc(l, id, "empty");
+    dsl_buf_printf(l->d, "    launch k%d(%s", id, l->buf[n->a]);
+    if (n->op == TK_RMSNORM) {
+        dsl_buf_printf(l->d, ", %s", l->buf[n->b]);
+        if (l->t->n[n->c].op == TK_SCALAR)
+            dsl_buf_printf(l->d, ", %s", l->buf[n->c]);
+    }
+    dsl_buf_printf(l->d, ", %s);\n", l->buf[id]);
+}
+
+/* ------------------------------------------------------------ GEMMs */
+
+typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
+
+/* kernel kID[suffix]: C = A @ B (local shapes); G_ROWS computes rows
+ * [row0, row0 + CH) only; G_WAIT waits for ready[row / CH] and starts at
+ * this rank's shard. */
+static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
+                        int64_t nsig)
+{
+    const TkNode *n = &l->t->n[id], *A = &l->t->n[n->a], *B = &l->t->n[n->b];
+    int r = n->rank;
+    int64_t M = ld(l, n, r - 2), N = ld(l, n, r - 1), K = ld(l, A, A->rank - 1);
+    int64_t NB = r == 3 ? ld(l, n, 0) : 1;
+    int64_t BM = imin(M, 32), BN = imin(N, 32), BK = imin(K, 32);
+    if (gk != G_PLAIN) { /* tiles never straddle a chunk */
+        BM = 32;
+        while (BM > 1 && ch % BM)
+            BM /= 2;
+    }
+    bool f64 = n->dtype == DT_F64;
+    DslBuf *k = l->k;
+    dsl_buf_printf(k, "kernel k%d%s(A: ", id, suffix);
+    local_type(l, k, A);
+    dsl_buf_printf(k, ", B: ");
+    local_type(l, k, B);
+    dsl_buf_printf(k, ", C: ");
+    local_type(l, k, n);
+    if (gk == G_ROWS)
+        dsl_buf_printf(k, ", row0: i32");
+    if (gk == G_WAIT)
+        dsl_buf_printf(k, ", ready: signal[%lld]", (long long)nsig);
+    dsl_buf_printf(k, ") grid(cdiv(%lld, %lld), cdiv(%lld, %lld), %lld) {\n",
+                   (long long)(gk == G_ROWS ? ch : M), (long long)BM, (long long)N, (long long)BN,
+                   (long long)NB);
+    if (gk == G_ROWS)
+        dsl_buf_printf(k, "    let m = row0 + program_id(0) * %lld;\n", (long long)BM);
+    else if (gk == G_WAIT) {
+        int64_t tiles = M / BM, tps = tiles / l->R;
+        dsl_buf_printf(k, "    let m = ((program_id(0) + rank() * %lld) %% %lld) * %lld;\n",
+                       (long long)tps, (long long)tiles, (long long)BM);
+        dsl_buf_printf(k, "    wait(ready[m / %lld] >= 1);\n", (long long)ch);
+    } else
+        dsl_buf_printf(k, "    let m = program_id(0) * %lld;\n", (long long)BM);
+    dsl_buf_printf(k, "    let n = program_id(1) * %lld;\n    let b = program_id(2);\n", (long long)BN);
+    dsl_buf_printf(k, "    var acc = zeros(%s, %lld, %lld);\n", f64 ? "f64" : "f32", (long long)BM,
+                   (long long)BN);
+    const char *ba = A->rank == 3 ? "b, " : "", *bb = B->rank == 3 ? "b, " : "",
+               *bc = r == 3 ? "b, " : "";
+    dsl_buf_printf(k, "    for k in 0 .. %lld step %lld {\n", (long long)K, (long long)BK);
+    dsl_buf_printf(k, "        acc = dot(A[%sm +: %lld, k +: %lld], B[%sk +: %lld, n +: %lld], acc);\n",
+                   ba, (long long)BM, (long long)BK, bb, (long long)BK, (long long)BN);
+    dsl_buf_printf(k, "    }\n");
+    if (gk == G_ROWS) {
+        dsl_buf_printf(k, "    let rows = m + arange(%lld);\n", (long long)BM);
+        dsl_buf_printf(k, "    store(C[%sm +: %lld, n +: %lld], acc as %s, mask = (rows < row0 + %lld)[:, None]);\n",
+                       bc, (long long)BM, (long long)BN, dsl_dtype_name(n->dtype), (long long)ch);
+    } else {
+        dsl_buf_printf(k, "    C[%sm +: %lld, n +: %lld] = acc;\n", bc, (long long)BM, (long long)BN);
+    }
+    dsl_buf_printf(k, "}\n\n");
+}
+
+static void gemm_plain(L *l, int id)
+{
+    const TkNode *n = &l->t->n[id];
+    kernel_gemm(l, id, G_PLAIN, "", 0, 0);
+    alloc(l, id, "empty");
+    dsl_buf_printf(l->d, "    launch k%d(%s, %s, %s);\n", id, l->buf[n->a], l->buf[n->b], l->buf[id]);
+}
+
+/* AllGather+GEMM at the GEMM node g; comm node c gathers A (split(0)). */
+static void fused_ag_gemm(L *l, int c, int g)
+{
+    const TkTask *t = l->t;
+    const TkNode *C = &t->n[c], *X = &t->n[C->a], *G = &t->n[g];
+    int R = l->R, ch_per = C->chunks;
+    int64_t M = C->dims[0], K = C->dims[1], MR = M / R, CH = MR / ch_per;
+    DslBuf *d = l->d;
+    dsl_buf_printf(d, "    // AllGather+GEMM: %%%d gathered chunk by chunk while %%%d consumes it\n", c, g);
+    dsl_buf_printf(d, "    let s%d = symmetric(%s, %lld, %lld);\n", c, dsl_dtype_name(C->dtype),
+                   (long long)MR, (long long)K);
+    dsl_buf_printf(d, "    copy(s%d[0 +: %lld, 0 +: %lld], ", c, (long long)MR, (long long)K);
+    full_view(l, d, l->buf[C->a], X);
+    dsl_buf_printf(d, ");\n    barrier();\n");
+    alloc(l, c, "empty");
+    dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * ch_per);
+    dsl_buf_printf(d, "    async {\n        for i in 0 .. %d {\n            let r = (rank() + i) %% %d;\n",
+                   R, R);
+    dsl_buf_printf(d, "            for j in 0 .. %d {\n", ch_per);
+    dsl_buf_printf(d, "                copy(%s[r * %lld + j * %lld +: %lld, 0 +: %lld], "
+                      "peer(s%d, r)[j * %lld +: %lld, 0 +: %lld], signal = rd%d[r * %d + j]);\n",
+                   l->buf[c], (long long)MR, (long long)CH, (long long)CH, (long long)K, c,
+                   (long long)CH, (long long)CH, (long long)K, c, ch_per);
+    dsl_buf_printf(d, "            }\n        }\n    }\n");
+    kernel_gemm(l, g, G_WAIT, "_agw", CH, (int64_t)R * ch_per);
+    alloc(l, g, "empty");
+    dsl_buf_printf(d, "    launch k%d_agw(%s, %s, %s, rd%d);\n    sync;\n", g, l->buf[c],
+                   l->buf[G->b], l->buf[g], c);
+}
+
+/* GEMM+ReduceScatter (or +AllReduce) at comm node c; its GEMM is c's operand. */
+static void fused_gemm_rs(L *l, int c)
+{
+    const TkTask *t = l->t;
+    const TkNode *C = &t->n[c];
+    int g = C->a;
+    const TkNode *G = &t->n[g];
+    int R = l->R, cp = C->chunks;
+    int64_t M = G->dims[0], N = G->dims[1], MR = M / R, CH = MR / cp;
+    const char *dt = dsl_dtype_name(C->dtype);
+    DslBuf *d = l->d, *k = l->k;
+    dsl_buf_printf(d, "    // GEMM+%s: %%%d computed chunk by chunk, each chunk sent as it is done\n",
+                   C->place == PL_GEMM_AR ? "AllReduce" : "ReduceScatter", g);
+    kernel_gemm(l, g, G_ROWS, "_rows", CH, 0);
+    alloc(l, g, "empty");
+    dsl_buf_printf(d, "    let rcv%d = symmetric(%s, %lld, %lld);\n", c, dt, (long long)M, (long long)N);
+    dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * cp);
+    dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (rank() + i) %% %d;\n", R + 1, R);
+    dsl_buf_printf(d, "        for j in 0 .. %d {\n", cp);
+    dsl_buf_printf(d, "            launch k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
+                   l->buf[G->a], l->buf[G->b], l->buf[g], (long long)MR, (long long)CH);
+    dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, r)[rank() * %lld + j * %lld +: %lld, 0 +: %lld], "
+                      "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[rank() * %d + j]);\n"
+                      "            }\n",
+                   c, (long long)MR, (long long)CH, (long long)CH, (long long)N, l->buf[g],
+                   (long long)MR, (long long)CH, (long long)CH, (long long)N, c, cp);
+    dsl_buf_printf(d, "        }\n    }\n");
+    /* the reduction of the R received slots, after every signal */
+    int64_t BM = imin(MR, 32), BN = imin(N, 32);
+    dsl_buf_printf(k, "kernel k%d_red(S: %s[%lld, %lld], O: %s[%lld, %lld], ready: signal[%d]) "
+                      "grid(cdiv(%lld, %lld), cdiv(%lld, %lld)) {\n",
+                   c, dt, (long long)M, (long long)N, dt, (long long)MR, (long long)N, R * cp,
+                   (long long)MR, (long long)BM, (long long)N, (long long)BN);
+    dsl_buf_printf(k, "    for s in 0 .. %d {\n        wait(ready[s] >= 1);\n    }\n", R * cp);
+    dsl_buf_printf(k, "    let m = program_id(0) * %lld;\n    let n = program_id(1) * %lld;\n",
+                   (long long)BM, (long long)BN);
+    dsl_buf_printf(k, "    var acc = zeros(%s, %lld, %lld);\n", ctype(C->dtype), (long long)BM,
+                   (long long)BN);
+    dsl_buf_printf(k, "    for q in 0 .. %d {\n        acc = acc + (S[q * %lld + m +: %lld, n +: %lld] as %s);\n    }\n",
+                   R, (long long)MR, (long long)BM, (long long)BN, ctype(C->dtype));
+    dsl_buf_printf(k, "    O[m +: %lld, n +: %lld] = acc;\n}\n\n", (long long)BM, (long long)BN);
+    if (C->place == PL_GEMM_AR) {
+        dsl_buf_printf(d, "    let h%d = empty(%s, %lld, %lld);\n", c, dt, (long long)MR, (long long)N);
+        dsl_buf_printf(d, "    launch k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
+        alloc(l, c, "empty");
+        dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
+    } else {
+        alloc(l, c, "empty");
+        dsl_buf_printf(d, "    launch k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
+    }
+}
+
+/* ------------------------------------------------------------ collectives */
+
+/* view of buffer `name` with local dims of node n, where dim d is replaced
+ * by [start +: len] (start is source text); lead: optional "j, " prefix
+ * for a staging buffer */
+static void slice_view(L *l, DslBuf *o, const char *name, const char *lead, const TkNode *n,
+                       const int64_t *ext, int d, const char *start, int64_t len)
+{
+    (void)l;
+    (void)n;
+    dsl_buf_printf(o, "%s[%s", name, lead);
+    for (int e = 0; e < n->rank; e++) {
+        const char *sep = e || lead[0] ? ", " : "";
+        if (e == d)
+            dsl_buf_printf(o, "%s%s +: %lld", sep, start, (long long)len);
+        else
+            dsl_buf_printf(o, "%s0 +: %lld", sep, (long long)ext[e]);
+    }
+    dsl_buf_printf(o, "]");
+}
+
+static void staging(L *l, const char *name, int dtype, int rank, const int64_t *ext)
+{
+    dsl_buf_printf(l->d, "    let %s = empty(%s, %d", name, dsl_dtype_name(dtype), l->R);
+    for (int e = 0; e < rank; e++)
+        dsl_buf_printf(l->d, ", %lld", (long long)ext[e]);
+    dsl_buf_printf(l->d, ");\n");
+}
+
+static void plain_comm(L *l, int id)
+{
+    const TkTask *t = l->t;
+    const TkNode *n = &t->n[id], *X = &t->n[n->a];
+    DslBuf *d = l->d;
+    int R = l->R, r = n->rank;
+    int64_t xe[IR_MAX_RANK], ne[IR_MAX_RANK];
+    for (int e = 0; e < r; e++) {
+        xe[e] = ld(l, X, e);
+        ne[e] = ld(l, n, e);
+    }
+    char st[64], nm[32];
+    switch (n->comm) {
+    case CM_NONE:
+        l->buf[id] = l->buf[n->a];
+        return;
+    case CM_SLICE: {
+        int s = n->sh.dim;
+        alloc(l, id, "empty");
+        dsl_buf_printf(d, "    copy(");
+        full_view(l, d, l->buf[id], n);
+        dsl_buf_printf(d, ", ");
+        snprintf(st, sizeof st, "rank() * %lld", (long long)ne[s]);
+        slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
+        dsl_buf_printf(d, ");\n");
+        return;
+    }
+    case CM_ALL_GATHER: {
+        int s = X->sh.dim;
+        alloc(l, id, "empty");
+        if (s == 0) {
+            dsl_buf_printf(d, "    all_gather(%s, %s);\n", l->buf[id], l->buf[n->a]);
+            return;
+        }
+        snprintf(nm, sizeof nm, "g%d", id);
+        staging(l, nm, n->dtype, r, xe);
+        dsl_buf_printf(d, "    all_gather(%s, %s);\n    for j in 0 .. %d {\n        copy(", nm,
+                       l->buf[n->a], R);
+        snprintf(st, sizeof st, "j * %lld", (long long)xe[s]);
+        slice_view(l, d, l->buf[id], "", n, ne, s, st, xe[s]);
+        dsl_buf_printf(d, ", ");
+        slice_view(l, d, nm, "j", X, xe, -1, "", 0);
+        dsl_buf_printf(d, ");\n    }\n");
+        return;
+    }
+    case CM_ALL_REDUCE:
+        if (X->uses == 1 && X->op != TK_PARAM) {
+            l->buf[id] = l->buf[n->a];
+        } else {
+            alloc(l, id, "empty");
+            dsl_buf_printf(d, "    copy(");
+            full_view(l, d, l->buf[id], n);
+            dsl_buf_printf(d, ", ");
+            full_view(l, d, l->buf[n->a], X);
+            dsl_buf_printf(d, ");\n");
+        }
+        dsl_buf_printf(d, "    all_reduce(%s);\n", l->buf[id]);
+        return;
+    case CM_REDUCE_SCATTER: {
+        int s = n->sh.dim;
+        alloc(l, id, "empty");
+        if (s == 0) {
+            dsl_buf_printf(d, "    reduce_scatter(%s, %s);\n", l->buf[id], l->buf[n->a]);
+            return;
+        }
+        snprintf(nm, sizeof nm, "g%d", id);
+        staging(l, nm, n->dtype, r, ne);
+        dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
+        slice_view(l, d, nm, "j", n, ne, -1, "", 0);
+        dsl_buf_printf(d, ", ");
+        snprintf(st, sizeof st, "j * %lld", (long long)ne[s]);
+        slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
+        dsl_buf_printf(d, ");\n    }\n    reduce_scatter(%s, %s);\n", l->buf[id], nm);
+        return;
+    }
+    case CM_ALL_TO_ALL: {
+        int a = X->sh.dim, b = n->sh.dim;
+        int64_t pe[IR_MAX_RANK]; /* a chunk: X's local dims with dim b cut */
+        for (int e = 0; e < r; e++)
+            pe[e] = xe[e];
+        pe[b] = ne[b];
+        char s1[32], s2[32];
+        snprintf(s1, sizeof s1, "t%d", id);
+        snprintf(s2, sizeof s2, "u%d", id);
+        staging(l, s1, n->dtype, r, pe);
+        staging(l, s2, n->dtype, r, pe);
+        dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
+        slice_view(l, d, s1, "j", X, pe, -1, "", 0);
+        dsl_buf_printf(d, ", ");
+        snprintf(st, sizeof st, "j * %lld", (long long)pe[b]);
+        slice_view(l, d, l->buf[n->a], "", X, xe, b, st, pe[b]);
+        dsl_buf_printf(d, ");\n    }\n    all_to_all(%s, %s);\n", s2, s1);
+        alloc(l, id, "empty");
+        dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
+        snprintf(st, sizeof st, "j * %lld", (long long)pe[a]);
+        slice_view(l, d, l->buf[id], "", n, ne, a, st, pe[a]);
+        dsl_buf_printf(d, ", ");
+        slice_view(l, d, s2, "j", X, pe, -1, "", 0);
+        dsl_buf_printf(d, ");\n    }\n");
+        return;
+    }
+    }
+}
+
+/* ------------------------------------------------------------ driver */
+
+int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
+{
+    if (!t->propagated || t->nranks < 1)
+        return IR_BUG(err, errlen, "task lowering needs shardings and ranks");
+    for (int s = 0; s < t->nsyms; s++)
+        if (t->symval[s] < 0) {
+            snprintf(err, errlen, "size %s of task %s is not known: give %s=VALUE or a tensor "
+                     "that has it", t->syms[s], t->fn->name, t->syms[s]);
+            return -1;
+        }
+    DslBuf kb = {0}, db = {0};
+    const char **buf = calloc((size_t)t->nn + 1, sizeof *buf);
+    char (*names)[32] = calloc((size_t)t->nn + 1, sizeof *names);
+    if (!buf || !names) {
+        free(buf);
+        free(names);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    L l = {t, &kb, &db, t->nranks, buf, names};
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op == TK_PARAM || n->op == TK_SCALAR)
+            snprintf(names[i], sizeof names[i], "p_%.24s", n->name);
+        else
+            snprintf(names[i], sizeof names[i], "v%d", i);
+        buf[i] = names[i];
+    }
+    /* which GEMMs are fused into a collective */
+    int *fused_by = calloc((size_t)t->nn + 1, sizeof *fused_by);
+    if (!fused_by) {
+        free(buf);
+        free(names);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < t->nn; i++)
+        fused_by[i] = -1;
+    for (int i = 0; i < t->nn; i++)
+        if (t->n[i].op == TK_COMM && t->n[i].place != PL_PLAIN && t->n[i].gemm >= 0)
+            fused_by[t->n[i].gemm] = i;
+    int rc = 0;
+    for (int i = 0; i < t->nn && !rc; i++) {
+        const TkNode *n = &t->n[i];
+        switch (n->op) {
+        case TK_PARAM: case TK_SCALAR: case TK_CONST:
+            break;
+        case TK_BINARY: case TK_UNARY: case TK_CAST: case TK_TRANS:
+            kernel_elementwise(&l, i);
+            break;
+        case TK_SOFTMAX: case TK_REDUCE: case TK_RMSNORM:
+            kernel_rowwise(&l, i);
+            break;
+        case TK_MATMUL:
+            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM)
+                fused_ag_gemm(&l, fused_by[i], i);
+            else if (fused_by[i] < 0)
+                gemm_plain(&l, i);
+            break;
+        case TK_COMM:
+            if (n->place == PL_AG_GEMM)
+                break; /* emitted with its GEMM */
+            if (n->place == PL_GEMM_RS || n->place == PL_GEMM_AR)
+                fused_gemm_rs(&l, i);
+            else
+                plain_comm(&l, i);
+            break;
+        }
+    }
+    /* the device function */
+    dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s\n\n", t->fn->name,
+                   t->nranks, t->nranks == 1 ? "" : "s");
+    dsl_buf_put(out, kb.data ? kb.data : "", kb.len);
+    dsl_buf_printf(out, "device __task_%s(", t->fn->name);
+    int np = 0;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op == TK_PARAM) {
+            dsl_buf_printf(out, "%s%s: ", np++ ? ", " : "", buf[i]);
+            local_type(&l, out, n);
+        } else if (n->op == TK_SCALAR) {
+            dsl_buf_printf(out, "%s%s: %s", np++ ? ", " : "", buf[i], dsl_dtype_name(n->dtype));
+        }
+    }
+    for (int r = 0; r < t->nresults; r++) {
+        dsl_buf_printf(out, "%sres%d: ", np++ ? ", " : "", r);
+        local_type(&l, out, &t->n[t->results[r]]);
+    }
+    dsl_buf_printf(out, ") {\n");
+    dsl_buf_put(out, db.data ? db.data : "", db.len);
+    for (int r = 0; r < t->nresults; r++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "res%d", r);
+        const TkNode *n = &t->n[t->results[r]];
+        dsl_buf_printf(out, "    copy(");
+        full_view(&l, out, nm, n);
+        dsl_buf_printf(out, ", ");
+        full_view(&l, out, buf[t->results[r]], n);
+        dsl_buf_printf(out, ");\n");
+    }
+    dsl_buf_printf(out, "}\n");
+    if (kb.oom || db.oom || out->oom) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    dsl_buf_free(&kb);
+    dsl_buf_free(&db);
+    free(buf);
+    free(names);
+    free(fused_by);
+    return rc;
+}

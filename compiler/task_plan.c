@@ -1,0 +1,190 @@
+/* task_plan.c — `blkc plan`: a task's shardings, every collective (written
+ * or inserted), every placement decision with the predicted time of each
+ * alternative considered, and the predicted total, as text or JSON. */
+#include "task.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void json_str(DslBuf *o, const char *s)
+{
+    dsl_buf_printf(o, "\"");
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            dsl_buf_printf(o, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            dsl_buf_printf(o, "\\u%04x", *s);
+        else
+            dsl_buf_printf(o, "%c", *s);
+    }
+    dsl_buf_printf(o, "\"");
+}
+
+static const char *alt_name(const TkNode *n, const TkAlt *a, char *buf, size_t len)
+{
+    if (a->kind == PL_PLAIN)
+        snprintf(buf, len, n->gemm >= 0 ? "plain (GEMM, then %s)" : "plain %s",
+                 tk_comm_name(n->comm));
+    else
+        snprintf(buf, len, "%s, %d chunk%s/shard", tk_place_name(a->kind), a->chunks,
+                 a->chunks == 1 ? "" : "s");
+    return buf;
+}
+
+static double comm_bytes(const TkTask *t, const TkNode *n)
+{
+    double b = (double)tk_numel(n) * dsl_dtype_bytes(n->dtype);
+    return n->comm == CM_ALL_TO_ALL && t->nranks > 0 ? b / t->nranks : b;
+}
+
+static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
+{
+    char ty[160], sh[32], sh2[32], an[96];
+    dsl_buf_printf(o, "task %s on %d rank%s, topology %s\n", t->fn->name, t->nranks,
+                   t->nranks == 1 ? "" : "s", topo->name);
+    dsl_buf_printf(o, "  (%s)\n", topo->source);
+    if (t->nsyms) {
+        dsl_buf_printf(o, "sizes:");
+        for (int s = 0; s < t->nsyms; s++)
+            dsl_buf_printf(o, " %s=%lld", t->syms[s], (long long)t->symval[s]);
+        dsl_buf_printf(o, "\n");
+    }
+    dsl_buf_printf(o, "\nshardings:\n");
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op == TK_CONST || n->op == TK_SCALAR)
+            continue;
+        tk_type_str(t, n, ty, sizeof ty);
+        tk_shard_str(n->sh, sh, sizeof sh);
+        char what[64];
+        if (n->op == TK_COMM)
+            snprintf(what, sizeof what, "%s %%%d", tk_comm_name(n->comm), n->a);
+        else if (n->op == TK_PARAM)
+            snprintf(what, sizeof what, "param");
+        else if (n->op == TK_UNARY)
+            snprintf(what, sizeof what, "%s", tk_fn_name(n->sub));
+        else if (n->op == TK_BINARY)
+            snprintf(what, sizeof what, "'%c'", n->sub);
+        else
+            snprintf(what, sizeof what, "%s", tk_op_name(n->op));
+        dsl_buf_printf(o, "  %%%-3d %-10s %-22s %-32s %s\n", i, n->name ? n->name : "", what, ty, sh);
+    }
+    dsl_buf_printf(o, "\ncollectives:\n");
+    int ncomm = 0;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op != TK_COMM)
+            continue;
+        ncomm++;
+        tk_shard_str(t->n[n->a].sh, sh, sizeof sh);
+        tk_shard_str(n->sh, sh2, sizeof sh2);
+        dsl_buf_printf(o, "  %%%d %s of %%%d: %s -> %s, %.3f MB per rank, %s\n", i,
+                       tk_comm_name(n->comm), n->a, sh, sh2, comm_bytes(t, n) / 1e6,
+                       n->user ? (n->reshard ? "written (reshard)" : "written") : "inserted");
+        if (n->gemm >= 0)
+            dsl_buf_printf(o, "    next to GEMM %%%d: alternatives\n", n->gemm);
+        for (int a = 0; a < n->nalts; a++) {
+            bool chosen = n->alts[a].kind == n->place &&
+                          (n->place == PL_PLAIN || n->alts[a].chunks == n->chunks);
+            dsl_buf_printf(o, "    %s %-44s %10.2f us\n", chosen ? "*" : " ",
+                           alt_name(n, &n->alts[a], an, sizeof an), n->alts[a].us);
+        }
+        if (n->gemm >= 0) {
+            double plain = n->alts[0].us, best = plain;
+            for (int a = 0; a < n->nalts; a++)
+                if (n->alts[a].us < best)
+                    best = n->alts[a].us;
+            if (n->place == PL_PLAIN)
+                dsl_buf_printf(o, "    decision: plain (%s)\n",
+                               best < plain ? "overlap disabled" : "overlap does not pay");
+            else
+                dsl_buf_printf(o, "    decision: %s, %d chunk%s per shard, %.2fx over plain\n",
+                               tk_place_name(n->place), n->chunks, n->chunks == 1 ? "" : "s",
+                               plain / (best > 0 ? best : 1));
+        }
+    }
+    if (!ncomm)
+        dsl_buf_printf(o, "  none\n");
+    double total = 0;
+    for (int i = 0; i < t->nn; i++)
+        total += tk_node_cost_us(t, topo, i);
+    dsl_buf_printf(o, "\npredicted time per step: %.2f us (serial sum of the ops above)\n", total);
+}
+
+static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
+{
+    char ty[160], sh[32], an[96];
+    dsl_buf_printf(o, "{\n  \"task\": ");
+    json_str(o, t->fn->name);
+    dsl_buf_printf(o, ",\n  \"ranks\": %d,\n  \"topology\": ", t->nranks);
+    json_str(o, topo->name);
+    dsl_buf_printf(o, ",\n  \"sizes\": {");
+    for (int s = 0; s < t->nsyms; s++) {
+        dsl_buf_printf(o, "%s", s ? ", " : "");
+        json_str(o, t->syms[s]);
+        dsl_buf_printf(o, ": %lld", (long long)t->symval[s]);
+    }
+    dsl_buf_printf(o, "},\n  \"values\": [\n");
+    int k = 0;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op == TK_CONST || n->op == TK_SCALAR)
+            continue;
+        tk_type_str(t, n, ty, sizeof ty);
+        tk_shard_str(n->sh, sh, sizeof sh);
+        dsl_buf_printf(o, "%s    {\"id\": %d, \"op\": ", k++ ? ",\n" : "", i);
+        json_str(o, n->op == TK_COMM ? tk_comm_name(n->comm) : tk_op_name(n->op));
+        dsl_buf_printf(o, ", \"name\": ");
+        if (n->name)
+            json_str(o, n->name);
+        else
+            dsl_buf_printf(o, "null");
+        dsl_buf_printf(o, ", \"type\": ");
+        json_str(o, ty);
+        dsl_buf_printf(o, ", \"sharding\": ");
+        json_str(o, sh);
+        dsl_buf_printf(o, "}");
+    }
+    dsl_buf_printf(o, "\n  ],\n  \"collectives\": [\n");
+    k = 0;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op != TK_COMM)
+            continue;
+        dsl_buf_printf(o, "%s    {\"id\": %d, \"kind\": ", k++ ? ",\n" : "", i);
+        json_str(o, tk_comm_name(n->comm));
+        tk_shard_str(t->n[n->a].sh, sh, sizeof sh);
+        dsl_buf_printf(o, ", \"of\": %d, \"from\": ", n->a);
+        json_str(o, sh);
+        tk_shard_str(n->sh, sh, sizeof sh);
+        dsl_buf_printf(o, ", \"to\": ");
+        json_str(o, sh);
+        dsl_buf_printf(o, ", \"bytes\": %.0f, \"inserted\": %s, \"gemm\": ", comm_bytes(t, n),
+                       n->user ? "false" : "true");
+        if (n->gemm >= 0)
+            dsl_buf_printf(o, "%d", n->gemm);
+        else
+            dsl_buf_printf(o, "null");
+        dsl_buf_printf(o, ", \"alternatives\": [");
+        for (int a = 0; a < n->nalts; a++) {
+            dsl_buf_printf(o, "%s{\"form\": ", a ? ", " : "");
+            json_str(o, alt_name(n, &n->alts[a], an, sizeof an));
+            dsl_buf_printf(o, ", \"chunks\": %d, \"us\": %.3f}", n->alts[a].chunks, n->alts[a].us);
+        }
+        dsl_buf_printf(o, "], \"chosen\": ");
+        json_str(o, tk_place_name(n->place));
+        dsl_buf_printf(o, ", \"chunks\": %d}", n->chunks);
+    }
+    double total = 0;
+    for (int i = 0; i < t->nn; i++)
+        total += tk_node_cost_us(t, topo, i);
+    dsl_buf_printf(o, "\n  ],\n  \"predicted_us\": %.3f\n}\n", total);
+}
+
+void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo, bool as_json)
+{
+    if (as_json)
+        json(out, t, topo);
+    else
+        text(out, t, topo);
+}

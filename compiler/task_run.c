@@ -1,0 +1,284 @@
+/* task_run.c — running a task on local ranks: compile the Task IR's
+ * generated source with the normal pipeline, JIT its kernels, scatter the
+ * full input tensors to the ranks by their shardings (a replicated input
+ * is shared, a split one is sliced), run the device function on every rank
+ * with the plan runner, and gather the results (split: concatenated;
+ * replicated: rank 0's). Also tk_check, the task branch of ir_lower. */
+#include "task.h"
+
+#include "../backends/backend.h"
+#include "../runtime/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tk_check(const AstProgram *prog, const AstFunc *fn, const char *const *defines,
+              int ndefines, DslDiags *diags)
+{
+    TkTask *t = tk_build(prog, fn, 0, defines, ndefines, NULL, 0, diags);
+    if (t)
+        tk_propagate(t, diags);
+    tk_free(t);
+}
+
+/* Copy shard `r` of a [outer, D, inner] view along dim d (to_full: the
+ * other way). */
+static void shard_copy(char *full, char *local, const int64_t *shape, int rank, int d, int R,
+                       int r, size_t esz, bool to_full)
+{
+    int64_t outer = 1, inner = 1;
+    for (int e = 0; e < d; e++)
+        outer *= shape[e];
+    for (int e = d + 1; e < rank; e++)
+        inner *= shape[e];
+    int64_t D = shape[d], Dl = D / R;
+    size_t run = (size_t)(Dl * inner) * esz;
+    for (int64_t o = 0; o < outer; o++) {
+        char *f = full + (size_t)((o * D + r * Dl) * inner) * esz;
+        char *l = local + (size_t)o * run;
+        if (to_full)
+            memcpy(f, l, run);
+        else
+            memcpy(l, f, run);
+    }
+}
+
+static int find_func(const IrModule *m, const char *name)
+{
+    for (int i = 0; i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t errlen)
+{
+    DslBuf src = {0};
+    if (tk_lower_src(t, &src, err, errlen))
+        return -1;
+    if (getenv("BLKC_TASK_DUMP")) /* debugging: the generated source */
+        fprintf(stderr, "%s", src.data);
+    char srcname[128];
+    snprintf(srcname, sizeof srcname, "<task %s>", t->fn->name);
+    DslSource s = {srcname, src.data, src.len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    IrModule *m = ir_compile_source(&s, &diags, NULL, 0, NULL);
+    if (!m || diags.nerrors) {
+        snprintf(err, errlen, "internal: the code generated for task %s does not compile: %s",
+                 t->fn->name, diags.out.data ? diags.out.data : "out of memory");
+        dsl_diags_free(&diags);
+        dsl_buf_free(&src);
+        ir_module_free(m);
+        return -1;
+    }
+    dsl_diags_free(&diags);
+    char fname[128];
+    snprintf(fname, sizeof fname, "__task_%s", t->fn->name);
+    int fi = find_func(m, fname);
+    BkCpuModule *cm = NULL;
+    BkOptions bo = {NULL, 3};
+    int R = t->nranks, rc = -1;
+    const IrFunc *f = fi >= 0 ? m->funcs[fi] : NULL;
+    RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
+    if (!f || !ra) {
+        snprintf(err, errlen, "internal: task entry missing");
+        goto out;
+    }
+    if (bk_cpu_jit(m, &bo, &cm, err, errlen))
+        goto out;
+    /* device params: task params in node order (tensors, scalars), then results */
+    int nres0 = 0;
+    for (int i = 0; i < t->nn; i++)
+        if (t->n[i].op == TK_PARAM || t->n[i].op == TK_SCALAR)
+            nres0++;
+    if (nres0 + t->nresults != f->nparams - 0 && f->nparams < nres0 + t->nresults) {
+        snprintf(err, errlen, "internal: task parameter count");
+        goto out;
+    }
+    for (int r = 0; r < R; r++) {
+        ra[r] = calloc((size_t)f->nparams + 1, sizeof **ra);
+        if (!ra[r]) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        int p = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < (pass ? t->nresults : t->nn); i++) {
+                const TkNode *n = pass ? &t->n[t->results[i]] : &t->n[i];
+                if (!pass && n->op != TK_PARAM && n->op != TK_SCALAR)
+                    continue;
+                TkShard sh = pass ? t->res_sh[i] : n->sh;
+                RtPlanArg *a = &ra[r][p++];
+                if (n->op == TK_SCALAR && !pass) {
+                    a->scalar = args[n->param].scalar;
+                    continue;
+                }
+                size_t esz = (size_t)dsl_dtype_bytes(n->dtype);
+                int64_t st = 1, numel = 1;
+                for (int d = n->rank - 1; d >= 0; d--) {
+                    a->shape[d] = tk_local_dim(t, n, d);
+                    if (sh.kind == SH_SPLIT && sh.dim == d)
+                        a->shape[d] = n->dims[d] / R;
+                    a->stride[d] = st;
+                    st *= a->shape[d];
+                    numel *= a->shape[d];
+                }
+                const TkArg *full = pass ? &results[i] : &args[n->param];
+                if (!pass && sh.kind != SH_SPLIT) {
+                    a->data = full->data; /* read only: shared */
+                    continue;
+                }
+                a->data = malloc((size_t)numel * esz + 1);
+                if (!a->data) {
+                    snprintf(err, errlen, "out of memory");
+                    goto out;
+                }
+                if (!pass)
+                    shard_copy(full->data, a->data, full->shape, n->rank, sh.dim, R, r, esz, false);
+            }
+    }
+    RtPlanModule pm = {m, cm};
+    if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
+        goto out;
+    /* gather the results */
+    for (int i = 0; i < t->nresults; i++) {
+        const TkNode *n = &t->n[t->results[i]];
+        int p = nres0 + i;
+        size_t esz = (size_t)dsl_dtype_bytes(n->dtype);
+        TkShard sh = t->res_sh[i];
+        if (sh.kind != SH_SPLIT) {
+            memcpy(results[i].data, ra[0][p].data, (size_t)tk_numel(n) * esz);
+            continue;
+        }
+        for (int r = 0; r < R; r++)
+            shard_copy(results[i].data, ra[r][p].data, results[i].shape, n->rank, sh.dim, R, r,
+                       esz, true);
+    }
+    rc = 0;
+out:
+    if (ra) {
+        for (int r = 0; r < R; r++) {
+            if (!ra[r])
+                continue;
+            int p = 0;
+            for (int pass = 0; pass < 2; pass++)
+                for (int i = 0; i < (pass ? t->nresults : t->nn); i++) {
+                    const TkNode *n = pass ? &t->n[t->results[i]] : &t->n[i];
+                    if (!pass && n->op != TK_PARAM && n->op != TK_SCALAR)
+                        continue;
+                    TkShard sh = pass ? t->res_sh[i] : n->sh;
+                    if (pass || (n->op == TK_PARAM && sh.kind == SH_SPLIT))
+                        free(ra[r][p].data);
+                    p++;
+                }
+            free(ra[r]);
+        }
+        free(ra);
+    }
+    if (cm)
+        bk_cpu_free(cm);
+    ir_module_free(m);
+    dsl_buf_free(&src);
+    return rc;
+}
+
+/* ------------------------------------------------------------ CLI helpers */
+
+const AstFunc *tk_pick_task(const AstProgram *prog, const char *entry, char *err,
+                            size_t errlen)
+{
+    const AstFunc *one = NULL;
+    int n = 0;
+    size_t k = 0;
+    char list[512] = "";
+    err[0] = 0;
+    for (int i = 0; i < prog->nfuncs; i++) {
+        const AstFunc *f = prog->funcs[i];
+        if (f->fkind != FN_TASK)
+            continue;
+        if (entry && strcmp(f->name, entry) == 0)
+            return f;
+        n++;
+        one = f;
+        if (k < sizeof list)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", f->name);
+    }
+    if (entry || n == 0)
+        return NULL;
+    if (n > 1) {
+        snprintf(err, errlen, "%d tasks (%s): choose one with --entry=NAME", n, list);
+        return NULL;
+    }
+    return one;
+}
+
+/* The task's parameters and results as an IrFunc signature: tensors with
+ * full (unsharded) shapes, scalars, then `result` / `result0`, ... */
+IrFunc *tk_signature(const TkTask *t)
+{
+    IrFunc *f = calloc(1, sizeof *f);
+    int np = 0;
+    for (int i = 0; i < t->nn; i++)
+        if (t->n[i].op == TK_PARAM || t->n[i].op == TK_SCALAR)
+            np++;
+    if (!f)
+        return NULL;
+    f->params = calloc((size_t)(np + t->nresults) + 1, sizeof *f->params);
+    f->syms = calloc((size_t)t->nsyms + 1, sizeof *f->syms);
+    char (*rn)[24] = calloc((size_t)t->nresults + 1, sizeof *rn);
+    if (!f->params || !f->syms || !rn) {
+        free(f->params);
+        free(f->syms);
+        free(rn);
+        free(f);
+        return NULL;
+    }
+    f->name = t->fn->name;
+    f->loc = t->fn->loc;
+    f->is_device = true;
+    f->vars = (IrVar *)(void *)rn; /* owns the result names (freed with f) */
+    for (int s = 0; s < t->nsyms; s++)
+        f->syms[s] = (IrSym){t->syms[s], -1, -1};
+    f->nsyms = t->nsyms;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < (pass ? t->nresults : t->nn); i++) {
+            const TkNode *n = pass ? &t->n[t->results[i]] : &t->n[i];
+            if (!pass && n->op != TK_PARAM && n->op != TK_SCALAR)
+                continue;
+            IrParam *p = &f->params[f->nparams];
+            if (pass) {
+                if (t->nresults == 1)
+                    snprintf(rn[i], sizeof rn[i], "result");
+                else
+                    snprintf(rn[i], sizeof rn[i], "result%d", i);
+                p->name = rn[i];
+                p->written = true;
+            } else {
+                p->name = n->name;
+            }
+            p->kind = n->op == TK_SCALAR && !pass ? PK_SCALAR : PK_TENSOR;
+            p->dtype = (uint8_t)n->dtype;
+            p->rank = (uint8_t)n->rank;
+            for (int d = 0; d < n->rank; d++) {
+                p->dims[d] = n->dsym[d] >= 0 ? -1 - n->dsym[d] : n->dims[d];
+                if (n->dsym[d] >= 0 && f->syms[n->dsym[d]].param < 0) {
+                    f->syms[n->dsym[d]].param = f->nparams;
+                    f->syms[n->dsym[d]].dim = d;
+                }
+            }
+            f->nparams++;
+        }
+    return f;
+}
+
+void tk_signature_free(IrFunc *f)
+{
+    if (!f)
+        return;
+    free(f->params);
+    free(f->syms);
+    free(f->vars);
+    free(f);
+}

@@ -1,0 +1,446 @@
+/* task_shard.c — sharding propagation with collective insertion: one
+ * forward pass over the Task IR (nodes are in topological order). Each
+ * op's rule looks at its operands' shardings; where they do not fit the
+ * rule, the operand is converted (a TK_COMM node is inserted: slice,
+ * all_gather, reduce_scatter, all_reduce or all_to_all) and the op's own
+ * sharding follows. Rules (docs/task.md):
+ *   matmul   x @ w[split(N)] -> split(N) (column-parallel);
+ *            x[split(M)] @ w -> split(M); x[split(K)] @ w[split(K)] -> partial
+ *            (row-parallel; a replicated operand is sliced locally);
+ *            batch dims split alike -> split(batch); x[split(M)] @ w[split(N)]
+ *            gathers x (AllGather+GEMM); partial @ replicated -> partial.
+ *   elementwise  operands must agree: a replicated operand is sliced, a
+ *            differently split one goes through all_to_all; partials flow
+ *            through + - (both partial) and * / by a non-partial.
+ *   softmax, max, rmsnorm  their axis (rmsnorm: the last) must not be
+ *            split; sum along a split axis -> partial.
+ *   results  converted to their declared sharding. */
+#include "task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct P {
+    TkTask *t;                     /* the new node list is built in t */
+    DslDiags *diags;
+    bool failed;
+} P;
+
+static bool sh_eq(TkShard a, TkShard b)
+{
+    return a.kind == b.kind && (a.kind != SH_SPLIT || a.dim == b.dim);
+}
+
+static int fail(P *p, DslLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(P *p, DslLoc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dsl_verror(p->diags, loc, fmt, ap);
+    va_end(ap);
+    p->failed = true;
+    return -1;
+}
+
+static const char *vname(const TkNode *n, char *buf, size_t len)
+{
+    if (n->name)
+        snprintf(buf, len, "'%s'", n->name);
+    else
+        snprintf(buf, len, "the %s value", tk_op_name(n->op));
+    return buf;
+}
+
+/* Can node x be split along dim d over R ranks? Reports at `loc`. */
+static bool divisible(P *p, int x, int d, DslLoc loc, const char *why)
+{
+    TkTask *t = p->t;
+    const TkNode *n = &t->n[x];
+    if (t->nranks <= 1 || n->dims[d] < 0 || n->dims[d] % t->nranks == 0)
+        return true;
+    char nm[96], ty[160];
+    tk_type_str(t, n, ty, sizeof ty);
+    fail(p, loc, "cannot split %s (%s) along dim %d over %d ranks: %lld is not divisible by %d%s%s",
+         vname(n, nm, sizeof nm), ty, d, t->nranks, (long long)n->dims[d], t->nranks,
+         why ? "; " : "", why ? why : "");
+    return false;
+}
+
+static int comm_kind(TkShard from, TkShard to)
+{
+    if (sh_eq(from, to))
+        return CM_NONE;
+    if (from.kind == SH_REPL)
+        return to.kind == SH_SPLIT ? CM_SLICE : -1;
+    if (from.kind == SH_PARTIAL)
+        return to.kind == SH_SPLIT ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
+    return to.kind == SH_SPLIT ? CM_ALL_TO_ALL : to.kind == SH_REPL ? CM_ALL_GATHER : -1;
+}
+
+/* x converted to sharding `to` (an inserted collective, reused when the
+ * same conversion of x exists). */
+static int convert(P *p, int x, TkShard to, DslLoc loc, const char *why)
+{
+    TkTask *t = p->t;
+    if (x < 0)
+        return -1;
+    if (sh_eq(t->n[x].sh, to) || t->n[x].rank == 0)
+        return x;
+    for (int i = x + 1; i < t->nn; i++)
+        if (t->n[i].op == TK_COMM && t->n[i].a == x && !t->n[i].user && sh_eq(t->n[i].sh, to))
+            return i;
+    int k = comm_kind(t->n[x].sh, to);
+    if (k < 0)
+        return fail(p, loc, "internal: no collective turns a split value into a partial one");
+    if (to.kind == SH_SPLIT && !divisible(p, x, to.dim, loc, why))
+        return -1;
+    TkNode n = t->n[x];
+    n.op = TK_COMM;
+    n.sub = 0;
+    n.a = x;
+    n.b = n.c = -1;
+    n.name = NULL;
+    n.param = -1;
+    n.loc = loc;
+    n.sh = to;
+    n.comm = k;
+    n.user = false;
+    n.reshard = false;
+    n.axis = -1;
+    n.place = PL_PLAIN;
+    n.gemm = -1;
+    n.nalts = 0;
+    return tk_add_node(t, &n);
+}
+
+static const TkShard REPL = {SH_REPL, 0};
+
+/* ------------------------------------------------------------ rules */
+
+static int shard_dim_out(const TkNode *x, int out_rank)
+{
+    return x->sh.dim + (out_rank - x->rank);
+}
+
+static void rule_binary(P *p, TkNode *n)
+{
+    TkTask *t = p->t;
+    int op = n->sub;
+    bool pa = t->n[n->a].sh.kind == SH_PARTIAL, pb = t->n[n->b].sh.kind == SH_PARTIAL;
+    if (pa || pb) {
+        bool lin_add = (op == '+' || op == '-') && pa && pb;
+        bool lin_mul = (op == '*' || op == '/') && pa && !pb;
+        bool lin_mul2 = op == '*' && pb && !pa;
+        if (lin_add) {
+            n->sh = (TkShard){SH_PARTIAL, 0};
+            return;
+        }
+        if (lin_mul || lin_mul2) {
+            int *o = lin_mul ? &n->b : &n->a;
+            *o = convert(p, *o, REPL, n->loc, NULL);
+            n->sh = (TkShard){SH_PARTIAL, 0};
+            return;
+        }
+        /* a partial meeting a split operand is reduce-scattered to it */
+        const TkNode *X = &t->n[n->a], *Y = &t->n[n->b];
+        if (pa && !pb && Y->sh.kind == SH_SPLIT && X->rank == n->rank &&
+            shard_dim_out(Y, n->rank) >= 0)
+            n->a = convert(p, n->a, (TkShard){SH_SPLIT, shard_dim_out(Y, n->rank)}, n->loc,
+                           "the partial sum is reduce-scattered to match the other operand");
+        else if (pb && !pa && X->sh.kind == SH_SPLIT && Y->rank == n->rank &&
+                 shard_dim_out(X, n->rank) >= 0)
+            n->b = convert(p, n->b, (TkShard){SH_SPLIT, shard_dim_out(X, n->rank)}, n->loc,
+                           "the partial sum is reduce-scattered to match the other operand");
+        if (n->a >= 0 && t->n[n->a].sh.kind == SH_PARTIAL)
+            n->a = convert(p, n->a, REPL, n->loc, NULL);
+        if (n->b >= 0 && t->n[n->b].sh.kind == SH_PARTIAL)
+            n->b = convert(p, n->b, REPL, n->loc, NULL);
+        if (n->a < 0 || n->b < 0)
+            return;
+    }
+    const TkNode *X = &t->n[n->a], *Y = &t->n[n->b];
+    bool sx = X->sh.kind == SH_SPLIT, sy = Y->sh.kind == SH_SPLIT;
+    if (!sx && !sy) {
+        n->sh = REPL;
+        return;
+    }
+    int dx = sx ? shard_dim_out(X, n->rank) : -1, dy = sy ? shard_dim_out(Y, n->rank) : -1;
+    int d = sx ? dx : dy;
+    /* the other operand must match split(d) unless it broadcasts there */
+    int *o = sx ? &n->b : &n->a;
+    const TkNode *O = &t->n[*o];
+    int od = d - (n->rank - O->rank);
+    bool bcast = od < 0 || O->dims[od] == 1;
+    if (!bcast && !(O->sh.kind == SH_SPLIT && O->sh.dim == od))
+        *o = convert(p, *o, (TkShard){SH_SPLIT, od}, n->loc,
+                     "an elementwise op needs both operands split alike");
+    else if (bcast && O->sh.kind == SH_SPLIT)
+        *o = convert(p, *o, REPL, n->loc, NULL);
+    n->sh = (TkShard){SH_SPLIT, d};
+}
+
+/* classes of a matmul operand's sharding */
+enum { C_R, C_M, C_K, C_N, C_B, C_P };
+
+static int cls_a(const TkNode *a)
+{
+    if (a->sh.kind == SH_PARTIAL)
+        return C_P;
+    if (a->sh.kind == SH_REPL)
+        return C_R;
+    int d = a->sh.dim;
+    return d == a->rank - 1 ? C_K : d == a->rank - 2 ? C_M : C_B;
+}
+
+static int cls_b(const TkNode *b)
+{
+    if (b->sh.kind == SH_PARTIAL)
+        return C_P;
+    if (b->sh.kind == SH_REPL)
+        return C_R;
+    int d = b->sh.dim;
+    return d == b->rank - 1 ? C_N : d == b->rank - 2 ? C_K : C_B;
+}
+
+static void rule_matmul(P *p, TkNode *n)
+{
+    TkTask *t = p->t;
+    for (int iter = 0; iter < 4; iter++) {
+        if (n->a < 0 || n->b < 0)
+            return;
+        const TkNode *A = &t->n[n->a], *Bn = &t->n[n->b];
+        int ca = cls_a(A), cb = cls_b(Bn);
+        if (ca == C_P && cb == C_R) {
+            n->sh = (TkShard){SH_PARTIAL, 0};
+            return;
+        }
+        if (cb == C_P && ca == C_R) {
+            n->sh = (TkShard){SH_PARTIAL, 0};
+            return;
+        }
+        if (ca == C_P) {
+            n->a = convert(p, n->a, REPL, n->loc, NULL);
+            continue;
+        }
+        if (cb == C_P) {
+            n->b = convert(p, n->b, REPL, n->loc, NULL);
+            continue;
+        }
+        if (ca == C_R && cb == C_R) {
+            n->sh = REPL;
+            return;
+        }
+        if (ca == C_M && cb == C_R) {
+            n->sh = (TkShard){SH_SPLIT, n->rank - 2};
+            return;
+        }
+        if (ca == C_R && cb == C_N) {
+            n->sh = (TkShard){SH_SPLIT, n->rank - 1};
+            return;
+        }
+        if (ca == C_K && cb == C_K) {
+            n->sh = (TkShard){SH_PARTIAL, 0};
+            return;
+        }
+        if (ca == C_K && cb == C_R) {
+            n->b = convert(p, n->b, (TkShard){SH_SPLIT, Bn->rank - 2}, n->loc,
+                           "the row-parallel matmul splits the inner dim");
+            continue;
+        }
+        if (ca == C_R && cb == C_K) {
+            n->a = convert(p, n->a, (TkShard){SH_SPLIT, A->rank - 1}, n->loc,
+                           "the row-parallel matmul splits the inner dim");
+            continue;
+        }
+        if (ca == C_B && (cb == C_B || (cb == C_R && Bn->rank == 2))) {
+            n->sh = (TkShard){SH_SPLIT, 0};
+            return;
+        }
+        if (cb == C_B && ca == C_R && A->rank == 2) {
+            n->sh = (TkShard){SH_SPLIT, 0};
+            return;
+        }
+        if (ca == C_B && cb == C_R) {
+            n->b = convert(p, n->b, (TkShard){SH_SPLIT, 0}, n->loc, "a batched matmul splits the batch");
+            continue;
+        }
+        if (cb == C_B && ca == C_R) {
+            n->a = convert(p, n->a, (TkShard){SH_SPLIT, 0}, n->loc, "a batched matmul splits the batch");
+            continue;
+        }
+        /* conflicting splits: gather the activation for x[split(M)] @ w[split(N)]
+         * and x[split(K)] @ w[split(N)], else the weight */
+        if (cb == C_N && ca != C_R)
+            n->a = convert(p, n->a, REPL, n->loc, NULL);
+        else
+            n->b = convert(p, n->b, REPL, n->loc, NULL);
+    }
+    if (n->a >= 0 && n->b >= 0) {
+        n->a = convert(p, n->a, REPL, n->loc, NULL);
+        n->b = convert(p, n->b, REPL, n->loc, NULL);
+        n->sh = REPL;
+    }
+}
+
+static void rule_user_comm(P *p, TkNode *n)
+{
+    TkTask *t = p->t;
+    const TkNode *X = &t->n[n->a];
+    char nm[96], have[32], want[32];
+    TkShard to = n->sh;
+    if (n->reshard) {
+        n->comm = comm_kind(X->sh, to);
+        if (n->comm < 0) {
+            fail(p, n->loc, "reshard cannot make a partial value from a split one");
+            return;
+        }
+        if (to.kind == SH_SPLIT)
+            divisible(p, n->a, to.dim, n->loc, "reshard");
+        return;
+    }
+    TkShard need;
+    const char *what;
+    if (to.kind == SH_REPL && n->axis >= 0) {
+        need = (TkShard){SH_SPLIT, n->axis};
+        what = "all_gather";
+    } else if (to.kind == SH_REPL) {
+        need = (TkShard){SH_PARTIAL, 0};
+        what = "all_reduce";
+    } else if (n->axis == to.dim) {
+        need = (TkShard){SH_PARTIAL, 0};
+        what = "reduce_scatter";
+    } else {
+        need = (TkShard){SH_SPLIT, n->axis};
+        what = "all_to_all";
+    }
+    if (!sh_eq(X->sh, need)) {
+        tk_shard_str(X->sh, have, sizeof have);
+        tk_shard_str(need, want, sizeof want);
+        fail(p, n->loc, "%s needs a %s value, but %s is %s here", what, want,
+             vname(X, nm, sizeof nm), have);
+        return;
+    }
+    if (to.kind == SH_SPLIT)
+        divisible(p, n->a, to.dim, n->loc, what);
+    n->comm = comm_kind(X->sh, to);
+}
+
+int tk_propagate(TkTask *t, DslDiags *diags)
+{
+    TkNode *old = t->n;
+    int nold = t->nn;
+    int *map = malloc(sizeof *map * (size_t)(nold + 1));
+    if (!map)
+        return -1;
+    t->n = NULL;
+    t->nn = t->cap = 0;
+    P p = {t, diags, false};
+    for (int i = 0; i < nold && !p.failed; i++) {
+        TkNode n = old[i];
+        n.a = n.a >= 0 ? map[n.a] : -1;
+        n.b = n.b >= 0 ? map[n.b] : -1;
+        n.c = n.c >= 0 ? map[n.c] : -1;
+        const TkNode *A = n.a >= 0 ? &t->n[n.a] : NULL;
+        switch (n.op) {
+        case TK_PARAM:
+            break;
+        case TK_SCALAR:
+        case TK_CONST:
+            n.sh = REPL;
+            break;
+        case TK_CAST:
+            n.sh = A->sh;
+            break;
+        case TK_UNARY:
+            if (A->sh.kind == SH_PARTIAL && n.sub != FN_NEG)
+                n.a = convert(&p, n.a, REPL, n.loc, NULL);
+            n.sh = n.a >= 0 ? t->n[n.a].sh : REPL;
+            break;
+        case TK_TRANS:
+            n.sh = A->sh;
+            if (n.sh.kind == SH_SPLIT && n.sh.dim >= n.rank - 2)
+                n.sh.dim = n.sh.dim == n.rank - 1 ? n.rank - 2 : n.rank - 1;
+            break;
+        case TK_BINARY:
+            rule_binary(&p, &n);
+            break;
+        case TK_MATMUL:
+            rule_matmul(&p, &n);
+            break;
+        case TK_SOFTMAX:
+            if (A->sh.kind == SH_PARTIAL)
+                n.a = convert(&p, n.a, REPL, n.loc, NULL);
+            else if (A->sh.kind == SH_SPLIT && A->sh.dim == n.axis)
+                n.a = convert(&p, n.a, REPL, n.loc, NULL);
+            n.sh = n.a >= 0 ? t->n[n.a].sh : REPL;
+            break;
+        case TK_RMSNORM:
+            if (A->sh.kind == SH_PARTIAL || (A->sh.kind == SH_SPLIT && A->sh.dim == A->rank - 1))
+                n.a = convert(&p, n.a, REPL, n.loc, NULL);
+            n.b = convert(&p, n.b, REPL, n.loc, NULL);
+            n.sh = n.a >= 0 ? t->n[n.a].sh : REPL;
+            break;
+        case TK_REDUCE:
+            if (n.sub == RED_SUM && (A->sh.kind == SH_PARTIAL ||
+                                     (A->sh.kind == SH_SPLIT && A->sh.dim == n.axis))) {
+                n.sh = (TkShard){SH_PARTIAL, 0};
+                break;
+            }
+            if (A->sh.kind == SH_PARTIAL || (A->sh.kind == SH_SPLIT && A->sh.dim == n.axis))
+                n.a = convert(&p, n.a, REPL, n.loc, NULL);
+            if (n.a < 0)
+                break;
+            A = &t->n[n.a];
+            n.sh = A->sh;
+            if (n.sh.kind == SH_SPLIT && n.sh.dim > n.axis)
+                n.sh.dim--;
+            break;
+        case TK_COMM:
+            rule_user_comm(&p, &n);
+            break;
+        }
+        if (n.a == -1 && old[i].a >= 0)
+            p.failed = true;
+        if (n.b == -1 && old[i].b >= 0)
+            p.failed = true;
+        if (p.failed)
+            break;
+        map[i] = tk_add_node(t, &n);
+        if (map[i] < 0) {
+            p.failed = true;
+            break;
+        }
+        if (n.op == TK_PARAM && n.sh.kind == SH_SPLIT)
+            divisible(&p, map[i], n.sh.dim, n.loc, "declared split");
+    }
+    for (int r = 0; r < t->nresults && !p.failed; r++) {
+        int x = map[t->results[r]];
+        char why[64];
+        snprintf(why, sizeof why, "the result is declared split(%d)", t->res_sh[r].dim);
+        x = convert(&p, x, t->res_sh[r], t->fn->loc, why);
+        if (x < 0)
+            break;
+        t->results[r] = x;
+    }
+    free(old);
+    free(map);
+    if (p.failed || t->oom) {
+        if (t->oom)
+            dsl_error(diags, t->fn->loc, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < t->nn; i++)
+        t->n[i].uses = 0;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->a >= 0) t->n[n->a].uses++;
+        if (n->b >= 0) t->n[n->b].uses++;
+        if (n->c >= 0) t->n[n->c].uses++;
+    }
+    for (int r = 0; r < t->nresults; r++)
+        t->n[t->results[r]].uses++;
+    t->propagated = true;
+    return 0;
+}

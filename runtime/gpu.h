@@ -1,0 +1,132 @@
+/* gpu.h — the GPU runtime: `cuda:N` and `hip:N` devices, with the vendor
+ * driver loaded by dlopen (libcuda.so.1 / libamdhip64.so), so that nothing
+ * here links a GPU library and a machine without one gets a clean error.
+ *
+ *   gpu_cuda.c    the CUDA driver API table (primary context, cubin/PTX
+ *                 modules, memory, streams, events, cuLaunchKernel)
+ *   gpu_hip.c     the HIP table (hipModuleLoadData, hipModuleLaunchKernel)
+ *   gpu_launch.c  devices by name, modules (emit with the cuda/hip backend,
+ *                 compile with NVRTC/hiprtc, load), argument checks and
+ *                 packing (the kernel ABI of backends/cuda/gpu_emit.h), the
+ *                 grid (ir_eval_grid), launch, and the CLI's host-buffer run
+ *
+ * Errors: a blkc_status plus a one-line message in (err, errlen); nothing
+ * here prints, exits or aborts. A missing driver library or no device is
+ * BLKC_ERR_UNSUPPORTED ("CUDA driver not found (libcuda.so.1)", "no CUDA
+ * device"); everything else that fails on the device is BLKC_ERR_RUNTIME.
+ * Cross-file prefix: rt_gpu_ (functions), RtGpu (types). */
+#ifndef BLKC_GPU_H
+#define BLKC_GPU_H
+
+#include "../backends/backend.h"
+#include "../include/blkc/blkc.h"
+
+typedef struct RtGpu RtGpu;             /* one device (a context) */
+typedef struct RtGpuModule RtGpuModule; /* a module loaded on a device */
+
+/* ------------------------------------------------------------ devices */
+/* "cuda", "cuda:N", "hip", "hip:N" -> target and N; -1 if not a GPU name
+ * (BLKC_ERR_USAGE message in err for a malformed N). */
+int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
+                        size_t errlen);
+/* Open device N of target t (BLKC_TARGET_CUDA / BLKC_TARGET_HIP). Opening
+ * the same device again gives a new handle on the same (primary) context. */
+blkc_status rt_gpu_open(blkc_target t, int id, RtGpu **out, char *err,
+                        size_t errlen);
+void rt_gpu_close(RtGpu *g);
+blkc_target rt_gpu_target(const RtGpu *g);
+int rt_gpu_id(const RtGpu *g);
+const char *rt_gpu_arch(const RtGpu *g); /* "sm_90", "gfx90a" */
+const char *rt_gpu_name(const RtGpu *g); /* the device's marketing name */
+int rt_gpu_dl_type(const RtGpu *g);      /* kDLCUDA / kDLROCM */
+
+/* ------------------------------------------------------------ memory
+ * Device addresses are uint64_t. Copies are synchronous. */
+blkc_status rt_gpu_alloc(RtGpu *g, size_t bytes, uint64_t *dptr, char *err,
+                         size_t errlen);
+void rt_gpu_free(RtGpu *g, uint64_t dptr);
+blkc_status rt_gpu_upload(RtGpu *g, uint64_t dst, const void *src,
+                          size_t bytes, char *err, size_t errlen);
+blkc_status rt_gpu_download(RtGpu *g, void *dst, uint64_t src, size_t bytes,
+                            char *err, size_t errlen);
+blkc_status rt_gpu_zero(RtGpu *g, uint64_t dst, size_t bytes, char *err,
+                        size_t errlen);
+
+/* ------------------------------------------------------------ modules */
+/* Emit every kernel of m for the device's arch (CUDA: cubin for sm_XY,
+ * PTX for compute_XY if NVRTC cannot make a cubin; HIP: a code object for
+ * the device's gfx arch) and load it. m must outlive the module. */
+blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
+                               RtGpuModule **out, char *err, size_t errlen);
+void rt_gpu_module_free(RtGpuModule *gm);
+
+/* Check args against kernel f of the module (tensors in this device's
+ * memory: kDLCUDA/kDLCUDAManaged or kDLROCM with this device id), bind the
+ * symbolic sizes, evaluate the grid (or take opts->grid), pack the kernel
+ * ABI and launch on opts->stream (NULL: the default stream). A launch on
+ * the default stream is synchronised and a failed wait reported (naming
+ * the signal and cell); a launch on a caller's stream is asynchronous.
+ * grid_out (may be NULL) receives the grid. */
+blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
+                          const blkc_arg *args, int nargs,
+                          const blkc_launch_options *opts,
+                          int64_t grid_out[3], char *err, size_t errlen);
+
+/* ------------------------------------------------------------ CLI
+ * Run kernel fi of m on `device` ("cuda:0"...) with host arguments
+ * (tensors kDLCPU, C-contiguous): copy the tensors to the device, launch
+ * (grid override when grid has a non-zero entry), copy every tensor back
+ * into its host buffer, and time `bench` more launches with device events
+ * (bench_ms[i], may be NULL when bench is 0). first_ms is the first
+ * launch's wall time including synchronisation; grid_out the grid. */
+blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
+                            const blkc_arg *args, int nargs,
+                            const int64_t grid[3], int bench,
+                            double *bench_ms, double *first_ms,
+                            int64_t grid_out[3], char *err, size_t errlen);
+
+/* ------------------------------------------------------------ drivers
+ * What gpu_launch.c needs from a vendor driver (gpu_cuda.c, gpu_hip.c).
+ * Every int function returns 0, or -1 with err set. */
+/* What a driver reports about an opened device. */
+typedef struct RtGpuDevInfo {
+    char arch[32];             /* "sm_90", "gfx90a" */
+    char name[256];            /* marketing name */
+    long long max_smem;        /* dynamic shared memory per block (bytes) */
+    int64_t ticks_per_ms;      /* wait-timeout clock of the generated code */
+} RtGpuDevInfo;
+
+typedef struct RtGpuOps {
+    const char *vendor;        /* "CUDA" / "HIP" */
+    int dl_type;               /* kDLCUDA / kDLROCM */
+    /* load the library, init, open device id; returns -2 (with err) when
+     * the library is missing or there is no such device */
+    int (*open)(int id, void **dev, RtGpuDevInfo *info, char *err, size_t errlen);
+    void (*close)(void *dev);
+    int (*alloc)(void *dev, size_t bytes, uint64_t *dptr, char *err, size_t errlen);
+    void (*free)(void *dev, uint64_t dptr);
+    int (*h2d)(void *dev, uint64_t dst, const void *src, size_t n, char *err, size_t errlen);
+    int (*d2h)(void *dev, void *dst, uint64_t src, size_t n, char *err, size_t errlen);
+    int (*zero)(void *dev, uint64_t dst, size_t n, void *stream, char *err, size_t errlen);
+    int (*load)(void *dev, const void *image, size_t n, void **mod, char *err, size_t errlen);
+    void (*unload)(void *dev, void *mod);
+    /* the kernel `name`; raises its dynamic shared memory limit to smem */
+    int (*function)(void *dev, void *mod, const char *name, long long smem,
+                    void **fn, char *err, size_t errlen);
+    /* params: a pointer to each argument inside the packed buffer buf of
+     * `size` bytes (natural alignment, the kernel's parameter layout) */
+    int (*launch)(void *dev, void *fn, const int64_t grid[3], int threads,
+                  long long smem, void *stream, void **params, void *buf,
+                  size_t size, char *err, size_t errlen);
+    int (*sync)(void *dev, void *stream, char *err, size_t errlen);
+    /* events for timing */
+    int (*event_new)(void *dev, void **ev, char *err, size_t errlen);
+    void (*event_free)(void *dev, void *ev);
+    int (*event_record)(void *dev, void *ev, void *stream, char *err, size_t errlen);
+    int (*event_ms)(void *dev, void *a, void *b, float *ms, char *err, size_t errlen);
+} RtGpuOps;
+
+const RtGpuOps *rt_gpu_cuda_ops(void); /* gpu_cuda.c */
+const RtGpuOps *rt_gpu_hip_ops(void);  /* gpu_hip.c */
+
+#endif

@@ -1,0 +1,755 @@
+/* gpu_launch.c — the vendor-neutral half of the GPU runtime: devices by
+ * name, modules (emit with the cuda/hip backend, load), argument checks
+ * and packing following the kernel ABI of backends/cuda/gpu_emit.h, the
+ * grid from ir_eval_grid, launch, the rank context of kernels with rank
+ * builtins (one rank here: rank 0 of 1, no heap table), and the CLI's run
+ * on host buffers. */
+#include "gpu.h"
+#include "rt.h"
+#include "../backends/cuda/gpu_emit.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct RtGpu {
+    const RtGpuOps *ops;
+    void *dev;                 /* driver state */
+    RtGpuDevInfo info;
+    blkc_target target;
+    int id;
+};
+
+typedef struct RtGpuKernel {
+    const IrFunc *f;
+    void *fn;                  /* CUfunction / hipFunction_t */
+    BkGpuKernelInfo ki;
+} RtGpuKernel;
+
+struct RtGpuModule {
+    RtGpu *g;
+    const IrModule *m;
+    void *mod;                 /* CUmodule / hipModule_t */
+    RtGpuKernel *k;
+    int nk;
+    uint64_t fail;             /* device BkGpuFail shared by the launches */
+    pthread_mutex_t lock;      /* serialises launches that use `fail` */
+};
+
+static blkc_status fail(blkc_status s, char *err, size_t errlen,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static blkc_status fail(blkc_status s, char *err, size_t errlen,
+                        const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* ------------------------------------------------------------ devices */
+
+int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
+                        size_t errlen)
+{
+    const char *rest;
+    if (!name)
+        return -1;
+    if (!strncmp(name, "cuda", 4)) {
+        *t = BLKC_TARGET_CUDA;
+        rest = name + 4;
+    } else if (!strncmp(name, "hip", 3)) {
+        *t = BLKC_TARGET_HIP;
+        rest = name + 3;
+    } else {
+        return -1;
+    }
+    *id = 0;
+    if (!*rest)
+        return 0;
+    if (*rest != ':' || rest[1] < '0' || rest[1] > '9') {
+        snprintf(err, errlen, "bad device '%s' (cpu, cuda[:N], hip[:N])", name);
+        return -2;
+    }
+    char *end;
+    long v = strtol(rest + 1, &end, 10);
+    if (*end || v < 0 || v > 1023) {
+        snprintf(err, errlen, "bad device '%s' (cpu, cuda[:N], hip[:N])", name);
+        return -2;
+    }
+    *id = (int)v;
+    return 0;
+}
+
+blkc_status rt_gpu_open(blkc_target t, int id, RtGpu **out, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    const RtGpuOps *ops = t == BLKC_TARGET_CUDA ? rt_gpu_cuda_ops()
+                        : t == BLKC_TARGET_HIP ? rt_gpu_hip_ops() : NULL;
+    if (!ops)
+        return fail(BLKC_ERR_USAGE, err, errlen, "not a GPU target");
+    RtGpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    g->ops = ops;
+    g->target = t;
+    g->id = id;
+    int rc = ops->open(id, &g->dev, &g->info, err, errlen);
+    if (rc != 0) {
+        free(g);
+        return rc == -2 ? BLKC_ERR_UNSUPPORTED : BLKC_ERR_RUNTIME;
+    }
+    *out = g;
+    return BLKC_OK;
+}
+
+void rt_gpu_close(RtGpu *g)
+{
+    if (!g)
+        return;
+    g->ops->close(g->dev);
+    free(g);
+}
+
+blkc_target rt_gpu_target(const RtGpu *g) { return g->target; }
+int rt_gpu_id(const RtGpu *g) { return g->id; }
+const char *rt_gpu_arch(const RtGpu *g) { return g->info.arch; }
+const char *rt_gpu_name(const RtGpu *g) { return g->info.name; }
+int rt_gpu_dl_type(const RtGpu *g) { return g->ops->dl_type; }
+
+/* ------------------------------------------------------------ memory */
+
+blkc_status rt_gpu_alloc(RtGpu *g, size_t bytes, uint64_t *dptr, char *err,
+                         size_t errlen)
+{
+    return g->ops->alloc(g->dev, bytes, dptr, err, errlen) ? BLKC_ERR_RUNTIME
+                                                           : BLKC_OK;
+}
+
+void rt_gpu_free(RtGpu *g, uint64_t dptr)
+{
+    if (g && dptr)
+        g->ops->free(g->dev, dptr);
+}
+
+blkc_status rt_gpu_upload(RtGpu *g, uint64_t dst, const void *src,
+                          size_t bytes, char *err, size_t errlen)
+{
+    return g->ops->h2d(g->dev, dst, src, bytes, err, errlen) ? BLKC_ERR_RUNTIME
+                                                             : BLKC_OK;
+}
+
+blkc_status rt_gpu_download(RtGpu *g, void *dst, uint64_t src, size_t bytes,
+                            char *err, size_t errlen)
+{
+    return g->ops->d2h(g->dev, dst, src, bytes, err, errlen) ? BLKC_ERR_RUNTIME
+                                                             : BLKC_OK;
+}
+
+blkc_status rt_gpu_zero(RtGpu *g, uint64_t dst, size_t bytes, char *err,
+                        size_t errlen)
+{
+    if (g->ops->zero(g->dev, dst, bytes, NULL, err, errlen) ||
+        g->ops->sync(g->dev, NULL, err, errlen))
+        return BLKC_ERR_RUNTIME;
+    return BLKC_OK;
+}
+
+/* ------------------------------------------------------------ modules */
+
+static bool absent(const char *msg)
+{
+    return strstr(msg, "not found") != NULL;
+}
+
+/* The loadable image of m for g's arch. */
+static blkc_status emit_image(RtGpu *g, const IrModule *m, DslBuf *img,
+                              char *err, size_t errlen)
+{
+    char e[4096] = "";
+    if (g->target == BLKC_TARGET_HIP) {
+        BkOptions o = {g->info.arch, 3};
+        if (bk_hip_backend.emit(m, &o, "hsaco", img, e, sizeof e) == 0)
+            return BLKC_OK;
+        return fail(absent(e) ? BLKC_ERR_UNSUPPORTED : BLKC_ERR_RUNTIME, err,
+                    errlen, "compiling for %s: %s", g->info.arch, e);
+    }
+    BkOptions o = {g->info.arch, 3};
+    if (bk_cuda_backend.emit(m, &o, "cubin", img, e, sizeof e) == 0)
+        return BLKC_OK;
+    if (absent(e))
+        return fail(BLKC_ERR_UNSUPPORTED, err, errlen, "%s", e);
+    /* NVRTC may not know a newer arch: PTX for the closest it knows is
+     * JIT-compiled by the driver */
+    char first[1024];
+    snprintf(first, sizeof first, "%s", e);
+    static const char *const fallback[] = {"compute_90", "compute_80", NULL};
+    for (int i = 0; fallback[i]; i++) {
+        if (strcmp(fallback[i] + 8, g->info.arch + 3) > 0)
+            continue; /* never PTX for a newer arch than the device */
+        dsl_buf_free(img);
+        memset(img, 0, sizeof *img);
+        BkOptions p = {fallback[i], 3};
+        if (bk_cuda_backend.emit(m, &p, "ptx", img, e, sizeof e) == 0)
+            return BLKC_OK;
+    }
+    return fail(BLKC_ERR_RUNTIME, err, errlen, "compiling for %s: %s",
+                g->info.arch, first);
+}
+
+blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
+                               RtGpuModule **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    RtGpuModule *gm = calloc(1, sizeof *gm);
+    if (!gm || !(gm->k = calloc((size_t)m->nfuncs + 1, sizeof *gm->k))) {
+        free(gm);
+        return fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    gm->g = g;
+    gm->m = m;
+    pthread_mutex_init(&gm->lock, NULL);
+    const BkGpuDialect *dl = g->target == BLKC_TARGET_HIP ? &bk_gpu_hip_dialect
+                                                          : &bk_gpu_cuda_dialect;
+    blkc_status st = BLKC_OK;
+    bool any = false, ranks = false;
+    for (int i = 0; i < m->nfuncs && st == BLKC_OK; i++) {
+        const IrFunc *f = m->funcs[i];
+        if (f->is_device)
+            continue;
+        RtGpuKernel *k = &gm->k[gm->nk++];
+        k->f = f;
+        char e[1024] = "";
+        if (bk_gpu_kernel_info(f, dl, &k->ki, e, sizeof e) != 0)
+            st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s", f->name, e);
+        else if (k->ki.smem_bytes > g->info.max_smem)
+            st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s needs %lld bytes "
+                      "of shared memory; %s allows %lld per block (use smaller "
+                      "tiles)", f->name, k->ki.smem_bytes, g->info.arch,
+                      g->info.max_smem);
+        any = true;
+        ranks |= k->ki.rank_ctx;
+    }
+    DslBuf img;
+    memset(&img, 0, sizeof img);
+    if (st == BLKC_OK && any)
+        st = emit_image(g, m, &img, err, errlen);
+    if (st == BLKC_OK && any &&
+        g->ops->load(g->dev, img.data, img.len, &gm->mod, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    dsl_buf_free(&img);
+    for (int i = 0; i < gm->nk && st == BLKC_OK; i++)
+        if (g->ops->function(g->dev, gm->mod, gm->k[i].f->name,
+                             gm->k[i].ki.smem_bytes, &gm->k[i].fn, err, errlen))
+            st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK && ranks)
+        st = rt_gpu_alloc(g, sizeof(BkGpuFail), &gm->fail, err, errlen);
+    if (st != BLKC_OK) {
+        rt_gpu_module_free(gm);
+        return st;
+    }
+    *out = gm;
+    return BLKC_OK;
+}
+
+void rt_gpu_module_free(RtGpuModule *gm)
+{
+    if (!gm)
+        return;
+    if (gm->fail)
+        rt_gpu_free(gm->g, gm->fail);
+    if (gm->mod)
+        gm->g->ops->unload(gm->g->dev, gm->mod);
+    pthread_mutex_destroy(&gm->lock);
+    free(gm->k);
+    free(gm);
+}
+
+/* ------------------------------------------------------------ launch */
+
+static size_t align_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* Scalar argument a for param p in its storage representation. */
+static blkc_status pack_scalar(const IrParam *p, const blkc_arg *a,
+                               unsigned char *dst, IrScalarVal *sv, char *err,
+                               size_t errlen)
+{
+    int dt = p->dtype;
+    if (dsl_is_float(dt)) {
+        if (a->kind != BLKC_ARG_FLOAT)
+            return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a %s "
+                        "scalar: pass BLKC_ARG_FLOAT", p->name, dsl_dtype_name(dt));
+        rt_store_f64(dst, dt, a->v.f);
+        sv->f = a->v.f;
+        return BLKC_OK;
+    }
+    if (a->kind != BLKC_ARG_INT)
+        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a %s scalar: "
+                    "pass BLKC_ARG_INT", p->name, dsl_dtype_name(dt));
+    int64_t v = a->v.i;
+    int bits = dsl_dtype_bytes(dt) * 8;
+    bool ok = true;
+    if (dt == DT_BOOL)
+        ok = v == 0 || v == 1;
+    else if (dsl_dtype_kind(dt) == 'i' && bits < 64)
+        ok = v >= -((int64_t)1 << (bits - 1)) && v < ((int64_t)1 << (bits - 1));
+    else if (dsl_dtype_kind(dt) == 'u' && bits < 64)
+        ok = v >= 0 && v < ((int64_t)1 << bits);
+    if (!ok)
+        return fail(BLKC_ERR_USAGE, err, errlen, "value %lld is out of range "
+                    "for parameter %s: %s", (long long)v, p->name,
+                    dsl_dtype_name(dt));
+    rt_store_i64(dst, dt, v);
+    sv->i = v;
+    return BLKC_OK;
+}
+
+/* Tensor argument a for param pi: checks, then the BlkTensor<T, R> image
+ * { data; shape[R]; stride[R] } into dst. */
+static blkc_status pack_tensor(RtGpu *g, const IrFunc *f, int pi,
+                               const blkc_arg *a, unsigned char *dst,
+                               int64_t *shapes, int64_t *symval, int *symfrom,
+                               char *err, size_t errlen)
+{
+    const IrParam *p = &f->params[pi];
+    if (a->kind != BLKC_ARG_TENSOR)
+        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a tensor: "
+                    "pass BLKC_ARG_TENSOR", p->name);
+    const DLTensor *t = a->v.tensor;
+    if (!t)
+        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: NULL DLTensor",
+                    p->name);
+    int dtype = t->device.device_type;
+    bool here = g->target == BLKC_TARGET_CUDA
+                    ? dtype == kDLCUDA || dtype == kDLCUDAManaged
+                    : dtype == kDLROCM;
+    if (!here || t->device.device_id != g->id)
+        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor is not "
+                    "in the memory of %s:%d (device type %d, id %d)", p->name,
+                    g->target == BLKC_TARGET_CUDA ? "cuda" : "hip", g->id,
+                    dtype, (int)t->device.device_id);
+    int dt = rt_dtype_from_dl(t->dtype);
+    if (dt != p->dtype)
+        return fail(BLKC_ERR_USAGE, err, errlen, "dtype mismatch: parameter "
+                    "%s is %s but the tensor is %s", p->name,
+                    dsl_dtype_name(p->dtype), dt >= 0 ? dsl_dtype_name(dt) : "?");
+    if (t->ndim != p->rank)
+        return fail(BLKC_ERR_USAGE, err, errlen, "rank mismatch: parameter %s "
+                    "has %d dims but the tensor has %d", p->name, p->rank,
+                    (int)t->ndim);
+    if (p->rank > 0 && !t->shape)
+        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor has no "
+                    "shape", p->name);
+    long long shape[IR_MAX_RANK], stride[IR_MAX_RANK];
+    int64_t numel = 1;
+    for (int k = 0; k < p->rank; k++) {
+        int64_t n = t->shape[k];
+        if (n < 0)
+            return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: negative "
+                        "extent %lld in dim %d", p->name, (long long)n, k);
+        if (p->dims[k] >= 0 && n != p->dims[k])
+            return fail(BLKC_ERR_USAGE, err, errlen, "shape mismatch: parameter "
+                        "%s dim %d is %lld but the tensor has %lld", p->name, k,
+                        (long long)p->dims[k], (long long)n);
+        if (p->dims[k] < 0) {
+            int s = (int)(-1 - p->dims[k]);
+            if (s < 0 || s >= f->nsyms)
+                return fail(BLKC_ERR_RUNTIME, err, errlen, "internal: bad "
+                            "symbolic size in parameter %s", p->name);
+            if (n > INT32_MAX)
+                return fail(BLKC_ERR_USAGE, err, errlen, "size %s = %lld (from "
+                            "%s) does not fit i32", f->syms[s].name,
+                            (long long)n, p->name);
+            if (symval[s] < 0) {
+                symval[s] = n;
+                symfrom[s] = pi;
+            } else if (symval[s] != n) {
+                return fail(BLKC_ERR_USAGE, err, errlen, "size mismatch: %s is "
+                            "%lld from %s but %lld from %s", f->syms[s].name,
+                            (long long)symval[s], f->params[symfrom[s]].name,
+                            (long long)n, p->name);
+            }
+        }
+        shape[k] = n;
+        shapes[k] = n;
+        if (n == 0)
+            numel = 0;
+    }
+    int64_t s = 1;
+    for (int k = p->rank - 1; k >= 0; k--) {
+        stride[k] = t->strides ? t->strides[k] : s;
+        s *= shape[k] ? shape[k] : 1;
+    }
+    if (!t->data && numel != 0)
+        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: NULL data",
+                    p->name);
+    uint64_t data = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    memcpy(dst, &data, 8);
+    memcpy(dst + 8, shape, (size_t)p->rank * 8);
+    memcpy(dst + 8 + (size_t)p->rank * 8, stride, (size_t)p->rank * 8);
+    return BLKC_OK;
+}
+
+static int64_t timeout_ms(void)
+{
+    const char *s = getenv("BLKC_WAIT_TIMEOUT_MS");
+    if (!s || !*s)
+        return 5000;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return *end == 0 && v > 0 ? v : 5000;
+}
+
+static RtGpuKernel *find_kernel(RtGpuModule *gm, const IrFunc *f)
+{
+    for (int i = 0; i < gm->nk; i++)
+        if (gm->k[i].f == f || !strcmp(gm->k[i].f->name, f->name))
+            return &gm->k[i];
+    return NULL;
+}
+
+/* The packed argument buffer of one launch. */
+typedef struct Packed {
+    unsigned char *buf;
+    size_t size;
+    void **params;           /* per argument (+ the rank context) */
+    int64_t grid[3];
+} Packed;
+
+static void packed_free(Packed *pk)
+{
+    free(pk->buf);
+    free(pk->params);
+}
+
+static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
+                        int nargs, const blkc_launch_options *opts, Packed *pk,
+                        char *err, size_t errlen)
+{
+    const IrFunc *f = k->f;
+    memset(pk, 0, sizeof *pk);
+    if (nargs != f->nparams)
+        return fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d argument%s, "
+                    "got %d", f->name, f->nparams, f->nparams == 1 ? "" : "s",
+                    nargs);
+    if (nargs > 0 && !args)
+        return fail(BLKC_ERR_USAGE, err, errlen, "kernel %s: NULL args", f->name);
+    int np = f->nparams;
+    size_t *off = calloc((size_t)np + 2, sizeof *off);
+    IrScalarVal *sv = calloc((size_t)np + 1, sizeof *sv);
+    int64_t(*shapes)[IR_MAX_RANK] = calloc((size_t)np + 1, sizeof *shapes);
+    int64_t *symval = calloc((size_t)f->nsyms + 1, sizeof *symval);
+    int *symfrom = calloc((size_t)f->nsyms + 1, sizeof *symfrom);
+    size_t size = 0;
+    for (int i = 0; i < np; i++) {
+        const IrParam *p = &f->params[i];
+        size_t sz = p->kind == PK_TENSOR ? 8 + 16 * (size_t)p->rank
+                                         : (size_t)dsl_dtype_bytes(p->dtype);
+        size_t al = p->kind == PK_TENSOR ? 8 : sz;
+        if (off)
+            off[i] = align_up(size, al);
+        size = align_up(size, al) + sz;
+    }
+    size_t ctx_off = align_up(size, 8);
+    if (k->ki.rank_ctx)
+        size = ctx_off + sizeof(BkGpuRankCtx);
+    pk->size = align_up(size, 8);
+    pk->buf = calloc(1, pk->size + 8);
+    pk->params = calloc((size_t)np + 2, sizeof *pk->params);
+    blkc_status st = BLKC_OK;
+    if (!off || !sv || !shapes || !symval || !symfrom || !pk->buf || !pk->params)
+        st = fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    for (int s = 0; st == BLKC_OK && s < f->nsyms; s++)
+        symval[s] = -1;
+    for (int i = 0; st == BLKC_OK && i < np; i++) {
+        const IrParam *p = &f->params[i];
+        pk->params[i] = pk->buf + off[i];
+        if (p->kind == PK_TENSOR)
+            st = pack_tensor(gm->g, f, i, &args[i], pk->buf + off[i], shapes[i],
+                             symval, symfrom, err, errlen);
+        else
+            st = pack_scalar(p, &args[i], pk->buf + off[i], &sv[i], err, errlen);
+    }
+    if (st == BLKC_OK && k->ki.rank_ctx) {
+        BkGpuRankCtx rc;
+        memset(&rc, 0, sizeof rc);
+        rc.rank = 0;
+        rc.world = 1;
+        rc.fail = gm->fail;
+        rc.timeout = timeout_ms() * gm->g->info.ticks_per_ms;
+        memcpy(pk->buf + ctx_off, &rc, sizeof rc);
+        pk->params[np] = pk->buf + ctx_off;
+    }
+    if (st == BLKC_OK) {
+        int64_t *grid = pk->grid;
+        grid[0] = grid[1] = grid[2] = 1;
+        if (opts && (opts->grid[0] || opts->grid[1] || opts->grid[2])) {
+            for (int a = 0; a < 3; a++) {
+                grid[a] = opts->grid[a] ? opts->grid[a] : 1;
+                if (grid[a] < 0)
+                    st = fail(BLKC_ERR_USAGE, err, errlen, "grid override %lld "
+                              "along axis %d is negative", (long long)grid[a], a);
+            }
+        } else {
+            IrLaunchEnv env = {sv, (const int64_t(*)[IR_MAX_RANK])shapes};
+            char msg[256] = "";
+            if (ir_eval_grid(f, &env, grid, msg, sizeof msg) != 0)
+                st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s", f->name,
+                          msg[0] ? msg : "cannot evaluate the grid");
+        }
+        static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
+        for (int a = 0; a < 3 && st == BLKC_OK; a++)
+            if (grid[a] > lim[a])
+                st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: grid extent "
+                          "%lld along axis %d exceeds the GPU limit %lld",
+                          f->name, (long long)grid[a], a, (long long)lim[a]);
+    }
+    free(off);
+    free(sv);
+    free(shapes);
+    free(symval);
+    free(symfrom);
+    if (st != BLKC_OK)
+        packed_free(pk);
+    return st;
+}
+
+/* Read the failure record after a synchronised launch. */
+static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
+                              size_t errlen)
+{
+    BkGpuFail fr;
+    if (gm->g->ops->d2h(gm->g->dev, &fr, gm->fail, sizeof fr, err, errlen))
+        return BLKC_ERR_RUNTIME;
+    if (!fr.failed)
+        return BLKC_OK;
+    const char *sig = fr.param >= 0 && fr.param < f->nparams
+                          ? f->params[fr.param].name : "?";
+    if (fr.aborted)
+        return fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank 0: wait on "
+                    "%s[%lld] abandoned: another rank failed", f->name, sig,
+                    (long long)fr.cell);
+    return fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank 0: wait on "
+                "%s[%lld] timed out after %lld ms (waiting for %llu, saw %llu)",
+                f->name, sig, (long long)fr.cell, (long long)timeout_ms(),
+                (unsigned long long)fr.expected, (unsigned long long)fr.seen);
+}
+
+/* One launch; sync: wait for it and report a failed wait. */
+static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *k,
+                            const blkc_arg *args, int nargs,
+                            const blkc_launch_options *opts, bool sync,
+                            int64_t grid_out[3], char *err, size_t errlen)
+{
+    RtGpu *g = gm->g;
+    Packed pk;
+    blkc_status st = pack(gm, k, args, nargs, opts, &pk, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    if (grid_out)
+        memcpy(grid_out, pk.grid, sizeof pk.grid);
+    void *stream = opts ? opts->stream : NULL;
+    bool empty = !pk.grid[0] || !pk.grid[1] || !pk.grid[2];
+    bool ranks = k->ki.rank_ctx;
+    if (ranks)
+        pthread_mutex_lock(&gm->lock);
+    if (!empty && ranks &&
+        g->ops->zero(g->dev, gm->fail, sizeof(BkGpuFail), stream, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK && !empty &&
+        g->ops->launch(g->dev, k->fn, pk.grid, k->ki.threads, k->ki.smem_bytes,
+                       stream, pk.params, pk.buf, pk.size, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK && !empty && sync) {
+        if (g->ops->sync(g->dev, stream, err, errlen))
+            st = BLKC_ERR_RUNTIME;
+        else if (ranks)
+            st = check_fail(gm, k->f, err, errlen);
+    }
+    if (ranks)
+        pthread_mutex_unlock(&gm->lock);
+    packed_free(&pk);
+    return st;
+}
+
+blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
+                          const blkc_arg *args, int nargs,
+                          const blkc_launch_options *opts,
+                          int64_t grid_out[3], char *err, size_t errlen)
+{
+    if (!gm || !f)
+        return fail(BLKC_ERR_USAGE, err, errlen, "no kernel");
+    RtGpuKernel *k = find_kernel(gm, f);
+    if (!k)
+        return fail(BLKC_ERR_NOT_FOUND, err, errlen, "kernel %s is not in the "
+                    "module", f->name);
+    bool sync = !opts || !opts->stream;
+    return launch_k(gm, k, args, nargs, opts, sync, grid_out, err, errlen);
+}
+
+/* ------------------------------------------------------------ CLI */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+typedef struct HostRun {
+    RtGpu *g;
+    RtGpuModule *gm;
+    uint64_t *dptr;          /* per param */
+    DLTensor *dl;            /* per param: the device tensors */
+    blkc_arg *dargs;
+    void **ev;               /* bench + 1 events */
+    int nev;
+} HostRun;
+
+static void host_run_free(HostRun *h, int np)
+{
+    for (int i = 0; h->ev && i < h->nev; i++)
+        h->g->ops->event_free(h->g->dev, h->ev[i]);
+    for (int i = 0; h->dptr && i < np; i++)
+        rt_gpu_free(h->g, h->dptr[i]);
+    rt_gpu_module_free(h->gm);
+    rt_gpu_close(h->g);
+    free(h->ev);
+    free(h->dptr);
+    free(h->dl);
+    free(h->dargs);
+}
+
+static size_t tensor_bytes(const DLTensor *t, int dt)
+{
+    size_t n = 1;
+    for (int k = 0; k < t->ndim; k++)
+        n *= (size_t)t->shape[k];
+    return n * (size_t)dsl_dtype_bytes(dt);
+}
+
+blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
+                            const blkc_arg *args, int nargs,
+                            const int64_t grid[3], int bench,
+                            double *bench_ms, double *first_ms,
+                            int64_t grid_out[3], char *err, size_t errlen)
+{
+    blkc_target t;
+    int id;
+    int prc = rt_gpu_parse_device(device, &t, &id, err, errlen);
+    if (prc == -1)
+        return fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
+                    device ? device : "(null)");
+    if (prc < 0)
+        return BLKC_ERR_USAGE;
+    if (fi < 0 || fi >= m->nfuncs || m->funcs[fi]->is_device)
+        return fail(BLKC_ERR_USAGE, err, errlen, "not a kernel");
+    const IrFunc *f = m->funcs[fi];
+    if (nargs != f->nparams)
+        return fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d arguments, "
+                    "got %d", f->name, f->nparams, nargs);
+    int np = f->nparams;
+    HostRun h;
+    memset(&h, 0, sizeof h);
+    blkc_status st = rt_gpu_open(t, id, &h.g, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    IrModule view;
+    memset(&view, 0, sizeof view);
+    view.funcs = (IrFunc **)&m->funcs[fi];
+    view.nfuncs = 1;
+    h.dptr = calloc((size_t)np + 1, sizeof *h.dptr);
+    h.dl = calloc((size_t)np + 1, sizeof *h.dl);
+    h.dargs = calloc((size_t)np + 1, sizeof *h.dargs);
+    if (!h.dptr || !h.dl || !h.dargs) {
+        host_run_free(&h, np);
+        return fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    st = rt_gpu_module_load(h.g, &view, &h.gm, err, errlen);
+    for (int i = 0; i < np && st == BLKC_OK; i++) {
+        h.dargs[i] = args[i];
+        if (f->params[i].kind != PK_TENSOR || args[i].kind != BLKC_ARG_TENSOR ||
+            !args[i].v.tensor)
+            continue;
+        const DLTensor *ht = args[i].v.tensor;
+        int dt = rt_dtype_from_dl(ht->dtype);
+        if (dt < 0 || ht->strides || ht->device.device_type != kDLCPU) {
+            st = fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: expected a "
+                      "compact host tensor", f->params[i].name);
+            break;
+        }
+        size_t bytes = tensor_bytes(ht, dt);
+        st = rt_gpu_alloc(h.g, bytes, &h.dptr[i], err, errlen);
+        if (st == BLKC_OK)
+            st = rt_gpu_upload(h.g, h.dptr[i],
+                               (const char *)ht->data + ht->byte_offset, bytes,
+                               err, errlen);
+        h.dl[i] = *ht;
+        h.dl[i].data = (void *)(uintptr_t)h.dptr[i];
+        h.dl[i].byte_offset = 0;
+        h.dl[i].device.device_type = rt_gpu_dl_type(h.g);
+        h.dl[i].device.device_id = id;
+        h.dargs[i].v.tensor = &h.dl[i];
+    }
+    blkc_launch_options lo;
+    memset(&lo, 0, sizeof lo);
+    if (grid)
+        memcpy(lo.grid, grid, sizeof lo.grid);
+    RtGpuKernel *k = st == BLKC_OK ? find_kernel(h.gm, f) : NULL;
+    if (st == BLKC_OK && !k)
+        st = fail(BLKC_ERR_RUNTIME, err, errlen, "internal: lost kernel %s",
+                  f->name);
+    if (st == BLKC_OK) {
+        double t0 = now_ms();
+        st = launch_k(h.gm, k, h.dargs, np, &lo, true, grid_out, err, errlen);
+        if (first_ms)
+            *first_ms = now_ms() - t0;
+    }
+    if (st == BLKC_OK && bench > 0) {
+        h.ev = calloc((size_t)bench + 1, sizeof *h.ev);
+        if (!h.ev)
+            st = fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+        for (int i = 0; i <= bench && st == BLKC_OK; i++, h.nev++)
+            if (h.g->ops->event_new(h.g->dev, &h.ev[i], err, errlen))
+                st = BLKC_ERR_RUNTIME;
+        if (st == BLKC_OK &&
+            h.g->ops->event_record(h.g->dev, h.ev[0], NULL, err, errlen))
+            st = BLKC_ERR_RUNTIME;
+        for (int i = 0; i < bench && st == BLKC_OK; i++) {
+            st = launch_k(h.gm, k, h.dargs, np, &lo, false, NULL, err, errlen);
+            if (st == BLKC_OK &&
+                h.g->ops->event_record(h.g->dev, h.ev[i + 1], NULL, err, errlen))
+                st = BLKC_ERR_RUNTIME;
+        }
+        if (st == BLKC_OK && h.g->ops->sync(h.g->dev, NULL, err, errlen))
+            st = BLKC_ERR_RUNTIME;
+        if (st == BLKC_OK && k->ki.rank_ctx)
+            st = check_fail(h.gm, f, err, errlen);
+        for (int i = 0; i < bench && st == BLKC_OK; i++) {
+            float ms = 0;
+            if (h.g->ops->event_ms(h.g->dev, h.ev[i], h.ev[i + 1], &ms, err, errlen))
+                st = BLKC_ERR_RUNTIME;
+            if (bench_ms)
+                bench_ms[i] = ms;
+        }
+    }
+    for (int i = 0; i < np && st == BLKC_OK; i++) {
+        if (!h.dptr[i])
+            continue;
+        const DLTensor *ht = args[i].v.tensor;
+        st = rt_gpu_download(h.g, (char *)ht->data + ht->byte_offset, h.dptr[i],
+                             tensor_bytes(ht, rt_dtype_from_dl(ht->dtype)), err,
+                             errlen);
+    }
+    host_run_free(&h, np);
+    return st;
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# task_test.sh — tests of the task tier through the blkc CLI.
+#   task_test.sh BLKC TASK_REF DIR dist FILE SIZES...   run FILE on 1, 2, 4
+#       and 8 ranks (placement by cost and forced overlap) and compare each
+#       result with the 1-rank one (1e-4); mlp / rmsnorm_sp also against C
+#   task_test.sh BLKC TASK_REF DIR golden      plan outputs vs tests/task/golden
+#   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
+# BLKC_TASK_GOLDEN_UPDATE=1 rewrites the golden files.
+set -u
+BLKC=$1 REF=$2 DIR=$3 MODE=$4
+shift 4
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export BLKC_CACHE_DIR="$TMP/cache"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+if [ "$MODE" = dist ]; then
+    f=$1; shift
+    name=$(basename "$f" .blk)
+    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "result=$TMP/r1.npy" \
+        || { echo "FAIL: $name on 1 rank"; exit 1; }
+    case $name in
+    mlp)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp inputs"
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 || bad "mlp vs C";;
+    rmsnorm_sp)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w=$TMP/w.npy" >/dev/null || bad "rmsnorm inputs"
+        eps=$(printf '%s\n' "$@" | sed -n 's/^eps=//p')
+        "$REF" rmsnorm "$TMP/x.npy" "$TMP/w.npy" "$eps" "$TMP/r1.npy" 1e-4 || bad "rmsnorm vs C";;
+    esac
+    for R in 2 4 8; do
+        for ov in auto always; do
+            if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" \
+                    --out "result=$TMP/r$R.npy"; then
+                bad "$name on $R ranks ($ov)"
+                continue
+            fi
+            echo -n "$name, $R ranks, overlap $ov: "
+            "$REF" cmp "$TMP/r$R.npy" "$TMP/r1.npy" 1e-4 || bad "$name on $R ranks ($ov)"
+        done
+    done
+    exit $fail
+fi
+
+if [ "$MODE" = golden ]; then
+    while read -r gname file entry ranks topo sizes; do
+        [ -z "$gname" ] && continue
+        case $gname in \#*) continue;; esac
+        out="$TMP/$gname.txt"
+        # shellcheck disable=SC2086
+        "$BLKC" plan "$DIR/$file" --entry="$entry" --ranks="$ranks" --topology="$topo" \
+            $sizes >"$out" 2>&1 || bad "plan $gname exited $?"
+        if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
+            cp "$out" "$DIR/golden/$gname.txt"
+        elif ! diff -u "$DIR/golden/$gname.txt" "$out"; then
+            bad "golden $gname"
+        fi
+    done <"$DIR/golden/plans.list"
+    # --json is well-formed enough to name every collective's choice
+    "$BLKC" plan "$DIR/mlp_sp.blk" --entry=mlp_sp --ranks=8 --topology=h800-nvl8 --json \
+        T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
+    grep -q '"chosen": "AllGather+GEMM"' "$TMP/p.json" || bad "json: AllGather+GEMM chosen"
+    grep -q '"chosen": "GEMM+ReduceScatter"' "$TMP/p.json" || bad "json: GEMM+ReduceScatter chosen"
+    exit $fail
+fi
+
+if [ "$MODE" = errors ]; then
+    # FILE | run args | expected message (grep -F)
+    while IFS='|' read -r file args want; do
+        [ -z "$file" ] && continue
+        case $file in \#*) continue;; esac
+        # shellcheck disable=SC2086
+        "$BLKC" run "$DIR/$file" --random $args >"$TMP/out" 2>"$TMP/err"
+        rc=$?
+        if [ $rc != 1 ]; then
+            bad "$file $args: exit $rc, expected 1"; cat "$TMP/err"
+        elif ! grep -qF -- "$want" "$TMP/err"; then
+            bad "$file $args: message"; echo "  want: $want"; echo "  got:"; cat "$TMP/err"
+        fi
+    done <"$DIR/errors.list"
+    exit $fail
+fi
+echo "usage: task_test.sh BLKC TASK_REF DIR dist|golden|errors ..." >&2
+exit 2
