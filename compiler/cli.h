@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-enum { X_OK = 0, X_COMPILE = 1, X_USAGE = 2, X_RUNTIME = 3 };
+enum { X_SUCCESS = 0, X_COMPILE = 1, X_USAGE = 2, X_RUNTIME = 3 };
 
 typedef struct OutSpec {
     char *name, *path;           /* --out NAME=PATH (points into argv) */

@@ -393,7 +393,7 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
         write_out(f, &cli.outs[i], pargs);
     free(args);
     cli_g.args = NULL;
-    return X_OK;
+    return X_SUCCESS;
 }
 
 /* ------------------------------------------------------------ JIT cache */
@@ -537,6 +537,7 @@ static const IrFunc *tune_entry(const IrFunc *f, IrModule *view,
     memcpy(keep, buf, sizeof buf);
     for (int d = cli.ndefines; d < cli.ndefines + ts.nparams; d++)
         all[d] = keep + (defs[d] - buf);
+    free(cli.defines); /* the command line's array; its strings live in argv */
     cli.defines = all;
     cli.ndefines += ts.nparams;
     free(defs);
@@ -613,7 +614,7 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
     run_code = NULL;
     free(args);
     cli_g.args = NULL;
-    return X_OK;
+    return X_SUCCESS;
 }
 
 /* Several ranks, or a device function: the plan runner, one thread per
@@ -623,6 +624,9 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
 {
     const IrFunc *f = m->funcs[fi];
     int R = cli.ranks > 0 ? cli.ranks : 1;
+    /* under mpirun each process is one rank: it binds its own inputs and
+     * writes its own {rank} outputs; rank 0 writes the others */
+    int self = rt_mpi_launch_size() > 1 ? rt_mpi_launch_rank() : -1;
     size_t np = (size_t)f->nparams + 1;
     PArg **pa = calloc((size_t)R, sizeof *pa);
     RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
@@ -634,6 +638,8 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
         ra[r] = calloc(np, sizeof **ra);
         if (!pa[r] || !ra[r])
             cli_die(X_RUNTIME, "out of memory");
+        if (self >= 0 && r != self)
+            continue;
         memcpy(symval, cmd_syms, ((size_t)f->nsyms + 1) * sizeof *symval);
         for (int i = 0; i < f->nparams; i++) {
             pa[r][i].given = tmpl[i].given;
@@ -678,15 +684,17 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
             cli_die(X_RUNTIME, "%s", err);
         t[k] = now_ms() - t0;
     }
-    if (cli.nouts == 0)
-        printf("%s: %d rank%s, %.3f ms on cpu\n", f->name, R, R == 1 ? "" : "s",
-               t[0]);
-    if (cli.bench)
+    if (cli.nouts == 0 && self <= 0)
+        printf("%s: %d rank%s, %.3f ms on cpu%s\n", f->name, R,
+               R == 1 ? "" : "s", t[0], self >= 0 ? " (MPI processes)" : "");
+    if (cli.bench && self <= 0)
         print_bench(f->name, t + 1, cli.bench);
     free(t);
     for (int i = 0; i < cli.nouts; i++) {
         bool per_rank = strstr(cli.outs[i].path, "{rank}") != NULL;
         for (int r = 0; r < (per_rank ? R : 1); r++) {
+            if (self >= 0 && r != self)
+                continue;
             cur_rank = r;
             write_out(f, &cli.outs[i], pa[r]);
         }
@@ -701,7 +709,7 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
     }
     free(pa);
     free(ra);
-    return X_OK;
+    return X_SUCCESS;
 }
 
 /* ------------------------------------------------------------ tasks */
@@ -728,6 +736,9 @@ static int run_task_entry(void)
             cli_die(X_USAGE, "'%s' has %s", cli.file, err);
         return -1;
     }
+    if (rt_mpi_launch_size() > 1)
+        cli_die(X_RUNTIME, "task %s runs on local ranks only, not under "
+                "mpirun (run it without mpirun, with --ranks=N)", fn->name);
     TkTask *t0 = tk_build(prog, fn, 0, cli.defines, cli.ndefines, NULL, 0, &diags);
     IrFunc *f = t0 ? tk_signature(t0) : NULL;
     if (!f)
@@ -814,7 +825,7 @@ static int run_task_entry(void)
     cli_g.mod = NULL;
     free(cli_g.src);
     cli_g.src = NULL;
-    return X_OK;
+    return X_SUCCESS;
 }
 
 int cli_cmd_run(void)
@@ -826,6 +837,21 @@ int cli_cmd_run(void)
     if (gpu && cli.ranks > 1)
         cli_die(X_RUNTIME, "--device=%s runs one rank (--ranks is cpu only "
                 "for now)", cli.device);
+    int np = rt_mpi_launch_size();
+    if (np > 1) { /* under mpirun: one rank per process */
+        if (!rt_mpi_built())
+            cli_die(X_RUNTIME, "running under mpirun with %d processes, but "
+                    "this blkc was built without MPI (install "
+                    "libopenmpi-dev and rebuild, or run --ranks=N without "
+                    "mpirun for local ranks)", np);
+        if (gpu)
+            cli_die(X_RUNTIME, "--device=%s does not run under mpirun (ranks "
+                    "as processes are cpu only for now)", cli.device);
+        if (cli.ranks != np)
+            cli_die(X_RUNTIME, "mpirun started %d processes but --ranks is "
+                    "%d: under mpirun, --ranks must equal -np", np,
+                    cli.ranks > 0 ? cli.ranks : 1);
+    }
     cli_load_source();
     IrModule *m = cli_compile_ir();
     int trc = run_task_entry();

@@ -10,6 +10,7 @@
 #include "task.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -278,7 +279,7 @@ static void parse_args(int argc, char **argv)
         char *a = argv[i];
         if (!only_pos && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
             fputs(command_usage(cli.cmd), stdout);
-            exit(X_OK);
+            exit(X_SUCCESS);
         }
         if (!only_pos && strcmp(a, "--") == 0) {
             only_pos = true;
@@ -426,7 +427,7 @@ static int cmd_check(void)
     ir_module_free(cli_compile_ir());
     cli_g.mod = NULL;
     free(cli_g.src);
-    return X_OK;
+    return X_SUCCESS;
 }
 
 static bool backend_has(const BkBackend *b, const char *stage)
@@ -493,7 +494,7 @@ static int compile_aot(void)
         cli_die(X_RUNTIME, "--emit=aot: %s", err[0] ? err : "failed");
     ir_module_free(cli_g.mod);
     free(cli_g.src);
-    return X_OK;
+    return X_SUCCESS;
 }
 
 static int cmd_compile(void)
@@ -602,7 +603,7 @@ static int cmd_compile(void)
     dsl_arena_free(&cli_g.arena);
     ir_module_free(cli_g.mod);
     free(cli_g.src);
-    return X_OK;
+    return X_SUCCESS;
 }
 
 /* plan: the task's Task IR after sharding propagation and placement on
@@ -703,7 +704,7 @@ static int cmd_plan(void)
     free(sbuf);
     dsl_arena_free(&cli_g.arena);
     free(cli_g.src);
-    return X_OK;
+    return X_SUCCESS;
 }
 
 /* blkc cache stats|clear */
@@ -717,7 +718,7 @@ static int cmd_cache(int argc, char **argv)
               "  BLKC_CACHE_DIR (default $XDG_CACHE_HOME/blkc or ~/.cache/blkc),\n"
               "  BLKC_CACHE_DISABLE=1, BLKC_CACHE_MAX_MB (default 1024)\n",
               stdout);
-        return X_OK;
+        return X_SUCCESS;
     }
     cli.cmd = "cache";
     if (argc != 3 || (strcmp(sub, "stats") && strcmp(sub, "clear")))
@@ -729,18 +730,20 @@ static int cmd_cache(int argc, char **argv)
             cli_die(X_RUNTIME, "cannot clear %s", dir);
         printf("removed %d entr%s from %s\n", n, n == 1 ? "y" : "ies",
                dir ? dir : "(cache disabled)");
-        return X_OK;
+        return X_SUCCESS;
     }
     JcStats st;
     jc_disk_stats(&st);
     printf("dir: %s\nentries: %lld\nsize: %.1f KiB\nlimit: %lld MiB\n",
            dir ? dir : "(disabled)", (long long)st.entries,
            (double)st.bytes / 1024.0, (long long)(st.max_bytes >> 20));
-    return X_OK;
+    return X_SUCCESS;
 }
 
 int main(int argc, char **argv)
 {
+    /* a write past the file-size limit is an error (EFBIG), not a kill */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage_all, stderr);
         return X_USAGE;
@@ -748,7 +751,7 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     if (strcmp(c, "--version") == 0 || strcmp(c, "-V") == 0) {
         printf("blkc %s\n", BLKC_VERSION_STRING);
-        return X_OK;
+        return X_SUCCESS;
     }
     if (strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0 ||
         strcmp(c, "help") == 0) {
@@ -756,7 +759,7 @@ int main(int argc, char **argv)
             fputs(command_usage(argv[2]), stdout);
         else
             fputs(usage_all, stdout);
-        return X_OK;
+        return X_SUCCESS;
     }
     if (strcmp(c, "cache") == 0)
         return cmd_cache(argc, argv);

@@ -243,11 +243,16 @@ bool dsl_utf8_valid(const char *s, size_t n, size_t *bad_offset)
                    : (c >> 3) == 30 ? 4 : 0;
         if (len == 0 || i + len > n)
             goto bad;
-        for (size_t k = 1; k < len; k++)
+        uint32_t cp = len == 1 ? c : c & (0x7Fu >> len);
+        for (size_t k = 1; k < len; k++) {
             if ((p[i + k] & 0xC0) != 0x80)
                 goto bad;
-        if (len == 2 && c < 0xC2)
-            goto bad; /* overlong */
+            cp = (cp << 6) | (p[i + k] & 0x3Fu);
+        }
+        /* overlong forms, UTF-16 surrogates and code points past U+10FFFF */
+        static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+            goto bad;
         i += len;
     }
     return true;

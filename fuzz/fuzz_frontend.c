@@ -163,7 +163,8 @@ int main(int argc, char **argv)
             snprintf(names[nn++], l, "%s/%s", argv[i], e->d_name);
         }
         closedir(d);
-        qsort(names, nn, sizeof *names, cmp_str);
+        if (nn)
+            qsort(names, nn, sizeof *names, cmp_str);
         for (size_t k = 0; k < nn; k++) {
             bad |= replay_file(names[k]);
             runs++;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #define NPY_MAX_HEADER (1u << 20) /* bigger headers are not numpy's */
@@ -385,20 +386,47 @@ int rt_npy_write(const char *path, int dtype, int ndim, const int64_t *shape,
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                              (unsigned char)(n & 0xff),
                              (unsigned char)(n >> 8)};
-    FILE *fp = fopen(path, "wb");
+    /* write a temporary file beside the target and rename it into place, so
+     * that a failed write (disk full, size limit) leaves no partial file;
+     * an existing non-regular file (a device, a FIFO) is written in place */
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) {
+        snprintf(err, errlen, "cannot write '%s': out of memory", path);
+        return -1;
+    }
+    struct stat st;
+    bool replace = stat(path, &st) != 0 || S_ISREG(st.st_mode);
+    if (replace)
+        snprintf(tmp, plen + 32, "%s.tmp%ld", path, (long)getpid());
+    else
+        snprintf(tmp, plen + 32, "%s", path);
+    FILE *fp = fopen(tmp, "wb");
     if (!fp) {
         snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
         return -1;
     }
     size_t bytes = (size_t)numel * (size_t)dsl_dtype_bytes(dtype);
     bool ok = fwrite(pre, 1, 10, fp) == 10 &&
               fwrite(h, 1, (size_t)n, fp) == (size_t)n &&
               (bytes == 0 || fwrite(data, 1, bytes, fp) == bytes);
-    if (fclose(fp) != 0)
+    int saved = errno;
+    if (fclose(fp) != 0) {
         ok = false;
+        saved = errno;
+    }
+    if (ok && replace && rename(tmp, path) != 0) {
+        ok = false;
+        saved = errno;
+    }
     if (!ok) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        if (replace)
+            unlink(tmp);
+        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(saved));
+        free(tmp);
         return -1;
     }
+    free(tmp);
     return 0;
 }

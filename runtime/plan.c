@@ -663,17 +663,24 @@ int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
                 size_t errlen)
 {
     const IrFunc *f = pm->ir->funcs[fi];
+    /* under mpirun (more than one process): one rank per process, and only
+     * this process's args need to be filled in */
+    int mpi = rt_mpi_launch_size() > 1;
+    int a0 = mpi ? rt_mpi_launch_rank() : 0;
+    if (a0 < 0 || a0 >= nranks)
+        a0 = 0;
     size_t heap = (size_t)64 << 20;
     for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
-            heap += (size_t)numel_of(ip, &args[0][p]) * (size_t)dsl_dtype_bytes(ip->dtype) + 256;
+            heap += (size_t)numel_of(ip, &args[a0][p]) * (size_t)dsl_dtype_bytes(ip->dtype) + 256;
     }
     const char *env = getenv("BLKC_SYM_HEAP_MB");
     if (env && atoll(env) > 0)
         heap = (size_t)atoll(env) << 20;
     RtWorld *w;
-    if (rt_world_create(nranks, heap, &w, err, errlen))
+    if (mpi ? rt_world_create_mpi(nranks, heap, &w, err, errlen)
+            : rt_world_create(nranks, heap, &w, err, errlen))
         return -1;
     Run run = {pm, fi, args, grid};
     int rc = rt_world_run(w, rank_main, &run, err, errlen);

@@ -28,7 +28,11 @@ typedef struct RtPlanModule {
 /* Run entry function `fi` (a kernel or a device function) on `nranks`
  * local ranks (threads). args[r][p] gives rank r's parameter p. A kernel is
  * launched once per rank with its grid (or `grid` if non-NULL and
- * non-zero). Returns 0, or -1 with the first failing rank's message. */
+ * non-zero). Returns 0, or -1 with the first failing rank's message.
+ * Under mpirun with more than one process (rt_mpi_launch_size() > 1) the
+ * ranks are the processes instead (rt_world_create_mpi; nranks must equal
+ * their number): each process runs its own rank, only its args[rank] are
+ * read and written, and a failure ends the job (ranks.h). */
 int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
                 RtPlanArg *const *args, const int64_t *grid, char *err,
                 size_t errlen);

@@ -9,6 +9,7 @@
  * world's abort flag every round so a failure anywhere stops every waiter
  * within a few ms. */
 #include "ranks.h"
+#include "rank_mpi.h"
 
 #include "../dsl/dsl.h"
 
@@ -40,7 +41,9 @@ struct RtRank {
 };
 
 struct RtWorld {
-    int kind;                /* RT_WORLD_LOCAL */
+    int kind;                /* RT_WORLD_LOCAL or RT_WORLD_MPI */
+    RtMpi *mpi;              /* RT_WORLD_MPI: the windows (rank_mpi.c) */
+    int self;                /* RT_WORLD_MPI: this process's rank */
     int nranks;
     size_t heap_bytes;       /* usable bytes per rank */
     size_t heap_stride;      /* distance between two ranks' heaps */
@@ -151,6 +154,8 @@ static void rank_vfail(RtRank *r, const char *fmt, va_list ap)
     }
     pthread_mutex_unlock(&w->lock);
     __atomic_store_n(&w->failed, 1, __ATOMIC_RELEASE);
+    if (w->mpi) /* the first failure of the job prints and aborts it */
+        rt_mpi_fail(w->mpi, r->id, msg);
 }
 
 int rt_rank_fail(RtRank *r, const char *fmt, ...)
@@ -172,6 +177,8 @@ static int rank_aborted(RtRank *r)
     q = w->fail_rank;
     snprintf(cause, sizeof cause, "%s", w->fail_msg);
     pthread_mutex_unlock(&w->lock);
+    if (w->mpi && q != r->id)
+        q = rt_mpi_fail_rank(w->mpi, cause, sizeof cause);
     if (q == r->id)
         return -1;             /* our own failure, already recorded */
     if (q < 0)
@@ -181,6 +188,9 @@ static int rank_aborted(RtRank *r)
 
 int rt_rank_failed(const RtRank *r)
 {
+    if (r->world->mpi)
+        return __atomic_load_n(rt_mpi_abort_flag(r->world->mpi),
+                               __ATOMIC_ACQUIRE) != 0;
     return __atomic_load_n(&r->world->failed, __ATOMIC_ACQUIRE) != 0;
 }
 
@@ -204,6 +214,8 @@ int64_t rt_world_timeout_ms(const RtWorld *w) { return w->timeout_ms; }
 
 const volatile int *rt_world_abort_flag(const RtWorld *w)
 {
+    if (w->mpi)
+        return rt_mpi_abort_flag(w->mpi);
     return &w->failed;
 }
 
@@ -253,7 +265,8 @@ int rt_signal_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v,
                    const char *name)
 {
     RtWorld *w = r->world;
-    int rc = rt_signal_wait_cell(cell, cmp, v, w->timeout_ms, &w->failed);
+    int rc = rt_signal_wait_cell(cell, cmp, v, w->timeout_ms,
+                                 rt_world_abort_flag(w));
     if (rc == 0)
         return 0;
     return rt_signal_wait_report(r, rc, cell, cmp, v, name);
@@ -271,6 +284,15 @@ static int barrier_wait(RtRank *r, const char *what)
         return rank_aborted(r);
     if (w->nranks == 1)
         return 0;
+    if (w->mpi) {
+        int q = rt_mpi_barrier(w->mpi);
+        if (q == 0)
+            return 0;
+        if (q < 0)
+            return rank_aborted(r);
+        return rt_rank_fail(r, "rank %d left the run while rank %d waited "
+                            "in %s", q - 1, r->id, what);
+    }
     unsigned gen = __atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE);
     if (__atomic_add_fetch(&w->bar_count, 1, __ATOMIC_ACQ_REL) ==
         (unsigned)w->nranks) {
@@ -337,6 +359,14 @@ static void coll_describe(const RtRankColl *c, char *buf, size_t len)
     snprintf(buf + n, len - (size_t)n, ")");
 }
 
+/* Rank q's descriptor of collective #seq. */
+static const RtRankColl *coll_slot(const RtWorld *w, int q, uint64_t seq)
+{
+    if (w->mpi)
+        return rt_mpi_coll_view(w->mpi, q, seq);
+    return &w->ranks[q].coll[seq & 1];
+}
+
 static int coll_same(const RtRankColl *a, const RtRankColl *b)
 {
     return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
@@ -350,11 +380,16 @@ int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
     RtRankColl *mine = &r->coll[seq & 1];
     *mine = *desc;
     mine->seq = seq;
+    if (w->mpi) {
+        char e[RT_RANK_ERRLEN];
+        if (rt_mpi_coll_publish(w->mpi, mine, r->sym_top, e, sizeof e))
+            return rt_rank_fail(r, "%s", e);
+    }
     if (barrier_wait(r, rt_rank_coll_name(desc->kind)))
         return -1;
-    const RtRankColl *c0 = &w->ranks[0].coll[seq & 1];
+    const RtRankColl *c0 = coll_slot(w, 0, seq);
     for (int q = 1; q < w->nranks; q++) {
-        const RtRankColl *cq = &w->ranks[q].coll[seq & 1];
+        const RtRankColl *cq = coll_slot(w, q, seq);
         if (coll_same(c0, cq))
             continue;
         char a[160], b[160];
@@ -378,11 +413,13 @@ int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
 const RtRankColl *rt_rank_coll_peer(const RtRank *r, int peer)
 {
     uint64_t seq = r->coll_seq - 1;
-    return &r->world->ranks[peer].coll[seq & 1];
+    return coll_slot(r->world, peer, seq);
 }
 
 int rt_rank_coll_sync(RtRank *r)
 {
+    if (r->world->mpi) /* staged copies are what peers read */
+        rt_mpi_coll_restage(r->world->mpi);
     return barrier_wait(r, rt_rank_coll_name(r->coll[(r->coll_seq - 1) & 1]
                                                  .kind));
 }
@@ -535,7 +572,9 @@ void rt_world_destroy(RtWorld *w)
 {
     if (!w)
         return;
-    if (w->heap)
+    if (w->mpi)
+        rt_mpi_free(w->mpi); /* the heap is its window */
+    else if (w->heap)
         munmap(w->heap, w->heap_stride * (size_t)w->nranks);
     free(w->heap_base);
     free(w->ranks);
@@ -558,6 +597,8 @@ static void *rank_main(void *p)
     }
     __atomic_store_n(&r->left, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&w->nleft, 1, __ATOMIC_ACQ_REL);
+    if (w->mpi)
+        rt_mpi_left(w->mpi);
     return NULL;
 }
 
@@ -573,9 +614,14 @@ static int64_t env_timeout_ms(void)
     return (int64_t)v;
 }
 
+static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
+                         void *arg, char *err, size_t errlen);
+
 int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                  char *err, size_t errlen)
 {
+    if (w->mpi)
+        return mpi_world_run(w, fn, arg, err, errlen);
     pthread_mutex_lock(&w->lock);
     if (w->running) {
         pthread_mutex_unlock(&w->lock);
@@ -636,6 +682,112 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
         snprintf(err, errlen, "%s", w->fail_msg);
         rc = -1;
     }
+    w->running = 0;
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------ MPI world */
+
+int rt_world_self(const RtWorld *w)
+{
+    return w->mpi ? w->self : 0;
+}
+
+int rt_world_create_mpi(int nranks, size_t heap_bytes, RtWorld **out,
+                        char *err, size_t errlen)
+{
+    *out = NULL;
+    if (nranks < 1 || nranks > RT_RANK_MAX) {
+        snprintf(err, errlen, "world size %d is out of range 1..%d", nranks,
+                 RT_RANK_MAX);
+        return -1;
+    }
+    RtWorld *w = aligned_alloc(CACHELINE, (sizeof(RtWorld) + CACHELINE - 1) /
+                                              CACHELINE * CACHELINE);
+    if (!w) {
+        snprintf(err, errlen, "out of memory creating a world of %d ranks",
+                 nranks);
+        return -1;
+    }
+    memset(w, 0, sizeof *w);
+    w->kind = RT_WORLD_MPI;
+    w->nranks = nranks;
+    w->fail_rank = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
+    w->heap_base = calloc((size_t)nranks, sizeof(char *));
+    if (!w->ranks || !w->heap_base) {
+        snprintf(err, errlen, "out of memory creating a world of %d ranks",
+                 nranks);
+        rt_world_destroy(w);
+        return -1;
+    }
+    memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
+    size_t heap;
+    if (rt_mpi_create(nranks, heap_bytes, &w->mpi, &w->self, &heap,
+                      w->heap_base, err, errlen)) {
+        rt_world_destroy(w);
+        return -1;
+    }
+    /* the heaps are contiguous, heap_bytes apart, as in a local world */
+    w->heap_bytes = heap;
+    w->heap_stride = heap;
+    w->heap = (unsigned char *)w->heap_base[0];
+    for (int q = 0; q < nranks; q++) {
+        w->ranks[q].world = w;
+        w->ranks[q].id = q;
+    }
+    *out = w;
+    return 0;
+}
+
+/* Run fn on this process's rank (on a thread with the rank stack size). A
+ * failure anywhere ends the job in rank_vfail / rt_mpi_run_end, so this
+ * returns 0 or a start-up error. */
+static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
+                         void *arg, char *err, size_t errlen)
+{
+    RtRank *r = &w->ranks[w->self];
+    pthread_mutex_lock(&w->lock);
+    if (w->running) {
+        pthread_mutex_unlock(&w->lock);
+        snprintf(err, errlen, "the world is already running");
+        return -1;
+    }
+    w->running = 1;
+    w->fail_rank = -1;
+    w->fail_msg[0] = 0;
+    r->ret = 0;
+    r->left = 0;
+    r->has_err = 0;
+    r->err[0] = 0;
+    r->sym_top = 0;
+    r->coll_seq = 0;
+    memset(r->coll, 0, sizeof r->coll);
+    pthread_mutex_unlock(&w->lock);
+    w->fn = fn;
+    w->arg = arg;
+    w->timeout_ms = env_timeout_ms();
+    __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
+    int rc = rt_mpi_run_begin(w->mpi, err, errlen);
+    if (rc == 0) {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, RT_RANK_STACK);
+        int e = pthread_create(&r->thread, &attr, rank_main, r);
+        pthread_attr_destroy(&attr);
+        if (e) {
+            rt_rank_fail(r, "cannot start the thread of rank %d: %s", r->id,
+                         strerror(e));
+            rt_mpi_left(w->mpi);
+        } else {
+            pthread_join(r->thread, NULL);
+        }
+        rc = rt_mpi_run_end(w->mpi);
+    }
+    pthread_mutex_lock(&w->lock);
     w->running = 0;
     pthread_mutex_unlock(&w->lock);
     return rc;

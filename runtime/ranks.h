@@ -26,16 +26,18 @@
  * with "collective mismatch: ..."). Signal notify/wait and rt_rank_fail may
  * also be called from helper threads the rank starts (async blocks).
  *
- * MPI (not built yet). RtWorld carries a `kind`; an RT_WORLD_MPI world
- * would hold one local rank per process, map the peers' heaps through an
- * MPI shared-memory window (MPI_Win_allocate_shared on one node) so that
- * rt_sym_ptr stays an ordinary pointer, implement the barrier with
- * MPI_Barrier-free shared counters in that window (or MPI_Ibarrier polled
- * against the abort flag), and publish collective descriptors in the window
- * instead of in RtWorld. The collectives in rank_coll.c use only the
- * rt_rank_coll_* staging API below, so they carry over unchanged when
- * buffers are on the symmetric heap; non-symmetric buffers would be staged
- * through it.
+ * MPI (rank_mpi.c, when built with MPI). A world of kind RT_WORLD_MPI,
+ * made by rt_world_create_mpi in a process that mpirun started, holds one
+ * rank per process (all on one node). The symmetric heap is an MPI
+ * shared-memory window (MPI_Win_allocate_shared, contiguous, so
+ * rt_sym_ptr and the heap bases stay ordinary pointers in every process);
+ * the abort flag, the barrier counters and the published collective
+ * descriptors live in a second shared window, so barriers, collectives and
+ * signal waits work as for threads. Collective buffers that are not on the
+ * symmetric heap are staged through free heap above the allocation top.
+ * Differences: rt_world_run runs fn on this process's rank only; the first
+ * failure of any rank prints "blkc: error: rank R: ..." on stderr and ends
+ * every process with MPI_Abort (exit status 3) instead of returning.
  *
  * Cross-file prefix: rt_rank_ / rt_world_ / rt_sym_ / rt_signal_ and the
  * collectives (rt_barrier, rt_all_reduce, ...); types RtRank / RtWorld. */
@@ -75,6 +77,15 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                  char *err, size_t errlen);
 int rt_world_size(const RtWorld *w);
 int rt_world_kind(const RtWorld *w);
+/* A world of nranks ranks, one per process of this mpirun job (nranks
+ * must equal the number of processes; one node only), each with
+ * heap_bytes of symmetric heap (the largest over the processes). Every
+ * process calls it. Returns 0, or -1 with err set (also without MPI:
+ * "this blkc was built without MPI ..."). */
+int rt_world_create_mpi(int nranks, size_t heap_bytes, RtWorld **out,
+                        char *err, size_t errlen);
+/* The rank this process runs (0 for a local world). */
+int rt_world_self(const RtWorld *w);
 /* A rank's error message of the last run ("" if it did not fail). */
 const char *rt_world_rank_error(const RtWorld *w, int rank);
 /* For generated kernels (BkLaunchCtx): the per-rank heap bases
@@ -228,5 +239,14 @@ int rt_broadcast(RtRank *r, void *buf, size_t count, int dtype, int root);
 void rt_rank_reduce(void *out, const void *const *in, int n, size_t count,
                     int dtype, int op);
 const char *rt_rank_op_name(int op); /* "sum", "max", "min" or "?" */
+
+/* ------------------------------------------------------------ rank_mpi.c */
+/* Processes an MPI launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE, ...
+ * in the environment), 0 when not launched that way; this process's rank
+ * in that job, or -1. No MPI call is made. */
+int rt_mpi_launch_size(void);
+int rt_mpi_launch_rank(void);
+/* 1 if this build has MPI (BLKC_HAVE_MPI), else 0. */
+int rt_mpi_built(void);
 
 #endif

@@ -34,7 +34,12 @@ typedef struct CpuGen {
     LLVMValueRef (*tshape)[IR_MAX_RANK];  /* per param: i64 extents */
     LLVMValueRef (*tstride)[IR_MAX_RANK]; /* per param: i64 strides */
     int *uses;                    /* per value id: number of uses */
-    uint8_t *skip;                /* per value id: handled by a peephole */
+    uint8_t *skip;                /* per value id: handled by a peephole
+                                     (3: a REDUCE fused into its producer) */
+    uint8_t *inl;                 /* per value id: computed per element in
+                                     its consumer's loop (fuse.c) */
+    int *fred;                    /* per value id: 1 + id of a REDUCE fused
+                                     into this value's loop, or 0 */
     int vecw_bytes;               /* vector register width (16/32/64) */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, vd, ptr;
     char *err; size_t errlen;     /* first error */
@@ -64,6 +69,17 @@ LLVMValueRef cpu_intrin(CpuGen *g, const char *name, LLVMTypeRef *ovl,
                         int novl, LLVMValueRef *args, int n);
 LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x);
 LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a);
+
+/* ------------------------------------------------------------ fuse.c */
+/* Mark inline values (g->inl) and reductions fused into their producer
+ * (g->fred, g->skip = 3); needs g->uses and g->skip. */
+void cpu_fuse_analyze(CpuGen *g);
+/* Element lin of inline value id, computed from its operands. */
+LLVMValueRef cpu_fused_elem(CpuGen *g, int id, LLVMValueRef lin);
+/* The loop of elementwise value id with its fused REDUCE (g->fred[id]). */
+int cpu_gen_elem_reduce(CpuGen *g, int id);
+/* Lanes of the partial results of a vectorized float reduction of dt. */
+int cpu_red_lanes(CpuGen *g, int dt);
 
 /* ------------------------------------------------------------ vmath.c */
 /* Inline, call-free (vectorizable) math on an f32 or f64 scalar SSA value;

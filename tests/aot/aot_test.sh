@@ -6,6 +6,7 @@
 # cuda: --target=cuda --emit=aot, compile the .c and link it with
 #       libblkc_runtime (not run). Exit 77 when NVRTC is absent.
 set -eu
+[ "${BLKC_SANITIZED:-}" = 1 ] && { echo "skipped: sanitizer build"; exit 77; }
 mode=$1 blkc=$2 src=$3 inc=$4 rtdir=$5 cc=$6 work=$7
 rm -rf "$work"
 mkdir -p "$work"

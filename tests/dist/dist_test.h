@@ -70,7 +70,7 @@ static inline DtMod dt_load(const char *rel, const char *const *defines,
     }
     m.pm.ir = m.ir;
     m.pm.cpu = m.cpu;
-    /* text must outlive the module only through the arena; keep it anyway */
+    free(text); /* the IR copies what it needs into its arena */
     return m;
 }
 

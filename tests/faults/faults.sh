@@ -51,8 +51,8 @@ case_alloc_sweep() {
       0|1|2|3) ;;
       127) grep -q 'error while loading shared libraries' "$T/err" ||
              fail "ulimit -v $v: exit 127: $(head -1 "$T/err")" ;;
-      134) if grep -q 'std::bad_alloc' "$T/err"; then
-             known "ulimit -v $v: LLVM threw std::bad_alloc and the process aborted (exit 134)"
+      134) if grep -Eq 'std::bad_alloc|LLVM ERROR: out of memory' "$T/err"; then
+             known "ulimit -v $v: LLVM ran out of memory and aborted the process (exit 134): $(head -1 "$T/err")"
            else fail "ulimit -v $v: aborted: $(head -2 "$T/err")"; fi ;;
       *) fail "ulimit -v $v: exit $r: $(head -2 "$T/err")" ;;
     esac

@@ -3,6 +3,7 @@
 # interpreter that has numpy and pytest ($BLKC_PYTHON, python3 on PATH,
 # /usr/bin/python3); exit 77 when there is none. pytest's exit 5 (no tests
 # collected) is a failure.
+[ "${BLKC_SANITIZED:-}" = 1 ] && { echo "skipped: sanitizer build"; exit 77; }
 lib=$1 src=$2 cache=$3
 py=
 for c in "${BLKC_PYTHON:-}" python3 /usr/bin/python3 python; do

@@ -1,0 +1,312 @@
+/* fuse.c — elementwise fusion for the CPU backend.
+ *
+ * Without it every tile op is its own loop over a stack buffer. Here:
+ *
+ *  1. Inline values (cpu_fuse_analyze sets g->inl): an elementwise op (any
+ *     F_ELEM op, CVT and SELECT included), a BCAST, a RESHAPE or a tile
+ *     CONST whose only use is an elementwise op of the same shape in the
+ *     same region (a tile CONST: whose every use is such an op, anywhere).
+ *     Such a value gets no loop and no buffer: cpu_elem() recomputes it per
+ *     element inside its consumer's loop (cpu_fused_elem), recursively, so
+ *     a chain like `exp(x - m)` becomes one loop with the intermediate in a
+ *     register. Each op still goes through cpu_scalar_op, so f16 / bf16 /
+ *     f8 results are rounded after every op exactly as when materialized.
+ *     Safe because tile buffers are never written after their defining
+ *     instruction (the only aliasing buffer, the in-place DOT accumulator's
+ *     VGET, is used by that DOT alone), and the consumer runs after the
+ *     value in the same region, where every operand still holds the value
+ *     it had at the definition.
+ *
+ *  2. Reductions fused into their producer (g->fred): a REDUCE sum / max /
+ *     min of a materialized f32/f64 elementwise value v over contiguous rows,
+ *     in v's region, is computed in v's own loop (cpu_gen_elem_reduce); v's
+ *     buffer is not even written when the REDUCE is its only use. The
+ *     accumulation order is the one of tile.c's vector reduction (lane j of
+ *     L partial results sums elements j, j+L, ...; halving tree; tail in
+ *     order), so fused and unfused results agree bit for bit (up to the sign
+ *     of a zero max/min and NaN payloads).
+ *
+ * BLKC_CPU_NOFUSE=1 in the environment disables both (for comparisons). */
+#include "cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool same_shape(const IrType *a, const IrType *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return true;
+}
+
+static bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* BCAST whose per-element source index is cheap: a 1-element source, or
+ * every extent a power of two (div/rem become shifts and masks). */
+static bool cheap_bcast(const IrFunc *f, const IrInstr *in)
+{
+    const IrType *rt = &in->type, *ot = &f->ins[in->opnd[0]].type;
+    if (ir_numel(ot) == 1)
+        return true;
+    if (ot->rank > rt->rank)
+        return false;
+    for (int i = 0; i < rt->rank; i++)
+        if (!pow2(rt->shape[i]))
+            return false;
+    return true;
+}
+
+/* REDUCE r is fusible into its operand's loop: sum/max/min of an f32/f64
+ * value over its last axis or over all of it (contiguous rows), a sum in
+ * the same dtype, rows of at least L elements: tile.c's vector path. */
+static bool fusible_reduce(CpuGen *g, int r, int L)
+{
+    const IrInstr *in = &g->f->ins[r];
+    if (in->op != IR_REDUCE || in->dead)
+        return false;
+    const IrType *t = &g->f->ins[in->opnd[0]].type;
+    int idt = t->dtype, kind = in->attr;
+    if (idt != DT_F32 && idt != DT_F64)
+        return false;
+    if (kind != RED_SUM && kind != RED_MAX && kind != RED_MIN)
+        return false;
+    if (kind == RED_SUM && in->type.dtype != idt)
+        return false;
+    int64_t len = ir_numel(t);
+    if (in->axis >= 0 && t->rank > 0) {
+        if (in->axis != t->rank - 1)
+            return false;
+        len = t->shape[t->rank - 1];
+    }
+    return len >= L;
+}
+
+int cpu_red_lanes(CpuGen *g, int dt)
+{
+    int L = 2 * g->vecw_bytes / dsl_dtype_bytes(dt);
+    return L < 8 ? 8 : L > 32 ? 32 : L;
+}
+
+void cpu_fuse_analyze(CpuGen *g)
+{
+    const IrFunc *f = g->f;
+    int n = f->nins;
+    if (n <= 0 || getenv("BLKC_CPU_NOFUSE"))
+        return;
+    int *reg = malloc((size_t)n * sizeof *reg);
+    int *user = malloc((size_t)n * sizeof *user);
+    int *red = malloc((size_t)n * sizeof *red);
+    uint8_t *elem_only = malloc((size_t)n);
+    if (!reg || !user || !red || !elem_only) {
+        free(reg);
+        free(user);
+        free(red);
+        free(elem_only);
+        return; /* no fusion: still correct */
+    }
+    for (int i = 0; i < n; i++) {
+        reg[i] = -1;
+        user[i] = -1;
+        red[i] = -1;
+        elem_only[i] = 1;
+    }
+    for (int r = 0; r < f->nregions; r++)
+        for (int k = 0; k < f->regions[r].n; k++) {
+            int id = f->regions[r].ins[k];
+            if (id >= 0 && id < n)
+                reg[id] = r;
+        }
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (in->dead)
+            continue;
+        bool el = (ir_op_flags[in->op] & F_ELEM) && in->type.rank > 0;
+        for (int k = 0; k < 4; k++) {
+            int o = in->opnd[k];
+            if (o < 0 || o >= n)
+                continue;
+            user[o] = user[o] == -1 || user[o] == i ? i : -2;
+            if (in->op == IR_REDUCE && k == 0 && red[o] < 0)
+                red[o] = i;
+            if (!el || !same_shape(&in->type, &f->ins[o].type))
+                elem_only[o] = 0;
+        }
+        if (in->view >= 0)
+            for (int d = 0; d < f->views[in->view].ndims; d++) {
+                int o = f->views[in->view].d[d].val;
+                if (o >= 0 && o < n) {
+                    user[o] = -2;
+                    elem_only[o] = 0;
+                }
+            }
+    }
+    for (int v = 0; v < n; v++) {
+        const IrInstr *in = &f->ins[v];
+        if (in->dead || in->type.rank == 0 || g->skip[v] || reg[v] < 0)
+            continue;
+        bool el = (ir_op_flags[in->op] & F_ELEM) != 0;
+        if (in->op == IR_CONST) {
+            if (g->uses[v] > 0 && elem_only[v])
+                g->inl[v] = 1;
+            continue;
+        }
+        if (!el && in->op != IR_BCAST && in->op != IR_RESHAPE)
+            continue;
+        if (in->op == IR_RESHAPE && f->ins[in->opnd[0]].type.rank == 0)
+            continue;
+        if (in->op == IR_BCAST && !cheap_bcast(f, in))
+            continue;
+        int u = user[v];
+        if (g->uses[v] == 1 && u >= 0 && elem_only[v] && reg[u] == reg[v]) {
+            g->inl[v] = 1;
+            continue;
+        }
+        /* a materialized elementwise value: fuse one REDUCE of it */
+        if (!el || (in->type.dtype != DT_F32 && in->type.dtype != DT_F64))
+            continue;
+        int r = red[v];
+        if (r >= 0 && reg[r] == reg[v] &&
+            fusible_reduce(g, r, cpu_red_lanes(g, in->type.dtype))) {
+            g->fred[v] = r + 1;
+            g->skip[r] = 3;
+        }
+    }
+    free(reg);
+    free(user);
+    free(red);
+    free(elem_only);
+}
+
+/* Element lin of value id computed from its operands (id's own op). */
+static LLVMValueRef compute(CpuGen *g, int id, LLVMValueRef lin)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    if (in->op == IR_CONST)
+        return cpu_const(g, in->type.dtype, in->ival, in->fval);
+    if (in->op == IR_RESHAPE)
+        return cpu_elem(g, in->opnd[0], lin);
+    if (in->op == IR_BCAST) {
+        const IrType *rt = &in->type, *ot = &g->f->ins[in->opnd[0]].type;
+        if (ir_numel(ot) == 1)
+            return cpu_elem(g, in->opnd[0], cpu_i64(g, 0));
+        int64_t os = 1;
+        LLVMValueRef rest = lin, src = cpu_i64(g, 0);
+        for (int i = rt->rank - 1; i >= 0; i--) {
+            int k = i - (rt->rank - ot->rank);
+            LLVMValueRef ext = cpu_i64(g, rt->shape[i]);
+            if (k >= 0 && ot->shape[k] != 1) {
+                LLVMValueRef c = i == 0 ? rest : LLVMBuildURem(b, rest, ext, "");
+                src = LLVMBuildAdd(b, src, LLVMBuildMul(b, c, cpu_i64(g, os), ""), "");
+            }
+            if (k >= 0)
+                os *= ot->shape[k];
+            if (i > 0)
+                rest = LLVMBuildUDiv(b, rest, ext, "");
+        }
+        return cpu_elem(g, in->opnd[0], src);
+    }
+    int nop = ir_op_nopnd[in->op];
+    LLVMValueRef a[3];
+    for (int i = 0; i < nop && i < 3; i++)
+        a[i] = cpu_elem(g, in->opnd[i], lin);
+    LLVMValueRef r = cpu_scalar_op(g, in, a);
+    /* on failure the error is recorded; keep the builder's input valid */
+    return r ? r : LLVMGetUndef(cpu_stype(g, in->type.dtype));
+}
+
+LLVMValueRef cpu_fused_elem(CpuGen *g, int id, LLVMValueRef lin)
+{
+    return compute(g, id, lin);
+}
+
+/* ------------------------------------------------------------ reductions */
+
+static LLVMValueRef red_op(CpuGen *g, int kind, LLVMValueRef a, LLVMValueRef v)
+{
+    LLVMBuilderRef b = g->b;
+    if (kind == RED_SUM)
+        return LLVMBuildFAdd(b, a, v, "");
+    /* as tile.c's fmaxmin: isnan(a) ? a : (a > v ? a : v) */
+    LLVMValueRef c = LLVMBuildFCmp(b, kind == RED_MAX ? LLVMRealOGT : LLVMRealOLT,
+                                   a, v, "");
+    LLVMValueRef r = LLVMBuildSelect(b, c, a, v, "");
+    LLVMValueRef nn = LLVMBuildFCmp(b, LLVMRealUNO, a, a, "");
+    return LLVMBuildSelect(b, nn, a, r, "");
+}
+
+/* Element lin of v (computed), stored to buf when buf != NULL. */
+static LLVMValueRef produce(CpuGen *g, int v, LLVMValueRef buf, LLVMValueRef lin)
+{
+    int dt = g->f->ins[v].type.dtype;
+    LLVMValueRef e = compute(g, v, lin);
+    if (buf)
+        cpu_mstore(g, e, cpu_gep(g, cpu_mtype(g, dt), buf, lin), dt);
+    return e;
+}
+
+int cpu_gen_elem_reduce(CpuGen *g, int v)
+{
+    const IrFunc *f = g->f;
+    const IrInstr *vin = &f->ins[v];
+    int r = g->fred[v] - 1;
+    const IrInstr *rin = &f->ins[r];
+    LLVMBuilderRef b = g->b;
+    int dt = vin->type.dtype, rdt = rin->type.dtype, kind = rin->attr;
+    int L = cpu_red_lanes(g, dt);
+    int64_t n = ir_numel(&vin->type), len = n;
+    if (rin->axis >= 0 && vin->type.rank > 0)
+        len = vin->type.shape[vin->type.rank - 1];
+    int64_t outer = n / len, nv = len / L;
+    LLVMTypeRef et = cpu_stype(g, dt), vt = LLVMVectorType(et, (unsigned)L);
+    LLVMValueRef buf = g->uses[v] > 1 ? cpu_tile_buf(g, &vin->type) : NULL;
+    LLVMValueRef accv = cpu_alloca(g, et, L), sacc = cpu_alloca(g, et, 1);
+    LLVMValueRef dst = rin->type.rank ? cpu_tile_buf(g, &rin->type)
+                                      : cpu_alloca(g, cpu_mtype(g, rdt), 1);
+    LLVMValueRef init = kind == RED_SUM ? LLVMConstNull(et)
+                      : LLVMConstReal(et, kind == RED_MAX ? -1.0 / 0.0 : 1.0 / 0.0);
+    CpuLoop lo, li, lc, lj, lt;
+    cpu_loop_open(g, &lo, cpu_i64(g, 0), cpu_i64(g, outer));
+    LLVMValueRef row = LLVMBuildMul(b, lo.iv, cpu_i64(g, len), "");
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, L));
+    LLVMBuildStore(b, init, cpu_gep(g, et, accv, li.iv));
+    cpu_loop_close(g, &li);
+    cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, nv));
+    LLVMValueRef chunk = LLVMBuildAdd(b, row,
+        LLVMBuildMul(b, lc.iv, cpu_i64(g, L), ""), "");
+    cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, L));
+    LLVMValueRef e = produce(g, v, buf, LLVMBuildAdd(b, chunk, lj.iv, ""));
+    LLVMValueRef ap = cpu_gep(g, et, accv, lj.iv);
+    LLVMBuildStore(b, red_op(g, kind, LLVMBuildLoad2(b, et, ap, ""), e), ap);
+    cpu_loop_close(g, &lj);
+    cpu_loop_close(g, &lc);
+    /* halving tree over the L partial results */
+    LLVMValueRef a = LLVMBuildLoad2(b, vt,
+        LLVMBuildBitCast(b, accv, LLVMPointerType(vt, 0), ""), "");
+    for (int w = L / 2; w >= 1; w /= 2) {
+        LLVMValueRef ml[32], mh[32];
+        for (int i = 0; i < w; i++) {
+            ml[i] = cpu_i32c(g, i);
+            mh[i] = cpu_i32c(g, w + i);
+        }
+        LLVMValueRef lo_h = LLVMBuildShuffleVector(b, a, LLVMGetUndef(LLVMTypeOf(a)),
+                                                   LLVMConstVector(ml, (unsigned)w), "");
+        LLVMValueRef hi_h = LLVMBuildShuffleVector(b, a, LLVMGetUndef(LLVMTypeOf(a)),
+                                                   LLVMConstVector(mh, (unsigned)w), "");
+        a = red_op(g, kind, lo_h, hi_h);
+    }
+    LLVMBuildStore(b, LLVMBuildExtractElement(b, a, cpu_i32c(g, 0), ""), sacc);
+    cpu_loop_open(g, &lt, cpu_i64(g, nv * L), cpu_i64(g, len));
+    e = produce(g, v, buf, LLVMBuildAdd(b, row, lt.iv, ""));
+    LLVMBuildStore(b, red_op(g, kind, LLVMBuildLoad2(b, et, sacc, ""), e), sacc);
+    cpu_loop_close(g, &lt);
+    LLVMValueRef res = cpu_cvt(g, LLVMBuildLoad2(b, et, sacc, ""), dt, rdt);
+    cpu_mstore(g, res, cpu_gep(g, cpu_mtype(g, rdt), dst, lo.iv), rdt);
+    cpu_loop_close(g, &lo);
+    g->val[v] = buf;
+    g->val[r] = rin->type.rank ? dst : cpu_mload(g, dst, rdt);
+    return g->failed ? -1 : 0;
+}

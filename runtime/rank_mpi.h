@@ -1,0 +1,66 @@
+/* rank_mpi.h — the MPI side of a world of kind RT_WORLD_MPI (rank_mpi.c),
+ * private to ranks.c. The public entry points (rt_world_create_mpi,
+ * rt_mpi_launch_size, ...) are in ranks.h.
+ *
+ * One process per rank, all on one node. Two MPI-3 shared-memory windows on
+ * the node's communicator: the symmetric heap (each process allocates its
+ * heap, contiguous across ranks, so heap_base[q] = heap_base[0] + q * stride
+ * in every process's mapping, 4 KiB aligned) and a control block owned by
+ * rank 0 that holds what a local world keeps in RtWorld: the abort flag,
+ * the first failure, the barrier counters, the per-rank "left" flags and
+ * the published collective descriptors (heap locations instead of
+ * pointers). Barriers and collectives therefore work by plain loads and
+ * stores between the processes, exactly as between threads; MPI itself is
+ * used only to start (MPI_Init, the windows), between runs (MPI_Barrier)
+ * and to stop everyone on a failure (MPI_Abort).
+ *
+ * Collective buffers that are not on the symmetric heap are staged: copied
+ * by their owner into its own heap above the allocation top before the
+ * descriptors are published (all_reduce also after its reduce phase), and
+ * peers read the copy. */
+#ifndef BLKC_RANK_MPI_H
+#define BLKC_RANK_MPI_H
+
+#include "ranks.h"
+
+typedef struct RtMpi RtMpi;
+
+/* Start MPI if needed and build the windows for a world of nranks (must
+ * equal the MPI world size, all on one node). heap_bytes is raised to the
+ * largest over the ranks and rounded up to a page (*stride_out, also the
+ * usable size *heap_out). heap_base (nranks entries) receives the heaps in
+ * this process's mapping. Returns 0, or -1 with err set (the same on every
+ * rank for a bad size or several nodes). */
+int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
+                  size_t *heap_out, char **heap_base, char *err,
+                  size_t errlen);
+void rt_mpi_free(RtMpi *m); /* collective */
+
+int *rt_mpi_abort_flag(RtMpi *m); /* the shared abort flag */
+/* Record a failure of rank `rank` (msg without "rank R: "). The first
+ * failure of the world prints "blkc: error: rank R: msg" on stderr and
+ * calls MPI_Abort(3); later ones only return. */
+void rt_mpi_fail(RtMpi *m, int rank, const char *msg);
+/* The first failing rank (-1 if none yet) and its message. */
+int rt_mpi_fail_rank(RtMpi *m, char *cause, size_t len);
+/* Shared-memory barrier: 0 done, -1 the world failed, q + 1 when rank q
+ * left the run without arriving. */
+int rt_mpi_barrier(RtMpi *m);
+void rt_mpi_left(RtMpi *m); /* this rank's function returned */
+/* Publish this rank's descriptor (kind.. seq set) with its buffers as heap
+ * locations, staging above heap_top what is not on the heap. 0 or -1 with
+ * err set. */
+int rt_mpi_coll_publish(RtMpi *m, const RtRankColl *d, size_t heap_top,
+                        char *err, size_t errlen);
+/* Rank q's descriptor of collective #seq with pointers in this process. */
+const RtRankColl *rt_mpi_coll_view(RtMpi *m, int q, uint64_t seq);
+/* Before all_reduce's mid-collective barrier: refresh the staged copy of
+ * this rank's buffer (its reduced slice); once per collective. */
+void rt_mpi_coll_restage(RtMpi *m);
+/* Around a run: begin resets the control block (collective, MPI_Barrier);
+ * end waits until every rank's function returned and returns 0, or, if the
+ * world failed, never returns (the first failing rank aborts the job). */
+int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen);
+int rt_mpi_run_end(RtMpi *m);
+
+#endif

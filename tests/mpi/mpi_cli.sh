@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# mpi_cli.sh NP HAVE_MPI BLKC NPYTOOL SRCDIR — `blkc run --ranks=NP` under
+# `mpirun -np NP`: lib/allreduce.blk one-shot and lib/ag_gemm.blk (per-rank
+# {rank} inputs) write the same bytes as the same run on local ranks;
+# outputs without {rank} come from rank 0 only; a wait that times out and a
+# rank that returns early end every process with exit 3 and a
+# "blkc: error: rank R: ..." line; --ranks other than -np is an error.
+# Exits 77 without MPI or mpirun.
+set -u
+[ "${BLKC_SANITIZED:-}" = 1 ] && { echo "skipped: sanitizer build"; exit 77; }
+NP=$1 HAVE=$2 BLKC=$3 NPY=$4 SRC=$5
+if [ "$HAVE" != ON ]; then echo "skipped: blkc was built without MPI"; exit 77; fi
+if ! command -v mpirun >/dev/null 2>&1; then echo "skipped: no mpirun"; exit 77; fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPI=(mpirun)
+if mpirun --version 2>&1 | grep -q "Open MPI"; then
+  MPI=(mpirun --oversubscribe --bind-to none)
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-mpi.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+pass=0 failed=0
+ok()  { pass=$((pass + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# mpi CODE PATTERN -- blkc args: under mpirun, exit status and a line of stderr
+mpi() {
+  local code=$1 pat=$2; shift 3
+  timeout 20 "${MPI[@]}" -np "$NP" "$BLKC" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" != "$code" ]; then
+    bad "mpirun -np $NP blkc $* exited $rc, wanted $code: $(cat "$T/out" "$T/err")"; return
+  fi
+  if [ -n "$pat" ] && ! grep -Eq -- "$pat" "$T/err"; then
+    bad "mpirun -np $NP blkc $*: no line /$pat/ on stderr: $(cat "$T/err")"; return
+  fi
+  ok
+}
+loc() { "$BLKC" "$@" >/dev/null 2>"$T/lerr" || bad "blkc $* (local): $(cat "$T/lerr")"; }
+
+L=$SRC/lib
+# one-shot all-reduce: per-rank outputs and a rank-0 output
+mpi 0 "" -- run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$NP N=1001 op=0 \
+  --random --out "y=$T/m{rank}.npy" --out "y=$T/m_all.npy"
+loc run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$NP N=1001 op=0 \
+  --random --out "y=$T/l{rank}.npy"
+for r in $(seq 0 $((NP - 1))); do
+  cmp -s "$T/m$r.npy" "$T/l$r.npy" && ok || bad "allreduce_oneshot rank $r: mpirun and local results differ"
+done
+cmp -s "$T/m_all.npy" "$T/l0.npy" && ok || bad "allreduce_oneshot: the output without {rank} is not rank 0's"
+
+# ag_gemm: each process reads its own a{rank}.npy
+for r in $(seq 0 $((NP - 1))); do
+  "$NPY" write "$T/a$r.npy" '<f4' 3x2 $(for i in 1 2 3 4 5 6; do echo $((r + 1)); done)
+done
+"$NPY" write "$T/b.npy" '<f4' 2x2 1 1 1 1
+mpi 0 "" -- run "$L/ag_gemm.blk" --entry=ag_gemm --ranks=$NP M=3 K=2 N=2 MW=$((3 * NP)) \
+  "a=@$T/a{rank}.npy" "b=@$T/b.npy" --out "c=$T/agm{rank}.npy"
+loc run "$L/ag_gemm.blk" --entry=ag_gemm --ranks=$NP M=3 K=2 N=2 MW=$((3 * NP)) \
+  "a=@$T/a{rank}.npy" "b=@$T/b.npy" --out "c=$T/agl{rank}.npy"
+for r in $(seq 0 $((NP - 1))); do
+  cmp -s "$T/agm$r.npy" "$T/agl$r.npy" && ok || bad "ag_gemm rank $r: mpirun and local results differ"
+done
+
+# faults end every process with exit 3 and the failing rank's message
+F=$SRC/tests/dist/faults.blk
+BLKC_WAIT_TIMEOUT_MS=200 mpi 3 "^blkc: error: rank $((NP - 1)): .*timed out after 200 ms" -- \
+  run "$F" --entry=never_signalled --ranks=$NP N=4
+mpi 3 "^blkc: error: rank [0-9]+: " -- run "$F" --entry=early_return --ranks=$NP N=4
+mpi 3 "^blkc: error: .*--ranks must equal -np" -- \
+  run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$((NP + 1)) N=4 op=0
+
+echo "mpi_cli -np $NP: $pass passed, $failed failed"
+[ "$failed" = 0 ]
