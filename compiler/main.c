@@ -497,6 +497,8 @@ static int compile_aot(void)
     return X_SUCCESS;
 }
 
+static int emit_task(void);
+
 static int cmd_compile(void)
 {
     static const char *const names[] = {"cpu", "cuda", "hip"};
@@ -515,8 +517,7 @@ static int cmd_compile(void)
     bool ir_stage = strcmp(stage, "ast") == 0 || strcmp(stage, "core") == 0 ||
                     strcmp(stage, "device") == 0;
     if (strcmp(stage, "task") == 0)
-        cli_die(X_USAGE, "--emit=%s is not available: the %s tier is not "
-            "implemented yet", stage, stage);
+        return emit_task();
     if (strcmp(stage, "aot") == 0)
         return compile_aot();
     if (!ir_stage && !be) /* a stage that names its target */
@@ -609,6 +610,45 @@ static int cmd_compile(void)
 /* plan: the task's Task IR after sharding propagation and placement on
  * --ranks and --topology, for the sizes given as NAME=VALUE (or the shapes
  * of NAME=@PATH.npy tensors). */
+/* --emit=task: the Task IR of a task after sharding propagation and
+ * collective insertion, with symbolic sizes (no ranks or placement yet:
+ * `blkc plan` shows those for a given mesh). */
+static int emit_task(void)
+{
+    char err[1024] = "";
+    cli_load_source();
+    ir_module_free(cli_compile_ir()); /* checks everything, exits 1 on errors */
+    cli_g.mod = NULL;
+    DslSource src = {cli.file, cli_g.src, src_len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    AstProgram *prog = dsl_parse(&cli_g.arena, &diags, &src);
+    if (!prog)
+        cli_die(X_RUNTIME, "out of memory");
+    const AstFunc *fn = tk_pick_task(prog, cli.entry, err, sizeof err);
+    if (!fn)
+        cli_die(X_USAGE, err[0] ? "'%s' has %s" : "'%s' has no task%s", cli.file,
+                err[0] ? err : "");
+    TkTask *t = tk_build(prog, fn, 0, cli.defines, cli.ndefines, NULL, 0, &diags);
+    if (t && tk_propagate(t, &diags) == 0)
+        tk_print(&cli_g.out, t);
+    if (diags.out.len)
+        fputs(diags.out.data, stderr);
+    int nerrors = diags.nerrors;
+    dsl_diags_free(&diags);
+    tk_free(t);
+    if (nerrors)
+        exit(X_COMPILE);
+    if (cli_g.out.oom)
+        cli_die(X_RUNTIME, "out of memory");
+    write_output(cli_g.out.data ? cli_g.out.data : "", cli_g.out.len, true, "task");
+    dsl_buf_free(&cli_g.out);
+    dsl_arena_free(&cli_g.arena);
+    free(cli_g.src);
+    return X_SUCCESS;
+}
+
 static int cmd_plan(void)
 {
     char err[1024];

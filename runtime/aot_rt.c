@@ -33,10 +33,10 @@
 _Static_assert(BLKC_RT_MAX_RANK == IR_MAX_RANK, "rank limit");
 _Static_assert(sizeof(blkc_rt_kernel_tensor) == sizeof(BkTensorDesc),
                "CPU tensor ABI");
-_Static_assert(BLKC_RT_BOOL == DT_BOOL && BLKC_RT_I32 == DT_I32 &&
-               BLKC_RT_U64 == DT_U64 && BLKC_RT_F16 == DT_F16 &&
-               BLKC_RT_BF16 == DT_BF16 && BLKC_RT_F32 == DT_F32 &&
-               BLKC_RT_F64 == DT_F64 && BLKC_RT_F8E5M2 == DT_F8E5M2,
+_Static_assert((int)BLKC_RT_BOOL == (int)DT_BOOL && (int)BLKC_RT_I32 == (int)DT_I32 &&
+               (int)BLKC_RT_U64 == (int)DT_U64 && (int)BLKC_RT_F16 == (int)DT_F16 &&
+               (int)BLKC_RT_BF16 == (int)DT_BF16 && (int)BLKC_RT_F32 == (int)DT_F32 &&
+               (int)BLKC_RT_F64 == (int)DT_F64 && (int)BLKC_RT_F8E5M2 == (int)DT_F8E5M2,
                "dtype codes");
 _Static_assert((int)BLKC_RT_ERR_USAGE == (int)BLKC_ERR_USAGE &&
                (int)BLKC_RT_ERR_RUNTIME == (int)BLKC_ERR_RUNTIME &&
@@ -170,158 +170,8 @@ RT_API int blkc_rt_cpu_launch(const char *kernel, blkc_rt_range_fn fn,
     return 0;
 }
 
-/* ------------------------------------------------------------ CPU helpers
- * Called by name from generated code; signatures as in backends/cpu. */
-
-/* Round x to a float format with `eb` exponent and `mb` mantissa bits,
- * ties to even, once. fn = e4m3fn style: no infinities, the all-ones code
- * is NaN and overflow gives NaN. */
-static uint32_t round_mini(double x, int eb, int mb, bool fn)
-{
-    uint32_t sign = signbit(x) ? 1u << (eb + mb) : 0;
-    int bias = (1 << (eb - 1)) - 1;
-    uint32_t expmax = (1u << eb) - 1;
-    uint32_t nanv = fn ? (1u << (eb + mb)) - 1 : (expmax << mb) | (1u << (mb - 1));
-    uint32_t infv = fn ? nanv : expmax << mb;
-    if (isnan(x))
-        return sign | nanv;
-    double a = fabs(x);
-    if (isinf(a))
-        return sign | infv;
-    if (a == 0)
-        return sign;
-    int e;
-    (void)frexp(a, &e);
-    int E = e - 1, emin = 1 - bias;
-    if (E > 4 * (int)expmax + 64)
-        return sign | infv;
-    int qe = (E >= emin ? E : emin) - mb;
-    double r = nearbyint(ldexp(a, -qe));
-    uint64_t ri = (uint64_t)r;
-    int Eq = qe + mb;
-    if (ri >= (2ull << mb)) {
-        ri >>= 1;
-        Eq++;
-    }
-    if (ri < (1ull << mb))
-        return sign | (uint32_t)ri; /* subnormal */
-    int64_t be = (int64_t)Eq + bias;
-    uint32_t man = (uint32_t)(ri - (1ull << mb));
-    if (fn) {
-        if (be > (int64_t)expmax || (be == (int64_t)expmax && man == (1u << mb) - 1))
-            return sign | nanv;
-    } else if (be >= (int64_t)expmax) {
-        return sign | infv;
-    }
-    return sign | ((uint32_t)be << mb) | man;
-}
-
-static float decode_mini(uint32_t v, int eb, int mb, bool fn)
-{
-    uint32_t sign = (v >> (eb + mb)) & 1, ex = (v >> mb) & ((1u << eb) - 1);
-    uint32_t man = v & ((1u << mb) - 1), expmax = (1u << eb) - 1;
-    int bias = (1 << (eb - 1)) - 1;
-    float r;
-    if (fn && ex == expmax && man == (1u << mb) - 1)
-        r = NAN;
-    else if (!fn && ex == expmax)
-        r = man ? NAN : INFINITY;
-    else if (ex == 0)
-        r = ldexpf((float)man, 1 - bias - mb);
-    else
-        r = ldexpf((float)(man | (1u << mb)), (int)ex - bias - mb);
-    return sign ? -r : r;
-}
-
-/* prototypes for -Wmissing-prototypes: these are called from assembly */
-RT_API uint16_t blkc_cpu_f64_to_f16(double x);
-RT_API uint16_t blkc_cpu_f64_to_bf16(double x);
-RT_API uint8_t blkc_cpu_f64_to_e4m3(double x);
-RT_API uint8_t blkc_cpu_f64_to_e5m2(double x);
-RT_API uint8_t blkc_cpu_f32_to_e4m3(float x);
-RT_API uint8_t blkc_cpu_f32_to_e5m2(float x);
-RT_API float blkc_cpu_e4m3_to_f32(uint8_t x);
-RT_API float blkc_cpu_e5m2_to_f32(uint8_t x);
-RT_API float blkc_cpu_f16_to_f32(uint16_t x);
-RT_API uint16_t blkc_cpu_f32_to_f16(float x);
-RT_API void blkc_cpu_notify(uint64_t *cell, int32_t op, uint64_t v);
-RT_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
-                             uint64_t v, int64_t param, int64_t index);
-
-RT_API uint16_t blkc_cpu_f64_to_f16(double x) { return (uint16_t)round_mini(x, 5, 10, false); }
-RT_API uint16_t blkc_cpu_f64_to_bf16(double x) { return (uint16_t)round_mini(x, 8, 7, false); }
-RT_API uint8_t blkc_cpu_f64_to_e4m3(double x) { return (uint8_t)round_mini(x, 4, 3, true); }
-RT_API uint8_t blkc_cpu_f64_to_e5m2(double x) { return (uint8_t)round_mini(x, 5, 2, false); }
-RT_API uint8_t blkc_cpu_f32_to_e4m3(float x) { return blkc_cpu_f64_to_e4m3(x); }
-RT_API uint8_t blkc_cpu_f32_to_e5m2(float x) { return blkc_cpu_f64_to_e5m2(x); }
-RT_API float blkc_cpu_e4m3_to_f32(uint8_t x) { return decode_mini(x, 4, 3, true); }
-RT_API float blkc_cpu_e5m2_to_f32(uint8_t x) { return decode_mini(x, 5, 2, false); }
-RT_API float blkc_cpu_f16_to_f32(uint16_t x) { return decode_mini(x, 5, 10, false); }
-RT_API uint16_t blkc_cpu_f32_to_f16(float x) { return blkc_cpu_f64_to_f16(x); }
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static bool satisfied(uint64_t seen, int32_t cmp, uint64_t v)
-{
-    return cmp == WAIT_EQ ? seen == v : seen >= v;
-}
-
-RT_API void blkc_cpu_notify(uint64_t *cell, int32_t op, uint64_t v)
-{
-    if (op == SIG_ADD)
-        __atomic_fetch_add(cell, v, __ATOMIC_RELEASE);
-    else
-        __atomic_store_n(cell, v, __ATOMIC_RELEASE);
-}
-
-/* Same contract as backends/cpu/signal.c: 0 when the cell satisfies the
- * test, 1 after a timeout (recorded once in ctx). */
-RT_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
-                             uint64_t v, int64_t param, int64_t index)
-{
-    uint64_t seen = __atomic_load_n(cell, __ATOMIC_ACQUIRE);
-    if (satisfied(seen, cmp, v))
-        return 0;
-    int64_t limit = ctx->timeout_ms > 0 ? ctx->timeout_ms : 5000;
-    int64_t start = now_ms();
-    int aborted = 0;
-    for (unsigned long i = 1;; i++) {
-        if (__atomic_load_n(&ctx->failed, __ATOMIC_ACQUIRE))
-            return 1;
-        seen = __atomic_load_n(cell, __ATOMIC_ACQUIRE);
-        if (satisfied(seen, cmp, v))
-            return 0;
-        if (i < 1000)
-            continue;
-        if (i < 2000) {
-            sched_yield();
-            continue;
-        }
-        struct timespec ts = {0, 50000};
-        nanosleep(&ts, NULL);
-        if (ctx->abort_flag && *ctx->abort_flag) {
-            aborted = 1;
-            break;
-        }
-        if (now_ms() - start > limit)
-            break;
-    }
-    int32_t zero = 0;
-    if (__atomic_compare_exchange_n(&ctx->failed, &zero, 1, false,
-                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        ctx->fail_param = param;
-        ctx->fail_cell = index;
-        ctx->fail_expected = v;
-        ctx->fail_seen = seen;
-        ctx->fail_aborted = aborted;
-    }
-    return 1;
-}
+/* The helpers compiled kernels call by name (f8/f16 conversions, signal
+ * cells) are runtime/khelp.c, built into this library too. */
 
 /* ------------------------------------------------------------ CUDA
  * The driver API through dlopen("libcuda.so.1"): nothing here links a CUDA

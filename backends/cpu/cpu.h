@@ -104,17 +104,6 @@ LLVMValueRef cpu_mload(CpuGen *g, LLVMValueRef p, int dt);
 void cpu_mstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, int dt);
 LLVMValueRef cpu_const(CpuGen *g, int dt, int64_t ival, double fval);
 LLVMValueRef cpu_zero(CpuGen *g, int dt);
-/* float helpers for the generated code (registered with the JIT) */
-uint16_t cpu_f64_to_f16(double x);
-uint16_t cpu_f64_to_bf16(double x);
-uint8_t cpu_f64_to_e4m3(double x);
-uint8_t cpu_f64_to_e5m2(double x);
-float cpu_e4m3_to_f32(uint8_t x);
-float cpu_e5m2_to_f32(uint8_t x);
-uint8_t cpu_f32_to_e4m3(float x);
-uint8_t cpu_f32_to_e5m2(float x);
-float cpu_f16_to_f32(uint16_t x);
-uint16_t cpu_f32_to_f16(float x);
 typedef struct CpuHelper { const char *name; void (*addr)(void); } CpuHelper;
 extern const CpuHelper cpu_helpers[];      /* NULL-terminated */
 
@@ -122,10 +111,6 @@ extern const CpuHelper cpu_helpers[];      /* NULL-terminated */
 int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC, NOTIFY,
                                               WAIT (peer views too) */
 
-/* ------------------------------------------------------------ signal.c */
-void cpu_notify_cell(uint64_t *cell, int32_t op, uint64_t v);
-int32_t cpu_wait_cell(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
-                      uint64_t v, int64_t param, int64_t index);
 /* The kernel's BkLaunchCtx pointer (its nprog argument). */
 LLVMValueRef cpu_launch_ctx(CpuGen *g);
 

@@ -1,102 +1,29 @@
 /* dtype.c — how each blkc dtype lives in LLVM IR (SSA, memory and compute
- * types), conversions between dtypes (the semantics of CVT), and the small
- * C helpers for formats LLVM has no type for (f8, bf16/f16 from f64), which
- * the JIT registers as absolute symbols. */
+ * types), conversions between dtypes (the semantics of CVT), and the table
+ * of C helpers (runtime/khelp.c) the JIT registers as absolute symbols. */
 #include "cpu.h"
+#include "../../runtime/khelp.h"
 
 #include <math.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ C helpers */
-
-/* Round x to a float format with `eb` exponent and `mb` mantissa bits, ties
- * to even, once. fn = e4m3fn style: no infinities, the all-ones code is NaN
- * and overflow gives NaN. */
-static uint32_t round_mini(double x, int eb, int mb, bool fn)
-{
-    uint32_t sign = signbit(x) ? 1u << (eb + mb) : 0;
-    int bias = (1 << (eb - 1)) - 1;
-    uint32_t expmax = (1u << eb) - 1;
-    uint32_t nanv = fn ? (1u << (eb + mb)) - 1 : (expmax << mb) | (1u << (mb - 1));
-    uint32_t infv = fn ? nanv : expmax << mb;
-    if (isnan(x))
-        return sign | nanv;
-    double a = fabs(x);
-    if (isinf(a))
-        return sign | infv;
-    if (a == 0)
-        return sign;
-    int e;
-    (void)frexp(a, &e);
-    int E = e - 1, emin = 1 - bias;
-    if (E > 4 * (int)expmax + 64)
-        return sign | infv;
-    int qe = (E >= emin ? E : emin) - mb;
-    double r = nearbyint(ldexp(a, -qe));
-    uint64_t ri = (uint64_t)r;
-    int Eq = qe + mb;
-    if (ri >= (2ull << mb)) {
-        ri >>= 1;
-        Eq++;
-    }
-    if (ri < (1ull << mb))
-        return sign | (uint32_t)ri; /* subnormal */
-    int64_t be = (int64_t)Eq + bias;
-    uint32_t man = (uint32_t)(ri - (1ull << mb));
-    if (fn) {
-        if (be > (int64_t)expmax || (be == (int64_t)expmax && man == (1u << mb) - 1))
-            return sign | nanv;
-    } else if (be >= (int64_t)expmax) {
-        return sign | infv;
-    }
-    return sign | ((uint32_t)be << mb) | man;
-}
-
-static float decode_mini(uint32_t v, int eb, int mb, bool fn)
-{
-    uint32_t sign = (v >> (eb + mb)) & 1, ex = (v >> mb) & ((1u << eb) - 1);
-    uint32_t man = v & ((1u << mb) - 1), expmax = (1u << eb) - 1;
-    int bias = (1 << (eb - 1)) - 1;
-    float r;
-    if (fn && ex == expmax && man == (1u << mb) - 1)
-        r = NAN;
-    else if (!fn && ex == expmax)
-        r = man ? NAN : INFINITY;
-    else if (ex == 0)
-        r = ldexpf((float)man, 1 - bias - mb);
-    else
-        r = ldexpf((float)(man | (1u << mb)), (int)ex - bias - mb);
-    return sign ? -r : r;
-}
-
-uint16_t cpu_f64_to_f16(double x) { return (uint16_t)round_mini(x, 5, 10, false); }
-uint16_t cpu_f64_to_bf16(double x) { return (uint16_t)round_mini(x, 8, 7, false); }
-uint8_t cpu_f64_to_e4m3(double x) { return (uint8_t)round_mini(x, 4, 3, true); }
-uint8_t cpu_f64_to_e5m2(double x) { return (uint8_t)round_mini(x, 5, 2, false); }
-uint8_t cpu_f32_to_e4m3(float x) { return cpu_f64_to_e4m3(x); }
-uint8_t cpu_f32_to_e5m2(float x) { return cpu_f64_to_e5m2(x); }
-float cpu_e4m3_to_f32(uint8_t x) { return decode_mini(x, 4, 3, true); }
-float cpu_e5m2_to_f32(uint8_t x) { return decode_mini(x, 5, 2, false); }
-float cpu_f16_to_f32(uint16_t x) { return decode_mini(x, 5, 10, false); }
-uint16_t cpu_f32_to_f16(float x) { return cpu_f64_to_f16(x); }
-
 const CpuHelper cpu_helpers[] = {
-    {"blkc_cpu_f64_to_f16", (void (*)(void))cpu_f64_to_f16},
-    {"blkc_cpu_f64_to_bf16", (void (*)(void))cpu_f64_to_bf16},
-    {"blkc_cpu_f64_to_e4m3", (void (*)(void))cpu_f64_to_e4m3},
-    {"blkc_cpu_f64_to_e5m2", (void (*)(void))cpu_f64_to_e5m2},
-    {"blkc_cpu_f32_to_e4m3", (void (*)(void))cpu_f32_to_e4m3},
-    {"blkc_cpu_f32_to_e5m2", (void (*)(void))cpu_f32_to_e5m2},
-    {"blkc_cpu_e4m3_to_f32", (void (*)(void))cpu_e4m3_to_f32},
-    {"blkc_cpu_e5m2_to_f32", (void (*)(void))cpu_e5m2_to_f32},
-    {"blkc_cpu_notify", (void (*)(void))cpu_notify_cell},
-    {"blkc_cpu_wait", (void (*)(void))cpu_wait_cell},
+    {"blkc_cpu_f64_to_f16", (void (*)(void))blkc_cpu_f64_to_f16},
+    {"blkc_cpu_f64_to_bf16", (void (*)(void))blkc_cpu_f64_to_bf16},
+    {"blkc_cpu_f64_to_e4m3", (void (*)(void))blkc_cpu_f64_to_e4m3},
+    {"blkc_cpu_f64_to_e5m2", (void (*)(void))blkc_cpu_f64_to_e5m2},
+    {"blkc_cpu_f32_to_e4m3", (void (*)(void))blkc_cpu_f32_to_e4m3},
+    {"blkc_cpu_f32_to_e5m2", (void (*)(void))blkc_cpu_f32_to_e5m2},
+    {"blkc_cpu_e4m3_to_f32", (void (*)(void))blkc_cpu_e4m3_to_f32},
+    {"blkc_cpu_e5m2_to_f32", (void (*)(void))blkc_cpu_e5m2_to_f32},
+    {"blkc_cpu_notify", (void (*)(void))blkc_cpu_notify},
+    {"blkc_cpu_wait", (void (*)(void))blkc_cpu_wait},
     /* compiler-rt names LLVM may call for half conversions without F16C */
-    {"__gnu_h2f_ieee", (void (*)(void))cpu_f16_to_f32},
-    {"__extendhfsf2", (void (*)(void))cpu_f16_to_f32},
-    {"__gnu_f2h_ieee", (void (*)(void))cpu_f32_to_f16},
-    {"__truncsfhf2", (void (*)(void))cpu_f32_to_f16},
-    {"__truncdfhf2", (void (*)(void))cpu_f64_to_f16},
+    {"__gnu_h2f_ieee", (void (*)(void))blkc_cpu_f16_to_f32},
+    {"__extendhfsf2", (void (*)(void))blkc_cpu_f16_to_f32},
+    {"__gnu_f2h_ieee", (void (*)(void))blkc_cpu_f32_to_f16},
+    {"__truncsfhf2", (void (*)(void))blkc_cpu_f32_to_f16},
+    {"__truncdfhf2", (void (*)(void))blkc_cpu_f64_to_f16},
     {NULL, NULL},
 };
 
@@ -259,10 +186,10 @@ LLVMValueRef cpu_const(CpuGen *g, int dt, int64_t ival, double fval)
     switch (dt) {
     case DT_BOOL: return LLVMConstInt(t, ival != 0, 0);
     case DT_F16: return LLVMConstBitCast(
-                     LLVMConstInt(g->i16, cpu_f64_to_f16(fval), 0), g->f16);
-    case DT_BF16: return LLVMConstInt(t, cpu_f64_to_bf16(fval), 0);
-    case DT_F8E4M3: return LLVMConstInt(t, cpu_f64_to_e4m3(fval), 0);
-    case DT_F8E5M2: return LLVMConstInt(t, cpu_f64_to_e5m2(fval), 0);
+                     LLVMConstInt(g->i16, blkc_cpu_f64_to_f16(fval), 0), g->f16);
+    case DT_BF16: return LLVMConstInt(t, blkc_cpu_f64_to_bf16(fval), 0);
+    case DT_F8E4M3: return LLVMConstInt(t, blkc_cpu_f64_to_e4m3(fval), 0);
+    case DT_F8E5M2: return LLVMConstInt(t, blkc_cpu_f64_to_e5m2(fval), 0);
     case DT_F32: return LLVMConstReal(t, (double)(float)fval);
     case DT_F64: return LLVMConstReal(t, fval);
     default: return LLVMConstInt(t, (unsigned long long)ival, 1);

@@ -241,7 +241,8 @@ case_compile_stages() {
   expect 0 "" -- compile "$DATA/vadd.blk" --emit=obj -o "$T/v.o"
   [ -s "$T/v.o" ] || fail "no object file"
   expect 2 "no kernel named 'zz'" -- compile "$DATA/vadd.blk" --emit=core --entry=zz
-  expect 2 "not implemented" -- compile "$DATA/vadd.blk" --emit=task
+  expect 2 "has no task" -- compile "$DATA/vadd.blk" --emit=task
+  expect 0 "all_reduce %5 \[inserted\]" -- compile "$DATA/../../task/mlp.blk" --emit=task
 }
 
 declare -F "case_$CASE" >/dev/null || fail "no such case"
