@@ -23,13 +23,6 @@ typedef struct Cse {
     unsigned nbuckets; /* a power of two */
 } Cse;
 
-static int resolve(const Cse *c, int v)
-{
-    while (v >= 0 && c->repl[v] != v)
-        v = c->repl[v];
-    return v;
-}
-
 static bool candidate(const IrInstr *in)
 {
     int fl = ir_op_flags[in->op];
@@ -111,15 +104,7 @@ static void walk(Cse *c, int r)
         IrInstr *in = &f->ins[id];
         if (in->dead)
             continue;
-        int n = in->op == IR_YIELD ? in->nopnd : ir_op_nopnd[in->op];
-        for (int i = 0; i < n && i < 4; i++)
-            if (in->opnd[i] >= 0)
-                in->opnd[i] = resolve(c, in->opnd[i]);
-        if (in->view >= 0) {
-            IrView *w = &f->views[in->view];
-            for (int d = 0; d < w->ndims; d++)
-                w->d[d].val = resolve(c, w->d[d].val);
-        }
+        ir_rewrite_uses(f, in, c->repl);
         if (candidate(in)) {
             int s = lookup_or_add(c, id);
             if (s >= 0) {

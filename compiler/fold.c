@@ -2,9 +2,9 @@
  *
  * A scalar or splat CONST flowing into an elementwise op, CVT, BCAST,
  * RESHAPE or PERMUTE is evaluated at compile time with the runtime's exact
- * semantics: ints wrap at their width (two's complement), int x/0 and x%0
- * give 0, f16/bf16 arithmetic is done in f32 and rounded to nearest even
- * after each op, float->int truncates. A folded instruction is rewritten in
+ * semantics (ir_scalar_*, scalar.c): ints wrap at their width (two's
+ * complement), int x/0 and x%0 give 0, f16/bf16 arithmetic is done in f32
+ * and rounded to nearest even after each op, float->int truncates. A folded instruction is rewritten in
  * place into a CONST, so its users need no rewiring. Identities that are
  * exact (int x+0, x*1, int x*0, ...) forward the other operand instead.
  *
@@ -18,78 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Val {
-    int64_t i;   /* ints (normalized to the dtype), bool 0/1 */
-    double f;    /* floats (exactly representable in the dtype) */
-} Val;
-
 /* ------------------------------------------------------------ numerics */
+/* The arithmetic itself is ir_scalar_* (scalar.c, shared with eval.c); what
+ * is here is the choice of what to fold. */
 
-static int bits_of(int dt) { return dsl_dtype_bytes(dt) * 8; }
-
-/* Wrap an integer to dtype `dt` (sign- or zero-extended into int64). */
-static int64_t wrap(int dt, uint64_t u)
-{
-    if (dt == DT_BOOL)
-        return u != 0;
-    int b = bits_of(dt);
-    if (b >= 64)
-        return (int64_t)u;
-    uint64_t m = (UINT64_C(1) << b) - 1;
-    u &= m;
-    if (dsl_dtype_kind(dt) == 'i' && (u >> (b - 1)))
-        u |= ~m;
-    return (int64_t)u;
-}
-
-/* Round x to nearest even in a binary format with `mbits` fraction bits and
- * exponent range [emin, emax]; overflow gives infinity. */
-static double round_fmt(double x, int mbits, int emin, int emax)
-{
-    if (isnan(x) || isinf(x) || x == 0)
-        return x;
-    int e;
-    frexp(x, &e); /* x = m * 2^e, 0.5 <= |m| < 1 */
-    int E = e - 1;
-    if (E < emin)
-        E = emin;
-    double q = ldexp(1.0, E - mbits);
-    double r = nearbyint(x / q) * q;
-    double maxv = ldexp(2.0 - ldexp(1.0, -mbits), emax);
-    if (fabs(r) > maxv)
-        return copysign(INFINITY, x);
-    return r;
-}
-
-/* Round a double to the value dtype `dt` stores (float dtypes only). */
-static double round_to(int dt, double x)
-{
-    switch (dt) {
-    case DT_F64: return x;
-    case DT_F32: return (double)(float)x;
-    case DT_F16: return round_fmt(x, 10, -14, 15);
-    case DT_BF16: return round_fmt(x, 7, -126, 127);
-    default: return x;
-    }
-}
-
-/* An integer value as a double that rounds correctly to any format of at
- * most 51 fraction bits (a sticky bit keeps values beyond 2^53 honest). */
-static double int_for_round(uint64_t mag, bool neg)
-{
-    int nb = 64;
-    while (nb > 0 && !(mag >> (nb - 1)))
-        nb--;
-    double d;
-    if (nb <= 53) {
-        d = (double)mag;
-    } else {
-        int s = nb - 53;
-        uint64_t t = (mag >> s) | ((mag & ((UINT64_C(1) << s) - 1)) != 0);
-        d = ldexp((double)t, s);
-    }
-    return neg ? -d : d;
-}
+typedef IrScalarVal Val;
 
 static bool foldable_dtype(int dt)
 {
@@ -99,189 +32,19 @@ static bool foldable_dtype(int dt)
 /* CVT of v (dtype `from`) to dtype `to`; false if not foldable. */
 static bool convert(int from, int to, Val v, Val *out)
 {
-    char kf = dsl_dtype_kind(from), kt = dsl_dtype_kind(to);
-    memset(out, 0, sizeof *out);
-    if (kf == 'f') {
-        if (kt == 'f') {
-            out->f = round_to(to, v.f);
-        } else if (kt == 'b') {
-            out->i = v.f != 0; /* NaN != 0 */
-        } else {
-            if (isnan(v.f)) {
-                out->i = 0;
-                return true;
-            }
-            double t = trunc(v.f);
-            int b = bits_of(to);
-            double lo = kt == 'u' ? 0 : -ldexp(1.0, b - 1);
-            double hi = kt == 'u' ? ldexp(1.0, b) : ldexp(1.0, b - 1);
-            if (!(t >= lo && t < hi))
-                return false; /* out of range: unspecified at runtime */
-            out->i = kt == 'u' && t >= ldexp(1.0, 63)
-                         ? wrap(to, (uint64_t)t)
-                         : wrap(to, (uint64_t)(int64_t)t);
-        }
-        return true;
-    }
-    /* from int or bool */
-    if (kt == 'f') {
-        bool neg = kf == 'i' && v.i < 0;
-        uint64_t mag = neg ? (uint64_t)0 - (uint64_t)v.i : (uint64_t)v.i;
-        if (to == DT_F64)
-            out->f = kf == 'i' ? (double)v.i : (double)(uint64_t)v.i;
-        else if (to == DT_F32)
-            out->f = kf == 'i' ? (double)(float)v.i
-                               : (double)(float)(uint64_t)v.i;
-        else
-            out->f = round_to(to, int_for_round(mag, neg));
-    } else {
-        out->i = wrap(to, (uint64_t)v.i);
-    }
-    return true;
+    return ir_scalar_cvt(from, to, v, out) == IR_SCALAR_OK;
 }
 
-static bool is_cmp(int op)
+/* Op on operands of dtype dt, result of dtype dt (bool for comparisons);
+ * false if not foldable. Int x/0 and x%0 fold to 0, like the runtime;
+ * arithmetic on bools other than the logical ops is left alone. */
+static bool scalar_op(int op, int dt, const Val *a, Val *r)
 {
-    return op >= IR_EQ && op <= IR_GE;
-}
-
-static bool cmp_result(int op, int c) /* c: -1 <, 0 ==, 1 > */
-{
-    switch (op) {
-    case IR_EQ: return c == 0;
-    case IR_NE: return c != 0;
-    case IR_LT: return c < 0;
-    case IR_LE: return c <= 0;
-    case IR_GT: return c > 0;
-    default: return c >= 0;
-    }
-}
-
-/* Integer/bool op on operands of dtype dt. */
-static bool int_op(int op, int dt, const Val *a, Val *r)
-{
-    bool u = dsl_dtype_kind(dt) == 'u';
-    uint64_t x = (uint64_t)a[0].i, y = (uint64_t)a[1].i;
-    int64_t sx = a[0].i, sy = a[1].i;
-    int w = bits_of(dt);
-    if (dt == DT_BOOL) {
-        switch (op) {
-        case IR_NOT: r->i = !x; return true;
-        case IR_AND: r->i = x && y; return true;
-        case IR_OR: r->i = x || y; return true;
-        case IR_XOR: case IR_NE: r->i = (x != 0) != (y != 0); return true;
-        case IR_EQ: r->i = (x != 0) == (y != 0); return true;
-        default: return false;
-        }
-    }
-    if (is_cmp(op)) {
-        int c = u ? (x < y ? -1 : x > y) : (sx < sy ? -1 : sx > sy);
-        r->i = cmp_result(op, c);
-        return true;
-    }
-    uint64_t v;
-    switch (op) {
-    case IR_NEG: v = (uint64_t)0 - x; break;
-    case IR_BITNOT: v = ~x; break;
-    case IR_ABS: v = !u && sx < 0 ? (uint64_t)0 - x : x; break;
-    case IR_ADD: v = x + y; break;
-    case IR_SUB: v = x - y; break;
-    case IR_MUL: v = x * y; break;
-    case IR_DIV: case IR_REM:
-        if (y == 0) {
-            v = 0;
-        } else if (u) {
-            v = op == IR_DIV ? x / y : x % y;
-        } else if (sy == -1) { /* INT_MIN / -1 wraps */
-            v = op == IR_DIV ? (uint64_t)0 - x : 0;
-        } else {
-            v = (uint64_t)(op == IR_DIV ? sx / sy : sx % sy);
-        }
-        break;
-    case IR_AND: v = x & y; break;
-    case IR_OR: v = x | y; break;
-    case IR_XOR: v = x ^ y; break;
-    case IR_SHL: v = x << (y & (uint64_t)(w - 1)); break;
-    case IR_SHR:
-        if (u) {
-            v = x >> (y & (uint64_t)(w - 1));
-        } else {
-            int s = (int)(y & (uint64_t)(w - 1));
-            v = (uint64_t)(sx < 0 ? ~(~sx >> s) : sx >> s);
-        }
-        break;
-    case IR_MAX: v = u ? (x > y ? x : y) : (uint64_t)(sx > sy ? sx : sy); break;
-    case IR_MIN: v = u ? (x < y ? x : y) : (uint64_t)(sx < sy ? sx : sy); break;
-    case IR_FMA: v = x * y + (uint64_t)a[2].i; break;
-    default: return false;
-    }
-    r->i = wrap(dt, v);
-    return true;
-}
-
-/* Float op on operands of dtype dt (exact ops only). Narrow floats compute in
- * f32 and round; the result is rounded to `dt` by the caller. */
-static bool float_op(int op, int dt, const Val *a, Val *r)
-{
-    double x = a[0].f, y = a[1].f;
-    if (is_cmp(op)) {
-        bool res;
-        switch (op) {
-        case IR_EQ: res = x == y; break;
-        case IR_NE: res = x != y; break;
-        case IR_LT: res = x < y; break;
-        case IR_LE: res = x <= y; break;
-        case IR_GT: res = x > y; break;
-        default: res = x >= y; break;
-        }
-        r->i = res;
-        return true;
-    }
-    if ((op == IR_MAX || op == IR_MIN) && x == 0 && y == 0 &&
-        signbit(x) != signbit(y))
+    if (dt == DT_BOOL && op != IR_NOT && op != IR_AND && op != IR_OR &&
+        op != IR_XOR && op != IR_EQ && op != IR_NE)
         return false;
-    if (dt == DT_F64) {
-        switch (op) {
-        case IR_NEG: r->f = -x; break;
-        case IR_ABS: r->f = fabs(x); break;
-        case IR_FLOOR: r->f = floor(x); break;
-        case IR_CEIL: r->f = ceil(x); break;
-        case IR_SQRT: r->f = sqrt(x); break;
-        case IR_ADD: r->f = x + y; break;
-        case IR_SUB: r->f = x - y; break;
-        case IR_MUL: r->f = x * y; break;
-        case IR_DIV: r->f = x / y; break;
-        case IR_REM: r->f = fmod(x, y); break;
-        case IR_MAX: r->f = isnan(x) || isnan(y) ? NAN : fmax(x, y); break;
-        case IR_MIN: r->f = isnan(x) || isnan(y) ? NAN : fmin(x, y); break;
-        case IR_FMA: r->f = fma(x, y, a[2].f); break;
-        default: return false;
-        }
-        return true;
-    }
-    float fx = (float)x, fy = (float)y, fr;
-    switch (op) {
-    case IR_NEG: fr = -fx; break;
-    case IR_ABS: fr = fabsf(fx); break;
-    case IR_FLOOR: fr = floorf(fx); break;
-    case IR_CEIL: fr = ceilf(fx); break;
-    case IR_SQRT: fr = sqrtf(fx); break;
-    case IR_ADD: fr = fx + fy; break;
-    case IR_SUB: fr = fx - fy; break;
-    case IR_MUL: fr = fx * fy; break;
-    case IR_DIV: fr = fx / fy; break;
-    case IR_REM: fr = fmodf(fx, fy); break;
-    case IR_MAX: fr = isnan(fx) || isnan(fy) ? NAN : fmaxf(fx, fy); break;
-    case IR_MIN: fr = isnan(fx) || isnan(fy) ? NAN : fminf(fx, fy); break;
-    case IR_FMA:
-        if (dt != DT_F32)
-            return false;
-        fr = fmaf(fx, fy, (float)a[2].f);
-        break;
-    default: return false;
-    }
-    r->f = (double)fr;
-    return true;
+    IrScalarStatus st = ir_scalar_op(op, dt, a, r);
+    return st == IR_SCALAR_OK || st == IR_SCALAR_DIV_ZERO;
 }
 
 /* ------------------------------------------------------------ the pass */
@@ -291,13 +54,6 @@ typedef struct Fold {
     int32_t *repl;   /* value id -> its replacement (itself if none) */
 } Fold;
 
-static int resolve(const Fold *p, int v)
-{
-    while (v >= 0 && p->repl[v] != v)
-        v = p->repl[v];
-    return v;
-}
-
 static bool is_const(const IrFunc *f, int v)
 {
     return v >= 0 && f->ins[v].op == IR_CONST && !f->ins[v].dead;
@@ -306,13 +62,7 @@ static bool is_const(const IrFunc *f, int v)
 /* The value of CONST v, normalized to its dtype. */
 static Val const_val(const IrFunc *f, int v)
 {
-    const IrInstr *c = &f->ins[v];
-    Val r = {0, 0};
-    if (dsl_is_float(c->type.dtype))
-        r.f = round_to(c->type.dtype, c->fval);
-    else
-        r.i = wrap(c->type.dtype, (uint64_t)c->ival);
-    return r;
+    return ir_scalar_const(&f->ins[v]);
 }
 
 static void make_const(IrInstr *in, Val v)
@@ -350,7 +100,7 @@ static bool const_is(const IrFunc *f, int v, double k)
     if (dt == DT_BOOL)
         return x.i == (k != 0);
     if (k == -1) /* all ones */
-        return wrap(dt, UINT64_MAX) == x.i;
+        return ir_scalar_wrap(dt, UINT64_MAX) == x.i;
     return x.i == (int64_t)k;
 }
 
@@ -386,7 +136,8 @@ static bool identity(Fold *p, int id)
         }
         return false;
     }
-    if (ir_op_nopnd[op] != 2 || !(ir_op_flags[op] & F_ELEM) || is_cmp(op))
+    if (ir_op_nopnd[op] != 2 || !(ir_op_flags[op] & F_ELEM) ||
+        ir_scalar_is_cmp(op))
         return false;
     /* x op k -> x, and k op x -> x for commutative ops */
     for (int s = 0; s < 2; s++) {
@@ -421,7 +172,7 @@ static bool identity(Fold *p, int id)
         case IR_OR:
             keep = (in_ || bo) && const_is(f, k, 0);
             if (bo && const_is(f, k, 1)) {
-                make_const(in, (Val){1, 0});
+                make_const(in, (Val){.i = 1});
                 return true;
             }
             break;
@@ -439,7 +190,7 @@ static bool identity(Fold *p, int id)
             return true;
         }
         if (zero) {
-            make_const(in, (Val){0, 0});
+            make_const(in, (Val){.i = 0});
             return true;
         }
     }
@@ -477,7 +228,7 @@ static void fold_instr(Fold *p, int id)
     }
     for (int i = 0; i < n; i++)
         v[i] = const_val(f, in->opnd[i]);
-    Val r = {0, 0};
+    Val r = {.i = 0};
     int rd = in->type.dtype;
     bool ok;
     if (op == IR_CVT) {
@@ -491,14 +242,8 @@ static void fold_instr(Fold *p, int id)
         ok = true;
         for (int i = 1; i < n; i++)
             ok = ok && f->ins[in->opnd[i]].type.dtype == od;
-        if (ok && dsl_is_float(od)) {
-            ok = float_op(op, od, v, &r);
-            if (ok && !is_cmp(op))
-                r.f = round_to(rd, r.f);
-        } else if (ok) {
-            ok = int_op(op, od, v, &r);
-        }
-        if (ok && !is_cmp(op) && od != rd)
+        ok = ok && scalar_op(op, od, v, &r);
+        if (ok && !ir_scalar_is_cmp(op) && od != rd)
             ok = false; /* mixed dtypes: leave to a later lowering fix */
     }
     if (ok)
@@ -515,15 +260,7 @@ static void walk(Fold *p, int r)
         IrInstr *in = &f->ins[id];
         if (in->dead)
             continue;
-        int n = in->op == IR_YIELD ? in->nopnd : ir_op_nopnd[in->op];
-        for (int i = 0; i < n && i < 4; i++)
-            if (in->opnd[i] >= 0)
-                in->opnd[i] = resolve(p, in->opnd[i]);
-        if (in->view >= 0) {
-            IrView *w = &f->views[in->view];
-            for (int d = 0; d < w->ndims; d++)
-                w->d[d].val = resolve(p, w->d[d].val);
-        }
+        ir_rewrite_uses(f, in, p->repl);
         fold_instr(p, id);
         for (int j = 0; j < 2; j++)
             if (in->region[j] >= 0)

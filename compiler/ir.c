@@ -447,6 +447,26 @@ void ir_print_module(DslBuf *o, const IrModule *m)
     }
 }
 
+int ir_resolve(const int32_t *repl, int v)
+{
+    while (v >= 0 && repl[v] != v)
+        v = repl[v];
+    return v;
+}
+
+void ir_rewrite_uses(IrFunc *f, IrInstr *in, const int32_t *repl)
+{
+    int n = in->op == IR_YIELD ? in->nopnd : ir_op_nopnd[in->op];
+    for (int i = 0; i < n && i < 4; i++)
+        if (in->opnd[i] >= 0)
+            in->opnd[i] = ir_resolve(repl, in->opnd[i]);
+    if (in->view >= 0) {
+        IrView *w = &f->views[in->view];
+        for (int d = 0; d < w->ndims; d++)
+            w->d[d].val = ir_resolve(repl, w->d[d].val);
+    }
+}
+
 int ir_bug(char *err, size_t errlen, const char *file, int line,
            const char *fmt, ...)
 {

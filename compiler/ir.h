@@ -182,6 +182,11 @@ void ir_view_shape(const IrFunc *f, const IrView *v, IrType *out); /* shape only
 void ir_type_str(const IrType *t, char *buf, size_t n);   /* "f32[64, 64]" */
 void ir_print_func(DslBuf *out, const IrFunc *f);
 void ir_print_module(DslBuf *out, const IrModule *m);
+/* For passes that replace values: repl[v] is v's replacement (v itself if
+ * none), possibly chained. ir_resolve follows v to its end; ir_rewrite_uses
+ * rewrites in's operands and its view's index values through repl. */
+int ir_resolve(const int32_t *repl, int v);
+void ir_rewrite_uses(IrFunc *f, IrInstr *in, const int32_t *repl);
 
 /* ------------------------------------------------------------ verify.c */
 enum { IR_VERIFY_FINAL = 1 };
@@ -206,6 +211,31 @@ int ir_eval_grid(const IrFunc *f, const IrLaunchEnv *env, int64_t grid[3],
  * interpreter uses it. */
 int ir_eval_instr(const IrFunc *f, int id, const IrLaunchEnv *env,
                   IrScalarVal *vals, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ scalar.c */
+/* The scalar semantics of kernel code, shared by eval.c and fold.c: ints
+ * wrap at their dtype's width (two's complement; bools are 0/1), f16/bf16
+ * arithmetic is done in f32 and rounded to nearest even after each op,
+ * float->int truncates. Ints are held in .i (normalized to the dtype),
+ * floats in .f (exactly representable in the dtype), bools in .i. */
+typedef enum {
+    IR_SCALAR_OK,
+    IR_SCALAR_UNSUPPORTED, /* op not modelled on that dtype; *r undefined */
+    IR_SCALAR_DIV_ZERO,    /* int x/0 or x%0; *r = 0, as kernel code gives */
+    IR_SCALAR_UNSPEC,      /* the runtime leaves the result unspecified
+                              (float->int out of range, max/min of +0 and
+                              -0); *r holds a deterministic pick */
+} IrScalarStatus;
+int64_t ir_scalar_wrap(int dt, uint64_t u);   /* to dt, extended to 64 */
+double ir_scalar_round(int dt, double x);     /* to float dtype dt (not f8) */
+IrScalarVal ir_scalar_const(const IrInstr *c); /* a CONST's value, normalized */
+bool ir_scalar_is_cmp(int op);                /* IR_EQ .. IR_GE */
+/* CVT of v from dtype `from` to dtype `to`. */
+IrScalarStatus ir_scalar_cvt(int from, int to, IrScalarVal v, IrScalarVal *r);
+/* Elementwise op on operands a[] of dtype dt (a[2] read by FMA only); the
+ * result has dtype dt (bool for comparisons). */
+IrScalarStatus ir_scalar_op(int op, int dt, const IrScalarVal *a,
+                            IrScalarVal *r);
 
 /* ------------------------------------------------------------ passes */
 /* Each pass: one file, one entry; returns 0 or -1 (internal error in err). */

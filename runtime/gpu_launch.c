@@ -1,15 +1,14 @@
 /* gpu_launch.c — the vendor-neutral half of the GPU runtime: devices by
  * name, modules (emit with the cuda/hip backend, load), argument checks
- * and packing following the kernel ABI of backends/cuda/gpu_emit.h, the
- * grid from ir_eval_grid, launch, the rank context of kernels with rank
- * builtins (one rank here: rank 0 of 1, no heap table), and the CLI's run
- * on host buffers. */
+ * (bind.c, shared with the CPU launcher; device memory only here) and
+ * packing following the kernel ABI of backends/cuda/gpu_emit.h, launch,
+ * the rank context of kernels with rank builtins (one rank here: rank 0 of
+ * 1, no heap table), and the CLI's run on host buffers. */
 #include "gpu.h"
 #include "rt.h"
 #include "../backends/cuda/gpu_emit.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,19 +37,6 @@ struct RtGpuModule {
     uint64_t fail;             /* device BkGpuFail shared by the launches */
     pthread_mutex_t lock;      /* serialises launches that use `fail` */
 };
-
-static blkc_status fail(blkc_status s, char *err, size_t errlen,
-                        const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static blkc_status fail(blkc_status s, char *err, size_t errlen,
-                        const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 /* ------------------------------------------------------------ devices */
 
@@ -93,10 +79,10 @@ blkc_status rt_gpu_open(blkc_target t, int id, RtGpu **out, char *err,
     const RtGpuOps *ops = t == BLKC_TARGET_CUDA ? rt_gpu_cuda_ops()
                         : t == BLKC_TARGET_HIP ? rt_gpu_hip_ops() : NULL;
     if (!ops)
-        return fail(BLKC_ERR_USAGE, err, errlen, "not a GPU target");
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "not a GPU target");
     RtGpu *g = calloc(1, sizeof *g);
     if (!g)
-        return fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+        return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     g->ops = ops;
     g->target = t;
     g->id = id;
@@ -177,14 +163,14 @@ static blkc_status emit_image(RtGpu *g, const IrModule *m, DslBuf *img,
         BkOptions o = {g->info.arch, 3};
         if (bk_hip_backend.emit(m, &o, "hsaco", img, e, sizeof e) == 0)
             return BLKC_OK;
-        return fail(absent(e) ? BLKC_ERR_UNSUPPORTED : BLKC_ERR_RUNTIME, err,
-                    errlen, "compiling for %s: %s", g->info.arch, e);
+        return rt_fail(absent(e) ? BLKC_ERR_UNSUPPORTED : BLKC_ERR_RUNTIME, err,
+                       errlen, "compiling for %s: %s", g->info.arch, e);
     }
     BkOptions o = {g->info.arch, 3};
     if (bk_cuda_backend.emit(m, &o, "cubin", img, e, sizeof e) == 0)
         return BLKC_OK;
     if (absent(e))
-        return fail(BLKC_ERR_UNSUPPORTED, err, errlen, "%s", e);
+        return rt_fail(BLKC_ERR_UNSUPPORTED, err, errlen, "%s", e);
     /* NVRTC may not know a newer arch: PTX for the closest it knows is
      * JIT-compiled by the driver */
     char first[1024];
@@ -199,8 +185,8 @@ static blkc_status emit_image(RtGpu *g, const IrModule *m, DslBuf *img,
         if (bk_cuda_backend.emit(m, &p, "ptx", img, e, sizeof e) == 0)
             return BLKC_OK;
     }
-    return fail(BLKC_ERR_RUNTIME, err, errlen, "compiling for %s: %s",
-                g->info.arch, first);
+    return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "compiling for %s: %s",
+                   g->info.arch, first);
 }
 
 blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
@@ -210,7 +196,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
     RtGpuModule *gm = calloc(1, sizeof *gm);
     if (!gm || !(gm->k = calloc((size_t)m->nfuncs + 1, sizeof *gm->k))) {
         free(gm);
-        return fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+        return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     }
     gm->g = g;
     gm->m = m;
@@ -227,12 +213,13 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
         k->f = f;
         char e[1024] = "";
         if (bk_gpu_kernel_info(f, dl, &k->ki, e, sizeof e) != 0)
-            st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s", f->name, e);
+            st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s",
+                         f->name, e);
         else if (k->ki.smem_bytes > g->info.max_smem)
-            st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s needs %lld bytes "
-                      "of shared memory; %s allows %lld per block (use smaller "
-                      "tiles)", f->name, k->ki.smem_bytes, g->info.arch,
-                      g->info.max_smem);
+            st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s needs %lld "
+                         "bytes of shared memory; %s allows %lld per block "
+                         "(use smaller tiles)", f->name, k->ki.smem_bytes,
+                         g->info.arch, g->info.max_smem);
         any = true;
         ranks |= k->ki.rank_ctx;
     }
@@ -278,125 +265,55 @@ static size_t align_up(size_t x, size_t a)
     return (x + a - 1) / a * a;
 }
 
-/* Scalar argument a for param p in its storage representation. */
-static blkc_status pack_scalar(const IrParam *p, const blkc_arg *a,
-                               unsigned char *dst, IrScalarVal *sv, char *err,
-                               size_t errlen)
+/* GPU kernels read tensors in the memory of their device. */
+static blkc_status device_memory(const void *ctx, const IrParam *p,
+                                 const DLTensor *t, char *err, size_t errlen)
 {
-    int dt = p->dtype;
-    if (dsl_is_float(dt)) {
-        if (a->kind != BLKC_ARG_FLOAT)
-            return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a %s "
-                        "scalar: pass BLKC_ARG_FLOAT", p->name, dsl_dtype_name(dt));
-        rt_store_f64(dst, dt, a->v.f);
-        sv->f = a->v.f;
-        return BLKC_OK;
-    }
-    if (a->kind != BLKC_ARG_INT)
-        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a %s scalar: "
-                    "pass BLKC_ARG_INT", p->name, dsl_dtype_name(dt));
-    int64_t v = a->v.i;
-    int bits = dsl_dtype_bytes(dt) * 8;
-    bool ok = true;
-    if (dt == DT_BOOL)
-        ok = v == 0 || v == 1;
-    else if (dsl_dtype_kind(dt) == 'i' && bits < 64)
-        ok = v >= -((int64_t)1 << (bits - 1)) && v < ((int64_t)1 << (bits - 1));
-    else if (dsl_dtype_kind(dt) == 'u' && bits < 64)
-        ok = v >= 0 && v < ((int64_t)1 << bits);
-    if (!ok)
-        return fail(BLKC_ERR_USAGE, err, errlen, "value %lld is out of range "
-                    "for parameter %s: %s", (long long)v, p->name,
-                    dsl_dtype_name(dt));
-    rt_store_i64(dst, dt, v);
-    sv->i = v;
-    return BLKC_OK;
-}
-
-/* Tensor argument a for param pi: checks, then the BlkTensor<T, R> image
- * { data; shape[R]; stride[R] } into dst. */
-static blkc_status pack_tensor(RtGpu *g, const IrFunc *f, int pi,
-                               const blkc_arg *a, unsigned char *dst,
-                               int64_t *shapes, int64_t *symval, int *symfrom,
-                               char *err, size_t errlen)
-{
-    const IrParam *p = &f->params[pi];
-    if (a->kind != BLKC_ARG_TENSOR)
-        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a tensor: "
-                    "pass BLKC_ARG_TENSOR", p->name);
-    const DLTensor *t = a->v.tensor;
-    if (!t)
-        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: NULL DLTensor",
-                    p->name);
+    const RtGpu *g = ctx;
     int dtype = t->device.device_type;
     bool here = g->target == BLKC_TARGET_CUDA
                     ? dtype == kDLCUDA || dtype == kDLCUDAManaged
                     : dtype == kDLROCM;
     if (!here || t->device.device_id != g->id)
-        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor is not "
-                    "in the memory of %s:%d (device type %d, id %d)", p->name,
-                    g->target == BLKC_TARGET_CUDA ? "cuda" : "hip", g->id,
-                    dtype, (int)t->device.device_id);
-    int dt = rt_dtype_from_dl(t->dtype);
-    if (dt != p->dtype)
-        return fail(BLKC_ERR_USAGE, err, errlen, "dtype mismatch: parameter "
-                    "%s is %s but the tensor is %s", p->name,
-                    dsl_dtype_name(p->dtype), dt >= 0 ? dsl_dtype_name(dt) : "?");
-    if (t->ndim != p->rank)
-        return fail(BLKC_ERR_USAGE, err, errlen, "rank mismatch: parameter %s "
-                    "has %d dims but the tensor has %d", p->name, p->rank,
-                    (int)t->ndim);
-    if (p->rank > 0 && !t->shape)
-        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor has no "
-                    "shape", p->name);
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor is "
+                       "not in the memory of %s:%d (device type %d, id %d)",
+                       p->name, g->target == BLKC_TARGET_CUDA ? "cuda" : "hip",
+                       g->id, dtype, (int)t->device.device_id);
+    return BLKC_OK;
+}
+
+/* The packed size and alignment of param p: a tensor as the BlkTensor<T, R>
+ * image { data; shape[R]; stride[R] }, a scalar as its storage. */
+static size_t param_size(const IrParam *p)
+{
+    return p->kind == PK_TENSOR ? 8 + 16 * (size_t)p->rank
+                                : (size_t)dsl_dtype_bytes(p->dtype);
+}
+
+static size_t param_align(const IrParam *p)
+{
+    return p->kind == PK_TENSOR ? 8 : param_size(p);
+}
+
+/* Bound param pi of b into dst in the kernel ABI of gpu_emit.h. */
+static void pack_param(const IrFunc *f, int pi, const RtBind *b,
+                       unsigned char *dst)
+{
+    const IrParam *p = &f->params[pi];
+    if (p->kind != PK_TENSOR) {
+        memcpy(dst, b->slots[pi].b, param_size(p));
+        return;
+    }
+    const BkTensorDesc *d = &b->desc[pi];
     long long shape[IR_MAX_RANK], stride[IR_MAX_RANK];
-    int64_t numel = 1;
     for (int k = 0; k < p->rank; k++) {
-        int64_t n = t->shape[k];
-        if (n < 0)
-            return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: negative "
-                        "extent %lld in dim %d", p->name, (long long)n, k);
-        if (p->dims[k] >= 0 && n != p->dims[k])
-            return fail(BLKC_ERR_USAGE, err, errlen, "shape mismatch: parameter "
-                        "%s dim %d is %lld but the tensor has %lld", p->name, k,
-                        (long long)p->dims[k], (long long)n);
-        if (p->dims[k] < 0) {
-            int s = (int)(-1 - p->dims[k]);
-            if (s < 0 || s >= f->nsyms)
-                return fail(BLKC_ERR_RUNTIME, err, errlen, "internal: bad "
-                            "symbolic size in parameter %s", p->name);
-            if (n > INT32_MAX)
-                return fail(BLKC_ERR_USAGE, err, errlen, "size %s = %lld (from "
-                            "%s) does not fit i32", f->syms[s].name,
-                            (long long)n, p->name);
-            if (symval[s] < 0) {
-                symval[s] = n;
-                symfrom[s] = pi;
-            } else if (symval[s] != n) {
-                return fail(BLKC_ERR_USAGE, err, errlen, "size mismatch: %s is "
-                            "%lld from %s but %lld from %s", f->syms[s].name,
-                            (long long)symval[s], f->params[symfrom[s]].name,
-                            (long long)n, p->name);
-            }
-        }
-        shape[k] = n;
-        shapes[k] = n;
-        if (n == 0)
-            numel = 0;
+        shape[k] = d->shape[k];
+        stride[k] = d->stride[k];
     }
-    int64_t s = 1;
-    for (int k = p->rank - 1; k >= 0; k--) {
-        stride[k] = t->strides ? t->strides[k] : s;
-        s *= shape[k] ? shape[k] : 1;
-    }
-    if (!t->data && numel != 0)
-        return fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: NULL data",
-                    p->name);
-    uint64_t data = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    uint64_t data = (uint64_t)(uintptr_t)d->data;
     memcpy(dst, &data, 8);
     memcpy(dst + 8, shape, (size_t)p->rank * 8);
     memcpy(dst + 8 + (size_t)p->rank * 8, stride, (size_t)p->rank * 8);
-    return BLKC_OK;
 }
 
 static int64_t timeout_ms(void)
@@ -437,47 +354,30 @@ static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
 {
     const IrFunc *f = k->f;
     memset(pk, 0, sizeof *pk);
-    if (nargs != f->nparams)
-        return fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d argument%s, "
-                    "got %d", f->name, f->nparams, f->nparams == 1 ? "" : "s",
-                    nargs);
-    if (nargs > 0 && !args)
-        return fail(BLKC_ERR_USAGE, err, errlen, "kernel %s: NULL args", f->name);
+    RtBindDevice dev = {device_memory, gm->g, false};
+    RtBind b;
+    blkc_status st = rt_bind_args(&b, f, args, nargs, &dev, err, errlen);
     int np = f->nparams;
-    size_t *off = calloc((size_t)np + 2, sizeof *off);
-    IrScalarVal *sv = calloc((size_t)np + 1, sizeof *sv);
-    int64_t(*shapes)[IR_MAX_RANK] = calloc((size_t)np + 1, sizeof *shapes);
-    int64_t *symval = calloc((size_t)f->nsyms + 1, sizeof *symval);
-    int *symfrom = calloc((size_t)f->nsyms + 1, sizeof *symfrom);
     size_t size = 0;
-    for (int i = 0; i < np; i++) {
-        const IrParam *p = &f->params[i];
-        size_t sz = p->kind == PK_TENSOR ? 8 + 16 * (size_t)p->rank
-                                         : (size_t)dsl_dtype_bytes(p->dtype);
-        size_t al = p->kind == PK_TENSOR ? 8 : sz;
-        if (off)
-            off[i] = align_up(size, al);
-        size = align_up(size, al) + sz;
-    }
+    for (int i = 0; i < np; i++)
+        size = align_up(size, param_align(&f->params[i])) +
+               param_size(&f->params[i]);
     size_t ctx_off = align_up(size, 8);
     if (k->ki.rank_ctx)
         size = ctx_off + sizeof(BkGpuRankCtx);
     pk->size = align_up(size, 8);
-    pk->buf = calloc(1, pk->size + 8);
-    pk->params = calloc((size_t)np + 2, sizeof *pk->params);
-    blkc_status st = BLKC_OK;
-    if (!off || !sv || !shapes || !symval || !symfrom || !pk->buf || !pk->params)
-        st = fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
-    for (int s = 0; st == BLKC_OK && s < f->nsyms; s++)
-        symval[s] = -1;
+    if (st == BLKC_OK) {
+        pk->buf = calloc(1, pk->size + 8);
+        pk->params = calloc((size_t)np + 2, sizeof *pk->params);
+        if (!pk->buf || !pk->params)
+            st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    size = 0;
     for (int i = 0; st == BLKC_OK && i < np; i++) {
-        const IrParam *p = &f->params[i];
-        pk->params[i] = pk->buf + off[i];
-        if (p->kind == PK_TENSOR)
-            st = pack_tensor(gm->g, f, i, &args[i], pk->buf + off[i], shapes[i],
-                             symval, symfrom, err, errlen);
-        else
-            st = pack_scalar(p, &args[i], pk->buf + off[i], &sv[i], err, errlen);
+        size_t off = align_up(size, param_align(&f->params[i]));
+        pk->params[i] = pk->buf + off;
+        pack_param(f, i, &b, pk->buf + off);
+        size = off + param_size(&f->params[i]);
     }
     if (st == BLKC_OK && k->ki.rank_ctx) {
         BkGpuRankCtx rc;
@@ -489,35 +389,16 @@ static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
         memcpy(pk->buf + ctx_off, &rc, sizeof rc);
         pk->params[np] = pk->buf + ctx_off;
     }
-    if (st == BLKC_OK) {
-        int64_t *grid = pk->grid;
-        grid[0] = grid[1] = grid[2] = 1;
-        if (opts && (opts->grid[0] || opts->grid[1] || opts->grid[2])) {
-            for (int a = 0; a < 3; a++) {
-                grid[a] = opts->grid[a] ? opts->grid[a] : 1;
-                if (grid[a] < 0)
-                    st = fail(BLKC_ERR_USAGE, err, errlen, "grid override %lld "
-                              "along axis %d is negative", (long long)grid[a], a);
-            }
-        } else {
-            IrLaunchEnv env = {sv, (const int64_t(*)[IR_MAX_RANK])shapes};
-            char msg[256] = "";
-            if (ir_eval_grid(f, &env, grid, msg, sizeof msg) != 0)
-                st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s", f->name,
-                          msg[0] ? msg : "cannot evaluate the grid");
-        }
-        static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
-        for (int a = 0; a < 3 && st == BLKC_OK; a++)
-            if (grid[a] > lim[a])
-                st = fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: grid extent "
-                          "%lld along axis %d exceeds the GPU limit %lld",
-                          f->name, (long long)grid[a], a, (long long)lim[a]);
-    }
-    free(off);
-    free(sv);
-    free(shapes);
-    free(symval);
-    free(symfrom);
+    if (st == BLKC_OK)
+        st = rt_bind_grid(&b, f, opts, pk->grid, err, errlen);
+    static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
+    for (int a = 0; a < 3 && st == BLKC_OK; a++)
+        if (pk->grid[a] > lim[a])
+            st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: grid "
+                         "extent %lld along axis %d exceeds the GPU limit "
+                         "%lld", f->name, (long long)pk->grid[a], a,
+                         (long long)lim[a]);
+    rt_bind_free(&b);
     if (st != BLKC_OK)
         packed_free(pk);
     return st;
@@ -535,13 +416,14 @@ static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
     const char *sig = fr.param >= 0 && fr.param < f->nparams
                           ? f->params[fr.param].name : "?";
     if (fr.aborted)
-        return fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank 0: wait on "
-                    "%s[%lld] abandoned: another rank failed", f->name, sig,
-                    (long long)fr.cell);
-    return fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank 0: wait on "
-                "%s[%lld] timed out after %lld ms (waiting for %llu, saw %llu)",
-                f->name, sig, (long long)fr.cell, (long long)timeout_ms(),
-                (unsigned long long)fr.expected, (unsigned long long)fr.seen);
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank 0: "
+                       "wait on %s[%lld] abandoned: another rank failed",
+                       f->name, sig, (long long)fr.cell);
+    return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank 0: wait "
+                   "on %s[%lld] timed out after %lld ms (waiting for %llu, "
+                   "saw %llu)", f->name, sig, (long long)fr.cell,
+                   (long long)timeout_ms(), (unsigned long long)fr.expected,
+                   (unsigned long long)fr.seen);
 }
 
 /* One launch; sync: wait for it and report a failed wait. */
@@ -587,11 +469,11 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           int64_t grid_out[3], char *err, size_t errlen)
 {
     if (!gm || !f)
-        return fail(BLKC_ERR_USAGE, err, errlen, "no kernel");
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "no kernel");
     RtGpuKernel *k = find_kernel(gm, f);
     if (!k)
-        return fail(BLKC_ERR_NOT_FOUND, err, errlen, "kernel %s is not in the "
-                    "module", f->name);
+        return rt_fail(BLKC_ERR_NOT_FOUND, err, errlen, "kernel %s is not in "
+                       "the module", f->name);
     bool sync = !opts || !opts->stream;
     return launch_k(gm, k, args, nargs, opts, sync, grid_out, err, errlen);
 }
@@ -647,16 +529,16 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
     int id;
     int prc = rt_gpu_parse_device(device, &t, &id, err, errlen);
     if (prc == -1)
-        return fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
-                    device ? device : "(null)");
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
+                       device ? device : "(null)");
     if (prc < 0)
         return BLKC_ERR_USAGE;
     if (fi < 0 || fi >= m->nfuncs || m->funcs[fi]->is_device)
-        return fail(BLKC_ERR_USAGE, err, errlen, "not a kernel");
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "not a kernel");
     const IrFunc *f = m->funcs[fi];
     if (nargs != f->nparams)
-        return fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d arguments, "
-                    "got %d", f->name, f->nparams, nargs);
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d "
+                       "arguments, got %d", f->name, f->nparams, nargs);
     int np = f->nparams;
     HostRun h;
     memset(&h, 0, sizeof h);
@@ -672,7 +554,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
     h.dargs = calloc((size_t)np + 1, sizeof *h.dargs);
     if (!h.dptr || !h.dl || !h.dargs) {
         host_run_free(&h, np);
-        return fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+        return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     }
     st = rt_gpu_module_load(h.g, &view, &h.gm, err, errlen);
     for (int i = 0; i < np && st == BLKC_OK; i++) {
@@ -683,8 +565,8 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         const DLTensor *ht = args[i].v.tensor;
         int dt = rt_dtype_from_dl(ht->dtype);
         if (dt < 0 || ht->strides || ht->device.device_type != kDLCPU) {
-            st = fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: expected a "
-                      "compact host tensor", f->params[i].name);
+            st = rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: expected "
+                         "a compact host tensor", f->params[i].name);
             break;
         }
         size_t bytes = tensor_bytes(ht, dt);
@@ -706,8 +588,8 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         memcpy(lo.grid, grid, sizeof lo.grid);
     RtGpuKernel *k = st == BLKC_OK ? find_kernel(h.gm, f) : NULL;
     if (st == BLKC_OK && !k)
-        st = fail(BLKC_ERR_RUNTIME, err, errlen, "internal: lost kernel %s",
-                  f->name);
+        st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "internal: lost kernel %s",
+                     f->name);
     if (st == BLKC_OK) {
         double t0 = now_ms();
         st = launch_k(h.gm, k, h.dargs, np, &lo, true, grid_out, err, errlen);
@@ -717,7 +599,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
     if (st == BLKC_OK && bench > 0) {
         h.ev = calloc((size_t)bench + 1, sizeof *h.ev);
         if (!h.ev)
-            st = fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+            st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
         for (int i = 0; i <= bench && st == BLKC_OK; i++, h.nev++)
             if (h.g->ops->event_new(h.g->dev, &h.ev[i], err, errlen))
                 st = BLKC_ERR_RUNTIME;

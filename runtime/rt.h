@@ -65,6 +65,73 @@ int rt_npy_write(const char *path, int dtype, int ndim, const int64_t *shape,
 /* The numpy descr for a dtype ("<f4", "|b1"...); NULL if numpy has none. */
 const char *rt_npy_descr(int dtype);
 
+/* ------------------------------------------------------------ bind.c */
+/* What the CPU and GPU launchers share: the checks of a launch's arguments
+ * against the kernel's parameters and their bound values. */
+
+/* Write fmt into (err, errlen) and return s. */
+blkc_status rt_fail(blkc_status s, char *err, size_t errlen, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+
+/* Kernels with at most this many params and syms bind without the heap. */
+#define RT_BIND_SMALL 32
+
+/* One scalar argument in its dtype's storage representation. */
+typedef union RtSlot {
+    uint64_t u;
+    int64_t i;
+    double f;
+    unsigned char b[8];
+} RtSlot;
+
+/* Which tensors a launcher takes: check(ctx, p, t, ...) returns BLKC_OK
+ * when t's device suits parameter p, or an error with a message naming
+ * p. dtype_detail: a mismatched dtype blkc lacks is spelt out as
+ * "code C bits B lanes L" (otherwise "?"). */
+typedef struct RtBindDevice {
+    blkc_status (*check)(const void *ctx, const IrParam *p, const DLTensor *t,
+                         char *err, size_t errlen);
+    const void *ctx;
+    bool dtype_detail;
+} RtBindDevice;
+
+/* A launch's bound arguments: the arrays point into `small`, or (more
+ * than RT_BIND_SMALL params or syms) into one heap block. Never copy one;
+ * release it with rt_bind_free (also after a failed rt_bind_args). */
+typedef struct RtBind {
+    BkTensorDesc *desc;              /* per tensor param: data, shape, stride */
+    RtSlot *slots;                   /* per scalar param */
+    void **argv;                     /* per param: &desc[i] or &slots[i] */
+    IrScalarVal *sv;                 /* per param: scalars for the grid */
+    int64_t (*shapes)[IR_MAX_RANK];  /* per param: extents, 0 past the rank */
+    int64_t *symval;                 /* per sym: its size */
+    int *symfrom;                    /* per sym: the param that bound it */
+    void *heap;                      /* NULL, or the malloc'd arrays */
+    struct {
+        BkTensorDesc desc[RT_BIND_SMALL];
+        RtSlot slots[RT_BIND_SMALL];
+        void *argv[RT_BIND_SMALL];
+        IrScalarVal sv[RT_BIND_SMALL];
+        int64_t shapes[RT_BIND_SMALL][IR_MAX_RANK];
+        int64_t symval[RT_BIND_SMALL];
+        int symfrom[RT_BIND_SMALL];
+    } small;
+} RtBind;
+
+/* Check nargs and each of args against f's params (kinds, DLTensor device
+ * through dev, dtype, rank, static extents, symbolic sizes agreeing and
+ * fitting i32) and bind them into b. Returns BLKC_OK, or BLKC_ERR_USAGE /
+ * BLKC_ERR_RUNTIME / BLKC_ERR_NOMEM with a message naming the parameter. */
+blkc_status rt_bind_args(RtBind *b, const IrFunc *f, const blkc_arg *args,
+                         int nargs, const RtBindDevice *dev, char *err,
+                         size_t errlen);
+/* The grid of the bound launch: opts->grid when any axis is non-zero (0
+ * axes are 1; negative ones are an error), else ir_eval_grid. */
+blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,
+                         const blkc_launch_options *opts, int64_t grid[3],
+                         char *err, size_t errlen);
+void rt_bind_free(RtBind *b);
+
 /* ------------------------------------------------------------ launch.c */
 /* Check `args` against f's parameters (kinds, DLTensor device/dtype/rank,
  * static extents, symbolic sizes agreeing), build the CPU ABI arguments,

@@ -1,0 +1,247 @@
+/* bind.c — the argument checks and bindings the CPU and GPU launchers
+ * share: each blkc_arg against the kernel's IrParams (kinds, DLTensor
+ * device/dtype/rank, static extents, symbolic sizes agreeing), the tensor
+ * descriptors and scalar slots, and the grid from ir_eval_grid. What a
+ * launcher does with them (the CPU ABI array, a packed GPU buffer) and
+ * which devices it accepts stay with it. */
+#include "rt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+blkc_status rt_fail(blkc_status s, char *err, size_t errlen, const char *fmt,
+                    ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static blkc_status bind_scalar(const IrParam *p, const blkc_arg *a,
+                               RtSlot *slot, IrScalarVal *sv, char *err,
+                               size_t errlen)
+{
+    int dt = p->dtype;
+    slot->u = 0;
+    if (dsl_is_float(dt)) {
+        if (a->kind != BLKC_ARG_FLOAT)
+            return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a %s "
+                           "scalar: pass BLKC_ARG_FLOAT", p->name,
+                           dsl_dtype_name(dt));
+        rt_store_f64(slot->b, dt, a->v.f);
+        sv->f = a->v.f;
+        return BLKC_OK;
+    }
+    if (a->kind != BLKC_ARG_INT)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a %s "
+                       "scalar: pass BLKC_ARG_INT", p->name,
+                       dsl_dtype_name(dt));
+    int64_t v = a->v.i;
+    int bits = dsl_dtype_bytes(dt) * 8;
+    bool ok = true;
+    if (dt == DT_BOOL)
+        ok = v == 0 || v == 1;
+    else if (dsl_dtype_kind(dt) == 'i' && bits < 64)
+        ok = v >= -((int64_t)1 << (bits - 1)) && v < ((int64_t)1 << (bits - 1));
+    else if (dsl_dtype_kind(dt) == 'u' && bits < 64)
+        ok = v >= 0 && v < ((int64_t)1 << bits);
+    if (!ok)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "value %lld is out of "
+                       "range for parameter %s: %s", (long long)v, p->name,
+                       dsl_dtype_name(dt));
+    rt_store_i64(slot->b, dt, v);
+    sv->i = v;
+    return BLKC_OK;
+}
+
+static blkc_status bind_tensor(const IrFunc *f, int pi, const blkc_arg *a,
+                               const RtBindDevice *dev, RtBind *b, char *err,
+                               size_t errlen)
+{
+    const IrParam *p = &f->params[pi];
+    if (a->kind != BLKC_ARG_TENSOR)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s is a "
+                       "tensor: pass BLKC_ARG_TENSOR", p->name);
+    const DLTensor *t = a->v.tensor;
+    if (!t)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: NULL "
+                       "DLTensor", p->name);
+    blkc_status st = dev->check(dev->ctx, p, t, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    int dt = rt_dtype_from_dl(t->dtype);
+    if (dt != p->dtype) {
+        char got[32];
+        if (dt >= 0)
+            snprintf(got, sizeof got, "%s", dsl_dtype_name(dt));
+        else if (dev->dtype_detail)
+            snprintf(got, sizeof got, "code %u bits %u lanes %u",
+                     t->dtype.code, t->dtype.bits, t->dtype.lanes);
+        else
+            snprintf(got, sizeof got, "?");
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "dtype mismatch: "
+                       "parameter %s is %s but the tensor is %s", p->name,
+                       dsl_dtype_name(p->dtype), got);
+    }
+    if (t->ndim != p->rank)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "rank mismatch: parameter "
+                       "%s has %d dims but the tensor has %d", p->name,
+                       p->rank, (int)t->ndim);
+    if (p->rank > 0 && !t->shape)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor has "
+                       "no shape", p->name);
+    BkTensorDesc *d = &b->desc[pi];
+    int64_t numel = 1;
+    for (int k = 0; k < p->rank; k++) {
+        int64_t n = t->shape[k];
+        if (n < 0)
+            return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: "
+                           "negative extent %lld in dim %d", p->name,
+                           (long long)n, k);
+        if (p->dims[k] >= 0 && n != p->dims[k])
+            return rt_fail(BLKC_ERR_USAGE, err, errlen, "shape mismatch: "
+                           "parameter %s dim %d is %lld but the tensor has "
+                           "%lld", p->name, k, (long long)p->dims[k],
+                           (long long)n);
+        if (p->dims[k] < 0) {
+            int s = (int)(-1 - p->dims[k]);
+            if (s < 0 || s >= f->nsyms)
+                return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "internal: bad "
+                               "symbolic size in parameter %s", p->name);
+            if (n > INT32_MAX)
+                return rt_fail(BLKC_ERR_USAGE, err, errlen, "size %s = %lld "
+                               "(from %s) does not fit i32", f->syms[s].name,
+                               (long long)n, p->name);
+            if (b->symval[s] < 0) {
+                b->symval[s] = n;
+                b->symfrom[s] = pi;
+            } else if (b->symval[s] != n) {
+                return rt_fail(BLKC_ERR_USAGE, err, errlen, "size mismatch: "
+                               "%s is %lld from %s but %lld from %s",
+                               f->syms[s].name, (long long)b->symval[s],
+                               f->params[b->symfrom[s]].name, (long long)n,
+                               p->name);
+            }
+        }
+        d->shape[k] = n;
+        b->shapes[pi][k] = n;
+        if (n == 0)
+            numel = 0; /* only emptiness matters here */
+    }
+    int64_t s = 1;
+    for (int k = p->rank - 1; k >= 0; k--) {
+        d->stride[k] = t->strides ? t->strides[k] : s;
+        s *= d->shape[k] ? d->shape[k] : 1;
+    }
+    if (!t->data && numel != 0)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: NULL data",
+                       p->name);
+    d->data = (void *)((uintptr_t)t->data + t->byte_offset);
+    return BLKC_OK;
+}
+
+/* Point b's arrays at its inline storage, or at the heap for big kernels. */
+static blkc_status bind_storage(RtBind *b, int np, int ns, char *err,
+                                size_t errlen)
+{
+    if (np <= RT_BIND_SMALL && ns <= RT_BIND_SMALL) {
+        b->desc = b->small.desc;
+        b->slots = b->small.slots;
+        b->argv = b->small.argv;
+        b->sv = b->small.sv;
+        b->shapes = b->small.shapes;
+        b->symval = b->small.symval;
+        b->symfrom = b->small.symfrom;
+        memset(b->sv, 0, (size_t)np * sizeof *b->sv);
+        return BLKC_OK;
+    }
+    /* one block, its arrays in order of alignment (all sizes are
+     * multiples of 8 but the last) */
+    size_t p1 = (size_t)np + 1, s1 = (size_t)ns + 1;
+    size_t bytes = p1 * (sizeof *b->desc + sizeof *b->slots +
+                         sizeof *b->argv + sizeof *b->sv + sizeof *b->shapes) +
+                   s1 * (sizeof *b->symval + sizeof *b->symfrom);
+    char *m = b->heap = calloc(1, bytes);
+    if (!m)
+        return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    b->desc = (BkTensorDesc *)m;
+    m += p1 * sizeof *b->desc;
+    b->slots = (RtSlot *)m;
+    m += p1 * sizeof *b->slots;
+    b->argv = (void **)m;
+    m += p1 * sizeof *b->argv;
+    b->sv = (IrScalarVal *)m;
+    m += p1 * sizeof *b->sv;
+    b->shapes = (int64_t(*)[IR_MAX_RANK])m;
+    m += p1 * sizeof *b->shapes;
+    b->symval = (int64_t *)m;
+    m += s1 * sizeof *b->symval;
+    b->symfrom = (int *)m;
+    return BLKC_OK;
+}
+
+blkc_status rt_bind_args(RtBind *b, const IrFunc *f, const blkc_arg *args,
+                         int nargs, const RtBindDevice *dev, char *err,
+                         size_t errlen)
+{
+    b->heap = NULL;
+    if (nargs != f->nparams)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d "
+                       "argument%s, got %d", f->name, f->nparams,
+                       f->nparams == 1 ? "" : "s", nargs);
+    if (nargs > 0 && !args)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "kernel %s: NULL args",
+                       f->name);
+    blkc_status st = bind_storage(b, f->nparams, f->nsyms, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    for (int s = 0; s < f->nsyms; s++)
+        b->symval[s] = -1;
+    for (int i = 0; i < f->nparams; i++) {
+        memset(b->shapes[i], 0, sizeof b->shapes[i]);
+        if (f->params[i].kind == PK_TENSOR) {
+            st = bind_tensor(f, i, &args[i], dev, b, err, errlen);
+            b->argv[i] = &b->desc[i];
+        } else {
+            st = bind_scalar(&f->params[i], &args[i], &b->slots[i], &b->sv[i],
+                             err, errlen);
+            b->argv[i] = &b->slots[i];
+        }
+        if (st != BLKC_OK)
+            return st;
+    }
+    return BLKC_OK;
+}
+
+blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,
+                         const blkc_launch_options *opts, int64_t grid[3],
+                         char *err, size_t errlen)
+{
+    grid[0] = grid[1] = grid[2] = 1;
+    if (opts && (opts->grid[0] || opts->grid[1] || opts->grid[2])) {
+        for (int a = 0; a < 3; a++) {
+            grid[a] = opts->grid[a] ? opts->grid[a] : 1;
+            if (grid[a] < 0)
+                return rt_fail(BLKC_ERR_USAGE, err, errlen, "grid override "
+                               "%lld along axis %d is negative",
+                               (long long)grid[a], a);
+        }
+        return BLKC_OK;
+    }
+    IrLaunchEnv env = {b->sv, (const int64_t(*)[IR_MAX_RANK])b->shapes};
+    char msg[256] = "";
+    if (ir_eval_grid(f, &env, grid, msg, sizeof msg) != 0)
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s", f->name,
+                       msg[0] ? msg : "cannot evaluate the grid");
+    return BLKC_OK;
+}
+
+void rt_bind_free(RtBind *b)
+{
+    free(b->heap);
+    b->heap = NULL;
+}
