@@ -518,7 +518,9 @@ static Ent *scan(const char *dir, int *count, int64_t *bytes)
                 break;
             v = v2;
         }
-        snprintf(v[*count].name, sizeof v[*count].name, "%s", de->d_name);
+        if (snprintf(v[*count].name, sizeof v[*count].name, "%s", de->d_name) >=
+            (int)sizeof v[*count].name)
+            continue; /* not a cache entry name (those are short) */
         v[*count].size = sb.st_size;
         v[*count].mt = sb.st_mtim;
         *bytes += sb.st_size;

@@ -216,7 +216,7 @@ static int h_alloc(void *dev, size_t bytes, uint64_t *dptr, char *err,
 
 static void h_free(void *dev, uint64_t dptr)
 {
-    char err[8];
+    char err[256]; /* discarded: a failed cleanup has no one to tell */
     if (dptr && !cur(dev, err, sizeof err))
         hp.free((void *)(uintptr_t)dptr);
 }
@@ -265,7 +265,7 @@ static int h_load(void *dev, const void *image, size_t n, void **mod,
 
 static void h_unload(void *dev, void *mod)
 {
-    char err[8];
+    char err[256]; /* discarded: a failed cleanup has no one to tell */
     if (mod && !cur(dev, err, sizeof err))
         hp.unload(mod);
 }
@@ -321,7 +321,7 @@ static int h_event_new(void *dev, void **ev, char *err, size_t errlen)
 
 static void h_event_free(void *dev, void *ev)
 {
-    char err[8];
+    char err[256]; /* discarded: a failed cleanup has no one to tell */
     if (ev && !cur(dev, err, sizeof err))
         hp.ev_free(ev);
 }

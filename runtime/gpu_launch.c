@@ -174,7 +174,8 @@ static blkc_status emit_image(RtGpu *g, const IrModule *m, DslBuf *img,
     /* NVRTC may not know a newer arch: PTX for the closest it knows is
      * JIT-compiled by the driver */
     char first[1024];
-    snprintf(first, sizeof first, "%s", e);
+    if (snprintf(first, sizeof first, "%s", e) >= (int)sizeof first)
+        first[sizeof first - 1] = 0; /* a long NVRTC log: its start is enough */
     static const char *const fallback[] = {"compute_90", "compute_80", NULL};
     for (int i = 0; fallback[i]; i++) {
         if (strcmp(fallback[i] + 8, g->info.arch + 3) > 0)

@@ -152,7 +152,8 @@ static void *open_first(const char *const *names, const char *dir)
     for (int i = 0; names[i]; i++) {
         void *h;
         if (dir) {
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path)
+                continue; /* a path this long is not a library we look for */
             h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         } else {
             h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
