@@ -151,6 +151,11 @@ typedef struct IrFunc {
                                      the runtime's plan interpreter; the
                                      code generators skip it */
     int32_t *extra; int nextra, cap_extra; /* operand lists (LAUNCH args) */
+    int64_t frame_bytes;          /* upper bound of the tile storage one
+                                     program instance keeps on the stack
+                                     (set by the pipeline; lets a launcher
+                                     run a one-instance grid on its own
+                                     thread when that thread has room) */
     int warps;                    /* warps(W), default 4 */
     int stages;                   /* stages(S), default 2 */
     /* the compile-time parameter values this function was built with,

@@ -16,6 +16,20 @@ static double now_ms(void)
 
 typedef int (*IrPass)(IrFunc *f, char *err, size_t errlen);
 
+/* An upper bound of one program instance's tile storage: every live tile
+ * value and var at 8 bytes an element, doubled for the conversions and
+ * temporaries a backend may add (dot operands, reductions). */
+static int64_t frame_estimate(const IrFunc *f)
+{
+    int64_t n = 0;
+    for (int i = 0; i < f->nins; i++)
+        if (!f->ins[i].dead && f->ins[i].type.rank > 0)
+            n += ir_numel(&f->ins[i].type);
+    for (int v = 0; v < f->nvars; v++)
+        n += ir_numel(&f->vars[v].type);
+    return 16 * n + 4096;
+}
+
 static const struct {
     const char *name;
     IrPass run;
@@ -71,6 +85,7 @@ IrModule *ir_compile_source(const DslSource *src, DslDiags *diags,
         int rc = m->funcs[i]->is_device
                      ? ir_verify(m->funcs[i], 0, err, sizeof err)
                      : run_passes(m->funcs[i], err, sizeof err);
+        m->funcs[i]->frame_bytes = frame_estimate(m->funcs[i]);
         if (rc) {
             dsl_error(diags, m->funcs[i]->loc, "%s", err);
             ir_module_free(m);

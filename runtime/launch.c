@@ -5,6 +5,7 @@
  * RT_BIND_SMALL params launch without touching the heap. */
 #include "rt.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,31 @@ static int64_t env_timeout_ms(void)
     return *end == 0 && v > 0 ? v : 0;
 }
 
+/* Bytes of stack left on the calling thread (0 if unknown). The bounds are
+ * read once per thread. */
+static size_t stack_room(void)
+{
+    static _Thread_local char *lo;   /* lowest usable address */
+    static _Thread_local bool known;
+    if (!known) {
+        pthread_attr_t a;
+        void *addr;
+        size_t size;
+        known = true;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            if (pthread_attr_getstack(&a, &addr, &size) == 0)
+                lo = (char *)addr + (256 << 10); /* guard and slack */
+            pthread_attr_destroy(&a);
+        }
+    }
+    char here;
+    return lo && &here > lo ? (size_t)(&here - lo) : 0;
+}
+
 /* Run the grid: on the pool, or in order on this thread when it is one
- * rank of several (ranks may wait on each other; each must progress). */
+ * rank of several (ranks may wait on each other; each must progress), or
+ * when it is a single instance whose tiles fit this thread's stack (the
+ * hand-off to a pool worker costs more than a small kernel). */
 static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
                            const int64_t grid[3], const RtWorldView *wv,
                            char *err, size_t errlen)
@@ -69,6 +93,11 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
         }
         if (total)
             fn(argv, 0, total, ctx.nprog);
+    } else if (grid[0] == 1 && grid[1] == 1 && grid[2] == 1 &&
+               f->frame_bytes > 0 &&
+               (size_t)f->frame_bytes * 2 < stack_room()) {
+        ctx.nprog[0] = ctx.nprog[1] = ctx.nprog[2] = 1;
+        fn(argv, 0, 1, ctx.nprog);
     } else if (rt_pool_run(fn, argv, grid, &ctx, err, errlen) != 0) {
         return BLKC_ERR_RUNTIME;
     }
