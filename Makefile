@@ -21,7 +21,7 @@ build-asan: setup
 # ThreadSanitizer: only the runtime and threading tests — every test labelled
 # dist (the multi-rank runtime and device tier) plus the threaded API, launch
 # and thread-pool tests below — and only the targets they need, not the tree.
-TSAN_THREAD_TESTS := api_threads exec_t_concurrent_launch rt_unit
+TSAN_THREAD_TESTS := api_threads exec_t_concurrent_launch rt_unit cache_threads
 build-tsan: setup
 	@cmake --preset tsan >/dev/null
 	@cd build-tsan && have=$$(cmake --build . --target help | sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p') && \
@@ -30,7 +30,7 @@ build-tsan: setup
 	  cmake --build . -j $(JOBS) --target $$tgts
 
 test-tsan: build-tsan
-	@cd build-tsan && export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" && \
+	@cd build-tsan && export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" && \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L dist && \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 \
 	    -R '^($(subst $(eval) ,|,$(strip $(TSAN_THREAD_TESTS))))$$'
