@@ -226,23 +226,30 @@ void lw_dev_call(Lw *L, const Ast *e)
         if (strcmp(e->name, dev_calls[i].name) == 0)
             k = (int)i;
     const Ast *args[4];
-    const Ast *op = NULL, *signal = NULL;
+    const Ast *op = NULL, *signal = NULL, *sendc = NULL, *recvc = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         const Ast *a = e->list[i];
         if (a->kind == AST_NAMED_ARG) {
+            bool a2a = dev_calls[k].kind == COLL_ALL_TO_ALL;
             bool ok = (strcmp(a->name, "op") == 0 &&
                        (dev_calls[k].kind == COLL_ALL_REDUCE ||
                         dev_calls[k].kind == COLL_REDUCE_SCATTER)) ||
-                      (strcmp(a->name, "signal") == 0 && dev_calls[k].kind == -1);
+                      (strcmp(a->name, "signal") == 0 && dev_calls[k].kind == -1) ||
+                      (a2a && (strcmp(a->name, "send_counts") == 0 ||
+                               strcmp(a->name, "recv_counts") == 0));
             if (!ok) {
                 dsl_error(L->diags, a->loc, "'%s' has no argument named '%s'", e->name, a->name);
                 return;
             }
-            if (a->name[0] == 'o')
+            if (strcmp(a->name, "op") == 0)
                 op = a->a;
-            else
+            else if (strcmp(a->name, "signal") == 0)
                 signal = a->a;
+            else if (strcmp(a->name, "send_counts") == 0)
+                sendc = a->a;
+            else
+                recvc = a->a;
             continue;
         }
         if (n == 4) {
@@ -273,6 +280,24 @@ void lw_dev_call(Lw *L, const Ast *e)
         dsl_error(L->diags, e->loc, "%s: dtypes of dst and src must match", e->name);
         return;
     }
+    /* all_to_all(dst, src, send_counts = sc[, recv_counts = rc]): uneven,
+     * runtime-sized chunks (counts in elements, one per rank) */
+    int counts[2] = {-1, -1};
+    const Ast *cargs[2] = {sendc, recvc};
+    if (recvc && !sendc) {
+        dsl_error(L->diags, recvc->loc, "all_to_all: recv_counts needs send_counts");
+        return;
+    }
+    for (int c = 0; c < 2; c++) {
+        if (!cargs[c])
+            continue;
+        if ((counts[c] = buffer_arg(L, cargs[c], e->name)) < 0)
+            return;
+        if (!dsl_is_int(L->f->params[counts[c]].dtype)) {
+            dsl_error(L->diags, cargs[c]->loc, "all_to_all: counts must be an integer buffer");
+            return;
+        }
+    }
     if (kind == COLL_BROADCAST) {
         LwVal r = lw_expr(L, args[1]);
         if (r.bad)
@@ -292,6 +317,8 @@ void lw_dev_call(Lw *L, const Ast *e)
     in->axis = red;
     in->param = dst;
     in->xparam[0] = src;
+    in->xparam[1] = counts[0]; /* all_to_all: send counts buffer */
+    in->xview[1] = counts[1];  /* all_to_all: recv counts buffer (a param) */
     in->opnd[0] = root;
     if (dst >= 0)
         L->f->params[dst].written = true;

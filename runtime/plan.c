@@ -356,6 +356,60 @@ static int start_async(Exec *x, const IrInstr *in)
     return 0;
 }
 
+/* W counts (elements per rank) from an integer buffer. */
+static int read_counts(Exec *x, const IrInstr *in, int p, size_t *out, int W)
+{
+    const Buf *b = &x->buf[p];
+    if (b->rank != 1)
+        return fail(x, in, "all_to_all: counts '%s' must be a 1-D buffer",
+                    x->f->params[p].name);
+    int64_t n = b->shape[0];
+    if (n < W)
+        return fail(x, in, "all_to_all: '%s' has %lld counts, the world has %d ranks",
+                    x->f->params[p].name, (long long)n, W);
+    int esz = dsl_dtype_bytes(b->dtype);
+    for (int q = 0; q < W; q++) {
+        int64_t c = rt_load_i64(b->data + (size_t)q * (size_t)b->stride[b->rank - 1] * (size_t)esz,
+                                b->dtype);
+        if (c < 0)
+            return fail(x, in, "all_to_all: negative count %lld for rank %d in '%s'",
+                        (long long)c, q, x->f->params[p].name);
+        out[q] = (size_t)c;
+    }
+    return 0;
+}
+
+/* all_to_all with send_counts (and maybe recv_counts): uneven chunks. */
+static int do_all_to_all_v(Exec *x, const IrInstr *in, const Buf *d,
+                           const Buf *s, int64_t nd, int64_t ns)
+{
+    RtRank *r = x->r;
+    int W = rt_rank_size(r);
+    size_t sc[256], rc[256];
+    if (W > 256)
+        return fail(x, in, "all_to_all: too many ranks");
+    if (read_counts(x, in, in->xparam[1], sc, W))
+        return -1;
+    if (in->xview[1] >= 0) {
+        if (read_counts(x, in, in->xview[1], rc, W))
+            return -1;
+    } else if (rt_all_to_all_counts(r, rc, sc)) {
+        return -1;
+    }
+    size_t st = 0, rt = 0;
+    for (int q = 0; q < W; q++) {
+        st += sc[q];
+        rt += rc[q];
+    }
+    if ((int64_t)st > ns)
+        return fail(x, in, "all_to_all: send counts add up to %zu, src has %lld elements",
+                    st, (long long)ns);
+    if ((int64_t)rt > nd)
+        return fail(x, in, "all_to_all: %zu elements arrive, dst has room for %lld",
+                    rt, (long long)nd);
+    return rt_all_to_all(r, d->data, rc, s->data, sc, d->dtype);
+}
+
 static int do_coll(Exec *x, const IrInstr *in)
 {
     if (x->in_async)
@@ -404,6 +458,8 @@ static int do_coll(Exec *x, const IrInstr *in)
         return rt_reduce_scatter(r, d->data, s->data, (size_t)ns, NULL, d->dtype, in->axis);
     }
     case COLL_ALL_TO_ALL: {
+        if (in->xparam[1] >= 0)
+            return do_all_to_all_v(x, in, d, s, nd, ns);
         if (ns % W || nd != ns)
             return fail(x, in, "all_to_all: src and dst need the same size, divisible by %d ranks", W);
         size_t cnt[256];
