@@ -617,6 +617,28 @@ static int64_t env_timeout_ms(void)
 static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
                          void *arg, char *err, size_t errlen);
 
+/* A rank's per-run state, cleared before every run (under the world lock). */
+static void reset_rank(RtRank *r)
+{
+    r->ret = 0;
+    r->left = 0;
+    r->has_err = 0;
+    r->err[0] = 0;
+    r->sym_top = 0;
+    r->coll_seq = 0;
+    memset(r->coll, 0, sizeof r->coll);
+}
+
+/* The world's per-run state, set after the lock is released. */
+static void begin_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg)
+{
+    w->fn = fn;
+    w->arg = arg;
+    w->timeout_ms = env_timeout_ms();
+    __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
+}
+
 int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                  char *err, size_t errlen)
 {
@@ -631,22 +653,10 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
     w->running = 1;
     w->fail_rank = -1;
     w->fail_msg[0] = 0;
-    for (int q = 0; q < w->nranks; q++) {
-        RtRank *r = &w->ranks[q];
-        r->ret = 0;
-        r->left = 0;
-        r->has_err = 0;
-        r->err[0] = 0;
-        r->sym_top = 0;
-        r->coll_seq = 0;
-        memset(r->coll, 0, sizeof r->coll);
-    }
+    for (int q = 0; q < w->nranks; q++)
+        reset_rank(&w->ranks[q]);
     pthread_mutex_unlock(&w->lock);
-    w->fn = fn;
-    w->arg = arg;
-    w->timeout_ms = env_timeout_ms();
-    __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
+    begin_run(w, fn, arg);
     __atomic_store_n(&w->bar_count, 0, __ATOMIC_RELEASE);
 
     pthread_attr_t attr;
@@ -758,19 +768,9 @@ static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
     w->running = 1;
     w->fail_rank = -1;
     w->fail_msg[0] = 0;
-    r->ret = 0;
-    r->left = 0;
-    r->has_err = 0;
-    r->err[0] = 0;
-    r->sym_top = 0;
-    r->coll_seq = 0;
-    memset(r->coll, 0, sizeof r->coll);
+    reset_rank(r);
     pthread_mutex_unlock(&w->lock);
-    w->fn = fn;
-    w->arg = arg;
-    w->timeout_ms = env_timeout_ms();
-    __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
+    begin_run(w, fn, arg);
     int rc = rt_mpi_run_begin(w->mpi, err, errlen);
     if (rc == 0) {
         pthread_attr_t attr;
