@@ -505,6 +505,27 @@ size_t rt_sym_heap_bytes(const RtRank *r)
 
 /* ------------------------------------------------------------ world */
 
+/* The fields every kind of world has: its kind, the ranks array and the
+ * heap-base table. On failure w is destroyed and err says why. */
+static int world_init(RtWorld *w, int kind, int nranks, char *err,
+                      size_t errlen)
+{
+    w->kind = kind;
+    w->nranks = nranks;
+    w->fail_rank = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
+    w->heap_base = calloc((size_t)nranks, sizeof(char *));
+    if (!w->ranks || !w->heap_base) {
+        snprintf(err, errlen, "out of memory creating a world of %d ranks",
+                 nranks);
+        rt_world_destroy(w);
+        return -1;
+    }
+    memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
+    return 0;
+}
+
 int rt_world_create(int nranks, size_t heap_bytes, RtWorld **out, char *err,
                     size_t errlen)
 {
@@ -531,21 +552,10 @@ int rt_world_create(int nranks, size_t heap_bytes, RtWorld **out, char *err,
                  nranks);
         return -1;
     }
-    w->kind = RT_WORLD_LOCAL;
-    w->nranks = nranks;
     w->heap_bytes = heap_bytes;
     w->heap_stride = stride;
-    w->fail_rank = -1;
-    pthread_mutex_init(&w->lock, NULL);
-    w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
-    w->heap_base = calloc((size_t)nranks, sizeof(char *));
-    if (!w->ranks || !w->heap_base) {
-        snprintf(err, errlen, "out of memory creating a world of %d ranks",
-                 nranks);
-        rt_world_destroy(w);
+    if (world_init(w, RT_WORLD_LOCAL, nranks, err, errlen))
         return -1;
-    }
-    memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
     if (stride) {
         void *m = mmap(NULL, stride * (size_t)nranks, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -721,19 +731,8 @@ int rt_world_create_mpi(int nranks, size_t heap_bytes, RtWorld **out,
         return -1;
     }
     memset(w, 0, sizeof *w);
-    w->kind = RT_WORLD_MPI;
-    w->nranks = nranks;
-    w->fail_rank = -1;
-    pthread_mutex_init(&w->lock, NULL);
-    w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
-    w->heap_base = calloc((size_t)nranks, sizeof(char *));
-    if (!w->ranks || !w->heap_base) {
-        snprintf(err, errlen, "out of memory creating a world of %d ranks",
-                 nranks);
-        rt_world_destroy(w);
+    if (world_init(w, RT_WORLD_MPI, nranks, err, errlen))
         return -1;
-    }
-    memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
     size_t heap;
     if (rt_mpi_create(nranks, heap_bytes, &w->mpi, &w->self, &heap,
                       w->heap_base, err, errlen)) {
