@@ -754,18 +754,26 @@ static int gen_launcher_cpu(DslBuf *c, const IrFunc *f, const AotOptions *o,
     return 0;
 }
 
+/* The header file, and the .c file's banner, includes and ABI check. */
+static void gen_prologue(DslBuf *h, DslBuf *c, const IrModule *m,
+                         const AotOptions *o, const char *prefix,
+                         const char *target, const char *what)
+{
+    gen_header(h, m, o, prefix, target);
+    char file[512];
+    snprintf(file, sizeof file, "%s.c", prefix);
+    gen_banner(c, o, file, what);
+    P(c, "#include \"%s.h\"\n\n#include <math.h>\n#include <stddef.h>\n\n", prefix);
+    P(c, "_Static_assert(BLKC_RT_ABI_VERSION == 1, \"blkc_runtime.h does not "
+         "match this file: regenerate it\");\n\n");
+}
+
 int aot_gen_cpu(const IrModule *m, const AotOptions *o, const char *prefix,
                 const char *asm_text, size_t asm_len, DslBuf *h, DslBuf *c,
                 char *err, size_t errlen)
 {
-    gen_header(h, m, o, prefix, "cpu");
-    char file[512];
-    snprintf(file, sizeof file, "%s.c", prefix);
-    gen_banner(c, o, file, "The kernels' machine code (assembly from the "
-               "CPU backend) and their launchers.");
-    P(c, "#include \"%s.h\"\n\n#include <math.h>\n#include <stddef.h>\n\n", prefix);
-    P(c, "_Static_assert(BLKC_RT_ABI_VERSION == 1, \"blkc_runtime.h does not "
-         "match this file: regenerate it\");\n\n");
+    gen_prologue(h, c, m, o, prefix, "cpu", "The kernels' machine code "
+                 "(assembly from the CPU backend) and their launchers.");
     P(c, "/* ------------------------------------------------------------ code\n"
          " * Each kernel KERNEL is NAME__KERNEL (one program instance) and\n"
          " * NAME__KERNEL__range (instances first..last-1 of the linearised\n"
@@ -848,14 +856,8 @@ int aot_gen_cuda(const IrModule *m, const AotOptions *o, const char *prefix,
                  const void *image, size_t image_len, DslBuf *h, DslBuf *c,
                  char *err, size_t errlen)
 {
-    gen_header(h, m, o, prefix, "cuda");
-    char file[512];
-    snprintf(file, sizeof file, "%s.c", prefix);
-    gen_banner(c, o, file, "The kernels' CUDA binary and their launchers "
-               "(CUDA driver API, loaded by libblkc_runtime).");
-    P(c, "#include \"%s.h\"\n\n#include <math.h>\n#include <stddef.h>\n\n", prefix);
-    P(c, "_Static_assert(BLKC_RT_ABI_VERSION == 1, \"blkc_runtime.h does not "
-         "match this file: regenerate it\");\n\n");
+    gen_prologue(h, c, m, o, prefix, "cuda", "The kernels' CUDA binary and "
+                 "their launchers (CUDA driver API, loaded by libblkc_runtime).");
     bool ptx = image_len >= 1 && ((const unsigned char *)image)[0] != 0x7f;
     P(c, "/* the %s for %s (%zu bytes, NUL-terminated) */\n",
       ptx ? "PTX" : "cubin", o->arch ? o->arch : "sm_90", image_len);
