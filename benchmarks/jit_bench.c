@@ -191,7 +191,7 @@ int main(int argc, char **argv)
     dsl_diags_free(&d);
     JcCode *code = NULL;
     char err[512];
-    JcSrc js = {empty_src, strlen(empty_src), NULL, 0, "cpu", NULL, 3};
+    JcSrc js = {empty_src, strlen(empty_src), NULL, 0, "cpu", NULL, 3, 0, 0};
     jc_cpu_code(im, &(BkOptions){NULL, 3}, &js, "bench", &code, NULL, err,
                 sizeof err);
     BkRangeFn fn = jc_code_range(code, "empty");

@@ -1,0 +1,10 @@
+/* blkc_cc.c — `blkc-cc`, blkc's compile worker: libblkc starts it (with
+ * posix_spawn) to run the LLVM stage in a separate process when compile
+ * isolation is on (BLKC_COMPILE_ISOLATE=1, docs/limits.md). The work is in
+ * compiler/isolate_worker.c. */
+#include "../compiler/isolate.h"
+
+int main(int argc, char **argv)
+{
+    return iso_worker_main(argc, argv);
+}
