@@ -67,7 +67,8 @@ static char *slurp(const char *path, size_t *len)
 }
 
 /* 150 softmax-like kernels plus a 200 kB comment (more than a pipe holds):
- * its LLVM compile needs ~50 MB beyond the worker's footprint. */
+ * its LLVM compile needs 32-64 MB beyond the worker's footprint here, a
+ * small kernel 5-8 MB. */
 static char *big_source(void)
 {
     size_t cap = 1 << 20, n = 0;
