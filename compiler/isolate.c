@@ -257,7 +257,7 @@ static bool says_oom(const Tail *t)
 
 /* Feed req to the worker and collect its stdout and stderr until both
  * close. 0, or -1 with err set (the worker is then killed). */
-static int exchange(pid_t pid, int *in, int *outp, int *errp,
+static int exchange(int *in, int *outp, int *errp,
                     const DslBuf *req, DslBuf *rsp, Tail *tail,
                     char *err, size_t errlen)
 {
@@ -323,7 +323,6 @@ static int exchange(pid_t pid, int *in, int *outp, int *errp,
                 close_fd(errp);
         }
     }
-    (void)pid;
     return 0;
 }
 
@@ -470,7 +469,7 @@ static int run_worker(const DslBuf *req, int mem_mb, DslBuf *out, char *err,
     memset(&rsp, 0, sizeof rsp);
     Tail tail = {.n = 0};
     tail.b[0] = 0;
-    rc = exchange(pid, &in[1], &op[0], &ep[0], req, &rsp, &tail, err, errlen);
+    rc = exchange(&in[1], &op[0], &ep[0], req, &rsp, &tail, err, errlen);
     close_fd(&in[1]);
     close_fd(&op[0]);
     close_fd(&ep[0]);
