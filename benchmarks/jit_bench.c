@@ -4,7 +4,8 @@
  * when NVRTC is absent); module creation cold (compile) vs warm (disk
  * cache, new context) vs hot (memory cache); and host-side launch overhead
  * of an empty kernel through blkc_kernel_launch and the bare runtime
- * launcher. Goals (issue 6): blkc's own stages <= 5% of NVRTC; warm <= 1 ms;
+ * launcher; cold compiles in-process vs isolated (the blkc-cc worker).
+ * Goals (issue 6): blkc's own stages <= 5% of NVRTC; warm <= 1 ms;
  * hot <= 5 us; launch overhead <= 3 us beyond the kernel. */
 #include "../compiler/cache.h"
 #include "../runtime/rt.h"
@@ -161,6 +162,46 @@ int main(int argc, char **argv)
            "of 10) | %.3f ms |\n", warm);
     printf("| hot (memory cache, mean of %d) | %.2f us |\n", N, hot * 1e3);
 
+    /* cold compiles in this process vs in the blkc-cc worker (compile
+     * isolation), alternating, each with an empty disk cache and a new
+     * context; min of 5 */
+    const char *iso_ex[] = {"vector_add.blk", "matmul.blk",
+                            "flash_attention.blk"};
+    printf("\n## cold module creation: in-process vs isolated (blkc-cc "
+           "worker), min of 5, alternating\n\n");
+    printf("| example | in-process | isolated | isolated / in-process | "
+           "cost per cold compile |\n|---|---|---|---|---|\n");
+    for (int e = 0; e < 3; e++) {
+        size_t ilen;
+        char ipath[512];
+        snprintf(ipath, sizeof ipath, "%s/examples/%s", BLKC_SOURCE_DIR,
+                 iso_ex[e]);
+        char *itext = slurp(ipath, &ilen);
+        double best[2] = {1e9, 1e9};
+        for (int r = 0; r < 10 && itext; r++) {
+            int iso = r & 1;
+            blkc_compile_options io;
+            blkc_compile_options_init(&io);
+            io.isolate = iso ? 1 : -1;
+            blkc_cache_clear(NULL);
+            blkc_context *c;
+            blkc_context_create("cpu", &c);
+            blkc_module *im = NULL;
+            t0 = now_ms();
+            blkc_status st = blkc_module_create(c, itext, ilen, &io, &im);
+            double t = now_ms() - t0;
+            if (st != BLKC_OK)
+                fprintf(stderr, "%s\n", blkc_last_error());
+            else if (blkc_module_cache_source() == 0 && t < best[iso])
+                best[iso] = t;
+            blkc_module_destroy(im);
+            blkc_context_destroy(c);
+        }
+        printf("| %s | %.1f ms | %.1f ms | %.2fx | %+.1f ms |\n", iso_ex[e],
+               best[0], best[1], best[1] / best[0], best[1] - best[0]);
+        free(itext);
+    }
+
     /* launch overhead */
     blkc_module *em;
     blkc_kernel *k;
@@ -191,7 +232,7 @@ int main(int argc, char **argv)
     dsl_diags_free(&d);
     JcCode *code = NULL;
     char err[512];
-    JcSrc js = {empty_src, strlen(empty_src), NULL, 0, "cpu", NULL, 3};
+    JcSrc js = {empty_src, strlen(empty_src), NULL, 0, "cpu", NULL, 3, 0, 0};
     jc_cpu_code(im, &(BkOptions){NULL, 3}, &js, "bench", &code, NULL, err,
                 sizeof err);
     BkRangeFn fn = jc_code_range(code, "empty");

@@ -10,6 +10,7 @@
 #include "../runtime/gpu.h"
 #include "../runtime/rt.h"
 #include "cache.h"
+#include "isolate.h"
 #include "ir.h"
 
 #include <errno.h>
@@ -192,6 +193,12 @@ static blkc_status prepare(const char *source, size_t len,
         if (o->opt_level < 0 || o->opt_level > 3)
             return set_err(BLKC_ERR_USAGE, "opt_level %d is not 0..3",
                            o->opt_level);
+        if (o->isolate < -1 || o->isolate > 1)
+            return set_err(BLKC_ERR_USAGE, "isolate %d is not -1, 0 or 1",
+                           o->isolate);
+        if (o->compile_mem_mb < 0)
+            return set_err(BLKC_ERR_USAGE, "compile_mem_mb %d is negative",
+                           o->compile_mem_mb);
     }
     char *t = malloc(len + 1);
     if (!t)
@@ -371,7 +378,8 @@ BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
                                     global_cache);
     JcSrc js = {text, len, opts ? opts->defines : NULL,
                 opts ? opts->ndefines : 0, "cpu", opts ? opts->arch : NULL,
-                bk_options(opts).opt_level};
+                bk_options(opts).opt_level, opts ? opts->isolate : 0,
+                opts ? opts->compile_mem_mb : 0};
     JcUnit *u;
     int how;
     st = jc_unit_get(mc, &js, src_name(opts), &u, &how, last_err,
@@ -665,7 +673,12 @@ BLKC_API blkc_status blkc_emit(const char *source, size_t len,
         } else if (st == BLKC_OK) {
             BkOptions bo = bk_options(opts);
             char err[1024] = "";
-            if (be->emit(m, &bo, stage, &buf, err, sizeof err) != 0)
+            /* the CPU backend's stages honour compile isolation */
+            JcSrc js = {text, len, opts ? opts->defines : NULL,
+                        opts ? opts->ndefines : 0, tname, bo.arch,
+                        bo.opt_level, opts ? opts->isolate : 0,
+                        opts ? opts->compile_mem_mb : 0};
+            if (iso_emit(be, m, &bo, stage, &js, &buf, err, sizeof err) != 0)
                 st = set_err(BLKC_ERR_RUNTIME, "%s: %s", stage,
                              err[0] ? err : "emit failed");
         }

@@ -12,6 +12,7 @@
  * corruption has odds about 2^-64). LRU-ish eviction uses mtimes, which a
  * hit refreshes. */
 #include "cache.h"
+#include "isolate.h"
 #include "../backends/cpu/cpu.h"
 
 #include <dirent.h>
@@ -668,7 +669,7 @@ int jc_emit(const BkBackend *be, const IrModule *m, const BkOptions *o,
         return out->oom ? (snprintf(err, errlen, "out of memory"), -1) : 0;
     }
     size_t before = out->len;
-    if (be->emit(m, o, stage, out, err, errlen) != 0)
+    if (iso_emit(be, m, o, stage, src, out, err, errlen) != 0)
         return -1;
     if (!out->oom)
         jc_disk_put(key, out->data + before, out->len - before);
@@ -690,7 +691,7 @@ int jc_cpu_code(const IrModule *m, const BkOptions *o, const JcSrc *src,
         dsl_buf_free(&obj);
         memset(&obj, 0, sizeof obj);
         h = false;
-        rc = bk_cpu_backend.emit(m, o, "obj", &obj, err, errlen);
+        rc = iso_emit(&bk_cpu_backend, m, o, "obj", src, &obj, err, errlen);
         if (rc == 0)
             rc = jc_code_load(obj.data, obj.len, m, out, err, errlen);
         if (rc == 0) {
@@ -913,6 +914,8 @@ blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
     u->arch = src->arch ? strdup(src->arch) : NULL;
     u->bo.arch = u->arch;
     u->bo.opt_level = src->opt_level;
+    u->isolate = src->isolate;
+    u->mem_mb = src->mem_mb;
     u->vars = calloc((size_t)ir->nfuncs + 1, sizeof *u->vars);
     for (int i = 0; u->vars && i < ir->nfuncs; i++)
         pthread_mutex_init(&u->vars[i].lock, NULL);
@@ -971,7 +974,8 @@ static JcVariant *compile_variant(JcUnit *u, int fi, const uint32_t *sig)
 {
     const IrFunc *g = u->ir->funcs[fi];
     JcSrc src = {u->text, u->len, (const char *const *)u->defines,
-                 u->ndefines, "cpu", u->arch, u->bo.opt_level};
+                 u->ndefines, "cpu", u->arch, u->bo.opt_level, u->isolate,
+                 u->mem_mb};
     char err[1024];
     JcVariant *v = calloc(1, sizeof *v);
     uint32_t *as = calloc((size_t)g->nparams + 1, sizeof *as);

@@ -40,6 +40,9 @@ typedef struct JcSrc {
     const char *target;                     /* "cpu", "cuda", "hip" */
     const char *arch;                       /* NULL = host / default */
     int opt_level;                          /* 1..3 */
+    int isolate;        /* LLVM in a worker: 1, -1, 0 = env (isolate.h);
+                           not hashed: the code is the same */
+    int mem_mb;         /* the worker's memory cap, 0 = env */
 } JcSrc;
 /* Start a key: blkc version, LLVM version, host CPU + features, source,
  * defines, target, arch, opt level. Callers add what else they vary on. */
@@ -121,6 +124,7 @@ typedef struct JcUnit {
     JcCode *code;             /* generic code */
     JcKernelVars *vars;       /* per function of ir */
     bool from_disk;           /* the generic code came from the disk cache */
+    int isolate, mem_mb;      /* JcSrc's, for compiling variants */
     struct JcUnit *next;      /* memory cache chain */
 } JcUnit;
 

@@ -403,7 +403,7 @@ static JcCode *run_code; /* code of the entry being run */
 static JcSrc run_src(const char *const *defines, int ndefines)
 {
     JcSrc s = {cli_g.src, strlen(cli_g.src), defines, ndefines, "cpu", NULL,
-               3};
+               3, 0, 0};
     return s;
 }
 

@@ -588,7 +588,7 @@ static int cmd_compile(void)
             char err[1024] = "";
             /* through the JIT cache (cache.c) */
             JcSrc js = {cli_g.src, src_len, cli.defines, cli.ndefines,
-                        be->name, cli.arch, 3};
+                        be->name, cli.arch, 3, 0, 0};
             bool hit;
             if (jc_emit(be, sel, &bo, stage, &js, cli.entry ? cli.entry : "",
                         &cli_g.out, &hit, err, sizeof err) != 0)

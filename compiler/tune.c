@@ -354,7 +354,7 @@ BLKC_API blkc_status blkc_kernel_autotune(
     int reps = topts && topts->reps > 0 ? topts->reps : 5;
     JcSrc src = {source, len, opts ? opts->defines : NULL,
                  opts ? opts->ndefines : 0, "cpu", opts ? opts->arch : NULL,
-                 opts && opts->opt_level ? opts->opt_level : 3};
+                 opts && opts->opt_level ? opts->opt_level : 3, 0, 0};
     uint8_t key[32];
     jc_tune_key(&src, kernel, &ts, args, nargs, key);
     int best = topts && topts->force ? -1 : jc_tune_lookup(key, ts.nconfigs);

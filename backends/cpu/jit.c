@@ -6,6 +6,7 @@
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct BkCpuModule {
     LLVMOrcLLJITRef jit;     /* owns the compiled code */
@@ -28,8 +30,29 @@ static char *host_cpu, *host_features;
 static int host_vecw = 16;
 static bool init_ok;
 
+static void say(const char *s)
+{
+    if (write(2, s, strlen(s)) < 0)
+        return; /* nothing better to do: the process is ending */
+}
+
+/* LLVM's report_fatal_error ends the process after this returns; we can
+ * only say who and what. (Out-of-memory inside LLVM does not come here: it
+ * prints "LLVM ERROR: out of memory" or throws std::bad_alloc and aborts.)
+ * write(2) only: the heap may be the problem. */
+static void fatal_handler(const char *reason)
+{
+    say("blkc: fatal LLVM error while compiling in this process: ");
+    say(reason ? reason : "?");
+    say("\nblkc: LLVM ends the process now; in-process compilation cannot "
+        "survive this. Compile in a worker process to survive it: "
+        "BLKC_COMPILE_ISOLATE=1 or blkc_compile_options.isolate = 1 "
+        "(docs/limits.md)\n");
+}
+
 static void init_targets(void)
 {
+    LLVMInstallFatalErrorHandler(fatal_handler);
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter() ||
         LLVMInitializeNativeAsmParser())
         return;

@@ -57,6 +57,16 @@ typedef struct blkc_compile_options {
     int ndefines;
     int opt_level;             /* 0..3; 0 means default (3) */
     const char *filename;      /* name shown in diagnostics; NULL = "<input>" */
+    int isolate;               /* CPU code: run LLVM (optimization and code
+                                  generation) in a worker process, blkc-cc,
+                                  so that LLVM running out of memory fails
+                                  the compile instead of aborting this
+                                  process: 1 yes, -1 no, 0 = the environment
+                                  (BLKC_COMPILE_ISOLATE=1), default no.
+                                  See docs/limits.md */
+    int compile_mem_mb;        /* isolated compiles: the worker's memory cap
+                                  in MB beyond its startup footprint; 0 =
+                                  BLKC_COMPILE_MEM_MB, default none */
 } blkc_compile_options;
 
 typedef enum blkc_arg_kind {

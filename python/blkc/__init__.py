@@ -75,7 +75,8 @@ class _CompileOptions(ctypes.Structure):
     _fields_ = [("target", ctypes.c_int), ("arch", ctypes.c_char_p),
                 ("defines", ctypes.POINTER(ctypes.c_char_p)),
                 ("ndefines", ctypes.c_int), ("opt_level", ctypes.c_int),
-                ("filename", ctypes.c_char_p)]
+                ("filename", ctypes.c_char_p), ("isolate", ctypes.c_int),
+                ("compile_mem_mb", ctypes.c_int)]
 
 
 class _CacheStats(ctypes.Structure):

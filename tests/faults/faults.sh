@@ -16,6 +16,14 @@
 #                 and 2 ranks: exit 3 naming the rank and the signal, fast
 #   rank_dies     one rank of 3 fails (its wait times out) while the others
 #                 wait for it: exit 3 within a bounded time, no hang
+#   compile_oom   `blkc compile --emit=obj` of a 20-kernel module with
+#                 compile isolation (BLKC_COMPILE_ISOLATE=1) under `ulimit -v`
+#                 rising 1 MB at a time until it succeeds: never an abort;
+#                 where LLVM runs out of memory, exit 3 "compile worker died:
+#                 out of memory" (in-process, the same limit aborts, as
+#                 documented); LLVM aborting in the parent itself: KNOWN;
+#                 BLKC_COMPILE_MEM_MB=4 fails the same way, 512 succeeds
+#                 with the in-process object, a missing worker is exit 3
 # Known failures found here and reported (the fix is outside tests/) print
 # KNOWN and do not fail the case; BLKC_FAULTS_STRICT=1 makes them fail.
 set -u
@@ -181,6 +189,64 @@ case_rank_dies() {
   expect3 "rank 1 fails while ranks 0 and 2 wait on it" "rank [0-2].*timed out|rank [0-2].*failed|aborted"
   [ $ms -lt 6000 ] || fail "the world took $ms ms to stop (timeout 1000 ms)"
   echo "     stopped after $ms ms"
+}
+
+case_compile_oom() {
+  sanitized && { echo "skip: sanitizer builds reserve terabytes of shadow memory"; exit 77; }
+  local v r r0 i n_oom=0 n_known=0 n_parent=0 done_ok=0
+  for i in $(seq 0 19); do
+    printf 'kernel k%d<BLOCK = 256>(X: f32[R, N], Y: f32[R, N]) grid(R) {\n' $i
+    printf '    let r = program_id(0);\n'
+    printf '    let x = load(X[r, 0 +: BLOCK], pad = -inf);\n'
+    printf '    let e = exp(x - max(x)) * %d.0;\n' $((i + 1))
+    printf '    Y[r, 0 +: BLOCK] = e / sum(e) + tanh(x) * sigmoid(x);\n}\n'
+  done >"$T/big.blk"
+  export BLKC_CACHE_DISABLE=1
+  for v in $(seq 150000 1000 400000); do
+    r=$( (ulimit -v $v; BLKC_COMPILE_ISOLATE=1 timeout 120 "$BLKC" compile "$T/big.blk" \
+          --emit=obj -o "$T/big.o" >/dev/null 2>"$T/err"; echo $?) )
+    case $r in
+      0) done_ok=1 ;;
+      1|2) ;;
+      3) one_line || fail "ulimit -v $v: exit 3 without a one-line message"
+         if grep -q 'compile worker died: out of memory' "$T/err"; then
+           n_oom=$((n_oom + 1))
+           # the same limit without isolation
+           r0=$( (ulimit -v $v; BLKC_COMPILE_ISOLATE=0 timeout 120 "$BLKC" compile "$T/big.blk" \
+                  --emit=obj -o "$T/big.o" >/dev/null 2>"$T/err0"; echo $?) )
+           [ "$r0" = 134 ] && n_known=$((n_known + 1))
+         fi ;;
+      134) # the parent still runs a little LLVM itself (target setup for
+           # the cache key, ORC to link the object): input-independent,
+           # a few MB, and within that band it can still abort
+           if grep -q 'compile worker' "$T/err"; then
+             fail "ulimit -v $v: the worker failed and then the parent aborted: $(head -2 "$T/err")"
+           elif grep -Eq 'std::bad_alloc|LLVM ERROR: out of memory' "$T/err"; then
+             n_parent=$((n_parent + 1))
+           else fail "ulimit -v $v: aborted: $(head -2 "$T/err")"; fi ;;
+      127) grep -q 'error while loading shared libraries' "$T/err" ||
+             fail "ulimit -v $v: exit 127: $(head -1 "$T/err")" ;;
+      *) fail "ulimit -v $v (isolated): exit $r: $(head -2 "$T/err")" ;;
+    esac
+    [ $r = 0 ] || echo "     ulimit -v $v: exit $r $(head -1 "$T/err" | cut -c1-110)"
+    [ $done_ok = 1 ] && break
+  done
+  [ $done_ok = 1 ] || fail "the isolated compile never succeeded up to ulimit -v 400000"
+  [ $n_oom -gt 0 ] || fail "no limit made the worker run out of memory"
+  echo "     $n_oom limits: the worker ran out of memory and blkc exited 3; in-process, $n_known of them aborted (exit 134)"
+  # (in-process compilation cannot survive LLVM's OOM abort: documented
+  # in docs/limits.md, not a defect to fix, so not KNOWN)
+  [ $n_parent -gt 0 ] && known "at $n_parent limit(s) LLVM aborted in the parent itself (target setup or ORC linking, before or after the worker), exit 134"
+  run_blkc compile "$T/big.blk" --emit=obj -o "$T/big.o"
+  BLKC_COMPILE_ISOLATE=1 BLKC_COMPILE_MEM_MB=4 run_blkc compile "$T/big.blk" --emit=obj -o "$T/big2.o"
+  expect3 "BLKC_COMPILE_MEM_MB=4" "compile worker died: out of memory \(limit 4 MB\)"
+  [ -e "$T/big2.o" ] && fail "an object was written after the failure"
+  BLKC_COMPILE_ISOLATE=1 BLKC_COMPILE_MEM_MB=512 run_blkc compile "$T/big.blk" --emit=obj -o "$T/big2.o"
+  [ $rc = 0 ] && cmp -s "$T/big.o" "$T/big2.o" ||
+    fail "BLKC_COMPILE_MEM_MB=512: exit $rc, or an object unlike the in-process one"
+  BLKC_COMPILE_ISOLATE=1 BLKC_COMPILE_WORKER=/nonexistent/blkc-cc run_blkc compile "$T/big.blk" --emit=obj -o "$T/big3.o"
+  expect3 "a missing worker" "compile worker '/nonexistent/blkc-cc' \(BLKC_COMPILE_WORKER\) cannot be run"
+  return 0
 }
 
 declare -F "case_$CASE" >/dev/null || { echo "no such case $CASE"; exit 2; }
