@@ -324,7 +324,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
         dsl_buf_printf(o, " <-");
         print_view_of(o, f, in->xparam[0], in->xview[0]);
         if (in->xparam[1] >= 0) {
-            dsl_buf_printf(o, " signal");
+            dsl_buf_printf(o, " signal%s", in->attr == SIG_ADD ? " add" : "");
             print_view_of(o, f, in->xparam[1], in->xview[1]);
         }
     }
@@ -349,6 +349,8 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
             dsl_buf_printf(o, "peer=");
         if (in->op == IR_COPY && i == 2)
             dsl_buf_printf(o, "src_peer=");
+        if (in->op == IR_COPY && i == 0)
+            dsl_buf_printf(o, "value=");
         if (in->op == IR_LAUNCH)
             dsl_buf_printf(o, "grid%d=", i);
         if (in->op == IR_COLL)

@@ -168,8 +168,22 @@ static int red_op(Lw *L, const Ast *op)
     return -1;
 }
 
+/* copy(..., op = set|add): how the signal cell is updated */
+static int sig_op(Lw *L, const Ast *op)
+{
+    if (op->kind == AST_IDENT) {
+        if (strcmp(op->name, "set") == 0)
+            return SIG_SET;
+        if (strcmp(op->name, "add") == 0)
+            return SIG_ADD;
+    }
+    dsl_error(L->diags, op->loc, "copy: op must be set or add");
+    return -1;
+}
+
+/* copy(dst, src[, signal = S[i][, value = v][, op = set|add]]) */
 static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
-                       const Ast *signal)
+                       const Ast *signal, const Ast *value, const Ast *op)
 {
     int dp, dpeer, sp, speer;
     IrType dt, stt;
@@ -188,7 +202,25 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
                   dsl_dtype_name(L->f->params[sp].dtype));
         return;
     }
-    int sigp = -1, sigv = -1;
+    int sigp = -1, sigv = -1, val = -1, sop = SIG_SET;
+    if ((value || op) && !signal) {
+        dsl_error(L->diags, (value ? value : op)->loc, "copy: %s = needs signal =",
+                  value ? "value" : "op");
+        return;
+    }
+    if (op && (sop = sig_op(L, op)) < 0)
+        return;
+    if (value) { /* a u64 scalar, as the value of notify(S[i], v) */
+        LwVal v = lw_expr(L, value);
+        if (v.bad)
+            return;
+        if (v.type.rank != 0 || !dsl_is_int(v.type.dtype)) {
+            dsl_error(L->diags, value->loc, "copy: the signal value must be an integer scalar");
+            return;
+        }
+        v = lw_convert(L, v, DT_U64, value->loc);
+        val = lw_materialize(L, &v, value->loc);
+    }
     if (signal) {
         int sigpeer;
         IrType st;
@@ -216,6 +248,8 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
     in->xview[0] = sv;
     in->xparam[1] = sigp;
     in->xview[1] = sigv;
+    in->opnd[0] = val; /* -1: the value 1 */
+    in->attr = sop;
     L->f->params[dp].written = true;
 }
 
@@ -227,15 +261,18 @@ void lw_dev_call(Lw *L, const Ast *e)
             k = (int)i;
     const Ast *args[4];
     const Ast *op = NULL, *signal = NULL, *sendc = NULL, *recvc = NULL;
+    const Ast *value = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         const Ast *a = e->list[i];
         if (a->kind == AST_NAMED_ARG) {
             bool a2a = dev_calls[k].kind == COLL_ALL_TO_ALL;
+            bool cp = dev_calls[k].kind == -1;
             bool ok = (strcmp(a->name, "op") == 0 &&
                        (dev_calls[k].kind == COLL_ALL_REDUCE ||
-                        dev_calls[k].kind == COLL_REDUCE_SCATTER)) ||
-                      (strcmp(a->name, "signal") == 0 && dev_calls[k].kind == -1) ||
+                        dev_calls[k].kind == COLL_REDUCE_SCATTER || cp)) ||
+                      (cp && (strcmp(a->name, "signal") == 0 ||
+                              strcmp(a->name, "value") == 0)) ||
                       (a2a && (strcmp(a->name, "send_counts") == 0 ||
                                strcmp(a->name, "recv_counts") == 0));
             if (!ok) {
@@ -246,6 +283,8 @@ void lw_dev_call(Lw *L, const Ast *e)
                 op = a->a;
             else if (strcmp(a->name, "signal") == 0)
                 signal = a->a;
+            else if (strcmp(a->name, "value") == 0)
+                value = a->a;
             else if (strcmp(a->name, "send_counts") == 0)
                 sendc = a->a;
             else
@@ -264,7 +303,7 @@ void lw_dev_call(Lw *L, const Ast *e)
         return;
     }
     if (dev_calls[k].kind == -1) {
-        lower_copy(L, e, args, signal);
+        lower_copy(L, e, args, signal, value, op);
         return;
     }
     int kind = dev_calls[k].kind;

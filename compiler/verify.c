@@ -448,6 +448,15 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         if (op == IR_COPY && (in->xparam[0] < 0 || in->xparam[0] >= f->nparams ||
                               in->xview[0] < 0 || in->xview[0] >= f->nviews))
             return fail(v, id, "copy without a source view");
+        if (op == IR_COPY && in->xparam[1] >= 0 &&
+            (in->xparam[1] >= f->nparams || in->xview[1] < 0 || in->xview[1] >= f->nviews ||
+             f->params[in->xparam[1]].mem != MEM_SIGNAL))
+            return fail(v, id, "copy signal is not a cell of a signal array");
+        if (op == IR_COPY && (in->attr != SIG_SET && in->attr != SIG_ADD))
+            return fail(v, id, "bad signal mode %d", in->attr);
+        if (op == IR_COPY && in->opnd[0] >= 0 &&
+            (in->xparam[1] < 0 || t0->rank != 0 || t0->dtype != DT_U64))
+            return fail(v, id, "copy signal value must be a u64 scalar with a signal");
         if (op == IR_LAUNCH && (in->xoff < 0 || in->xn < 0 ||
                                 in->xoff + in->xn > f->nextra))
             return fail(v, id, "launch arguments out of range");

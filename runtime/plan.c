@@ -182,7 +182,8 @@ static int do_copy(Exec *x, const IrInstr *in)
         return -1;
     int dest = in->opnd[3] >= 0 ? (int)vi(x, in->opnd[3]) : rt_rank_id(x->r);
     uint64_t *cell = rt_sym_peer_of(x->r, c.base, dest);
-    return rt_signal_notify(x->r, cell, 1, SIG_SET);
+    uint64_t v = in->opnd[0] >= 0 ? (uint64_t)vi(x, in->opnd[0]) : 1;
+    return rt_signal_notify(x->r, cell, v, in->attr);
 }
 
 /* ------------------------------------------------------------ buffers */
