@@ -289,7 +289,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
                        : in->attr == MEM_SIGNAL ? "signals" : "empty",
                        dsl_dtype_name(f->params[in->param].dtype));
         break;
-    case IR_LAUNCH:
+    case IR_LAUNCH: case IR_CALL:
         dsl_buf_printf(o, " #%d(", in->attr);
         for (int i = 0; i < in->xn; i++) {
             int32_t a = f->extra[in->xoff + i];

@@ -306,6 +306,18 @@ static void lower_stmt(Lw *L, const Ast *st)
             lw_dev_alloc(L, st);
             return;
         }
+        const AstFunc *g = lw_dev_callee(L, st->a);
+        if (g) { /* keep the name known so later uses do not cascade */
+            if (L->device)
+                dsl_error(L->diags, st->a->loc, "device function '%s' returns no value", g->name);
+            else
+                dsl_error(L->diags, st->a->loc, "kernel '%s' cannot call device function '%s': device functions run on the host side of a rank; call it from a device function",
+                          L->fn->name, g->name);
+            LwSym *s = lw_declare(L, st->name, SYM_CONST, st->loc);
+            if (s)
+                s->c.dtype = DT_I32;
+            return;
+        }
         LwVal v = lw_expr(L, st->a);
         if (!v.bad && v.type.dtype == DT_VOID) {
             dsl_error(L->diags, st->a->loc, "expression has no value");
@@ -352,13 +364,24 @@ static void lower_stmt(Lw *L, const Ast *st)
         lower_assign(L, st, lw_binary(L, st->op, cur, rhs, st->loc));
         return;
     }
-    case AST_EXPR_STMT:
+    case AST_EXPR_STMT: {
+        const AstFunc *g = lw_dev_callee(L, st->a);
+        if (g && L->device) {
+            lw_dev_callfn(L, st->a, g);
+            return;
+        }
+        if (g) {
+            dsl_error(L->diags, st->a->loc, "kernel '%s' cannot call device function '%s': device functions run on the host side of a rank; call it from a device function",
+                      L->fn->name, g->name);
+            return;
+        }
         if (L->device && lw_dev_is_call(st->a)) {
             lw_dev_call(L, st->a);
             return;
         }
         lw_stmt_call(L, st->a);
         return;
+    }
     case AST_FOR: lower_for(L, st); return;
     case AST_WHILE: lower_while(L, st); return;
     case AST_IF: lower_if(L, st); return;
@@ -731,6 +754,8 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     free(cf->views);
     free(cf->vars);
     free(cf);
+    L.prog = prog;
+    lw_dev_check_recursion(prog, diags);
     /* kernels first, so that device functions can launch any of them */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < prog->nfuncs && !L.oom; i++) {
@@ -755,6 +780,7 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
             L.device = false;
         }
     }
+    lw_dev_resolve_calls(m, prog);
     for (int i = 0; i < ndefs; i++)
         if (!defs[i].used) {
             DslLoc none = {0, 0};

@@ -441,7 +441,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         return check_mask(v, id, in->opnd[op == IR_STORE ? 1 : 2], &vt);
     }
     case IR_ALLOC: case IR_COPY: case IR_LAUNCH: case IR_ASYNC: case IR_SYNC:
-    case IR_COLL:
+    case IR_COLL: case IR_CALL:
         if ((op == IR_ALLOC || op == IR_COPY) &&
             (in->param < 0 || in->param >= f->nparams))
             return fail(v, id, "buffer index %d out of range", in->param);
@@ -457,7 +457,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         if (op == IR_COPY && in->opnd[0] >= 0 &&
             (in->xparam[1] < 0 || t0->rank != 0 || t0->dtype != DT_U64))
             return fail(v, id, "copy signal value must be a u64 scalar with a signal");
-        if (op == IR_LAUNCH && (in->xoff < 0 || in->xn < 0 ||
+        if ((op == IR_LAUNCH || op == IR_CALL) && (in->xoff < 0 || in->xn < 0 ||
                                 in->xoff + in->xn > f->nextra))
             return fail(v, id, "launch arguments out of range");
         return 0;

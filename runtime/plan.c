@@ -281,6 +281,7 @@ static int do_launch(Exec *x, const IrInstr *in)
 /* ------------------------------------------------------------ interpreter */
 
 static int exec_region(Exec *x, int reg);
+static int do_call(Exec *x, const IrInstr *in);
 
 static void *async_main(void *arg)
 {
@@ -525,6 +526,7 @@ static int exec_region(Exec *x, int reg)
         case IR_ALLOC: rc = alloc_buf(x, in); break;
         case IR_COPY: rc = do_copy(x, in); break;
         case IR_LAUNCH: rc = do_launch(x, in); break;
+        case IR_CALL: rc = do_call(x, in); break;
         case IR_ASYNC: rc = start_async(x, in); break;
         case IR_SYNC: rc = join_asyncs(x); break;
         case IR_COLL: rc = do_coll(x, in); break;
@@ -539,8 +541,11 @@ static int exec_region(Exec *x, int reg)
     return 0;
 }
 
-int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
-                 const RtPlanArg *args)
+/* Run device function fi on rank r with its parameters bound: bufs[p] for
+ * tensor params (not owned), scalars[p] for scalar ones. Returns 0 or -1
+ * (the rank's error is set). */
+static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
+                    const IrScalarVal *scalars, bool in_async, bool entry)
 {
     const IrFunc *f = pm->ir->funcs[fi];
     Exec x;
@@ -548,6 +553,7 @@ int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
     x.pm = pm;
     x.f = f;
     x.r = r;
+    x.in_async = in_async;
     size_t np = (size_t)f->nparams + 1;
     x.val = calloc((size_t)f->nins + 1, sizeof *x.val);
     x.vars = calloc((size_t)f->nvars + 1, sizeof *x.vars);
@@ -565,24 +571,21 @@ int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
         if (ip->local)
             continue;
         if (ip->kind == PK_SCALAR) {
-            x.scalars[p] = args[p].scalar;
+            x.scalars[p] = scalars[p];
             continue;
         }
-        Buf *b = &x.buf[p];
-        b->data = args[p].data;
-        b->dtype = ip->dtype;
-        b->rank = ip->rank;
-        b->mem = ip->mem;
-        memcpy(b->shape, args[p].shape, sizeof b->shape);
-        memcpy(b->stride, args[p].stride, sizeof b->stride);
-        memcpy(x.shapes[p], args[p].shape, sizeof x.shapes[p]);
+        x.buf[p] = bufs[p];
+        x.buf[p].owned = false;
+        memcpy(x.shapes[p], bufs[p].shape, sizeof x.shapes[p]);
     }
     rc = exec_region(&x, 0);
     if (join_asyncs(&x))
         rc = -1;
     if (rc == 1)
         rc = 0;
-    if (rc == 0 && rt_sym_release(r, mark))
+    /* the entry always releases (a collective every rank makes); a callee
+     * only when it allocated, which never happens inside async blocks */
+    if (rc == 0 && (entry || rt_sym_mark(r) != mark) && rt_sym_release(r, mark))
         rc = -1;
 out:
     for (int p = 0; x.buf && p < f->nparams; p++)
@@ -595,6 +598,99 @@ out:
     free(x.scalars);
     free(x.shapes);
     return rc < 0 ? -1 : 0;
+}
+
+/* g(args): bind the arguments like a launch's (extents checked against the
+ * callee's static dims and symbolic sizes) and run g inline. */
+static int do_call(Exec *x, const IrInstr *in)
+{
+    if (in->attr < 0 || in->attr >= x->pm->ir->nfuncs)
+        return fail(x, in, "call of an unknown device function");
+    const IrFunc *g = x->pm->ir->funcs[in->attr];
+    size_t np = (size_t)g->nparams + 1;
+    Buf *bufs = calloc(np, sizeof *bufs);
+    IrScalarVal *sc = calloc(np, sizeof *sc);
+    int rc = -1;
+    if (!bufs || !sc) {
+        fail(x, in, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < in->xn && i < g->nparams; i++) {
+        int32_t e = x->f->extra[in->xoff + i];
+        const IrParam *gp = &g->params[i];
+        if (e >= 0) {
+            sc[i] = x->val[e];
+            continue;
+        }
+        bufs[i] = x->buf[-2 - e];
+        if (!bufs[i].data) {
+            fail(x, in, "call %s: buffer '%s' is not allocated", g->name,
+                 x->f->params[-2 - e].name);
+            goto out;
+        }
+        for (int d = 0; d < gp->rank; d++) {
+            int64_t have = bufs[i].shape[d], want;
+            if (gp->dims[d] >= 0) {
+                want = gp->dims[d];
+                if (have != want) {
+                    fail(x, in, "call %s: '%s' dim %d is %lld, '%s' wants %lld", g->name,
+                         x->f->params[-2 - e].name, d, (long long)have, gp->name,
+                         (long long)want);
+                    goto out;
+                }
+                continue;
+            }
+            const IrSym *sy = &g->syms[-1 - gp->dims[d]];
+            if (sy->param > i || (sy->param == i && sy->dim >= d))
+                continue; /* bound here */
+            want = bufs[sy->param].shape[sy->dim];
+            if (have != want) {
+                fail(x, in, "call %s: size %s is %lld from '%s' dim %d but %lld from '%s' dim %d",
+                     g->name, sy->name, (long long)want, g->params[sy->param].name, sy->dim,
+                     (long long)have, gp->name, d);
+                goto out;
+            }
+        }
+    }
+    rc = run_func(x->pm, in->attr, x->r, bufs, sc, x->in_async, false);
+out:
+    free(bufs);
+    free(sc);
+    return rc;
+}
+
+int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
+                 const RtPlanArg *args)
+{
+    const IrFunc *f = pm->ir->funcs[fi];
+    size_t np = (size_t)f->nparams + 1;
+    Buf *bufs = calloc(np, sizeof *bufs);
+    IrScalarVal *sc = calloc(np, sizeof *sc);
+    if (!bufs || !sc) {
+        free(bufs);
+        free(sc);
+        return rt_rank_fail(r, "out of memory");
+    }
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->local)
+            continue;
+        if (ip->kind == PK_SCALAR) {
+            sc[p] = args[p].scalar;
+            continue;
+        }
+        Buf *b = &bufs[p];
+        b->data = args[p].data;
+        b->dtype = ip->dtype;
+        b->rank = ip->rank;
+        b->mem = ip->mem;
+        memcpy(b->shape, args[p].shape, sizeof b->shape);
+        memcpy(b->stride, args[p].stride, sizeof b->stride);
+    }
+    int rc = run_func(pm, fi, r, bufs, sc, false, true);
+    free(bufs);
+    free(sc);
+    return rc;
 }
 
 /* ------------------------------------------------------------ runner */
