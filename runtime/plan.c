@@ -585,7 +585,8 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
         rc = 0;
     /* the entry always releases (a collective every rank makes); a callee
      * only when it allocated, which never happens inside async blocks */
-    if (rc == 0 && (entry || rt_sym_mark(r) != mark) && rt_sym_release(r, mark))
+    if (rc == 0 && (entry ? rt_sym_release_final(r, mark)
+                          : rt_sym_mark(r) != mark && rt_sym_release(r, mark)))
         rc = -1;
 out:
     for (int p = 0; x.buf && p < f->nparams; p++)

@@ -66,7 +66,8 @@ for W in 1 3 4; do
     run "$F" --entry=never_signalled --ranks=$W N=4
   expect 3 "symmetric heap out of memory" -- run "$F" --entry=sym_oom --ranks=$W N=4 n=100000000
   if [ "$W" -gt 1 ]; then
-    expect 3 "rank" -- run "$F" --entry=early_return --ranks=$W N=4
+    expect 3 "^blkc: error: rank ([02-9]): rank 1 left the run \(returned early\) while rank \1 waits in all_reduce$" -- \
+      run "$F" --entry=early_return --ranks=$W N=4
   fi
 done
 expect 2 "ranks" -- run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=0 N=4 op=0
