@@ -270,6 +270,9 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
     case IR_SIZE:
         dsl_buf_printf(o, " %s.%d", f->params[in->param].name, in->attr);
         break;
+    case IR_CHECKDIM:
+        dsl_buf_printf(o, " %s.%d ==", f->params[in->param].name, in->attr);
+        break;
     case IR_PID: case IR_NPROG: dsl_buf_printf(o, " %d", in->attr); break;
     case IR_ARANGE: dsl_buf_printf(o, " %lld", (long long)in->ival); break;
     case IR_REDUCE: dsl_buf_printf(o, " %s", red_names[in->attr]); break;

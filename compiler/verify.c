@@ -461,6 +461,15 @@ static int check_types(Ver *v, int id, const IrInstr *in)
                                 in->xoff + in->xn > f->nextra))
             return fail(v, id, "launch arguments out of range");
         return 0;
+    case IR_CHECKDIM:
+        if (in->param < 0 || in->param >= f->nparams ||
+            f->params[in->param].kind != PK_TENSOR ||
+            in->attr < 0 || in->attr >= f->params[in->param].rank ||
+            in->axis < 0 || in->axis >= f->nsyms)
+            return fail(v, id, "checkdim of a bad param, dim or size");
+        if (t0->rank != 0 || t0->dtype != DT_I64)
+            return fail(v, id, "checkdim value must be an i64 scalar");
+        return 0;
     case IR_RANK: case IR_WORLD:
         if (rt->rank != 0 || rt->dtype != DT_I32)
             return fail(v, id, "result must be i32");

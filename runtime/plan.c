@@ -527,6 +527,13 @@ static int exec_region(Exec *x, int reg)
         case IR_COPY: rc = do_copy(x, in); break;
         case IR_LAUNCH: rc = do_launch(x, in); break;
         case IR_CALL: rc = do_call(x, in); break;
+        case IR_CHECKDIM:
+            if (x->shapes[in->param][in->attr] != vi(x, in->opnd[0]))
+                return fail(x, in, "'%s' dim %d is %lld, but its type says %s = %lld",
+                            f->params[in->param].name, in->attr,
+                            (long long)x->shapes[in->param][in->attr],
+                            f->syms[in->axis].name, (long long)vi(x, in->opnd[0]));
+            break;
         case IR_ASYNC: rc = start_async(x, in); break;
         case IR_SYNC: rc = join_asyncs(x); break;
         case IR_COLL: rc = do_coll(x, in); break;
