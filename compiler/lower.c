@@ -490,14 +490,9 @@ static bool const_eval(Lw *L, const Ast *e, LwConst *out)
 
 /* ------------------------------------------------------------ kernels */
 
-/* A tensor dim written as an expression (`M * world()`, `2 * BM`), lowered
- * once the parameters' scalars and sizes are known. */
-typedef struct DimExpr {
-    int param, dim;    /* which extent */
-    const Ast *e;      /* its expression */
-} DimExpr;
-
-static void lower_params(Lw *L, const AstFunc *fn, DimExpr *dx, int *ndx)
+/* Dims that are expressions go to dx, lowered by lw_dim_exprs once the
+ * scalars and sizes are known. */
+static void lower_params(Lw *L, const AstFunc *fn, LwDimExpr *dx, int *ndx)
 {
     IrFunc *f = L->f;
     f->params = dsl_alloc(&L->mod->arena, sizeof(IrParam) * (size_t)(fn->nparams + 1));
@@ -563,147 +558,12 @@ static void lower_params(Lw *L, const AstFunc *fn, DimExpr *dx, int *ndx)
                     p->dims[d] = -1 - ds->index;
                 }
             } else if (de->kind != AST_IDENT) {
-                p->dims[d] = 1; /* set by lower_dim_exprs */
-                dx[(*ndx)++] = (DimExpr){i, d, de};
+                p->dims[d] = 1; /* set by lw_dim_exprs */
+                dx[(*ndx)++] = (LwDimExpr){i, d, de};
             } else {
                 dsl_error(L->diags, de->loc, "'%s' cannot be used as a tensor dim", de->name ? de->name : "?");
             }
         }
-    }
-}
-
-/* Source-like text of a dim expression (for the runtime's messages). */
-static int prec(int op)
-{
-    switch (op) {
-    case OP_LOR: return 1;
-    case OP_LAND: return 2;
-    case OP_OR: return 3;
-    case OP_XOR: return 4;
-    case OP_AND: return 5;
-    case OP_EQ: case OP_NE: return 6;
-    case OP_LT: case OP_LE: case OP_GT: case OP_GE: return 7;
-    case OP_SHL: case OP_SHR: return 8;
-    case OP_ADD: case OP_SUB: return 9;
-    default: return 10;
-    }
-}
-
-static void dim_text(DslBuf *o, const Ast *e, int depth)
-{
-    static const char *const two[] = {"==", "!=", "<=", ">=", "&&", "||", "<<", ">>"};
-    if (depth > 32) {
-        dsl_buf_printf(o, "...");
-        return;
-    }
-    switch (e->kind) {
-    case AST_INT: dsl_buf_printf(o, "%lld", (long long)e->ival); return;
-    case AST_IDENT: dsl_buf_printf(o, "%s", e->name); return;
-    case AST_UNARY:
-        dsl_buf_printf(o, "%c", e->op);
-        dim_text(o, e->a, depth + 1);
-        return;
-    case AST_CAST:
-        dim_text(o, e->a, depth + 1);
-        dsl_buf_printf(o, " as %s", dsl_dtype_name((int)e->ival));
-        return;
-    case AST_CALL:
-        dsl_buf_printf(o, "%s(", e->name);
-        for (int i = 0; i < e->nlist; i++) {
-            if (i)
-                dsl_buf_printf(o, ", ");
-            dim_text(o, e->list[i], depth + 1);
-        }
-        dsl_buf_printf(o, ")");
-        return;
-    case AST_BINARY:
-        for (int k = 0; k < 2; k++) {
-            const Ast *c = k ? e->b : e->a;
-            bool par = c->kind == AST_BINARY &&
-                       (prec(c->op) < prec(e->op) || (k && prec(c->op) == prec(e->op)));
-            if (k && e->op < 256)
-                dsl_buf_printf(o, " %c ", e->op);
-            else if (k && e->op - 256 < 8)
-                dsl_buf_printf(o, " %s ", two[e->op - 256]);
-            dsl_buf_printf(o, "%s", par ? "(" : "");
-            dim_text(o, c, depth + 1);
-            dsl_buf_printf(o, "%s", par ? ")" : "");
-        }
-        return;
-    default: dsl_buf_printf(o, "?"); return;
-    }
-}
-
-/* Lower the dims written as expressions: a compile-time value becomes a
- * static extent; in a device function anything else (sizes, scalars,
- * world()) becomes a size of its own, checked at entry (CHECKDIM). */
-static const Ast *unknown_name(Lw *L, const Ast *e, int depth)
-{
-    if (!e || depth > 32)
-        return NULL;
-    if (e->kind == AST_IDENT)
-        return lw_lookup(L, e->name) ? NULL : e;
-    const Ast *kids[2] = {e->a, e->b};
-    for (int i = 0; i < 2; i++) {
-        const Ast *u = unknown_name(L, kids[i], depth + 1);
-        if (u)
-            return u;
-    }
-    for (int i = 0; e->kind == AST_CALL && i < e->nlist; i++) {
-        const Ast *u = unknown_name(L, e->list[i], depth + 1);
-        if (u)
-            return u;
-    }
-    return NULL;
-}
-
-static void lower_dim_exprs(Lw *L, const DimExpr *dx, int ndx)
-{
-    IrFunc *f = L->f;
-    for (int k = 0; k < ndx; k++) {
-        IrParam *p = &f->params[dx[k].param];
-        const Ast *u = unknown_name(L, dx[k].e, 0);
-        if (u) {
-            dsl_error(L->diags, u->loc, "'%s' in a dim expression must be a size bound by a plain dim (x: f32[%s, ...]), a scalar parameter or a constant",
-                      u->name, u->name);
-            continue;
-        }
-        LwVal v = lw_expr(L, dx[k].e);
-        if (v.bad)
-            continue;
-        if (v.type.rank != 0 || !dsl_is_int(v.type.dtype)) {
-            dsl_error(L->diags, dx[k].e->loc, "a tensor dim must be an integer");
-            continue;
-        }
-        if (lw_is_const(&v)) {
-            if (v.c.i <= 0)
-                dsl_error(L->diags, dx[k].e->loc, "tensor dim must be positive, got %lld",
-                          (long long)v.c.i);
-            else
-                p->dims[dx[k].dim] = v.c.i;
-            continue;
-        }
-        if (!L->device) {
-            dsl_error(L->diags, dx[k].e->loc, "a kernel's tensor dim must be a constant, a name or a compile-time expression (runtime expressions are allowed in device functions)");
-            continue;
-        }
-        DslBuf t = {0};
-        dim_text(&t, dx[k].e, 0);
-        int s = f->nsyms++;
-        f->syms[s].name = dsl_strdup(&L->mod->arena, t.data ? t.data : "?", t.len);
-        f->syms[s].param = dx[k].param;
-        f->syms[s].dim = dx[k].dim;
-        dsl_buf_free(&t);
-        p->dims[dx[k].dim] = -1 - s;
-        v = lw_convert(L, v, DT_I64, dx[k].e->loc);
-        int id = lw_materialize(L, &v, dx[k].e->loc);
-        int c = lw_emit(L, IR_CHECKDIM, ir_scalar(DT_VOID), dx[k].e->loc);
-        if (c < 0 || id < 0)
-            continue;
-        f->ins[c].param = dx[k].param;
-        f->ins[c].attr = dx[k].dim;
-        f->ins[c].axis = s;
-        f->ins[c].opnd[0] = id;
     }
 }
 
@@ -815,7 +675,7 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
                           : c.f >= 9.2e18 ? INT64_MAX
                           : c.f <= -9.2e18 ? INT64_MIN : (int64_t)c.f;
     }
-    DimExpr *dx = dsl_alloc(L->arena, sizeof(DimExpr) * (size_t)(fn->nparams * DSL_MAX_RANK + 1));
+    LwDimExpr *dx = dsl_alloc(L->arena, sizeof(LwDimExpr) * (size_t)(fn->nparams * DSL_MAX_RANK + 1));
     int ndx = 0;
     if (!dx) {
         L->oom = true;
@@ -838,7 +698,7 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
         lower_grid(L, fn);
     L->region = 0;
     emit_entry_values(L);
-    lower_dim_exprs(L, dx, ndx);
+    lw_dim_exprs(L, dx, ndx);
     lw_block_in_region(L, fn->body, 0);
     scope_pop(L);
 }

@@ -77,6 +77,14 @@ void lw_dev_callfn(Lw *L, const Ast *e, const AstFunc *g); /* g(args); */
 void lw_dev_check_recursion(const AstProgram *prog, DslDiags *diags);
 void lw_dev_resolve_calls(IrModule *m, const AstProgram *prog);
 
+/* lower_dims.c: a tensor dim written as an expression, lowered once the
+ * parameters' scalars and sizes are known */
+typedef struct LwDimExpr {
+    int param, dim;    /* which extent */
+    const Ast *e;      /* its expression */
+} LwDimExpr;
+void lw_dim_exprs(Lw *L, const LwDimExpr *dx, int ndx);
+
 /* lower_expr.c */
 LwVal lw_expr(Lw *L, const Ast *e);
 LwVal lw_bad(void);
