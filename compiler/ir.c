@@ -270,6 +270,9 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
     case IR_SIZE:
         dsl_buf_printf(o, " %s.%d", f->params[in->param].name, in->attr);
         break;
+    case IR_CHECKDIM:
+        dsl_buf_printf(o, " %s.%d ==", f->params[in->param].name, in->attr);
+        break;
     case IR_PID: case IR_NPROG: dsl_buf_printf(o, " %d", in->attr); break;
     case IR_ARANGE: dsl_buf_printf(o, " %lld", (long long)in->ival); break;
     case IR_REDUCE: dsl_buf_printf(o, " %s", red_names[in->attr]); break;
@@ -289,7 +292,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
                        : in->attr == MEM_SIGNAL ? "signals" : "empty",
                        dsl_dtype_name(f->params[in->param].dtype));
         break;
-    case IR_LAUNCH:
+    case IR_LAUNCH: case IR_CALL:
         dsl_buf_printf(o, " #%d(", in->attr);
         for (int i = 0; i < in->xn; i++) {
             int32_t a = f->extra[in->xoff + i];
@@ -324,7 +327,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
         dsl_buf_printf(o, " <-");
         print_view_of(o, f, in->xparam[0], in->xview[0]);
         if (in->xparam[1] >= 0) {
-            dsl_buf_printf(o, " signal");
+            dsl_buf_printf(o, " signal%s", in->attr == SIG_ADD ? " add" : "");
             print_view_of(o, f, in->xparam[1], in->xview[1]);
         }
     }
@@ -349,6 +352,8 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
             dsl_buf_printf(o, "peer=");
         if (in->op == IR_COPY && i == 2)
             dsl_buf_printf(o, "src_peer=");
+        if (in->op == IR_COPY && i == 0)
+            dsl_buf_printf(o, "value=");
         if (in->op == IR_LAUNCH)
             dsl_buf_printf(o, "grid%d=", i);
         if (in->op == IR_COLL)

@@ -306,6 +306,18 @@ static void lower_stmt(Lw *L, const Ast *st)
             lw_dev_alloc(L, st);
             return;
         }
+        const AstFunc *g = lw_dev_callee(L, st->a);
+        if (g) { /* keep the name known so later uses do not cascade */
+            if (L->device)
+                dsl_error(L->diags, st->a->loc, "device function '%s' returns no value", g->name);
+            else
+                dsl_error(L->diags, st->a->loc, "kernel '%s' cannot call device function '%s': device functions run on the host side of a rank; call it from a device function",
+                          L->fn->name, g->name);
+            LwSym *s = lw_declare(L, st->name, SYM_CONST, st->loc);
+            if (s)
+                s->c.dtype = DT_I32;
+            return;
+        }
         LwVal v = lw_expr(L, st->a);
         if (!v.bad && v.type.dtype == DT_VOID) {
             dsl_error(L->diags, st->a->loc, "expression has no value");
@@ -352,13 +364,24 @@ static void lower_stmt(Lw *L, const Ast *st)
         lower_assign(L, st, lw_binary(L, st->op, cur, rhs, st->loc));
         return;
     }
-    case AST_EXPR_STMT:
+    case AST_EXPR_STMT: {
+        const AstFunc *g = lw_dev_callee(L, st->a);
+        if (g && L->device) {
+            lw_dev_callfn(L, st->a, g);
+            return;
+        }
+        if (g) {
+            dsl_error(L->diags, st->a->loc, "kernel '%s' cannot call device function '%s': device functions run on the host side of a rank; call it from a device function",
+                      L->fn->name, g->name);
+            return;
+        }
         if (L->device && lw_dev_is_call(st->a)) {
             lw_dev_call(L, st->a);
             return;
         }
         lw_stmt_call(L, st->a);
         return;
+    }
     case AST_FOR: lower_for(L, st); return;
     case AST_WHILE: lower_while(L, st); return;
     case AST_IF: lower_if(L, st); return;
@@ -467,7 +490,9 @@ static bool const_eval(Lw *L, const Ast *e, LwConst *out)
 
 /* ------------------------------------------------------------ kernels */
 
-static void lower_params(Lw *L, const AstFunc *fn)
+/* Dims that are expressions go to dx, lowered by lw_dim_exprs once the
+ * scalars and sizes are known. */
+static void lower_params(Lw *L, const AstFunc *fn, LwDimExpr *dx, int *ndx)
 {
     IrFunc *f = L->f;
     f->params = dsl_alloc(&L->mod->arena, sizeof(IrParam) * (size_t)(fn->nparams + 1));
@@ -532,6 +557,9 @@ static void lower_params(Lw *L, const AstFunc *fn)
                 } else {
                     p->dims[d] = -1 - ds->index;
                 }
+            } else if (de->kind != AST_IDENT) {
+                p->dims[d] = 1; /* set by lw_dim_exprs */
+                dx[(*ndx)++] = (LwDimExpr){i, d, de};
             } else {
                 dsl_error(L->diags, de->loc, "'%s' cannot be used as a tensor dim", de->name ? de->name : "?");
             }
@@ -647,7 +675,14 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
                           : c.f >= 9.2e18 ? INT64_MAX
                           : c.f <= -9.2e18 ? INT64_MIN : (int64_t)c.f;
     }
-    lower_params(L, fn);
+    LwDimExpr *dx = dsl_alloc(L->arena, sizeof(LwDimExpr) * (size_t)(fn->nparams * DSL_MAX_RANK + 1));
+    int ndx = 0;
+    if (!dx) {
+        L->oom = true;
+        scope_pop(L);
+        return;
+    }
+    lower_params(L, fn, dx, &ndx);
     int64_t w;
     if (fn->warps && lw_const_int(L, fn->warps, "warps", &w)) {
         if (w < 1 || w > 32)
@@ -663,6 +698,7 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
         lower_grid(L, fn);
     L->region = 0;
     emit_entry_values(L);
+    lw_dim_exprs(L, dx, ndx);
     lw_block_in_region(L, fn->body, 0);
     scope_pop(L);
 }
@@ -731,6 +767,8 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     free(cf->views);
     free(cf->vars);
     free(cf);
+    L.prog = prog;
+    lw_dev_check_recursion(prog, diags);
     /* kernels first, so that device functions can launch any of them */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < prog->nfuncs && !L.oom; i++) {
@@ -755,6 +793,7 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
             L.device = false;
         }
     }
+    lw_dev_resolve_calls(m, prog);
     for (int i = 0; i < ndefs; i++)
         if (!defs[i].used) {
             DslLoc none = {0, 0};

@@ -47,6 +47,7 @@ typedef struct Lw {
     DslDiags *diags;      /* where errors go */
     DslArena *arena;      /* scratch for this compilation */
     IrModule *mod;        /* module being built */
+    const AstProgram *prog; /* the whole program (device function calls) */
     IrFunc *f;            /* kernel being built (NULL for const eval) */
     const AstFunc *fn;    /* its AST */
     LwScope *scope;       /* innermost scope */
@@ -71,6 +72,18 @@ bool lw_dev_is_call(const Ast *e);
 void lw_dev_alloc(Lw *L, const Ast *st);    /* let b = empty/symmetric/signals */
 void lw_dev_call(Lw *L, const Ast *e);      /* copy, collectives, barrier */
 void lw_dev_stmt(Lw *L, const Ast *st);     /* launch, async, sync */
+const AstFunc *lw_dev_callee(const Lw *L, const Ast *e); /* device fn called */
+void lw_dev_callfn(Lw *L, const Ast *e, const AstFunc *g); /* g(args); */
+void lw_dev_check_recursion(const AstProgram *prog, DslDiags *diags);
+void lw_dev_resolve_calls(IrModule *m, const AstProgram *prog);
+
+/* lower_dims.c: a tensor dim written as an expression, lowered once the
+ * parameters' scalars and sizes are known */
+typedef struct LwDimExpr {
+    int param, dim;    /* which extent */
+    const Ast *e;      /* its expression */
+} LwDimExpr;
+void lw_dim_exprs(Lw *L, const LwDimExpr *dx, int ndx);
 
 /* lower_expr.c */
 LwVal lw_expr(Lw *L, const Ast *e);

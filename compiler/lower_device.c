@@ -4,6 +4,7 @@
  * ops.def) that the runtime's plan interpreter executes once per rank. */
 #include "lower.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const alloc_names[] = {"empty", "symmetric", "signals"};
@@ -168,8 +169,22 @@ static int red_op(Lw *L, const Ast *op)
     return -1;
 }
 
+/* copy(..., op = set|add): how the signal cell is updated */
+static int sig_op(Lw *L, const Ast *op)
+{
+    if (op->kind == AST_IDENT) {
+        if (strcmp(op->name, "set") == 0)
+            return SIG_SET;
+        if (strcmp(op->name, "add") == 0)
+            return SIG_ADD;
+    }
+    dsl_error(L->diags, op->loc, "copy: op must be set or add");
+    return -1;
+}
+
+/* copy(dst, src[, signal = S[i][, value = v][, op = set|add]]) */
 static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
-                       const Ast *signal)
+                       const Ast *signal, const Ast *value, const Ast *op)
 {
     int dp, dpeer, sp, speer;
     IrType dt, stt;
@@ -188,7 +203,25 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
                   dsl_dtype_name(L->f->params[sp].dtype));
         return;
     }
-    int sigp = -1, sigv = -1;
+    int sigp = -1, sigv = -1, val = -1, sop = SIG_SET;
+    if ((value || op) && !signal) {
+        dsl_error(L->diags, (value ? value : op)->loc, "copy: %s = needs signal =",
+                  value ? "value" : "op");
+        return;
+    }
+    if (op && (sop = sig_op(L, op)) < 0)
+        return;
+    if (value) { /* a u64 scalar, as the value of notify(S[i], v) */
+        LwVal v = lw_expr(L, value);
+        if (v.bad)
+            return;
+        if (v.type.rank != 0 || !dsl_is_int(v.type.dtype)) {
+            dsl_error(L->diags, value->loc, "copy: the signal value must be an integer scalar");
+            return;
+        }
+        v = lw_convert(L, v, DT_U64, value->loc);
+        val = lw_materialize(L, &v, value->loc);
+    }
     if (signal) {
         int sigpeer;
         IrType st;
@@ -216,6 +249,8 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
     in->xview[0] = sv;
     in->xparam[1] = sigp;
     in->xview[1] = sigv;
+    in->opnd[0] = val; /* -1: the value 1 */
+    in->attr = sop;
     L->f->params[dp].written = true;
 }
 
@@ -227,15 +262,18 @@ void lw_dev_call(Lw *L, const Ast *e)
             k = (int)i;
     const Ast *args[4];
     const Ast *op = NULL, *signal = NULL, *sendc = NULL, *recvc = NULL;
+    const Ast *value = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         const Ast *a = e->list[i];
         if (a->kind == AST_NAMED_ARG) {
             bool a2a = dev_calls[k].kind == COLL_ALL_TO_ALL;
+            bool cp = dev_calls[k].kind == -1;
             bool ok = (strcmp(a->name, "op") == 0 &&
                        (dev_calls[k].kind == COLL_ALL_REDUCE ||
-                        dev_calls[k].kind == COLL_REDUCE_SCATTER)) ||
-                      (strcmp(a->name, "signal") == 0 && dev_calls[k].kind == -1) ||
+                        dev_calls[k].kind == COLL_REDUCE_SCATTER || cp)) ||
+                      (cp && (strcmp(a->name, "signal") == 0 ||
+                              strcmp(a->name, "value") == 0)) ||
                       (a2a && (strcmp(a->name, "send_counts") == 0 ||
                                strcmp(a->name, "recv_counts") == 0));
             if (!ok) {
@@ -246,6 +284,8 @@ void lw_dev_call(Lw *L, const Ast *e)
                 op = a->a;
             else if (strcmp(a->name, "signal") == 0)
                 signal = a->a;
+            else if (strcmp(a->name, "value") == 0)
+                value = a->a;
             else if (strcmp(a->name, "send_counts") == 0)
                 sendc = a->a;
             else
@@ -264,7 +304,7 @@ void lw_dev_call(Lw *L, const Ast *e)
         return;
     }
     if (dev_calls[k].kind == -1) {
-        lower_copy(L, e, args, signal);
+        lower_copy(L, e, args, signal, value, op);
         return;
     }
     int kind = dev_calls[k].kind;
@@ -332,11 +372,82 @@ static int find_kernel(Lw *L, const char *name)
     return -1;
 }
 
+/* What a kernel or device function wants for one parameter. */
+typedef struct ArgSpec {
+    const char *name;  /* parameter name */
+    bool tensor;       /* a buffer (else a scalar) */
+    int dtype, rank;   /* element dtype / dims, or the scalar's dtype */
+    int mem;           /* IrMemKind the buffer must have (GLOBAL: any) */
+} ArgSpec;
+
+/* Lower the n arguments of `launch K(...)` / `g(...)` into argv (value id
+ * >= 0, or -2-p for buffer p), checking them against spec. */
+static bool lower_args(Lw *L, const Ast *const *list, int n, const ArgSpec *spec,
+                       const char *what, const char *fname, int32_t *argv)
+{
+    for (int i = 0; i < n; i++) {
+        const Ast *a = list[i];
+        const ArgSpec *kp = &spec[i];
+        if (kp->tensor) {
+            int b = buffer_arg(L, a, what);
+            if (b < 0)
+                return false;
+            const IrParam *bp = &L->f->params[b];
+            if (bp->dtype != kp->dtype || bp->rank != kp->rank) {
+                dsl_error(L->diags, a->loc, "argument '%s' is %s with %d dims; %s '%s' wants %s with %d for '%s'",
+                          bp->name, dsl_dtype_name(bp->dtype), bp->rank,
+                          what[0] == 'l' ? "kernel" : "device function", fname,
+                          dsl_dtype_name(kp->dtype), kp->rank, kp->name);
+                return false;
+            }
+            if (kp->mem != MEM_GLOBAL && bp->mem != kp->mem) {
+                dsl_error(L->diags, a->loc, "%s '%s' wants a %s buffer for '%s'",
+                          what[0] == 'l' ? "kernel" : "device function", fname,
+                          kp->mem == MEM_SIGNAL ? "signal" : "symmetric", kp->name);
+                return false;
+            }
+            argv[i] = -2 - b;
+        } else {
+            LwVal v = lw_expr(L, a);
+            if (v.bad)
+                return false;
+            if (v.type.rank != 0) {
+                dsl_error(L->diags, a->loc, "scalar argument expected for '%s'", kp->name);
+                return false;
+            }
+            v = lw_convert(L, v, kp->dtype, a->loc);
+            argv[i] = lw_materialize(L, &v, a->loc);
+        }
+    }
+    return true;
+}
+
+/* Append argv to f->extra; returns its offset or -1. */
+static int push_args(Lw *L, const int32_t *argv, int n)
+{
+    int xoff = L->f->nextra;
+    for (int i = 0; i < n; i++)
+        if (ir_extra_push(L->f, argv[i]) < 0) {
+            L->oom = true;
+            return -1;
+        }
+    return xoff;
+}
+
 static void lower_launch(Lw *L, const Ast *st)
 {
     int ki = find_kernel(L, st->name);
     if (ki < 0) {
-        dsl_error(L->diags, st->loc, "launch of unknown kernel '%s'", st->name);
+        const AstFunc *g = NULL;
+        for (int i = 0; L->prog && i < L->prog->nfuncs && !g; i++)
+            if (L->prog->funcs[i]->fkind == FN_DEVICE &&
+                strcmp(L->prog->funcs[i]->name, st->name) == 0)
+                g = L->prog->funcs[i];
+        if (g)
+            dsl_error(L->diags, st->loc, "'%s' is a device function, not a kernel: call it as %s(...) without launch",
+                      st->name, st->name);
+        else
+            dsl_error(L->diags, st->loc, "launch of unknown kernel '%s'", st->name);
         return;
     }
     const IrFunc *k = L->mod->funcs[ki];
@@ -346,42 +457,18 @@ static void lower_launch(Lw *L, const Ast *st)
         return;
     }
     int32_t argv[64];
+    ArgSpec spec[64];
     if (k->nparams > 64) {
         dsl_error(L->diags, st->loc, "too many kernel arguments");
         return;
     }
-    for (int i = 0; i < st->nlist; i++) {
-        const Ast *a = st->list[i];
+    for (int i = 0; i < k->nparams; i++) {
         const IrParam *kp = &k->params[i];
-        if (kp->kind == PK_TENSOR) {
-            int b = buffer_arg(L, a, "launch");
-            if (b < 0)
-                return;
-            const IrParam *bp = &L->f->params[b];
-            if (bp->dtype != kp->dtype || bp->rank != kp->rank) {
-                dsl_error(L->diags, a->loc, "argument '%s' is %s with %d dims; kernel '%s' wants %s with %d for '%s'",
-                          bp->name, dsl_dtype_name(bp->dtype), bp->rank, k->name,
-                          dsl_dtype_name(kp->dtype), kp->rank, kp->name);
-                return;
-            }
-            if (kp->mem != MEM_GLOBAL && bp->mem != kp->mem) {
-                dsl_error(L->diags, a->loc, "kernel '%s' wants a %s buffer for '%s'", k->name,
-                          kp->mem == MEM_SIGNAL ? "signal" : "symmetric", kp->name);
-                return;
-            }
-            argv[i] = -2 - b;
-        } else {
-            LwVal v = lw_expr(L, a);
-            if (v.bad)
-                return;
-            if (v.type.rank != 0) {
-                dsl_error(L->diags, a->loc, "scalar argument expected for '%s'", kp->name);
-                return;
-            }
-            v = lw_convert(L, v, kp->dtype, a->loc);
-            argv[i] = lw_materialize(L, &v, a->loc);
-        }
+        spec[i] = (ArgSpec){kp->name, kp->kind == PK_TENSOR, kp->dtype, kp->rank, kp->mem};
     }
+    if (!lower_args(L, (const Ast *const *)st->list, st->nlist, spec, "launch",
+                    k->name, argv))
+        return;
     int grid[3] = {-1, -1, -1};
     if (st->nlist2 > 3) {
         dsl_error(L->diags, st->list2[3]->loc, "grid has at most 3 dims");
@@ -398,12 +485,9 @@ static void lower_launch(Lw *L, const Ast *st)
         g = lw_convert(L, g, DT_I64, st->loc);
         grid[i] = lw_materialize(L, &g, st->loc);
     }
-    int xoff = L->f->nextra;
-    for (int i = 0; i < st->nlist; i++)
-        if (ir_extra_push(L->f, argv[i]) < 0) {
-            L->oom = true;
-            return;
-        }
+    int xoff = push_args(L, argv, st->nlist);
+    if (xoff < 0)
+        return;
     int id = lw_emit(L, IR_LAUNCH, ir_scalar(DT_VOID), st->loc);
     if (id < 0)
         return;
@@ -413,6 +497,183 @@ static void lower_launch(Lw *L, const Ast *st)
     in->xn = st->nlist;
     for (int i = 0; i < 3; i++)
         in->opnd[i] = grid[i];
+}
+
+/* ------------------------------------------------------------ calls of
+ * device functions: g(args); runs g inline on this rank. The callee may be
+ * defined later in the file, so its parameters are read from the AST and
+ * CALL's attr holds the AST index until lw_dev_resolve_calls. */
+
+static int ast_index(const AstProgram *prog, const char *name, AstFuncKind kind)
+{
+    for (int i = 0; prog && i < prog->nfuncs; i++)
+        if (prog->funcs[i]->fkind == kind && strcmp(prog->funcs[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+const AstFunc *lw_dev_callee(const Lw *L, const Ast *e)
+{
+    if (!e || e->kind != AST_CALL || !L->prog)
+        return NULL;
+    int i = ast_index(L->prog, e->name, FN_DEVICE);
+    return i < 0 ? NULL : L->prog->funcs[i];
+}
+
+void lw_dev_callfn(Lw *L, const Ast *e, const AstFunc *g)
+{
+    int32_t argv[64];
+    ArgSpec spec[64];
+    if (g->nparams > 64) {
+        dsl_error(L->diags, e->loc, "too many arguments");
+        return;
+    }
+    for (int i = 0; i < e->nlist; i++)
+        if (e->list[i]->kind == AST_NAMED_ARG) {
+            dsl_error(L->diags, e->list[i]->loc, "device function '%s' has no named arguments",
+                      g->name);
+            return;
+        }
+    if (e->nlist != g->nparams) {
+        dsl_error(L->diags, e->loc, "device function '%s' takes %d argument%s, got %d",
+                  g->name, g->nparams, g->nparams == 1 ? "" : "s", e->nlist);
+        return;
+    }
+    for (int i = 0; i < g->nparams; i++) {
+        const AstParam *ap = &g->params[i];
+        spec[i] = (ArgSpec){ap->name, ap->tkind != TY_SCALAR,
+                            ap->tkind == TY_SIGNAL ? DT_U64 : ap->dtype, ap->ndims,
+                            ap->tkind == TY_SIGNAL ? MEM_SIGNAL
+                            : ap->tkind == TY_SYMMETRIC ? MEM_SYMMETRIC : MEM_GLOBAL};
+    }
+    if (!lower_args(L, (const Ast *const *)e->list, e->nlist, spec, "call", g->name, argv))
+        return;
+    /* the callee may write any buffer it is given */
+    for (int i = 0; i < e->nlist; i++)
+        if (argv[i] < -1)
+            L->f->params[-2 - argv[i]].written = true;
+    int xoff = push_args(L, argv, e->nlist);
+    if (xoff < 0)
+        return;
+    int id = lw_emit(L, IR_CALL, ir_scalar(DT_VOID), e->loc);
+    if (id < 0)
+        return;
+    IrInstr *in = &L->f->ins[id];
+    in->attr = ast_index(L->prog, g->name, FN_DEVICE);
+    in->xoff = xoff;
+    in->xn = e->nlist;
+}
+
+/* Call sites of device functions in an AST subtree (any position). Device
+ * function bodies only: kernels calling one are rejected where the call is
+ * lowered. */
+typedef struct CallSite {
+    int callee;        /* AST index */
+    DslLoc loc;        /* of the call */
+} CallSite;
+
+static void collect_calls(const AstProgram *prog, const Ast *n, CallSite *out,
+                          int *nout, int cap, int depth)
+{
+    if (!n || depth > DSL_MAX_DEPTH)
+        return;
+    if (n->kind == AST_CALL && n->name) {
+        int g = ast_index(prog, n->name, FN_DEVICE);
+        if (g >= 0 && *nout < cap)
+            out[(*nout)++] = (CallSite){g, n->loc};
+    }
+    const Ast *kids[5] = {n->a, n->b, n->c, n->body, n->els};
+    for (int i = 0; i < 5; i++)
+        collect_calls(prog, kids[i], out, nout, cap, depth + 1);
+    for (int i = 0; i < n->nlist; i++)
+        collect_calls(prog, n->list[i], out, nout, cap, depth + 1);
+    for (int i = 0; i < n->nlist2; i++)
+        collect_calls(prog, n->list2[i], out, nout, cap, depth + 1);
+}
+
+enum { MAX_SITES = 256 };
+
+/* Is `to` reachable from `from` over call edges? path gets the functions
+ * on the way (AST indices, from .. to) when it is. */
+static bool reaches(const AstProgram *prog, int from, int to, bool *seen, int *path,
+                    int *npath)
+{
+    path[(*npath)++] = from;
+    if (from == to)
+        return true;
+    if (!seen[from]) {
+        seen[from] = true;
+        CallSite sites[MAX_SITES];
+        int n = 0;
+        collect_calls(prog, prog->funcs[from]->body, sites, &n, MAX_SITES, 0);
+        for (int i = 0; i < n; i++)
+            if (reaches(prog, sites[i].callee, to, seen, path, npath))
+                return true;
+    }
+    (*npath)--;
+    return false;
+}
+
+void lw_dev_check_recursion(const AstProgram *prog, DslDiags *diags)
+{
+    int nf = prog->nfuncs;
+    bool seen[512], reported[512] = {false};
+    int path[513];
+    if (nf > 512)
+        return;
+    for (int f = 0; f < nf; f++) {
+        const AstFunc *fn = prog->funcs[f];
+        if (reported[f])
+            continue; /* one report per cycle */
+        CallSite sites[MAX_SITES];
+        int n = 0;
+        collect_calls(prog, fn->body, sites, &n, MAX_SITES, 0);
+        if (fn->fkind != FN_DEVICE)
+            continue;
+        for (int i = 0; i < n; i++) {
+            memset(seen, 0, sizeof seen);
+            int np = 0;
+            path[np++] = f;
+            if (!reaches(prog, sites[i].callee, f, seen, path, &np))
+                continue;
+            char chain[512];
+            size_t len = 0;
+            chain[0] = 0;
+            for (int k = 0; k < np && len < sizeof chain - 1; k++)
+                len += (size_t)snprintf(chain + len, sizeof chain - len, "%s%s",
+                                        k ? " -> " : "", prog->funcs[path[k]]->name);
+            if (np == 2)
+                dsl_error(diags, sites[i].loc, "device function '%s' calls itself: recursion is not allowed",
+                          fn->name);
+            else
+                dsl_error(diags, sites[i].loc, "recursive call of device function '%s' (%s): recursion is not allowed",
+                          fn->name, chain);
+            for (int k = 0; k < np; k++)
+                reported[path[k]] = true;
+            break;
+        }
+    }
+}
+
+void lw_dev_resolve_calls(IrModule *m, const AstProgram *prog)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        IrFunc *f = m->funcs[i];
+        if (!f->is_device)
+            continue;
+        for (int k = 0; k < f->nins; k++) {
+            IrInstr *in = &f->ins[k];
+            if (in->op != IR_CALL || in->attr < 0 || in->attr >= prog->nfuncs)
+                continue;
+            const char *name = prog->funcs[in->attr]->name;
+            in->attr = -1;
+            for (int j = 0; j < m->nfuncs; j++)
+                if (m->funcs[j]->is_device && strcmp(m->funcs[j]->name, name) == 0) {
+                    in->attr = j;
+                    break;
+                }
+        }
+    }
 }
 
 void lw_dev_stmt(Lw *L, const Ast *st)

@@ -441,16 +441,34 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         return check_mask(v, id, in->opnd[op == IR_STORE ? 1 : 2], &vt);
     }
     case IR_ALLOC: case IR_COPY: case IR_LAUNCH: case IR_ASYNC: case IR_SYNC:
-    case IR_COLL:
+    case IR_COLL: case IR_CALL:
         if ((op == IR_ALLOC || op == IR_COPY) &&
             (in->param < 0 || in->param >= f->nparams))
             return fail(v, id, "buffer index %d out of range", in->param);
         if (op == IR_COPY && (in->xparam[0] < 0 || in->xparam[0] >= f->nparams ||
                               in->xview[0] < 0 || in->xview[0] >= f->nviews))
             return fail(v, id, "copy without a source view");
-        if (op == IR_LAUNCH && (in->xoff < 0 || in->xn < 0 ||
+        if (op == IR_COPY && in->xparam[1] >= 0 &&
+            (in->xparam[1] >= f->nparams || in->xview[1] < 0 || in->xview[1] >= f->nviews ||
+             f->params[in->xparam[1]].mem != MEM_SIGNAL))
+            return fail(v, id, "copy signal is not a cell of a signal array");
+        if (op == IR_COPY && (in->attr != SIG_SET && in->attr != SIG_ADD))
+            return fail(v, id, "bad signal mode %d", in->attr);
+        if (op == IR_COPY && in->opnd[0] >= 0 &&
+            (in->xparam[1] < 0 || t0->rank != 0 || t0->dtype != DT_U64))
+            return fail(v, id, "copy signal value must be a u64 scalar with a signal");
+        if ((op == IR_LAUNCH || op == IR_CALL) && (in->xoff < 0 || in->xn < 0 ||
                                 in->xoff + in->xn > f->nextra))
             return fail(v, id, "launch arguments out of range");
+        return 0;
+    case IR_CHECKDIM:
+        if (in->param < 0 || in->param >= f->nparams ||
+            f->params[in->param].kind != PK_TENSOR ||
+            in->attr < 0 || in->attr >= f->params[in->param].rank ||
+            in->axis < 0 || in->axis >= f->nsyms)
+            return fail(v, id, "checkdim of a bad param, dim or size");
+        if (t0->rank != 0 || t0->dtype != DT_I64)
+            return fail(v, id, "checkdim value must be an i64 scalar");
         return 0;
     case IR_RANK: case IR_WORLD:
         if (rt->rank != 0 || rt->dtype != DT_I32)

@@ -476,9 +476,9 @@ dims:
     | dims ',' dim                  { $$ = $1; list_push(ctx, $$, $3.n, 1); }
     ;
 
+/* an integer, a name, or an expression of them (checked when lowered) */
 dim:
-      INT   { $$ = leaf(ctx, AST_INT, @1); $$.n->ival = $1.v; $$.n->is_i64 = $1.big; }
-    | IDENT { $$ = leaf(ctx, AST_IDENT, @1); $$.n->name = $1; }
+      expr  { $$ = $1; }
     ;
 
 /* ------------------------------------------------------------ statements */

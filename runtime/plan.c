@@ -1,4 +1,4 @@
-/* plan.c — the Device IR interpreter and the multi-rank runner.
+/* plan.c — the Device IR interpreter.
  *
  * A device function runs once per rank, in program order, on that rank's
  * thread: scalars and control flow are evaluated with ir_eval_instr;
@@ -7,8 +7,9 @@
  * signal on the destination's rank; LAUNCH runs a JIT'd kernel on this
  * rank's thread (so kernels of different ranks can wait on each other);
  * `async` blocks run on their own threads until `sync`; collectives go to
- * ranks.h. Every failure becomes the rank's error (rt_rank_fail), so the
- * world stops every rank instead of hanging. */
+ * ranks.h; CALL runs another device function inline. Every failure
+ * becomes the rank's error (rt_rank_fail), so the world stops every rank
+ * instead of hanging. The multi-rank runner (rt_plan_run) is plan_run.c. */
 #include "plan.h"
 
 #include <pthread.h>
@@ -182,7 +183,8 @@ static int do_copy(Exec *x, const IrInstr *in)
         return -1;
     int dest = in->opnd[3] >= 0 ? (int)vi(x, in->opnd[3]) : rt_rank_id(x->r);
     uint64_t *cell = rt_sym_peer_of(x->r, c.base, dest);
-    return rt_signal_notify(x->r, cell, 1, SIG_SET);
+    uint64_t v = in->opnd[0] >= 0 ? (uint64_t)vi(x, in->opnd[0]) : 1;
+    return rt_signal_notify(x->r, cell, v, in->attr);
 }
 
 /* ------------------------------------------------------------ buffers */
@@ -280,6 +282,7 @@ static int do_launch(Exec *x, const IrInstr *in)
 /* ------------------------------------------------------------ interpreter */
 
 static int exec_region(Exec *x, int reg);
+static int do_call(Exec *x, const IrInstr *in);
 
 static void *async_main(void *arg)
 {
@@ -524,6 +527,14 @@ static int exec_region(Exec *x, int reg)
         case IR_ALLOC: rc = alloc_buf(x, in); break;
         case IR_COPY: rc = do_copy(x, in); break;
         case IR_LAUNCH: rc = do_launch(x, in); break;
+        case IR_CALL: rc = do_call(x, in); break;
+        case IR_CHECKDIM:
+            if (x->shapes[in->param][in->attr] != vi(x, in->opnd[0]))
+                return fail(x, in, "'%s' dim %d is %lld, but its type says %s = %lld",
+                            f->params[in->param].name, in->attr,
+                            (long long)x->shapes[in->param][in->attr],
+                            f->syms[in->axis].name, (long long)vi(x, in->opnd[0]));
+            break;
         case IR_ASYNC: rc = start_async(x, in); break;
         case IR_SYNC: rc = join_asyncs(x); break;
         case IR_COLL: rc = do_coll(x, in); break;
@@ -538,8 +549,11 @@ static int exec_region(Exec *x, int reg)
     return 0;
 }
 
-int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
-                 const RtPlanArg *args)
+/* Run device function fi on rank r with its parameters bound: bufs[p] for
+ * tensor params (not owned), scalars[p] for scalar ones. Returns 0 or -1
+ * (the rank's error is set). */
+static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
+                    const IrScalarVal *scalars, bool in_async, bool entry)
 {
     const IrFunc *f = pm->ir->funcs[fi];
     Exec x;
@@ -547,6 +561,7 @@ int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
     x.pm = pm;
     x.f = f;
     x.r = r;
+    x.in_async = in_async;
     size_t np = (size_t)f->nparams + 1;
     x.val = calloc((size_t)f->nins + 1, sizeof *x.val);
     x.vars = calloc((size_t)f->nvars + 1, sizeof *x.vars);
@@ -564,24 +579,22 @@ int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
         if (ip->local)
             continue;
         if (ip->kind == PK_SCALAR) {
-            x.scalars[p] = args[p].scalar;
+            x.scalars[p] = scalars[p];
             continue;
         }
-        Buf *b = &x.buf[p];
-        b->data = args[p].data;
-        b->dtype = ip->dtype;
-        b->rank = ip->rank;
-        b->mem = ip->mem;
-        memcpy(b->shape, args[p].shape, sizeof b->shape);
-        memcpy(b->stride, args[p].stride, sizeof b->stride);
-        memcpy(x.shapes[p], args[p].shape, sizeof x.shapes[p]);
+        x.buf[p] = bufs[p];
+        x.buf[p].owned = false;
+        memcpy(x.shapes[p], bufs[p].shape, sizeof x.shapes[p]);
     }
     rc = exec_region(&x, 0);
     if (join_asyncs(&x))
         rc = -1;
     if (rc == 1)
         rc = 0;
-    if (rc == 0 && rt_sym_release(r, mark))
+    /* the entry always releases (a collective every rank makes); a callee
+     * only when it allocated, which never happens inside async blocks */
+    if (rc == 0 && (entry ? rt_sym_release_final(r, mark)
+                          : rt_sym_mark(r) != mark && rt_sym_release(r, mark)))
         rc = -1;
 out:
     for (int p = 0; x.buf && p < f->nparams; p++)
@@ -596,150 +609,95 @@ out:
     return rc < 0 ? -1 : 0;
 }
 
-/* ------------------------------------------------------------ runner */
-
-RtWorldView rt_rank_view(RtRank *r)
+/* g(args): bind the arguments like a launch's (extents checked against the
+ * callee's static dims and symbolic sizes) and run g inline. */
+static int do_call(Exec *x, const IrInstr *in)
 {
-    RtWorld *w = rt_rank_world(r);
-    RtWorldView v;
-    v.rank = rt_rank_id(r);
-    v.world = rt_rank_size(r);
-    v.heap_base = rt_world_heap_bases(w);
-    v.abort_flag = rt_world_abort_flag(w);
-    v.timeout_ms = rt_world_timeout_ms(w);
-    return v;
-}
-
-typedef struct Run {
-    const RtPlanModule *pm;        /* what to run */
-    int fi;                        /* entry */
-    RtPlanArg *const *args;        /* per rank, per param */
-    const int64_t *grid;           /* kernel grid override or NULL */
-} Run;
-
-static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
-{
-    int64_t n = 1;
-    for (int d = 0; d < p->rank; d++)
-        n *= a->shape[d];
-    return n;
-}
-
-/* Launch kernel f once on this rank with the rank's arguments. */
-static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
-{
-    const IrFunc *f = run->pm->ir->funcs[run->fi];
-    BkRangeFn fn = bk_cpu_kernel_range(run->pm->cpu, f->name);
-    DLTensor t[64];
-    blkc_arg a[64];
-    if (!fn || f->nparams > 64)
-        return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
-    for (int p = 0; p < f->nparams; p++) {
-        const IrParam *ip = &f->params[p];
-        if (ip->kind == PK_SCALAR) {
-            a[p].kind = dsl_is_float(ip->dtype) ? BLKC_ARG_FLOAT : BLKC_ARG_INT;
-            if (dsl_is_float(ip->dtype))
-                a[p].v.f = args[p].scalar.f;
-            else
-                a[p].v.i = args[p].scalar.i;
+    if (in->attr < 0 || in->attr >= x->pm->ir->nfuncs)
+        return fail(x, in, "call of an unknown device function");
+    const IrFunc *g = x->pm->ir->funcs[in->attr];
+    size_t np = (size_t)g->nparams + 1;
+    Buf *bufs = calloc(np, sizeof *bufs);
+    IrScalarVal *sc = calloc(np, sizeof *sc);
+    int rc = -1;
+    if (!bufs || !sc) {
+        fail(x, in, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < in->xn && i < g->nparams; i++) {
+        int32_t e = x->f->extra[in->xoff + i];
+        const IrParam *gp = &g->params[i];
+        if (e >= 0) {
+            sc[i] = x->val[e];
             continue;
         }
-        memset(&t[p], 0, sizeof t[p]);
-        t[p].data = args[p].data;
-        t[p].device.device_type = kDLCPU;
-        t[p].ndim = ip->rank;
-        t[p].dtype = rt_dtype_to_dl(ip->dtype);
-        t[p].shape = args[p].shape;
-        t[p].strides = args[p].stride;
-        a[p].kind = BLKC_ARG_TENSOR;
-        a[p].v.tensor = &t[p];
-    }
-    blkc_launch_options lo;
-    memset(&lo, 0, sizeof lo);
-    if (run->grid)
-        memcpy(lo.grid, run->grid, sizeof lo.grid);
-    RtWorldView wv = rt_rank_view(r);
-    char err[512];
-    if (rt_cpu_launch_ranked(f, fn, a, f->nparams, &lo, &wv, NULL, err,
-                             sizeof err) != BLKC_OK)
-        return rt_rank_fail(r, "%s", err);
-    return 0;
-}
-
-static int rank_main(RtRank *r, void *arg)
-{
-    const Run *run = arg;
-    const IrFunc *f = run->pm->ir->funcs[run->fi];
-    RtPlanArg *mine = run->args[rt_rank_id(r)];
-    RtPlanArg *local = calloc((size_t)f->nparams + 1, sizeof *local);
-    if (!local)
-        return rt_rank_fail(r, "out of memory");
-    /* symmetric and signal params live on the symmetric heap */
-    int rc = 0;
-    for (int p = 0; p < f->nparams && rc == 0; p++) {
-        const IrParam *ip = &f->params[p];
-        local[p] = mine[p];
-        if (ip->kind != PK_TENSOR || ip->mem == MEM_GLOBAL)
-            continue;
-        size_t bytes = (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
-        size_t off;
-        if (rt_sym_alloc(r, bytes ? bytes : 8, &off)) {
-            rc = -1;
-            break;
+        bufs[i] = x->buf[-2 - e];
+        if (!bufs[i].data) {
+            fail(x, in, "call %s: buffer '%s' is not allocated", g->name,
+                 x->f->params[-2 - e].name);
+            goto out;
         }
-        local[p].data = rt_sym_ptr(r, off, rt_rank_id(r));
-        int64_t st = 1;
-        for (int d = ip->rank - 1; d >= 0; d--) {
-            local[p].stride[d] = st;
-            st *= mine[p].shape[d];
+        for (int d = 0; d < gp->rank; d++) {
+            int64_t have = bufs[i].shape[d], want;
+            if (gp->dims[d] >= 0) {
+                want = gp->dims[d];
+                if (have != want) {
+                    fail(x, in, "call %s: '%s' dim %d is %lld, '%s' wants %lld", g->name,
+                         x->f->params[-2 - e].name, d, (long long)have, gp->name,
+                         (long long)want);
+                    goto out;
+                }
+                continue;
+            }
+            const IrSym *sy = &g->syms[-1 - gp->dims[d]];
+            if (sy->param > i || (sy->param == i && sy->dim >= d))
+                continue; /* bound here */
+            want = bufs[sy->param].shape[sy->dim];
+            if (have != want) {
+                fail(x, in, "call %s: size %s is %lld from '%s' dim %d but %lld from '%s' dim %d",
+                     g->name, sy->name, (long long)want, g->params[sy->param].name, sy->dim,
+                     (long long)have, gp->name, d);
+                goto out;
+            }
         }
-        if (mine[p].data) /* inputs are given C-ordered */
-            memcpy(local[p].data, mine[p].data, bytes);
     }
-    /* every rank's inputs are in place before any rank starts */
-    if (rc == 0)
-        rc = rt_barrier(r);
-    if (rc == 0)
-        rc = f->is_device ? rt_plan_exec(run->pm, run->fi, r, local)
-                          : run_kernel(run, r, local);
-    if (rc == 0)
-        rc = rt_barrier(r);
-    for (int p = 0; p < f->nparams && rc == 0; p++) {
-        const IrParam *ip = &f->params[p];
-        if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL && mine[p].data)
-            memcpy(mine[p].data, local[p].data,
-                   (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype));
-    }
-    free(local);
+    rc = run_func(x->pm, in->attr, x->r, bufs, sc, x->in_async, false);
+out:
+    free(bufs);
+    free(sc);
     return rc;
 }
 
-int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
-                RtPlanArg *const *args, const int64_t *grid, char *err,
-                size_t errlen)
+int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
+                 const RtPlanArg *args)
 {
     const IrFunc *f = pm->ir->funcs[fi];
-    /* under mpirun (more than one process): one rank per process, and only
-     * this process's args need to be filled in */
-    int mpi = rt_mpi_launch_size() > 1;
-    int a0 = mpi ? rt_mpi_launch_rank() : 0;
-    if (a0 < 0 || a0 >= nranks)
-        a0 = 0;
-    size_t heap = (size_t)64 << 20;
-    for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
-        const IrParam *ip = &f->params[p];
-        if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
-            heap += (size_t)numel_of(ip, &args[a0][p]) * (size_t)dsl_dtype_bytes(ip->dtype) + 256;
+    size_t np = (size_t)f->nparams + 1;
+    Buf *bufs = calloc(np, sizeof *bufs);
+    IrScalarVal *sc = calloc(np, sizeof *sc);
+    if (!bufs || !sc) {
+        free(bufs);
+        free(sc);
+        return rt_rank_fail(r, "out of memory");
     }
-    const char *env = getenv("BLKC_SYM_HEAP_MB");
-    if (env && atoll(env) > 0)
-        heap = (size_t)atoll(env) << 20;
-    RtWorld *w;
-    if (mpi ? rt_world_create_mpi(nranks, heap, &w, err, errlen)
-            : rt_world_create(nranks, heap, &w, err, errlen))
-        return -1;
-    Run run = {pm, fi, args, grid};
-    int rc = rt_world_run(w, rank_main, &run, err, errlen);
-    rt_world_destroy(w);
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->local)
+            continue;
+        if (ip->kind == PK_SCALAR) {
+            sc[p] = args[p].scalar;
+            continue;
+        }
+        Buf *b = &bufs[p];
+        b->data = args[p].data;
+        b->dtype = ip->dtype;
+        b->rank = ip->rank;
+        b->mem = ip->mem;
+        memcpy(b->shape, args[p].shape, sizeof b->shape);
+        memcpy(b->stride, args[p].stride, sizeof b->stride);
+    }
+    int rc = run_func(pm, fi, r, bufs, sc, false, true);
+    free(bufs);
+    free(sc);
     return rc;
 }

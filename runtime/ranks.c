@@ -332,6 +332,7 @@ const char *rt_rank_coll_name(int kind)
     static const char *const names[RT_COLL_KINDS] = {
         "barrier",   "all_reduce", "all_gather", "reduce_scatter",
         "all_to_all", "broadcast", "sym_alloc",  "sym_release",
+        "leave",
     };
     return kind >= 0 && kind < RT_COLL_KINDS ? names[kind] : "?";
 }
@@ -373,6 +374,28 @@ static int coll_same(const RtRankColl *a, const RtRankColl *b)
            a->root == b->root && a->count == b->count && a->seq == b->seq;
 }
 
+/* Rank `leaving` has returned from the run's function (its last
+ * collective is RT_COLL_LEAVE) while the others are in a collective. The
+ * ranks that stay report it, each naming the collective it waits in; the
+ * leaving rank lets them (so the run's error is theirs) and fails itself
+ * only if none has within the timeout. */
+static int left_early(RtRank *r, const RtRankColl *desc, int leaving, int staying)
+{
+    RtWorld *w = r->world;
+    if (desc->kind != RT_COLL_LEAVE)
+        return rt_rank_fail(r, "rank %d left the run (returned early) while rank %d waits in %s",
+                            leaving, r->id, rt_rank_coll_name(desc->kind));
+    int64_t end = now_ms() + (w->timeout_ms > 0 ? w->timeout_ms : 5000);
+    unsigned round = 0;
+    while (!rt_rank_failed(r) && now_ms() < end)
+        backoff(&round);
+    if (rt_rank_failed(r))
+        return rank_aborted(r);
+    const RtRankColl *cs = coll_slot(w, staying, r->coll_seq - 1);
+    return rt_rank_fail(r, "rank %d left the run (returned early) while rank %d waits in %s",
+                        leaving, staying, rt_rank_coll_name(cs->kind));
+}
+
 int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
 {
     RtWorld *w = r->world;
@@ -387,6 +410,17 @@ int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
     }
     if (barrier_wait(r, rt_rank_coll_name(desc->kind)))
         return -1;
+    int leaving = -1, staying = -1; /* a rank that returned, one that did not */
+    for (int q = 0; q < w->nranks; q++) {
+        if (coll_slot(w, q, seq)->kind == RT_COLL_LEAVE) {
+            if (leaving < 0)
+                leaving = q;
+        } else if (staying < 0) {
+            staying = q;
+        }
+    }
+    if (leaving >= 0 && staying >= 0)
+        return left_early(r, desc, leaving, staying);
     const RtRankColl *c0 = coll_slot(w, 0, seq);
     for (int q = 1; q < w->nranks; q++) {
         const RtRankColl *cq = coll_slot(w, q, seq);
@@ -463,10 +497,10 @@ size_t rt_sym_mark(const RtRank *r)
     return r->sym_top;
 }
 
-int rt_sym_release(RtRank *r, size_t mark)
+static int sym_release(RtRank *r, size_t mark, int kind)
 {
-    RtRankColl d = {.kind = RT_COLL_SYM_RELEASE, .dtype = -1, .op = -1,
-                    .root = -1, .count = mark};
+    RtRankColl d = {.kind = kind, .dtype = -1, .op = -1, .root = -1,
+                    .count = mark};
     if (rt_rank_coll_begin(r, &d))
         return -1;
     if (mark > r->sym_top) {
@@ -477,6 +511,16 @@ int rt_sym_release(RtRank *r, size_t mark)
     }
     r->sym_top = mark;
     return rt_rank_coll_end(r);
+}
+
+int rt_sym_release(RtRank *r, size_t mark)
+{
+    return sym_release(r, mark, RT_COLL_SYM_RELEASE);
+}
+
+int rt_sym_release_final(RtRank *r, size_t mark)
+{
+    return sym_release(r, mark, RT_COLL_LEAVE);
 }
 
 void *rt_sym_ptr(const RtRank *r, size_t offset, int peer)

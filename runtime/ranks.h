@@ -122,6 +122,11 @@ int rt_sym_alloc(RtRank *r, size_t bytes, size_t *offset_out);
  * (collective, same mark on every rank) frees everything allocated since. */
 size_t rt_sym_mark(const RtRank *r);
 int rt_sym_release(RtRank *r, size_t mark);
+/* The same as the last collective of a run's entry function: a rank that
+ * makes it while others are in another collective has returned early, and
+ * they fail with "rank Q left the run (returned early) while rank R waits
+ * in <collective>". */
+int rt_sym_release_final(RtRank *r, size_t mark);
 /* Address of `offset` in rank peer's heap; NULL if peer or offset is out of
  * range (offset == heap size is allowed: one past the end) or the world has
  * no heap (heap_bytes 0). */
@@ -166,7 +171,9 @@ int rt_signal_wait_report(RtRank *r, int rc, const volatile uint64_t *cell,
 typedef enum {
     RT_COLL_BARRIER, RT_COLL_ALL_REDUCE, RT_COLL_ALL_GATHER,
     RT_COLL_REDUCE_SCATTER, RT_COLL_ALL_TO_ALL, RT_COLL_BROADCAST,
-    RT_COLL_SYM_ALLOC, RT_COLL_SYM_RELEASE, RT_COLL_KINDS
+    RT_COLL_SYM_ALLOC, RT_COLL_SYM_RELEASE,
+    RT_COLL_LEAVE,       /* rt_sym_release_final: the entry has returned */
+    RT_COLL_KINDS
 } RtRankCollKind;
 
 typedef struct RtRankColl {

@@ -61,12 +61,21 @@ for W in 1 3 4; do
     cmp -s "$T/allreduce_oneshot0.npy" "$T/allreduce_oneshot$r.npy" && ok || bad "allreduce W=$W rank $r != rank 0"
   done
   expect 0 "moe: $W rank" -- run "$L/moe.blk" --ranks=$W T=20 H=16 TOPK=2 EL=2 cap=8 --random
+  # LANGUAGE.md §5 verbatim; the same typed c: f16[M * world(), N] (given as
+  # a file, which binds the expression; a wrong extent is a one-line error)
+  expect 0 "ag_gemm: $W rank" -- run "$SRC/tests/dist/lang5.blk" --entry=ag_gemm --ranks=$W M=5 K=8 N=6 MW=$((5 * W)) --random
+  "$NPY" write "$T/c.npy" '<f2' $((5 * W))x6 $(for i in $(seq $((30 * W))); do echo 0; done)
+  expect 0 "ag_gemm_expr: $W rank" -- run "$SRC/tests/dist/lang5.blk" --entry=ag_gemm_expr --ranks=$W M=5 K=8 N=6 "c=@$T/c.npy" --random
+  "$NPY" write "$T/c.npy" '<f2' $((5 * W + 1))x6 $(for i in $(seq $((30 * W + 6))); do echo 0; done)
+  expect 3 "'c' dim 0 is $((5 * W + 1)), but its type says M \* world\(\) = $((5 * W))" -- \
+    run "$SRC/tests/dist/lang5.blk" --entry=ag_gemm_expr --ranks=$W M=5 K=8 N=6 "c=@$T/c.npy" --random
   # faults: exit 3 with a one-line error
   BLKC_WAIT_TIMEOUT_MS=200 expect 3 "rank $((W - 1)): .*wait on S\[0\] timed out after 200 ms.*1.*saw 0" -- \
     run "$F" --entry=never_signalled --ranks=$W N=4
   expect 3 "symmetric heap out of memory" -- run "$F" --entry=sym_oom --ranks=$W N=4 n=100000000
   if [ "$W" -gt 1 ]; then
-    expect 3 "rank" -- run "$F" --entry=early_return --ranks=$W N=4
+    expect 3 "^blkc: error: rank ([02-9]): rank 1 left the run \(returned early\) while rank \1 waits in all_reduce$" -- \
+      run "$F" --entry=early_return --ranks=$W N=4
   fi
 done
 expect 2 "ranks" -- run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=0 N=4 op=0

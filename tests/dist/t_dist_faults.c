@@ -2,7 +2,8 @@
  * every one ends in an error naming a rank, quickly, never a hang: a wait
  * that times out (BLKC_WAIT_TIMEOUT_MS=200: the error names the rank, the
  * signal, the expected and the seen value), a rank that returns early while
- * the others are in a collective, ranks that disagree on a collective,
+ * the others are in a collective (the exact "rank L left the run (returned
+ * early) while rank M waits in ..." message), ranks that disagree on a collective,
  * symmetric heap exhaustion, a bad peer, bad copies, a collective in an
  * async block, an all_gather of the wrong size. After each failure the next
  * run on a fresh world succeeds. */
@@ -37,6 +38,30 @@ static double expect_fail(const char *entry, int W, int n, int grow,
     return dt;
 }
 
+/* Rank `leaver` returns from entry while the others are in collective
+ * `coll`: the run's error is exactly "rank M: rank L left the run
+ * (returned early) while rank M waits in COLL" for a rank M that stayed. */
+static void expect_left(const char *entry, int W, int leaver, const char *coll)
+{
+    int fi = dt_entry(&m, entry);
+    DtArgs A;
+    dt_args_init(&A, &m, fi, W);
+    for (int r = 0; r < W; r++)
+        DT_T(&A, r, "x", 4);
+    char err[1024];
+    int rc = dt_run(&A, err, sizeof err);
+    int found = 0;
+    for (int q = 0; q < W; q++) {
+        char want[256];
+        snprintf(want, sizeof want,
+                 "rank %d: rank %d left the run (returned early) while rank %d waits in %s",
+                 q, leaver, q, coll);
+        found |= q != leaver && strcmp(err, want) == 0;
+    }
+    T_CHECK(rc != 0 && found, "%s W=%d: rc %d, error '%s'", entry, W, rc, err);
+    dt_args_free(&A);
+}
+
 /* A good run right after (the world and the JIT module are reusable). */
 static void expect_ok(int W)
 {
@@ -61,9 +86,8 @@ int main(void)
     m = dt_load("tests/dist/faults.blk", NULL, 0);
     for (int w = 0; w < DT_NWORLDS; w++) {
         int W = dt_worlds[w];
-        char rk[32], rk1[32], peer[48];
+        char rk[32], peer[48];
         snprintf(rk, sizeof rk, "rank %d", W - 1);
-        snprintf(rk1, sizeof rk1, "rank %d", W > 1 ? 1 : 0);
         snprintf(peer, sizeof peer, "peer rank %d out of range", W);
         {
             const char *want[] = {rk, "S[0]", "timed out after 200 ms", "1", "saw 0", NULL};
@@ -71,8 +95,9 @@ int main(void)
             T_CHECK(t >= 0.19, "never_signalled W=%d failed after %.3f s, before the timeout", W, t);
         }
         if (W > 1) {
-            const char *want[] = {rk1, NULL};
-            expect_fail("early_return", W, 4, 0, want);
+            expect_left("early_return", W, 1, "all_reduce");
+            expect_left("early_return_barrier", W, 0, "barrier");
+            expect_left("early_return_call", W, W - 1, "all_gather");
             const char *want2[] = {"collective mismatch", "all_reduce", NULL};
             expect_fail("mismatch", W, 4, 1, want2);
         }

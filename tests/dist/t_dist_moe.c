@@ -1,11 +1,16 @@
 /* t_dist_moe.c — lib/moe.blk (MoE dispatch, experts, combine over
  * all_to_all) on 1, 2, 3, 4 and 8 local ranks: uneven token counts per
  * expert, top-1 and top-2 routing, some tokens unrouted (-1) and some
- * dropped by the capacity, against the same routing computed in C. */
+ * dropped by the capacity, and very uneven routing (all tokens to one
+ * expert, experts and whole ranks receiving nothing: empty chunks of the
+ * uneven all_to_all), against the same routing computed in C. */
 #include "dist_test.h"
 
-static void one(const DtMod *m, int W, int T, int H, int TOPK, int EL, int cap,
-                int seed)
+/* Routing modes: skewed random (some unrouted), or very uneven. */
+enum { ROUTE_SKEW, ROUTE_ALL_TO_0, ROUTE_LAST_OR_NONE };
+
+static void one_mode(const DtMod *m, int W, int T, int H, int TOPK, int EL, int cap,
+                     int seed, int mode)
 {
     int fi = dt_entry(m, "moe");
     int E = EL * W;
@@ -28,11 +33,18 @@ static void one(const DtMod *m, int W, int T, int H, int TOPK, int EL, int cap,
             /* skewed: low experts are popular; 1 in 16 unrouted */
             int v = (int)((s >> 16) % (uint32_t)(E + 3));
             idx[r][i] = (s >> 8) % 16 == 0 ? -1 : v >= E ? 0 : v;
+            if (mode == ROUTE_ALL_TO_0) /* every other expert (and every
+                                          rank but 0) receives nothing */
+                idx[r][i] = 0;
+            else if (mode == ROUTE_LAST_OR_NONE) /* rank r's tokens go to the
+                                                    last expert, or nowhere */
+                idx[r][i] = r % 2 == 0 ? E - 1 : -1;
         }
         dt_int(&A, r, "cap", cap);
     }
     char what[128];
-    snprintf(what, sizeof what, "moe T=%d H=%d TOPK=%d EL=%d cap=%d", T, H, TOPK, EL, cap);
+    snprintf(what, sizeof what, "moe T=%d H=%d TOPK=%d EL=%d cap=%d mode=%d", T, H, TOPK,
+             EL, cap, mode);
     if (dt_run_ok(&A, what) == 0) {
         double *ref = t_xmalloc(sizeof(double) * (size_t)T * H);
         int *cnt = t_xmalloc(sizeof(int) * (size_t)E);
@@ -62,6 +74,12 @@ static void one(const DtMod *m, int W, int T, int H, int TOPK, int EL, int cap,
     dt_args_free(&A);
 }
 
+static void one(const DtMod *m, int W, int T, int H, int TOPK, int EL, int cap,
+                int seed)
+{
+    one_mode(m, W, T, H, TOPK, EL, cap, seed, ROUTE_SKEW);
+}
+
 int main(void)
 {
     DtMod m = dt_load("lib/moe.blk", NULL, 0);
@@ -70,6 +88,11 @@ int main(void)
         one(&m, W, 32, 64, 1, 2, 64, 1);    /* top-1, nothing dropped */
         one(&m, W, 50, 40, 2, 1, 7, 2);     /* top-2, odd sizes, drops */
         one(&m, W, 13, 33, 2, 3, 3, 3);     /* tiny capacity */
+        /* very uneven: one expert gets everything (capped), the others
+         * and ranks 1.. nothing; or only the last expert, from even ranks */
+        one_mode(&m, W, 24, 32, 2, 2, 40, 4, ROUTE_ALL_TO_0);
+        one_mode(&m, W, 24, 32, 1, 2, 9, 5, ROUTE_ALL_TO_0);
+        one_mode(&m, W, 17, 20, 2, 1, 40, 6, ROUTE_LAST_OR_NONE);
     }
     dt_free(&m);
     return t_done("t_dist_moe");
