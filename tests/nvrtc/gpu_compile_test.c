@@ -435,6 +435,19 @@ static int compile_blk(const char *path)
                diags.out.data ? diags.out.data : "");
         failures++;
     } else {
+        if (spec_all) { /* how many ops took the specialized forms */
+            DslBuf out = {0};
+            char err[2048] = "";
+            int nv = 0, np = 0;
+            if (BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err) == 0) {
+                for (const char *q = out.data; (q = strstr(q, "(16-byte) vectors")); q++)
+                    nv++;
+                for (const char *q = out.data; (q = strstr(q, "cp.async ring slot of")); q++)
+                    np++;
+            }
+            printf("%s: %d vector loop(s), %d cp.async ring load(s)\n", path, nv, np);
+            dsl_buf_free(&out);
+        }
         rc = compile_each(m);
         ir_module_free(m);
     }
