@@ -18,6 +18,10 @@
  *                                    through the whole pipeline (needs
  *                                    compiler/pipeline.c: BLKC_HAVE_PIPELINE)
  *   gpu_compile_test blkspec FILE... blk with every IR_ASSUME_* fact set
+ *   gpu_compile_test emit NAME S OUT the CUDA text after the prelude of
+ *                                    hand-built kernel NAME (stages(S) if
+ *                                    S > 0) with the emu harness's facts,
+ *                                    honouring BLKC_GPU_NO* (tests/nvrtc/emu.sh)
  * Exit 77 (skip) when the vendor compiler is absent.
  * Built as the CUDA test by default; tests/hip defines GPU_TEST_HIP. */
 #include "backends/backend.h"
@@ -460,6 +464,35 @@ static int compile_blk(const char *path)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "compile";
+    if (!strcmp(mode, "emit") && argc == 5) { /* emu.sh: honours BLKC_GPU_NO* */
+        IrModule *m = k_build_one(argv[2]);
+        if (!m)
+            return 2;
+        /* the facts of the emu harness's arguments: aligned, contiguous,
+         * outer strides multiples of 16 (no DIM16: its sizes are not) */
+        for (int p = 0; p < m->funcs[0]->nparams; p++) {
+            IrParam *q = &m->funcs[0]->params[p];
+            q->assume = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER;
+            for (int d = 0; d + 1 < q->rank; d++)
+                q->assume |= IR_ASSUME_STRIDE16(d);
+        }
+        if (atoi(argv[3]) > 0)
+            m->funcs[0]->stages = atoi(argv[3]);
+        DslBuf out = {0};
+        char err[2048] = "";
+        int rc = BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err);
+        const char *body = rc == 0 ? strstr(out.data, "\n// kernel ") : NULL;
+        FILE *f = body ? fopen(argv[4], "wb") : NULL;
+        if (!f || fputs(body + 1, f) < 0) {
+            printf("FAIL emit %s: %s\n", argv[2], err);
+            rc = -1;
+        }
+        if (f)
+            fclose(f);
+        dsl_buf_free(&out);
+        ir_module_free(m);
+        return rc ? 1 : 0;
+    }
     /* goldens and compiles are of the default paths unless a mode says */
     unsetenv("BLKC_GPU_NOVEC");
     unsetenv("BLKC_GPU_NOPIPE");
