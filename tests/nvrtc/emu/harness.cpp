@@ -2,7 +2,9 @@
  * shim.h and checks it against a reference computed here (emu.sh builds
  * this once per kernel and code path). K_VECTOR_ADD: N = 1003 (a vector cut
  * by the bound). K_MATMUL: f16 200x112x144 (row tails, a K tail the
- * cp.async zero-fill must cover); exact values, so results must be exact. */
+ * cp.async zero-fill must cover); exact values, so results must be exact.
+ * K_SOFTMAX: 5 rows of 1008 < BLOCK = 1024 (pad -inf in the cut tail,
+ * reductions through warp shuffles). */
 #include "shim.h"
 
 #include KFILE
@@ -62,6 +64,27 @@ int main(int argc, char **argv)
             expect("matmul_f16", blk_f16_to_f32(c[i * N + j]), s, i * N + j);
         }
     printf("%s matmul_f16 %ldx%ldx%ld stages(3) %s\n", fails ? "FAIL" : "ok", M, K, N, tag);
+#endif
+#ifdef K_SOFTMAX
+    const long R = 5, C = 1008; /* BLOCK = 1024: each row's tail is cut */
+    float *x = alloc<float>(R * C), *y = alloc<float>(R * C);
+    for (long i = 0; i < R * C; i++)
+        x[i] = (float)((i * 17) % 97) / 16.0f - 3.0f;
+    BlkTensor<float, 2> X = {x, {R, C}, {C, 1}}, Y = {y, {R, C}, {C, 1}};
+    emu_launch([&] { softmax(X, Y); }, (unsigned)R, 1, 128, blk_smem_softmax);
+    for (long r = 0; r < R; r++) {
+        double mx = -INFINITY, s = 0;
+        for (long c = 0; c < C; c++)
+            mx = std::fmax(mx, x[r * C + c]);
+        for (long c = 0; c < C; c++)
+            s += std::exp(x[r * C + c] - mx);
+        for (long c = 0; c < C; c++) {
+            double want = std::exp(x[r * C + c] - mx) / s, got = y[r * C + c];
+            if (std::fabs(got - want) > 1e-5 * want && fails++ < 5)
+                printf("FAIL softmax: [%ld, %ld] is %g, expected %g\n", r, c, got, want);
+        }
+    }
+    printf("%s softmax %ldx%ld %s\n", fails ? "FAIL" : "ok", R, C, tag);
 #endif
     return fails ? 1 : 0;
 }

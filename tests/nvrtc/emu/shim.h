@@ -22,6 +22,7 @@
 #define __constant__
 #define __launch_bounds__(n)
 #define __forceinline__ inline
+#define __shared__ static /* one block at a time: shared by its threads */
 
 struct EmuDim { unsigned x, y, z; };
 static thread_local EmuDim threadIdx;
@@ -69,6 +70,26 @@ static inline blk_f16 blk_f32_to_f16(float f)
     return r;
 }
 
+static inline float __int_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline float blk_max(float a, float b) { return a != a || b != b ? a + b : (a > b ? a : b); }
+static inline float blk_min(float a, float b) { return a != a || b != b ? a + b : (a < b ? a : b); }
+
+/* warp shuffles: the 32 lanes of a warp meet at the warp's barrier */
+struct EmuWarp { pthread_barrier_t bar; unsigned long long slot[32]; };
+static EmuWarp emu_warps[32];
+template <class T> static T emu_shfl_xor(T v, int m)
+{
+    unsigned t = threadIdx.x;
+    EmuWarp *w = &emu_warps[t / 32];
+    memcpy(&w->slot[t % 32], &v, sizeof v);
+    pthread_barrier_wait(&w->bar);
+    T r;
+    memcpy(&r, &w->slot[(t % 32) ^ (unsigned)m], sizeof r);
+    pthread_barrier_wait(&w->bar);
+    return r;
+}
+#define BLK_SHFL_XOR(v, m) emu_shfl_xor((v), (m))
+
 static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
 {
     for (int i = 0; i < 16; i++)
@@ -86,6 +107,8 @@ template <class F> static void emu_launch(F f, unsigned gx, unsigned gy, int nt,
     gridDim = {gx, gy, 1};
     blockDim = {(unsigned)nt, 1, 1};
     pthread_barrier_init(&emu_bar, NULL, (unsigned)nt);
+    for (int w = 0; w < nt / 32; w++)
+        pthread_barrier_init(&emu_warps[w].bar, NULL, 32);
     for (unsigned by = 0; by < gy; by++)
         for (unsigned bx = 0; bx < gx; bx++) {
             memset(emu_smem, 0x7f, (size_t)smem);
@@ -97,6 +120,8 @@ template <class F> static void emu_launch(F f, unsigned gx, unsigned gy, int nt,
                 x.join();
         }
     pthread_barrier_destroy(&emu_bar);
+    for (int w = 0; w < nt / 32; w++)
+        pthread_barrier_destroy(&emu_warps[w].bar);
     free(emu_smem);
 }
 
