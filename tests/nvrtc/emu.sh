@@ -4,7 +4,8 @@
 # (16-byte aligned, unit inner stride, outer strides % 16 — true of the
 # harness's arguments), on the default paths and under each of
 # BLKC_GPU_NOPIPE, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM; softmax too (warp
-# shuffles through per-warp barriers). Checks the vector
+# shuffles through per-warp barriers), and emu/tchain.blk (elementwise
+# chains and transposes: where barriers may and may not be left out). Checks the vector
 # indexing, cp.async ring slots/prefetch indices (copies complete when
 # issued) and, with real threads and barriers, the barrier elision.
 # Exit 77 without a C++ compiler.
@@ -17,7 +18,8 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-emu.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 fail=0
 for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM; do
-  for k in vector_add:0:K_VECTOR_ADD matmul_f16:3:K_MATMUL softmax:0:K_SOFTMAX; do
+  for k in vector_add:0:K_VECTOR_ADD matmul_f16:3:K_MATMUL softmax:0:K_SOFTMAX \
+           "$here/emu/tchain.blk:0:K_TCHAIN"; do
     name=${k%%:*}; rest=${k#*:}; stages=${rest%%:*}; def=${rest#*:}
     if [ "$path" = default ]; then
       "$drv" emit "$name" "$stages" "$T/k.inc" >"$T/emit.log" 2>&1

@@ -251,6 +251,30 @@ static int compile_each(const IrModule *m)
     return 0;
 }
 
+/* The module of a .blk file (its first kernel is emitted), or NULL. */
+static IrModule *blk_module(const char *path)
+{
+#ifdef BLKC_HAVE_PIPELINE
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text)
+        return NULL;
+    DslSource src = {path, text, len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    IrModule *m = ir_compile_source(&src, &diags, NULL, 0, NULL);
+    if (!m)
+        printf("%s", diags.out.data ? diags.out.data : "does not compile\n");
+    dsl_diags_free(&diags);
+    free(text);
+    return m;
+#else
+    (void)path;
+    return NULL;
+#endif
+}
+
 /* ------------------------------------------------------------ vec
  * The specialized forms: kernels built with every IR_ASSUME_* fact a launch
  * with aligned, contiguous arguments gives (what compiler/cache.c computes),
@@ -465,7 +489,7 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "compile";
     if (!strcmp(mode, "emit") && argc == 5) { /* emu.sh: honours BLKC_GPU_NO* */
-        IrModule *m = k_build_one(argv[2]);
+        IrModule *m = strstr(argv[2], ".blk") ? blk_module(argv[2]) : k_build_one(argv[2]);
         if (!m)
             return 2;
         /* the facts of the emu harness's arguments: aligned, contiguous,
