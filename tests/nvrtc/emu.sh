@@ -5,7 +5,8 @@
 # harness's arguments), on the default paths and under each of
 # BLKC_GPU_NOPIPE, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM; softmax too (warp
 # shuffles through per-warp barriers), and emu/tchain.blk (elementwise
-# chains and transposes: where barriers may and may not be left out). Checks the vector
+# chains and transposes: where barriers may and may not be left out),
+# examples/matmul.blk and examples/flash_attention.blk. Checks the vector
 # indexing, cp.async ring slots/prefetch indices (copies complete when
 # issued) and, with real threads and barriers, the barrier elision.
 # Exit 77 without a C++ compiler.
@@ -19,7 +20,8 @@ trap 'rm -rf "$T"' EXIT
 fail=0
 for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM; do
   for k in vector_add:0:K_VECTOR_ADD matmul_f16:3:K_MATMUL softmax:0:K_SOFTMAX \
-           "$here/emu/tchain.blk:0:K_TCHAIN"; do
+           "$here/emu/tchain.blk:0:K_TCHAIN" "$here/../../examples/matmul.blk:0:K_EXMATMUL" \
+           "$here/../../examples/flash_attention.blk:0:K_FLASH"; do
     name=${k%%:*}; rest=${k#*:}; stages=${rest%%:*}; def=${rest#*:}
     if [ "$path" = default ]; then
       "$drv" emit "$name" "$stages" "$T/k.inc" >"$T/emit.log" 2>&1

@@ -86,6 +86,70 @@ int main(int argc, char **argv)
     }
     printf("%s softmax %ldx%ld %s\n", fails ? "FAIL" : "ok", R, C, tag);
 #endif
+#ifdef K_EXMATMUL /* examples/matmul.blk: f16 A, B -> f32 C, stages(3) */
+    const long M = 200, K = 112, N = 144;
+    blk_f16 *a = alloc<blk_f16>(M * K), *b = alloc<blk_f16>(K * N);
+    float *c = alloc<float>(M * N);
+    for (long i = 0; i < M * K; i++)
+        a[i] = blk_f32_to_f16((float)(((i * 3) % 7) - 3) * 0.25f);
+    for (long i = 0; i < K * N; i++)
+        b[i] = blk_f32_to_f16((float)(((i * 5) % 7) - 3) * 0.25f);
+    BlkTensor<blk_f16, 2> A = {a, {M, K}, {K, 1}}, B = {b, {K, N}, {N, 1}};
+    BlkTensor<float, 2> C = {c, {M, N}, {N, 1}};
+    emu_launch([&] { matmul(A, B, C); }, (unsigned)((M + 63) / 64),
+               (unsigned)((N + 63) / 64), 128, blk_smem_matmul);
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            double s = 0; /* exact */
+            for (long k = 0; k < K; k++)
+                s += (double)blk_f16_to_f32(a[i * K + k]) * blk_f16_to_f32(b[k * N + j]);
+            expect("examples/matmul.blk", c[i * N + j], s, i * N + j);
+        }
+    printf("%s examples/matmul.blk %ldx%ldx%ld %s\n", fails ? "FAIL" : "ok", M, K, N, tag);
+#endif
+#ifdef K_FLASH /* examples/flash_attention.blk, BM = BN = D = 64, not causal */
+    const long Zn = 2, S = 200, D = 64; /* S % 64 != 0: masked key tails */
+    const float scale = 0.125f;
+    blk_f16 *q = alloc<blk_f16>(Zn * S * D), *k = alloc<blk_f16>(Zn * S * D),
+            *v = alloc<blk_f16>(Zn * S * D), *o = alloc<blk_f16>(Zn * S * D);
+    for (long i = 0; i < Zn * S * D; i++) {
+        q[i] = blk_f32_to_f16((float)((i * 37) % 61) / 30.0f - 1.0f);
+        k[i] = blk_f32_to_f16((float)((i * 53) % 67) / 33.0f - 1.0f);
+        v[i] = blk_f32_to_f16((float)((i * 11) % 71) / 35.0f - 1.0f);
+    }
+    BlkTensor<blk_f16, 3> Q = {q, {Zn, S, D}, {S * D, D, 1}}, Kt = {k, {Zn, S, D}, {S * D, D, 1}},
+                          V = {v, {Zn, S, D}, {S * D, D, 1}}, O = {o, {Zn, S, D}, {S * D, D, 1}};
+    emu_launch([&] { flash_attention(Q, Kt, V, O, scale); }, (unsigned)((S + 63) / 64),
+               (unsigned)Zn, 128, blk_smem_flash_attention);
+    std::vector<double> p(S);
+    for (long z = 0; z < Zn; z++)
+        for (long i = 0; i < S; i++) {
+            const blk_f16 *qi = q + (z * S + i) * D;
+            double mx = -INFINITY, l = 0;
+            for (long j = 0; j < S; j++) {
+                const blk_f16 *kj = k + (z * S + j) * D;
+                double d = 0;
+                for (long e = 0; e < D; e++)
+                    d += (double)blk_f16_to_f32(qi[e]) * blk_f16_to_f32(kj[e]);
+                p[j] = d * scale;
+                mx = std::fmax(mx, p[j]);
+            }
+            for (long j = 0; j < S; j++)
+                l += (p[j] = std::exp(p[j] - mx));
+            for (long e = 0; e < D; e++) {
+                double want = 0;
+                for (long j = 0; j < S; j++)
+                    want += p[j] / l * blk_f16_to_f32(v[(z * S + j) * D + e]);
+                double got = blk_f16_to_f32(o[(z * S + i) * D + e]);
+                /* p is rounded to f16 before the second dot */
+                if (!(std::fabs(got - want) <= 5e-3 + 5e-3 * std::fabs(want)) && fails++ < 5)
+                    printf("FAIL flash_attention: [%ld, %ld, %ld] is %g, expected %g\n", z,
+                           i, e, got, want);
+            }
+        }
+    printf("%s examples/flash_attention.blk Z=%ld S=%ld %s\n", fails ? "FAIL" : "ok", Zn, S,
+           tag);
+#endif
 #ifdef K_TCHAIN
     const long n = 64;
     float *x = alloc<float>(n * n), *y = alloc<float>(n * n), *z = alloc<float>(n * n);
