@@ -724,9 +724,15 @@ static void emit_instr(BkGpuEm *em, int id)
                         in->opnd[0], cond, id, in->opnd[2]);
             em->indent++;
         }
+        /* a pipelined body starts with a barrier (pipe_top), which covers
+         * the back edge: what the body still owes is paid after the loop */
+        int saved = em->noflush_region;
+        em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
         emit_region(em, in->region[0]);
+        em->noflush_region = saved;
         em->indent--;
         bk_gpu_line(em, "}");
+        bk_gpu_barrier_flush(em);
         break;
     }
     case IR_WHILE:
@@ -775,7 +781,7 @@ static void emit_region(BkGpuEm *em, int r)
             emit_instr(em, reg->ins[i]);
     /* a nested region ends in a barrier if one is owed (loop back edges,
      * code after an if); the kernel's end needs none */
-    if (r != 0)
+    if (r != 0 && r != em->noflush_region)
         bk_gpu_barrier_flush(em);
 }
 
@@ -847,6 +853,7 @@ static int em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
         return -1;
     }
     em->last_line = -1;
+    em->noflush_region = -1;
     /* the old paths stay selectable (docs/backends.md) */
     const char *e;
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");

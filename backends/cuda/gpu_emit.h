@@ -129,6 +129,8 @@ typedef struct BkGpuEm {
     int nacc;
     bool seg_gread, seg_gwrite; /* global memory read / written */
     bool pending;             /* a barrier was elided after the last op */
+    int noflush_region;       /* region whose end owes no barrier (the body
+                                 of a pipelined FOR), else -1 */
     bool seg_ok;              /* the op being emitted was checked (its loop
                                  may end without a barrier) */
     int fail;                 /* set once an error was written to err */

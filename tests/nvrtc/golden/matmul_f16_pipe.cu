@@ -124,8 +124,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
         for (int e = blk_tid; e < 4096; e += 128) {
             var0[e] = v15[e];
         }
-        __syncthreads();
     }
+    __syncthreads();
     // line 9
     float *v17 = var0; /* f32[64, 64], reads the var in place */
     /* v18 = cvt: fused into its use */
