@@ -4,7 +4,10 @@
 # timeout and a part that cannot run prints a "SKIP:" line instead.
 #
 #   1. configure + build blkc (cmake --preset default, build/)
-#   2. ctest -L 'gpu|nvrtc' (GPU execution suite vs the CPU, NVRTC compiles)
+#   2. ctest -L 'gpu|nvrtc' (GPU execution suite vs the CPU, NVRTC compiles),
+#      then the GPU execution tests again with BLKC_GPU_NOVEC=1
+#      BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1 (the old code paths);
+#      gpu_vec_exec runs the vector / cp.async forms itself, both ways
 #   3. ratios measured in this run, blkc on cuda:0 vs PyTorch on the same GPU:
 #      - bf16 GEMM 4096^3: blkc time vs torch.matmul (cuBLAS)   goal >= 0.7x
 #      - softmax 8192x8192 f32: blkc bandwidth vs a device-to-device copy
@@ -72,6 +75,30 @@ else
   grep -E 'FAIL|Failed|\*\*\*' "$T/ctest.log" | head -40 | tee -a "$RES"
 fi
 grep -E 'Skipped|Not Run' "$T/ctest.log" | sed 's/^/  note: /' | tee -a "$RES"
+
+# the same GPU execution tests on the old code paths (docs/backends.md):
+# scalar loads/stores, no cp.async, a barrier after every tile op. The
+# default paths ran above; gpu_vec_exec runs both itself (every variable),
+# gpu_exec (blkc run on the GPU vs the CPU) needs this second run. A result
+# that differs only here or only above points at the new paths.
+if [ "$(left 150)" -ge 30 ]; then
+  # BLKC_CACHE_DISABLE: cached GPU modules do not key on these variables
+  if BLKC_CACHE_DISABLE=1 BLKC_GPU_NOVEC=1 BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1 \
+     timeout "$(left 150)" ctest --test-dir build -R '^gpu_' -L gpu -j"$JOBS" --timeout 140 \
+       --output-on-failure >"$T/ctest-old.log" 2>&1; then
+    log "ctest -L gpu, BLKC_GPU_NOVEC=1 NOPIPE=1 NOSYNCELIM=1: $(grep -E 'tests passed' "$T/ctest-old.log" | tail -1)"
+  else
+    status=1
+    log "FAIL: ctest -L gpu, BLKC_GPU_NOVEC=1 NOPIPE=1 NOSYNCELIM=1: $(grep -E 'tests passed' "$T/ctest-old.log" | tail -1)"
+    grep -E 'FAIL|Failed|\*\*\*' "$T/ctest-old.log" | head -40 | tee -a "$RES"
+  fi
+  if [ -x build/tests/nvrtc/gpu_vec_exec ]; then # its lines, for the record
+    timeout "$(left 60)" build/tests/nvrtc/gpu_vec_exec >"$T/vec.log" 2>&1
+    sed 's/^/  gpu_vec_exec: /' "$T/vec.log" | head -20 | tee -a "$RES"
+  fi
+else
+  log "SKIP: old-path rerun of the GPU tests (budget)"
+fi
 
 # ------------------------------------------------------------ ratios
 HAVE_TORCH=0

@@ -114,9 +114,6 @@ void bk_gpu_name(BkGpuEm *em, int v, char *buf, size_t n)
     snprintf(buf, n, "v%d", v);
 }
 
-static void literal(char *buf, size_t n, int dt, const IrInstr *in);
-static void elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
-                      const char *c, char *x, size_t n);
 
 static void put(BkGpuEm *em, char *buf, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -138,7 +135,7 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         snprintf(buf, n, "v%d", v);
     } else if (em->virt && em->virt[v] && in->op == IR_CONST) {
         char lit[128];
-        literal(lit, sizeof lit, in->type.dtype, in);
+        bk_gpu_literal(lit, sizeof lit, in->type.dtype, in);
         bk_gpu_to_s(buf, n, in->type.dtype, lit);
     } else if (em->virt && em->virt[v] && (ir_op_flags[in->op] & F_ELEM)) {
         /* fused elementwise op: its expression over its operands at idx */
@@ -148,7 +145,7 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
             if (i < ir_op_nopnd[in->op])
                 bk_gpu_read(em, in->opnd[i], idx, o[i], sizeof o[i]);
         }
-        elem_expr(em, v, o[0], o[1], o[2], x, sizeof x);
+        bk_gpu_elem_expr(em, v, o[0], o[1], o[2], x, sizeof x);
         if (strlen(x) + 1 >= sizeof x)
             bk_gpu_fail(em, "internal: a fused expression of kernel %s is too long",
                  em->f->name);
@@ -234,7 +231,7 @@ void bk_gpu_max_lit(char *buf, size_t n, int dt)
 }
 
 /* A literal of dtype dt in its compute type. */
-static void literal(char *buf, size_t n, int dt, const IrInstr *in)
+void bk_gpu_literal(char *buf, size_t n, int dt, const IrInstr *in)
 {
     if (dsl_is_float(dt)) {
         double v = in->fval;
@@ -279,13 +276,20 @@ static void literal(char *buf, size_t n, int dt, const IrInstr *in)
 
 /* ------------------------------------------------------------ emission */
 
-static void sync(BkGpuEm *em)
+void bk_gpu_sync(BkGpuEm *em)
 {
     bk_gpu_line(em, "__syncthreads();");
+    em->nacc = 0;
+    em->seg_gread = em->seg_gwrite = em->pending = false;
+}
+
+static void sync(BkGpuEm *em)
+{
+    bk_gpu_sync(em);
 }
 
 /* Declare tile value id's storage pointer. */
-static void decl_tile(BkGpuEm *em, int id)
+void bk_gpu_decl_tile(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     const char *t = bk_gpu_stype(in->type.dtype);
@@ -302,18 +306,23 @@ static void decl_tile(BkGpuEm *em, int id)
                     em->off[id], ty);
 }
 
-static void loop_open(BkGpuEm *em, const IrType *t)
+void bk_gpu_loop_open(BkGpuEm *em, const IrType *t)
 {
     bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {",
                 (long long)ir_numel(t), em->nt);
     em->indent++;
 }
 
-static void loop_close(BkGpuEm *em)
+/* The barrier after a tile op's loop is left to gpu_sync.c when the op was
+ * checked (bk_gpu_barrier_before): the next op adds it if it must. */
+void bk_gpu_loop_close(BkGpuEm *em)
 {
     em->indent--;
     bk_gpu_line(em, "}");
-    sync(em);
+    if (em->nosyncelim || !em->seg_ok)
+        sync(em);
+    else
+        em->pending = true;
 }
 
 /* Assign the compute-typed expression `x` to value id (tile: at [e]). */
@@ -349,7 +358,7 @@ static const char *fn1(int op, bool dbl)
 
 /* The compute-typed expression of elementwise op `id` over operands a, b, c
  * (already compute-typed). */
-static void elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
+void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
                       const char *c, char *x, size_t n)
 {
     const IrInstr *in = &em->f->ins[id];
@@ -440,22 +449,22 @@ static void emit_elem(BkGpuEm *em, int id)
         bk_gpu_line(em, "/* v%d = %s: fused into its use */", id, ir_op_names[in->op]);
         return;
     }
-    elem_expr(em, id, o[0], o[1], o[2], x, sizeof x);
+    bk_gpu_elem_expr(em, id, o[0], o[1], o[2], x, sizeof x);
     if (in->type.rank == 0) {
         assign(em, id, x);
         return;
     }
-    decl_tile(em, id);
-    loop_open(em, &in->type);
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_loop_open(em, &in->type);
     assign(em, id, x);
-    loop_close(em);
+    bk_gpu_loop_close(em);
 }
 
 static void emit_const(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     char lit[128];
-    literal(lit, sizeof lit, in->type.dtype, in);
+    bk_gpu_literal(lit, sizeof lit, in->type.dtype, in);
     if (in->type.rank == 0) {
         assign(em, id, lit);
         return;
@@ -464,10 +473,10 @@ static void emit_const(BkGpuEm *em, int id)
         bk_gpu_line(em, "/* v%d = splat %s, computed where it is read */", id, lit);
         return;
     }
-    decl_tile(em, id);
-    loop_open(em, &in->type);
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_loop_open(em, &in->type);
     assign(em, id, lit);
-    loop_close(em);
+    bk_gpu_loop_close(em);
 }
 
 /* BCAST, PERMUTE, and RESHAPE that cannot alias (scalar on either side). */
@@ -482,7 +491,7 @@ static void emit_shape(BkGpuEm *em, int id)
         return;
     }
     if (in->op == IR_RESHAPE && em->alias[id] != id) {
-        decl_tile(em, id);
+        bk_gpu_decl_tile(em, id);
         return;
     }
     if (em->virt[id]) {
@@ -521,92 +530,24 @@ static void emit_shape(BkGpuEm *em, int id)
         if (!k)
             snprintf(idx, sizeof idx, "0");
     }
-    decl_tile(em, id);
-    loop_open(em, &in->type);
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_loop_open(em, &in->type);
     bk_gpu_raw(em, in->opnd[0], idx, rd, sizeof rd);
     bk_gpu_line(em, "v%d[e] = %s;", id, rd);
-    loop_close(em);
+    bk_gpu_loop_close(em);
 }
 
 static void emit_arange(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
-    decl_tile(em, id);
-    loop_open(em, &in->type);
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_loop_open(em, &in->type);
     bk_gpu_line(em, "v%d[e] = %lld + e;", id, (long long)in->ival);
-    loop_close(em);
+    bk_gpu_loop_close(em);
 }
 
-/* ------------------------------------------------------------ memory */
-
-void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
-                 size_t addrn)
-{
-    const IrFunc *f = em->f;
-    const IrInstr *in = &f->ins[id];
-    const IrView *v = &f->views[in->view];
-    const char *p = f->params[in->param].name;
-    IrType vt;
-    memset(&vt, 0, sizeof vt);
-    ir_view_shape(f, v, &vt);
-    int k = 0;
-    size_t ko = 0, ka = 0;
-    ok[0] = addr[0] = 0;
-    if (in->opnd[3] >= 0) { /* peer view: rank opnd3's copy */
-        bk_gpu_line(em, "bool blk_pok;");
-        bk_gpu_line(em, "%s *const blk_pd = blk_peer(blk_rc, p_%s.data, (long long)v%d, blk_pok);",
-                    bk_gpu_stype(f->params[in->param].dtype), p, in->opnd[3]);
-        ko = (size_t)snprintf(ok, okn, "blk_pok && ");
-    }
-    for (int d = 0; d < v->ndims; d++) {
-        char c[200], t[300];
-        switch (v->d[d].kind) {
-        case IDX_SCALAR:
-            bk_gpu_line(em, "const long long c%d = v%d;", d, v->d[d].val);
-            break;
-        case IDX_RANGE:
-            bk_gpu_coord(c, sizeof c, &vt, k++, "e");
-            bk_gpu_line(em, "const long long c%d = (long long)v%d + %s;", d,
-                        v->d[d].val, c);
-            break;
-        case IDX_TILE: {
-            const IrType *tt = &f->ins[v->d[d].val].type;
-            size_t kt = 0;
-            long long st = 1;
-            t[0] = 0;
-            for (int j = tt->rank - 1; j >= 0; j--) {
-                bk_gpu_coord(c, sizeof c, &vt, k + j, "e");
-                kt += (size_t)snprintf(t + kt, sizeof t - kt, "%s%s * %lld",
-                                       kt ? " + " : "", c, st);
-                st *= tt->shape[j];
-                if (kt >= sizeof t)
-                    break;
-            }
-            k += tt->rank;
-            bk_gpu_line(em, "const long long c%d = v%d[%s];", d, v->d[d].val, t);
-            break;
-        }
-        }
-        ko += (size_t)snprintf(ok + ko, okn > ko ? okn - ko : 0,
-                               "%sc%d >= 0 && c%d < p_%s.shape[%d]",
-                               d ? " && " : "", d, d, p, d);
-        ka += (size_t)snprintf(addr + ka, addrn > ka ? addrn - ka : 0,
-                               "%sc%d * p_%s.stride[%d]", d ? " + " : "", d, p, d);
-    }
-    if (!v->ndims) {
-        snprintf(ok, okn, in->opnd[3] >= 0 ? "blk_pok" : "true");
-        snprintf(addr, addrn, "0");
-    }
-}
-
-void bk_gpu_base(BkGpuEm *em, int id, char *buf, size_t n)
-{
-    const IrInstr *in = &em->f->ins[id];
-    if (in->opnd[3] >= 0)
-        snprintf(buf, n, "blk_pd");
-    else
-        snprintf(buf, n, "p_%s.data", em->f->params[in->param].name);
-}
+/* ------------------------------------------------------------ memory
+ * Loads, stores and views are in gpu_mem.c. */
 
 bool bk_gpu_uses_ranks(const IrFunc *f)
 {
@@ -630,77 +571,6 @@ static bool has_wait(const IrFunc *f)
         if (!f->ins[i].dead && f->ins[i].op == IR_WAIT)
             return true;
     return false;
-}
-
-static void mask_term(BkGpuEm *em, int mask, char *buf, size_t n)
-{
-    buf[0] = 0;
-    if (mask < 0)
-        return;
-    if (em->f->ins[mask].type.rank > 0)
-        snprintf(buf, n, " && v%d[e]", mask);
-    else
-        snprintf(buf, n, " && v%d", mask);
-}
-
-static void emit_load(BkGpuEm *em, int id)
-{
-    const IrFunc *f = em->f;
-    const IrInstr *in = &f->ins[id];
-    int dt = in->type.dtype;
-    char ok[1024], addr[1024], m[64], pad[128], base[128];
-    bk_gpu_base(em, id, base, sizeof base);
-    mask_term(em, in->opnd[0], m, sizeof m);
-    if (in->opnd[1] >= 0)
-        snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
-    else
-        bk_gpu_to_s(pad, sizeof pad, dt, "0");
-    if (in->type.rank == 0) {
-        bk_gpu_line(em, "%s v%d;", bk_gpu_stype(dt), id);
-        bk_gpu_line(em, "{");
-        em->indent++;
-        bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-        bk_gpu_line(em, "v%d = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
-                    pad);
-        em->indent--;
-        bk_gpu_line(em, "}");
-        return;
-    }
-    decl_tile(em, id);
-    loop_open(em, &in->type);
-    bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-    bk_gpu_line(em, "v%d[e] = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
-                pad);
-    loop_close(em);
-}
-
-static void emit_store(BkGpuEm *em, int id)
-{
-    const IrFunc *f = em->f;
-    const IrInstr *in = &f->ins[id];
-    char ok[1024], addr[1024], m[64], base[128];
-    int val = in->opnd[0];
-    bk_gpu_base(em, id, base, sizeof base);
-    IrType vt;
-    memset(&vt, 0, sizeof vt);
-    ir_view_shape(f, &f->views[in->view], &vt);
-    mask_term(em, in->opnd[1], m, sizeof m);
-    if (vt.rank == 0) {
-        bk_gpu_line(em, "if (blk_tid == 0) {");
-        em->indent++;
-        bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-        bk_gpu_line(em, "if (%s%s) %s[%s] = v%d;", ok, m, base, addr, val);
-        em->indent--;
-        bk_gpu_line(em, "}");
-        sync(em);
-        return;
-    }
-    loop_open(em, &vt);
-    bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-    char rv[BK_GPU_EXPR];
-    bk_gpu_raw(em, val, "e", rv, sizeof rv);
-    bk_gpu_line(em, "if (%s%s) %s[%s] = %s;", ok, m, base, addr, rv);
-    loop_close(em);
 }
 
 /* ------------------------------------------------------------ signals
@@ -756,6 +626,18 @@ static void emit_signal(BkGpuEm *em, int id)
 
 static void emit_region(BkGpuEm *em, int r);
 
+/* Whether FOR id's body loads a tile directly (for the HIP stages note). */
+static bool loop_loads_tiles(const BkGpuEm *em, int id)
+{
+    const IrRegion *reg = &em->f->regions[em->f->ins[id].region[0]];
+    for (int i = 0; i < reg->n; i++) {
+        const IrInstr *x = &em->f->ins[reg->ins[i]];
+        if (!x->dead && x->op == IR_LOAD && x->type.rank > 0)
+            return true;
+    }
+    return false;
+}
+
 static void emit_instr(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
@@ -764,6 +646,7 @@ static void emit_instr(BkGpuEm *em, int id)
         bk_gpu_line(em, "// line %d", in->loc.line);
         em->last_line = in->loc.line;
     }
+    bk_gpu_barrier_before(em, id);
     if (ir_op_flags[in->op] & F_ELEM) {
         emit_elem(em, id);
         return;
@@ -789,30 +672,30 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_REDUCE: bk_gpu_emit_reduce(em, id); break;
     case IR_SCAN: bk_gpu_emit_scan(em, id); break;
     case IR_DOT: bk_gpu_emit_dot(em, id); break;
-    case IR_LOAD: emit_load(em, id); break;
-    case IR_STORE: emit_store(em, id); break;
+    case IR_LOAD: bk_gpu_emit_load(em, id); break;
+    case IR_STORE: bk_gpu_emit_store(em, id); break;
     case IR_ATOMIC: bk_gpu_emit_atomic(em, id); break;
     case IR_VGET:
         if (in->type.rank == 0) {
             bk_gpu_line(em, "const %s v%d = var%d;", st, id, in->param);
         } else if (em->var_of[id] >= 0) {
-            decl_tile(em, id);
+            bk_gpu_decl_tile(em, id);
         } else {
-            decl_tile(em, id);
-            loop_open(em, &in->type);
+            bk_gpu_decl_tile(em, id);
+            bk_gpu_loop_open(em, &in->type);
             bk_gpu_line(em, "v%d[e] = var%d[e];", id, in->param);
-            loop_close(em);
+            bk_gpu_loop_close(em);
         }
         break;
     case IR_VSET:
         if (f->vars[in->param].type.rank == 0) {
             bk_gpu_line(em, "var%d = v%d;", in->param, in->opnd[0]);
         } else {
-            loop_open(em, &f->vars[in->param].type);
+            bk_gpu_loop_open(em, &f->vars[in->param].type);
             char rv[BK_GPU_EXPR];
             bk_gpu_raw(em, in->opnd[0], "e", rv, sizeof rv);
             bk_gpu_line(em, "var%d[e] = %s;", in->param, rv);
-            loop_close(em);
+            bk_gpu_loop_close(em);
         }
         break;
     case IR_FOR: {
@@ -826,12 +709,30 @@ static void emit_instr(BkGpuEm *em, int id)
         else
             snprintf(cond, sizeof cond, "v%d > 0 ? v%d < v%d : (v%d < 0 && v%d > v%d)",
                      in->opnd[2], id, in->opnd[1], in->opnd[2], id, in->opnd[1]);
-        bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d) {", t, id,
-                    in->opnd[0], cond, id, in->opnd[2]);
-        em->indent++;
+        if (em->pipe[id] > 0) {
+            bk_gpu_pipe_prologue(em, id);
+            bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d, blk_it%d++) {", t,
+                        id, in->opnd[0], cond, id, in->opnd[2], id);
+            em->indent++;
+            bk_gpu_pipe_top(em, id);
+        } else {
+            if (em->dl->kind == BK_GPU_HIP && em->f->stages > 1 &&
+                em->pipe[id] == 0 && loop_loads_tiles(em, id))
+                bk_gpu_line(em, "// stages(%d) ignored: no cp.async on AMD GPUs; "
+                            "loads go through registers", em->f->stages);
+            bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d) {", t, id,
+                        in->opnd[0], cond, id, in->opnd[2]);
+            em->indent++;
+        }
+        /* a pipelined body starts with a barrier (pipe_top), which covers
+         * the back edge: what the body still owes is paid after the loop */
+        int saved = em->noflush_region;
+        em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
         emit_region(em, in->region[0]);
+        em->noflush_region = saved;
         em->indent--;
         bk_gpu_line(em, "}");
+        bk_gpu_barrier_flush(em);
         break;
     }
     case IR_WHILE:
@@ -878,6 +779,10 @@ static void emit_region(BkGpuEm *em, int r)
     for (int i = 0; i < reg->n; i++)
         if (!f->ins[reg->ins[i]].dead)
             emit_instr(em, reg->ins[i]);
+    /* a nested region ends in a barrier if one is owed (loop back edges,
+     * code after an if); the kernel's end needs none */
+    if (r != 0 && r != em->noflush_region)
+        bk_gpu_barrier_flush(em);
 }
 
 static void emit_func(BkGpuEm *em)
@@ -948,9 +853,30 @@ static int em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
         return -1;
     }
     em->last_line = -1;
+    em->noflush_region = -1;
+    /* the old paths stay selectable (docs/backends.md) */
+    const char *e;
+    em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");
+    em->nopipe = (e = getenv("BLKC_GPU_NOPIPE")) && *e && strcmp(e, "0");
+    em->nosyncelim = (e = getenv("BLKC_GPU_NOSYNCELIM")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;
+    }
+    /* cp.async rings multiply the loads' shared memory by stages(S): past
+     * the smallest CUDA per-block limit (sm_80: 163 KiB) keep the kernel
+     * loadable and give up the pipeline instead */
+    bool piped = false;
+    for (int i = 0; i < f->nins; i++)
+        piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
+    if (piped && em->smem > 160 * 1024) {
+        bk_gpu_em_free(em);
+        em->nopipe = true;
+        em->fail = 0;
+        if (bk_gpu_analyze(em) < 0) {
+            bk_gpu_em_free(em);
+            return -1;
+        }
     }
     return 0;
 }

@@ -86,8 +86,22 @@ extern const BkGpuDialect bk_gpu_cuda_dialect;
 extern const BkGpuDialect bk_gpu_hip_dialect;
 
 /* ------------------------------------------------------------ emitter state
- * Shared by gpu_emit.c (driver, storage, elementwise, memory, control flow)
- * and gpu_ops.c (reduce, scan, dot, atomics). */
+ * Shared by gpu_emit.c (driver, storage, elementwise, control flow),
+ * gpu_mem.c (loads, stores, vectors, cp.async), gpu_sync.c (barriers) and
+ * gpu_ops.c (reduce, scan, dot, atomics). */
+
+/* One shared-memory access of a tile op since the last barrier (gpu_sync.c):
+ * bytes [off, off + bytes) of elements of `sz` bytes; `map` says which
+ * thread touches flat element e: k > 0 = thread (e / k) % blockDim.x (the
+ * block-strided loops: k = 1; vectors of k elements: k), 0 = unknown. */
+typedef struct BkGpuAcc {
+    long long off, bytes;
+    int sz, map;
+    bool write;
+} BkGpuAcc;
+
+#define BK_GPU_MAXACC 64   /* accesses tracked per barrier-free segment */
+
 typedef struct BkGpuEm {
     const IrFunc *f;          /* the kernel being emitted */
     const BkGpuDialect *dl;   /* CUDA or HIP */
@@ -106,6 +120,19 @@ typedef struct BkGpuEm {
     long long *off;           /* smem byte offset of each root, -1 if none */
     long long *var_off;       /* smem byte offset of each tile var */
     long long smem;           /* dynamic shared memory bytes */
+    int *pipe;                /* LOAD held in a cp.async ring: its FOR, else
+                                 -1; FOR: number of such loads (gpu_mem.c) */
+    bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
+    bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
+    /* barrier elision (gpu_sync.c): the accesses since the last barrier */
+    BkGpuAcc acc[BK_GPU_MAXACC];
+    int nacc;
+    bool seg_gread, seg_gwrite; /* global memory read / written */
+    bool pending;             /* a barrier was elided after the last op */
+    int noflush_region;       /* region whose end owes no barrier (the body
+                                 of a pipelined FOR), else -1 */
+    bool seg_ok;              /* the op being emitted was checked (its loop
+                                 may end without a barrier) */
     int fail;                 /* set once an error was written to err */
     char *err; size_t errlen; /* error route */
 } BkGpuEm;
@@ -138,6 +165,24 @@ void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
 /* The element pointer a memory op id indexes: `p_NAME.data`, or `blk_pd`
  * (declared by bk_gpu_view) for a peer view. */
 void bk_gpu_base(BkGpuEm *em, int id, char *buf, size_t n);
+/* bk_gpu_view for flat view element `ename`; when forid >= 0, index values
+ * defined inside that FOR (and its induction variable, printed as `iv`)
+ * are written as expressions of `iv` (cp.async prefetches) */
+void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
+                    const char *iv, char *ok, size_t okn, char *addr,
+                    size_t addrn);
+/* C expression of a literal CONST in its compute type */
+void bk_gpu_literal(char *buf, size_t n, int dt, const IrInstr *in);
+/* compute-typed expression of elementwise op id over compute-typed a, b, c */
+void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
+                      const char *c, char *x, size_t n);
+/* declares tile id's storage pointer; block-strided loop over t's elements;
+ * end of such a loop (a barrier unless gpu_sync.c may elide it) */
+void bk_gpu_decl_tile(BkGpuEm *em, int id);
+void bk_gpu_loop_open(BkGpuEm *em, const IrType *t);
+void bk_gpu_loop_close(BkGpuEm *em);
+/* __syncthreads(), which also starts a new barrier-free segment */
+void bk_gpu_sync(BkGpuEm *em);
 /* identity literals for reductions in compute type */
 void bk_gpu_min_lit(char *buf, size_t n, int dt);
 void bk_gpu_max_lit(char *buf, size_t n, int dt);
@@ -145,6 +190,26 @@ void bk_gpu_max_lit(char *buf, size_t n, int dt);
 /* ------------------------------------------------------------ gpu_layout.c */
 int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
 void bk_gpu_em_free(BkGpuEm *em);
+
+/* ------------------------------------------------------------ gpu_mem.c */
+/* 128-bit vector width (elements) load/store id may use, or 0 */
+int bk_gpu_vec_width(const BkGpuEm *em, int id);
+/* decides which loads live in cp.async rings (fills em->pipe; needs pos/end) */
+int bk_gpu_pipe_plan(BkGpuEm *em);
+/* ring bytes of one slot of pipelined load id */
+long long bk_gpu_pipe_slot(const BkGpuEm *em, int id);
+void bk_gpu_emit_load(BkGpuEm *em, int id);
+void bk_gpu_emit_store(BkGpuEm *em, int id);
+/* a pipelined FOR: the prologue before it, the wait/prefetch at its top */
+void bk_gpu_pipe_prologue(BkGpuEm *em, int forid);
+void bk_gpu_pipe_top(BkGpuEm *em, int forid);
+
+/* ------------------------------------------------------------ gpu_sync.c */
+/* before emitting instruction id: a barrier if its accesses conflict with
+ * those since the last barrier (or if it is not an op gpu_sync.c knows) */
+void bk_gpu_barrier_before(BkGpuEm *em, int id);
+/* a barrier if one was elided (region ends, control flow) */
+void bk_gpu_barrier_flush(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_prelude.c */
 extern const char *const bk_gpu_common_prelude[]; /* NULL-terminated */

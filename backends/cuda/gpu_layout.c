@@ -119,7 +119,8 @@ int bk_gpu_analyze(BkGpuEm *em)
     em->virt = calloc((size_t)n + 1, sizeof(bool));
     em->off = calloc((size_t)n + 1, sizeof(long long));
     em->var_off = calloc((size_t)f->nvars + 1, sizeof(long long));
-    if (!regof || !owner || !em->pos || !em->end || !em->last || !em->alias ||
+    em->pipe = calloc((size_t)n + 1, sizeof(int));
+    if (!em->pipe || !regof || !owner || !em->pos || !em->end || !em->last || !em->alias ||
         !em->var_of || !em->off || !em->var_off || !em->virt) {
         free(regof);
         free(owner);
@@ -136,6 +137,7 @@ int bk_gpu_analyze(BkGpuEm *em)
         owner[r] = -1;
     int p = 0;
     number_region(em, 0, &p, regof, owner);
+    bk_gpu_pipe_plan(em); /* cp.async rings (gpu_mem.c) */
 
     /* virtual tiles: splat CONSTs and BCASTs whose every use reads them by
      * element index (elementwise ops, reductions, scans, stored values,
@@ -270,8 +272,10 @@ int bk_gpu_analyze(BkGpuEm *em)
     long long base = top;
     long long *sz = calloc((size_t)n + 1, sizeof(long long));
     int *order = malloc(sizeof(int) * (size_t)(n + 1));
+    int *first = malloc(sizeof(int) * (size_t)(n + 1)); /* live from */
     int nord = 0;
-    if (!sz || !order) {
+    if (!sz || !order || !first) {
+        free(first);
         free(sz);
         free(order);
         free(regof);
@@ -279,6 +283,8 @@ int bk_gpu_analyze(BkGpuEm *em)
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
+    for (int i = 0; i < n; i++)
+        first[i] = em->pos[i];
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
@@ -287,11 +293,20 @@ int bk_gpu_analyze(BkGpuEm *em)
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
                 ~15LL;
         order[nord++] = i;
+        /* a cp.async ring: stages(S) slots, written from the prologue
+         * before its loop to the loop's last iteration */
+        if (in->op == IR_LOAD && em->pipe[i] >= 0) {
+            int fr = em->pipe[i];
+            sz[i] *= f->stages;
+            first[i] = em->pos[fr];
+            if (em->last[i] < em->end[fr])
+                em->last[i] = em->end[fr];
+        }
     }
     /* by position (insertion sort; kernels are small) */
     for (int a = 1; a < nord; a++) {
         int x = order[a], b = a - 1;
-        while (b >= 0 && em->pos[order[b]] > em->pos[x]) {
+        while (b >= 0 && first[order[b]] > first[x]) {
             order[b + 1] = order[b];
             b--;
         }
@@ -305,8 +320,8 @@ int bk_gpu_analyze(BkGpuEm *em)
             moved = false;
             for (int b = 0; b < a; b++) {
                 int y = order[b];
-                bool overlap = em->pos[y] <= em->last[x] &&
-                               em->pos[x] <= em->last[y];
+                bool overlap = first[y] <= em->last[x] &&
+                               first[x] <= em->last[y];
                 if (overlap && at < em->off[y] + sz[y] && em->off[y] < at + sz[x]) {
                     at = em->off[y] + sz[y];
                     moved = true;
@@ -318,6 +333,7 @@ int bk_gpu_analyze(BkGpuEm *em)
             top = at + sz[x];
     }
     em->smem = top;
+    free(first);
     free(sz);
     free(order);
     free(regof);
@@ -335,5 +351,7 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->virt);
     free(em->off);
     free(em->var_off);
+    free(em->pipe);
+    em->pipe = NULL;
 }
 

@@ -8,9 +8,20 @@
  *                                    compiles: CUDA to cubin for sm_80 and
  *                                    sm_90 and to PTX that `ptxas -arch=sm_90`
  *                                    assembles; HIP to a gfx90a code object
+ *   gpu_compile_test vec             the specialized forms (every IR_ASSUME_*
+ *                                    fact set): goldens NAME_vec / _pipe, they
+ *                                    compile, and the vendor output has the
+ *                                    vector instructions (PTX ld/st.global.v4,
+ *                                    cp.async; gfx90a global_load_dwordx4),
+ *                                    and not under BLKC_GPU_NOVEC/NOPIPE
  *   gpu_compile_test blk FILE...     the same for every kernel of .blk files,
  *                                    through the whole pipeline (needs
  *                                    compiler/pipeline.c: BLKC_HAVE_PIPELINE)
+ *   gpu_compile_test blkspec FILE... blk with every IR_ASSUME_* fact set
+ *   gpu_compile_test emit NAME S OUT the CUDA text after the prelude of
+ *                                    hand-built kernel NAME (stages(S) if
+ *                                    S > 0) with the emu harness's facts,
+ *                                    honouring BLKC_GPU_NO* (tests/nvrtc/emu.sh)
  * Exit 77 (skip) when the vendor compiler is absent.
  * Built as the CUDA test by default; tests/hip defines GPU_TEST_HIP. */
 #include "backends/backend.h"
@@ -63,9 +74,16 @@ static char *read_file(const char *path, size_t *len)
 
 /* ------------------------------------------------------------ golden */
 
+static void golden_mod(IrModule *m, const char *name);
+
 static void golden_one(const char *name)
 {
-    IrModule *m = k_build_one(name);
+    golden_mod(k_build_one(name), name);
+}
+
+/* Compares the text of module m (freed here) with golden file `name`. */
+static void golden_mod(IrModule *m, const char *name)
+{
     DslBuf out = {0};
     char err[2048] = "";
     if (BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err) < 0) {
@@ -233,7 +251,196 @@ static int compile_each(const IrModule *m)
     return 0;
 }
 
+/* The module of a .blk file (its first kernel is emitted), or NULL. */
+static IrModule *blk_module(const char *path)
+{
 #ifdef BLKC_HAVE_PIPELINE
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text)
+        return NULL;
+    DslSource src = {path, text, len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    IrModule *m = ir_compile_source(&src, &diags, NULL, 0, NULL);
+    if (!m)
+        printf("%s", diags.out.data ? diags.out.data : "does not compile\n");
+    dsl_diags_free(&diags);
+    free(text);
+    return m;
+#else
+    (void)path;
+    return NULL;
+#endif
+}
+
+/* ------------------------------------------------------------ vec
+ * The specialized forms: kernels built with every IR_ASSUME_* fact a launch
+ * with aligned, contiguous arguments gives (what compiler/cache.c computes),
+ * so loads/stores take the 128-bit vector form and the dot loop of
+ * matmul_f16 (stages(3)) the cp.async pipeline. */
+
+/* Every fact: 16-byte aligned data, unit inner stride, outer strides and
+ * symbolic extents multiples of 16. */
+static void assume_all(IrModule *m)
+{
+    for (int i = 0; i < m->nfuncs; i++)
+        for (int p = 0; p < m->funcs[i]->nparams; p++) {
+            IrParam *q = &m->funcs[i]->params[p];
+            if (q->kind != PK_TENSOR)
+                continue;
+            q->assume = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER;
+            for (int d = 0; d < q->rank; d++) {
+                if (d < q->rank - 1)
+                    q->assume |= IR_ASSUME_STRIDE16(d);
+                if (q->dims[d] < 0)
+                    q->assume |= IR_ASSUME_DIM16(d);
+            }
+        }
+}
+
+static IrModule *build_spec(const char *name, int stages)
+{
+    IrModule *m = k_build_one(name);
+    assume_all(m);
+    if (stages)
+        m->funcs[0]->stages = stages;
+    return m;
+}
+
+/* The text of stage `stage` for arch of module m, or NULL (skip/fail set). */
+static char *emit_text(const IrModule *m, const char *arch, const char *stage,
+                       size_t *len, int *skip)
+{
+    BkOptions o = {arch, 3};
+    DslBuf out = {0};
+    char err[8192] = "";
+    if (BK->emit(m, &o, stage, &out, err, sizeof err) < 0) {
+        if (absent(err)) {
+            printf("skip: %s\n", err);
+            *skip = 1;
+        } else {
+            printf("FAIL %s for %s: %s\n", stage, arch, err);
+            failures++;
+        }
+        dsl_buf_free(&out);
+        return NULL;
+    }
+    *len = out.len;
+    return out.data; /* DslBuf data is malloc'd */
+}
+
+/* Whether the n bytes of text t contain s (binary-safe). */
+static bool has(const char *t, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(t + i, s, k))
+            return true;
+    return false;
+}
+
+static void expect(const char *what, const char *t, size_t n, const char *s,
+                   bool want)
+{
+    if (has(t, n, s) == want) {
+        printf("ok %s: %s'%s'\n", what, want ? "" : "no ", s);
+    } else {
+        printf("FAIL %s: %s'%s' expected\n", what, want ? "" : "no ", s);
+        failures++;
+    }
+}
+
+#ifdef GPU_TEST_HIP
+/* Disassembles a gfx90a code object with llvm-objdump into a malloc'd
+ * text, or NULL when there is no llvm-objdump. */
+static char *disasm(const char *obj, size_t n, size_t *len)
+{
+    char tool[1024];
+    if (!find_tool("llvm-objdump", tool, sizeof tool) &&
+        access(strcpy(tool, "/opt/rocm/llvm/bin/llvm-objdump"), X_OK) != 0)
+        return NULL;
+    char in[] = "/tmp/blkc_hsaco_XXXXXX";
+    int fd = mkstemp(in);
+    if (fd < 0)
+        return NULL;
+    bool okw = write(fd, obj, n) == (ssize_t)n;
+    close(fd);
+    char cmd[2300], out[64];
+    snprintf(out, sizeof out, "%s.s", in);
+    snprintf(cmd, sizeof cmd, "'%s' -d --triple=amdgcn-amd-amdhsa --mcpu=gfx90a '%s' > '%s' 2>/dev/null",
+             tool, in, out);
+    char *t = okw && system(cmd) == 0 ? read_file(out, len) : NULL;
+    unlink(in);
+    unlink(out);
+    return t;
+}
+#endif
+
+/* Golden text, compiles, and the vector / cp.async instructions in the
+ * vendor compiler's output, with and without BLKC_GPU_NOVEC/NOPIPE. */
+static int vec_mode(void)
+{
+    golden_mod(build_spec("vector_add", 0), "vector_add_vec");
+    golden_mod(build_spec("matmul_f16", 3), "matmul_f16_pipe");
+    golden_mod(build_spec("softmax", 0), "softmax_vec");
+    static const char *const names[] = {"vector_add", "matmul_f16", "softmax"};
+    int skip = 0;
+    for (int i = 0; i < 3 && !skip; i++) {
+        IrModule *m = build_spec(names[i], i == 1 ? 3 : 0);
+        if (compile_module(names[i], m) == 77)
+            skip = 1;
+        ir_module_free(m);
+    }
+    if (skip)
+        return 77;
+    for (int mode = 0; mode < 3; mode++) { /* default, NOPIPE, NOVEC */
+        if (mode == 1)
+            setenv("BLKC_GPU_NOPIPE", "1", 1);
+        if (mode == 2)
+            setenv("BLKC_GPU_NOVEC", "1", 1);
+        const char *tag[] = {"spec", "spec+NOPIPE", "spec+NOVEC"};
+        for (int i = 0; i < 2; i++) {
+            IrModule *m = build_spec(names[i], i == 1 ? 3 : 0);
+            char what[128];
+            snprintf(what, sizeof what, "%s %s", names[i], tag[mode]);
+            size_t n = 0;
+#ifdef GPU_TEST_HIP
+            size_t cn = 0;
+            char *obj = emit_text(m, "gfx90a", "hsaco", &cn, &skip);
+            char *t = obj ? disasm(obj, cn, &n) : NULL;
+            free(obj);
+            if (obj && !t)
+                printf("ok %s: (no llvm-objdump to read the code object)\n", what);
+            if (t) {
+                expect(what, t, n, "global_load_dwordx4", mode != 2);
+                expect(what, t, n, "global_store_dwordx4", mode != 2);
+            }
+#else
+            char *t = emit_text(m, "compute_80", "ptx", &n, &skip);
+            if (t) {
+                /* matmul_f16's loads all become cp.async when pipelined */
+                expect(what, t, n, "ld.global.v4", mode == 1 || (mode == 0 && i == 0));
+                expect(what, t, n, "st.global.v4", mode != 2);
+                if (i == 1)
+                    expect(what, t, n, "cp.async.cg.shared.global", mode == 0);
+                if (i == 1 && mode == 0)
+                    expect(what, t, n, "cp.async.wait_group", true);
+            }
+#endif
+            free(t);
+            ir_module_free(m);
+        }
+    }
+    unsetenv("BLKC_GPU_NOPIPE");
+    unsetenv("BLKC_GPU_NOVEC");
+    return skip ? 77 : 0;
+}
+
+#ifdef BLKC_HAVE_PIPELINE
+static bool spec_all; /* `blkspec`: with every specialization fact */
+
 static int compile_blk(const char *path)
 {
     size_t len;
@@ -249,11 +456,26 @@ static int compile_blk(const char *path)
     diags.src = &src;
     IrModule *m = ir_compile_source(&src, &diags, NULL, 0, NULL);
     int rc = 0;
+    if (m && spec_all)
+        assume_all(m);
     if (!m) {
         printf("FAIL %s: does not compile:\n%s\n", path,
                diags.out.data ? diags.out.data : "");
         failures++;
     } else {
+        if (spec_all) { /* how many ops took the specialized forms */
+            DslBuf out = {0};
+            char err[2048] = "";
+            int nv = 0, np = 0;
+            if (BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err) == 0) {
+                for (const char *q = out.data; (q = strstr(q, "(16-byte) vectors")); q++)
+                    nv++;
+                for (const char *q = out.data; (q = strstr(q, "cp.async ring slot of")); q++)
+                    np++;
+            }
+            printf("%s: %d vector loop(s), %d cp.async ring load(s)\n", path, nv, np);
+            dsl_buf_free(&out);
+        }
         rc = compile_each(m);
         ir_module_free(m);
     }
@@ -266,7 +488,40 @@ static int compile_blk(const char *path)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "compile";
+    if (!strcmp(mode, "emit") && argc == 5) { /* emu.sh: honours BLKC_GPU_NO* */
+        IrModule *m = strstr(argv[2], ".blk") ? blk_module(argv[2]) : k_build_one(argv[2]);
+        if (!m)
+            return 2;
+        /* the facts of the emu harness's arguments: aligned, contiguous,
+         * outer strides multiples of 16 (no DIM16: its sizes are not) */
+        for (int p = 0; p < m->funcs[0]->nparams; p++) {
+            IrParam *q = &m->funcs[0]->params[p];
+            q->assume = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER;
+            for (int d = 0; d + 1 < q->rank; d++)
+                q->assume |= IR_ASSUME_STRIDE16(d);
+        }
+        if (atoi(argv[3]) > 0)
+            m->funcs[0]->stages = atoi(argv[3]);
+        DslBuf out = {0};
+        char err[2048] = "";
+        int rc = BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err);
+        const char *body = rc == 0 ? strstr(out.data, "\n// kernel ") : NULL;
+        FILE *f = body ? fopen(argv[4], "wb") : NULL;
+        if (!f || fputs(body + 1, f) < 0) {
+            printf("FAIL emit %s: %s\n", argv[2], err);
+            rc = -1;
+        }
+        if (f)
+            fclose(f);
+        dsl_buf_free(&out);
+        ir_module_free(m);
+        return rc ? 1 : 0;
+    }
+    /* goldens and compiles are of the default paths unless a mode says */
+    unsetenv("BLKC_GPU_NOVEC");
+    unsetenv("BLKC_GPU_NOPIPE");
     if (!strcmp(mode, "golden")) {
+        unsetenv("BLKC_GPU_NOSYNCELIM");
         golden_one("vector_add");
         golden_one("softmax");
         golden_one("matmul_f16");
@@ -278,8 +533,13 @@ int main(int argc, char **argv)
         ir_module_free(m);
         if (rc == 77)
             return 77;
-    } else if (!strcmp(mode, "blk")) {
+    } else if (!strcmp(mode, "vec")) {
+        unsetenv("BLKC_GPU_NOSYNCELIM");
+        if (vec_mode() == 77)
+            return 77;
+    } else if (!strcmp(mode, "blk") || !strcmp(mode, "blkspec")) {
 #ifdef BLKC_HAVE_PIPELINE
+        spec_all = !strcmp(mode, "blkspec");
         for (int i = 2; i < argc; i++)
             if (compile_blk(argv[i]) == 77)
                 return 77;
@@ -299,7 +559,8 @@ int main(int argc, char **argv)
         ir_module_free(m);
         return 0;
     } else {
-        fprintf(stderr, "usage: %s golden|compile|blk FILE...|print\n", argv[0]);
+        fprintf(stderr, "usage: %s golden|vec|compile|blk FILE...|blkspec FILE...|print\n",
+                argv[0]);
         return 2;
     }
     printf("%d failure(s)\n", failures);

@@ -20,8 +20,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
         const long long c1 = (long long)v3 + e;
         v5[e] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1 * p_X.stride[1]] : v4;
     }
-    __syncthreads();
     // line 4
+    __syncthreads();
     float v6; /* f32 */
     {
         float acc = __int_as_float(0xff800000);
@@ -50,8 +50,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
     for (int e = blk_tid; e < 1024; e += 256) {
         v8[e] = expf((v5[e] - v6));
     }
-    __syncthreads();
     // line 5
+    __syncthreads();
     float v9; /* f32 */
     {
         float acc = 0;
@@ -81,5 +81,4 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
         const long long c1 = (long long)v3 + e;
         if (c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1]) p_Y.data[c0 * p_Y.stride[0] + c1 * p_Y.stride[1]] = (v8[e] / v9);
     }
-    __syncthreads();
 }

@@ -20,18 +20,16 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
         const long long c0 = (long long)v8 + e;
         v9[e] = (c0 >= 0 && c0 < p_X.shape[0]) ? p_X.data[c0 * p_X.stride[0]] : 0;
     }
-    __syncthreads();
     float *v10 = (float *)(blk_smem + 1024); /* f32[256] */
     for (int e = blk_tid; e < 256; e += 256) {
         const long long c0 = (long long)v8 + e;
         v10[e] = (c0 >= 0 && c0 < p_Y.shape[0]) ? p_Y.data[c0 * p_Y.stride[0]] : 0;
     }
-    __syncthreads();
     /* v11 = add: fused into its use */
     // line 5
+    __syncthreads();
     for (int e = blk_tid; e < 256; e += 256) {
         const long long c0 = (long long)v8 + e;
         if (c0 >= 0 && c0 < p_Z.shape[0]) p_Z.data[c0 * p_Z.stride[0]] = (v9[e] + v10[e]);
     }
-    __syncthreads();
 }

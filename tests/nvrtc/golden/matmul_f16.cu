@@ -23,11 +23,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
     for (int e = blk_tid; e < 4096; e += 128) {
         var0[e] = 0.0f;
     }
-    __syncthreads();
     // line 6
     const int v8 = (int)p_A.shape[1];
     const int v9 = 32;
     const int v10 = 0;
+    __syncthreads();
     for (int v11 = v10; v11 < v8; v11 += v9) {
         // line 7
         float *v12 = var0; /* f32[64, 64], reads the var in place */
@@ -37,7 +37,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             const long long c1 = (long long)v11 + (e % 32);
             v13[e] = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
         }
-        __syncthreads();
         blk_f16 *v14 = (blk_f16 *)(blk_smem + 20480); /* f16[32, 64] */
         for (int e = blk_tid; e < 2048; e += 128) {
             const long long c0 = (long long)v11 + (e / 64);
@@ -92,5 +91,4 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
         const long long c1 = (long long)v5 + (e % 64);
         if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1 * p_C.stride[1]] = blk_f32_to_f16((float)v17[e]);
     }
-    __syncthreads();
 }

@@ -1,0 +1,649 @@
+/* gpu_mem.c — loads and stores of the GPU emitter (CUDA and HIP).
+ *
+ * Three forms:
+ *  - scalar: one element per iteration of the block-strided loop, each
+ *    element's address from the strides, bounds and mask tested per element;
+ *  - vector: when the specialization facts of the tensor argument
+ *    (IrParam.assume, computed at launch by compiler/cache.c) prove that the
+ *    view's innermost run is contiguous and 16-byte aligned, each thread
+ *    moves 16 bytes (W = 16 / element size elements) at once (uint4:
+ *    ld.global.v4 / st.global.v4 on CUDA, global_load_dwordx4 on AMD);
+ *    a vector cut by the bounds or by the mask falls back to elements;
+ *  - cp.async ring (CUDA sm_80+): vector loads in the body of a loop of a
+ *    `stages(S)` kernel that feed a `dot` are issued S - 1 iterations ahead
+ *    into an S-deep ring of shared-memory buffers (bk_gpu_pipe_*).
+ * BLKC_GPU_NOVEC=1 / BLKC_GPU_NOPIPE=1 keep the scalar / unpipelined forms. */
+#include "gpu_emit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ facts */
+
+/* The largest power of two (capped at 64) known to divide the integer
+ * scalar v whenever it is computed. Two's-complement wrap-around keeps
+ * divisibility by 2^k (k <= 32), so i32 overflow does not break it. */
+static int known_div(const BkGpuEm *em, int v, int depth)
+{
+    if (v < 0 || depth > 24)
+        return 1;
+    const IrInstr *in = &em->f->ins[v];
+    if (in->type.rank != 0 || !dsl_is_int(in->type.dtype))
+        return 1;
+    int a = in->opnd[0], b = in->opnd[1], c = in->opnd[2];
+    int x, y;
+    switch (in->op) {
+    case IR_CONST: {
+        long long k = (long long)in->ival;
+        int d = 1;
+        if (k == 0)
+            return 64;
+        while (d < 64 && k % (2 * d) == 0)
+            d *= 2;
+        return d;
+    }
+    case IR_ADD: case IR_SUB: case IR_MAX: case IR_MIN:
+        x = known_div(em, a, depth + 1);
+        y = known_div(em, b, depth + 1);
+        return x < y ? x : y;
+    case IR_MUL:
+        x = known_div(em, a, depth + 1) * known_div(em, b, depth + 1);
+        return x > 64 ? 64 : x;
+    case IR_NEG:
+        return known_div(em, a, depth + 1);
+    case IR_CVT: /* int -> int: divisibility by 2^k survives truncation */
+        return dsl_is_int(em->f->ins[a].type.dtype) ? known_div(em, a, depth + 1) : 1;
+    case IR_SELECT:
+        x = known_div(em, b, depth + 1);
+        y = known_div(em, c, depth + 1);
+        return x < y ? x : y;
+    case IR_FOR: /* lo + i * step */
+        x = known_div(em, a, depth + 1);
+        y = known_div(em, c, depth + 1);
+        return x < y ? x : y;
+    case IR_SIZE: {
+        const IrParam *p = &em->f->params[in->param];
+        if (p->dims[in->attr] >= 0) {
+            long long k = p->dims[in->attr];
+            int d = 1;
+            if (k == 0)
+                return 64;
+            while (d < 64 && k % (2 * d) == 0)
+                d *= 2;
+            return d;
+        }
+        return (p->assume & IR_ASSUME_DIM16(in->attr)) ? 16 : 1;
+    }
+    default:
+        return 1;
+    }
+}
+
+/* Vector width (elements) for load/store id, or 0.
+ *
+ * The element offset of view element (c_0, ..., c_{R-1}) is
+ * sum_d c_d * stride[d]. Take W = 16 / element size and a vector of W
+ * consecutive view elements along the innermost dim, starting at flat view
+ * element e with e % W == 0. It is one aligned 16-byte access when:
+ *  - the innermost index is a range `s +: L` with L % W == 0: then the W
+ *    elements lie in one row (e % L is a multiple of W and <= L - W) and
+ *    their innermost coordinates are c, c+1, ..., c+W-1 with
+ *    c = s + e % L;
+ *  - stride[R-1] == 1 (IR_ASSUME_UNIT_INNER): consecutive addresses;
+ *  - data is 16-byte aligned (IR_ASSUME_ALIGN16), every outer stride is a
+ *    multiple of 16 elements (IR_ASSUME_STRIDE16(d), hence of W, W <= 16),
+ *    and s is a multiple of W (known_div): the first element's offset is a
+ *    multiple of W elements = 16 bytes, so the address is 16-byte aligned.
+ * Whether the vector is in bounds is decided per vector at run time: the
+ * outer coordinates are shared by its W elements and c is a multiple of W,
+ * so c < 0 means all W are out (c <= -W) and c + W <= shape means all in;
+ * otherwise (a tail) and when a mask is off for any of the W elements, that
+ * vector is moved element by element. Peer views are never vectorized. */
+int bk_gpu_vec_width(const BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    if (em->novec || (in->op != IR_LOAD && in->op != IR_STORE) || in->view < 0 ||
+        in->opnd[3] >= 0)
+        return 0;
+    const IrParam *p = &f->params[in->param];
+    const IrView *v = &f->views[in->view];
+    int R = v->ndims, sz = dsl_dtype_bytes(p->dtype);
+    if (p->kind != PK_TENSOR || R < 1 || R != p->rank || sz <= 0 || 16 % sz)
+        return 0;
+    int W = 16 / sz;
+    if (W < 2 || !(p->assume & IR_ASSUME_ALIGN16) || !(p->assume & IR_ASSUME_UNIT_INNER))
+        return 0;
+    if (in->op == IR_LOAD && (in->type.rank == 0 || in->type.dtype != p->dtype))
+        return 0;
+    if (v->d[R - 1].kind != IDX_RANGE || v->d[R - 1].len <= 0 || v->d[R - 1].len % W)
+        return 0;
+    for (int d = 0; d < R - 1; d++)
+        if (!(p->assume & IR_ASSUME_STRIDE16(d)))
+            return 0;
+    if (known_div(em, v->d[R - 1].val, 0) < W)
+        return 0;
+    return W;
+}
+
+/* ------------------------------------------------------------ views */
+
+/* Whether scalar v can be written as an expression at a future iteration
+ * of FOR fr: defined outside the loop, the induction variable, or a pure
+ * scalar op of the loop's body over such values. */
+static bool future_ok(const BkGpuEm *em, int v, int fr, int depth)
+{
+    const IrFunc *f = em->f;
+    if (v == fr)
+        return true;
+    if (em->pos[v] <= em->pos[fr] || em->pos[v] > em->end[fr])
+        return true; /* defined before the loop: visible, invariant */
+    const IrInstr *in = &f->ins[v];
+    if (depth > 16 || in->type.rank != 0 || in->dead)
+        return false;
+    if (in->op == IR_CONST)
+        return true;
+    if (!(ir_op_flags[in->op] & F_ELEM) || em->pos[v] > em->end[fr])
+        return false;
+    /* directly in the loop's body: not inside a nested if or loop */
+    const IrRegion *reg = &f->regions[f->ins[fr].region[0]];
+    bool direct = false;
+    for (int i = 0; i < reg->n && !direct; i++)
+        direct = reg->ins[i] == v;
+    if (!direct)
+        return false;
+    for (int j = 0; j < ir_op_nopnd[in->op] && j < 3; j++)
+        if (in->opnd[j] >= 0 && !future_ok(em, in->opnd[j], fr, depth + 1))
+            return false;
+    return true;
+}
+
+/* The scalar v as C text: its name, or (see future_ok) its expression with
+ * FOR fr's induction variable written as iv. */
+static void sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n)
+{
+    const IrFunc *f = em->f;
+    if (fr < 0 || (v != fr && (em->pos[v] <= em->pos[fr] || em->pos[v] > em->end[fr]))) {
+        snprintf(buf, n, "v%d", v);
+        return;
+    }
+    if (v == fr) {
+        snprintf(buf, n, "%s", iv);
+        return;
+    }
+    const IrInstr *in = &f->ins[v];
+    char o[3][512], x[1600], s[1700];
+    if (in->op == IR_CONST) {
+        bk_gpu_literal(x, sizeof x, in->type.dtype, in);
+    } else {
+        for (int j = 0; j < 3; j++) {
+            o[j][0] = 0;
+            if (j < ir_op_nopnd[in->op] && in->opnd[j] >= 0) {
+                char r[512];
+                sval(em, in->opnd[j], fr, iv, r, sizeof r);
+                bk_gpu_to_c(o[j], sizeof o[j], f->ins[in->opnd[j]].type.dtype, r);
+            }
+        }
+        bk_gpu_elem_expr(em, v, o[0], o[1], o[2], x, sizeof x);
+    }
+    bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
+    if ((size_t)snprintf(buf, n, "(%s)", s) >= n)
+        bk_gpu_fail(em, "internal: a prefetch index of kernel %s is too long",
+                    f->name);
+}
+
+void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
+                    const char *iv, char *ok, size_t okn, char *addr,
+                    size_t addrn)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrView *v = &f->views[in->view];
+    const IrParam *pp = &f->params[in->param];
+    const char *p = pp->name;
+    IrType vt;
+    memset(&vt, 0, sizeof vt);
+    ir_view_shape(f, v, &vt);
+    int k = 0;
+    size_t ko = 0, ka = 0;
+    ok[0] = addr[0] = 0;
+    if (in->opnd[3] >= 0) { /* peer view: rank opnd3's copy */
+        bk_gpu_line(em, "bool blk_pok;");
+        bk_gpu_line(em, "%s *const blk_pd = blk_peer(blk_rc, p_%s.data, (long long)v%d, blk_pok);",
+                    bk_gpu_stype(pp->dtype), p, in->opnd[3]);
+        ko = (size_t)snprintf(ok, okn, "blk_pok && ");
+    }
+    for (int d = 0; d < v->ndims; d++) {
+        char c[200], t[300], sv[1800];
+        switch (v->d[d].kind) {
+        case IDX_SCALAR:
+            sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
+            bk_gpu_line(em, "const long long c%d = %s;", d, sv);
+            break;
+        case IDX_RANGE:
+            sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
+            bk_gpu_coord(c, sizeof c, &vt, k++, ename);
+            bk_gpu_line(em, "const long long c%d = (long long)%s + %s;", d, sv, c);
+            break;
+        case IDX_TILE: {
+            const IrType *tt = &f->ins[v->d[d].val].type;
+            size_t kt = 0;
+            long long st = 1;
+            t[0] = 0;
+            for (int j = tt->rank - 1; j >= 0; j--) {
+                bk_gpu_coord(c, sizeof c, &vt, k + j, ename);
+                kt += (size_t)snprintf(t + kt, sizeof t - kt, "%s%s * %lld",
+                                       kt ? " + " : "", c, st);
+                st *= tt->shape[j];
+                if (kt >= sizeof t)
+                    break;
+            }
+            k += tt->rank;
+            bk_gpu_line(em, "const long long c%d = v%d[%s];", d, v->d[d].val, t);
+            break;
+        }
+        }
+        ko += (size_t)snprintf(ok + ko, okn > ko ? okn - ko : 0,
+                               "%sc%d >= 0 && c%d < p_%s.shape[%d]",
+                               d ? " && " : "", d, d, p, d);
+        /* IR_ASSUME_UNIT_INNER: the launch guarantees stride[R-1] == 1 */
+        if (d == v->ndims - 1 && (pp->assume & IR_ASSUME_UNIT_INNER))
+            ka += (size_t)snprintf(addr + ka, addrn > ka ? addrn - ka : 0,
+                                   "%sc%d", d ? " + " : "", d);
+        else
+            ka += (size_t)snprintf(addr + ka, addrn > ka ? addrn - ka : 0,
+                                   "%sc%d * p_%s.stride[%d]", d ? " + " : "", d,
+                                   p, d);
+    }
+    if (!v->ndims) {
+        snprintf(ok, okn, in->opnd[3] >= 0 ? "blk_pok" : "true");
+        snprintf(addr, addrn, "0");
+    }
+}
+
+void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
+                 size_t addrn)
+{
+    bk_gpu_view_at(em, id, "e", -1, NULL, ok, okn, addr, addrn);
+}
+
+void bk_gpu_base(BkGpuEm *em, int id, char *buf, size_t n)
+{
+    const IrInstr *in = &em->f->ins[id];
+    if (in->opnd[3] >= 0)
+        snprintf(buf, n, "blk_pd");
+    else
+        snprintf(buf, n, "p_%s.data", em->f->params[in->param].name);
+}
+
+/* " && vM[E]" for a mask tile at flat element E, " && vM" for a scalar */
+static void mask_term_at(BkGpuEm *em, int mask, const char *ename, char *buf,
+                         size_t n)
+{
+    buf[0] = 0;
+    if (mask < 0)
+        return;
+    if (em->f->ins[mask].type.rank > 0)
+        snprintf(buf, n, " && v%d[%s]", mask, ename);
+    else
+        snprintf(buf, n, " && v%d", mask);
+}
+
+/* Opens the loop over the vectors of an N-element tile (thread t takes
+ * vectors t, t + NT, ...: flat elements [e, e + W)), and declares
+ * blk_mall = the mask is on for all W elements (" && blk_mall" in m). */
+static void vec_open(BkGpuEm *em, long long N, int W, int mask, char *m, size_t mn)
+{
+    bk_gpu_line(em, "for (int e = blk_tid * %d; e < %lld; e += %d) { /* %d-element (16-byte) vectors */",
+                W, N, em->nt * W, W);
+    em->indent++;
+    m[0] = 0;
+    if (mask >= 0 && em->f->ins[mask].type.rank > 0) {
+        bk_gpu_line(em, "bool blk_mall = true;");
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_mall = blk_mall && v%d[e + blk_j];",
+                    W, mask);
+        snprintf(m, mn, " && blk_mall");
+    } else {
+        mask_term_at(em, mask, "e", m, mn);
+    }
+    bk_gpu_line(em, "bool blk_full;");
+}
+
+/* ------------------------------------------------------------ load / store */
+
+static void load_scalar(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    int dt = in->type.dtype;
+    char ok[1024], addr[1024], m[64], pad[128], base[128];
+    bk_gpu_base(em, id, base, sizeof base);
+    mask_term_at(em, in->opnd[0], "e", m, sizeof m);
+    if (in->opnd[1] >= 0)
+        snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
+    else
+        bk_gpu_to_s(pad, sizeof pad, dt, "0");
+    if (in->type.rank == 0) {
+        bk_gpu_line(em, "%s v%d;", bk_gpu_stype(dt), id);
+        bk_gpu_line(em, "{");
+        em->indent++;
+        bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
+        bk_gpu_line(em, "v%d = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
+                    pad);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        return;
+    }
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_loop_open(em, &in->type);
+    bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
+    bk_gpu_line(em, "v%d[e] = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
+                pad);
+    bk_gpu_loop_close(em);
+}
+
+/* The vector form (see bk_gpu_vec_width). The tile's shared-memory storage
+ * is 16-byte aligned (offsets are multiples of 16) and e % W == 0, so
+ * &vID[e] is 16-byte aligned too. */
+static void load_vec(BkGpuEm *em, int id, int W)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrView *v = &f->views[in->view];
+    const char *p = f->params[in->param].name;
+    int I = v->ndims - 1, dt = in->type.dtype;
+    char ok[1024], addr[1024], m[64], pad[128], base[128];
+    bk_gpu_base(em, id, base, sizeof base);
+    if (in->opnd[1] >= 0)
+        snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
+    else
+        bk_gpu_to_s(pad, sizeof pad, dt, "0");
+    bk_gpu_decl_tile(em, id);
+    vec_open(em, ir_numel(&in->type), W, in->opnd[0], m, sizeof m);
+    bk_gpu_line(em, "{");
+    em->indent++;
+    bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
+    bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I, W, p,
+                I, m);
+    bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[e] = *(const uint4 *)&%s[%s];",
+                id, base, addr);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "if (!blk_full) { /* cut by the bounds or the mask */");
+    em->indent++;
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", W);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_e = e + blk_j;");
+    bk_gpu_view_at(em, id, "blk_e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
+    mask_term_at(em, in->opnd[0], "blk_e", m, sizeof m);
+    bk_gpu_line(em, "v%d[blk_e] = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr, pad);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_loop_close(em);
+}
+
+void bk_gpu_emit_load(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    if (em->pipe[id] >= 0) { /* its data arrives in the ring (pipe_top) */
+        const char *t = bk_gpu_stype(in->type.dtype);
+        char ty[128];
+        ir_type_str(&in->type, ty, sizeof ty);
+        bk_gpu_line(em, "%s *v%d = (%s *)(blk_smem + %lld + (long long)(blk_it%d %% %d) * %lld); "
+                    "/* %s, cp.async ring slot of this iteration */", t, id, t,
+                    em->off[id], em->pipe[id], em->f->stages,
+                    bk_gpu_pipe_slot(em, id), ty);
+        return;
+    }
+    int W = in->type.rank > 0 ? bk_gpu_vec_width(em, id) : 0;
+    if (W)
+        load_vec(em, id, W);
+    else
+        load_scalar(em, id);
+}
+
+void bk_gpu_emit_store(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    char ok[1024], addr[1024], m[64], base[128];
+    int val = in->opnd[0];
+    const IrParam *pp = &f->params[in->param];
+    bk_gpu_base(em, id, base, sizeof base);
+    IrType vt;
+    memset(&vt, 0, sizeof vt);
+    ir_view_shape(f, &f->views[in->view], &vt);
+    mask_term_at(em, in->opnd[1], "e", m, sizeof m);
+    if (vt.rank == 0) {
+        bk_gpu_line(em, "if (blk_tid == 0) {");
+        em->indent++;
+        bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
+        bk_gpu_line(em, "if (%s%s) %s[%s] = v%d;", ok, m, base, addr, val);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        bk_gpu_sync(em);
+        return;
+    }
+    char rv[BK_GPU_EXPR];
+    int W = bk_gpu_vec_width(em, id);
+    if (!W) {
+        bk_gpu_loop_open(em, &vt);
+        bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
+        bk_gpu_raw(em, val, "e", rv, sizeof rv);
+        bk_gpu_line(em, "if (%s%s) %s[%s] = %s;", ok, m, base, addr, rv);
+        bk_gpu_loop_close(em);
+        return;
+    }
+    /* vector form: the W values first (in the tensor's storage type, as the
+     * scalar form's assignment converts them), then one 16-byte store */
+    int I = f->views[in->view].ndims - 1;
+    vec_open(em, ir_numel(&vt), W, in->opnd[1], m, sizeof m);
+    bk_gpu_line(em, "alignas(16) %s blk_vb[%d];", bk_gpu_stype(pp->dtype), W);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_raw(em, val, "e + blk_j", rv, sizeof rv);
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_vb[blk_j] = %s;", W, rv);
+    bk_gpu_line(em, "{");
+    em->indent++;
+    bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
+    bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I, W,
+                pp->name, I, m);
+    bk_gpu_line(em, "if (blk_full) *(uint4 *)&%s[%s] = *(const uint4 *)blk_vb;", base,
+                addr);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "if (!blk_full) { /* cut by the bounds or the mask */");
+    em->indent++;
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", W);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_e = e + blk_j;");
+    bk_gpu_view_at(em, id, "blk_e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
+    mask_term_at(em, in->opnd[1], "blk_e", m, sizeof m);
+    bk_gpu_line(em, "if (%s%s) %s[%s] = blk_vb[blk_j];", ok, m, base, addr);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_loop_close(em);
+}
+
+/* ------------------------------------------------------------ cp.async
+ *
+ * A FOR with a constant step st in a kernel with stages(S), S >= 2, on
+ * CUDA: each tile load directly in its body that
+ *   - has the vector form (16-byte aligned runs: cp.async.cg moves 16),
+ *   - has no mask, pad 0 (cp.async zero-fills), no peer view,
+ *   - reads a tensor the kernel never writes (so reading it early cannot
+ *     see a different value),
+ *   - has only scalar / range indices computable at a future iteration
+ *     (future_ok),
+ *   - is an operand of a `dot` inside the loop,
+ * lives in a ring of S buffers. Iteration i (counted from 0 by blk_itF)
+ * reads slot i % S. Groups: the prologue commits S - 1 groups (iterations
+ * 0 .. S-2, empty if the loop is shorter); the top of iteration i waits
+ * until at most S - 2 groups are pending, i.e. groups 0 .. i are complete
+ * (S - 1 + i committed so far), then __syncthreads() (every thread's copies
+ * of iteration i are visible, and every thread is done with iteration
+ * i - 1, so slot (i - 1) % S == (i + S - 1) % S is free), then issues and
+ * commits iteration i + S - 1 (an empty group past the end, so the count
+ * stays uniform). Loops end with nothing in flight: the last real group is
+ * waited for by its own iteration. */
+
+static bool pad_is_zero(const BkGpuEm *em, int pad)
+{
+    if (pad < 0)
+        return true;
+    const IrInstr *c = &em->f->ins[pad];
+    if (c->op != IR_CONST)
+        return false;
+    if (dsl_is_float(c->type.dtype))
+        return c->fval == 0 && !signbit(c->fval);
+    return c->ival == 0;
+}
+
+int bk_gpu_pipe_plan(BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    for (int i = 0; i < f->nins; i++)
+        em->pipe[i] = f->ins[i].op == IR_FOR ? 0 : -1;
+    if (em->dl->kind != BK_GPU_CUDA || em->nopipe || em->novec || f->stages < 2)
+        return 0;
+    for (int fr = 0; fr < f->nins; fr++) {
+        const IrInstr *F = &f->ins[fr];
+        if (F->op != IR_FOR || F->dead || F->region[0] < 0)
+            continue;
+        const IrInstr *st = &f->ins[F->opnd[2]];
+        if (st->op != IR_CONST || st->type.rank != 0 || st->ival == 0)
+            continue;
+        const IrRegion *reg = &f->regions[F->region[0]];
+        for (int j = 0; j < reg->n; j++) {
+            int id = reg->ins[j];
+            const IrInstr *in = &f->ins[id];
+            if (in->dead || in->op != IR_LOAD || in->type.rank == 0 ||
+                in->opnd[0] >= 0 || in->opnd[3] >= 0 || !pad_is_zero(em, in->opnd[1]) ||
+                f->params[in->param].written || !bk_gpu_vec_width(em, id))
+                continue;
+            const IrView *v = &f->views[in->view];
+            bool ok = true;
+            for (int d = 0; d < v->ndims && ok; d++)
+                ok = v->d[d].kind != IDX_TILE && future_ok(em, v->d[d].val, fr, 0);
+            bool feeds_dot = false;
+            for (int u = 0; u < f->nins && ok && !feeds_dot; u++)
+                feeds_dot = !f->ins[u].dead && f->ins[u].op == IR_DOT &&
+                            (f->ins[u].opnd[0] == id || f->ins[u].opnd[1] == id) &&
+                            em->pos[u] > em->pos[fr] && em->pos[u] <= em->end[fr];
+            if (!ok || !feeds_dot)
+                continue;
+            em->pipe[id] = fr;
+            em->pipe[fr]++;
+        }
+    }
+    return 0;
+}
+
+long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)
+{
+    const IrType *t = &em->f->ins[id].type;
+    return (ir_numel(t) * dsl_dtype_bytes(t->dtype) + 15) & ~15LL;
+}
+
+/* Issues the cp.async copies of every ring load of FOR fr for the
+ * iteration whose induction variable is `iv`, into slot `slot`. */
+static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
+{
+    const IrFunc *f = em->f;
+    for (int id = 0; id < f->nins; id++) {
+        if (f->ins[id].op != IR_LOAD || em->pipe[id] != fr)
+            continue;
+        const IrInstr *in = &f->ins[id];
+        const IrParam *p = &f->params[in->param];
+        int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
+        int I = f->views[in->view].ndims - 1;
+        char ok[1024], addr[1024], base[128];
+        bk_gpu_base(em, id, base, sizeof base);
+        bk_gpu_line(em, "{ /* v%d: %s */", id, p->name);
+        em->indent++;
+        bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
+                    em->off[id], slot, bk_gpu_pipe_slot(em, id));
+        bk_gpu_line(em, "for (int e = blk_tid * %d; e < %lld; e += %d) {", W,
+                    (long long)ir_numel(&in->type), em->nt * W);
+        em->indent++;
+        bk_gpu_view_at(em, id, "e", fr, iv, ok, sizeof ok, addr, sizeof addr);
+        /* c%d is a multiple of W: in bounds at its start means the first
+         * min(W, shape - c) elements are; cp.async zero-fills the rest */
+        bk_gpu_line(em, "const int blk_nb = (%s) ? (int)(p_%s.shape[%d] - c%d >= %d ? %d : p_%s.shape[%d] - c%d) * %d : 0;",
+                    ok, p->name, I, I, W, W, p->name, I, I, sz);
+        bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)e * %d, blk_nb ? (const void *)&%s[%s] : (const void *)%s, blk_nb);",
+                    sz, base, addr, base);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+}
+
+/* "blk_fl < (long long)vHI" (step > 0) or ">" (step < 0): the iteration with
+ * induction variable blk_fl runs */
+static void runs_cond(const BkGpuEm *em, int fr, char *buf, size_t n)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    bool up = em->f->ins[F->opnd[2]].ival > 0;
+    snprintf(buf, n, "blk_fl %s (long long)v%d", up ? "<" : ">", F->opnd[1]);
+}
+
+void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    int S = em->f->stages;
+    long long st = (long long)em->f->ins[F->opnd[2]].ival;
+    char cond[128];
+    runs_cond(em, fr, cond, sizeof cond);
+    bk_gpu_line(em, "// stages(%d): %d cp.async ring load(s), issued %d iteration(s) ahead",
+                S, em->pipe[fr], S - 1);
+    bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */",
+                fr, S);
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S - 1);
+    em->indent++;
+    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + (long long)blk_s * %lldLL;",
+                F->opnd[0], st);
+    bk_gpu_line(em, "if (%s) {", cond);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
+                bk_gpu_stype(F->type.dtype));
+    pipe_issue(em, fr, "blk_s", "blk_fiv");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "blk_cp_commit(); /* group blk_s, maybe empty */");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_pipe_top(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    int S = em->f->stages;
+    long long st = (long long)em->f->ins[F->opnd[2]].ival;
+    char cond[128], slot[64];
+    runs_cond(em, fr, cond, sizeof cond);
+    bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d have landed */",
+                S - 2, fr);
+    bk_gpu_sync(em); /* ... everyone's; slot (blk_it - 1) % S is free */
+    bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, S - 1);
+    em->indent++;
+    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", fr,
+                st * (S - 1));
+    bk_gpu_line(em, "if (%s) {", cond);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
+                bk_gpu_stype(F->type.dtype));
+    snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
+    pipe_issue(em, fr, slot, "blk_fiv");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "blk_cp_commit();");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}

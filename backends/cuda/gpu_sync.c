@@ -1,0 +1,253 @@
+/* gpu_sync.c — which __syncthreads() between tile ops the GPU emitter may
+ * leave out.
+ *
+ * Every tile op is a loop in which thread t handles flat elements
+ * e = t, t + NT, ... (map 1) or, in vector form, the W-element runs starting
+ * at e = t*W, (t + NT)*W, ... (map W). A barrier after op A is only needed
+ * when a later op, before the next barrier, touches memory that another
+ * thread touched since the last barrier, with at least one of the two
+ * accesses a write (RAW, WAR, WAW). So the emitter keeps, per barrier-free
+ * segment, the shared-memory byte ranges read and written (BkGpuAcc) and
+ * whether global memory was read / written, and puts a barrier before op B
+ * only when one of B's accesses conflicts:
+ *  - shared memory: two overlapping accesses, one a write, conflict unless
+ *    both have the same map k > 0, the same base offset and element size:
+ *    then byte b of element e is touched only by thread (e / k) % NT in both
+ *    (elementwise chains: `x = load; y = exp(x); z = y * 2` need no barrier);
+ *  - global memory: tensor arguments may alias and views map elements to
+ *    addresses arbitrarily, so a global write conflicts with any earlier
+ *    global access of the segment, a global read with an earlier write.
+ * Reads through a broadcast, a permute, a gather index or a reduction are
+ * map 0 (any thread), so they conflict with writes of the segment: dot,
+ * reductions, scans, atomics, signals and scalar stores keep their own
+ * barriers and are never merged into a segment (bk_gpu_barrier_before puts
+ * the owed barrier before them). Control flow (for, while, if, return)
+ * and the end of every nested region pay the owed barrier too, so loop
+ * back edges and branches never see a half-finished segment.
+ * BLKC_GPU_NOSYNCELIM=1 keeps a barrier after every tile op. */
+#include "gpu_emit.h"
+
+#include <string.h>
+
+typedef struct {
+    BkGpuAcc a[24];
+    int n;
+    bool gread, gwrite;
+    bool bad;          /* an access could not be described */
+} Accs;
+
+static void add(Accs *s, long long off, long long bytes, int sz, int map, bool write)
+{
+    if (s->n >= (int)(sizeof s->a / sizeof s->a[0]) || off < 0) {
+        s->bad = true;
+        return;
+    }
+    BkGpuAcc *a = &s->a[s->n++];
+    a->off = off;
+    a->bytes = bytes;
+    a->sz = sz;
+    a->map = map;
+    a->write = write;
+}
+
+/* The shared-memory storage of tile value v (see decl_tile in gpu_emit.c). */
+static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[v];
+    int r = v;
+    while (em->alias[r] != r)
+        r = em->alias[r];
+    int sz = dsl_dtype_bytes(in->type.dtype);
+    long long bytes = ir_numel(&in->type) * sz;
+    if (em->var_of[r] >= 0) {
+        add(s, em->var_off[em->var_of[r]], bytes, sz, map, write);
+    } else if (f->ins[r].op == IR_LOAD && em->pipe[r] >= 0) {
+        /* a cp.async ring: which slot is a run-time value; the whole ring
+         * as touched by any thread */
+        add(s, em->off[r], bk_gpu_pipe_slot(em, r) * f->stages, sz, 0, write);
+    } else {
+        add(s, em->off[r], bytes, sz, map, write);
+    }
+}
+
+/* The tiles the expression of v at element e reads (fused ops included). */
+static void reads(const BkGpuEm *em, Accs *s, int v, int map, int depth)
+{
+    const IrInstr *in = &em->f->ins[v];
+    if (in->type.rank == 0)
+        return;
+    if (depth > 8) {
+        s->bad = true;
+        return;
+    }
+    if (em->virt[v]) {
+        if (in->op == IR_CONST)
+            return;
+        if (in->op == IR_BCAST) { /* the index changes: any thread */
+            reads(em, s, in->opnd[0], 0, depth + 1);
+            return;
+        }
+        for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+            if (in->opnd[j] >= 0)
+                reads(em, s, in->opnd[j], map, depth + 1);
+        return;
+    }
+    tile_acc(em, s, v, map, false);
+}
+
+/* Gather index tiles of a memory op's view: read at derived indices. */
+static void view_reads(const BkGpuEm *em, Accs *s, const IrInstr *in)
+{
+    const IrView *v = &em->f->views[in->view];
+    for (int d = 0; d < v->ndims; d++)
+        if (v->d[d].kind == IDX_TILE)
+            tile_acc(em, s, v->d[d].val, 0, false);
+}
+
+/* 1: emits no memory access (scalar registers, pointer declarations,
+ * fused values); 0: a checked op, accesses in s; -1: anything else. */
+static int classify(const BkGpuEm *em, int id, Accs *s)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    bool tile = in->type.rank > 0;
+    memset(s, 0, sizeof *s);
+    if (ir_op_flags[in->op] & F_ELEM) {
+        if (!tile || em->virt[id])
+            return 1;
+        for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+            if (in->opnd[j] >= 0)
+                reads(em, s, in->opnd[j], 1, 0);
+        tile_acc(em, s, id, 1, true);
+        return s->bad ? -1 : 0;
+    }
+    switch (in->op) {
+    case IR_PARAM: case IR_SIZE: case IR_PID: case IR_NPROG: case IR_RANK:
+    case IR_WORLD:
+        return 1;
+    case IR_CONST:
+        if (!tile || em->virt[id])
+            return 1;
+        tile_acc(em, s, id, 1, true);
+        break;
+    case IR_ARANGE:
+        tile_acc(em, s, id, 1, true);
+        break;
+    case IR_BCAST: case IR_RESHAPE: case IR_PERMUTE: {
+        const IrInstr *a = &f->ins[in->opnd[0]];
+        if (tile && (em->virt[id] || em->alias[id] != id))
+            return 1; /* computed where read / same storage: no code */
+        if (a->type.rank > 0)
+            reads(em, s, in->opnd[0], 0, 0);
+        if (tile)
+            tile_acc(em, s, id, 1, true);
+        break;
+    }
+    case IR_VGET:
+        if (!tile || em->var_of[id] >= 0)
+            return 1;
+        add(s, em->var_off[in->param], ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype),
+            dsl_dtype_bytes(in->type.dtype), 1, false);
+        tile_acc(em, s, id, 1, true);
+        break;
+    case IR_VSET: {
+        const IrType *vt = &f->vars[in->param].type;
+        if (vt->rank == 0)
+            return 1;
+        reads(em, s, in->opnd[0], 1, 0);
+        add(s, em->var_off[in->param], ir_numel(vt) * dsl_dtype_bytes(vt->dtype),
+            dsl_dtype_bytes(vt->dtype), 1, true);
+        break;
+    }
+    case IR_LOAD: {
+        if (em->pipe[id] >= 0)
+            return 1; /* a pointer into its ring (filled by cp.async) */
+        int map = tile ? bk_gpu_vec_width(em, id) : 0;
+        if (!map)
+            map = 1;
+        s->gread = true;
+        view_reads(em, s, in);
+        if (tile) {
+            if (in->opnd[0] >= 0)
+                reads(em, s, in->opnd[0], map, 0);
+            tile_acc(em, s, id, map, true);
+        }
+        break;
+    }
+    case IR_STORE: {
+        IrType vt;
+        memset(&vt, 0, sizeof vt);
+        ir_view_shape(f, &f->views[in->view], &vt);
+        if (vt.rank == 0)
+            return -1; /* thread 0, with its own barrier */
+        int map = bk_gpu_vec_width(em, id);
+        if (!map)
+            map = 1;
+        s->gwrite = true;
+        view_reads(em, s, in);
+        reads(em, s, in->opnd[0], map, 0);
+        if (in->opnd[1] >= 0)
+            reads(em, s, in->opnd[1], map, 0);
+        break;
+    }
+    default:
+        return -1;
+    }
+    return s->bad ? -1 : 0;
+}
+
+static bool conflicts(const BkGpuEm *em, const Accs *s)
+{
+    if ((s->gwrite && (em->seg_gread || em->seg_gwrite)) || (s->gread && em->seg_gwrite))
+        return true;
+    for (int i = 0; i < s->n; i++) {
+        const BkGpuAcc *a = &s->a[i];
+        for (int j = 0; j < em->nacc; j++) {
+            const BkGpuAcc *x = &em->acc[j];
+            if (!a->write && !x->write)
+                continue;
+            if (a->off >= x->off + x->bytes || x->off >= a->off + a->bytes)
+                continue; /* disjoint */
+            if (a->map > 0 && a->map == x->map && a->off == x->off && a->sz == x->sz)
+                continue; /* same bytes, same thread */
+            return true;
+        }
+    }
+    return em->nacc + s->n > BK_GPU_MAXACC;
+}
+
+void bk_gpu_barrier_flush(BkGpuEm *em)
+{
+    if (em->pending)
+        bk_gpu_sync(em);
+}
+
+void bk_gpu_barrier_before(BkGpuEm *em, int id)
+{
+    Accs s;
+    int k = classify(em, id, &s);
+    em->seg_ok = false;
+    if (k == 1) {
+        em->seg_ok = true; /* no loop of its own; nothing to record */
+        return;
+    }
+    if (k < 0 || em->nosyncelim) {
+        bk_gpu_barrier_flush(em);
+        return;
+    }
+    if (em->pending && conflicts(em, &s))
+        bk_gpu_sync(em);
+    if (!em->pending) { /* a barrier was just passed: a new segment */
+        em->nacc = 0;
+        em->seg_gread = em->seg_gwrite = false;
+    }
+    for (int i = 0; i < s.n; i++)
+        em->acc[em->nacc++] = s.a[i];
+    em->seg_gread |= s.gread;
+    em->seg_gwrite |= s.gwrite;
+    em->seg_ok = true;
+    /* owed from now on, also by ops without a loop (a scalar load, a
+     * tile element read into a scalar): a later conflicting op pays it */
+    em->pending = true;
+}

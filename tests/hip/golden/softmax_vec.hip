@@ -1,0 +1,111 @@
+// kernel softmax (.blk line 0): blockDim.x = 256 (4 warps of 64),
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 8192 bytes
+extern "C" __constant__ int blk_smem_softmax = 8192;
+extern "C" __global__ void __launch_bounds__(256) softmax(
+    BlkTensor<float, 2> p_X,
+    BlkTensor<float, 2> p_Y)
+{
+    BLK_DYNAMIC_SMEM(blk_smem);
+    const int blk_tid = threadIdx.x;
+    const int blk_lane = blk_tid % 64, blk_warp = blk_tid / 64;
+    (void)blk_lane; (void)blk_warp; (void)blk_smem;
+    // line 2
+    const int v2 = (int)blockIdx.x;
+    const int v3 = 0;
+    // line 3
+    const float v4 = __int_as_float(0xff800000);
+    float *v5 = (float *)(blk_smem + 0); /* f32[1024] */
+    for (int e = blk_tid * 4; e < 1024; e += 1024) { /* 4-element (16-byte) vectors */
+        bool blk_full;
+        {
+            const long long c0 = v2;
+            const long long c1 = (long long)v3 + e;
+            blk_full = c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1] && c1 + 4 <= p_X.shape[1];
+            if (blk_full) *(uint4 *)&v5[e] = *(const uint4 *)&p_X.data[c0 * p_X.stride[0] + c1];
+        }
+        if (!blk_full) { /* cut by the bounds or the mask */
+            for (int blk_j = 0; blk_j < 4; blk_j++) {
+                const int blk_e = e + blk_j;
+                const long long c0 = v2;
+                const long long c1 = (long long)v3 + blk_e;
+                v5[blk_e] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
+            }
+        }
+    }
+    // line 4
+    __syncthreads();
+    float v6; /* f32 */
+    {
+        float acc = __int_as_float(0xff800000);
+        for (int e = blk_tid; e < 1024; e += 256) {
+            const float x = v5[e];
+            acc = blk_max(acc, x);
+        }
+        for (int m = 32; m > 0; m >>= 1) {
+            const float y = BLK_SHFL_XOR(acc, m);
+            acc = blk_max(acc, y);
+        }
+        __shared__ float blk_red6[4];
+        if (blk_lane == 0) {
+            blk_red6[blk_warp] = acc;
+        }
+        __syncthreads();
+        acc = blk_red6[0];
+        for (int w = 1; w < 4; w++) {
+            acc = blk_max(acc, blk_red6[w]);
+        }
+        v6 = acc;
+    }
+    __syncthreads();
+    /* v7 = sub: fused into its use */
+    float *v8 = (float *)(blk_smem + 4096); /* f32[1024] */
+    for (int e = blk_tid; e < 1024; e += 256) {
+        v8[e] = expf((v5[e] - v6));
+    }
+    // line 5
+    __syncthreads();
+    float v9; /* f32 */
+    {
+        float acc = 0;
+        for (int e = blk_tid; e < 1024; e += 256) {
+            const float x = v8[e];
+            acc = acc + x;
+        }
+        for (int m = 32; m > 0; m >>= 1) {
+            const float y = BLK_SHFL_XOR(acc, m);
+            acc = acc + y;
+        }
+        __shared__ float blk_red9[4];
+        if (blk_lane == 0) {
+            blk_red9[blk_warp] = acc;
+        }
+        __syncthreads();
+        acc = blk_red9[0];
+        for (int w = 1; w < 4; w++) {
+            acc = acc + blk_red9[w];
+        }
+        v9 = acc;
+    }
+    __syncthreads();
+    /* v10 = div: fused into its use */
+    for (int e = blk_tid * 4; e < 1024; e += 1024) { /* 4-element (16-byte) vectors */
+        bool blk_full;
+        alignas(16) float blk_vb[4];
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 4; blk_j++) blk_vb[blk_j] = (v8[e + blk_j] / v9);
+        {
+            const long long c0 = v2;
+            const long long c1 = (long long)v3 + e;
+            blk_full = c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1] && c1 + 4 <= p_Y.shape[1];
+            if (blk_full) *(uint4 *)&p_Y.data[c0 * p_Y.stride[0] + c1] = *(const uint4 *)blk_vb;
+        }
+        if (!blk_full) { /* cut by the bounds or the mask */
+            for (int blk_j = 0; blk_j < 4; blk_j++) {
+                const int blk_e = e + blk_j;
+                const long long c0 = v2;
+                const long long c1 = (long long)v3 + blk_e;
+                if (c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1]) p_Y.data[c0 * p_Y.stride[0] + c1] = blk_vb[blk_j];
+            }
+        }
+    }
+}
