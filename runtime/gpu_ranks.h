@@ -1,0 +1,81 @@
+/* gpu_ranks.h — ranks on GPUs (gpu_ranks.c): `blkc run --device=cuda:N
+ * --ranks=R` runs R ranks as threads of one process, rank r on device
+ * (N + r) % ndevices, over a local RtWorld (ranks.h) that provides the
+ * threads, barriers, failure propagation and host-side collectives.
+ *
+ * Per rank: a stream (plus one per async block), a symmetric heap that is
+ * one device allocation (peer views use the peer's device pointer: same
+ * device, or another after cuCtxEnablePeerAccess), u64 signal cells in
+ * that heap, and a failure record for its kernels. The Device IR
+ * interpreter (plan.c) calls the hooks below when its module has a GPU
+ * world (RtPlanModule.gpu); buffers then hold device addresses.
+ *
+ * Collectives: NCCL when it loads and every rank has its own device;
+ * otherwise (NCCL refuses two ranks on one GPU) they are staged through
+ * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
+ * makes a missing or unusable NCCL an error, =host always stages.
+ * CUDA only for now: on hip the run fails with a clear message.
+ * Prefix rt_gpur_. */
+#ifndef BLKC_GPU_RANKS_H
+#define BLKC_GPU_RANKS_H
+
+#include "gpu.h"
+#include "plan.h"
+
+typedef struct RtGpuCtx RtGpuCtx; /* one rank's stream (main or async) */
+
+/* A view of a buffer resolved to addresses (plan.c's Span). */
+typedef struct RtPlanSpan {
+    char *base;                    /* address of the view's first element */
+    int n;                         /* range dims kept */
+    int64_t len[IR_MAX_RANK];      /* their lengths */
+    int64_t str[IR_MAX_RANK];      /* their strides, bytes */
+    int64_t numel;                 /* elements */
+} RtPlanSpan;
+
+/* Run entry fi (kernel or device function) of pm->ir on nranks GPU ranks
+ * of `device` ("cuda:0"): inputs are host buffers as for rt_plan_run; every
+ * tensor is copied to its rank's device (symmetric ones onto the heap),
+ * and back after the run. Returns BLKC_OK, BLKC_ERR_UNSUPPORTED (no
+ * driver, no device, hip) or another error with the message in err. */
+blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
+                        RtPlanArg *const *args, const int64_t *grid,
+                        const char *device, char *err, size_t errlen);
+
+/* ---- hooks for plan.c; each returns 0 or -1 with the rank's error set */
+/* The main context of rank r (NULL when pm has no GPU world). */
+RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r);
+/* An async block's context: a new stream on the same rank that starts
+ * after everything the parent queued. rt_gpur_join waits for it and frees
+ * it. */
+RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r);
+int rt_gpur_join(RtGpuCtx *c, RtRank *r);
+/* Wait for everything the context queued (and NCCL errors). */
+int rt_gpur_finish(RtGpuCtx *c, RtRank *r);
+/* bytes of device memory, zeroed: sym = 1 on the symmetric heap
+ * (collective, like rt_sym_alloc), else a private allocation. */
+int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out);
+void rt_gpur_free(RtGpuCtx *c, char *p);
+/* p (on this rank's heap) in peer's heap, or NULL. */
+char *rt_gpur_peer(RtGpuCtx *c, RtRank *r, const char *p, int peer);
+/* Queue a copy of numel elements of esz bytes between two spans. */
+int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
+                 const RtPlanSpan *s, int esz);
+/* notify (RT_SIG_SET / RT_SIG_ADD v, after the work queued before it) or
+ * wait (RT_WAIT_GE / RT_WAIT_EQ v, with the timeout of ranks.h) on one
+ * u64 cell in device memory. */
+int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op);
+int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
+                 uint64_t v, const char *name);
+/* Copy device bytes to the host (after the queued work). */
+int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
+                 size_t bytes);
+/* Launch kernel k with plan.c's arguments (tensors hold device addresses;
+ * their device fields are set here) and wait for it. */
+int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
+                   int nargs, const blkc_launch_options *lo);
+/* A collective with the meaning of ranks.h's functions: d->kind etc.;
+ * pointers are device addresses. */
+int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d);
+
+#endif
