@@ -107,6 +107,11 @@ if [ -n "$FAKE" ]; then
     run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
   # (no kernel cases: NVRTC itself crashes when the fake libcuda is loaded)
 else
+  # the NCCL path: forced on one rank (NCCL refuses two ranks on one GPU);
+  # with one GPU per rank (several GPUs) the 2-rank cases above used it
+  BLKC_GPU_COLL=nccl run_case nccl_ar_sum.r1 1 "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+  BLKC_GPU_COLL=nccl run_case nccl_ag.r1 1 "$G" "0 0" dst --entry=ag S=37 D=37
+  BLKC_GPU_COLL=nccl run_case nccl_a2a.r1 1 "$G" "0 0" dst --entry=a2a S=6
   for R in 2 4; do
     run_case "allreduce_oneshot.r$R" "$R" "$LIB/allreduce.blk" "1e-5 1e-5" y \
       --entry=allreduce_oneshot N=1000 op=0
