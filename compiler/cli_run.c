@@ -858,10 +858,6 @@ int cli_cmd_run(void)
                     "this blkc was built without MPI (install "
                     "libopenmpi-dev and rebuild, or run --ranks=N without "
                     "mpirun for local ranks)", np);
-        if (gpu)
-            cli_die(X_RUNTIME, "--device=%s does not run under mpirun (GPU "
-                    "ranks run as threads of one process: use --ranks=N "
-                    "without mpirun)", cli.device);
         if (cli.ranks != np)
             cli_die(X_RUNTIME, "mpirun started %d processes but --ranks is "
                     "%d: under mpirun, --ranks must equal -np", np,

@@ -147,7 +147,16 @@ typedef struct RtGpuOps {
                       void *stream, char *err, size_t errlen);
     /* let dev's context access peer's memory (already enabled is fine) */
     int (*peer_enable)(void *dev, void *peer, char *err, size_t errlen);
+    /* IPC (GPU ranks under mpirun): the RT_GPU_IPC_BYTES handle of an
+     * allocation, the allocation of another process's handle mapped here,
+     * and its release */
+    int (*ipc_get)(void *dev, uint64_t dptr, void *handle, char *err, size_t errlen);
+    int (*ipc_open)(void *dev, const void *handle, uint64_t *dptr, char *err,
+                    size_t errlen);
+    void (*ipc_close)(void *dev, uint64_t dptr);
 } RtGpuOps;
+
+#define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE */
 
 const RtGpuOps *rt_gpu_cuda_ops(void); /* gpu_cuda.c */
 /* An opened device's driver table and driver state (gpu_ranks.c). */

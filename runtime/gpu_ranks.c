@@ -49,6 +49,7 @@ typedef struct GRank {
     void *comm;                    /* NCCL communicator, made lazily */
     uint64_t *priv;                /* private allocations of the runner */
     int npriv;
+    bool ipc;                      /* heap is another process's (mpirun) */
 } GRank;
 
 enum { COLL_AUTO, COLL_NCCL, COLL_HOST };
@@ -56,7 +57,9 @@ enum { COLL_AUTO, COLL_NCCL, COLL_HOST };
 struct RtGpuWorld {
     blkc_target t;
     const RtGpuOps *ops;
-    int nranks, ndev;              /* ranks, devices used */
+    int nranks, ndev;              /* ranks, devices used (by this process) */
+    int mpi;                       /* ranks are mpirun's processes */
+    int self;                      /* this process's rank (0 without MPI) */
     GDev *devs;
     GRank *ranks;
     size_t heap_bytes;             /* per rank */
@@ -521,6 +524,48 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
                           &lo);
 }
 
+/* mpirun: every process maps the others' heaps (CUDA IPC handles,
+ * gathered over the host world) and fills its heap table. */
+static int ipc_exchange(RtGpuWorld *w, RtRank *r)
+{
+    int me = rt_rank_id(r), W = w->nranks;
+    GRank *k = &w->ranks[me];
+    void *dev = rt_gpu_dev(k->d->g);
+    char err[512];
+    unsigned char mine[RT_GPU_IPC_BYTES];
+    unsigned char *all = calloc((size_t)W, RT_GPU_IPC_BYTES);
+    int64_t *bases = calloc((size_t)W, sizeof *bases);
+    int rc = 0;
+    memset(mine, 0, sizeof mine);
+    if (!all || !bases)
+        rc = rt_rank_fail(r, "out of memory");
+    else if (w->ops->ipc_get(dev, k->heap, mine, err, sizeof err))
+        rc = gfail(r, err);
+    /* every rank enters the gather; a failed one makes it give up */
+    if (rt_all_gather(r, all, mine, RT_GPU_IPC_BYTES, DT_U8))
+        rc = -1;
+    for (int q = 0; q < W && rc == 0; q++) {
+        if (q == me) {
+            bases[q] = (int64_t)k->heap;
+            continue;
+        }
+        uint64_t p = 0;
+        if (w->ops->ipc_open(dev, all + (size_t)q * RT_GPU_IPC_BYTES, &p, err,
+                             sizeof err)) {
+            rc = rt_rank_fail(r, "mapping rank %d's heap: %s", q, err);
+            break;
+        }
+        w->ranks[q].heap = p;
+        w->ranks[q].ipc = true;
+        bases[q] = (int64_t)p;
+    }
+    if (rc == 0 && w->ops->h2d(dev, k->table, bases, (size_t)W * 8, err, sizeof err))
+        rc = gfail(r, err);
+    free(all);
+    free(bases);
+    return rc < 0 ? -1 : 0;
+}
+
 static int rank_main(RtRank *r, void *arg)
 {
     RtGpuWorld *w = arg;
@@ -538,7 +583,7 @@ static int rank_main(RtRank *r, void *arg)
         return gfail(r, k->main ? "out of memory" : err);
     }
     void *dev = rt_gpu_dev(k->d->g);
-    int rc = 0;
+    int rc = w->mpi ? ipc_exchange(w, r) : 0;
     /* every tensor goes to the device: symmetric ones onto the heap */
     for (int p = 0; p < f->nparams && rc == 0; p++) {
         const IrParam *ip = &f->params[p];
@@ -591,6 +636,16 @@ static int rank_main(RtRank *r, void *arg)
     if (k->comm)
         rt_nccl_comm_destroy(w->t, k->comm, rt_rank_failed(r));
     k->comm = NULL;
+    if (w->mpi && rc == 0) {
+        /* unmap the peers' heaps, then no peer uses ours any more */
+        for (int q = 0; q < w->nranks; q++)
+            if (w->ranks[q].ipc) {
+                w->ops->ipc_close(dev, w->ranks[q].heap);
+                w->ranks[q].ipc = false;
+                w->ranks[q].heap = 0;
+            }
+        rc = rt_barrier(r);
+    }
     ctx_free(k->main);
     k->main = NULL;
     free(local);
@@ -601,6 +656,8 @@ static void world_free(RtGpuWorld *w)
 {
     for (int i = 0; w->ranks && i < w->nranks; i++) {
         GRank *k = &w->ranks[i];
+        if (k->ipc && w->ndev > 0)
+            w->ops->ipc_close(rt_gpu_dev(w->devs[0].g), k->heap);
         if (k->d && k->heap)
             w->ops->free(rt_gpu_dev(k->d->g), k->heap);
         if (k->d && k->table)
@@ -630,15 +687,21 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
         return rt_fail(BLKC_ERR_UNSUPPORTED, err, errlen, "no %s device",
                        w->ops->vendor);
     }
-    w->ndev = w->nranks < n ? w->nranks : n;
+    /* under mpirun this process opens only its own rank's device */
+    w->ndev = w->mpi ? 1 : w->nranks < n ? w->nranks : n;
     w->devs = calloc((size_t)w->ndev, sizeof *w->devs);
     w->ranks = calloc((size_t)w->nranks, sizeof *w->ranks);
     if (!w->devs || !w->ranks) {
         rt_gpu_close(first);
         return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     }
-    w->devs[0].g = first;
     blkc_status st = BLKC_OK;
+    if (w->mpi && (id0 + w->self) % n != id0) {
+        rt_gpu_close(first);
+        first = NULL;
+        st = rt_gpu_open(w->t, (id0 + w->self) % n, &first, err, errlen);
+    }
+    w->devs[0].g = first;
     for (int j = 1; j < w->ndev && st == BLKC_OK; j++)
         st = rt_gpu_open(w->t, (id0 + j) % n, &w->devs[j].g, err, errlen);
     for (int i = 0; i < w->ndev && st == BLKC_OK; i++)
@@ -662,7 +725,9 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
         st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     for (int i = 0; i < w->nranks && st == BLKC_OK; i++) {
         GRank *k = &w->ranks[i];
-        k->d = &w->devs[i % w->ndev];
+        if (w->mpi && i != w->self)
+            continue; /* another process's rank: mapped in ipc_exchange */
+        k->d = &w->devs[w->mpi ? 0 : i % w->ndev];
         void *dev = rt_gpu_dev(k->d->g);
         if (w->ops->alloc(dev, w->heap_bytes, &k->heap, err, errlen) ||
             w->ops->alloc(dev, (size_t)w->nranks * 8, &k->table, err, errlen))
@@ -670,7 +735,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
         else
             bases[i] = (int64_t)k->heap;
     }
-    for (int i = 0; i < w->nranks && st == BLKC_OK; i++) {
+    for (int i = 0; i < w->nranks && st == BLKC_OK && !w->mpi; i++) {
         GRank *k = &w->ranks[i];
         if (w->ops->h2d(rt_gpu_dev(k->d->g), k->table, bases,
                         (size_t)w->nranks * 8, err, errlen))
@@ -700,7 +765,9 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     if (st != BLKC_OK)
         return st;
     const RtGpuOps *ops = rt_gpu_ops(first);
-    if (!ops->count || !ops->stream_new || !ops->copy_async) {
+    int mpi = rt_mpi_launch_size() > 1;
+    if (!ops->count || !ops->stream_new || !ops->copy_async ||
+        (mpi && !ops->ipc_get)) {
         rt_gpu_close(first);
         return rt_fail(BLKC_ERR_UNSUPPORTED, err, errlen, "GPU ranks (--ranks "
                        "or a device function) are not implemented on %s yet; "
@@ -714,6 +781,10 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     w->t = t;
     w->ops = ops;
     w->nranks = nranks;
+    w->mpi = mpi;
+    w->self = mpi ? rt_mpi_launch_rank() : 0;
+    if (w->self < 0 || w->self >= nranks)
+        w->self = 0;
     w->pm = *pm;
     w->pm.gpu = w;
     w->fi = fi;
@@ -724,7 +795,7 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
-            w->heap_bytes += (size_t)numel_of(ip, &args[0][p]) *
+            w->heap_bytes += (size_t)numel_of(ip, &args[w->self][p]) *
                              (size_t)dsl_dtype_bytes(ip->dtype) + 256;
     }
     const char *env = getenv("BLKC_SYM_HEAP_MB");
@@ -736,15 +807,22 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     st = world_setup(w, id0, first, err, errlen);
     if (st == BLKC_OK) {
         if (rt_nccl_load(t, w->nccl_why, sizeof w->nccl_why) == 0) {
-            w->nccl_ok = w->ndev == nranks;
+            int n = 0; /* devices visible; one per rank when nranks <= n */
+            w->ops->count(&n, w->nccl_why, sizeof w->nccl_why);
+            int used = nranks < n ? nranks : n;
+            w->nccl_ok = used == nranks;
             if (!w->nccl_ok)
                 snprintf(w->nccl_why, sizeof w->nccl_why, "%d ranks share %d "
                          "device%s, and NCCL needs one device per rank",
-                         nranks, w->ndev, w->ndev == 1 ? "" : "s");
+                         nranks, used, used == 1 ? "" : "s");
         }
     }
     RtWorld *hw = NULL;
-    if (st == BLKC_OK && rt_world_create(nranks, (size_t)1 << 16, &hw, err, errlen))
+    /* the host world: threads, or mpirun's processes (its heap stages
+     * the host collectives' buffers) */
+    if (st == BLKC_OK &&
+        (mpi ? rt_world_create_mpi(nranks, w->heap_bytes, &hw, err, errlen)
+             : rt_world_create(nranks, (size_t)1 << 16, &hw, err, errlen)))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && rt_world_run(hw, rank_main, w, err, errlen))
         st = BLKC_ERR_RUNTIME;

@@ -4,11 +4,20 @@
  * queued, and the only kernels that run are gpu_ranks.c's notify kernels
  * (blk_sig_set / blk_sig_add, recognised by name); any other launch fails
  * with CUDA_ERROR_NOT_SUPPORTED. $FAKE_CUDA_DEVICES sets the number of
- * devices (default 1). It checks nothing about real CUDA semantics
- * (ordering between streams, visibility): that needs a GPU. */
+ * devices (default 1). Allocations are memfd mappings, so that an IPC
+ * handle (pid, fd, size) can be opened by another process of the same
+ * user through /proc/PID/fd/FD (GPU ranks under mpirun). It checks nothing
+ * about real CUDA semantics (ordering between streams, visibility): that
+ * needs a GPU. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -56,13 +65,97 @@ P(cuModuleGetFunction, void **f, void *m, const char *name)
     return OK;
 }
 P(cuFuncSetAttribute, void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
+/* the live allocations (and mapped handles): address, size, memfd */
+typedef struct Mem { uintptr_t p; size_t n; int fd; } Mem;
+static Mem mems[4096];
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void mem_add(void *p, size_t n, int fd)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (int i = 0; i < 4096; i++)
+        if (!mems[i].p) {
+            mems[i] = (Mem){(uintptr_t)p, n, fd};
+            break;
+        }
+    pthread_mutex_unlock(&mem_lock);
+}
+
+static Mem mem_take(uintptr_t p, int remove)
+{
+    Mem m = {0, 0, -1};
+    pthread_mutex_lock(&mem_lock);
+    for (int i = 0; i < 4096; i++)
+        if (mems[i].p == p) {
+            m = mems[i];
+            if (remove)
+                mems[i].p = 0;
+            break;
+        }
+    pthread_mutex_unlock(&mem_lock);
+    return m;
+}
+
 P(cuMemAlloc_v2, CUdeviceptr *p, size_t n)
 {
-    void *q = aligned_alloc(256, (n + 255) / 256 * 256);
+    size_t sz = n ? n : 1;
+    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    if (fd < 0)
+        return 2;
+    void *q = ftruncate(fd, (off_t)sz) == 0
+                  ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    if (q == MAP_FAILED) {
+        close(fd);
+        return 2;
+    }
+    mem_add(q, sz, fd);
     *p = (CUdeviceptr)(uintptr_t)q;
-    return q ? OK : 2;
+    return OK;
 }
-P(cuMemFree_v2, CUdeviceptr p) { free((void *)(uintptr_t)p); return OK; }
+P(cuMemFree_v2, CUdeviceptr p)
+{
+    Mem m = mem_take((uintptr_t)p, 1);
+    if (!m.p)
+        return BAD_VALUE;
+    munmap((void *)m.p, m.n);
+    close(m.fd);
+    return OK;
+}
+
+typedef struct { char reserved[64]; } Handle;
+typedef struct { int32_t pid, fd; uint64_t n; } HandleData;
+
+P(cuIpcGetMemHandle, Handle *h, CUdeviceptr p)
+{
+    Mem m = mem_take((uintptr_t)p, 0);
+    if (!m.p)
+        return BAD_VALUE;
+    HandleData d = {(int32_t)getpid(), m.fd, m.n};
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &d, sizeof d);
+    return OK;
+}
+P(cuIpcOpenMemHandle_v2, CUdeviceptr *p, Handle h, unsigned flags)
+{
+    (void)flags;
+    HandleData d;
+    memcpy(&d, h.reserved, sizeof d);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)d.pid, (int)d.fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return BAD_VALUE;
+    void *q = mmap(NULL, d.n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (q == MAP_FAILED) {
+        close(fd);
+        return BAD_VALUE;
+    }
+    mem_add(q, d.n, fd);
+    *p = (CUdeviceptr)(uintptr_t)q;
+    return OK;
+}
+P(cuIpcCloseMemHandle, CUdeviceptr p) { return cuMemFree_v2(p); }
 P(cuMemcpyHtoD_v2, CUdeviceptr d, const void *s, size_t n)
 {
     memcpy((void *)(uintptr_t)d, s, n);

@@ -61,6 +61,39 @@ run_case() {
   msg=$(tail -1 "$T/cmp")
   if [ $ok = 1 ]; then echo "ok $name ($msg)"; else fails=$((fails + 1)); fi
 }
+# mpi_case NAME NP FILE "RTOL ATOL" OUT ARGS...: GPU ranks as mpirun's
+# processes (heaps shared with CUDA IPC) vs local CPU ranks; skipped
+# without mpirun or without MPI in this blkc
+MPI=()
+if command -v mpirun >/dev/null 2>&1 && [ "${BLKC_SANITIZED:-}" != 1 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  MPI=(mpirun)
+  mpirun --version 2>&1 | grep -q "Open MPI" && MPI=(mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x BLKC_WAIT_TIMEOUT_MS)
+fi
+mpi_case() {
+  local name=$1 np=$2 file=$3 tol=$4 o=$5 r; shift 5
+  if [ ${#MPI[@]} = 0 ]; then echo "skip $name: no mpirun"; return; fi
+  n=$((n + 1))
+  if ! timeout 120 "$BLKC" run "$file" --ranks="$np" "$@" --random --seed=11 --out "$o=$T/$name.cpu.{rank}.npy" >"$T/log" 2>&1; then
+    echo "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
+  fi
+  timeout 120 "${MPI[@]}" -np "$np" "$BLKC" run "$file" --ranks="$np" "$@" --random --seed=11 \
+    --device="$DEV" --out "$o=$T/$name.gpu.{rank}.npy" >"$T/log" 2>&1
+  local rc=$?
+  if [ $rc != 0 ] && grep -q "built without MPI" "$T/log"; then
+    n=$((n - 1)); echo "skip $name: blkc built without MPI"; return
+  fi
+  if [ $rc != 0 ]; then
+    echo "FAIL $name: mpirun -np $np on $DEV: $(cat "$T/log")"; fails=$((fails + 1)); return
+  fi
+  for ((r = 0; r < np; r++)); do
+    # shellcheck disable=SC2086
+    if ! "$NPYCMP" "$T/$name.gpu.$r.npy" "$T/$name.cpu.$r.npy" $tol >"$T/cmp" 2>&1; then
+      echo "FAIL $name: rank $r: $(cat "$T/cmp")"; fails=$((fails + 1)); return
+    fi
+  done
+  echo "ok $name ($(tail -1 "$T/cmp"))"
+}
 # expect_fail NAME PATTERN ARGS...: exit 3, one line matching PATTERN
 expect_fail() {
   local name=$1 pat=$2 rc; shift 2
@@ -89,6 +122,26 @@ granks_cases() { # RANKS SUFFIX
 }
 
 for R in 1 2 4; do granks_cases "$R" ".r$R"; done
+for NP in 2 4; do
+  mpi_case "mpi_ring_pull.np$NP" "$NP" "$G" "0 0" y --entry=ring_pull N=513
+  mpi_case "mpi_ring_push.np$NP" "$NP" "$G" "0 0" y --entry=ring_push N=300
+  mpi_case "mpi_ar_sum.np$NP" "$NP" "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+  mpi_case "mpi_ag.np$NP" "$NP" "$G" "0 0" dst --entry=ag S=37 D=$((37 * NP))
+  mpi_case "mpi_a2a.np$NP" "$NP" "$G" "0 0" dst --entry=a2a S=$((6 * NP))
+done
+if [ ${#MPI[@]} != 0 ]; then # a timed-out wait ends every process: exit 3
+  n=$((n + 1))
+  BLKC_WAIT_TIMEOUT_MS=300 timeout 60 "${MPI[@]}" -np 2 "$BLKC" run "$G" --entry=never \
+    --ranks=2 N=4 --device="$DEV" >"$T/out" 2>"$T/log"
+  rc=$?
+  if grep -q "built without MPI" "$T/log"; then
+    n=$((n - 1)); echo "skip mpi_never: blkc built without MPI"
+  elif [ $rc = 3 ] && grep -q "^blkc: error: rank [01]: wait on signal sig timed out after 300 ms" "$T/log"; then
+    echo "ok mpi_never ($(grep '^blkc: error' "$T/log" | head -1))"
+  else
+    echo "FAIL mpi_never: exit $rc: $(head -c 600 "$T/log")"; fails=$((fails + 1))
+  fi
+fi
 expect_fail never_times_out "wait on signal sig timed out after 300 ms" \
   run "$G" --entry=never --ranks=2 N=4 --device="$DEV"
 
@@ -124,6 +177,10 @@ else
     run_case "ag_gemm_plain.r$R" "$R" "$LIB/ag_gemm.blk" "1e-4 1e-4" c \
       --entry=ag_gemm_plain M=100 K=64 N=96 MW=$((100 * R))
     run_case "vadd_kernel.r$R" "$R" "$SRC/tests/cli/data/vadd.blk" "0 0" C N=1000
+    mpi_case "mpi_allreduce_oneshot.np$R" "$R" "$LIB/allreduce.blk" "1e-5 1e-5" y \
+      --entry=allreduce_oneshot N=1000 op=0
+    mpi_case "mpi_ag_gemm.np$R" "$R" "$LIB/ag_gemm.blk" "1e-4 1e-4" c \
+      --entry=ag_gemm M=100 K=64 N=96 MW=$((100 * R))
   done
 fi
 echo "$((n - fails))/$n passed"
