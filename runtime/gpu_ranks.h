@@ -14,8 +14,12 @@
  * otherwise (NCCL refuses two ranks on one GPU) they are staged through
  * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
  * makes a missing or unusable NCCL an error, =host always stages.
+ *
+ * Under mpirun (rt_mpi_launch_size() > 1) each process runs its own rank
+ * on device (N + rank) % ndevices over the MPI host world, and maps the
+ * other processes' heaps with CUDA IPC handles.
  * CUDA only for now: on hip the run fails with a clear message.
- * Prefix rt_gpur_. */
+ * Never run on a GPU (see docs/device.md). Prefix rt_gpur_. */
 #ifndef BLKC_GPU_RANKS_H
 #define BLKC_GPU_RANKS_H
 

@@ -213,3 +213,10 @@ P(cuGetErrorString, CUresult r, const char **s)
                             : "fake CUDA error";
     return OK;
 }
+/* NVRTC looks this up in the loaded libcuda: no export tables here */
+P(cuGetExportTable, const void **t, const void *id)
+{
+    (void)id;
+    *t = NULL;
+    return NOT_SUPPORTED;
+}

@@ -12,7 +12,8 @@
 # With FAKEDIR (label dist): FAKEDIR holds fake_cuda.c's libcuda.so.1,
 # which runs no kernels; only the kernel-free granks.blk cases run, which
 # exercise the host side (heaps, peers, copies, signals, staged
-# collectives, errors) on 1 and several fake devices.
+# collectives, CUDA IPC under mpirun, errors) on 1 and several fake
+# devices; programs with kernels must fail at the launch, cleanly.
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-}
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
@@ -158,7 +159,12 @@ if [ -n "$FAKE" ]; then
   FAKE_CUDA_DEVICES=0 \
     expect_fail no_device "running 2 ranks on cuda:0 is not supported here: no CUDA device" \
     run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
-  # (no kernel cases: NVRTC itself crashes when the fake libcuda is loaded)
+  # kernels compile (NVRTC, sm_90), load and are packed, then the fake
+  # refuses to run them: the launch error names the rank and the kernel
+  expect_fail fake_kernel_entry "rank [01]: launch vadd: CUDA: cuLaunchKernel failed: operation not supported" \
+    run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device=cuda:0
+  expect_fail fake_kernel_in_device "rank [01]: .*launch sig_barrier: CUDA: cuLaunchKernel failed: operation not supported" \
+    run "$LIB/allreduce.blk" --entry=allreduce_oneshot N=100 op=0 --ranks=2 --device=cuda:0
 else
   # the NCCL path: forced on one rank (NCCL refuses two ranks on one GPU);
   # with one GPU per rank (several GPUs) the 2-rank cases above used it
