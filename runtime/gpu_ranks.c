@@ -15,6 +15,7 @@
  * timeout of ranks.h, and gives up when another rank fails. */
 #include "gpu_ranks.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ typedef struct GRank {
     uint64_t *priv;                /* private allocations of the runner */
     int npriv;
     bool ipc;                      /* heap is another process's (mpirun) */
+    uint64_t *dead;                /* frees put off until the run's end */
+    int ndead, capdead;
 } GRank;
 
 enum { COLL_AUTO, COLL_NCCL, COLL_HOST };
@@ -64,6 +67,7 @@ struct RtGpuWorld {
     GRank *ranks;
     size_t heap_bytes;             /* per rank */
     int coll_mode;                 /* COLL_* (BLKC_GPU_COLL) */
+    pthread_mutex_t lock;          /* the ranks' dead lists */
     bool nccl_ok;                  /* NCCL loaded, one device per rank */
     char nccl_why[512];            /* why not */
     RtPlanModule pm;               /* the module, .gpu = this world */
@@ -88,6 +92,39 @@ static int gfail(RtRank *r, const char *msg)
 }
 
 /* ------------------------------------------------------------ contexts */
+
+/* cuMemFree waits for the whole device, which may be running kernels that
+ * spin on signals only this process's other threads will set: device
+ * memory released during a run is freed after the run's last barrier. */
+static void defer_free(RtGpuWorld *w, GRank *k, uint64_t p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (k->ndead == k->capdead) {
+        int nc = k->capdead ? 2 * k->capdead : 16;
+        uint64_t *nd = realloc(k->dead, (size_t)nc * sizeof *nd);
+        if (nd) {
+            k->dead = nd;
+            k->capdead = nc;
+        }
+    }
+    bool kept = k->ndead < k->capdead;
+    if (kept)
+        k->dead[k->ndead++] = p;
+    pthread_mutex_unlock(&w->lock);
+    if (!kept) /* out of memory: free now */
+        w->ops->free(rt_gpu_dev(k->d->g), p);
+}
+
+static void free_dead(RtGpuWorld *w, GRank *k)
+{
+    for (int i = 0; i < k->ndead; i++)
+        w->ops->free(rt_gpu_dev(k->d->g), k->dead[i]);
+    free(k->dead);
+    k->dead = NULL;
+    k->ndead = k->capdead = 0;
+}
 
 static RtGpuCtx *ctx_new(RtGpuWorld *w, GRank *k, char *err, size_t errlen)
 {
@@ -115,7 +152,7 @@ static void ctx_free(RtGpuCtx *c)
         return;
     void *dev = DEV(c);
     c->w->ops->sync(dev, c->stream, (char[8]){0}, 8);
-    c->w->ops->free(dev, c->fail);
+    defer_free(c->w, c->k, c->fail);
     c->w->ops->stream_free(dev, c->stream);
     free(c);
 }
@@ -204,7 +241,7 @@ void rt_gpur_free(RtGpuCtx *c, char *p)
     if (!c || !p)
         return;
     c->w->ops->sync(DEV(c), c->stream, (char[8]){0}, 8);
-    c->w->ops->free(DEV(c), U64(p));
+    defer_free(c->w, c->k, U64(p));
 }
 
 char *rt_gpur_peer(RtGpuCtx *c, RtRank *r, const char *p, int peer)
@@ -579,8 +616,14 @@ static int rank_main(RtRank *r, void *arg)
     RtPlanArg *local = calloc((size_t)f->nparams + 1, sizeof *local);
     k->priv = calloc((size_t)f->nparams + 1, sizeof *k->priv);
     if (!k->main || !local || !k->priv) {
+        gfail(r, k->main ? "out of memory" : err);
         free(local);
-        return gfail(r, k->main ? "out of memory" : err);
+        free(k->priv);
+        k->priv = NULL;
+        ctx_free(k->main);
+        k->main = NULL;
+        free_dead(w, k);
+        return -1;
     }
     void *dev = rt_gpu_dev(k->d->g);
     int rc = w->mpi ? ipc_exchange(w, r) : 0;
@@ -648,6 +691,7 @@ static int rank_main(RtRank *r, void *arg)
     }
     ctx_free(k->main);
     k->main = NULL;
+    free_dead(w, k);
     free(local);
     return rc;
 }
@@ -674,6 +718,7 @@ static void world_free(RtGpuWorld *w)
     }
     free(w->ranks);
     free(w->devs);
+    pthread_mutex_destroy(&w->lock);
     free(w);
 }
 
@@ -781,6 +826,7 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     w->t = t;
     w->ops = ops;
     w->nranks = nranks;
+    pthread_mutex_init(&w->lock, NULL);
     w->mpi = mpi;
     w->self = mpi ? rt_mpi_launch_rank() : 0;
     if (w->self < 0 || w->self >= nranks)
