@@ -8,7 +8,9 @@
  * rank's thread (so kernels of different ranks can wait on each other);
  * `async` blocks run on their own threads until `sync`; collectives go to
  * ranks.h. Every failure becomes the rank's error (rt_rank_fail), so the
- * world stops every rank instead of hanging. */
+ * world stops every rank instead of hanging. On GPU ranks (pm->gpu set)
+ * buffers hold device addresses and allocation, peers, copies, signals,
+ * launches and collectives go to the hooks of gpu_ranks.h instead. */
 #include "plan.h"
 #include "gpu_ranks.h"
 
