@@ -1,8 +1,8 @@
 /* gpu_ranks.c — ranks on GPUs (see gpu_ranks.h): the GPU world (devices,
  * modules, per-rank symmetric heaps, heap tables and failure records),
  * the runner behind `blkc run --device=cuda:N --ranks=R`, and the hooks
- * the Device IR interpreter (plan.c) calls for buffers, copies, signals,
- * launches and collectives when its module runs on GPU ranks.
+ * the Device IR interpreter (plan.c) calls for buffers, copies, signals
+ * and launches when its module runs on GPU ranks (collectives: gpu_coll.c).
  *
  * Ordering. Each rank queues its work on its own stream (non-blocking,
  * so the synchronous driver copies used for uploads and polling never
@@ -35,58 +35,10 @@ static const char sig_ptx[] =
     "    cvta.to.global.u64 %rd1, %rd1;\n    fence.sc.sys;\n"
     "    atom.release.sys.global.add.u64 %rd3, [%rd1], %rd2;\n    ret;\n}\n";
 
-typedef struct GDev {
-    RtGpu *g;                      /* the device */
-    RtGpuModule *gm;               /* the program's kernels on it */
-    void *sig_mod, *sig_set, *sig_add; /* the notify kernels */
-} GDev;
-
-typedef struct GRank {
-    GDev *d;                       /* its device */
-    uint64_t heap;                 /* symmetric heap (device address) */
-    size_t top;                    /* bytes of heap in use */
-    uint64_t table;                /* int64[world] heap bases, on d */
-    RtGpuCtx *main;                /* main stream */
-    void *comm;                    /* NCCL communicator, made lazily */
-    uint64_t *priv;                /* private allocations of the runner */
-    int npriv;
-    bool ipc;                      /* heap is another process's (mpirun) */
-    uint64_t *dead;                /* frees put off until the run's end */
-    int ndead, capdead;
-} GRank;
-
-enum { COLL_AUTO, COLL_NCCL, COLL_HOST };
-
-struct RtGpuWorld {
-    blkc_target t;
-    const RtGpuOps *ops;
-    int nranks, ndev;              /* ranks, devices used (by this process) */
-    int mpi;                       /* ranks are mpirun's processes */
-    int self;                      /* this process's rank (0 without MPI) */
-    GDev *devs;
-    GRank *ranks;
-    size_t heap_bytes;             /* per rank */
-    int coll_mode;                 /* COLL_* (BLKC_GPU_COLL) */
-    pthread_mutex_t lock;          /* the ranks' dead lists */
-    bool nccl_ok;                  /* NCCL loaded, one device per rank */
-    char nccl_why[512];            /* why not */
-    RtPlanModule pm;               /* the module, .gpu = this world */
-    int fi;                        /* entry */
-    RtPlanArg *const *args;        /* per rank, per param */
-    const int64_t *grid;           /* kernel grid override or NULL */
-};
-
-struct RtGpuCtx {
-    RtGpuWorld *w;
-    GRank *k;
-    void *stream;
-    uint64_t fail;                 /* BkGpuFail of its kernels */
-};
-
 #define DEV(c) rt_gpu_dev((c)->k->d->g)
 #define U64(p) ((uint64_t)(uintptr_t)(p))
 
-static int gfail(RtRank *r, const char *msg)
+int rt_gpur_fail(RtRank *r, const char *msg)
 {
     return rt_rank_fail(r, "%s", msg);
 }
@@ -96,7 +48,7 @@ static int gfail(RtRank *r, const char *msg)
 /* cuMemFree waits for the whole device, which may be running kernels that
  * spin on signals only this process's other threads will set: device
  * memory released during a run is freed after the run's last barrier. */
-static void defer_free(RtGpuWorld *w, GRank *k, uint64_t p)
+static void defer_free(RtGpuWorld *w, RtGpurRank *k, uint64_t p)
 {
     if (!p)
         return;
@@ -117,7 +69,7 @@ static void defer_free(RtGpuWorld *w, GRank *k, uint64_t p)
         w->ops->free(rt_gpu_dev(k->d->g), p);
 }
 
-static void free_dead(RtGpuWorld *w, GRank *k)
+static void free_dead(RtGpuWorld *w, RtGpurRank *k)
 {
     for (int i = 0; i < k->ndead; i++)
         w->ops->free(rt_gpu_dev(k->d->g), k->dead[i]);
@@ -126,7 +78,7 @@ static void free_dead(RtGpuWorld *w, GRank *k)
     k->ndead = k->capdead = 0;
 }
 
-static RtGpuCtx *ctx_new(RtGpuWorld *w, GRank *k, char *err, size_t errlen)
+static RtGpuCtx *ctx_new(RtGpuWorld *w, RtGpurRank *k, char *err, size_t errlen)
 {
     RtGpuCtx *c = calloc(1, sizeof *c);
     if (!c) {
@@ -157,11 +109,11 @@ static void ctx_free(RtGpuCtx *c)
     free(c);
 }
 
-static int csync(RtGpuCtx *c, RtRank *r)
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r)
 {
     char err[512];
     if (c->w->ops->sync(DEV(c), c->stream, err, sizeof err))
-        return gfail(r, err);
+        return rt_gpur_fail(r, err);
     return 0;
 }
 
@@ -173,28 +125,28 @@ RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
 RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
 {
     char err[512];
-    if (csync(c, r)) /* the block sees everything queued before it */
+    if (rt_gpur_sync(c, r)) /* the block sees everything queued before it */
         return NULL;
     RtGpuCtx *a = ctx_new(c->w, c->k, err, sizeof err);
     if (!a)
-        gfail(r, err);
+        rt_gpur_fail(r, err);
     return a;
 }
 
 int rt_gpur_join(RtGpuCtx *c, RtRank *r)
 {
-    int rc = csync(c, r);
+    int rc = rt_gpur_sync(c, r);
     ctx_free(c);
     return rc;
 }
 
 int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
 {
-    if (csync(c, r))
+    if (rt_gpur_sync(c, r))
         return -1;
     char err[512];
     if (c->k->comm && rt_nccl_check(c->w->t, c->k->comm, err, sizeof err))
-        return gfail(r, err);
+        return rt_gpur_fail(r, err);
     return 0;
 }
 
@@ -203,7 +155,7 @@ int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
 int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
 {
     RtGpuWorld *w = c->w;
-    GRank *k = c->k;
+    RtGpurRank *k = c->k;
     void *dev = DEV(c);
     char err[512];
     uint64_t p;
@@ -224,12 +176,12 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
         p = k->heap + off;
         need = agree;
     } else if (w->ops->alloc(dev, need, &p, err, sizeof err)) {
-        return gfail(r, err);
+        return rt_gpur_fail(r, err);
     }
-    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) || csync(c, r)) {
+    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) || rt_gpur_sync(c, r)) {
         if (!sym)
             w->ops->free(dev, p);
-        return rt_rank_failed(r) ? -1 : gfail(r, err);
+        return rt_rank_failed(r) ? -1 : rt_gpur_fail(r, err);
     }
     *out = (char *)(uintptr_t)p;
     /* no rank writes into a peer's block before the peer zeroed it */
@@ -276,7 +228,7 @@ int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
         if (ops->copy_async(dev, U64(d->base), U64(s->base),
                             (size_t)d->numel * (size_t)esz, c->stream, err,
                             sizeof err))
-            return gfail(r, err);
+            return rt_gpur_fail(r, err);
         return 0;
     }
     /* row by row (the innermost run both sides share), as plan.c does */
@@ -293,7 +245,7 @@ int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
             sp += idx_s[k] * s->str[k];
         if (ops->copy_async(dev, U64(dp), U64(sp), (size_t)(run * esz),
                             c->stream, err, sizeof err))
-            return gfail(r, err);
+            return rt_gpur_fail(r, err);
         for (int64_t adv = 0; adv < run; adv++) {
             for (int k = d->n - 1; k >= 0; k--)
                 if (++idx_d[k] < d->len[k]) break; else idx_d[k] = 0;
@@ -308,10 +260,10 @@ int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
                  size_t bytes)
 {
     char err[512];
-    if (csync(c, r))
+    if (rt_gpur_sync(c, r))
         return -1;
     if (c->w->ops->d2h(DEV(c), dst, U64(src), bytes, err, sizeof err))
-        return gfail(r, err);
+        return rt_gpur_fail(r, err);
     return 0;
 }
 
@@ -319,7 +271,7 @@ int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
 
 int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op)
 {
-    GDev *d = c->k->d;
+    RtGpurDev *d = c->k->d;
     char err[512];
     if (!cell)
         return rt_rank_fail(r, "notify: the signal is not on the symmetric heap");
@@ -330,7 +282,7 @@ int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op)
                                                             : d->sig_set,
                           one, 1, 0, c->stream, params, NULL, 0, err,
                           sizeof err))
-        return gfail(r, err);
+        return rt_gpur_fail(r, err);
     return 0;
 }
 
@@ -350,7 +302,7 @@ int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
     uint64_t seen = 0;
     for (long spin = 0;; spin++) {
         if (c->w->ops->d2h(DEV(c), &seen, U64(cell), 8, err, sizeof err))
-            return gfail(r, err);
+            return rt_gpur_fail(r, err);
         if (cmp == RT_WAIT_EQ ? seen == v : seen >= v)
             return 0;
         if (rt_rank_check(r))
@@ -372,7 +324,7 @@ int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
 int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
                    int nargs, const blkc_launch_options *lo)
 {
-    GDev *d = c->k->d;
+    RtGpurDev *d = c->k->d;
     DLTensor t[64];
     if (nargs > 64)
         return rt_rank_fail(r, "kernel %s: too many arguments", k->name);
@@ -400,121 +352,6 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
         BLKC_OK)
         return rt_rank_fail(r, "launch %s: %s", k->name, err);
     return 0;
-}
-
-/* ------------------------------------------------------------ collectives */
-
-static int comm_ready(RtGpuCtx *c, RtRank *r)
-{
-    RtGpuWorld *w = c->w;
-    if (c->k->comm)
-        return 0;
-    char id[RT_NCCL_ID_BYTES], err[512];
-    memset(id, 0, sizeof id);
-    if (rt_rank_id(r) == 0 && rt_nccl_unique_id(w->t, id, err, sizeof err))
-        return gfail(r, err);
-    if (rt_broadcast(r, id, sizeof id, DT_U8, 0) || csync(c, r))
-        return -1; /* csync also makes the device's context current */
-    if (rt_nccl_comm_init(w->t, w->nranks, id, rt_rank_id(r), &c->k->comm, err,
-                          sizeof err))
-        return gfail(r, err);
-    return 0;
-}
-
-/* Through host memory and the CPU collectives of ranks.h. */
-static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
-                     const size_t *shares)
-{
-    const RtGpuOps *ops = c->w->ops;
-    void *dev = DEV(c);
-    int W = rt_rank_size(r), me = rt_rank_id(r);
-    size_t esz = (size_t)dsl_dtype_bytes(d->dtype), ns = 0, nd = 0;
-    switch (d->kind) {
-    case RT_COLL_ALL_REDUCE: case RT_COLL_BROADCAST: ns = nd = d->count; break;
-    case RT_COLL_ALL_GATHER: ns = d->count; nd = d->count * (size_t)W; break;
-    case RT_COLL_REDUCE_SCATTER: ns = d->count; nd = shares[me]; break;
-    case RT_COLL_ALL_TO_ALL:
-        for (int q = 0; q < W; q++) {
-            ns += d->counts[q];
-            nd += d->counts2[q];
-        }
-        break;
-    default:
-        return rt_rank_fail(r, "collective %s is not supported on GPU ranks",
-                            rt_rank_coll_name(d->kind));
-    }
-    char err[512];
-    char *hs = malloc(ns * esz + 1), *hd = malloc(nd * esz + 1);
-    int rc = 0;
-    if (!hs || !hd)
-        rc = rt_rank_fail(r, "out of memory staging a collective");
-    if (rc == 0 && csync(c, r))
-        rc = -1;
-    if (rc == 0 && ops->d2h(dev, hs, d->src, ns * esz, err, sizeof err))
-        rc = gfail(r, err);
-    /* every rank enters the collective; a failed one makes it give up */
-    if (rc == 0) {
-        switch (d->kind) {
-        case RT_COLL_ALL_REDUCE:
-            rc = rt_all_reduce(r, hs, ns, d->dtype, d->op);
-            break;
-        case RT_COLL_BROADCAST:
-            rc = rt_broadcast(r, hs, ns, d->dtype, d->root);
-            break;
-        case RT_COLL_ALL_GATHER:
-            rc = rt_all_gather(r, hd, hs, ns, d->dtype);
-            break;
-        case RT_COLL_REDUCE_SCATTER:
-            rc = rt_reduce_scatter(r, hd, hs, ns, shares, d->dtype, d->op);
-            break;
-        case RT_COLL_ALL_TO_ALL:
-            rc = rt_all_to_all(r, hd, d->counts2, hs, d->counts, d->dtype);
-            break;
-        }
-    } else {
-        rt_rank_check(r);
-    }
-    const char *res = d->kind == RT_COLL_ALL_REDUCE || d->kind == RT_COLL_BROADCAST
-                          ? hs : hd;
-    if (rc == 0 && (ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err) ||
-                    ops->sync(dev, NULL, err, sizeof err)))
-        rc = gfail(r, err);
-    free(hs);
-    free(hd);
-    return rc < 0 ? -1 : 0;
-}
-
-int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
-{
-    RtGpuWorld *w = c->w;
-    int W = rt_rank_size(r);
-    size_t shares[RT_RANK_MAX];
-    RtNcclColl x = *d;
-    x.nranks = W;
-    if (d->kind == RT_COLL_REDUCE_SCATTER) {
-        for (int q = 0; q < W; q++) /* as evenly as possible, like ranks.h */
-            shares[q] = d->count / (size_t)W + ((size_t)q < d->count % (size_t)W);
-        x.counts = shares;
-    }
-    bool reduces = d->kind == RT_COLL_ALL_REDUCE ||
-                   d->kind == RT_COLL_REDUCE_SCATTER;
-    /* one rank needs no communication: NCCL only when asked for */
-    bool nccl = w->coll_mode != COLL_HOST && w->nccl_ok &&
-                (W > 1 || w->coll_mode == COLL_NCCL) &&
-                rt_nccl_supports(d->dtype, reduces ? d->op : -1);
-    if (w->coll_mode == COLL_NCCL && !nccl)
-        return rt_rank_fail(r, "%s on GPU ranks: BLKC_GPU_COLL=nccl, but NCCL "
-                            "cannot be used: %s", rt_rank_coll_name(d->kind),
-                            w->nccl_ok ? "it has no such dtype/op"
-                                       : w->nccl_why);
-    if (!nccl)
-        return coll_host(c, r, &x, shares);
-    char err[512];
-    if (comm_ready(c, r))
-        return -1;
-    if (rt_nccl_coll(w->t, c->k->comm, c->stream, &x, err, sizeof err))
-        return gfail(r, err);
-    return rt_gpur_finish(c, r);
 }
 
 /* ------------------------------------------------------------ runner */
@@ -566,7 +403,7 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
 static int ipc_exchange(RtGpuWorld *w, RtRank *r)
 {
     int me = rt_rank_id(r), W = w->nranks;
-    GRank *k = &w->ranks[me];
+    RtGpurRank *k = &w->ranks[me];
     void *dev = rt_gpu_dev(k->d->g);
     char err[512];
     unsigned char mine[RT_GPU_IPC_BYTES];
@@ -577,7 +414,7 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     if (!all || !bases)
         rc = rt_rank_fail(r, "out of memory");
     else if (w->ops->ipc_get(dev, k->heap, mine, err, sizeof err))
-        rc = gfail(r, err);
+        rc = rt_gpur_fail(r, err);
     /* every rank enters the gather; a failed one makes it give up */
     if (rt_all_gather(r, all, mine, RT_GPU_IPC_BYTES, DT_U8))
         rc = -1;
@@ -597,7 +434,7 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
         bases[q] = (int64_t)p;
     }
     if (rc == 0 && w->ops->h2d(dev, k->table, bases, (size_t)W * 8, err, sizeof err))
-        rc = gfail(r, err);
+        rc = rt_gpur_fail(r, err);
     free(all);
     free(bases);
     return rc < 0 ? -1 : 0;
@@ -607,7 +444,7 @@ static int rank_main(RtRank *r, void *arg)
 {
     RtGpuWorld *w = arg;
     int me = rt_rank_id(r);
-    GRank *k = &w->ranks[me];
+    RtGpurRank *k = &w->ranks[me];
     const IrFunc *f = w->pm.ir->funcs[w->fi];
     RtPlanArg *mine = w->args[me];
     char err[512];
@@ -616,7 +453,7 @@ static int rank_main(RtRank *r, void *arg)
     RtPlanArg *local = calloc((size_t)f->nparams + 1, sizeof *local);
     k->priv = calloc((size_t)f->nparams + 1, sizeof *k->priv);
     if (!k->main || !local || !k->priv) {
-        gfail(r, k->main ? "out of memory" : err);
+        rt_gpur_fail(r, k->main ? "out of memory" : err);
         free(local);
         free(k->priv);
         k->priv = NULL;
@@ -650,10 +487,10 @@ static int rank_main(RtRank *r, void *arg)
         }
         if (mine[p].data && bytes &&
             w->ops->h2d(dev, U64(dp), mine[p].data, bytes, err, sizeof err))
-            rc = gfail(r, err);
+            rc = rt_gpur_fail(r, err);
     }
     if (rc == 0 && w->ops->sync(dev, NULL, err, sizeof err)) /* uploads done */
-        rc = gfail(r, err);
+        rc = rt_gpur_fail(r, err);
     if (rc == 0) /* every rank's inputs are in place before any rank starts */
         rc = rt_barrier(r);
     if (rc == 0)
@@ -669,7 +506,7 @@ static int rank_main(RtRank *r, void *arg)
             w->ops->d2h(dev, mine[p].data, U64(local[p].data),
                         (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
                         err, sizeof err))
-            rc = gfail(r, err);
+            rc = rt_gpur_fail(r, err);
     }
     for (int i = 0; i < k->npriv; i++)
         w->ops->free(dev, k->priv[i]);
@@ -699,7 +536,7 @@ static int rank_main(RtRank *r, void *arg)
 static void world_free(RtGpuWorld *w)
 {
     for (int i = 0; w->ranks && i < w->nranks; i++) {
-        GRank *k = &w->ranks[i];
+        RtGpurRank *k = &w->ranks[i];
         if (k->ipc && w->ndev > 0)
             w->ops->ipc_close(rt_gpu_dev(w->devs[0].g), k->heap);
         if (k->d && k->heap)
@@ -708,7 +545,7 @@ static void world_free(RtGpuWorld *w)
             w->ops->free(rt_gpu_dev(k->d->g), k->table);
     }
     for (int j = 0; w->devs && j < w->ndev; j++) {
-        GDev *d = &w->devs[j];
+        RtGpurDev *d = &w->devs[j];
         if (!d->g)
             continue;
         if (d->sig_mod)
@@ -756,7 +593,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
                                               errlen))
                 st = BLKC_ERR_RUNTIME;
     for (int j = 0; j < w->ndev && st == BLKC_OK; j++) {
-        GDev *d = &w->devs[j];
+        RtGpurDev *d = &w->devs[j];
         void *dev = rt_gpu_dev(d->g);
         st = rt_gpu_module_load(d->g, w->pm.ir, &d->gm, err, errlen);
         if (st == BLKC_OK &&
@@ -769,7 +606,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
     if (st == BLKC_OK && !bases)
         st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
     for (int i = 0; i < w->nranks && st == BLKC_OK; i++) {
-        GRank *k = &w->ranks[i];
+        RtGpurRank *k = &w->ranks[i];
         if (w->mpi && i != w->self)
             continue; /* another process's rank: mapped in ipc_exchange */
         k->d = &w->devs[w->mpi ? 0 : i % w->ndev];
@@ -781,7 +618,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
             bases[i] = (int64_t)k->heap;
     }
     for (int i = 0; i < w->nranks && st == BLKC_OK && !w->mpi; i++) {
-        GRank *k = &w->ranks[i];
+        RtGpurRank *k = &w->ranks[i];
         if (w->ops->h2d(rt_gpu_dev(k->d->g), k->table, bases,
                         (size_t)w->nranks * 8, err, errlen))
             st = BLKC_ERR_RUNTIME;
@@ -848,8 +685,8 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     if (env && atoll(env) > 0)
         w->heap_bytes = (size_t)atoll(env) << 20;
     env = getenv("BLKC_GPU_COLL");
-    w->coll_mode = env && !strcmp(env, "nccl") ? COLL_NCCL
-                 : env && !strcmp(env, "host") ? COLL_HOST : COLL_AUTO;
+    w->coll_mode = env && !strcmp(env, "nccl") ? RT_GPUR_COLL_NCCL
+                 : env && !strcmp(env, "host") ? RT_GPUR_COLL_HOST : RT_GPUR_COLL_AUTO;
     st = world_setup(w, id0, first, err, errlen);
     if (st == BLKC_OK) {
         if (rt_nccl_load(t, w->nccl_why, sizeof w->nccl_why) == 0) {

@@ -26,6 +26,9 @@
 #include "gpu.h"
 #include "plan.h"
 
+#include <pthread.h>
+#include <stdbool.h>
+
 typedef struct RtGpuCtx RtGpuCtx; /* one rank's stream (main or async) */
 
 /* A view of a buffer resolved to addresses (plan.c's Span). */
@@ -81,5 +84,59 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
 /* A collective with the meaning of ranks.h's functions: d->kind etc.;
  * pointers are device addresses. */
 int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d);
+
+
+/* ---- shared by gpu_ranks.c and gpu_coll.c only */
+typedef struct RtGpurDev {
+    RtGpu *g;                      /* the device */
+    RtGpuModule *gm;               /* the program's kernels on it */
+    void *sig_mod, *sig_set, *sig_add; /* the notify kernels */
+} RtGpurDev;
+
+typedef struct RtGpurRank {
+    RtGpurDev *d;                       /* its device */
+    uint64_t heap;                 /* symmetric heap (device address) */
+    size_t top;                    /* bytes of heap in use */
+    uint64_t table;                /* int64[world] heap bases, on d */
+    RtGpuCtx *main;                /* main stream */
+    void *comm;                    /* NCCL communicator, made lazily */
+    uint64_t *priv;                /* private allocations of the runner */
+    int npriv;
+    bool ipc;                      /* heap is another process's (mpirun) */
+    uint64_t *dead;                /* frees put off until the run's end */
+    int ndead, capdead;
+} RtGpurRank;
+
+enum { RT_GPUR_COLL_AUTO, RT_GPUR_COLL_NCCL, RT_GPUR_COLL_HOST };
+
+struct RtGpuWorld {
+    blkc_target t;
+    const RtGpuOps *ops;
+    int nranks, ndev;              /* ranks, devices used (by this process) */
+    int mpi;                       /* ranks are mpirun's processes */
+    int self;                      /* this process's rank (0 without MPI) */
+    RtGpurDev *devs;
+    RtGpurRank *ranks;
+    size_t heap_bytes;             /* per rank */
+    int coll_mode;                 /* COLL_* (BLKC_GPU_COLL) */
+    pthread_mutex_t lock;          /* the ranks' dead lists */
+    bool nccl_ok;                  /* NCCL loaded, one device per rank */
+    char nccl_why[512];            /* why not */
+    RtPlanModule pm;               /* the module, .gpu = this world */
+    int fi;                        /* entry */
+    RtPlanArg *const *args;        /* per rank, per param */
+    const int64_t *grid;           /* kernel grid override or NULL */
+};
+
+struct RtGpuCtx {
+    RtGpuWorld *w;
+    RtGpurRank *k;
+    void *stream;
+    uint64_t fail;                 /* BkGpuFail of its kernels */
+};
+
+/* Wait for the context's stream; record a message as the rank's error. */
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
+int rt_gpur_fail(RtRank *r, const char *msg);
 
 #endif
