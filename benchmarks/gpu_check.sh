@@ -210,3 +210,21 @@ else
   fi
 fi
 log "results: $RES"
+
+# ------------------------------------------------------------ GPU ranks
+# tests/gpu/gpu_ranks.sh (also ctest gpu_ranks above): device functions
+# and lib/ patterns (allreduce, ag_gemm) on 1, 2 and 4 ranks of $DEV vs
+# CPU ranks, each case's line in the results; NCCL is forced on one rank.
+if [ "$(left 200)" -lt 60 ]; then
+  log "SKIP: GPU ranks (budget)"
+else
+  timeout "$(left 200)" bash tests/gpu/gpu_ranks.sh "$BLKC" build/tests/gpu/gpu_npycmp "$ROOT" \
+    >"$T/granks.log" 2>&1
+  grc=$?
+  sed 's/^/  granks: /' "$T/granks.log" >>"$RES"
+  case $grc in
+    0) log "GPU ranks: $(tail -1 "$T/granks.log")" ;;
+    77) log "SKIP: GPU ranks: $(head -1 "$T/granks.log")" ;;
+    *) status=1; log "FAIL: GPU ranks (exit $grc): $(grep -c '^FAIL' "$T/granks.log") failing cases" ;;
+  esac
+fi

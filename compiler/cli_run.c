@@ -6,6 +6,7 @@
 #include "cache.h"
 
 #include "../runtime/gpu.h"
+#include "../runtime/gpu_ranks.h"
 #include "../runtime/plan.h"
 #include "task.h"
 
@@ -669,9 +670,10 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
     }
     BkOptions bo = {NULL, 3};
     char err[1024] = "";
-    if (bk_cpu_jit(m, &bo, &cli_g.cm, err, sizeof err) != 0)
+    bool gpu = cli.device && strcmp(cli.device, "cpu") != 0;
+    if (!gpu && bk_cpu_jit(m, &bo, &cli_g.cm, err, sizeof err) != 0)
         cli_die(X_RUNTIME, "JIT failed: %s", err);
-    RtPlanModule pm = {m, cli_g.cm};
+    RtPlanModule pm = {m, cli_g.cm, NULL};
     bool has_grid = cli.grid[0] || cli.grid[1] || cli.grid[2];
     int runs = 1 + (cli.bench > 0 ? cli.bench : 0);
     double *t = malloc((size_t)runs * sizeof *t);
@@ -679,14 +681,25 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
         cli_die(X_RUNTIME, "out of memory");
     for (int k = 0; k < runs; k++) {
         double t0 = now_ms();
-        if (rt_plan_run(&pm, fi, R, ra, has_grid ? cli.grid : NULL, err,
-                        sizeof err) != 0)
+        if (gpu) { /* GPU ranks (runtime/gpu_ranks.h) */
+            blkc_status st = rt_gpur_run(&pm, fi, R, ra,
+                                         has_grid ? cli.grid : NULL,
+                                         cli.device, err, sizeof err);
+            if (st == BLKC_ERR_UNSUPPORTED)
+                cli_die(X_RUNTIME, "running %d rank%s on %s is not supported "
+                        "here: %s", R, R == 1 ? "" : "s", cli.device, err);
+            if (st != BLKC_OK)
+                cli_die(X_RUNTIME, "%s", err);
+        } else if (rt_plan_run(&pm, fi, R, ra, has_grid ? cli.grid : NULL, err,
+                               sizeof err) != 0) {
             cli_die(X_RUNTIME, "%s", err);
+        }
         t[k] = now_ms() - t0;
     }
     if (cli.nouts == 0 && self <= 0)
-        printf("%s: %d rank%s, %.3f ms on cpu%s\n", f->name, R,
-               R == 1 ? "" : "s", t[0], self >= 0 ? " (MPI processes)" : "");
+        printf("%s: %d rank%s, %.3f ms on %s%s\n", f->name, R,
+               R == 1 ? "" : "s", t[0], gpu ? cli.device : "cpu",
+               self >= 0 ? " (MPI processes)" : "");
     if (cli.bench && self <= 0)
         print_bench(f->name, t + 1, cli.bench);
     free(t);
@@ -736,6 +749,10 @@ static int run_task_entry(void)
             cli_die(X_USAGE, "'%s' has %s", cli.file, err);
         return -1;
     }
+    if (cli.device && strcmp(cli.device, "cpu") != 0)
+        cli_die(X_RUNTIME, "task %s runs on cpu ranks only for now, not on "
+                "--device=%s (run its device functions or kernels there)",
+                fn->name, cli.device);
     if (rt_mpi_launch_size() > 1)
         cli_die(X_RUNTIME, "task %s runs on local ranks only, not under "
                 "mpirun (run it without mpirun, with --ranks=N)", fn->name);
@@ -834,9 +851,6 @@ int cli_cmd_run(void)
     if (gpu && strncmp(cli.device, "cuda", 4) && strncmp(cli.device, "hip", 3))
         cli_die(X_RUNTIME, "running on %s is not supported (devices: cpu, "
                 "cuda[:N], hip[:N])", cli.device);
-    if (gpu && cli.ranks > 1)
-        cli_die(X_RUNTIME, "--device=%s runs one rank (--ranks is cpu only "
-                "for now)", cli.device);
     int np = rt_mpi_launch_size();
     if (np > 1) { /* under mpirun: one rank per process */
         if (!rt_mpi_built())
@@ -844,9 +858,6 @@ int cli_cmd_run(void)
                     "this blkc was built without MPI (install "
                     "libopenmpi-dev and rebuild, or run --ranks=N without "
                     "mpirun for local ranks)", np);
-        if (gpu)
-            cli_die(X_RUNTIME, "--device=%s does not run under mpirun (ranks "
-                    "as processes are cpu only for now)", cli.device);
         if (cli.ranks != np)
             cli_die(X_RUNTIME, "mpirun started %d processes but --ranks is "
                     "%d: under mpirun, --ranks must equal -np", np,
@@ -869,9 +880,6 @@ int cli_cmd_run(void)
         symval[s] = -1;
     parse_run_args(f, pargs);
     memcpy(cmd_syms, symval, ((size_t)f->nsyms + 1) * sizeof *symval);
-    if (gpu && f->is_device)
-        cli_die(X_RUNTIME, "--device=%s runs kernels; device function %s runs "
-                "on the cpu only for now", cli.device, f->name);
     int rc = f->is_device || cli.ranks > 1 ? run_ranks(m, fi, pargs, cmd_syms)
                                            : run_single(m, fi, pargs);
     fflush(stdout);

@@ -139,7 +139,7 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
                     shard_copy(full->data, a->data, full->shape, n->rank, sh.dim, R, r, esz, false);
             }
     }
-    RtPlanModule pm = {m, cm};
+    RtPlanModule pm = {m, cm, NULL};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */

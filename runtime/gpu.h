@@ -19,6 +19,7 @@
 #define BLKC_GPU_H
 
 #include "../backends/backend.h"
+#include "../backends/cuda/gpu_emit.h"
 #include "../include/blkc/blkc.h"
 
 typedef struct RtGpu RtGpu;             /* one device (a context) */
@@ -72,6 +73,16 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen);
 
+/* One launch of kernel f for a rank of a GPU world (gpu_ranks.c): like
+ * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
+ * heap table, the rank's own failure record; the timeout is filled in
+ * here), then waits for the kernel and reports a timed-out wait. */
+blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
+                               const blkc_arg *args, int nargs,
+                               const blkc_launch_options *opts,
+                               const BkGpuRankCtx *rc, char *err,
+                               size_t errlen);
+
 /* ------------------------------------------------------------ CLI
  * Run kernel fi of m on `device` ("cuda:0"...) with host arguments
  * (tensors kDLCPU, C-contiguous): copy the tensors to the device, launch
@@ -124,9 +135,74 @@ typedef struct RtGpuOps {
     void (*event_free)(void *dev, void *ev);
     int (*event_record)(void *dev, void *ev, void *stream, char *err, size_t errlen);
     int (*event_ms)(void *dev, void *a, void *b, float *ms, char *err, size_t errlen);
+    /* GPU ranks (gpu_ranks.c); NULL where a driver lacks them */
+    /* devices present (after a successful open) */
+    int (*count)(int *n, char *err, size_t errlen);
+    /* a stream that does not synchronise with the legacy default stream */
+    int (*stream_new)(void *dev, void **stream, char *err, size_t errlen);
+    void (*stream_free)(void *dev, void *stream);
+    /* asynchronous copy of n bytes between device addresses (unified
+     * addressing: either may be on a peer device) */
+    int (*copy_async)(void *dev, uint64_t dst, uint64_t src, size_t n,
+                      void *stream, char *err, size_t errlen);
+    /* let dev's context access peer's memory (already enabled is fine) */
+    int (*peer_enable)(void *dev, void *peer, char *err, size_t errlen);
+    /* IPC (GPU ranks under mpirun): the RT_GPU_IPC_BYTES handle of an
+     * allocation, the allocation of another process's handle mapped here,
+     * and its release */
+    int (*ipc_get)(void *dev, uint64_t dptr, void *handle, char *err, size_t errlen);
+    int (*ipc_open)(void *dev, const void *handle, uint64_t *dptr, char *err,
+                    size_t errlen);
+    void (*ipc_close)(void *dev, uint64_t dptr);
 } RtGpuOps;
 
+#define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE */
+
 const RtGpuOps *rt_gpu_cuda_ops(void); /* gpu_cuda.c */
+/* An opened device's driver table and driver state (gpu_ranks.c). */
+const RtGpuOps *rt_gpu_ops(const RtGpu *g);
+void *rt_gpu_dev(const RtGpu *g);
 const RtGpuOps *rt_gpu_hip_ops(void);  /* gpu_hip.c */
+
+/* ------------------------------------------------------------ nccl.c
+ * NCCL (cuda) / RCCL (hip) through dlopen. Functions returning int give
+ * 0, -1 (a call failed; message in err) or -2 (the library or one of its
+ * entry points is missing: "NCCL not found (libnccl.so.2): ..."). Device
+ * addresses are uint64_t; streams are the driver's (CUstream). */
+#define RT_NCCL_ID_BYTES 128   /* NCCL_UNIQUE_ID_BYTES */
+
+int rt_nccl_load(blkc_target t, char *err, size_t errlen);
+/* The entry points of the table (NULL-terminated), and one of them by
+ * name once loaded (for tests). */
+const char *const *rt_nccl_symbol_names(void);
+void *rt_nccl_symbol(blkc_target t, const char *name);
+int rt_nccl_version(blkc_target t, int *version, char *err, size_t errlen);
+int rt_nccl_unique_id(blkc_target t, void *id, char *err, size_t errlen);
+/* ncclDataType_t of a DslDtype / ncclRedOp_t of an RT_RED_* op, or -1;
+ * rt_nccl_supports: whether NCCL computes that reduction as ranks.h
+ * defines it (op -1: a collective that does not reduce). */
+int rt_nccl_dtype(int dtype);
+int rt_nccl_op(int op);
+int rt_nccl_supports(int dtype, int op);
+int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
+                      void **comm, char *err, size_t errlen);
+void rt_nccl_comm_destroy(blkc_target t, void *comm, int abort_it);
+/* The communicator's asynchronous error, if any. */
+int rt_nccl_check(blkc_target t, void *comm, char *err, size_t errlen);
+
+/* One collective (kind: RtRankCollKind of ranks.h). */
+typedef struct RtNcclColl {
+    int kind;                  /* RT_COLL_ALL_REDUCE, ... */
+    int dtype, op, root;       /* DslDtype, RT_RED_* or -1, broadcast root */
+    int nranks;                /* world size */
+    uint64_t dst, src;         /* device addresses */
+    size_t count;              /* all_reduce/broadcast: elements; all_gather:
+                                  elements per rank */
+    const size_t *counts;      /* reduce_scatter: per rank's share;
+                                  all_to_all: send counts */
+    const size_t *counts2;     /* all_to_all: receive counts */
+} RtNcclColl;
+int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
+                 char *err, size_t errlen);
 
 #endif

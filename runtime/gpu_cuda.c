@@ -20,6 +20,7 @@ typedef void *CUfunction;
 typedef void *CUstream;
 typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct { char reserved[RT_GPU_IPC_BYTES]; } CUipcMemHandle;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -61,6 +62,13 @@ static struct {
     CUresult (*ev_sync)(CUevent);
     CUresult (*ev_ms)(float *, CUevent, CUevent);
     CUresult (*errstr)(CUresult, const char **);
+    CUresult (*stream_new)(CUstream *, unsigned);
+    CUresult (*stream_free)(CUstream);
+    CUresult (*copy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*peer_enable)(CUcontext, unsigned);
+    CUresult (*ipc_get)(CUipcMemHandle *, CUdeviceptr);
+    CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned);
+    CUresult (*ipc_close)(CUdeviceptr);
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -110,6 +118,13 @@ static void cu_load(void)
     SYM(ev_sync, "cuEventSynchronize");
     SYM(ev_ms, "cuEventElapsedTime");
     SYM(errstr, "cuGetErrorString");
+    SYM(stream_new, "cuStreamCreate");
+    SYM(stream_free, "cuStreamDestroy_v2");
+    SYM(copy_async, "cuMemcpyAsync");
+    SYM(peer_enable, "cuCtxEnablePeerAccess");
+    SYM(ipc_get, "cuIpcGetMemHandle");
+    SYM(ipc_open, "cuIpcOpenMemHandle_v2");
+    SYM(ipc_close, "cuIpcCloseMemHandle");
 #undef SYM
 }
 
@@ -341,10 +356,91 @@ static int c_event_ms(void *dev, void *a, void *b, float *ms, char *err,
     return 0;
 }
 
+static int c_count(int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    if (!cu.lib) {
+        snprintf(err, errlen, "%s", cu.why[0] ? cu.why : "CUDA driver not loaded");
+        return -1;
+    }
+    CK(cu.count(n), "cuDeviceGetCount");
+    return 0;
+}
+
+static int c_stream_new(void *dev, void **stream, char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    CK(cu.stream_new((CUstream *)stream, 1 /* CU_STREAM_NON_BLOCKING */),
+       "cuStreamCreate");
+    return 0;
+}
+
+static void c_stream_free(void *dev, void *stream)
+{
+    char err[8];
+    if (stream && !cur(dev, err, sizeof err))
+        cu.stream_free(stream);
+}
+
+static int c_copy_async(void *dev, uint64_t dst, uint64_t src, size_t n,
+                        void *stream, char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    if (n)
+        CK(cu.copy_async(dst, src, n, stream), "cuMemcpyAsync");
+    return 0;
+}
+
+static int c_peer_enable(void *dev, void *peer, char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    CUresult r = cu.peer_enable(((CuDev *)peer)->ctx, 0);
+    if (r != CUDA_SUCCESS && r != 704 /* ..._PEER_ACCESS_ALREADY_ENABLED */)
+        return cu_fail(r, "cuCtxEnablePeerAccess", err, errlen);
+    return 0;
+}
+
+static int c_ipc_get(void *dev, uint64_t dptr, void *handle, char *err,
+                     size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    CUipcMemHandle h;
+    CK(cu.ipc_get(&h, dptr), "cuIpcGetMemHandle");
+    memcpy(handle, &h, sizeof h);
+    return 0;
+}
+
+static int c_ipc_open(void *dev, const void *handle, uint64_t *dptr,
+                      char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    CUipcMemHandle h;
+    memcpy(&h, handle, sizeof h);
+    CUdeviceptr p = 0;
+    CK(cu.ipc_open(&p, h, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */),
+       "cuIpcOpenMemHandle");
+    *dptr = p;
+    return 0;
+}
+
+static void c_ipc_close(void *dev, uint64_t dptr)
+{
+    char err[8];
+    if (dptr && !cur(dev, err, sizeof err))
+        cu.ipc_close(dptr);
+}
+
 static const RtGpuOps cuda_ops = {
     "CUDA", kDLCUDA, c_open, c_close, c_alloc, c_free, c_h2d, c_d2h, c_zero,
     c_load, c_unload, c_function, c_launch, c_sync, c_event_new,
-    c_event_free, c_event_record, c_event_ms,
+    c_event_free, c_event_record, c_event_ms, c_count, c_stream_new,
+    c_stream_free, c_copy_async, c_peer_enable, c_ipc_get, c_ipc_open,
+    c_ipc_close,
 };
 
 const RtGpuOps *rt_gpu_cuda_ops(void)

@@ -349,6 +349,7 @@ static const RtGpuOps hip_ops = {
     "HIP", kDLROCM, h_open, h_close, h_alloc, h_free, h_h2d, h_d2h, h_zero,
     h_load, h_unload, h_function, h_launch, h_sync, h_event_new,
     h_event_free, h_event_record, h_event_ms,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* GPU ranks: not on HIP yet */
 };
 
 const RtGpuOps *rt_gpu_hip_ops(void)

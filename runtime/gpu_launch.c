@@ -350,8 +350,9 @@ static void packed_free(Packed *pk)
 }
 
 static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
-                        int nargs, const blkc_launch_options *opts, Packed *pk,
-                        char *err, size_t errlen)
+                        int nargs, const blkc_launch_options *opts,
+                        const BkGpuRankCtx *rcx, Packed *pk, char *err,
+                        size_t errlen)
 {
     const IrFunc *f = k->f;
     memset(pk, 0, sizeof *pk);
@@ -386,6 +387,8 @@ static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
         rc.rank = 0;
         rc.world = 1;
         rc.fail = gm->fail;
+        if (rcx) /* a rank of a GPU world (gpu_ranks.c) */
+            rc = *rcx;
         rc.timeout = timeout_ms() * gm->g->info.ticks_per_ms;
         memcpy(pk->buf + ctx_off, &rc, sizeof rc);
         pk->params[np] = pk->buf + ctx_off;
@@ -435,7 +438,7 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *k,
 {
     RtGpu *g = gm->g;
     Packed pk;
-    blkc_status st = pack(gm, k, args, nargs, opts, &pk, err, errlen);
+    blkc_status st = pack(gm, k, args, nargs, opts, NULL, &pk, err, errlen);
     if (st != BLKC_OK)
         return st;
     if (grid_out)
@@ -478,6 +481,57 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
     bool sync = !opts || !opts->stream;
     return launch_k(gm, k, args, nargs, opts, sync, grid_out, err, errlen);
 }
+
+blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
+                               const blkc_arg *args, int nargs,
+                               const blkc_launch_options *opts,
+                               const BkGpuRankCtx *rc, char *err,
+                               size_t errlen)
+{
+    RtGpuKernel *k = gm && f ? find_kernel(gm, f) : NULL;
+    if (!k)
+        return rt_fail(BLKC_ERR_NOT_FOUND, err, errlen, "kernel %s is not in "
+                       "the module", f ? f->name : "?");
+    RtGpu *g = gm->g;
+    void *stream = opts ? opts->stream : NULL;
+    Packed pk;
+    blkc_status st = pack(gm, k, args, nargs, opts, rc, &pk, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    bool empty = !pk.grid[0] || !pk.grid[1] || !pk.grid[2];
+    bool ranks = k->ki.rank_ctx && rc->fail;
+    if (!empty && ranks &&
+        g->ops->zero(g->dev, rc->fail, sizeof(BkGpuFail), stream, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK && !empty &&
+        g->ops->launch(g->dev, k->fn, pk.grid, k->ki.threads, k->ki.smem_bytes,
+                       stream, pk.params, pk.buf, pk.size, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK && !empty && g->ops->sync(g->dev, stream, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    packed_free(&pk);
+    if (st != BLKC_OK || empty || !ranks)
+        return st;
+    BkGpuFail fr;
+    if (g->ops->d2h(g->dev, &fr, rc->fail, sizeof fr, err, errlen))
+        return BLKC_ERR_RUNTIME;
+    if (!fr.failed)
+        return BLKC_OK;
+    const char *sig = fr.param >= 0 && fr.param < f->nparams
+                          ? f->params[fr.param].name : "?";
+    if (fr.aborted)
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: wait on "
+                       "%s[%lld] abandoned: another rank failed", f->name,
+                       sig, (long long)fr.cell);
+    return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: wait on "
+                   "%s[%lld] timed out after %lld ms (waiting for %llu, saw "
+                   "%llu)", f->name, sig, (long long)fr.cell,
+                   (long long)timeout_ms(), (unsigned long long)fr.expected,
+                   (unsigned long long)fr.seen);
+}
+
+const RtGpuOps *rt_gpu_ops(const RtGpu *g) { return g->ops; }
+void *rt_gpu_dev(const RtGpu *g) { return g->dev; }
 
 /* ------------------------------------------------------------ CLI */
 

@@ -9,8 +9,12 @@
  * `async` blocks run on their own threads until `sync`; collectives go to
  * ranks.h; CALL runs another device function inline. Every failure
  * becomes the rank's error (rt_rank_fail), so the world stops every rank
- * instead of hanging. The multi-rank runner (rt_plan_run) is plan_run.c. */
+ * instead of hanging. On GPU ranks (pm->gpu set) buffers hold device
+ * addresses and allocation, peers, copies, signals, launches and
+ * collectives go to the hooks of gpu_ranks.h instead. The multi-rank
+ * runner (rt_plan_run) is plan_run.c. */
 #include "plan.h"
+#include "gpu_ranks.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +49,7 @@ struct Exec {
     Async **asyncs;                /* outstanding async blocks */
     int nasync, cap_async;
     bool in_async;                 /* running inside an async block */
+    RtGpuCtx *g;                   /* GPU ranks: this thread's stream, or NULL */
 };
 
 static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
@@ -65,13 +70,7 @@ static int64_t vi(Exec *x, int id) { return x->val[id].i; }
 
 /* ------------------------------------------------------------ views */
 
-typedef struct Span {
-    char *base;                    /* address of the view's first element */
-    int n;                         /* range dims kept */
-    int64_t len[IR_MAX_RANK];      /* their lengths */
-    int64_t str[IR_MAX_RANK];      /* their strides, bytes */
-    int64_t numel;                 /* elements */
-} Span;
+typedef RtPlanSpan Span;
 
 /* Resolve buffer p's view v (with an optional peer) to a Span. */
 static int span_of(Exec *x, const IrInstr *in, int p, int vid, int peer,
@@ -91,7 +90,8 @@ static int span_of(Exec *x, const IrInstr *in, int p, int vid, int peer,
         if (b->mem == MEM_GLOBAL)
             return fail(x, in, "peer access to '%s', which is not symmetric",
                         x->f->params[p].name);
-        base = rt_sym_peer_of(x->r, base, pr);
+        base = x->g ? rt_gpur_peer(x->g, x->r, base, pr)
+                    : rt_sym_peer_of(x->r, base, pr);
     }
     s->n = 0;
     s->numel = 1;
@@ -154,10 +154,13 @@ static int do_signal(Exec *x, const IrInstr *in)
         char *p = s.base;
         for (int k = 0; k < s.n; k++)
             p += idx[k] * s.str[k];
-        int rc = in->op == IR_NOTIFY
+        const char *nm = x->f->params[in->param].name;
+        int rc = x->g ? (in->op == IR_NOTIFY
+                             ? rt_gpur_notify(x->g, x->r, p, v, in->attr)
+                             : rt_gpur_wait(x->g, x->r, p, in->attr, v, nm))
+                 : in->op == IR_NOTIFY
                      ? rt_signal_notify(x->r, (uint64_t *)p, v, in->attr)
-                     : rt_signal_wait(x->r, (const uint64_t *)p, in->attr, v,
-                                      x->f->params[in->param].name);
+                     : rt_signal_wait(x->r, (const uint64_t *)p, in->attr, v, nm);
         if (rc)
             return -1;
         for (int k = s.n - 1; k >= 0; k--)
@@ -175,15 +178,23 @@ static int do_copy(Exec *x, const IrInstr *in)
     if (d.numel != s.numel)
         return fail(x, in, "copy of %lld elements into a view of %lld",
                     (long long)s.numel, (long long)d.numel);
-    span_copy(&d, &s, dsl_dtype_bytes(x->buf[in->param].dtype));
+    if (x->g) {
+        if (rt_gpur_copy(x->g, x->r, &d, &s, dsl_dtype_bytes(x->buf[in->param].dtype)))
+            return -1;
+    } else {
+        span_copy(&d, &s, dsl_dtype_bytes(x->buf[in->param].dtype));
+    }
     if (in->xparam[1] < 0)
         return 0;
     Span c;
     if (span_of(x, in, in->xparam[1], in->xview[1], -1, &c))
         return -1;
     int dest = in->opnd[3] >= 0 ? (int)vi(x, in->opnd[3]) : rt_rank_id(x->r);
-    uint64_t *cell = rt_sym_peer_of(x->r, c.base, dest);
     uint64_t v = in->opnd[0] >= 0 ? (uint64_t)vi(x, in->opnd[0]) : 1;
+    if (x->g)
+        return rt_gpur_notify(x->g, x->r, rt_gpur_peer(x->g, x->r, c.base, dest),
+                              v, in->attr);
+    uint64_t *cell = rt_sym_peer_of(x->r, c.base, dest);
     return rt_signal_notify(x->r, cell, v, in->attr);
 }
 
@@ -209,6 +220,17 @@ static int alloc_buf(Exec *x, const IrInstr *in)
     for (int d = 0; d < v->ndims; d++)
         x->shapes[in->param][d] = b->shape[d];
     size_t bytes = (size_t)n * (size_t)dsl_dtype_bytes(p->dtype);
+    if (x->g) { /* device memory (GPU ranks) */
+        if (b->owned)
+            rt_gpur_free(x->g, b->data);
+        b->owned = false;
+        if (in->attr != MEM_GLOBAL && x->in_async)
+            return fail(x, in, "symmetric buffers must be allocated outside async blocks");
+        if (rt_gpur_alloc(x->g, x->r, bytes, in->attr != MEM_GLOBAL, &b->data))
+            return -1;
+        b->owned = in->attr == MEM_GLOBAL;
+        return 0;
+    }
     if (in->attr == MEM_GLOBAL) {
         if (b->owned)
             free(b->data);
@@ -232,8 +254,8 @@ static int alloc_buf(Exec *x, const IrInstr *in)
 static int do_launch(Exec *x, const IrInstr *in)
 {
     const IrFunc *k = x->pm->ir->funcs[in->attr];
-    BkRangeFn fn = bk_cpu_kernel_range(x->pm->cpu, k->name);
-    if (!fn)
+    BkRangeFn fn = x->g ? NULL : bk_cpu_kernel_range(x->pm->cpu, k->name);
+    if (!fn && !x->g)
         return fail(x, in, "kernel '%s' is not compiled", k->name);
     DLTensor t[64];
     blkc_arg a[64];
@@ -270,6 +292,8 @@ static int do_launch(Exec *x, const IrInstr *in)
                     lo.grid[h] = 1;
             lo.grid[g] = vi(x, in->opnd[g]);
         }
+    if (x->g)
+        return rt_gpur_launch(x->g, x->r, k, a, in->xn, &lo);
     RtWorldView wv = rt_rank_view(x->r);
     char err[512];
     blkc_status s = rt_cpu_launch_ranked(k, fn, a, in->xn, &lo, &wv, NULL, err,
@@ -288,6 +312,8 @@ static void *async_main(void *arg)
 {
     Async *a = arg;
     a->rc = exec_region(a->x, a->region);
+    if (a->x->g && rt_gpur_join(a->x->g, a->x->r))
+        a->rc = -1;
     return NULL;
 }
 
@@ -343,12 +369,21 @@ static int start_async(Exec *x, const IrInstr *in)
     memcpy(ax->vars, x->vars, nw * sizeof *ax->vars);
     a->x = ax;
     a->region = in->region[0];
+    if (x->g && !(ax->g = rt_gpur_fork(x->g, x->r))) { /* its own stream */
+        free(ax->val);
+        free(ax->vars);
+        free(ax);
+        free(a);
+        return -1;
+    }
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setstacksize(&at, (size_t)64 << 20);
     int e = pthread_create(&a->th, &at, async_main, a);
     pthread_attr_destroy(&at);
     if (e) {
+        if (ax->g)
+            rt_gpur_join(ax->g, x->r);
         free(ax->val);
         free(ax->vars);
         free(ax);
@@ -357,6 +392,17 @@ static int start_async(Exec *x, const IrInstr *in)
     }
     x->asyncs[x->nasync++] = a;
     return 0;
+}
+
+/* A collective on GPU ranks (gpu_ranks.h): buffers are device memory. */
+static int gpu_coll(Exec *x, int kind, void *dst, const void *src,
+                    size_t count, const size_t *c1, const size_t *c2,
+                    int dtype, int op, int root)
+{
+    RtNcclColl d = {kind, dtype, op, root, rt_rank_size(x->r),
+                    (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src,
+                    count, c1, c2};
+    return rt_gpur_coll(x->g, x->r, &d);
 }
 
 /* W counts (elements per rank) from an integer buffer. */
@@ -371,14 +417,29 @@ static int read_counts(Exec *x, const IrInstr *in, int p, size_t *out, int W)
         return fail(x, in, "all_to_all: '%s' has %lld counts, the world has %d ranks",
                     x->f->params[p].name, (long long)n, W);
     int esz = dsl_dtype_bytes(b->dtype);
+    const char *data = b->data;
+    char *host = NULL;
+    if (x->g) { /* GPU ranks: the counts are in device memory */
+        size_t bytes = ((size_t)(W - 1) * (size_t)b->stride[0] + 1) * (size_t)esz;
+        if (!(host = malloc(bytes)))
+            return fail(x, in, "out of memory");
+        if (rt_gpur_read(x->g, x->r, host, data, bytes)) {
+            free(host);
+            return -1;
+        }
+        data = host;
+    }
     for (int q = 0; q < W; q++) {
-        int64_t c = rt_load_i64(b->data + (size_t)q * (size_t)b->stride[b->rank - 1] * (size_t)esz,
+        int64_t c = rt_load_i64(data + (size_t)q * (size_t)b->stride[b->rank - 1] * (size_t)esz,
                                 b->dtype);
-        if (c < 0)
+        if (c < 0) {
+            free(host);
             return fail(x, in, "all_to_all: negative count %lld for rank %d in '%s'",
                         (long long)c, q, x->f->params[p].name);
+        }
         out[q] = (size_t)c;
     }
+    free(host);
     return 0;
 }
 
@@ -410,6 +471,9 @@ static int do_all_to_all_v(Exec *x, const IrInstr *in, const Buf *d,
     if ((int64_t)rt > nd)
         return fail(x, in, "all_to_all: %zu elements arrive, dst has room for %lld",
                     rt, (long long)nd);
+    if (x->g)
+        return gpu_coll(x, RT_COLL_ALL_TO_ALL, d->data, s->data, 0, sc, rc,
+                        d->dtype, -1, -1);
     return rt_all_to_all(r, d->data, rc, s->data, sc, d->dtype);
 }
 
@@ -420,7 +484,7 @@ static int do_coll(Exec *x, const IrInstr *in)
     RtRank *r = x->r;
     int W = rt_rank_size(r);
     if (in->attr == COLL_BARRIER)
-        return rt_barrier(r);
+        return x->g && rt_gpur_finish(x->g, r) ? -1 : rt_barrier(r);
     Buf *d = &x->buf[in->param];
     Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
     int64_t nd = 1, ns = 1;
@@ -442,13 +506,22 @@ static int do_coll(Exec *x, const IrInstr *in)
     }
     switch (in->attr) {
     case COLL_ALL_REDUCE:
+        if (x->g)
+            return gpu_coll(x, RT_COLL_ALL_REDUCE, d->data, d->data, (size_t)nd,
+                            NULL, NULL, d->dtype, in->axis, -1);
         return rt_all_reduce(r, d->data, (size_t)nd, d->dtype, in->axis);
     case COLL_BROADCAST:
+        if (x->g)
+            return gpu_coll(x, RT_COLL_BROADCAST, d->data, d->data, (size_t)nd,
+                            NULL, NULL, d->dtype, -1, (int)vi(x, in->opnd[0]));
         return rt_broadcast(r, d->data, (size_t)nd, d->dtype, (int)vi(x, in->opnd[0]));
     case COLL_ALL_GATHER:
         if (nd != ns * W)
             return fail(x, in, "all_gather: dst has %lld elements, expected %d x %lld",
                         (long long)nd, W, (long long)ns);
+        if (x->g)
+            return gpu_coll(x, RT_COLL_ALL_GATHER, d->data, s->data, (size_t)ns,
+                            NULL, NULL, d->dtype, -1, -1);
         return rt_all_gather(r, d->data, s->data, (size_t)ns, d->dtype);
     case COLL_REDUCE_SCATTER: {
         /* src is split as evenly as possible: rank q gets ns/W elements,
@@ -458,6 +531,9 @@ static int do_coll(Exec *x, const IrInstr *in)
         if (nd != share)
             return fail(x, in, "reduce_scatter: dst has %lld elements, but rank %d's share of %lld is %lld",
                         (long long)nd, q, (long long)ns, (long long)share);
+        if (x->g)
+            return gpu_coll(x, RT_COLL_REDUCE_SCATTER, d->data, s->data,
+                            (size_t)ns, NULL, NULL, d->dtype, in->axis, -1);
         return rt_reduce_scatter(r, d->data, s->data, (size_t)ns, NULL, d->dtype, in->axis);
     }
     case COLL_ALL_TO_ALL: {
@@ -470,6 +546,9 @@ static int do_coll(Exec *x, const IrInstr *in)
             return fail(x, in, "all_to_all: too many ranks");
         for (int i = 0; i < W; i++)
             cnt[i] = (size_t)(ns / W);
+        if (x->g)
+            return gpu_coll(x, RT_COLL_ALL_TO_ALL, d->data, s->data, 0, cnt,
+                            cnt, d->dtype, -1, -1);
         return rt_all_to_all(r, d->data, cnt, s->data, cnt, d->dtype);
     }
     }
@@ -562,6 +641,7 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
     x.f = f;
     x.r = r;
     x.in_async = in_async;
+    x.g = rt_gpur_ctx(pm->gpu, r);
     size_t np = (size_t)f->nparams + 1;
     x.val = calloc((size_t)f->nins + 1, sizeof *x.val);
     x.vars = calloc((size_t)f->nvars + 1, sizeof *x.vars);
@@ -589,6 +669,8 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
     rc = exec_region(&x, 0);
     if (join_asyncs(&x))
         rc = -1;
+    if (x.g && rt_gpur_finish(x.g, r)) /* before buffers are freed */
+        rc = -1;
     if (rc == 1)
         rc = 0;
     /* the entry always releases (a collective every rank makes); a callee
@@ -598,8 +680,12 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
         rc = -1;
 out:
     for (int p = 0; x.buf && p < f->nparams; p++)
-        if (x.buf[p].owned)
-            free(x.buf[p].data);
+        if (x.buf[p].owned) {
+            if (x.g)
+                rt_gpur_free(x.g, x.buf[p].data);
+            else
+                free(x.buf[p].data);
+        }
     free(x.asyncs);
     free(x.val);
     free(x.vars);

@@ -19,10 +19,13 @@ typedef struct RtPlanArg {
     IrScalarVal scalar;            /* scalar params (.i or .f by dtype) */
 } RtPlanArg;
 
+typedef struct RtGpuWorld RtGpuWorld; /* gpu_ranks.c */
+
 /* A compiled module plus its CPU code. */
 typedef struct RtPlanModule {
     const IrModule *ir;            /* kernels and device functions */
     BkCpuModule *cpu;              /* JIT'd kernels */
+    RtGpuWorld *gpu;               /* GPU ranks (gpu_ranks.h), or NULL: CPU */
 } RtPlanModule;
 
 /* Run entry function `fi` (a kernel or a device function) on `nranks`

@@ -155,6 +155,10 @@ case_size_mismatch_cli() {
   expect 3 "size mismatch: N is 4 from the command line but 8 from A" -- run "$DATA/vadd.blk" N=4 A=@"$T/a.npy"
 }
 case_device_cuda() { expect 3 "not supported" -- run "$DATA/vadd.blk" N=4 --device=cuda:0; one_line_error; }
+case_device_cuda_ranks() { # GPU ranks without a GPU (or without NCCL)
+  expect 3 "running 2 ranks on cuda:0 is not supported here" -- run "$DATA/vadd.blk" N=4 --ranks=2 --device=cuda:0; one_line_error
+  BLKC_NCCL_LIB=/nonexistent BLKC_GPU_COLL=nccl expect 3 "running 2 ranks on cuda:0 is not supported here" -- run "$DATA/vadd.blk" N=4 --ranks=2 --device=cuda:0; one_line_error
+}
 case_ranks()       { expect 0 "vadd: 2 ranks" -- run "$DATA/vadd.blk" N=4 --ranks=2; }
 case_out_unwritable() { expect 3 "cannot write" -- run "$DATA/vadd.blk" N=4 --out C="$T/no/such/dir/c.npy"; one_line_error; }
 

@@ -1,0 +1,125 @@
+/* gpu_coll.c — the collectives of GPU ranks (gpu_ranks.h): NCCL (nccl.c)
+ * on the rank's stream when it loaded and every rank has its own GPU, with
+ * the communicator made at the first collective (rank 0's unique id is
+ * broadcast over the host world); otherwise staged through host memory
+ * and the CPU collectives of ranks.h (NCCL refuses two ranks on one GPU,
+ * and would round f16/bf16/f8 sums at every step). */
+#include "gpu_ranks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEV(c) rt_gpu_dev((c)->k->d->g)
+
+static int comm_ready(RtGpuCtx *c, RtRank *r)
+{
+    RtGpuWorld *w = c->w;
+    if (c->k->comm)
+        return 0;
+    char id[RT_NCCL_ID_BYTES], err[512];
+    memset(id, 0, sizeof id);
+    if (rt_rank_id(r) == 0 && rt_nccl_unique_id(w->t, id, err, sizeof err))
+        return rt_gpur_fail(r, err);
+    if (rt_broadcast(r, id, sizeof id, DT_U8, 0) || rt_gpur_sync(c, r))
+        return -1; /* rt_gpur_sync also makes the device's context current */
+    if (rt_nccl_comm_init(w->t, w->nranks, id, rt_rank_id(r), &c->k->comm, err,
+                          sizeof err))
+        return rt_gpur_fail(r, err);
+    return 0;
+}
+
+/* Through host memory and the CPU collectives of ranks.h. */
+static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
+                     const size_t *shares)
+{
+    const RtGpuOps *ops = c->w->ops;
+    void *dev = DEV(c);
+    int W = rt_rank_size(r), me = rt_rank_id(r);
+    size_t esz = (size_t)dsl_dtype_bytes(d->dtype), ns = 0, nd = 0;
+    switch (d->kind) {
+    case RT_COLL_ALL_REDUCE: case RT_COLL_BROADCAST: ns = nd = d->count; break;
+    case RT_COLL_ALL_GATHER: ns = d->count; nd = d->count * (size_t)W; break;
+    case RT_COLL_REDUCE_SCATTER: ns = d->count; nd = shares[me]; break;
+    case RT_COLL_ALL_TO_ALL:
+        for (int q = 0; q < W; q++) {
+            ns += d->counts[q];
+            nd += d->counts2[q];
+        }
+        break;
+    default:
+        return rt_rank_fail(r, "collective %s is not supported on GPU ranks",
+                            rt_rank_coll_name(d->kind));
+    }
+    char err[512];
+    char *hs = malloc(ns * esz + 1), *hd = malloc(nd * esz + 1);
+    int rc = 0;
+    if (!hs || !hd)
+        rc = rt_rank_fail(r, "out of memory staging a collective");
+    if (rc == 0 && rt_gpur_sync(c, r))
+        rc = -1;
+    if (rc == 0 && ops->d2h(dev, hs, d->src, ns * esz, err, sizeof err))
+        rc = rt_gpur_fail(r, err);
+    /* every rank enters the collective; a failed one makes it give up */
+    if (rc == 0) {
+        switch (d->kind) {
+        case RT_COLL_ALL_REDUCE:
+            rc = rt_all_reduce(r, hs, ns, d->dtype, d->op);
+            break;
+        case RT_COLL_BROADCAST:
+            rc = rt_broadcast(r, hs, ns, d->dtype, d->root);
+            break;
+        case RT_COLL_ALL_GATHER:
+            rc = rt_all_gather(r, hd, hs, ns, d->dtype);
+            break;
+        case RT_COLL_REDUCE_SCATTER:
+            rc = rt_reduce_scatter(r, hd, hs, ns, shares, d->dtype, d->op);
+            break;
+        case RT_COLL_ALL_TO_ALL:
+            rc = rt_all_to_all(r, hd, d->counts2, hs, d->counts, d->dtype);
+            break;
+        }
+    } else {
+        rt_rank_check(r);
+    }
+    const char *res = d->kind == RT_COLL_ALL_REDUCE || d->kind == RT_COLL_BROADCAST
+                          ? hs : hd;
+    if (rc == 0 && (ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err) ||
+                    ops->sync(dev, NULL, err, sizeof err)))
+        rc = rt_gpur_fail(r, err);
+    free(hs);
+    free(hd);
+    return rc < 0 ? -1 : 0;
+}
+
+int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
+{
+    RtGpuWorld *w = c->w;
+    int W = rt_rank_size(r);
+    size_t shares[RT_RANK_MAX];
+    RtNcclColl x = *d;
+    x.nranks = W;
+    if (d->kind == RT_COLL_REDUCE_SCATTER) {
+        for (int q = 0; q < W; q++) /* as evenly as possible, like ranks.h */
+            shares[q] = d->count / (size_t)W + ((size_t)q < d->count % (size_t)W);
+        x.counts = shares;
+    }
+    bool reduces = d->kind == RT_COLL_ALL_REDUCE ||
+                   d->kind == RT_COLL_REDUCE_SCATTER;
+    /* one rank needs no communication: NCCL only when asked for */
+    bool nccl = w->coll_mode != RT_GPUR_COLL_HOST && w->nccl_ok &&
+                (W > 1 || w->coll_mode == RT_GPUR_COLL_NCCL) &&
+                rt_nccl_supports(d->dtype, reduces ? d->op : -1);
+    if (w->coll_mode == RT_GPUR_COLL_NCCL && !nccl)
+        return rt_rank_fail(r, "%s on GPU ranks: BLKC_GPU_COLL=nccl, but NCCL "
+                            "cannot be used: %s", rt_rank_coll_name(d->kind),
+                            w->nccl_ok ? "it has no such dtype/op"
+                                       : w->nccl_why);
+    if (!nccl)
+        return coll_host(c, r, &x, shares);
+    char err[512];
+    if (comm_ready(c, r))
+        return -1;
+    if (rt_nccl_coll(w->t, c->k->comm, c->stream, &x, err, sizeof err))
+        return rt_gpur_fail(r, err);
+    return rt_gpur_finish(c, r);
+}

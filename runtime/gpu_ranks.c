@@ -1,0 +1,715 @@
+/* gpu_ranks.c — ranks on GPUs (see gpu_ranks.h): the GPU world (devices,
+ * modules, per-rank symmetric heaps, heap tables and failure records),
+ * the runner behind `blkc run --device=cuda:N --ranks=R`, and the hooks
+ * the Device IR interpreter (plan.c) calls for buffers, copies, signals
+ * and launches when its module runs on GPU ranks (collectives: gpu_coll.c).
+ *
+ * Ordering. Each rank queues its work on its own stream (non-blocking,
+ * so the synchronous driver copies used for uploads and polling never
+ * wait for it); an async block gets a second stream that first waits for
+ * the parent's. Kernel launches wait for the kernel (to report timed-out
+ * waits with the rank); copies and notifies stay queued. A notify is a
+ * one-thread kernel (hand-written PTX below: a system-scope fence and a
+ * release store or atomic add), so it lands after the copy queued before
+ * it. A wait from a device function polls the cell from the host with the
+ * timeout of ranks.h, and gives up when another rank fails. */
+#include "gpu_ranks.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* notify from the host side: blk_sig_set / blk_sig_add (cell, v) */
+static const char sig_ptx[] =
+    ".version 7.0\n.target sm_75\n.address_size 64\n"
+    ".visible .entry blk_sig_set(.param .u64 cell, .param .u64 v)\n{\n"
+    "    .reg .b64 %rd<3>;\n"
+    "    ld.param.u64 %rd1, [cell];\n    ld.param.u64 %rd2, [v];\n"
+    "    cvta.to.global.u64 %rd1, %rd1;\n    fence.sc.sys;\n"
+    "    st.release.sys.global.u64 [%rd1], %rd2;\n    ret;\n}\n"
+    ".visible .entry blk_sig_add(.param .u64 cell, .param .u64 v)\n{\n"
+    "    .reg .b64 %rd<4>;\n"
+    "    ld.param.u64 %rd1, [cell];\n    ld.param.u64 %rd2, [v];\n"
+    "    cvta.to.global.u64 %rd1, %rd1;\n    fence.sc.sys;\n"
+    "    atom.release.sys.global.add.u64 %rd3, [%rd1], %rd2;\n    ret;\n}\n";
+
+#define DEV(c) rt_gpu_dev((c)->k->d->g)
+#define U64(p) ((uint64_t)(uintptr_t)(p))
+
+int rt_gpur_fail(RtRank *r, const char *msg)
+{
+    return rt_rank_fail(r, "%s", msg);
+}
+
+/* ------------------------------------------------------------ contexts */
+
+/* cuMemFree waits for the whole device, which may be running kernels that
+ * spin on signals only this process's other threads will set: device
+ * memory released during a run is freed after the run's last barrier. */
+static void defer_free(RtGpuWorld *w, RtGpurRank *k, uint64_t p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (k->ndead == k->capdead) {
+        int nc = k->capdead ? 2 * k->capdead : 16;
+        uint64_t *nd = realloc(k->dead, (size_t)nc * sizeof *nd);
+        if (nd) {
+            k->dead = nd;
+            k->capdead = nc;
+        }
+    }
+    bool kept = k->ndead < k->capdead;
+    if (kept)
+        k->dead[k->ndead++] = p;
+    pthread_mutex_unlock(&w->lock);
+    if (!kept) /* out of memory: free now */
+        w->ops->free(rt_gpu_dev(k->d->g), p);
+}
+
+static void free_dead(RtGpuWorld *w, RtGpurRank *k)
+{
+    for (int i = 0; i < k->ndead; i++)
+        w->ops->free(rt_gpu_dev(k->d->g), k->dead[i]);
+    free(k->dead);
+    k->dead = NULL;
+    k->ndead = k->capdead = 0;
+}
+
+static RtGpuCtx *ctx_new(RtGpuWorld *w, RtGpurRank *k, char *err, size_t errlen)
+{
+    RtGpuCtx *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->w = w;
+    c->k = k;
+    void *dev = rt_gpu_dev(k->d->g);
+    if (w->ops->stream_new(dev, &c->stream, err, errlen) ||
+        w->ops->alloc(dev, sizeof(BkGpuFail), &c->fail, err, errlen)) {
+        if (c->stream)
+            w->ops->stream_free(dev, c->stream);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void ctx_free(RtGpuCtx *c)
+{
+    if (!c)
+        return;
+    void *dev = DEV(c);
+    c->w->ops->sync(dev, c->stream, (char[8]){0}, 8);
+    defer_free(c->w, c->k, c->fail);
+    c->w->ops->stream_free(dev, c->stream);
+    free(c);
+}
+
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r)
+{
+    char err[512];
+    if (c->w->ops->sync(DEV(c), c->stream, err, sizeof err))
+        return rt_gpur_fail(r, err);
+    return 0;
+}
+
+RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
+{
+    return gw ? gw->ranks[rt_rank_id(r)].main : NULL;
+}
+
+RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
+{
+    char err[512];
+    if (rt_gpur_sync(c, r)) /* the block sees everything queued before it */
+        return NULL;
+    RtGpuCtx *a = ctx_new(c->w, c->k, err, sizeof err);
+    if (!a)
+        rt_gpur_fail(r, err);
+    return a;
+}
+
+int rt_gpur_join(RtGpuCtx *c, RtRank *r)
+{
+    int rc = rt_gpur_sync(c, r);
+    ctx_free(c);
+    return rc;
+}
+
+int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
+{
+    if (rt_gpur_sync(c, r))
+        return -1;
+    char err[512];
+    if (c->k->comm && rt_nccl_check(c->w->t, c->k->comm, err, sizeof err))
+        return rt_gpur_fail(r, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------ memory */
+
+int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
+{
+    RtGpuWorld *w = c->w;
+    RtGpurRank *k = c->k;
+    void *dev = DEV(c);
+    char err[512];
+    uint64_t p;
+    size_t need = bytes ? bytes : 8;
+    if (sym) {
+        /* the same size on every rank, so the offsets agree */
+        uint64_t agree = need;
+        if (rt_all_reduce(r, &agree, 1, DT_U64, RT_RED_MAX))
+            return -1;
+        size_t off = (k->top + RT_SYM_ALIGN - 1) / RT_SYM_ALIGN * RT_SYM_ALIGN;
+        if (off > w->heap_bytes || agree > w->heap_bytes - off)
+            return rt_rank_fail(r, "symmetric heap out of memory: requested "
+                                "%llu bytes, %zu left of %zu (set "
+                                "BLKC_SYM_HEAP_MB)", (unsigned long long)agree,
+                                w->heap_bytes - (off < w->heap_bytes ? off : w->heap_bytes),
+                                w->heap_bytes);
+        k->top = off + agree;
+        p = k->heap + off;
+        need = agree;
+    } else if (w->ops->alloc(dev, need, &p, err, sizeof err)) {
+        return rt_gpur_fail(r, err);
+    }
+    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) || rt_gpur_sync(c, r)) {
+        if (!sym)
+            w->ops->free(dev, p);
+        return rt_rank_failed(r) ? -1 : rt_gpur_fail(r, err);
+    }
+    *out = (char *)(uintptr_t)p;
+    /* no rank writes into a peer's block before the peer zeroed it */
+    return sym ? rt_barrier(r) : 0;
+}
+
+void rt_gpur_free(RtGpuCtx *c, char *p)
+{
+    if (!c || !p)
+        return;
+    c->w->ops->sync(DEV(c), c->stream, (char[8]){0}, 8);
+    defer_free(c->w, c->k, U64(p));
+}
+
+char *rt_gpur_peer(RtGpuCtx *c, RtRank *r, const char *p, int peer)
+{
+    (void)r;
+    uint64_t a = U64(p), me = c->k->heap;
+    if (peer < 0 || peer >= c->w->nranks || a < me || a > me + c->w->heap_bytes)
+        return NULL;
+    return (char *)(uintptr_t)(c->w->ranks[peer].heap + (a - me));
+}
+
+static bool compact(const RtPlanSpan *s, int esz)
+{
+    int64_t st = esz;
+    for (int k = s->n - 1; k >= 0; k--) {
+        if (s->len[k] > 1 && s->str[k] != st)
+            return false;
+        st *= s->len[k];
+    }
+    return true;
+}
+
+int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
+                 const RtPlanSpan *s, int esz)
+{
+    const RtGpuOps *ops = c->w->ops;
+    void *dev = DEV(c);
+    char err[512];
+    if (!d->base || !s->base)
+        return rt_rank_fail(r, "copy: a view is not on the symmetric heap");
+    if (compact(d, esz) && compact(s, esz)) {
+        if (ops->copy_async(dev, U64(d->base), U64(s->base),
+                            (size_t)d->numel * (size_t)esz, c->stream, err,
+                            sizeof err))
+            return rt_gpur_fail(r, err);
+        return 0;
+    }
+    /* row by row (the innermost run both sides share), as plan.c does */
+    int64_t idx_d[IR_MAX_RANK] = {0}, idx_s[IR_MAX_RANK] = {0};
+    bool dc = d->n == 0 || d->str[d->n - 1] == esz;
+    bool sc = s->n == 0 || s->str[s->n - 1] == esz;
+    int64_t drow = d->n ? d->len[d->n - 1] : 1, srow = s->n ? s->len[s->n - 1] : 1;
+    int64_t run = dc && sc && drow == srow ? drow : 1;
+    for (int64_t e = 0; e < d->numel; e += run) {
+        char *dp = d->base, *sp = s->base;
+        for (int k = 0; k < d->n; k++)
+            dp += idx_d[k] * d->str[k];
+        for (int k = 0; k < s->n; k++)
+            sp += idx_s[k] * s->str[k];
+        if (ops->copy_async(dev, U64(dp), U64(sp), (size_t)(run * esz),
+                            c->stream, err, sizeof err))
+            return rt_gpur_fail(r, err);
+        for (int64_t adv = 0; adv < run; adv++) {
+            for (int k = d->n - 1; k >= 0; k--)
+                if (++idx_d[k] < d->len[k]) break; else idx_d[k] = 0;
+            for (int k = s->n - 1; k >= 0; k--)
+                if (++idx_s[k] < s->len[k]) break; else idx_s[k] = 0;
+        }
+    }
+    return 0;
+}
+
+int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
+                 size_t bytes)
+{
+    char err[512];
+    if (rt_gpur_sync(c, r))
+        return -1;
+    if (c->w->ops->d2h(DEV(c), dst, U64(src), bytes, err, sizeof err))
+        return rt_gpur_fail(r, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------ signals */
+
+int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op)
+{
+    RtGpurDev *d = c->k->d;
+    char err[512];
+    if (!cell)
+        return rt_rank_fail(r, "notify: the signal is not on the symmetric heap");
+    uint64_t a = U64(cell);
+    void *params[2] = {&a, &v};
+    static const int64_t one[3] = {1, 1, 1};
+    if (c->w->ops->launch(rt_gpu_dev(d->g), op == RT_SIG_ADD ? d->sig_add
+                                                            : d->sig_set,
+                          one, 1, 0, c->stream, params, NULL, 0, err,
+                          sizeof err))
+        return rt_gpur_fail(r, err);
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
+                 uint64_t v, const char *name)
+{
+    char err[512];
+    int64_t tmo = rt_world_timeout_ms(rt_rank_world(r));
+    double t0 = now_ms();
+    uint64_t seen = 0;
+    for (long spin = 0;; spin++) {
+        if (c->w->ops->d2h(DEV(c), &seen, U64(cell), 8, err, sizeof err))
+            return rt_gpur_fail(r, err);
+        if (cmp == RT_WAIT_EQ ? seen == v : seen >= v)
+            return 0;
+        if (rt_rank_check(r))
+            return -1;
+        if (tmo > 0 && now_ms() - t0 > (double)tmo)
+            return rt_rank_fail(r, "wait on signal %s timed out after %lld "
+                                "ms: expected %s %llu, saw %llu",
+                                name ? name : "(device cell)", (long long)tmo,
+                                cmp == RT_WAIT_EQ ? "==" : ">=",
+                                (unsigned long long)v,
+                                (unsigned long long)seen);
+        struct timespec ts = {0, spin < 100 ? 20000 : 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ------------------------------------------------------------ launches */
+
+int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
+                   int nargs, const blkc_launch_options *lo)
+{
+    RtGpurDev *d = c->k->d;
+    DLTensor t[64];
+    if (nargs > 64)
+        return rt_rank_fail(r, "kernel %s: too many arguments", k->name);
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != BLKC_ARG_TENSOR)
+            continue;
+        t[i] = *args[i].v.tensor;
+        t[i].device.device_type = rt_gpu_dl_type(d->g);
+        t[i].device.device_id = rt_gpu_id(d->g);
+        args[i].v.tensor = &t[i];
+    }
+    blkc_launch_options o;
+    memset(&o, 0, sizeof o);
+    if (lo)
+        o = *lo;
+    o.stream = c->stream;
+    BkGpuRankCtx rc;
+    memset(&rc, 0, sizeof rc);
+    rc.rank = rt_rank_id(r);
+    rc.world = rt_rank_size(r);
+    rc.heap_base = c->k->table;
+    rc.fail = c->fail;
+    char err[1024];
+    if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, err, sizeof err) !=
+        BLKC_OK)
+        return rt_rank_fail(r, "launch %s: %s", k->name, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------ runner */
+
+static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d < p->rank; d++)
+        n *= a->shape[d];
+    return n;
+}
+
+static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
+{
+    const IrFunc *f = w->pm.ir->funcs[w->fi];
+    DLTensor t[64];
+    blkc_arg a[64];
+    if (f->nparams > 64)
+        return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->kind == PK_SCALAR) {
+            a[p].kind = dsl_is_float(ip->dtype) ? BLKC_ARG_FLOAT : BLKC_ARG_INT;
+            if (dsl_is_float(ip->dtype))
+                a[p].v.f = args[p].scalar.f;
+            else
+                a[p].v.i = args[p].scalar.i;
+            continue;
+        }
+        memset(&t[p], 0, sizeof t[p]);
+        t[p].data = args[p].data;
+        t[p].ndim = ip->rank;
+        t[p].dtype = rt_dtype_to_dl(ip->dtype);
+        t[p].shape = args[p].shape;
+        t[p].strides = args[p].stride;
+        a[p].kind = BLKC_ARG_TENSOR;
+        a[p].v.tensor = &t[p];
+    }
+    blkc_launch_options lo;
+    memset(&lo, 0, sizeof lo);
+    if (w->grid)
+        memcpy(lo.grid, w->grid, sizeof lo.grid);
+    return rt_gpur_launch(w->ranks[rt_rank_id(r)].main, r, f, a, f->nparams,
+                          &lo);
+}
+
+/* mpirun: every process maps the others' heaps (CUDA IPC handles,
+ * gathered over the host world) and fills its heap table. */
+static int ipc_exchange(RtGpuWorld *w, RtRank *r)
+{
+    int me = rt_rank_id(r), W = w->nranks;
+    RtGpurRank *k = &w->ranks[me];
+    void *dev = rt_gpu_dev(k->d->g);
+    char err[512];
+    unsigned char mine[RT_GPU_IPC_BYTES];
+    unsigned char *all = calloc((size_t)W, RT_GPU_IPC_BYTES);
+    int64_t *bases = calloc((size_t)W, sizeof *bases);
+    int rc = 0;
+    memset(mine, 0, sizeof mine);
+    if (!all || !bases)
+        rc = rt_rank_fail(r, "out of memory");
+    else if (w->ops->ipc_get(dev, k->heap, mine, err, sizeof err))
+        rc = rt_gpur_fail(r, err);
+    /* every rank enters the gather; a failed one makes it give up */
+    if (rt_all_gather(r, all, mine, RT_GPU_IPC_BYTES, DT_U8))
+        rc = -1;
+    for (int q = 0; q < W && rc == 0; q++) {
+        if (q == me) {
+            bases[q] = (int64_t)k->heap;
+            continue;
+        }
+        uint64_t p = 0;
+        if (w->ops->ipc_open(dev, all + (size_t)q * RT_GPU_IPC_BYTES, &p, err,
+                             sizeof err)) {
+            rc = rt_rank_fail(r, "mapping rank %d's heap: %s", q, err);
+            break;
+        }
+        w->ranks[q].heap = p;
+        w->ranks[q].ipc = true;
+        bases[q] = (int64_t)p;
+    }
+    if (rc == 0 && w->ops->h2d(dev, k->table, bases, (size_t)W * 8, err, sizeof err))
+        rc = rt_gpur_fail(r, err);
+    free(all);
+    free(bases);
+    return rc < 0 ? -1 : 0;
+}
+
+static int rank_main(RtRank *r, void *arg)
+{
+    RtGpuWorld *w = arg;
+    int me = rt_rank_id(r);
+    RtGpurRank *k = &w->ranks[me];
+    const IrFunc *f = w->pm.ir->funcs[w->fi];
+    RtPlanArg *mine = w->args[me];
+    char err[512];
+    k->top = 0;
+    k->main = ctx_new(w, k, err, sizeof err);
+    RtPlanArg *local = calloc((size_t)f->nparams + 1, sizeof *local);
+    k->priv = calloc((size_t)f->nparams + 1, sizeof *k->priv);
+    if (!k->main || !local || !k->priv) {
+        rt_gpur_fail(r, k->main ? "out of memory" : err);
+        free(local);
+        free(k->priv);
+        k->priv = NULL;
+        ctx_free(k->main);
+        k->main = NULL;
+        free_dead(w, k);
+        return -1;
+    }
+    void *dev = rt_gpu_dev(k->d->g);
+    int rc = w->mpi ? ipc_exchange(w, r) : 0;
+    /* every tensor goes to the device: symmetric ones onto the heap */
+    for (int p = 0; p < f->nparams && rc == 0; p++) {
+        const IrParam *ip = &f->params[p];
+        local[p] = mine[p];
+        if (ip->kind != PK_TENSOR)
+            continue;
+        size_t bytes = (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
+        char *dp = NULL;
+        bool sym = ip->mem != MEM_GLOBAL;
+        if (rt_gpur_alloc(k->main, r, bytes, sym, &dp)) {
+            rc = -1;
+            break;
+        }
+        if (!sym)
+            k->priv[k->npriv++] = U64(dp);
+        local[p].data = dp;
+        int64_t st = 1;
+        for (int d = ip->rank - 1; d >= 0; d--) {
+            local[p].stride[d] = st;
+            st *= mine[p].shape[d];
+        }
+        if (mine[p].data && bytes &&
+            w->ops->h2d(dev, U64(dp), mine[p].data, bytes, err, sizeof err))
+            rc = rt_gpur_fail(r, err);
+    }
+    if (rc == 0 && w->ops->sync(dev, NULL, err, sizeof err)) /* uploads done */
+        rc = rt_gpur_fail(r, err);
+    if (rc == 0) /* every rank's inputs are in place before any rank starts */
+        rc = rt_barrier(r);
+    if (rc == 0)
+        rc = f->is_device ? rt_plan_exec(&w->pm, w->fi, r, local)
+                          : run_kernel(w, r, local);
+    if (rc == 0)
+        rc = rt_gpur_finish(k->main, r);
+    if (rc == 0)
+        rc = rt_barrier(r);
+    for (int p = 0; p < f->nparams && rc == 0; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->kind == PK_TENSOR && mine[p].data &&
+            w->ops->d2h(dev, mine[p].data, U64(local[p].data),
+                        (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
+                        err, sizeof err))
+            rc = rt_gpur_fail(r, err);
+    }
+    for (int i = 0; i < k->npriv; i++)
+        w->ops->free(dev, k->priv[i]);
+    free(k->priv);
+    k->priv = NULL;
+    k->npriv = 0;
+    if (k->comm)
+        rt_nccl_comm_destroy(w->t, k->comm, rt_rank_failed(r));
+    k->comm = NULL;
+    if (w->mpi && rc == 0) {
+        /* unmap the peers' heaps, then no peer uses ours any more */
+        for (int q = 0; q < w->nranks; q++)
+            if (w->ranks[q].ipc) {
+                w->ops->ipc_close(dev, w->ranks[q].heap);
+                w->ranks[q].ipc = false;
+                w->ranks[q].heap = 0;
+            }
+        rc = rt_barrier(r);
+    }
+    ctx_free(k->main);
+    k->main = NULL;
+    free_dead(w, k);
+    free(local);
+    return rc;
+}
+
+static void world_free(RtGpuWorld *w)
+{
+    for (int i = 0; w->ranks && i < w->nranks; i++) {
+        RtGpurRank *k = &w->ranks[i];
+        if (k->ipc && w->ndev > 0)
+            w->ops->ipc_close(rt_gpu_dev(w->devs[0].g), k->heap);
+        if (k->d && k->heap)
+            w->ops->free(rt_gpu_dev(k->d->g), k->heap);
+        if (k->d && k->table)
+            w->ops->free(rt_gpu_dev(k->d->g), k->table);
+    }
+    for (int j = 0; w->devs && j < w->ndev; j++) {
+        RtGpurDev *d = &w->devs[j];
+        if (!d->g)
+            continue;
+        if (d->sig_mod)
+            w->ops->unload(rt_gpu_dev(d->g), d->sig_mod);
+        rt_gpu_module_free(d->gm);
+        rt_gpu_close(d->g);
+    }
+    free(w->ranks);
+    free(w->devs);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+/* Open the devices, load the modules, allocate the heaps and tables. */
+static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
+                               char *err, size_t errlen)
+{
+    int n = 0;
+    if (w->ops->count(&n, err, errlen) || n <= 0) {
+        rt_gpu_close(first);
+        return rt_fail(BLKC_ERR_UNSUPPORTED, err, errlen, "no %s device",
+                       w->ops->vendor);
+    }
+    /* under mpirun this process opens only its own rank's device */
+    w->ndev = w->mpi ? 1 : w->nranks < n ? w->nranks : n;
+    w->devs = calloc((size_t)w->ndev, sizeof *w->devs);
+    w->ranks = calloc((size_t)w->nranks, sizeof *w->ranks);
+    if (!w->devs || !w->ranks) {
+        rt_gpu_close(first);
+        return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    blkc_status st = BLKC_OK;
+    if (w->mpi && (id0 + w->self) % n != id0) {
+        rt_gpu_close(first);
+        first = NULL;
+        st = rt_gpu_open(w->t, (id0 + w->self) % n, &first, err, errlen);
+    }
+    w->devs[0].g = first;
+    for (int j = 1; j < w->ndev && st == BLKC_OK; j++)
+        st = rt_gpu_open(w->t, (id0 + j) % n, &w->devs[j].g, err, errlen);
+    for (int i = 0; i < w->ndev && st == BLKC_OK; i++)
+        for (int j = 0; j < w->ndev && st == BLKC_OK; j++)
+            if (i != j && w->ops->peer_enable(rt_gpu_dev(w->devs[i].g),
+                                              rt_gpu_dev(w->devs[j].g), err,
+                                              errlen))
+                st = BLKC_ERR_RUNTIME;
+    for (int j = 0; j < w->ndev && st == BLKC_OK; j++) {
+        RtGpurDev *d = &w->devs[j];
+        void *dev = rt_gpu_dev(d->g);
+        st = rt_gpu_module_load(d->g, w->pm.ir, &d->gm, err, errlen);
+        if (st == BLKC_OK &&
+            (w->ops->load(dev, sig_ptx, sizeof sig_ptx, &d->sig_mod, err, errlen) ||
+             w->ops->function(dev, d->sig_mod, "blk_sig_set", 0, &d->sig_set, err, errlen) ||
+             w->ops->function(dev, d->sig_mod, "blk_sig_add", 0, &d->sig_add, err, errlen)))
+            st = BLKC_ERR_RUNTIME;
+    }
+    int64_t *bases = calloc((size_t)w->nranks, sizeof *bases);
+    if (st == BLKC_OK && !bases)
+        st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    for (int i = 0; i < w->nranks && st == BLKC_OK; i++) {
+        RtGpurRank *k = &w->ranks[i];
+        if (w->mpi && i != w->self)
+            continue; /* another process's rank: mapped in ipc_exchange */
+        k->d = &w->devs[w->mpi ? 0 : i % w->ndev];
+        void *dev = rt_gpu_dev(k->d->g);
+        if (w->ops->alloc(dev, w->heap_bytes, &k->heap, err, errlen) ||
+            w->ops->alloc(dev, (size_t)w->nranks * 8, &k->table, err, errlen))
+            st = BLKC_ERR_RUNTIME;
+        else
+            bases[i] = (int64_t)k->heap;
+    }
+    for (int i = 0; i < w->nranks && st == BLKC_OK && !w->mpi; i++) {
+        RtGpurRank *k = &w->ranks[i];
+        if (w->ops->h2d(rt_gpu_dev(k->d->g), k->table, bases,
+                        (size_t)w->nranks * 8, err, errlen))
+            st = BLKC_ERR_RUNTIME;
+    }
+    free(bases);
+    return st;
+}
+
+blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
+                        RtPlanArg *const *args, const int64_t *grid,
+                        const char *device, char *err, size_t errlen)
+{
+    blkc_target t;
+    int id0;
+    int prc = rt_gpu_parse_device(device, &t, &id0, err, errlen);
+    if (prc == -1)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
+                       device ? device : "(null)");
+    if (prc < 0)
+        return BLKC_ERR_USAGE;
+    if (nranks < 1 || nranks > RT_RANK_MAX)
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "bad number of ranks %d",
+                       nranks);
+    RtGpu *first = NULL;
+    blkc_status st = rt_gpu_open(t, id0, &first, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    const RtGpuOps *ops = rt_gpu_ops(first);
+    int mpi = rt_mpi_launch_size() > 1;
+    if (!ops->count || !ops->stream_new || !ops->copy_async ||
+        (mpi && !ops->ipc_get)) {
+        rt_gpu_close(first);
+        return rt_fail(BLKC_ERR_UNSUPPORTED, err, errlen, "GPU ranks (--ranks "
+                       "or a device function) are not implemented on %s yet; "
+                       "use cuda or cpu", ops->vendor);
+    }
+    RtGpuWorld *w = calloc(1, sizeof *w);
+    if (!w) {
+        rt_gpu_close(first);
+        return rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    w->t = t;
+    w->ops = ops;
+    w->nranks = nranks;
+    pthread_mutex_init(&w->lock, NULL);
+    w->mpi = mpi;
+    w->self = mpi ? rt_mpi_launch_rank() : 0;
+    if (w->self < 0 || w->self >= nranks)
+        w->self = 0;
+    w->pm = *pm;
+    w->pm.gpu = w;
+    w->fi = fi;
+    w->args = args;
+    w->grid = grid;
+    const IrFunc *f = pm->ir->funcs[fi];
+    w->heap_bytes = (size_t)64 << 20;
+    for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
+        const IrParam *ip = &f->params[p];
+        if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
+            w->heap_bytes += (size_t)numel_of(ip, &args[w->self][p]) *
+                             (size_t)dsl_dtype_bytes(ip->dtype) + 256;
+    }
+    const char *env = getenv("BLKC_SYM_HEAP_MB");
+    if (env && atoll(env) > 0)
+        w->heap_bytes = (size_t)atoll(env) << 20;
+    env = getenv("BLKC_GPU_COLL");
+    w->coll_mode = env && !strcmp(env, "nccl") ? RT_GPUR_COLL_NCCL
+                 : env && !strcmp(env, "host") ? RT_GPUR_COLL_HOST : RT_GPUR_COLL_AUTO;
+    st = world_setup(w, id0, first, err, errlen);
+    if (st == BLKC_OK) {
+        if (rt_nccl_load(t, w->nccl_why, sizeof w->nccl_why) == 0) {
+            int n = 0; /* devices visible; one per rank when nranks <= n */
+            w->ops->count(&n, w->nccl_why, sizeof w->nccl_why);
+            int used = nranks < n ? nranks : n;
+            w->nccl_ok = used == nranks;
+            if (!w->nccl_ok)
+                snprintf(w->nccl_why, sizeof w->nccl_why, "%d ranks share %d "
+                         "device%s, and NCCL needs one device per rank",
+                         nranks, used, used == 1 ? "" : "s");
+        }
+    }
+    RtWorld *hw = NULL;
+    /* the host world: threads, or mpirun's processes (its heap stages
+     * the host collectives' buffers) */
+    if (st == BLKC_OK &&
+        (mpi ? rt_world_create_mpi(nranks, w->heap_bytes, &hw, err, errlen)
+             : rt_world_create(nranks, (size_t)1 << 16, &hw, err, errlen)))
+        st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK && rt_world_run(hw, rank_main, w, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    rt_world_destroy(hw);
+    world_free(w);
+    return st;
+}

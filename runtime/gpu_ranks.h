@@ -1,0 +1,142 @@
+/* gpu_ranks.h — ranks on GPUs (gpu_ranks.c): `blkc run --device=cuda:N
+ * --ranks=R` runs R ranks as threads of one process, rank r on device
+ * (N + r) % ndevices, over a local RtWorld (ranks.h) that provides the
+ * threads, barriers, failure propagation and host-side collectives.
+ *
+ * Per rank: a stream (plus one per async block), a symmetric heap that is
+ * one device allocation (peer views use the peer's device pointer: same
+ * device, or another after cuCtxEnablePeerAccess), u64 signal cells in
+ * that heap, and a failure record for its kernels. The Device IR
+ * interpreter (plan.c) calls the hooks below when its module has a GPU
+ * world (RtPlanModule.gpu); buffers then hold device addresses.
+ *
+ * Collectives: NCCL when it loads and every rank has its own device;
+ * otherwise (NCCL refuses two ranks on one GPU) they are staged through
+ * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
+ * makes a missing or unusable NCCL an error, =host always stages.
+ *
+ * Under mpirun (rt_mpi_launch_size() > 1) each process runs its own rank
+ * on device (N + rank) % ndevices over the MPI host world, and maps the
+ * other processes' heaps with CUDA IPC handles.
+ * CUDA only for now: on hip the run fails with a clear message.
+ * Never run on a GPU (see docs/device.md). Prefix rt_gpur_. */
+#ifndef BLKC_GPU_RANKS_H
+#define BLKC_GPU_RANKS_H
+
+#include "gpu.h"
+#include "plan.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+typedef struct RtGpuCtx RtGpuCtx; /* one rank's stream (main or async) */
+
+/* A view of a buffer resolved to addresses (plan.c's Span). */
+typedef struct RtPlanSpan {
+    char *base;                    /* address of the view's first element */
+    int n;                         /* range dims kept */
+    int64_t len[IR_MAX_RANK];      /* their lengths */
+    int64_t str[IR_MAX_RANK];      /* their strides, bytes */
+    int64_t numel;                 /* elements */
+} RtPlanSpan;
+
+/* Run entry fi (kernel or device function) of pm->ir on nranks GPU ranks
+ * of `device` ("cuda:0"): inputs are host buffers as for rt_plan_run; every
+ * tensor is copied to its rank's device (symmetric ones onto the heap),
+ * and back after the run. Returns BLKC_OK, BLKC_ERR_UNSUPPORTED (no
+ * driver, no device, hip) or another error with the message in err. */
+blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
+                        RtPlanArg *const *args, const int64_t *grid,
+                        const char *device, char *err, size_t errlen);
+
+/* ---- hooks for plan.c; each returns 0 or -1 with the rank's error set */
+/* The main context of rank r (NULL when pm has no GPU world). */
+RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r);
+/* An async block's context: a new stream on the same rank that starts
+ * after everything the parent queued. rt_gpur_join waits for it and frees
+ * it. */
+RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r);
+int rt_gpur_join(RtGpuCtx *c, RtRank *r);
+/* Wait for everything the context queued (and NCCL errors). */
+int rt_gpur_finish(RtGpuCtx *c, RtRank *r);
+/* bytes of device memory, zeroed: sym = 1 on the symmetric heap
+ * (collective, like rt_sym_alloc), else a private allocation. */
+int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out);
+void rt_gpur_free(RtGpuCtx *c, char *p);
+/* p (on this rank's heap) in peer's heap, or NULL. */
+char *rt_gpur_peer(RtGpuCtx *c, RtRank *r, const char *p, int peer);
+/* Queue a copy of numel elements of esz bytes between two spans. */
+int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
+                 const RtPlanSpan *s, int esz);
+/* notify (RT_SIG_SET / RT_SIG_ADD v, after the work queued before it) or
+ * wait (RT_WAIT_GE / RT_WAIT_EQ v, with the timeout of ranks.h) on one
+ * u64 cell in device memory. */
+int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op);
+int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
+                 uint64_t v, const char *name);
+/* Copy device bytes to the host (after the queued work). */
+int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
+                 size_t bytes);
+/* Launch kernel k with plan.c's arguments (tensors hold device addresses;
+ * their device fields are set here) and wait for it. */
+int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
+                   int nargs, const blkc_launch_options *lo);
+/* A collective with the meaning of ranks.h's functions: d->kind etc.;
+ * pointers are device addresses. */
+int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d);
+
+
+/* ---- shared by gpu_ranks.c and gpu_coll.c only */
+typedef struct RtGpurDev {
+    RtGpu *g;                      /* the device */
+    RtGpuModule *gm;               /* the program's kernels on it */
+    void *sig_mod, *sig_set, *sig_add; /* the notify kernels */
+} RtGpurDev;
+
+typedef struct RtGpurRank {
+    RtGpurDev *d;                       /* its device */
+    uint64_t heap;                 /* symmetric heap (device address) */
+    size_t top;                    /* bytes of heap in use */
+    uint64_t table;                /* int64[world] heap bases, on d */
+    RtGpuCtx *main;                /* main stream */
+    void *comm;                    /* NCCL communicator, made lazily */
+    uint64_t *priv;                /* private allocations of the runner */
+    int npriv;
+    bool ipc;                      /* heap is another process's (mpirun) */
+    uint64_t *dead;                /* frees put off until the run's end */
+    int ndead, capdead;
+} RtGpurRank;
+
+enum { RT_GPUR_COLL_AUTO, RT_GPUR_COLL_NCCL, RT_GPUR_COLL_HOST };
+
+struct RtGpuWorld {
+    blkc_target t;
+    const RtGpuOps *ops;
+    int nranks, ndev;              /* ranks, devices used (by this process) */
+    int mpi;                       /* ranks are mpirun's processes */
+    int self;                      /* this process's rank (0 without MPI) */
+    RtGpurDev *devs;
+    RtGpurRank *ranks;
+    size_t heap_bytes;             /* per rank */
+    int coll_mode;                 /* COLL_* (BLKC_GPU_COLL) */
+    pthread_mutex_t lock;          /* the ranks' dead lists */
+    bool nccl_ok;                  /* NCCL loaded, one device per rank */
+    char nccl_why[512];            /* why not */
+    RtPlanModule pm;               /* the module, .gpu = this world */
+    int fi;                        /* entry */
+    RtPlanArg *const *args;        /* per rank, per param */
+    const int64_t *grid;           /* kernel grid override or NULL */
+};
+
+struct RtGpuCtx {
+    RtGpuWorld *w;
+    RtGpurRank *k;
+    void *stream;
+    uint64_t fail;                 /* BkGpuFail of its kernels */
+};
+
+/* Wait for the context's stream; record a message as the rank's error. */
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
+int rt_gpur_fail(RtRank *r, const char *msg);
+
+#endif

@@ -1,0 +1,222 @@
+/* fake_cuda.c — a stand-in libcuda.so.1 for testing the host side of the
+ * GPU runtime (gpu_ranks.c) on a machine without a GPU: "device memory"
+ * is host memory, every asynchronous operation completes when it is
+ * queued, and the only kernels that run are gpu_ranks.c's notify kernels
+ * (blk_sig_set / blk_sig_add, recognised by name); any other launch fails
+ * with CUDA_ERROR_NOT_SUPPORTED. $FAKE_CUDA_DEVICES sets the number of
+ * devices (default 1). Allocations are memfd mappings, so that an IPC
+ * handle (pid, fd, size) can be opened by another process of the same
+ * user through /proc/PID/fd/FD (GPU ranks under mpirun). It checks nothing
+ * about real CUDA semantics (ordering between streams, visibility): that
+ * needs a GPU. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum { OK = 0, BAD_VALUE = 1, NO_DEVICE = 100, NOT_SUPPORTED = 801 };
+
+#define API __attribute__((visibility("default")))
+
+/* one prototype each, for -Wmissing-prototypes */
+#define P(name, ...) API CUresult name(__VA_ARGS__); API CUresult name(__VA_ARGS__)
+
+static int ndev(void)
+{
+    const char *s = getenv("FAKE_CUDA_DEVICES");
+    int n = s ? atoi(s) : 1;
+    return n > 0 ? n : 0;
+}
+
+P(cuInit, unsigned f) { (void)f; return ndev() ? OK : NO_DEVICE; }
+P(cuDeviceGetCount, int *n) { *n = ndev(); return OK; }
+P(cuDeviceGet, int *d, int i) { *d = i; return i >= 0 && i < ndev() ? OK : 101; }
+P(cuDeviceGetName, char *s, int n, int d)
+{
+    (void)d;
+    strncpy(s, "fake CUDA device", (size_t)n);
+    s[n - 1] = 0;
+    return OK;
+}
+P(cuDeviceGetAttribute, int *v, int a, int d)
+{
+    (void)d;
+    *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : 0;
+    return OK;
+}
+P(cuDevicePrimaryCtxRetain, void **c, int d) { *c = (void *)(intptr_t)(d + 1); return OK; }
+P(cuDevicePrimaryCtxRelease_v2, int d) { (void)d; return OK; }
+P(cuCtxSetCurrent, void *c) { (void)c; return OK; }
+P(cuModuleLoadData, void **m, const void *img) { (void)img; *m = (void *)1; return OK; }
+P(cuModuleUnload, void *m) { (void)m; return OK; }
+P(cuModuleGetFunction, void **f, void *m, const char *name)
+{
+    (void)m;
+    *f = (void *)(intptr_t)(!strcmp(name, "blk_sig_set") ? 1
+                            : !strcmp(name, "blk_sig_add") ? 2 : 3);
+    return OK;
+}
+P(cuFuncSetAttribute, void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
+/* the live allocations (and mapped handles): address, size, memfd */
+typedef struct Mem { uintptr_t p; size_t n; int fd; } Mem;
+static Mem mems[4096];
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void mem_add(void *p, size_t n, int fd)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (int i = 0; i < 4096; i++)
+        if (!mems[i].p) {
+            mems[i] = (Mem){(uintptr_t)p, n, fd};
+            break;
+        }
+    pthread_mutex_unlock(&mem_lock);
+}
+
+static Mem mem_take(uintptr_t p, int remove)
+{
+    Mem m = {0, 0, -1};
+    pthread_mutex_lock(&mem_lock);
+    for (int i = 0; i < 4096; i++)
+        if (mems[i].p == p) {
+            m = mems[i];
+            if (remove)
+                mems[i].p = 0;
+            break;
+        }
+    pthread_mutex_unlock(&mem_lock);
+    return m;
+}
+
+P(cuMemAlloc_v2, CUdeviceptr *p, size_t n)
+{
+    size_t sz = n ? n : 1;
+    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    if (fd < 0)
+        return 2;
+    void *q = ftruncate(fd, (off_t)sz) == 0
+                  ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    if (q == MAP_FAILED) {
+        close(fd);
+        return 2;
+    }
+    mem_add(q, sz, fd);
+    *p = (CUdeviceptr)(uintptr_t)q;
+    return OK;
+}
+P(cuMemFree_v2, CUdeviceptr p)
+{
+    Mem m = mem_take((uintptr_t)p, 1);
+    if (!m.p)
+        return BAD_VALUE;
+    munmap((void *)m.p, m.n);
+    close(m.fd);
+    return OK;
+}
+
+typedef struct { char reserved[64]; } Handle;
+typedef struct { int32_t pid, fd; uint64_t n; } HandleData;
+
+P(cuIpcGetMemHandle, Handle *h, CUdeviceptr p)
+{
+    Mem m = mem_take((uintptr_t)p, 0);
+    if (!m.p)
+        return BAD_VALUE;
+    HandleData d = {(int32_t)getpid(), m.fd, m.n};
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &d, sizeof d);
+    return OK;
+}
+P(cuIpcOpenMemHandle_v2, CUdeviceptr *p, Handle h, unsigned flags)
+{
+    (void)flags;
+    HandleData d;
+    memcpy(&d, h.reserved, sizeof d);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)d.pid, (int)d.fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return BAD_VALUE;
+    void *q = mmap(NULL, d.n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (q == MAP_FAILED) {
+        close(fd);
+        return BAD_VALUE;
+    }
+    mem_add(q, d.n, fd);
+    *p = (CUdeviceptr)(uintptr_t)q;
+    return OK;
+}
+P(cuIpcCloseMemHandle, CUdeviceptr p) { return cuMemFree_v2(p); }
+P(cuMemcpyHtoD_v2, CUdeviceptr d, const void *s, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, s, n);
+    return OK;
+}
+P(cuMemcpyDtoH_v2, void *d, CUdeviceptr s, size_t n)
+{
+    if (n == 8) /* signal polling: an atomic read */
+        *(uint64_t *)d = __atomic_load_n((uint64_t *)(uintptr_t)s, __ATOMIC_ACQUIRE);
+    else
+        memcpy(d, (void *)(uintptr_t)s, n);
+    return OK;
+}
+P(cuMemsetD8Async, CUdeviceptr d, unsigned char v, size_t n, void *st)
+{
+    (void)st;
+    memset((void *)(uintptr_t)d, v, n);
+    return OK;
+}
+P(cuMemcpyAsync, CUdeviceptr d, CUdeviceptr s, size_t n, void *st)
+{
+    (void)st;
+    memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
+    return OK;
+}
+P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+  unsigned by, unsigned bz, unsigned smem, void *st, void **params, void **extra)
+{
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
+    (void)smem; (void)st; (void)extra;
+    intptr_t k = (intptr_t)f;
+    if (k != 1 && k != 2)
+        return NOT_SUPPORTED;
+    uint64_t *cell = (uint64_t *)(uintptr_t)*(uint64_t *)params[0];
+    uint64_t v = *(uint64_t *)params[1];
+    if (k == 1)
+        __atomic_store_n(cell, v, __ATOMIC_RELEASE);
+    else
+        __atomic_fetch_add(cell, v, __ATOMIC_RELEASE);
+    return OK;
+}
+P(cuStreamSynchronize, void *s) { (void)s; return OK; }
+P(cuCtxSynchronize, void) { return OK; }
+P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = malloc(1); return *s ? OK : 2; }
+P(cuStreamDestroy_v2, void *s) { free(s); return OK; }
+P(cuCtxEnablePeerAccess, void *c, unsigned f) { (void)c; (void)f; return OK; }
+P(cuEventCreate, void **e, unsigned f) { (void)f; *e = malloc(1); return *e ? OK : 2; }
+P(cuEventDestroy_v2, void *e) { free(e); return OK; }
+P(cuEventRecord, void *e, void *s) { (void)e; (void)s; return OK; }
+P(cuEventSynchronize, void *e) { (void)e; return OK; }
+P(cuEventElapsedTime, float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
+P(cuGetErrorString, CUresult r, const char **s)
+{
+    *s = r == NOT_SUPPORTED ? "operation not supported (fake CUDA runs no kernels)"
+                            : "fake CUDA error";
+    return OK;
+}
+/* NVRTC looks this up in the loaded libcuda: no export tables here */
+P(cuGetExportTable, const void **t, const void *id)
+{
+    (void)id;
+    *t = NULL;
+    return NOT_SUPPORTED;
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# gpu_ranks.sh BLKC NPYCMP SRCDIR [FAKEDIR] — GPU ranks (runtime/gpu_ranks.c)
+# against CPU ranks: every case runs one device function through
+# `blkc run --ranks=N` with the same random inputs on the CPU and on
+# $BLKC_GPU_DEVICE (default cuda:0) and compares every rank's outputs.
+#
+# Without FAKEDIR (ctest label gpu): a real GPU; exit 77 when the device
+# cannot be used here. Runs tests/gpu/data/granks.blk and the lib/ patterns
+# allreduce (one-shot, two-shot) and ag_gemm (overlapped, plain) on 2 and
+# 4 ranks (all sharing cuda:0 on a one-GPU machine).
+#
+# With FAKEDIR (label dist): FAKEDIR holds fake_cuda.c's libcuda.so.1,
+# which runs no kernels; only the kernel-free granks.blk cases run, which
+# exercise the host side (heaps, peers, copies, signals, staged
+# collectives, CUDA IPC under mpirun, errors) on 1 and several fake
+# devices; programs with kernels must fail at the launch, cleanly.
+set -u
+BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-}
+DEV=${BLKC_GPU_DEVICE:-cuda:0}
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-granks.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+G=$SRC/tests/gpu/data/granks.blk LIB=$SRC/lib
+if [ -n "$FAKE" ]; then
+  export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  DEV=cuda:0
+else
+  # skip unless the device runs a trivial kernel
+  if ! "$BLKC" run "$SRC/tests/cli/data/vadd.blk" N=4 --device="$DEV" >"$T/probe" 2>&1; then
+    if grep -q "not supported here" "$T/probe"; then
+      echo "skip: $(cat "$T/probe")"
+      exit 77
+    fi
+    echo "FAIL: probe on $DEV:"; cat "$T/probe"; exit 1
+  fi
+fi
+
+fails=0 n=0
+# run_case NAME RANKS FILE "RTOL ATOL" "OUT..." ARGS...: outputs per rank
+run_case() {
+  local name=$1 R=$2 file=$3 tol=$4 outs=$5; shift 5
+  local o r oc og ok=1 msg=""
+  oc=() og=()
+  for o in $outs; do
+    oc+=(--out "$o=$T/$name.cpu.$o.{rank}.npy")
+    og+=(--out "$o=$T/$name.gpu.$o.{rank}.npy")
+  done
+  n=$((n + 1))
+  if ! timeout 120 "$BLKC" run "$file" --ranks="$R" "$@" --random --seed=11 "${oc[@]}" >"$T/log" 2>&1; then
+    echo "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
+  fi
+  if ! timeout 120 "$BLKC" run "$file" --ranks="$R" "$@" --random --seed=11 --device="$DEV" "${og[@]}" >"$T/log" 2>&1; then
+    echo "FAIL $name: $DEV run: $(cat "$T/log")"; fails=$((fails + 1)); return
+  fi
+  for o in $outs; do
+    for ((r = 0; r < R; r++)); do
+      # shellcheck disable=SC2086
+      if ! "$NPYCMP" "$T/$name.gpu.$o.$r.npy" "$T/$name.cpu.$o.$r.npy" $tol >"$T/cmp" 2>&1; then
+        echo "FAIL $name: output $o of rank $r: $(cat "$T/cmp")"; ok=0
+      fi
+    done
+  done
+  msg=$(tail -1 "$T/cmp")
+  if [ $ok = 1 ]; then echo "ok $name ($msg)"; else fails=$((fails + 1)); fi
+}
+# mpi_case NAME NP FILE "RTOL ATOL" OUT ARGS...: GPU ranks as mpirun's
+# processes (heaps shared with CUDA IPC) vs local CPU ranks; skipped
+# without mpirun or without MPI in this blkc
+MPI=()
+if command -v mpirun >/dev/null 2>&1 && [ "${BLKC_SANITIZED:-}" != 1 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  MPI=(mpirun)
+  mpirun --version 2>&1 | grep -q "Open MPI" && MPI=(mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x BLKC_WAIT_TIMEOUT_MS)
+fi
+mpi_case() {
+  local name=$1 np=$2 file=$3 tol=$4 o=$5 r; shift 5
+  if [ ${#MPI[@]} = 0 ]; then echo "skip $name: no mpirun"; return; fi
+  n=$((n + 1))
+  if ! timeout 120 "$BLKC" run "$file" --ranks="$np" "$@" --random --seed=11 --out "$o=$T/$name.cpu.{rank}.npy" >"$T/log" 2>&1; then
+    echo "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
+  fi
+  timeout 120 "${MPI[@]}" -np "$np" "$BLKC" run "$file" --ranks="$np" "$@" --random --seed=11 \
+    --device="$DEV" --out "$o=$T/$name.gpu.{rank}.npy" >"$T/log" 2>&1
+  local rc=$?
+  if [ $rc != 0 ] && grep -q "built without MPI" "$T/log"; then
+    n=$((n - 1)); echo "skip $name: blkc built without MPI"; return
+  fi
+  if [ $rc != 0 ]; then
+    echo "FAIL $name: mpirun -np $np on $DEV: $(cat "$T/log")"; fails=$((fails + 1)); return
+  fi
+  for ((r = 0; r < np; r++)); do
+    # shellcheck disable=SC2086
+    if ! "$NPYCMP" "$T/$name.gpu.$r.npy" "$T/$name.cpu.$r.npy" $tol >"$T/cmp" 2>&1; then
+      echo "FAIL $name: rank $r: $(cat "$T/cmp")"; fails=$((fails + 1)); return
+    fi
+  done
+  echo "ok $name ($(tail -1 "$T/cmp"))"
+}
+# expect_fail NAME PATTERN ARGS...: exit 3, one line matching PATTERN
+expect_fail() {
+  local name=$1 pat=$2 rc; shift 2
+  n=$((n + 1))
+  BLKC_WAIT_TIMEOUT_MS=300 timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
+  if [ $rc -ne 3 ] || ! grep -q "$pat" "$T/log" || [ "$(wc -l <"$T/log")" -ne 1 ]; then
+    echo "FAIL $name: wanted exit 3 and one line with '$pat', got $rc: $(cat "$T/log")"
+    fails=$((fails + 1)); return
+  fi
+  echo "ok $name ($(cat "$T/log"))"
+}
+
+granks_cases() { # RANKS SUFFIX
+  local R=$1 s=$2
+  run_case "ar_sum$s" "$R" "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+  run_case "ar_max_i32$s" "$R" "$G" "0 0" b --entry=ar_max_i32 N=77
+  run_case "ar_sum_f16$s" "$R" "$G" "0 0" b --entry=ar_sum_f16 N=300
+  run_case "ag$s" "$R" "$G" "0 0" dst --entry=ag S=37 D=$((37 * R))
+  run_case "rs$s" "$R" "$G" "1e-6 1e-6" dst --entry=rs S=$((5 * R)) D=5
+  run_case "a2a$s" "$R" "$G" "0 0" dst --entry=a2a S=$((6 * R))
+  run_case "bc$s" "$R" "$G" "0 0" b --entry=bc N=50 root=$((R - 1))
+  run_case "ar_sym_2d$s" "$R" "$G" "1e-6 1e-6" y --entry=ar_sym_2d R=7 C=9
+  run_case "ring_pull$s" "$R" "$G" "0 0" y --entry=ring_pull N=513
+  run_case "ring_push$s" "$R" "$G" "0 0" y --entry=ring_push N=300
+  run_case "sub_copy$s" "$R" "$G" "0 0" y --entry=sub_copy R=6 C=8 r0=2 c0=3
+}
+
+for R in 1 2 4; do granks_cases "$R" ".r$R"; done
+for NP in 2 4; do
+  mpi_case "mpi_ring_pull.np$NP" "$NP" "$G" "0 0" y --entry=ring_pull N=513
+  mpi_case "mpi_ring_push.np$NP" "$NP" "$G" "0 0" y --entry=ring_push N=300
+  mpi_case "mpi_ar_sum.np$NP" "$NP" "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+  mpi_case "mpi_ag.np$NP" "$NP" "$G" "0 0" dst --entry=ag S=37 D=$((37 * NP))
+  mpi_case "mpi_a2a.np$NP" "$NP" "$G" "0 0" dst --entry=a2a S=$((6 * NP))
+done
+if [ ${#MPI[@]} != 0 ]; then # a timed-out wait ends every process: exit 3
+  n=$((n + 1))
+  BLKC_WAIT_TIMEOUT_MS=300 timeout 60 "${MPI[@]}" -np 2 "$BLKC" run "$G" --entry=never \
+    --ranks=2 N=4 --device="$DEV" >"$T/out" 2>"$T/log"
+  rc=$?
+  if grep -q "built without MPI" "$T/log"; then
+    n=$((n - 1)); echo "skip mpi_never: blkc built without MPI"
+  elif [ $rc = 3 ] && grep -q "^blkc: error: rank [01]: wait on signal sig timed out after 300 ms" "$T/log"; then
+    echo "ok mpi_never ($(grep '^blkc: error' "$T/log" | head -1))"
+  else
+    echo "FAIL mpi_never: exit $rc: $(head -c 600 "$T/log")"; fails=$((fails + 1))
+  fi
+fi
+expect_fail never_times_out "wait on signal sig timed out after 300 ms" \
+  run "$G" --entry=never --ranks=2 N=4 --device="$DEV"
+
+if [ -n "$FAKE" ]; then
+  # several devices (rank r on device r % 3), NCCL absent: staged
+  export FAKE_CUDA_DEVICES=3
+  BLKC_NCCL_LIB=/nonexistent/libnccl.so.2 granks_cases 4 ".dev3"
+  BLKC_NCCL_LIB=/nonexistent/libnccl.so.2 BLKC_GPU_COLL=nccl \
+    expect_fail nccl_required "BLKC_GPU_COLL=nccl, but NCCL cannot be used: NCCL not found" \
+    run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
+  BLKC_GPU_COLL=nccl FAKE_CUDA_DEVICES=1 \
+    expect_fail nccl_shared_gpu "NCCL needs one device per rank" \
+    run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
+  FAKE_CUDA_DEVICES=0 \
+    expect_fail no_device "running 2 ranks on cuda:0 is not supported here: no CUDA device" \
+    run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
+  # kernels compile (NVRTC, sm_90), load and are packed, then the fake
+  # refuses to run them: the launch error names the rank and the kernel
+  expect_fail fake_kernel_entry "rank [01]: launch vadd: CUDA: cuLaunchKernel failed: operation not supported" \
+    run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device=cuda:0
+  expect_fail fake_kernel_in_device "rank [01]: .*launch sig_barrier: CUDA: cuLaunchKernel failed: operation not supported" \
+    run "$LIB/allreduce.blk" --entry=allreduce_oneshot N=100 op=0 --ranks=2 --device=cuda:0
+else
+  # the NCCL path: forced on one rank (NCCL refuses two ranks on one GPU);
+  # with one GPU per rank (several GPUs) the 2-rank cases above used it
+  BLKC_GPU_COLL=nccl run_case nccl_ar_sum.r1 1 "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+  BLKC_GPU_COLL=nccl run_case nccl_ag.r1 1 "$G" "0 0" dst --entry=ag S=37 D=37
+  BLKC_GPU_COLL=nccl run_case nccl_a2a.r1 1 "$G" "0 0" dst --entry=a2a S=6
+  for R in 2 4; do
+    run_case "allreduce_oneshot.r$R" "$R" "$LIB/allreduce.blk" "1e-5 1e-5" y \
+      --entry=allreduce_oneshot N=1000 op=0
+    run_case "allreduce_oneshot_max.r$R" "$R" "$LIB/allreduce.blk" "0 0" y \
+      --entry=allreduce_oneshot N=777 op=1
+    run_case "allreduce_twoshot.r$R" "$R" "$LIB/allreduce.blk" "1e-5 1e-5" y \
+      --entry=allreduce_twoshot N=1000 op=0
+    run_case "ag_gemm.r$R" "$R" "$LIB/ag_gemm.blk" "1e-4 1e-4" c \
+      --entry=ag_gemm M=100 K=64 N=96 MW=$((100 * R))
+    run_case "ag_gemm_plain.r$R" "$R" "$LIB/ag_gemm.blk" "1e-4 1e-4" c \
+      --entry=ag_gemm_plain M=100 K=64 N=96 MW=$((100 * R))
+    run_case "vadd_kernel.r$R" "$R" "$SRC/tests/cli/data/vadd.blk" "0 0" C N=1000
+    mpi_case "mpi_allreduce_oneshot.np$R" "$R" "$LIB/allreduce.blk" "1e-5 1e-5" y \
+      --entry=allreduce_oneshot N=1000 op=0
+    mpi_case "mpi_ag_gemm.np$R" "$R" "$LIB/ag_gemm.blk" "1e-4 1e-4" c \
+      --entry=ag_gemm M=100 K=64 N=96 MW=$((100 * R))
+  done
+fi
+echo "$((n - fails))/$n passed"
+[ $fails = 0 ]
