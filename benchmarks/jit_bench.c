@@ -99,6 +99,60 @@ static void stages(const char *name)
     free(text);
 }
 
+static double per_call_us(double t0, int reps)
+{
+    return (now_ms() - t0) / reps * 1e3;
+}
+
+/* Grids of 1, 4 and 64 instances of the same trivial kernel (opts->grid
+ * overrides its grid(1)): blkc_kernel_launch, rt_cpu_launch, the pool
+ * without the caller's help (rt_pool_run: the hand-off every launch paid
+ * before) and the range function called directly over the whole grid on
+ * this thread, in the same run. */
+static void grids(blkc_kernel *k, const blkc_arg *a, const IrFunc *f,
+                  BkRangeFn fn, void *const *argv, int reps)
+{
+    printf("\n## launch overhead by grid size, same empty kernel (mean of "
+           "%d; BLKC_NUM_THREADS=%s)\n\n", reps,
+           getenv("BLKC_NUM_THREADS") ? getenv("BLKC_NUM_THREADS") : "all");
+    printf("| instances | blkc_kernel_launch | rt_cpu_launch | pool, caller "
+           "not helping (old path) | direct call of the range function | "
+           "blkc_kernel_launch - direct |\n|---|---|---|---|---|---|\n");
+    const int64_t sizes[3] = {1, 4, 64};
+    char err[512];
+    for (int s = 0; s < 3; s++) {
+        blkc_launch_options lo;
+        blkc_launch_options_init(&lo);
+        lo.grid[0] = sizes[s];
+        lo.grid[1] = lo.grid[2] = 1;
+        blkc_kernel_launch(k, a, 1, &lo);
+        double t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            blkc_kernel_launch(k, a, 1, &lo);
+        double api = per_call_us(t0, reps);
+        t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            rt_cpu_launch(f, fn, a, 1, &lo, NULL, err, sizeof err);
+        double rt = per_call_us(t0, reps);
+        int64_t g[3] = {sizes[s], 1, 1};
+        BkLaunchCtx ctx;
+        t0 = now_ms();
+        for (int r = 0; r < reps; r++) {
+            memset(&ctx, 0, sizeof ctx);
+            ctx.world = 1;
+            rt_pool_run(fn, argv, g, &ctx, err, sizeof err);
+        }
+        double old = per_call_us(t0, reps);
+        int32_t nprog[8] = {(int32_t)sizes[s], 1, 1, 0, 1};
+        t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            fn(argv, 0, sizes[s], nprog);
+        double direct = per_call_us(t0, reps);
+        printf("| %lld | %.2f us | %.2f us | %.2f us | %.3f us | %.2f us |\n",
+               (long long)sizes[s], api, rt, old, direct, api - direct);
+    }
+}
+
 static const char *empty_src =
     "kernel empty(X: f32[N]) grid(1)\n{\n    let x = X[0 +: 1];\n}\n";
 
@@ -219,6 +273,7 @@ int main(int argc, char **argv)
            direct);
     printf("| API layer (signature + variant pick) = first - second | "
            "%.2f us |\n", api - rt);
+    grids(k, &a, im->funcs[0], fn, argv1, L / 4);
     jc_code_free(code);
     ir_module_free(im);
     blkc_module_destroy(em);
