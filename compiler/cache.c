@@ -31,7 +31,10 @@
 #ifndef BLKC_VERSION_STRING
 #define BLKC_VERSION_STRING "0.1.0"
 #endif
-#define JC_FORMAT 1                 /* bump when key or entry layout changes */
+#define JC_FORMAT 2                 /* bump when key or entry layout changes,
+                                       or when the code stored under a key
+                                       does (2: specialized CPU variants use
+                                       their facts) */
 #define JC_MAGIC "BLKCJC\r\n"       /* 8 bytes */
 #define JC_HDR 96
 
