@@ -156,7 +156,7 @@ static void grids(blkc_kernel *k, const blkc_arg *a, const IrFunc *f,
 /* vadd compiled general vs with launch facts (IrParam.assume on every
  * tensor param); each range function runs over the whole grid on this
  * thread (no pool, no launcher: the code itself), batches of the two
- * alternating, min of 9 batches each. */
+ * alternating, min of 31 batches each. */
 static const char *vadd_src =
     "kernel vadd<BLOCK = 256>(A: f32[N], B: f32[N], C: f32[N])\n"
     "    grid(cdiv(N, BLOCK))\n"
@@ -171,32 +171,35 @@ typedef struct Compiled {
     BkRangeFn fn;
 } Compiled;
 
-static Compiled vadd_compile(uint32_t assume)
+static Compiled vadd_compile(uint32_t assume, int block)
 {
+    char def[32];
+    snprintf(def, sizeof def, "BLOCK=%d", block);
+    const char *defs[1] = {def};
     Compiled c = {NULL, NULL, NULL};
     DslSource s = {"vadd", vadd_src, strlen(vadd_src)};
     DslDiags d;
     memset(&d, 0, sizeof d);
-    c.m = ir_compile_source(&s, &d, NULL, 0, NULL);
+    c.m = ir_compile_source(&s, &d, defs, 1, NULL);
     dsl_diags_free(&d);
     if (!c.m)
         return c;
     for (int p = 0; p < c.m->funcs[0]->nparams; p++)
         c.m->funcs[0]->params[p].assume = assume;
     char err[512];
-    JcSrc js = {vadd_src, strlen(vadd_src), NULL, 0, "cpu", NULL, 3};
+    JcSrc js = {vadd_src, strlen(vadd_src), defs, 1, "cpu", NULL, 3};
     if (jc_cpu_code(c.m, &(BkOptions){NULL, 3}, &js, "bench", &c.code, NULL,
                     err, sizeof err) == 0)
         c.fn = jc_code_range(c.code, "vadd");
     return c;
 }
 
-static double vadd_batch(BkRangeFn fn, int64_t n, float *a, float *b,
-                         float *c, int reps)
+static double vadd_batch(BkRangeFn fn, int block, int64_t n, float *a,
+                         float *b, float *c, int reps)
 {
     BkTensorDesc da = {a, {n}, {1}}, db = {b, {n}, {1}}, dc = {c, {n}, {1}};
     void *argv[3] = {&da, &db, &dc};
-    int64_t g = (n + 255) / 256;
+    int64_t g = (n + block - 1) / block;
     int32_t nprog[8] = {(int32_t)g, 1, 1, 0, 1};
     double t0 = now_ms();
     for (int r = 0; r < reps; r++)
@@ -208,45 +211,54 @@ static double vadd_batch(BkRangeFn fn, int64_t n, float *a, float *b,
     return t;
 }
 
+/* One row: general vs specialized vadd with BLOCK `block` over n floats. */
+static void spec_row(const Compiled *gen, const Compiled *spec, int block,
+                     int64_t n)
+{
+    float *a = aligned_alloc(64, (size_t)n * 4);
+    float *b = aligned_alloc(64, (size_t)n * 4);
+    float *c = aligned_alloc(64, (size_t)n * 4);
+    for (int64_t k = 0; k < n; k++) {
+        a[k] = (float)k;
+        b[k] = (float)(k % 7);
+    }
+    int reps = n < (1 << 22) ? (int)(((int64_t)1 << 22) / n) : 1;
+    double tg = 1e30, ts = 1e30;
+    for (int batch = 0; batch < 31; batch++) {
+        double t = vadd_batch(gen->fn, block, n, a, b, c, reps);
+        tg = t < tg ? t : tg;
+        t = vadd_batch(spec->fn, block, n, a, b, c, reps);
+        ts = t < ts ? t : ts;
+    }
+    printf("| %d | %lld | %.2f us | %.2f us | %.2fx |\n", block, (long long)n,
+           tg, ts, tg / ts);
+    free(a);
+    free(b);
+    free(c);
+}
+
 static void specialization(void)
 {
-    printf("\n## specialization: vadd (C = A + 2B, BLOCK 256) compiled "
-           "general vs with every fact (aligned, unit stride, N %% 16 == 0); "
-           "range function over the whole grid on this thread, alternating "
-           "batches, min of 9 each\n\n");
-    printf("| N | general | specialized | general / specialized |\n"
-           "|---|---|---|---|\n");
-    Compiled gen = vadd_compile(0);
-    Compiled spec = vadd_compile(IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER |
-                                 IR_ASSUME_DIM16(0));
+    printf("\n## specialization: vadd (C = A + 2B) compiled general vs with "
+           "every fact (aligned, unit stride, N %% 16 == 0); range function "
+           "over the whole grid on this thread, alternating batches, min of "
+           "31 each\n\n");
+    printf("| BLOCK | N | general | specialized | general / specialized |\n"
+           "|---|---|---|---|---|\n");
+    const int blocks[2] = {16, 256};
     const int64_t sizes[3] = {4096, 65536, 1 << 20};
-    for (int i = 0; gen.fn && spec.fn && i < 3; i++) {
-        int64_t n = sizes[i];
-        float *a = aligned_alloc(64, (size_t)n * 4);
-        float *b = aligned_alloc(64, (size_t)n * 4);
-        float *c = aligned_alloc(64, (size_t)n * 4);
-        for (int64_t k = 0; k < n; k++) {
-            a[k] = (float)k;
-            b[k] = (float)(k % 7);
-        }
-        int reps = (int)(((int64_t)1 << 25) / n);
-        double tg = 1e30, ts = 1e30;
-        for (int batch = 0; batch < 9; batch++) {
-            double t = vadd_batch(gen.fn, n, a, b, c, reps);
-            tg = t < tg ? t : tg;
-            t = vadd_batch(spec.fn, n, a, b, c, reps);
-            ts = t < ts ? t : ts;
-        }
-        printf("| %lld | %.2f us | %.2f us | %.2fx |\n", (long long)n, tg,
-               ts, tg / ts);
-        free(a);
-        free(b);
-        free(c);
+    for (int bi = 0; bi < 2; bi++) {
+        Compiled gen = vadd_compile(0, blocks[bi]);
+        Compiled spec = vadd_compile(IR_ASSUME_ALIGN16 |
+                                     IR_ASSUME_UNIT_INNER |
+                                     IR_ASSUME_DIM16(0), blocks[bi]);
+        for (int i = 0; gen.fn && spec.fn && i < 3; i++)
+            spec_row(&gen, &spec, blocks[bi], sizes[i]);
+        jc_code_free(gen.code);
+        jc_code_free(spec.code);
+        ir_module_free(gen.m);
+        ir_module_free(spec.m);
     }
-    jc_code_free(gen.code);
-    jc_code_free(spec.code);
-    ir_module_free(gen.m);
-    ir_module_free(spec.m);
 }
 
 static const char *empty_src =

@@ -13,7 +13,8 @@
  *   by the caller before the woken worker runs — that worker then finds the
  *   job gone or exhausted and goes back to sleep;
  * - the caller waits only for workers that attached to the job, i.e. that
- *   are actually running or claiming its chunks.
+ *   are actually running or claiming its chunks, and spins briefly for
+ *   them (they are awake) before it sleeps.
  * A worker reaches a job only through the queue, under the lock, and
  * counts itself in `attached` before it touches the job's counter; the
  * caller unlinks the job and waits until `attached` is 0 before returning,
@@ -32,6 +33,14 @@
 
 #define RT_STACK_BYTES ((size_t)64 << 20)
 #define RT_MAX_THREADS 1024
+#define RT_SPIN 64             /* pauses (~3 us) a caller waits before sleeping */
+#if defined(__x86_64__) || defined(__i386__)
+#define rt_pause() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define rt_pause() __asm__ __volatile__("yield")
+#else
+#define rt_pause() ((void)0)
+#endif
 
 typedef struct RtJob {
     struct RtJob *next;        /* queue link (under the lock) */
@@ -44,7 +53,8 @@ typedef struct RtJob {
     int64_t claimed;           /* atomic: chunks handed out (may overshoot) */
     int helpers;               /* workers that attached so far (lock) */
     int max_helpers;           /* at most this many workers attach */
-    int attached;              /* workers using the job now (lock) */
+    int attached;              /* workers using the job now (changed under
+                                  the lock; atomic for the caller's spin) */
     bool queued;               /* in the queue (lock) */
     bool waiting;              /* the caller sleeps on `finished` (lock) */
 } RtJob;
@@ -139,7 +149,7 @@ static void *worker(void *unused)
             continue;
         }
         j->helpers++;
-        j->attached++;
+        __atomic_add_fetch(&j->attached, 1, __ATOMIC_RELAXED);
         /* chain: one more worker only while this job (or another) still
          * has chunks and room for helpers */
         if ((j->helpers < j->max_helpers && j->nchunks -
@@ -150,7 +160,8 @@ static void *worker(void *unused)
         pthread_mutex_lock(&pool.lock);
         if (j->queued)
             unqueue(j);
-        if (--j->attached == 0 && j->waiting)
+        if (__atomic_sub_fetch(&j->attached, 1, __ATOMIC_RELEASE) == 0 &&
+            j->waiting)
             pthread_cond_broadcast(&pool.finished);
     }
     return NULL;
@@ -259,8 +270,15 @@ int rt_pool_run_helping(BkRangeFn fn, void *const *args,
     pool.tail = &j;
     wake_one();
     pthread_mutex_unlock(&pool.lock);
-    if (caller_runs)
+    if (caller_runs) {
         run_chunks(&j);
+        /* a worker still attached is awake and at most finishing a chunk:
+         * a short spin usually sees it leave, cheaper than sleeping */
+        for (int i = 0; i < RT_SPIN &&
+                        __atomic_load_n(&j.attached, __ATOMIC_ACQUIRE) > 0;
+             i++)
+            rt_pause();
+    }
     pthread_mutex_lock(&pool.lock);
     /* a non-helping caller sleeps until its chunks are all claimed and the
      * workers that claimed them are done; a helping one only until the
