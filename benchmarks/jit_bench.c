@@ -100,6 +100,168 @@ static void stages(const char *name)
     free(text);
 }
 
+static double per_call_us(double t0, int reps)
+{
+    return (now_ms() - t0) / reps * 1e3;
+}
+
+/* Grids of 1, 4 and 64 instances of the same trivial kernel (opts->grid
+ * overrides its grid(1)): blkc_kernel_launch, rt_cpu_launch, the pool
+ * without the caller's help (rt_pool_run: the hand-off every launch paid
+ * before) and the range function called directly over the whole grid on
+ * this thread, in the same run. */
+static void grids(blkc_kernel *k, const blkc_arg *a, const IrFunc *f,
+                  BkRangeFn fn, void *const *argv, int reps)
+{
+    printf("\n## launch overhead by grid size, same empty kernel (mean of "
+           "%d; BLKC_NUM_THREADS=%s)\n\n", reps,
+           getenv("BLKC_NUM_THREADS") ? getenv("BLKC_NUM_THREADS") : "all");
+    printf("| instances | blkc_kernel_launch | rt_cpu_launch | pool, caller "
+           "not helping (old path) | direct call of the range function | "
+           "blkc_kernel_launch - direct |\n|---|---|---|---|---|---|\n");
+    const int64_t sizes[3] = {1, 4, 64};
+    char err[512];
+    for (int s = 0; s < 3; s++) {
+        blkc_launch_options lo;
+        blkc_launch_options_init(&lo);
+        lo.grid[0] = sizes[s];
+        lo.grid[1] = lo.grid[2] = 1;
+        blkc_kernel_launch(k, a, 1, &lo);
+        double t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            blkc_kernel_launch(k, a, 1, &lo);
+        double api = per_call_us(t0, reps);
+        t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            rt_cpu_launch(f, fn, a, 1, &lo, NULL, err, sizeof err);
+        double rt = per_call_us(t0, reps);
+        int64_t g[3] = {sizes[s], 1, 1};
+        BkLaunchCtx ctx;
+        t0 = now_ms();
+        for (int r = 0; r < reps; r++) {
+            memset(&ctx, 0, sizeof ctx);
+            ctx.world = 1;
+            rt_pool_run(fn, argv, g, &ctx, err, sizeof err);
+        }
+        double old = per_call_us(t0, reps);
+        int32_t nprog[8] = {(int32_t)sizes[s], 1, 1, 0, 1};
+        t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            fn(argv, 0, sizes[s], nprog);
+        double direct = per_call_us(t0, reps);
+        printf("| %lld | %.2f us | %.2f us | %.2f us | %.3f us | %.2f us |\n",
+               (long long)sizes[s], api, rt, old, direct, api - direct);
+    }
+}
+
+/* vadd compiled general vs with launch facts (IrParam.assume on every
+ * tensor param); each range function runs over the whole grid on this
+ * thread (no pool, no launcher: the code itself), batches of the two
+ * alternating, min of 31 batches each. */
+static const char *vadd_src =
+    "kernel vadd<BLOCK = 256>(A: f32[N], B: f32[N], C: f32[N])\n"
+    "    grid(cdiv(N, BLOCK))\n"
+    "{\n"
+    "    let o = program_id(0) * BLOCK;\n"
+    "    C[o +: BLOCK] = A[o +: BLOCK] + B[o +: BLOCK] * 2.0;\n"
+    "}\n";
+
+typedef struct Compiled {
+    IrModule *m;
+    JcCode *code;
+    BkRangeFn fn;
+} Compiled;
+
+static Compiled vadd_compile(uint32_t assume, int block)
+{
+    char def[32];
+    snprintf(def, sizeof def, "BLOCK=%d", block);
+    const char *defs[1] = {def};
+    Compiled c = {NULL, NULL, NULL};
+    DslSource s = {"vadd", vadd_src, strlen(vadd_src)};
+    DslDiags d;
+    memset(&d, 0, sizeof d);
+    c.m = ir_compile_source(&s, &d, defs, 1, NULL);
+    dsl_diags_free(&d);
+    if (!c.m)
+        return c;
+    for (int p = 0; p < c.m->funcs[0]->nparams; p++)
+        c.m->funcs[0]->params[p].assume = assume;
+    char err[512];
+    JcSrc js = {vadd_src, strlen(vadd_src), defs, 1, "cpu", NULL, 3, 0, 0};
+    if (jc_cpu_code(c.m, &(BkOptions){NULL, 3}, &js, "bench", &c.code, NULL,
+                    err, sizeof err) == 0)
+        c.fn = jc_code_range(c.code, "vadd");
+    return c;
+}
+
+static double vadd_batch(BkRangeFn fn, int block, int64_t n, float *a,
+                         float *b, float *c, int reps)
+{
+    BkTensorDesc da = {a, {n}, {1}}, db = {b, {n}, {1}}, dc = {c, {n}, {1}};
+    void *argv[3] = {&da, &db, &dc};
+    int64_t g = (n + block - 1) / block;
+    int32_t nprog[8] = {(int32_t)g, 1, 1, 0, 1};
+    double t0 = now_ms();
+    for (int r = 0; r < reps; r++)
+        fn(argv, 0, g, nprog);
+    double t = (now_ms() - t0) / reps * 1e3;
+    for (int64_t i = 0; i < n; i++)
+        if (c[i] != a[i] + 2 * b[i])
+            return 1e30; /* wrong: never the minimum */
+    return t;
+}
+
+/* One row: general vs specialized vadd with BLOCK `block` over n floats. */
+static void spec_row(const Compiled *gen, const Compiled *spec, int block,
+                     int64_t n)
+{
+    float *a = aligned_alloc(64, (size_t)n * 4);
+    float *b = aligned_alloc(64, (size_t)n * 4);
+    float *c = aligned_alloc(64, (size_t)n * 4);
+    for (int64_t k = 0; k < n; k++) {
+        a[k] = (float)k;
+        b[k] = (float)(k % 7);
+    }
+    int reps = n < (1 << 22) ? (int)(((int64_t)1 << 22) / n) : 1;
+    double tg = 1e30, ts = 1e30;
+    for (int batch = 0; batch < 31; batch++) {
+        double t = vadd_batch(gen->fn, block, n, a, b, c, reps);
+        tg = t < tg ? t : tg;
+        t = vadd_batch(spec->fn, block, n, a, b, c, reps);
+        ts = t < ts ? t : ts;
+    }
+    printf("| %d | %lld | %.2f us | %.2f us | %.2fx |\n", block, (long long)n,
+           tg, ts, tg / ts);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void specialization(void)
+{
+    printf("\n## specialization: vadd (C = A + 2B) compiled general vs with "
+           "every fact (aligned, unit stride, N %% 16 == 0); range function "
+           "over the whole grid on this thread, alternating batches, min of "
+           "31 each\n\n");
+    printf("| BLOCK | N | general | specialized | general / specialized |\n"
+           "|---|---|---|---|---|\n");
+    const int blocks[2] = {16, 256};
+    const int64_t sizes[3] = {4096, 65536, 1 << 20};
+    for (int bi = 0; bi < 2; bi++) {
+        Compiled gen = vadd_compile(0, blocks[bi]);
+        Compiled spec = vadd_compile(IR_ASSUME_ALIGN16 |
+                                     IR_ASSUME_UNIT_INNER |
+                                     IR_ASSUME_DIM16(0), blocks[bi]);
+        for (int i = 0; gen.fn && spec.fn && i < 3; i++)
+            spec_row(&gen, &spec, blocks[bi], sizes[i]);
+        jc_code_free(gen.code);
+        jc_code_free(spec.code);
+        ir_module_free(gen.m);
+        ir_module_free(spec.m);
+    }
+}
+
 static const char *empty_src =
     "kernel empty(X: f32[N]) grid(1)\n{\n    let x = X[0 +: 1];\n}\n";
 
@@ -260,6 +422,8 @@ int main(int argc, char **argv)
            direct);
     printf("| API layer (signature + variant pick) = first - second | "
            "%.2f us |\n", api - rt);
+    grids(k, &a, im->funcs[0], fn, argv1, L / 4);
+    specialization();
     jc_code_free(code);
     ir_module_free(im);
     blkc_module_destroy(em);

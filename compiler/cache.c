@@ -32,7 +32,10 @@
 #ifndef BLKC_VERSION_STRING
 #define BLKC_VERSION_STRING "0.1.0"
 #endif
-#define JC_FORMAT 1                 /* bump when key or entry layout changes */
+#define JC_FORMAT 2                 /* bump when key or entry layout changes,
+                                       or when the code stored under a key
+                                       does (2: specialized CPU variants use
+                                       their facts) */
 #define JC_MAGIC "BLKCJC\r\n"       /* 8 bytes */
 #define JC_HDR 96
 
@@ -348,6 +351,7 @@ static pthread_mutex_t disk_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool disk_resolved;
 static char disk_path[4096];
 static int64_t st_hits, st_misses, st_corrupt, st_writes; /* atomic */
+static int64_t st_compiles;                               /* atomic */
 
 static bool mkdirs(char *path)
 {
@@ -604,6 +608,7 @@ void jc_disk_stats(JcStats *st)
     st->misses = __atomic_load_n(&st_misses, __ATOMIC_RELAXED);
     st->corrupt = __atomic_load_n(&st_corrupt, __ATOMIC_RELAXED);
     st->writes = __atomic_load_n(&st_writes, __ATOMIC_RELAXED);
+    st->compiles = __atomic_load_n(&st_compiles, __ATOMIC_RELAXED);
     const char *dir = jc_disk_dir();
     if (!dir)
         return;
@@ -669,6 +674,7 @@ int jc_emit(const BkBackend *be, const IrModule *m, const BkOptions *o,
         return out->oom ? (snprintf(err, errlen, "out of memory"), -1) : 0;
     }
     size_t before = out->len;
+    __atomic_add_fetch(&st_compiles, 1, __ATOMIC_RELAXED);
     if (iso_emit(be, m, o, stage, src, out, err, errlen) != 0)
         return -1;
     if (!out->oom)
@@ -691,6 +697,7 @@ int jc_cpu_code(const IrModule *m, const BkOptions *o, const JcSrc *src,
         dsl_buf_free(&obj);
         memset(&obj, 0, sizeof obj);
         h = false;
+        __atomic_add_fetch(&st_compiles, 1, __ATOMIC_RELAXED);
         rc = iso_emit(&bk_cpu_backend, m, o, "obj", src, &obj, err, errlen);
         if (rc == 0)
             rc = jc_code_load(obj.data, obj.len, m, out, err, errlen);
@@ -750,16 +757,36 @@ bool jc_signature(const IrFunc *f, const blkc_arg *args, int nargs,
 
 /* ------------------------------------------------------------ units */
 
+/* A source being compiled (the in-flight table): a thread that misses the
+ * memory cache while another compiles the same source waits for that
+ * compile's result (unit or error) instead of compiling it again. Heap
+ * allocated and reference counted (the compiling thread and each waiter)
+ * under the cache lock, so nobody waits on memory another thread frees. */
+typedef struct JcFlight {
+    struct JcFlight *next;    /* the table's chain */
+    uint64_t hash;            /* src_hash of src */
+    const JcSrc *src;         /* the compiling thread's (valid while linked) */
+    int refs;                 /* compiling thread + waiters */
+    bool done;                /* the result below is set */
+    blkc_status st;           /* its status */
+    JcUnit *unit;             /* on success (one reference held here) */
+    char *err;                /* on failure: the message (may be NULL) */
+} JcFlight;
+
 struct JcMem {
     pthread_mutex_t lock;
+    pthread_cond_t landed;    /* some in-flight compile finished */
     JcUnit *bucket[256];
+    JcFlight *flights;        /* compiles in progress */
 };
 
 JcMem *jc_mem_new(void)
 {
     JcMem *mc = calloc(1, sizeof *mc);
-    if (mc)
+    if (mc) {
         pthread_mutex_init(&mc->lock, NULL);
+        pthread_cond_init(&mc->landed, NULL);
+    }
     return mc;
 }
 
@@ -773,6 +800,7 @@ void jc_mem_free(JcMem *mc)
             jc_unit_unref(u);
         }
     pthread_mutex_destroy(&mc->lock);
+    pthread_cond_destroy(&mc->landed);
     free(mc);
 }
 
@@ -876,25 +904,25 @@ static char *dupn(const char *s, size_t n)
     return d;
 }
 
-blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
-                        JcUnit **out, int *how, char *err, size_t errlen)
+static bool same_jcsrc(const JcSrc *a, const JcSrc *b)
 {
-    *out = NULL;
-    *how = 0;
-    uint64_t h = src_hash(src);
-    JcUnit **head = mc ? &mc->bucket[h & 255] : NULL;
-    if (mc) {
-        pthread_mutex_lock(&mc->lock);
-        for (JcUnit *u = *head; u; u = u->next)
-            if (same_src(u, src)) {
-                jc_unit_ref(u);
-                pthread_mutex_unlock(&mc->lock);
-                *out = u;
-                *how = 2;
-                return BLKC_OK;
-            }
-        pthread_mutex_unlock(&mc->lock);
-    }
+    if (a->len != b->len || a->ndefines != b->ndefines ||
+        a->opt_level != b->opt_level ||
+        (a->arch == NULL) != (b->arch == NULL) ||
+        (a->arch && strcmp(a->arch, b->arch) != 0) ||
+        (a->len && memcmp(a->text, b->text, a->len) != 0))
+        return false;
+    for (int i = 0; i < a->ndefines; i++)
+        if (strcmp(a->defines[i], b->defines[i]) != 0)
+            return false;
+    return true;
+}
+
+/* Front end + code (disk object or LLVM) for src: a new unit. */
+static blkc_status build_unit(const JcSrc *src, const char *filename,
+                              JcUnit **out, int *how, char *err,
+                              size_t errlen)
+{
     IrModule *ir;
     blkc_status st = front_end(src, filename, &ir, err, errlen);
     if (st != BLKC_OK)
@@ -935,26 +963,108 @@ blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
     }
     u->from_disk = hit;
     *how = hit ? 1 : 0;
-    if (mc) {
-        pthread_mutex_lock(&mc->lock);
+    *out = u;
+    return BLKC_OK;
+}
+
+/* Drop a reference to f (mc->lock held). */
+static void flight_unref(JcFlight *f)
+{
+    if (--f->refs > 0)
+        return;
+    if (f->unit)
+        jc_unit_unref(f->unit);
+    free(f->err);
+    free(f);
+}
+
+blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
+                        JcUnit **out, int *how, char *err, size_t errlen)
+{
+    *out = NULL;
+    *how = 0;
+    if (!mc)
+        return build_unit(src, filename, out, how, err, errlen);
+    uint64_t h = src_hash(src);
+    JcUnit **head = &mc->bucket[h & 255];
+    pthread_mutex_lock(&mc->lock);
+    for (JcUnit *u = *head; u; u = u->next)
+        if (same_src(u, src)) {
+            jc_unit_ref(u);
+            pthread_mutex_unlock(&mc->lock);
+            *out = u;
+            *how = 2;
+            return BLKC_OK;
+        }
+    for (JcFlight *f = mc->flights; f; f = f->next)
+        if (f->hash == h && same_jcsrc(f->src, src)) {
+            /* being compiled by another thread: wait for its result */
+            f->refs++;
+            while (!f->done)
+                pthread_cond_wait(&mc->landed, &mc->lock);
+            blkc_status st = f->st;
+            if (st == BLKC_OK) {
+                jc_unit_ref(f->unit);
+                *out = f->unit;
+                *how = 2;
+            } else {
+                snprintf(err, errlen, "%s", f->err ? f->err : "compile failed");
+            }
+            flight_unref(f);
+            pthread_mutex_unlock(&mc->lock);
+            return st;
+        }
+    JcFlight *fl = calloc(1, sizeof *fl); /* NULL: compile unannounced */
+    if (fl) {
+        fl->hash = h;
+        fl->src = src;
+        fl->refs = 1;
+        fl->next = mc->flights;
+        mc->flights = fl;
+    }
+    pthread_mutex_unlock(&mc->lock);
+
+    JcUnit *u = NULL;
+    blkc_status st = build_unit(src, filename, &u, how, err, errlen);
+
+    pthread_mutex_lock(&mc->lock);
+    if (st == BLKC_OK) {
         JcUnit *dup = NULL;
         for (JcUnit *x = *head; x && !dup; x = x->next)
             if (same_src(x, src))
                 dup = x;
-        if (dup) { /* another thread got there first: share its unit */
+        if (dup) { /* compiled unannounced by another thread: share it */
             jc_unit_ref(dup);
-            pthread_mutex_unlock(&mc->lock);
             jc_unit_unref(u);
-            *out = dup;
-            return BLKC_OK;
+            u = dup;
+        } else {
+            jc_unit_ref(u); /* the cache's reference */
+            u->next = *head;
+            *head = u;
         }
-        jc_unit_ref(u); /* the cache's reference */
-        u->next = *head;
-        *head = u;
-        pthread_mutex_unlock(&mc->lock);
     }
-    *out = u;
-    return BLKC_OK;
+    if (fl) {
+        for (JcFlight **pp = &mc->flights; *pp; pp = &(*pp)->next)
+            if (*pp == fl) {
+                *pp = fl->next;
+                break;
+            }
+        fl->src = NULL;
+        fl->done = true;
+        fl->st = st;
+        if (st == BLKC_OK) {
+            jc_unit_ref(u);
+            fl->unit = u;
+        } else {
+            fl->err = strdup(err);
+        }
+        if (fl->refs > 1)
+            pthread_cond_broadcast(&mc->landed);
+        flight_unref(fl);
+    }
+    pthread_mutex_unlock(&mc->lock);
+    *out = st == BLKC_OK ? u : NULL;
+    return st;
 }
 
 static bool spec_enabled(void)

@@ -71,6 +71,7 @@ void jc_disk_put(const uint8_t key[32], const void *data, size_t len);
 typedef struct JcStats {
     int64_t entries, bytes, max_bytes;
     int64_t hits, misses, corrupt, writes;    /* this process */
+    int64_t compiles;          /* backend code generations run (misses) */
 } JcStats;
 void jc_disk_stats(JcStats *st);
 int jc_disk_clear(void);                      /* entries removed, -1 error */
@@ -134,7 +135,9 @@ JcMem *jc_mem_new(void);
 void jc_mem_free(JcMem *mc);
 /* The unit for (src, filename): from mc (hot), else front end + disk object
  * (warm), else compiled (cold). *how: 2 hot, 1 warm, 0 cold. The status is
- * BLKC_ERR_COMPILE with the diagnostics in err, etc. */
+ * BLKC_ERR_COMPILE with the diagnostics in err, etc. A thread asking for a
+ * source that another thread is building in the same mc waits for that
+ * build and gets its result (*how 2) or its error, never builds it again. */
 blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
                         JcUnit **out, int *how, char *err, size_t errlen);
 void jc_unit_ref(JcUnit *u);

@@ -58,10 +58,11 @@ static size_t stack_room(void)
     return lo && &here > lo ? (size_t)(&here - lo) : 0;
 }
 
-/* Run the grid: on the pool, or in order on this thread when it is one
- * rank of several (ranks may wait on each other; each must progress), or
- * when it is a single instance whose tiles fit this thread's stack (the
- * hand-off to a pool worker costs more than a small kernel). */
+/* Run the grid: in order on this thread when it is one rank of several
+ * (ranks may wait on each other; each must progress), or when it is a
+ * single instance whose tiles fit this thread's stack (a hand-off to a
+ * pool worker costs more than a small kernel); otherwise on the pool, with
+ * this thread claiming instances too when its stack holds the tiles. */
 static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
                            const int64_t grid[3], const RtWorldView *wv,
                            char *err, size_t errlen)
@@ -93,13 +94,16 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
         }
         if (total)
             fn(argv, 0, total, ctx.nprog);
-    } else if (grid[0] == 1 && grid[1] == 1 && grid[2] == 1 &&
-               f->frame_bytes > 0 &&
-               (size_t)f->frame_bytes * 2 < stack_room()) {
-        ctx.nprog[0] = ctx.nprog[1] = ctx.nprog[2] = 1;
-        fn(argv, 0, 1, ctx.nprog);
-    } else if (rt_pool_run(fn, argv, grid, &ctx, err, errlen) != 0) {
-        return BLKC_ERR_RUNTIME;
+    } else {
+        bool fits = f->frame_bytes > 0 &&
+                    (size_t)f->frame_bytes * 2 < stack_room();
+        if (fits && grid[0] == 1 && grid[1] == 1 && grid[2] == 1) {
+            ctx.nprog[0] = ctx.nprog[1] = ctx.nprog[2] = 1;
+            fn(argv, 0, 1, ctx.nprog);
+        } else if (rt_pool_run_helping(fn, argv, grid, &ctx, fits, err,
+                                       errlen) != 0) {
+            return BLKC_ERR_RUNTIME;
+        }
     }
     if (__atomic_load_n(&ctx.failed, __ATOMIC_ACQUIRE)) {
         const char *sig = ctx.fail_param >= 0 && ctx.fail_param < f->nparams

@@ -22,6 +22,14 @@ int rt_pool_size(void);
  * at once. Returns 0, or -1 with err set. */
 int rt_pool_run(BkRangeFn fn, void *const *args, const int64_t grid[3],
                 BkLaunchCtx *ctx, char *err, size_t errlen);
+/* rt_pool_run, where caller_runs says the calling thread may run kernel
+ * instances too (its stack holds the kernel's tiles): it then claims
+ * chunks itself, wakes at most one worker, and waits only for instances
+ * that workers actually took; BLKC_NUM_THREADS counts the caller as one of
+ * the threads. Nothing is allocated. */
+int rt_pool_run_helping(BkRangeFn fn, void *const *args,
+                        const int64_t grid[3], BkLaunchCtx *ctx,
+                        bool caller_runs, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ convert.c */
 /* Scalar element access in a dtype's storage representation (f16, bf16 and

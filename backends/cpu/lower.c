@@ -590,6 +590,27 @@ LLVMValueRef cpu_launch_ctx(CpuGen *g) { return LLVMGetParam(g->fn, 2); }
 
 /* ------------------------------------------------------------ functions */
 
+/* !align metadata on a load of a pointer: the pointer is aligned to
+ * `bytes` (what LLVM's known-bits analysis reads from it). */
+static void set_align_md(CpuGen *g, LLVMValueRef load, unsigned bytes)
+{
+    static const char kind[] = "align";
+    LLVMMetadataRef n = LLVMValueAsMetadata(LLVMConstInt(g->i64, bytes, 0));
+    LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->ctx, kind,
+                                                   sizeof kind - 1),
+                    LLVMMetadataAsValue(g->ctx,
+                                        LLVMMDNodeInContext2(g->ctx, &n, 1)));
+    static const char nu[] = "noundef";
+    LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->ctx, nu, sizeof nu - 1),
+                    LLVMMetadataAsValue(g->ctx,
+                                        LLVMMDNodeInContext2(g->ctx, NULL, 0)));
+}
+
+/* Load every parameter: scalars by address, tensors as their descriptor's
+ * data pointer, extents and strides. The launch's specialization facts
+ * (IrParam.assume) replace loads by constants (unit inner stride) or add
+ * what LLVM can use (alignment, multiples of 16); a variant with facts is
+ * only ever called with arguments that have them (compiler/cache.c). */
 static void gen_prologue(CpuGen *g)
 {
     const IrFunc *f = g->f;
@@ -608,15 +629,37 @@ static void gen_prologue(CpuGen *g)
             continue;
         }
         LLVMValueRef dp = LLVMBuildBitCast(b, ap, LLVMPointerType(desc, 0), "");
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s.data", pa->name);
         LLVMValueRef data = LLVMBuildLoad2(
-            b, g->ptr, LLVMBuildStructGEP2(b, desc, dp, 0, ""), "");
+            b, g->ptr, LLVMBuildStructGEP2(b, desc, dp, 0, ""), nm);
+        if (pa->assume & IR_ASSUME_ALIGN16)
+            set_align_md(g, data, 16);
         g->tdata[p] = LLVMBuildBitCast(b, data, LLVMPointerType(et, 0), "");
         for (int d = 0; d < pa->rank; d++) {
             for (int k = 1; k <= 2; k++) {
+                bool inner = k == 2 && d == pa->rank - 1;
+                if (inner && (pa->assume & IR_ASSUME_UNIT_INNER)) {
+                    g->tstride[p][d] = cpu_i64(g, 1);
+                    continue;
+                }
+                /* a symbolic extent (or outer stride) known to be a
+                 * multiple of 16: clearing its low bits changes nothing at
+                 * run time and tells LLVM (known bits) */
+                bool x16 = k == 1 ? pa->dims[d] < 0 &&
+                                        (pa->assume & IR_ASSUME_DIM16(d))
+                                  : !inner &&
+                                        (pa->assume & IR_ASSUME_STRIDE16(d));
                 LLVMValueRef idx[3] = {cpu_i32c(g, 0), cpu_i32c(g, k),
                                        cpu_i32c(g, d)};
                 LLVMValueRef q = LLVMBuildInBoundsGEP2(b, desc, dp, idx, 3, "");
-                LLVMValueRef v = LLVMBuildLoad2(b, g->i64, q, "");
+                snprintf(nm, sizeof nm, "%s.%s%d", pa->name,
+                         k == 1 ? "shape" : "stride", d);
+                LLVMValueRef v = LLVMBuildLoad2(b, g->i64, q, nm);
+                if (x16) {
+                    snprintf(nm + strlen(nm), sizeof nm - strlen(nm), ".x16");
+                    v = LLVMBuildAnd(b, v, cpu_i64(g, -16), nm);
+                }
                 if (k == 1)
                     g->tshape[p][d] = v;
                 else

@@ -175,8 +175,13 @@ static void *launcher(void *arg)
     void *args[1] = {seen};
     char err[128];
     intptr_t bad = 0;
+    /* odd launchers let the calling thread claim instances too (the
+     * launcher's path when the kernel's tiles fit its stack), even ones
+     * leave every instance to the workers; both at once on the pool */
+    bool helping = ((intptr_t)arg & 1) != 0;
     for (int r = 0; r < 50; r++)
-        if (rt_pool_run(range_fn, args, g, NULL, err, sizeof err) != 0)
+        if (rt_pool_run_helping(range_fn, args, g, NULL, helping && r % 5,
+                                err, sizeof err) != 0)
             bad = 1;
     for (int i = 0; i < n; i++)
         if (seen[i] != 50)
@@ -203,6 +208,23 @@ static void test_pool(void)
     CHECK(rt_pool_run(range_fn, args, empty, NULL, err, sizeof err) == 0);
     CHECK(atomic_load(&hits) == before);
     CHECK(rt_pool_run(range_fn, args, neg, NULL, err, sizeof err) != 0);
+    CHECK(rt_pool_run_helping(range_fn, args, neg, NULL, true, err,
+                              sizeof err) != 0);
+    /* small grids with the caller helping, back to back: every instance
+     * exactly once, whether a late-waking worker joins or not */
+    for (int64_t n = 1; n <= 70; n++) {
+        int seen[70] = {0};
+        void *a2[1] = {seen};
+        int64_t g[3] = {n, 1, 1};
+        BkLaunchCtx ctx;
+        memset(&ctx, 0, sizeof ctx);
+        ctx.world = 1;
+        CHECK(rt_pool_run_helping(range_fn, a2, g, &ctx, true, err,
+                                  sizeof err) == 0);
+        CHECK(ctx.nprog[0] == n && ctx.nprog[1] == 1);
+        for (int64_t i = 0; i < 70; i++)
+            CHECK(seen[i] == (i < n));
+    }
 }
 
 int main(void)
