@@ -812,11 +812,15 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
                 err_at(&b, st->loc, "a task returns its result(s)");
                 continue;
             }
-            const Ast *const *vals = (const Ast *const *)&st->a;
-            int nv = 1;
-            if (st->a->kind == AST_CALL && st->a->name && strcmp(st->a->name, "tuple") == 0) {
-                vals = (const Ast *const *)st->a->list;
-                nv = st->a->nlist;
+            /* `return a, b, ...;`: a = the first value, list = the rest */
+            const Ast *vals[64];
+            int nv = 0;
+            vals[nv++] = st->a;
+            for (int k = 0; k < st->nlist && nv < 64; k++)
+                vals[nv++] = st->list[k];
+            if (st->nlist >= 64) {
+                err_at(&b, st->loc, "a task returns at most 64 results");
+                continue;
             }
             if (nv != t->nresults) {
                 err_at(&b, st->loc, "task '%s' declares %d result%s but returns %d", fn->name,

@@ -37,6 +37,15 @@ static double comm_bytes(const TkTask *t, const TkNode *n)
     return n->comm == CM_ALL_TO_ALL && t->nranks > 0 ? b / t->nranks : b;
 }
 
+/* `result` (one result) or `result0`, `result1`, ... (CLI.md) */
+static void result_name(const TkTask *t, int r, char *buf, size_t len)
+{
+    if (t->nresults == 1)
+        snprintf(buf, len, "result");
+    else
+        snprintf(buf, len, "result%d", r);
+}
+
 static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
 {
     char ty[160], sh[32], sh2[32], an[96];
@@ -105,6 +114,15 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
     }
     if (!ncomm)
         dsl_buf_printf(o, "  none\n");
+    dsl_buf_printf(o, "\nresults:\n");
+    for (int r = 0; r < t->nresults; r++) {
+        const TkNode *n = &t->n[t->results[r]];
+        char rn[24];
+        result_name(t, r, rn, sizeof rn);
+        tk_type_str(t, n, ty, sizeof ty);
+        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        dsl_buf_printf(o, "  %-8s = %%%-3d %-32s %s\n", rn, t->results[r], ty, sh);
+    }
     double total = 0;
     for (int i = 0; i < t->nn; i++)
         total += tk_node_cost_us(t, topo, i);
@@ -175,10 +193,24 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
         json_str(o, tk_place_name(n->place));
         dsl_buf_printf(o, ", \"chunks\": %d}", n->chunks);
     }
+    dsl_buf_printf(o, "\n  ],\n  \"results\": [");
+    for (int r = 0; r < t->nresults; r++) {
+        char rn[24];
+        result_name(t, r, rn, sizeof rn);
+        dsl_buf_printf(o, "%s{\"name\": ", r ? ", " : "");
+        json_str(o, rn);
+        tk_type_str(t, &t->n[t->results[r]], ty, sizeof ty);
+        dsl_buf_printf(o, ", \"id\": %d, \"type\": ", t->results[r]);
+        json_str(o, ty);
+        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        dsl_buf_printf(o, ", \"sharding\": ");
+        json_str(o, sh);
+        dsl_buf_printf(o, "}");
+    }
     double total = 0;
     for (int i = 0; i < t->nn; i++)
         total += tk_node_cost_us(t, topo, i);
-    dsl_buf_printf(o, "\n  ],\n  \"predicted_us\": %.3f\n}\n", total);
+    dsl_buf_printf(o, "],\n  \"predicted_us\": %.3f\n}\n", total);
 }
 
 void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo, bool as_json)

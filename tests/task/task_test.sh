@@ -18,8 +18,16 @@ bad() { echo "FAIL: $*"; fail=1; }
 if [ "$MODE" = dist ]; then
     f=$1; shift
     name=$(basename "$f" .blk)
-    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "result=$TMP/r1.npy" \
+    # the results (CLI.md: `result`, or `result0`, `result1`, ... for several)
+    case $name in
+    two_results) outs="result0 result1";;
+    *) outs="result";;
+    esac
+    outargs() { for o in $outs; do printf -- '--out\n%s=%s\n' "$o" "$TMP/$o.r$1.npy"; done; }
+    mapfile -t oa < <(outargs 1)
+    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" "${oa[@]}" \
         || { echo "FAIL: $name on 1 rank"; exit 1; }
+    [ "$outs" = result ] && cp "$TMP/result.r1.npy" "$TMP/r1.npy"
     case $name in
     mlp)
         "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
@@ -30,16 +38,24 @@ if [ "$MODE" = dist ]; then
             --out "w=$TMP/w.npy" >/dev/null || bad "rmsnorm inputs"
         eps=$(printf '%s\n' "$@" | sed -n 's/^eps=//p')
         "$REF" rmsnorm "$TMP/x.npy" "$TMP/w.npy" "$eps" "$TMP/r1.npy" 1e-4 || bad "rmsnorm vs C";;
+    two_results)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp2 inputs"
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/result0.r1.npy" 1e-4 \
+            || bad "two_results result0 vs C";;
     esac
     for R in 2 4 8; do
         for ov in auto always; do
+            mapfile -t oa < <(outargs "$R")
             if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" \
-                    --out "result=$TMP/r$R.npy"; then
+                    "${oa[@]}"; then
                 bad "$name on $R ranks ($ov)"
                 continue
             fi
-            echo -n "$name, $R ranks, overlap $ov: "
-            "$REF" cmp "$TMP/r$R.npy" "$TMP/r1.npy" 1e-4 || bad "$name on $R ranks ($ov)"
+            for o in $outs; do
+                echo -n "$name $o, $R ranks, overlap $ov: "
+                "$REF" cmp "$TMP/$o.r$R.npy" "$TMP/$o.r1.npy" 1e-4 || bad "$name $o on $R ranks ($ov)"
+            done
         done
     done
     exit $fail
