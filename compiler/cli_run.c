@@ -763,8 +763,11 @@ static int run_task_entry(void)
     int R = cli.ranks > 0 ? cli.ranks : 1;
     TkTask *t = tk_build(prog, fn, R, cli.defines, cli.ndefines,
                          (const char *const *)sizes, f->nsyms, &diags);
-    if (t)
+    if (t) {
+        t->src = cli_g.src; /* calls of the file's kernels / device functions */
+        t->srclen = strlen(cli_g.src);
         tk_propagate(t, &diags);
+    }
     if (diags.out.len)
         fputs(diags.out.data, stderr);
     if (diags.nerrors)

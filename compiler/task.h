@@ -38,6 +38,10 @@ typedef enum {
     TK_RMSNORM,   /* rmsnorm(a, w = b, eps = c (a TK_CONST or TK_SCALAR)) */
     TK_REDUCE,    /* sum/max(a, axis) (sub = RED_SUM / RED_MAX), axis dropped */
     TK_COMM,      /* a collective: a's sharding `from` -> this node's sh */
+    TK_CALL,      /* a call of a kernel / device function of the file
+                     (callee = index in prog->funcs; its arguments are
+                     t->cargs[carg .. carg + cnargs); the value is the
+                     callee's last parameter, written by it) */
     TK_OP_COUNT
 } TkOp;
 
@@ -89,6 +93,11 @@ typedef struct TkNode {
     TkAlt alts[TK_MAX_ALTS];       /* every alternative considered */
     int nalts;
     int uses;                      /* consumers (after tk_propagate) */
+    /* TK_CALL */
+    int callee;                    /* index in the program's funcs */
+    int carg, cnargs;              /* its arguments: t->cargs[carg + i] */
+    int csplit;                    /* the callee's size index the call is
+                                      split over (-1: not split) */
 } TkNode;
 
 typedef struct TkTask {
@@ -101,6 +110,12 @@ typedef struct TkTask {
     int64_t *symval;               /* their values, -1 = unknown */
     bool propagated;               /* shardings valid */
     bool oom;
+    const AstProgram *prog;        /* the file (for calls) */
+    int *cargs; int ncargs, capcargs; /* TK_CALL arguments (node ids) */
+    const char *src; size_t srclen;   /* the file's text: set by the caller
+                                         before tk_run when the task calls
+                                         kernels / device functions */
+    const char *const *defines; int ndefines; /* -D, for the same */
 } TkTask;
 
 /* ------------------------------------------------------------ topology */
@@ -166,6 +181,8 @@ void tk_shard_str(TkShard s, char *buf, size_t n);
 void tk_type_str(const TkTask *t, const TkNode *n, char *buf, size_t len);
 int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d);
 int64_t tk_numel(const TkNode *n);
+/* Is `dim` (a dim of a callee's parameter) a size name, not a constant? */
+bool tk_dim_is_size(const TkTask *t, const Ast *dim);
 
 /* task_shard.c: propagate shardings, insert collectives. */
 int tk_propagate(TkTask *t, DslDiags *diags);

@@ -125,7 +125,7 @@ static void kernel_elementwise(L *l, int id)
     int64_t bc = imin(ext[r - 1], 256);
     int ops[2] = {n->a, n->op == TK_BINARY ? n->b : -1};
     DslBuf *k = l->k;
-    dsl_buf_printf(k, "kernel k%d<BC = %lld>(", id, (long long)bc);
+    dsl_buf_printf(k, "kernel __k%d<BC = %lld>(", id, (long long)bc);
     int np = 0;
     for (int i = 0; i < 2; i++) {
         if (ops[i] < 0)
@@ -172,7 +172,7 @@ static void kernel_elementwise(L *l, int id)
     dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", v);
     /* device: launch */
     alloc(l, id, "empty");
-    dsl_buf_printf(l->d, "    launch k%d(", id);
+    dsl_buf_printf(l->d, "    launch __k%d(", id);
     np = 0;
     for (int i = 0; i < 2; i++)
         if (ops[i] >= 0 && l->t->n[ops[i]].op != TK_CONST)
@@ -191,7 +191,7 @@ static void kernel_rowwise(L *l, int id)
     int64_t len = ext[ax];
     DslBuf *k = l->k;
     const char *ct = ctype(n->dtype);
-    dsl_buf_printf(k, "kernel k%d(X: ", id);
+    dsl_buf_printf(k, "kernel __k%d(X: ", id);
     local_type(l, k, X);
     if (n->op == TK_RMSNORM) {
         dsl_buf_printf(k, ", W: ");
@@ -239,7 +239,7 @@ static void kernel_rowwise(L *l, int id)
     dsl_buf_free(&idx);
     dsl_buf_free(&oidx);
     alloc(l, id, "empty");
-    dsl_buf_printf(l->d, "    launch k%d(%s", id, l->buf[n->a]);
+    dsl_buf_printf(l->d, "    launch __k%d(%s", id, l->buf[n->a]);
     if (n->op == TK_RMSNORM) {
         dsl_buf_printf(l->d, ", %s", l->buf[n->b]);
         if (l->t->n[n->c].op == TK_SCALAR)
@@ -270,7 +270,7 @@ static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t c
     }
     bool f64 = n->dtype == DT_F64;
     DslBuf *k = l->k;
-    dsl_buf_printf(k, "kernel k%d%s(A: ", id, suffix);
+    dsl_buf_printf(k, "kernel __k%d%s(A: ", id, suffix);
     local_type(l, k, A);
     dsl_buf_printf(k, ", B: ");
     local_type(l, k, B);
@@ -316,7 +316,7 @@ static void gemm_plain(L *l, int id)
     const TkNode *n = &l->t->n[id];
     kernel_gemm(l, id, G_PLAIN, "", 0, 0);
     alloc(l, id, "empty");
-    dsl_buf_printf(l->d, "    launch k%d(%s, %s, %s);\n", id, l->buf[n->a], l->buf[n->b], l->buf[id]);
+    dsl_buf_printf(l->d, "    launch __k%d(%s, %s, %s);\n", id, l->buf[n->a], l->buf[n->b], l->buf[id]);
 }
 
 /* AllGather+GEMM at the GEMM node g; comm node c gathers A (split(0)). */
@@ -345,7 +345,7 @@ static void fused_ag_gemm(L *l, int c, int g)
     dsl_buf_printf(d, "            }\n        }\n    }\n");
     kernel_gemm(l, g, G_WAIT, "_agw", CH, (int64_t)R * ch_per);
     alloc(l, g, "empty");
-    dsl_buf_printf(d, "    launch k%d_agw(%s, %s, %s, rd%d);\n    sync;\n", g, l->buf[c],
+    dsl_buf_printf(d, "    launch __k%d_agw(%s, %s, %s, rd%d);\n    sync;\n", g, l->buf[c],
                    l->buf[G->b], l->buf[g], c);
 }
 
@@ -368,7 +368,7 @@ static void fused_gemm_rs(L *l, int c)
     dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * cp);
     dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (rank() + i) %% %d;\n", R + 1, R);
     dsl_buf_printf(d, "        for j in 0 .. %d {\n", cp);
-    dsl_buf_printf(d, "            launch k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
+    dsl_buf_printf(d, "            launch __k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
                    l->buf[G->a], l->buf[G->b], l->buf[g], (long long)MR, (long long)CH);
     dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, r)[rank() * %lld + j * %lld +: %lld, 0 +: %lld], "
                       "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[rank() * %d + j]);\n"
@@ -378,7 +378,7 @@ static void fused_gemm_rs(L *l, int c)
     dsl_buf_printf(d, "        }\n    }\n");
     /* the reduction of the R received slots, after every signal */
     int64_t BM = imin(MR, 32), BN = imin(N, 32);
-    dsl_buf_printf(k, "kernel k%d_red(S: %s[%lld, %lld], O: %s[%lld, %lld], ready: signal[%d]) "
+    dsl_buf_printf(k, "kernel __k%d_red(S: %s[%lld, %lld], O: %s[%lld, %lld], ready: signal[%d]) "
                       "grid(cdiv(%lld, %lld), cdiv(%lld, %lld)) {\n",
                    c, dt, (long long)M, (long long)N, dt, (long long)MR, (long long)N, R * cp,
                    (long long)MR, (long long)BM, (long long)N, (long long)BN);
@@ -392,12 +392,12 @@ static void fused_gemm_rs(L *l, int c)
     dsl_buf_printf(k, "    O[m +: %lld, n +: %lld] = acc;\n}\n\n", (long long)BM, (long long)BN);
     if (C->place == PL_GEMM_AR) {
         dsl_buf_printf(d, "    let h%d = empty(%s, %lld, %lld);\n", c, dt, (long long)MR, (long long)N);
-        dsl_buf_printf(d, "    launch k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
+        dsl_buf_printf(d, "    launch __k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
         alloc(l, c, "empty");
         dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
     } else {
         alloc(l, c, "empty");
-        dsl_buf_printf(d, "    launch k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
+        dsl_buf_printf(d, "    launch __k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
     }
 }
 
@@ -534,6 +534,137 @@ static void plain_comm(L *l, int id)
     }
 }
 
+/* ------------------------------------------------------------ calls */
+
+/* scalar argument text for a callee's scalar parameter of dtype dt */
+static void scalar_arg(L *l, DslBuf *o, int x, int dt)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST)
+        dsl_buf_printf(o, "(%.17g%s as %s)", X->fval,
+                       X->fval == (double)(int64_t)X->fval && dsl_is_float(dt) ? ".0" : "",
+                       dsl_dtype_name(dt));
+    else
+        dsl_buf_printf(o, "(%s as %s)", l->buf[x], dsl_dtype_name(dt));
+}
+
+typedef struct Sub { const char *from; char to[64]; } Sub;
+
+/* the body of `fn` (between its braces) with identifiers renamed by subs */
+static int inline_body(L *l, const AstFunc *fn, const Sub *subs, int nsubs, char *err,
+                       size_t errlen)
+{
+    const char *src = l->t->src, *end = src + l->t->srclen, *p = src;
+    for (int line = 1; p < end && line < fn->body->loc.line; p++)
+        if (*p == '\n')
+            line++;
+    p += fn->body->loc.col - 1;
+    if (p >= end || *p != '{') {
+        snprintf(err, errlen, "internal: cannot find the body of device function %s", fn->name);
+        return -1;
+    }
+    p++;
+    int depth = 1;
+    DslBuf *o = l->d;
+    dsl_buf_printf(o, "    { // device function %s, inlined\n", fn->name);
+    while (p < end) {
+        if (p[0] == '/' && p + 1 < end && p[1] == '/') {
+            while (p < end && *p != '\n')
+                p++;
+        } else if (p[0] == '/' && p + 1 < end && p[1] == '*') {
+            p += 2;
+            while (p + 1 < end && !(p[0] == '*' && p[1] == '/'))
+                p++;
+            p += 2;
+        } else if (*p >= '0' && *p <= '9') {
+            const char *q = p;
+            while (q < end && (((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') ||
+                               *q == '_' || (*q == '.' && !(q + 1 < end && q[1] == '.'))))
+                q++;
+            dsl_buf_put(o, p, (size_t)(q - p));
+            p = q;
+        } else if (((*p | 32) >= 'a' && (*p | 32) <= 'z') || *p == '_') {
+            const char *q = p;
+            while (q < end && (((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') ||
+                               *q == '_'))
+                q++;
+            int k = 0;
+            while (k < nsubs && (strlen(subs[k].from) != (size_t)(q - p) ||
+                                 strncmp(subs[k].from, p, (size_t)(q - p)) != 0))
+                k++;
+            if (k < nsubs)
+                dsl_buf_printf(o, "%s", subs[k].to);
+            else
+                dsl_buf_put(o, p, (size_t)(q - p));
+            p = q;
+        } else {
+            if (*p == '{')
+                depth++;
+            if (*p == '}' && --depth == 0)
+                break;
+            dsl_buf_put(o, p, 1);
+            p++;
+        }
+    }
+    dsl_buf_printf(o, "\n    }\n");
+    return 0;
+}
+
+/* a call: launch the kernel on the local shards, or inline the device
+ * function's body with its parameters renamed to the arguments' buffers
+ * and its size names replaced by the local extents */
+static int lower_call(L *l, int id, char *err, size_t errlen)
+{
+    const TkTask *t = l->t;
+    const TkNode *n = &t->n[id];
+    const AstFunc *cf = t->prog->funcs[n->callee];
+    const int *av = &t->cargs[n->carg];
+    alloc(l, id, "empty");
+    if (cf->fkind == FN_KERNEL) {
+        dsl_buf_printf(l->d, "    launch %s(", cf->name);
+        for (int i = 0; i < n->cnargs; i++) {
+            if (i)
+                dsl_buf_printf(l->d, ", ");
+            if (cf->params[i].tkind == TY_SCALAR)
+                scalar_arg(l, l->d, av[i], cf->params[i].dtype);
+            else
+                dsl_buf_printf(l->d, "%s", l->buf[av[i]]);
+        }
+        dsl_buf_printf(l->d, "%s%s);\n", n->cnargs ? ", " : "", l->buf[id]);
+        return 0;
+    }
+    Sub subs[96];
+    int ns = 0;
+    for (int i = 0; i < cf->nparams && ns < 90; i++) {
+        const AstParam *cp = &cf->params[i];
+        bool out = i == cf->nparams - 1;
+        const TkNode *X = out ? n : &t->n[av[i]];
+        Sub *sb = &subs[ns++];
+        sb->from = cp->name;
+        if (cp->tkind == TY_SCALAR) {
+            DslBuf tmp = {0};
+            scalar_arg(l, &tmp, av[i], cp->dtype);
+            snprintf(sb->to, sizeof sb->to, "%s", tmp.data ? tmp.data : "0");
+            dsl_buf_free(&tmp);
+            continue;
+        }
+        snprintf(sb->to, sizeof sb->to, "%s", out ? l->buf[id] : l->buf[av[i]]);
+        for (int d = 0; d < cp->ndims && ns < 96; d++) {
+            if (!tk_dim_is_size(t, cp->dims[d]))
+                continue;
+            int k = 0;
+            while (k < ns && strcmp(subs[k].from, cp->dims[d]->name) != 0)
+                k++;
+            if (k < ns)
+                continue;
+            subs[ns].from = cp->dims[d]->name;
+            snprintf(subs[ns].to, sizeof subs[ns].to, "(%lld)", (long long)ld(l, X, d));
+            ns++;
+        }
+    }
+    return inline_body(l, cf, subs, ns, err, errlen);
+}
+
 /* ------------------------------------------------------------ driver */
 
 int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
@@ -595,6 +726,9 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
             else if (fused_by[i] < 0)
                 gemm_plain(&l, i);
             break;
+        case TK_CALL:
+            rc = lower_call(&l, i, err, errlen);
+            break;
         case TK_COMM:
             if (n->place == PL_AG_GEMM)
                 break; /* emitted with its GEMM */
@@ -605,7 +739,16 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
             break;
         }
     }
-    /* the device function */
+    /* the device function; after the file's own text when the task calls
+     * its kernels / device functions */
+    bool calls = false;
+    for (int i = 0; i < t->nn; i++)
+        calls |= t->n[i].op == TK_CALL;
+    if (calls && !t->src && !rc)
+        rc = IR_BUG(err, errlen, "task %s calls functions but its source is not given",
+                    t->fn->name);
+    if (calls && t->src)
+        dsl_buf_printf(out, "%.*s\n", (int)t->srclen, t->src);
     dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s\n\n", t->fn->name,
                    t->nranks, t->nranks == 1 ? "" : "s");
     dsl_buf_put(out, kb.data ? kb.data : "", kb.len);

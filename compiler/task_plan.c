@@ -74,6 +74,8 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
             snprintf(what, sizeof what, "%s", tk_fn_name(n->sub));
         else if (n->op == TK_BINARY)
             snprintf(what, sizeof what, "'%c'", n->sub);
+        else if (n->op == TK_CALL)
+            snprintf(what, sizeof what, "call %.40s", t->prog->funcs[n->callee]->name);
         else
             snprintf(what, sizeof what, "%s", tk_op_name(n->op));
         dsl_buf_printf(o, "  %%%-3d %-10s %-22s %-32s %s\n", i, n->name ? n->name : "", what, ty, sh);
@@ -114,6 +116,33 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
     }
     if (!ncomm)
         dsl_buf_printf(o, "  none\n");
+    bool any_call = false;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op != TK_CALL)
+            continue;
+        if (!any_call)
+            dsl_buf_printf(o, "\ncalls (SPMD on each rank's local shards):\n");
+        any_call = true;
+        const AstFunc *cf = t->prog->funcs[n->callee];
+        dsl_buf_printf(o, "  %%%d %s %s: ", i, cf->fkind == FN_KERNEL ? "kernel" : "device function",
+                       cf->name);
+        if (n->csplit >= 0)
+            dsl_buf_printf(o, "split over its size %s\n",
+                           cf->params[n->csplit / IR_MAX_RANK].dims[n->csplit % IR_MAX_RANK]->name);
+        else
+            dsl_buf_printf(o, "not split (every rank computes the whole result)\n");
+        for (int k = 0; k < n->cnargs; k++) {
+            const TkNode *X = &t->n[t->cargs[n->carg + k]];
+            if (X->rank == 0)
+                continue;
+            tk_shard_str(X->sh, sh, sizeof sh);
+            dsl_buf_printf(o, "    %-8s <- %%%-3d %s%s\n", cf->params[k].name, t->cargs[n->carg + k], sh,
+                           X->op == TK_COMM && !X->user ? " (resharded)" : "");
+        }
+        tk_shard_str(n->sh, sh, sizeof sh);
+        dsl_buf_printf(o, "    %-8s -> %%%-3d %s (result)\n", cf->params[cf->nparams - 1].name, i, sh);
+    }
     dsl_buf_printf(o, "\nresults:\n");
     for (int r = 0; r < t->nresults; r++) {
         const TkNode *n = &t->n[t->results[r]];

@@ -52,6 +52,31 @@ static int find_func(const IrModule *m, const char *name)
     return -1;
 }
 
+/* A called kernel / device function must not write its inputs (they may
+ * be task parameters shared by the ranks, or values used elsewhere). */
+static int written_inputs(const TkTask *t, const IrModule *m, char *err, size_t errlen)
+{
+    for (int i = 0; i < t->nn; i++) {
+        if (t->n[i].op != TK_CALL)
+            continue;
+        const AstFunc *cf = t->prog->funcs[t->n[i].callee];
+        int fi = find_func(m, cf->name);
+        if (fi < 0)
+            continue;
+        const IrFunc *f = m->funcs[fi];
+        for (int p = 0; p + 1 < f->nparams; p++)
+            if (f->params[p].kind == PK_TENSOR && f->params[p].written) {
+                snprintf(err, errlen, "%s '%s' writes its parameter '%s', which task %s passes "
+                         "as an input; a task's calls read their arguments and write only "
+                         "their last parameter (the result)",
+                         cf->fkind == FN_KERNEL ? "kernel" : "device function", cf->name,
+                         f->params[p].name, t->fn->name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t errlen)
 {
     DslBuf src = {0};
@@ -64,7 +89,11 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
     DslSource s = {srcname, src.data, src.len};
     DslDiags diags;
     memset(&diags, 0, sizeof diags);
-    IrModule *m = ir_compile_source(&s, &diags, NULL, 0, NULL);
+    bool calls = false;
+    for (int i = 0; i < t->nn; i++)
+        calls |= t->n[i].op == TK_CALL;
+    IrModule *m = ir_compile_source(&s, &diags, calls ? t->defines : NULL,
+                                    calls ? t->ndefines : 0, NULL);
     if (!m || diags.nerrors) {
         snprintf(err, errlen, "internal: the code generated for task %s does not compile: %s",
                  t->fn->name, diags.out.data ? diags.out.data : "out of memory");
@@ -86,6 +115,8 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
         snprintf(err, errlen, "internal: task entry missing");
         goto out;
     }
+    if (written_inputs(t, m, err, errlen))
+        goto out;
     if (bk_cpu_jit(m, &bo, &cm, err, errlen))
         goto out;
     /* device params: task params in node order (tensors, scalars), then results */

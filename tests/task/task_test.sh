@@ -2,7 +2,8 @@
 # task_test.sh — tests of the task tier through the blkc CLI.
 #   task_test.sh BLKC TASK_REF DIR dist FILE SIZES...   run FILE on 1, 2, 4
 #       and 8 ranks (placement by cost and forced overlap) and compare each
-#       result with the 1-rank one (1e-4); mlp / rmsnorm_sp also against C
+#       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
+#       call_kernel and call_device also against C
 #   task_test.sh BLKC TASK_REF DIR golden      plan outputs vs tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
 # BLKC_TASK_GOLDEN_UPDATE=1 rewrites the golden files.
@@ -38,6 +39,16 @@ if [ "$MODE" = dist ]; then
             --out "w=$TMP/w.npy" >/dev/null || bad "rmsnorm inputs"
         eps=$(printf '%s\n' "$@" | sed -n 's/^eps=//p')
         "$REF" rmsnorm "$TMP/x.npy" "$TMP/w.npy" "$eps" "$TMP/r1.npy" 1e-4 || bad "rmsnorm vs C";;
+    call_kernel)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "call_kernel inputs"
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 sqrelu \
+            || bad "call_kernel vs C";;
+    call_device)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w=$TMP/w.npy" --out "g=$TMP/g.npy" >/dev/null || bad "call_device inputs"
+        "$REF" gated "$TMP/x.npy" "$TMP/w.npy" "$TMP/g.npy" "$TMP/r1.npy" 1e-4 \
+            || bad "call_device vs C";;
     two_results)
         "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
             --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp2 inputs"
@@ -84,15 +95,16 @@ if [ "$MODE" = golden ]; then
 fi
 
 if [ "$MODE" = errors ]; then
-    # FILE | run args | expected message (grep -F)
-    while IFS='|' read -r file args want; do
+    # FILE | run args | expected message (grep -F) [| expected exit, default 1]
+    while IFS='|' read -r file args want code; do
+        code=${code:-1}
         [ -z "$file" ] && continue
         case $file in \#*) continue;; esac
         # shellcheck disable=SC2086
         "$BLKC" run "$DIR/$file" --random $args >"$TMP/out" 2>"$TMP/err"
         rc=$?
-        if [ $rc != 1 ]; then
-            bad "$file $args: exit $rc, expected 1"; cat "$TMP/err"
+        if [ $rc != "$code" ]; then
+            bad "$file $args: exit $rc, expected $code"; cat "$TMP/err"
         elif ! grep -qF -- "$want" "$TMP/err"; then
             bad "$file $args: message"; echo "  want: $want"; echo "  got:"; cat "$TMP/err"
         fi
