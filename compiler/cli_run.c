@@ -736,9 +736,9 @@ static int run_task_entry(void)
             cli_die(X_USAGE, "'%s' has %s", cli.file, err);
         return -1;
     }
-    if (rt_mpi_launch_size() > 1)
-        cli_die(X_RUNTIME, "task %s runs on local ranks only, not under "
-                "mpirun (run it without mpirun, with --ranks=N)", fn->name);
+    /* under mpirun each process is one rank (cli_cmd_run checked
+     * --ranks == -np); rank 0 writes the outputs */
+    int self = rt_mpi_launch_size() > 1 ? rt_mpi_launch_rank() : -1;
     TkTask *t0 = tk_build(prog, fn, 0, cli.defines, cli.ndefines, NULL, 0, &diags);
     IrFunc *f = t0 ? tk_signature(t0) : NULL;
     if (!f)
@@ -766,6 +766,10 @@ static int run_task_entry(void)
     if (t) {
         t->src = cli_g.src; /* calls of the file's kernels / device functions */
         t->srclen = strlen(cli_g.src);
+        /* under mpirun, rank 0 writes whole results: the task gathers them
+         * (a split result gets an all_gather at its end) */
+        for (int r = 0; r < t->nresults && self >= 0; r++)
+            t->res_sh[r] = (TkShard){SH_REPL, 0};
         tk_propagate(t, &diags);
     }
     if (diags.out.len)
@@ -800,12 +804,12 @@ static int run_task_entry(void)
             cli_die(X_RUNTIME, "%s", err);
         tm[k] = now_ms() - t0ms;
     }
-    if (cli.nouts == 0)
-        printf("%s: task on %d rank%s, %.3f ms on cpu\n", f->name, R, R == 1 ? "" : "s",
-               tm[0]);
-    if (cli.bench)
+    if (cli.nouts == 0 && self <= 0)
+        printf("%s: task on %d rank%s, %.3f ms on cpu%s\n", f->name, R, R == 1 ? "" : "s",
+               tm[0], self >= 0 ? " (MPI processes)" : "");
+    if (cli.bench && self <= 0)
         print_bench(f->name, tm + 1, cli.bench);
-    for (int i = 0; i < cli.nouts; i++)
+    for (int i = 0; i < cli.nouts && self <= 0; i++)
         write_out(f, &cli.outs[i], pargs);
     fflush(stdout);
     free(tm);

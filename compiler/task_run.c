@@ -8,6 +8,7 @@
 
 #include "../backends/backend.h"
 #include "../runtime/plan.h"
+#include "../runtime/ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,12 +129,24 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
         snprintf(err, errlen, "internal: task parameter count");
         goto out;
     }
+    /* under mpirun each process is one rank: it fills only its own
+     * arguments (rt_plan_run reads no other), and its results are whole
+     * (the caller declared them replicated) on rank 0 */
+    int self = rt_mpi_launch_size() > 1 ? rt_mpi_launch_rank() : -1;
+    for (int r = 0; r < t->nresults && self >= 0; r++)
+        if (t->res_sh[r].kind == SH_SPLIT) {
+            snprintf(err, errlen, "internal: task %s under mpirun with a split result",
+                     t->fn->name);
+            goto out;
+        }
     for (int r = 0; r < R; r++) {
         ra[r] = calloc((size_t)f->nparams + 1, sizeof **ra);
         if (!ra[r]) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
+        if (self >= 0 && r != self)
+            continue;
         int p = 0;
         for (int pass = 0; pass < 2; pass++)
             for (int i = 0; i < (pass ? t->nresults : t->nn); i++) {
@@ -174,7 +187,7 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */
-    for (int i = 0; i < t->nresults; i++) {
+    for (int i = 0; i < t->nresults && self <= 0; i++) {
         const TkNode *n = &t->n[t->results[i]];
         int p = nres0 + i;
         size_t esz = (size_t)dsl_dtype_bytes(n->dtype);
