@@ -116,6 +116,8 @@ typedef struct TkTask {
                                          before tk_run when the task calls
                                          kernels / device functions */
     const char *const *defines; int ndefines; /* -D, for the same */
+    bool no_fuse;                  /* one kernel per elementwise op
+                                      (as BLKC_TASK_FUSE=0; benchmarks) */
 } TkTask;
 
 /* ------------------------------------------------------------ topology */
@@ -198,6 +200,11 @@ void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo,
 
 /* task_lower.c: .blk source of device function `__task_NAME` + kernels. */
 int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen);
+/* Elementwise fusion (task_lower.c): root[i] = the node whose generated
+ * kernel computes node i (i itself unless i is an elementwise value with
+ * one use that is fused into its elementwise consumer's kernel). `root`
+ * has t->nn entries. Off with t->no_fuse or BLKC_TASK_FUSE=0. */
+void tk_fuse_roots(const TkTask *t, int *root);
 
 /* Check a task as part of ir_lower (no ranks, symbolic sizes). */
 void tk_check(const AstProgram *prog, const AstFunc *fn,

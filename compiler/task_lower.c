@@ -180,6 +180,183 @@ static void kernel_elementwise(L *l, int id)
     dsl_buf_printf(l->d, "%s%s);\n", np ? ", " : "", l->buf[id]);
 }
 
+/* ------------------------------------------------------------ fusion */
+
+static bool is_ew(const TkNode *n)
+{
+    return n->op == TK_BINARY || n->op == TK_UNARY || n->op == TK_CAST;
+}
+
+void tk_fuse_roots(const TkTask *t, int *root)
+{
+    for (int i = 0; i < t->nn; i++)
+        root[i] = i;
+    const char *env = getenv("BLKC_TASK_FUSE"); /* 0: off (tests, benchmarks) */
+    if (t->no_fuse || t->nn == 0 || (env && strcmp(env, "0") == 0))
+        return;
+    int *cons = malloc(sizeof *cons * (size_t)t->nn);
+    if (!cons)
+        return; /* no fusion: still correct */
+    for (int i = 0; i < t->nn; i++)
+        cons[i] = -1;
+    for (int j = 0; j < t->nn; j++) {
+        const TkNode *n = &t->n[j];
+        const int ops[3] = {n->a, n->b, n->c};
+        for (int k = 0; k < 3; k++)
+            if (ops[k] >= 0)
+                cons[ops[k]] = cons[ops[k]] == -1 ? j : -2;
+        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+            cons[t->cargs[n->carg + k]] = -2;
+    }
+    for (int r = 0; r < t->nresults; r++)
+        cons[t->results[r]] = -2;
+    for (int i = t->nn - 1; i >= 0; i--) {
+        const TkNode *n = &t->n[i];
+        int c = cons[i];
+        if (!is_ew(n) || n->uses != 1 || c < 0 || !is_ew(&t->n[c]) || t->n[c].rank != n->rank)
+            continue;
+        bool same = true;
+        for (int d = 0; d < n->rank && same; d++)
+            same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d);
+        if (same)
+            root[i] = root[c];
+    }
+    free(cons);
+}
+
+/* text of `fx` (an expression of the identifier x) with x replaced */
+static void subst_x(DslBuf *o, const char *fx, const char *with)
+{
+    for (const char *p = fx; *p; p++) {
+        bool word = (p > fx && (p[-1] == '_' || ((p[-1] | 32) >= 'a' && (p[-1] | 32) <= 'z'))) ||
+                    p[1] == '_' || ((p[1] | 32) >= 'a' && (p[1] | 32) <= 'z') ||
+                    (p[1] >= '0' && p[1] <= '9');
+        if (*p == 'x' && !word)
+            dsl_buf_printf(o, "%s", with);
+        else
+            dsl_buf_put(o, p, 1);
+    }
+}
+
+static const char *const unary_fx[FN_COUNT] = {
+    "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+    "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
+    "rsqrt(x)", "abs(x)",
+};
+
+/* One kernel for the elementwise nodes whose root is `rt` (a chain or
+ * tree of single-use values of the same local shape): every operand
+ * outside the group is loaded once per tile, each member is a `let` in
+ * the member's compute type (rounded to its dtype when that is narrower,
+ * as a kernel of its own would store it), and only the root is stored. */
+static void kernel_fused(L *l, int rt, const int *root)
+{
+    const TkTask *t = l->t;
+    const TkNode *n = &t->n[rt];
+    int r = n->rank;
+    int64_t ext[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        ext[d] = ld(l, n, d);
+    int64_t bc = imin(ext[r - 1], 256);
+    int first = rt;
+    for (int i = 0; i < rt; i++)
+        if (root[i] == rt) {
+            first = i;
+            break;
+        }
+    /* the leaves: operands outside the group (tensors and scalar params) */
+    int *leaf = calloc((size_t)(2 * (rt - first + 1)) + 1, sizeof *leaf);
+    int nleaf = 0;
+    if (!leaf) {
+        l->k->oom = true;
+        return;
+    }
+    for (int m = first; m <= rt; m++) {
+        if (root[m] != rt)
+            continue;
+        const int ops[2] = {t->n[m].a, t->n[m].op == TK_BINARY ? t->n[m].b : -1};
+        for (int k = 0; k < 2; k++) {
+            int x = ops[k];
+            if (x < 0 || root[x] == rt || t->n[x].op == TK_CONST)
+                continue;
+            bool seen = false;
+            for (int j = 0; j < nleaf; j++)
+                seen |= leaf[j] == x;
+            if (!seen)
+                leaf[nleaf++] = x;
+        }
+    }
+    DslBuf *k = l->k;
+    dsl_buf_printf(k, "// fused:");
+    for (int m = first; m <= rt; m++)
+        if (root[m] == rt)
+            dsl_buf_printf(k, " %%%d", m);
+    dsl_buf_printf(k, "\nkernel __k%d<BC = %lld>(", rt, (long long)bc);
+    for (int j = 0; j < nleaf; j++) {
+        const TkNode *X = &t->n[leaf[j]];
+        dsl_buf_printf(k, "%sL%d: ", j ? ", " : "", j);
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
+        else
+            local_type(l, k, X);
+    }
+    dsl_buf_printf(k, "%sO: ", nleaf ? ", " : "");
+    local_type(l, k, n);
+    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
+                   (long long)ext[r - 1]);
+    decompose(k, r, ext, -1, r - 1);
+    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n");
+    for (int m = first; m <= rt; m++) {
+        if (root[m] != rt)
+            continue;
+        const TkNode *M = &t->n[m];
+        const char *ct = ctype(M->dtype);
+        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
+        char on[2][32];
+        for (int q = 0; q < 2; q++) {
+            int x = ops[q];
+            if (x < 0)
+                continue;
+            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
+            dsl_buf_printf(k, "    let %s = ", on[q]);
+            if (root[x] == rt) {
+                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
+                continue;
+            }
+            int j = 0;
+            while (j < nleaf && leaf[j] != x)
+                j++;
+            char pn[16];
+            snprintf(pn, sizeof pn, "L%d", j);
+            operand(l, k, M, x, pn, false);
+            dsl_buf_printf(k, ";\n");
+        }
+        dsl_buf_printf(k, "    let t%d = ", m);
+        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
+        if (narrow)
+            dsl_buf_printf(k, "((");
+        if (M->op == TK_BINARY)
+            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
+        else if (M->op == TK_UNARY)
+            subst_x(k, unary_fx[M->sub], on[0]);
+        else
+            dsl_buf_printf(k, "%s", on[0]);
+        if (narrow)
+            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
+        dsl_buf_printf(k, ";\n");
+    }
+    dsl_buf_printf(k, "    O[");
+    for (int d = 0; d < r - 1; d++)
+        dsl_buf_printf(k, "i%d, ", d);
+    dsl_buf_printf(k, "c +: BC] = t%d;\n}\n\n", rt);
+    alloc(l, rt, "empty");
+    dsl_buf_printf(l->d, "    launch __k%d(", rt);
+    for (int j = 0; j < nleaf; j++)
+        dsl_buf_printf(l->d, "%s%s", j ? ", " : "", l->buf[leaf[j]]);
+    dsl_buf_printf(l->d, "%s%s);\n", nleaf ? ", " : "", l->buf[rt]);
+    free(leaf);
+}
+
 /* softmax / sum / max along an axis, rmsnorm along the last */
 static void kernel_rowwise(L *l, int id)
 {
@@ -703,6 +880,15 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    int *root = calloc((size_t)t->nn + 1, sizeof *root);
+    if (!root) {
+        free(buf);
+        free(names);
+        free(fused_by);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    tk_fuse_roots(t, root);
     for (int i = 0; i < t->nn; i++)
         fused_by[i] = -1;
     for (int i = 0; i < t->nn; i++)
@@ -714,9 +900,18 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         switch (n->op) {
         case TK_PARAM: case TK_SCALAR: case TK_CONST:
             break;
-        case TK_BINARY: case TK_UNARY: case TK_CAST: case TK_TRANS:
-            kernel_elementwise(&l, i);
+        case TK_BINARY: case TK_UNARY: case TK_CAST: case TK_TRANS: {
+            if (root[i] != i)
+                break; /* computed in its consumer's kernel */
+            bool group = false;
+            for (int j = 0; j < i && !group; j++)
+                group = root[j] == i;
+            if (group)
+                kernel_fused(&l, i, root);
+            else
+                kernel_elementwise(&l, i);
             break;
+        }
         case TK_SOFTMAX: case TK_REDUCE: case TK_RMSNORM:
             kernel_rowwise(&l, i);
             break;
@@ -789,5 +984,6 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
     free(buf);
     free(names);
     free(fused_by);
+    free(root);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "task.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void json_str(DslBuf *o, const char *s)
@@ -44,6 +45,66 @@ static void result_name(const TkTask *t, int r, char *buf, size_t len)
         snprintf(buf, len, "result");
     else
         snprintf(buf, len, "result%d", r);
+}
+
+static const char *op_what(const TkTask *t, const TkNode *n, char *buf, size_t len)
+{
+    (void)t;
+    if (n->op == TK_UNARY)
+        snprintf(buf, len, "%s", tk_fn_name(n->sub));
+    else if (n->op == TK_BINARY)
+        snprintf(buf, len, "'%c'", n->sub);
+    else
+        snprintf(buf, len, "%s", tk_op_name(n->op));
+    return buf;
+}
+
+/* the serial sum of the nodes' costs; an elementwise value computed in
+ * its consumer's kernel costs nothing of its own */
+static double total_us(const TkTask *t, const TkTopology *topo)
+{
+    int *root = calloc((size_t)t->nn + 1, sizeof *root);
+    double total = 0;
+    if (root)
+        tk_fuse_roots(t, root);
+    for (int i = 0; i < t->nn; i++)
+        if (!root || root[i] == i)
+            total += tk_node_cost_us(t, topo, i);
+    free(root);
+    return total;
+}
+
+/* the elementwise fusion groups of the lowering (task_lower.c) */
+static void fusion_text(DslBuf *o, const TkTask *t)
+{
+    int *root = calloc((size_t)t->nn + 1, sizeof *root);
+    if (!root)
+        return;
+    tk_fuse_roots(t, root);
+    int ops = 0, kernels = 0;
+    for (int i = 0; i < t->nn; i++) {
+        int op = t->n[i].op;
+        if (op != TK_BINARY && op != TK_UNARY && op != TK_CAST && op != TK_TRANS)
+            continue;
+        ops++;
+        kernels += root[i] == i;
+    }
+    dsl_buf_printf(o, "\nelementwise kernels: %d op%s in %d kernel%s%s\n", ops, ops == 1 ? "" : "s",
+                   kernels, kernels == 1 ? "" : "s", t->no_fuse ? " (fusion off)" : "");
+    char w[32];
+    for (int i = 0; i < t->nn; i++) {
+        bool group = false;
+        for (int j = 0; j < i && !group; j++)
+            group = root[j] == i;
+        if (!group)
+            continue;
+        dsl_buf_printf(o, "  fused %%%d:", i);
+        for (int j = 0; j <= i; j++)
+            if (root[j] == i)
+                dsl_buf_printf(o, " %%%d %s", j, op_what(t, &t->n[j], w, sizeof w));
+        dsl_buf_printf(o, "\n");
+    }
+    free(root);
 }
 
 static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
@@ -143,6 +204,7 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         tk_shard_str(n->sh, sh, sizeof sh);
         dsl_buf_printf(o, "    %-8s -> %%%-3d %s (result)\n", cf->params[cf->nparams - 1].name, i, sh);
     }
+    fusion_text(o, t);
     dsl_buf_printf(o, "\nresults:\n");
     for (int r = 0; r < t->nresults; r++) {
         const TkNode *n = &t->n[t->results[r]];
@@ -152,10 +214,8 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         tk_shard_str(t->res_sh[r], sh, sizeof sh);
         dsl_buf_printf(o, "  %-8s = %%%-3d %-32s %s\n", rn, t->results[r], ty, sh);
     }
-    double total = 0;
-    for (int i = 0; i < t->nn; i++)
-        total += tk_node_cost_us(t, topo, i);
-    dsl_buf_printf(o, "\npredicted time per step: %.2f us (serial sum of the ops above)\n", total);
+    dsl_buf_printf(o, "\npredicted time per step: %.2f us (serial sum of the ops above; a "
+                   "fused elementwise kernel counted once)\n", total_us(t, topo));
 }
 
 static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
@@ -236,10 +296,7 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
         json_str(o, sh);
         dsl_buf_printf(o, "}");
     }
-    double total = 0;
-    for (int i = 0; i < t->nn; i++)
-        total += tk_node_cost_us(t, topo, i);
-    dsl_buf_printf(o, "],\n  \"predicted_us\": %.3f\n}\n", total);
+    dsl_buf_printf(o, "],\n  \"predicted_us\": %.3f\n}\n", total_us(t, topo));
 }
 
 void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo, bool as_json)

@@ -49,6 +49,11 @@ if [ "$MODE" = dist ]; then
             --out "w=$TMP/w.npy" --out "g=$TMP/g.npy" >/dev/null || bad "call_device inputs"
         "$REF" gated "$TMP/x.npy" "$TMP/w.npy" "$TMP/g.npy" "$TMP/r1.npy" 1e-4 \
             || bad "call_device vs C";;
+    fuse_chain) # fused elementwise kernels give the bits of one kernel per op
+        BLKC_TASK_FUSE=0 "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" \
+            --out "result=$TMP/unfused.npy" >/dev/null || bad "fuse_chain unfused"
+        echo -n "fuse_chain fused vs unfused: "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/unfused.npy" 0 || bad "fuse_chain fused vs unfused";;
     two_results)
         "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
             --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp2 inputs"
