@@ -220,6 +220,14 @@ typedef struct TkArg {
 } TkArg;
 int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err,
            size_t errlen);
+/* tk_run in two steps, to run a compiled task several times (--bench,
+ * benchmarks): lower + compile + JIT once, then execute. The task must
+ * outlive the compiled form. */
+typedef struct TkCompiled TkCompiled;
+TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen);
+int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err,
+            size_t errlen);
+void tk_compiled_free(TkCompiled *c);
 
 /* CLI helpers (task_run.c): the task named `entry` (or, without entry,
  * the single task; NULL with err set when there are several; NULL with

@@ -78,11 +78,30 @@ static int written_inputs(const TkTask *t, const IrModule *m, char *err, size_t 
     return 0;
 }
 
-int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t errlen)
+struct TkCompiled {
+    const TkTask *t;
+    IrModule *m;
+    BkCpuModule *cm;
+    int fi;
+};
+
+void tk_compiled_free(TkCompiled *c)
+{
+    if (!c)
+        return;
+    if (c->cm)
+        bk_cpu_free(c->cm);
+    ir_module_free(c->m);
+    free(c);
+}
+
+TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen)
 {
     DslBuf src = {0};
-    if (tk_lower_src(t, &src, err, errlen))
-        return -1;
+    if (tk_lower_src(t, &src, err, errlen)) {
+        dsl_buf_free(&src);
+        return NULL;
+    }
     if (getenv("BLKC_TASK_DUMP")) /* debugging: the generated source */
         fprintf(stderr, "%s", src.data);
     char srcname[128];
@@ -95,31 +114,64 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
         calls |= t->n[i].op == TK_CALL;
     IrModule *m = ir_compile_source(&s, &diags, calls ? t->defines : NULL,
                                     calls ? t->ndefines : 0, NULL);
+    dsl_buf_free(&src);
     if (!m || diags.nerrors) {
         snprintf(err, errlen, "internal: the code generated for task %s does not compile: %s",
                  t->fn->name, diags.out.data ? diags.out.data : "out of memory");
         dsl_diags_free(&diags);
-        dsl_buf_free(&src);
         ir_module_free(m);
-        return -1;
+        return NULL;
     }
     dsl_diags_free(&diags);
+    TkCompiled *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        ir_module_free(m);
+        return NULL;
+    }
+    c->t = t;
+    c->m = m;
     char fname[128];
     snprintf(fname, sizeof fname, "__task_%s", t->fn->name);
-    int fi = find_func(m, fname);
-    BkCpuModule *cm = NULL;
+    c->fi = find_func(m, fname);
     BkOptions bo = {NULL, 3};
-    int R = t->nranks, rc = -1;
-    const IrFunc *f = fi >= 0 ? m->funcs[fi] : NULL;
-    RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
-    if (!f || !ra) {
+    if (c->fi < 0) {
         snprintf(err, errlen, "internal: task entry missing");
-        goto out;
+        goto fail;
     }
     if (written_inputs(t, m, err, errlen))
-        goto out;
-    if (bk_cpu_jit(m, &bo, &cm, err, errlen))
-        goto out;
+        goto fail;
+    if (bk_cpu_jit(m, &bo, &c->cm, err, errlen))
+        goto fail;
+    return c;
+fail:
+    tk_compiled_free(c);
+    return NULL;
+}
+
+int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t errlen)
+{
+    TkCompiled *c = tk_compile(t, err, errlen);
+    if (!c)
+        return -1;
+    int rc = tk_exec(c, args, results, err, errlen);
+    tk_compiled_free(c);
+    return rc;
+}
+
+int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t errlen)
+{
+    const TkTask *t = c->t;
+    IrModule *m = c->m;
+    int fi = c->fi;
+    BkCpuModule *cm = c->cm;
+    int R = t->nranks, rc = -1;
+    const IrFunc *f = m->funcs[fi];
+    RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
+    if (!ra) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     /* device params: task params in node order (tensors, scalars), then results */
     int nres0 = 0;
     for (int i = 0; i < t->nn; i++)
@@ -221,10 +273,6 @@ out:
         }
         free(ra);
     }
-    if (cm)
-        bk_cpu_free(cm);
-    ir_module_free(m);
-    dsl_buf_free(&src);
     return rc;
 }
 
