@@ -21,7 +21,12 @@ typedef struct L {
     int R;
     const char **buf;              /* per node: buffer name in the device fn */
     char (*names)[32];
+    const int *root;               /* tk_fuse_roots */
 } L;
+
+typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
+static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
+                            int64_t nsig, int rt, const int *leaf, int nleaf);
 
 static int64_t ld(const L *l, const TkNode *n, int d) { return tk_local_dim(l->t, n, d); }
 
@@ -210,17 +215,28 @@ void tk_fuse_roots(const TkTask *t, int *root)
     }
     for (int r = 0; r < t->nresults; r++)
         cons[t->results[r]] = -2;
-    for (int i = t->nn - 1; i >= 0; i--) {
+    bool *has_mm = calloc((size_t)t->nn + 1, sizeof *has_mm);
+    for (int i = t->nn - 1; i >= 0 && has_mm; i--) {
         const TkNode *n = &t->n[i];
         int c = cons[i];
-        if (!is_ew(n) || n->uses != 1 || c < 0 || !is_ew(&t->n[c]) || t->n[c].rank != n->rank)
+        /* a 2-D GEMM of its own (not one fused with a collective) joins
+         * as the group's epilogue source, one GEMM per group */
+        bool mm = n->op == TK_MATMUL && n->rank == 2 && !has_mm[c >= 0 ? root[c] : 0];
+        for (int j = 0; mm && j < t->nn; j++)
+            mm = !(t->n[j].op == TK_COMM && t->n[j].gemm == i && t->n[j].place != PL_PLAIN);
+        if ((!is_ew(n) && !mm) || n->uses != 1 || c < 0 || !is_ew(&t->n[c]) ||
+            t->n[c].rank != n->rank)
             continue;
         bool same = true;
         for (int d = 0; d < n->rank && same; d++)
             same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d);
-        if (same)
+        if (same) {
             root[i] = root[c];
+            if (mm)
+                has_mm[root[c]] = true;
+        }
     }
+    free(has_mm);
     free(cons);
 }
 
@@ -272,7 +288,7 @@ static void kernel_fused(L *l, int rt, const int *root)
         return;
     }
     for (int m = first; m <= rt; m++) {
-        if (root[m] != rt)
+        if (root[m] != rt || t->n[m].op == TK_MATMUL)
             continue;
         const int ops[2] = {t->n[m].a, t->n[m].op == TK_BINARY ? t->n[m].b : -1};
         for (int k = 0; k < 2; k++) {
@@ -287,6 +303,26 @@ static void kernel_fused(L *l, int rt, const int *root)
         }
     }
     DslBuf *k = l->k;
+    int mm = -1;
+    for (int m = first; m <= rt; m++)
+        if (root[m] == rt && t->n[m].op == TK_MATMUL)
+            mm = m;
+    if (mm >= 0) {
+        dsl_buf_printf(k, "// GEMM %%%d with the epilogue", mm);
+        for (int m = first; m <= rt; m++)
+            if (root[m] == rt && m != mm)
+                dsl_buf_printf(k, " %%%d", m);
+        dsl_buf_printf(k, "\n");
+        kernel_gemm_epi(l, mm, G_PLAIN, "", 0, 0, rt, leaf, nleaf);
+        alloc(l, rt, "empty");
+        const TkNode *G = &t->n[mm];
+        dsl_buf_printf(l->d, "    launch __k%d(%s, %s", mm, l->buf[G->a], l->buf[G->b]);
+        for (int j = 0; j < nleaf; j++)
+            dsl_buf_printf(l->d, ", %s", l->buf[leaf[j]]);
+        dsl_buf_printf(l->d, ", %s);\n", l->buf[rt]);
+        free(leaf);
+        return;
+    }
     dsl_buf_printf(k, "// fused:");
     for (int m = first; m <= rt; m++)
         if (root[m] == rt)
@@ -427,13 +463,99 @@ static void kernel_rowwise(L *l, int id)
 
 /* ------------------------------------------------------------ GEMMs */
 
-typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
+
+/* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
+ * n +: BN]) as a tile expression */
+static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pname,
+                      int64_t BM, int64_t BN)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST || X->op == TK_SCALAR) {
+        operand(l, o, out, x, pname, false);
+        return;
+    }
+    int off = 2 - X->rank;
+    dsl_buf_printf(o, "(%s[", pname);
+    for (int d = 0; d < X->rank; d++) {
+        int od = d + off;
+        const char *sep = d ? ", " : "";
+        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
+            dsl_buf_printf(o, "%s0 +: 1", sep);
+        else if (od == 0)
+            dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
+        else
+            dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
+    }
+    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+}
+
+/* the members of GEMM `mm`'s epilogue group (root rt) after the k loop:
+ * the same lets as kernel_fused, on the [BM, BN] tile, ending in the store
+ * of the root; `leaf` are the group's outside operands (kernel params L0..) */
+static void gemm_epilogue(L *l, int mm, int rt, const int *leaf, int nleaf, int64_t BM,
+                          int64_t BN)
+{
+    const TkTask *t = l->t;
+    DslBuf *k = l->k;
+    const TkNode *G = &t->n[mm];
+    if (G->dtype != DT_F32 && G->dtype != DT_F64)
+        dsl_buf_printf(k, "    let t%d = (acc as %s) as %s;\n", mm, dsl_dtype_name(G->dtype),
+                       ctype(G->dtype));
+    else
+        dsl_buf_printf(k, "    let t%d = acc as %s;\n", mm, ctype(G->dtype));
+    for (int m = 0; m <= rt; m++) {
+        if (l->root[m] != rt || m == mm)
+            continue;
+        const TkNode *M = &t->n[m];
+        const char *ct = ctype(M->dtype);
+        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
+        char on[2][32];
+        for (int q = 0; q < 2; q++) {
+            int x = ops[q];
+            if (x < 0)
+                continue;
+            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
+            dsl_buf_printf(k, "    let %s = ", on[q]);
+            if (l->root[x] == rt) {
+                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
+                continue;
+            }
+            int j = 0;
+            while (j < nleaf && leaf[j] != x)
+                j++;
+            char pn[16];
+            snprintf(pn, sizeof pn, "L%d", j);
+            operand2d(l, k, M, x, pn, BM, BN);
+            dsl_buf_printf(k, ";\n");
+        }
+        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
+        dsl_buf_printf(k, "    let t%d = %s", m, narrow ? "((" : "");
+        if (M->op == TK_BINARY)
+            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
+        else if (M->op == TK_UNARY)
+            subst_x(k, unary_fx[M->sub], on[0]);
+        else
+            dsl_buf_printf(k, "%s", on[0]);
+        if (narrow)
+            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
+        dsl_buf_printf(k, ";\n");
+    }
+    dsl_buf_printf(k, "    C[m +: %lld, n +: %lld] = t%d;\n", (long long)BM, (long long)BN, rt);
+}
 
 /* kernel kID[suffix]: C = A @ B (local shapes); G_ROWS computes rows
  * [row0, row0 + CH) only; G_WAIT waits for ready[row / CH] and starts at
  * this rank's shard. */
 static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
                         int64_t nsig)
+{
+    kernel_gemm_epi(l, id, gk, suffix, ch, nsig, -1, NULL, 0);
+}
+
+/* rt >= 0: a plain 2-D GEMM whose tile runs the epilogue of group rt
+ * (leaves: its outside operands) and stores the root into C */
+static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
+                            int64_t nsig, int rt, const int *leaf, int nleaf)
 {
     const TkNode *n = &l->t->n[id], *A = &l->t->n[n->a], *B = &l->t->n[n->b];
     int r = n->rank;
@@ -451,8 +573,16 @@ static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t c
     local_type(l, k, A);
     dsl_buf_printf(k, ", B: ");
     local_type(l, k, B);
+    for (int j = 0; j < nleaf; j++) {
+        const TkNode *X = &l->t->n[leaf[j]];
+        dsl_buf_printf(k, ", L%d: ", j);
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
+        else
+            local_type(l, k, X);
+    }
     dsl_buf_printf(k, ", C: ");
-    local_type(l, k, n);
+    local_type(l, k, rt >= 0 ? &l->t->n[rt] : n);
     if (gk == G_ROWS)
         dsl_buf_printf(k, ", row0: i32");
     if (gk == G_WAIT)
@@ -482,6 +612,8 @@ static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t c
         dsl_buf_printf(k, "    let rows = m + arange(%lld);\n", (long long)BM);
         dsl_buf_printf(k, "    store(C[%sm +: %lld, n +: %lld], acc as %s, mask = (rows < row0 + %lld)[:, None]);\n",
                        bc, (long long)BM, (long long)BN, dsl_dtype_name(n->dtype), (long long)ch);
+    } else if (rt >= 0) {
+        gemm_epilogue(l, id, rt, leaf, nleaf, BM, BN);
     } else {
         dsl_buf_printf(k, "    C[%sm +: %lld, n +: %lld] = acc;\n", bc, (long long)BM, (long long)BN);
     }
@@ -863,7 +995,7 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    L l = {t, &kb, &db, t->nranks, buf, names};
+    L l = {t, &kb, &db, t->nranks, buf, names, NULL};
     for (int i = 0; i < t->nn; i++) {
         const TkNode *n = &t->n[i];
         if (n->op == TK_PARAM || n->op == TK_SCALAR)
@@ -889,6 +1021,7 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         return -1;
     }
     tk_fuse_roots(t, root);
+    l.root = root;
     for (int i = 0; i < t->nn; i++)
         fused_by[i] = -1;
     for (int i = 0; i < t->nn; i++)
@@ -916,6 +1049,8 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
             kernel_rowwise(&l, i);
             break;
         case TK_MATMUL:
+            if (root[i] != i)
+                break; /* a GEMM with an epilogue: emitted at the group's root */
             if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM)
                 fused_ag_gemm(&l, fused_by[i], i);
             else if (fused_by[i] < 0)

@@ -68,7 +68,7 @@ static double total_us(const TkTask *t, const TkTopology *topo)
     if (root)
         tk_fuse_roots(t, root);
     for (int i = 0; i < t->nn; i++)
-        if (!root || root[i] == i)
+        if (!root || root[i] == i || t->n[i].op == TK_MATMUL)
             total += tk_node_cost_us(t, topo, i);
     free(root);
     return total;
@@ -81,16 +81,23 @@ static void fusion_text(DslBuf *o, const TkTask *t)
     if (!root)
         return;
     tk_fuse_roots(t, root);
-    int ops = 0, kernels = 0;
+    int ops = 0, kernels = 0, epi = 0;
     for (int i = 0; i < t->nn; i++) {
         int op = t->n[i].op;
         if (op != TK_BINARY && op != TK_UNARY && op != TK_CAST && op != TK_TRANS)
             continue;
         ops++;
-        kernels += root[i] == i;
+        if (root[i] != i)
+            continue;
+        bool gemm = false;
+        for (int j = 0; j < i; j++)
+            gemm |= root[j] == i && t->n[j].op == TK_MATMUL;
+        kernels += !gemm;
+        epi += gemm;
     }
-    dsl_buf_printf(o, "\nelementwise kernels: %d op%s in %d kernel%s%s\n", ops, ops == 1 ? "" : "s",
-                   kernels, kernels == 1 ? "" : "s", t->no_fuse ? " (fusion off)" : "");
+    dsl_buf_printf(o, "\nelementwise ops: %d, in %d kernel%s of their own and %d GEMM "
+                   "epilogue%s%s\n", ops, kernels, kernels == 1 ? "" : "s", epi,
+                   epi == 1 ? "" : "s", t->no_fuse ? " (fusion off)" : "");
     char w[32];
     for (int i = 0; i < t->nn; i++) {
         bool group = false;
