@@ -1035,6 +1035,9 @@ fail:
 void tk_print(DslBuf *out, const TkTask *t)
 {
     char ty[160], sh[32];
+    int *root = t->propagated ? calloc((size_t)t->nn + 1, sizeof *root) : NULL;
+    if (root)
+        tk_fuse_roots(t, root);
     dsl_buf_printf(out, "task %s ranks=%d", t->fn->name, t->nranks);
     for (int s = 0; s < t->nsyms; s++)
         if (t->symval[s] >= 0)
@@ -1084,10 +1087,13 @@ void tk_print(DslBuf *out, const TkTask *t)
         dsl_buf_printf(out, " : %s", ty);
         if (n->op != TK_CONST && n->op != TK_SCALAR && (t->propagated || n->op == TK_PARAM))
             dsl_buf_printf(out, " %s", sh);
+        if (root && root[i] != i)
+            dsl_buf_printf(out, " [fused into %%%d]", root[i]);
         if (n->name && n->op != TK_PARAM && n->op != TK_SCALAR)
             dsl_buf_printf(out, "  // %s", n->name);
         dsl_buf_printf(out, "\n");
     }
+    free(root);
     for (int r = 0; r < t->nresults; r++) {
         tk_shard_str(t->res_sh[r], sh, sizeof sh);
         dsl_buf_printf(out, "  return%s %%%d %s\n", t->nresults > 1 ? "" : "", t->results[r], sh);

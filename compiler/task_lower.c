@@ -227,9 +227,12 @@ void tk_fuse_roots(const TkTask *t, int *root)
         if ((!is_ew(n) && !mm) || n->uses != 1 || c < 0 || !is_ew(&t->n[c]) ||
             t->n[c].rank != n->rank)
             continue;
-        bool same = true;
+        bool same = true; /* unknown sizes (--emit=task): the same size name */
         for (int d = 0; d < n->rank && same; d++)
-            same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d);
+            same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d) &&
+                   (n->dims[d] >= 0 || (n->dsym[d] >= 0 && n->dsym[d] == t->n[c].dsym[d] &&
+                                        n->sh.kind == t->n[c].sh.kind &&
+                                        n->sh.dim == t->n[c].sh.dim));
         if (same) {
             root[i] = root[c];
             if (mm)

@@ -4,7 +4,8 @@
 #       and 8 ranks (placement by cost and forced overlap) and compare each
 #       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
 #       call_kernel and call_device also against C
-#   task_test.sh BLKC TASK_REF DIR golden      plan outputs vs tests/task/golden
+#   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
+#                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
 # BLKC_TASK_GOLDEN_UPDATE=1 rewrites the golden files.
 set -u
@@ -91,6 +92,15 @@ if [ "$MODE" = golden ]; then
             bad "golden $gname"
         fi
     done <"$DIR/golden/plans.list"
+    # --emit=task: the Task IR with shardings and fusion groups
+    for f in fuse_chain two_results call_reshard; do
+        "$BLKC" compile "$DIR/$f.blk" --emit=task >"$TMP/$f.task" 2>&1 || bad "emit=task $f exited $?"
+        if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
+            cp "$TMP/$f.task" "$DIR/golden/${f}_emit.txt"
+        elif ! diff -u "$DIR/golden/${f}_emit.txt" "$TMP/$f.task"; then
+            bad "golden ${f}_emit"
+        fi
+    done
     # --json is well-formed enough to name every collective's choice
     "$BLKC" plan "$DIR/mlp_sp.blk" --entry=mlp_sp --ranks=8 --topology=h800-nvl8 --json \
         T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
