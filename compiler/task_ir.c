@@ -438,6 +438,21 @@ static bool push_carg(TkTask *t, int id)
     return true;
 }
 
+static bool has_return(const Ast *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == AST_RETURN)
+        return true;
+    if (has_return(e->a) || has_return(e->b) || has_return(e->c) || has_return(e->body) ||
+        has_return(e->els))
+        return true;
+    for (int i = 0; i < e->nlist; i++)
+        if (has_return(e->list[i]))
+            return true;
+    return false;
+}
+
 /* kernel / device function `fi` called from a task: the arguments bind the
  * callee's leading parameters; its last parameter, a tensor, is the
  * result (docs/task.md "Calls"). Types and sizes are checked here on the
@@ -456,6 +471,9 @@ static int call_func(B *b, const Ast *e, int fi)
                           "is %s (a task passes plain tensors and scalars)", kind, cf->name,
                           cf->params[i].name,
                           cf->params[i].tkind == TY_SYMMETRIC ? "symmetric" : "a signal array");
+    if (cf->fkind == FN_DEVICE && has_return(cf->body))
+        return err_at(b, e->loc, "device function '%s' cannot be called from a task: it has a "
+                      "'return' (its body is inlined into the task)", cf->name);
     if (np == 0 || cf->params[np - 1].tkind != TY_TENSOR)
         return err_at(b, e->loc, "%s '%s' cannot be called from a task: its last parameter is "
                       "the call's result and must be a tensor", kind, cf->name);
