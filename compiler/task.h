@@ -38,6 +38,10 @@ typedef enum {
     TK_RMSNORM,   /* rmsnorm(a, w = b, eps = c (a TK_CONST or TK_SCALAR)) */
     TK_REDUCE,    /* sum/max(a, axis) (sub = RED_SUM / RED_MAX), axis dropped */
     TK_COMM,      /* a collective: a's sharding `from` -> this node's sh */
+    TK_CALL,      /* a call of a kernel / device function of the file
+                     (callee = index in prog->funcs; its arguments are
+                     t->cargs[carg .. carg + cnargs); the value is the
+                     callee's last parameter, written by it) */
     TK_OP_COUNT
 } TkOp;
 
@@ -89,6 +93,11 @@ typedef struct TkNode {
     TkAlt alts[TK_MAX_ALTS];       /* every alternative considered */
     int nalts;
     int uses;                      /* consumers (after tk_propagate) */
+    /* TK_CALL */
+    int callee;                    /* index in the program's funcs */
+    int carg, cnargs;              /* its arguments: t->cargs[carg + i] */
+    int csplit;                    /* the callee's size index the call is
+                                      split over (-1: not split) */
 } TkNode;
 
 typedef struct TkTask {
@@ -101,6 +110,14 @@ typedef struct TkTask {
     int64_t *symval;               /* their values, -1 = unknown */
     bool propagated;               /* shardings valid */
     bool oom;
+    const AstProgram *prog;        /* the file (for calls) */
+    int *cargs; int ncargs, capcargs; /* TK_CALL arguments (node ids) */
+    const char *src; size_t srclen;   /* the file's text: set by the caller
+                                         before tk_run when the task calls
+                                         kernels / device functions */
+    const char *const *defines; int ndefines; /* -D, for the same */
+    bool no_fuse;                  /* one kernel per elementwise op
+                                      (as BLKC_TASK_FUSE=0; benchmarks) */
 } TkTask;
 
 /* ------------------------------------------------------------ topology */
@@ -166,6 +183,8 @@ void tk_shard_str(TkShard s, char *buf, size_t n);
 void tk_type_str(const TkTask *t, const TkNode *n, char *buf, size_t len);
 int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d);
 int64_t tk_numel(const TkNode *n);
+/* Is `dim` (a dim of a callee's parameter) a size name, not a constant? */
+bool tk_dim_is_size(const TkTask *t, const Ast *dim);
 
 /* task_shard.c: propagate shardings, insert collectives. */
 int tk_propagate(TkTask *t, DslDiags *diags);
@@ -181,6 +200,11 @@ void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo,
 
 /* task_lower.c: .blk source of device function `__task_NAME` + kernels. */
 int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen);
+/* Elementwise fusion (task_lower.c): root[i] = the node whose generated
+ * kernel computes node i (i itself unless i is an elementwise value with
+ * one use that is fused into its elementwise consumer's kernel). `root`
+ * has t->nn entries. Off with t->no_fuse or BLKC_TASK_FUSE=0. */
+void tk_fuse_roots(const TkTask *t, int *root);
 
 /* Check a task as part of ir_lower (no ranks, symbolic sizes). */
 void tk_check(const AstProgram *prog, const AstFunc *fn,
@@ -196,6 +220,14 @@ typedef struct TkArg {
 } TkArg;
 int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err,
            size_t errlen);
+/* tk_run in two steps, to run a compiled task several times (--bench,
+ * benchmarks): lower + compile + JIT once, then execute. The task must
+ * outlive the compiled form. */
+typedef struct TkCompiled TkCompiled;
+TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen);
+int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err,
+            size_t errlen);
+void tk_compiled_free(TkCompiled *c);
 
 /* CLI helpers (task_run.c): the task named `entry` (or, without entry,
  * the single task; NULL with err set when there are several; NULL with

@@ -11,7 +11,7 @@
 
 static const char *const op_names[TK_OP_COUNT] = {
     "param", "scalar", "const", "matmul", "binary", "unary", "cast",
-    "trans", "softmax", "rmsnorm", "reduce", "comm",
+    "trans", "softmax", "rmsnorm", "reduce", "comm", "call",
 };
 static const char *const fn_names[FN_COUNT] = {
     "neg", "relu", "gelu", "silu", "exp", "log", "tanh", "sigmoid", "sqrt",
@@ -98,6 +98,7 @@ void tk_free(TkTask *t)
     free(t->res_sh);
     free(t->syms);
     free(t->symval);
+    free(t->cargs);
     free(t);
 }
 
@@ -400,6 +401,184 @@ static int comm_node(B *b, int x, TkShard from_req, TkShard to, bool reshard,
     return add(b, &n);
 }
 
+/* ------------------------------------------------------------ calls */
+
+bool tk_dim_is_size(const TkTask *t, const Ast *dim)
+{
+    if (dim->kind != AST_IDENT)
+        return false;
+    for (int i = 0; i < t->prog->nconsts; i++)
+        if (strcmp(t->prog->consts[i].name, dim->name) == 0)
+            return false;
+    return true;
+}
+
+/* Is dim expression x of a callee's parameter a size name (not a
+ * constant)? */
+static bool is_size_name(B *b, const Ast *x)
+{
+    double v;
+    bool is_int;
+    return x->kind == AST_IDENT && !const_eval(b, x, &v, &is_int);
+}
+
+static bool push_carg(TkTask *t, int id)
+{
+    if (t->ncargs == t->capcargs) {
+        int nc = t->capcargs ? t->capcargs * 2 : 16;
+        int *na = realloc(t->cargs, sizeof *na * (size_t)nc);
+        if (!na) {
+            t->oom = true;
+            return false;
+        }
+        t->cargs = na;
+        t->capcargs = nc;
+    }
+    t->cargs[t->ncargs++] = id;
+    return true;
+}
+
+static bool has_return(const Ast *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == AST_RETURN)
+        return true;
+    if (has_return(e->a) || has_return(e->b) || has_return(e->c) || has_return(e->body) ||
+        has_return(e->els))
+        return true;
+    for (int i = 0; i < e->nlist; i++)
+        if (has_return(e->list[i]))
+            return true;
+    return false;
+}
+
+/* kernel / device function `fi` called from a task: the arguments bind the
+ * callee's leading parameters; its last parameter, a tensor, is the
+ * result (docs/task.md "Calls"). Types and sizes are checked here on the
+ * global shapes; shardings in task_shard.c. */
+static int call_func(B *b, const Ast *e, int fi)
+{
+    const AstFunc *cf = b->prog->funcs[fi];
+    const char *kind = cf->fkind == FN_KERNEL ? "kernel" : cf->fkind == FN_DEVICE
+                           ? "device function" : "task";
+    if (cf->fkind == FN_TASK)
+        return err_at(b, e->loc, "a task cannot call task '%s'", cf->name);
+    int np = cf->nparams, na = e->nlist;
+    for (int i = 0; i < np; i++)
+        if (cf->params[i].tkind != TY_TENSOR && cf->params[i].tkind != TY_SCALAR)
+            return err_at(b, e->loc, "%s '%s' cannot be called from a task: its parameter '%s' "
+                          "is %s (a task passes plain tensors and scalars)", kind, cf->name,
+                          cf->params[i].name,
+                          cf->params[i].tkind == TY_SYMMETRIC ? "symmetric" : "a signal array");
+    if (cf->fkind == FN_DEVICE && has_return(cf->body))
+        return err_at(b, e->loc, "device function '%s' cannot be called from a task: it has a "
+                      "'return' (its body is inlined into the task)", cf->name);
+    if (np == 0 || cf->params[np - 1].tkind != TY_TENSOR)
+        return err_at(b, e->loc, "%s '%s' cannot be called from a task: its last parameter is "
+                      "the call's result and must be a tensor", kind, cf->name);
+    const AstParam *out = &cf->params[np - 1];
+    if (!dsl_is_float(out->dtype))
+        return err_at(b, e->loc, "%s '%s': its result '%s' is %s; tasks work on float tensors",
+                      kind, cf->name, out->name, dsl_dtype_name(out->dtype));
+    if (na != np - 1)
+        return err_at(b, e->loc, "%s '%s' takes %d argument%s from a task (its last parameter "
+                      "'%s' is the result), got %d", kind, cf->name, np - 1,
+                      np - 1 == 1 ? "" : "s", out->name, na);
+    struct { const char *name; int64_t v; int dsym, arg; } sz[64];
+    int nsz = 0, arg0 = b->t->ncargs;
+    for (int i = 0; i < na; i++) {
+        const Ast *ae = e->list[i];
+        const AstParam *cp = &cf->params[i];
+        if (ae->kind == AST_NAMED_ARG)
+            return err_at(b, ae->loc, "a call of %s '%s' in a task takes positional arguments",
+                          kind, cf->name);
+        int x = expr(b, ae);
+        if (x < 0)
+            return -1;
+        const TkNode *X = &b->t->n[x];
+        if (cp->tkind == TY_SCALAR) {
+            if (X->rank != 0)
+                return err_at(b, ae->loc, "argument %d of %s '%s' is a tensor, but parameter "
+                              "'%s' is a scalar (%s)", i + 1, kind, cf->name, cp->name,
+                              dsl_dtype_name(cp->dtype));
+            if (!push_carg(b->t, x))
+                return -1;
+            continue;
+        }
+        char s1[128];
+        dims_text(b, X, s1, sizeof s1);
+        if (X->rank != cp->ndims || X->dtype != cp->dtype)
+            return err_at(b, ae->loc, "argument %d of %s '%s' is %s, but parameter '%s' is %s[%d "
+                          "dim%s]", i + 1, kind, cf->name, X->rank ? s1 : "a scalar", cp->name,
+                          dsl_dtype_name(cp->dtype), cp->ndims, cp->ndims == 1 ? "" : "s");
+        for (int d = 0; d < cp->ndims; d++) {
+            const Ast *dx = cp->dims[d];
+            if (!is_size_name(b, dx)) {
+                double v;
+                bool is_int;
+                if (const_eval(b, dx, &v, &is_int) && X->dims[d] >= 0 && X->dims[d] != (int64_t)v)
+                    return err_at(b, ae->loc, "argument %d of %s '%s' is %s, but parameter '%s' "
+                                  "fixes dim %d at %lld", i + 1, kind, cf->name, s1, cp->name, d,
+                                  (long long)v);
+                continue;
+            }
+            int k2 = 0;
+            while (k2 < nsz && strcmp(sz[k2].name, dx->name) != 0)
+                k2++;
+            if (k2 == nsz) {
+                if (nsz == 64)
+                    return err_at(b, e->loc, "%s '%s' has too many size names", kind, cf->name);
+                sz[nsz].name = dx->name;
+                sz[nsz].v = X->dims[d];
+                sz[nsz].dsym = X->dsym[d];
+                sz[nsz].arg = i;
+                nsz++;
+                continue;
+            }
+            TkNode tmp = blank(TK_PARAM, ae->loc);
+            tmp.dims[0] = sz[k2].v;
+            tmp.dsym[0] = sz[k2].dsym;
+            if (!dim_eq(X, d, &tmp, 0))
+                return err_at(b, ae->loc, "%s '%s': size %s is %lld in argument %d but %lld in "
+                              "argument %d", kind, cf->name, dx->name, (long long)sz[k2].v,
+                              sz[k2].arg + 1, (long long)X->dims[d], i + 1);
+        }
+        if (!push_carg(b->t, x))
+            return -1;
+    }
+    TkNode n = blank(TK_CALL, e->loc);
+    n.callee = fi;
+    n.carg = arg0;
+    n.cnargs = na;
+    n.csplit = -1;
+    n.dtype = out->dtype;
+    n.rank = out->ndims;
+    if (n.rank == 0)
+        return err_at(b, e->loc, "%s '%s': its result '%s' must be a tensor", kind, cf->name,
+                      out->name);
+    for (int d = 0; d < out->ndims; d++) {
+        const Ast *dx = out->dims[d];
+        double v;
+        bool is_int;
+        if (!is_size_name(b, dx)) {
+            if (!const_eval(b, dx, &v, &is_int) || !is_int || v < 1)
+                return err_at(b, dx->loc, "a dim of '%s' is not a positive constant", out->name);
+            n.dims[d] = (int64_t)v;
+            continue;
+        }
+        int k2 = 0;
+        while (k2 < nsz && strcmp(sz[k2].name, dx->name) != 0)
+            k2++;
+        if (k2 == nsz)
+            return err_at(b, e->loc, "%s '%s': size %s of its result '%s' is not bound by any "
+                          "argument", kind, cf->name, dx->name, out->name);
+        n.dims[d] = sz[k2].v;
+        n.dsym[d] = sz[k2].dsym;
+    }
+    return add(b, &n);
+}
+
 static int call(B *b, const Ast *e)
 {
     const char *f = e->name;
@@ -443,8 +622,7 @@ static int call(B *b, const Ast *e)
     if (k < 0) {
         for (int i = 0; i < b->prog->nfuncs; i++)
             if (strcmp(b->prog->funcs[i]->name, f) == 0)
-                return err_at(b, e->loc, "calling %s '%s' from a task is not supported yet",
-                              b->prog->funcs[i]->fkind == FN_KERNEL ? "kernel" : "function", f);
+                return call_func(b, e, i);
         return err_at(b, e->loc, "unknown function '%s' in a task (task builtins: relu gelu silu "
                       "exp log tanh sigmoid sqrt rsqrt abs softmax rmsnorm sum max trans "
                       "all_gather reduce_scatter all_reduce all_to_all reshard)", f);
@@ -708,6 +886,9 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
         dsl_error(diags, fn->loc, "out of memory");
         return NULL;
     }
+    t->prog = prog;
+    t->defines = defines;
+    t->ndefines = ndefines;
     int nerr0 = diags->nerrors;
     t->fn = fn;
     t->nranks = nranks;
@@ -812,11 +993,15 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
                 err_at(&b, st->loc, "a task returns its result(s)");
                 continue;
             }
-            const Ast *const *vals = (const Ast *const *)&st->a;
-            int nv = 1;
-            if (st->a->kind == AST_CALL && st->a->name && strcmp(st->a->name, "tuple") == 0) {
-                vals = (const Ast *const *)st->a->list;
-                nv = st->a->nlist;
+            /* `return a, b, ...;`: a = the first value, list = the rest */
+            const Ast *vals[64];
+            int nv = 0;
+            vals[nv++] = st->a;
+            for (int k = 0; k < st->nlist && nv < 64; k++)
+                vals[nv++] = st->list[k];
+            if (st->nlist >= 64) {
+                err_at(&b, st->loc, "a task returns at most 64 results");
+                continue;
             }
             if (nv != t->nresults) {
                 err_at(&b, st->loc, "task '%s' declares %d result%s but returns %d", fn->name,
@@ -868,6 +1053,9 @@ fail:
 void tk_print(DslBuf *out, const TkTask *t)
 {
     char ty[160], sh[32];
+    int *root = t->propagated ? calloc((size_t)t->nn + 1, sizeof *root) : NULL;
+    if (root)
+        tk_fuse_roots(t, root);
     dsl_buf_printf(out, "task %s ranks=%d", t->fn->name, t->nranks);
     for (int s = 0; s < t->nsyms; s++)
         if (t->symval[s] >= 0)
@@ -903,6 +1091,12 @@ void tk_print(DslBuf *out, const TkTask *t)
                 dsl_buf_printf(out, " [%s with %%%d, %d chunk%s/shard]", tk_place_name(n->place),
                                n->gemm, n->chunks, n->chunks == 1 ? "" : "s");
             break;
+        case TK_CALL:
+            dsl_buf_printf(out, "call %s(", t->prog->funcs[n->callee]->name);
+            for (int k = 0; k < n->cnargs; k++)
+                dsl_buf_printf(out, "%s%%%d", k ? ", " : "", t->cargs[n->carg + k]);
+            dsl_buf_printf(out, ")");
+            break;
         default:
             dsl_buf_printf(out, "%s %%%d", tk_op_name(n->op), n->a);
             if (n->b >= 0)
@@ -911,10 +1105,13 @@ void tk_print(DslBuf *out, const TkTask *t)
         dsl_buf_printf(out, " : %s", ty);
         if (n->op != TK_CONST && n->op != TK_SCALAR && (t->propagated || n->op == TK_PARAM))
             dsl_buf_printf(out, " %s", sh);
+        if (root && root[i] != i)
+            dsl_buf_printf(out, " [fused into %%%d]", root[i]);
         if (n->name && n->op != TK_PARAM && n->op != TK_SCALAR)
             dsl_buf_printf(out, "  // %s", n->name);
         dsl_buf_printf(out, "\n");
     }
+    free(root);
     for (int r = 0; r < t->nresults; r++) {
         tk_shard_str(t->res_sh[r], sh, sizeof sh);
         dsl_buf_printf(out, "  return%s %%%d %s\n", t->nresults > 1 ? "" : "", t->results[r], sh);
@@ -932,6 +1129,10 @@ int tk_verify(const TkTask *t, char *err, size_t errlen)
             if (ops[k] >= i || ops[k] < -1)
                 return IR_BUG(err, errlen, "task node %%%d: operand %%%d is not before it", i,
                               ops[k]);
+        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+            if (n->carg + k >= t->ncargs || t->cargs[n->carg + k] < 0 ||
+                t->cargs[n->carg + k] >= i)
+                return IR_BUG(err, errlen, "task node %%%d: call argument %d is not before it", i, k);
         if (n->op < 0 || n->op >= TK_OP_COUNT)
             return IR_BUG(err, errlen, "task node %%%d: bad op %d", i, n->op);
         if (n->rank < 0 || n->rank > IR_MAX_RANK)

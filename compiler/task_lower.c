@@ -21,7 +21,12 @@ typedef struct L {
     int R;
     const char **buf;              /* per node: buffer name in the device fn */
     char (*names)[32];
+    const int *root;               /* tk_fuse_roots */
 } L;
+
+typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
+static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
+                            int64_t nsig, int rt, const int *leaf, int nleaf);
 
 static int64_t ld(const L *l, const TkNode *n, int d) { return tk_local_dim(l->t, n, d); }
 
@@ -125,7 +130,7 @@ static void kernel_elementwise(L *l, int id)
     int64_t bc = imin(ext[r - 1], 256);
     int ops[2] = {n->a, n->op == TK_BINARY ? n->b : -1};
     DslBuf *k = l->k;
-    dsl_buf_printf(k, "kernel k%d<BC = %lld>(", id, (long long)bc);
+    dsl_buf_printf(k, "kernel __k%d<BC = %lld>(", id, (long long)bc);
     int np = 0;
     for (int i = 0; i < 2; i++) {
         if (ops[i] < 0)
@@ -172,12 +177,223 @@ static void kernel_elementwise(L *l, int id)
     dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", v);
     /* device: launch */
     alloc(l, id, "empty");
-    dsl_buf_printf(l->d, "    launch k%d(", id);
+    dsl_buf_printf(l->d, "    launch __k%d(", id);
     np = 0;
     for (int i = 0; i < 2; i++)
         if (ops[i] >= 0 && l->t->n[ops[i]].op != TK_CONST)
             dsl_buf_printf(l->d, "%s%s", np++ ? ", " : "", l->buf[ops[i]]);
     dsl_buf_printf(l->d, "%s%s);\n", np ? ", " : "", l->buf[id]);
+}
+
+/* ------------------------------------------------------------ fusion */
+
+static bool is_ew(const TkNode *n)
+{
+    return n->op == TK_BINARY || n->op == TK_UNARY || n->op == TK_CAST;
+}
+
+void tk_fuse_roots(const TkTask *t, int *root)
+{
+    for (int i = 0; i < t->nn; i++)
+        root[i] = i;
+    const char *env = getenv("BLKC_TASK_FUSE"); /* 0: off (tests, benchmarks) */
+    if (t->no_fuse || t->nn == 0 || (env && strcmp(env, "0") == 0))
+        return;
+    int *cons = malloc(sizeof *cons * (size_t)t->nn);
+    if (!cons)
+        return; /* no fusion: still correct */
+    for (int i = 0; i < t->nn; i++)
+        cons[i] = -1;
+    for (int j = 0; j < t->nn; j++) {
+        const TkNode *n = &t->n[j];
+        const int ops[3] = {n->a, n->b, n->c};
+        for (int k = 0; k < 3; k++)
+            if (ops[k] >= 0)
+                cons[ops[k]] = cons[ops[k]] == -1 ? j : -2;
+        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+            cons[t->cargs[n->carg + k]] = -2;
+    }
+    for (int r = 0; r < t->nresults; r++)
+        cons[t->results[r]] = -2;
+    bool *has_mm = calloc((size_t)t->nn + 1, sizeof *has_mm);
+    for (int i = t->nn - 1; i >= 0 && has_mm; i--) {
+        const TkNode *n = &t->n[i];
+        int c = cons[i];
+        /* a 2-D GEMM of its own (not one fused with a collective) joins
+         * as the group's epilogue source, one GEMM per group */
+        bool mm = n->op == TK_MATMUL && n->rank == 2 && !has_mm[c >= 0 ? root[c] : 0];
+        for (int j = 0; mm && j < t->nn; j++)
+            mm = !(t->n[j].op == TK_COMM && t->n[j].gemm == i && t->n[j].place != PL_PLAIN);
+        if ((!is_ew(n) && !mm) || n->uses != 1 || c < 0 || !is_ew(&t->n[c]) ||
+            t->n[c].rank != n->rank)
+            continue;
+        bool same = true; /* unknown sizes (--emit=task): the same size name */
+        for (int d = 0; d < n->rank && same; d++)
+            same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d) &&
+                   (n->dims[d] >= 0 || (n->dsym[d] >= 0 && n->dsym[d] == t->n[c].dsym[d] &&
+                                        n->sh.kind == t->n[c].sh.kind &&
+                                        n->sh.dim == t->n[c].sh.dim));
+        if (same) {
+            root[i] = root[c];
+            if (mm)
+                has_mm[root[c]] = true;
+        }
+    }
+    free(has_mm);
+    free(cons);
+}
+
+/* text of `fx` (an expression of the identifier x) with x replaced */
+static void subst_x(DslBuf *o, const char *fx, const char *with)
+{
+    for (const char *p = fx; *p; p++) {
+        bool word = (p > fx && (p[-1] == '_' || ((p[-1] | 32) >= 'a' && (p[-1] | 32) <= 'z'))) ||
+                    p[1] == '_' || ((p[1] | 32) >= 'a' && (p[1] | 32) <= 'z') ||
+                    (p[1] >= '0' && p[1] <= '9');
+        if (*p == 'x' && !word)
+            dsl_buf_printf(o, "%s", with);
+        else
+            dsl_buf_put(o, p, 1);
+    }
+}
+
+static const char *const unary_fx[FN_COUNT] = {
+    "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+    "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
+    "rsqrt(x)", "abs(x)",
+};
+
+/* One kernel for the elementwise nodes whose root is `rt` (a chain or
+ * tree of single-use values of the same local shape): every operand
+ * outside the group is loaded once per tile, each member is a `let` in
+ * the member's compute type (rounded to its dtype when that is narrower,
+ * as a kernel of its own would store it), and only the root is stored. */
+static void kernel_fused(L *l, int rt, const int *root)
+{
+    const TkTask *t = l->t;
+    const TkNode *n = &t->n[rt];
+    int r = n->rank;
+    int64_t ext[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        ext[d] = ld(l, n, d);
+    int64_t bc = imin(ext[r - 1], 256);
+    int first = rt;
+    for (int i = 0; i < rt; i++)
+        if (root[i] == rt) {
+            first = i;
+            break;
+        }
+    /* the leaves: operands outside the group (tensors and scalar params) */
+    int *leaf = calloc((size_t)(2 * (rt - first + 1)) + 1, sizeof *leaf);
+    int nleaf = 0;
+    if (!leaf) {
+        l->k->oom = true;
+        return;
+    }
+    for (int m = first; m <= rt; m++) {
+        if (root[m] != rt || t->n[m].op == TK_MATMUL)
+            continue;
+        const int ops[2] = {t->n[m].a, t->n[m].op == TK_BINARY ? t->n[m].b : -1};
+        for (int k = 0; k < 2; k++) {
+            int x = ops[k];
+            if (x < 0 || root[x] == rt || t->n[x].op == TK_CONST)
+                continue;
+            bool seen = false;
+            for (int j = 0; j < nleaf; j++)
+                seen |= leaf[j] == x;
+            if (!seen)
+                leaf[nleaf++] = x;
+        }
+    }
+    DslBuf *k = l->k;
+    int mm = -1;
+    for (int m = first; m <= rt; m++)
+        if (root[m] == rt && t->n[m].op == TK_MATMUL)
+            mm = m;
+    if (mm >= 0) {
+        dsl_buf_printf(k, "// GEMM %%%d with the epilogue", mm);
+        for (int m = first; m <= rt; m++)
+            if (root[m] == rt && m != mm)
+                dsl_buf_printf(k, " %%%d", m);
+        dsl_buf_printf(k, "\n");
+        kernel_gemm_epi(l, mm, G_PLAIN, "", 0, 0, rt, leaf, nleaf);
+        alloc(l, rt, "empty");
+        const TkNode *G = &t->n[mm];
+        dsl_buf_printf(l->d, "    launch __k%d(%s, %s", mm, l->buf[G->a], l->buf[G->b]);
+        for (int j = 0; j < nleaf; j++)
+            dsl_buf_printf(l->d, ", %s", l->buf[leaf[j]]);
+        dsl_buf_printf(l->d, ", %s);\n", l->buf[rt]);
+        free(leaf);
+        return;
+    }
+    dsl_buf_printf(k, "// fused:");
+    for (int m = first; m <= rt; m++)
+        if (root[m] == rt)
+            dsl_buf_printf(k, " %%%d", m);
+    dsl_buf_printf(k, "\nkernel __k%d<BC = %lld>(", rt, (long long)bc);
+    for (int j = 0; j < nleaf; j++) {
+        const TkNode *X = &t->n[leaf[j]];
+        dsl_buf_printf(k, "%sL%d: ", j ? ", " : "", j);
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
+        else
+            local_type(l, k, X);
+    }
+    dsl_buf_printf(k, "%sO: ", nleaf ? ", " : "");
+    local_type(l, k, n);
+    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
+                   (long long)ext[r - 1]);
+    decompose(k, r, ext, -1, r - 1);
+    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n");
+    for (int m = first; m <= rt; m++) {
+        if (root[m] != rt)
+            continue;
+        const TkNode *M = &t->n[m];
+        const char *ct = ctype(M->dtype);
+        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
+        char on[2][32];
+        for (int q = 0; q < 2; q++) {
+            int x = ops[q];
+            if (x < 0)
+                continue;
+            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
+            dsl_buf_printf(k, "    let %s = ", on[q]);
+            if (root[x] == rt) {
+                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
+                continue;
+            }
+            int j = 0;
+            while (j < nleaf && leaf[j] != x)
+                j++;
+            char pn[16];
+            snprintf(pn, sizeof pn, "L%d", j);
+            operand(l, k, M, x, pn, false);
+            dsl_buf_printf(k, ";\n");
+        }
+        dsl_buf_printf(k, "    let t%d = ", m);
+        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
+        if (narrow)
+            dsl_buf_printf(k, "((");
+        if (M->op == TK_BINARY)
+            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
+        else if (M->op == TK_UNARY)
+            subst_x(k, unary_fx[M->sub], on[0]);
+        else
+            dsl_buf_printf(k, "%s", on[0]);
+        if (narrow)
+            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
+        dsl_buf_printf(k, ";\n");
+    }
+    dsl_buf_printf(k, "    O[");
+    for (int d = 0; d < r - 1; d++)
+        dsl_buf_printf(k, "i%d, ", d);
+    dsl_buf_printf(k, "c +: BC] = t%d;\n}\n\n", rt);
+    alloc(l, rt, "empty");
+    dsl_buf_printf(l->d, "    launch __k%d(", rt);
+    for (int j = 0; j < nleaf; j++)
+        dsl_buf_printf(l->d, "%s%s", j ? ", " : "", l->buf[leaf[j]]);
+    dsl_buf_printf(l->d, "%s%s);\n", nleaf ? ", " : "", l->buf[rt]);
+    free(leaf);
 }
 
 /* softmax / sum / max along an axis, rmsnorm along the last */
@@ -191,7 +407,7 @@ static void kernel_rowwise(L *l, int id)
     int64_t len = ext[ax];
     DslBuf *k = l->k;
     const char *ct = ctype(n->dtype);
-    dsl_buf_printf(k, "kernel k%d(X: ", id);
+    dsl_buf_printf(k, "kernel __k%d(X: ", id);
     local_type(l, k, X);
     if (n->op == TK_RMSNORM) {
         dsl_buf_printf(k, ", W: ");
@@ -239,7 +455,7 @@ static void kernel_rowwise(L *l, int id)
     dsl_buf_free(&idx);
     dsl_buf_free(&oidx);
     alloc(l, id, "empty");
-    dsl_buf_printf(l->d, "    launch k%d(%s", id, l->buf[n->a]);
+    dsl_buf_printf(l->d, "    launch __k%d(%s", id, l->buf[n->a]);
     if (n->op == TK_RMSNORM) {
         dsl_buf_printf(l->d, ", %s", l->buf[n->b]);
         if (l->t->n[n->c].op == TK_SCALAR)
@@ -250,13 +466,99 @@ static void kernel_rowwise(L *l, int id)
 
 /* ------------------------------------------------------------ GEMMs */
 
-typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
+
+/* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
+ * n +: BN]) as a tile expression */
+static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pname,
+                      int64_t BM, int64_t BN)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST || X->op == TK_SCALAR) {
+        operand(l, o, out, x, pname, false);
+        return;
+    }
+    int off = 2 - X->rank;
+    dsl_buf_printf(o, "(%s[", pname);
+    for (int d = 0; d < X->rank; d++) {
+        int od = d + off;
+        const char *sep = d ? ", " : "";
+        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
+            dsl_buf_printf(o, "%s0 +: 1", sep);
+        else if (od == 0)
+            dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
+        else
+            dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
+    }
+    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+}
+
+/* the members of GEMM `mm`'s epilogue group (root rt) after the k loop:
+ * the same lets as kernel_fused, on the [BM, BN] tile, ending in the store
+ * of the root; `leaf` are the group's outside operands (kernel params L0..) */
+static void gemm_epilogue(L *l, int mm, int rt, const int *leaf, int nleaf, int64_t BM,
+                          int64_t BN)
+{
+    const TkTask *t = l->t;
+    DslBuf *k = l->k;
+    const TkNode *G = &t->n[mm];
+    if (G->dtype != DT_F32 && G->dtype != DT_F64)
+        dsl_buf_printf(k, "    let t%d = (acc as %s) as %s;\n", mm, dsl_dtype_name(G->dtype),
+                       ctype(G->dtype));
+    else
+        dsl_buf_printf(k, "    let t%d = acc as %s;\n", mm, ctype(G->dtype));
+    for (int m = 0; m <= rt; m++) {
+        if (l->root[m] != rt || m == mm)
+            continue;
+        const TkNode *M = &t->n[m];
+        const char *ct = ctype(M->dtype);
+        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
+        char on[2][32];
+        for (int q = 0; q < 2; q++) {
+            int x = ops[q];
+            if (x < 0)
+                continue;
+            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
+            dsl_buf_printf(k, "    let %s = ", on[q]);
+            if (l->root[x] == rt) {
+                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
+                continue;
+            }
+            int j = 0;
+            while (j < nleaf && leaf[j] != x)
+                j++;
+            char pn[16];
+            snprintf(pn, sizeof pn, "L%d", j);
+            operand2d(l, k, M, x, pn, BM, BN);
+            dsl_buf_printf(k, ";\n");
+        }
+        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
+        dsl_buf_printf(k, "    let t%d = %s", m, narrow ? "((" : "");
+        if (M->op == TK_BINARY)
+            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
+        else if (M->op == TK_UNARY)
+            subst_x(k, unary_fx[M->sub], on[0]);
+        else
+            dsl_buf_printf(k, "%s", on[0]);
+        if (narrow)
+            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
+        dsl_buf_printf(k, ";\n");
+    }
+    dsl_buf_printf(k, "    C[m +: %lld, n +: %lld] = t%d;\n", (long long)BM, (long long)BN, rt);
+}
 
 /* kernel kID[suffix]: C = A @ B (local shapes); G_ROWS computes rows
  * [row0, row0 + CH) only; G_WAIT waits for ready[row / CH] and starts at
  * this rank's shard. */
 static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
                         int64_t nsig)
+{
+    kernel_gemm_epi(l, id, gk, suffix, ch, nsig, -1, NULL, 0);
+}
+
+/* rt >= 0: a plain 2-D GEMM whose tile runs the epilogue of group rt
+ * (leaves: its outside operands) and stores the root into C */
+static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
+                            int64_t nsig, int rt, const int *leaf, int nleaf)
 {
     const TkNode *n = &l->t->n[id], *A = &l->t->n[n->a], *B = &l->t->n[n->b];
     int r = n->rank;
@@ -270,12 +572,20 @@ static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t c
     }
     bool f64 = n->dtype == DT_F64;
     DslBuf *k = l->k;
-    dsl_buf_printf(k, "kernel k%d%s(A: ", id, suffix);
+    dsl_buf_printf(k, "kernel __k%d%s(A: ", id, suffix);
     local_type(l, k, A);
     dsl_buf_printf(k, ", B: ");
     local_type(l, k, B);
+    for (int j = 0; j < nleaf; j++) {
+        const TkNode *X = &l->t->n[leaf[j]];
+        dsl_buf_printf(k, ", L%d: ", j);
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
+        else
+            local_type(l, k, X);
+    }
     dsl_buf_printf(k, ", C: ");
-    local_type(l, k, n);
+    local_type(l, k, rt >= 0 ? &l->t->n[rt] : n);
     if (gk == G_ROWS)
         dsl_buf_printf(k, ", row0: i32");
     if (gk == G_WAIT)
@@ -305,6 +615,8 @@ static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t c
         dsl_buf_printf(k, "    let rows = m + arange(%lld);\n", (long long)BM);
         dsl_buf_printf(k, "    store(C[%sm +: %lld, n +: %lld], acc as %s, mask = (rows < row0 + %lld)[:, None]);\n",
                        bc, (long long)BM, (long long)BN, dsl_dtype_name(n->dtype), (long long)ch);
+    } else if (rt >= 0) {
+        gemm_epilogue(l, id, rt, leaf, nleaf, BM, BN);
     } else {
         dsl_buf_printf(k, "    C[%sm +: %lld, n +: %lld] = acc;\n", bc, (long long)BM, (long long)BN);
     }
@@ -316,7 +628,7 @@ static void gemm_plain(L *l, int id)
     const TkNode *n = &l->t->n[id];
     kernel_gemm(l, id, G_PLAIN, "", 0, 0);
     alloc(l, id, "empty");
-    dsl_buf_printf(l->d, "    launch k%d(%s, %s, %s);\n", id, l->buf[n->a], l->buf[n->b], l->buf[id]);
+    dsl_buf_printf(l->d, "    launch __k%d(%s, %s, %s);\n", id, l->buf[n->a], l->buf[n->b], l->buf[id]);
 }
 
 /* AllGather+GEMM at the GEMM node g; comm node c gathers A (split(0)). */
@@ -345,7 +657,7 @@ static void fused_ag_gemm(L *l, int c, int g)
     dsl_buf_printf(d, "            }\n        }\n    }\n");
     kernel_gemm(l, g, G_WAIT, "_agw", CH, (int64_t)R * ch_per);
     alloc(l, g, "empty");
-    dsl_buf_printf(d, "    launch k%d_agw(%s, %s, %s, rd%d);\n    sync;\n", g, l->buf[c],
+    dsl_buf_printf(d, "    launch __k%d_agw(%s, %s, %s, rd%d);\n    sync;\n", g, l->buf[c],
                    l->buf[G->b], l->buf[g], c);
 }
 
@@ -368,7 +680,7 @@ static void fused_gemm_rs(L *l, int c)
     dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * cp);
     dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (rank() + i) %% %d;\n", R + 1, R);
     dsl_buf_printf(d, "        for j in 0 .. %d {\n", cp);
-    dsl_buf_printf(d, "            launch k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
+    dsl_buf_printf(d, "            launch __k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
                    l->buf[G->a], l->buf[G->b], l->buf[g], (long long)MR, (long long)CH);
     dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, r)[rank() * %lld + j * %lld +: %lld, 0 +: %lld], "
                       "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[rank() * %d + j]);\n"
@@ -378,7 +690,7 @@ static void fused_gemm_rs(L *l, int c)
     dsl_buf_printf(d, "        }\n    }\n");
     /* the reduction of the R received slots, after every signal */
     int64_t BM = imin(MR, 32), BN = imin(N, 32);
-    dsl_buf_printf(k, "kernel k%d_red(S: %s[%lld, %lld], O: %s[%lld, %lld], ready: signal[%d]) "
+    dsl_buf_printf(k, "kernel __k%d_red(S: %s[%lld, %lld], O: %s[%lld, %lld], ready: signal[%d]) "
                       "grid(cdiv(%lld, %lld), cdiv(%lld, %lld)) {\n",
                    c, dt, (long long)M, (long long)N, dt, (long long)MR, (long long)N, R * cp,
                    (long long)MR, (long long)BM, (long long)N, (long long)BN);
@@ -392,12 +704,12 @@ static void fused_gemm_rs(L *l, int c)
     dsl_buf_printf(k, "    O[m +: %lld, n +: %lld] = acc;\n}\n\n", (long long)BM, (long long)BN);
     if (C->place == PL_GEMM_AR) {
         dsl_buf_printf(d, "    let h%d = empty(%s, %lld, %lld);\n", c, dt, (long long)MR, (long long)N);
-        dsl_buf_printf(d, "    launch k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
+        dsl_buf_printf(d, "    launch __k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
         alloc(l, c, "empty");
         dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
     } else {
         alloc(l, c, "empty");
-        dsl_buf_printf(d, "    launch k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
+        dsl_buf_printf(d, "    launch __k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
     }
 }
 
@@ -534,6 +846,137 @@ static void plain_comm(L *l, int id)
     }
 }
 
+/* ------------------------------------------------------------ calls */
+
+/* scalar argument text for a callee's scalar parameter of dtype dt */
+static void scalar_arg(L *l, DslBuf *o, int x, int dt)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST)
+        dsl_buf_printf(o, "(%.17g%s as %s)", X->fval,
+                       X->fval == (double)(int64_t)X->fval && dsl_is_float(dt) ? ".0" : "",
+                       dsl_dtype_name(dt));
+    else
+        dsl_buf_printf(o, "(%s as %s)", l->buf[x], dsl_dtype_name(dt));
+}
+
+typedef struct Sub { const char *from; char to[64]; } Sub;
+
+/* the body of `fn` (between its braces) with identifiers renamed by subs */
+static int inline_body(L *l, const AstFunc *fn, const Sub *subs, int nsubs, char *err,
+                       size_t errlen)
+{
+    const char *src = l->t->src, *end = src + l->t->srclen, *p = src;
+    for (int line = 1; p < end && line < fn->body->loc.line; p++)
+        if (*p == '\n')
+            line++;
+    p += fn->body->loc.col - 1;
+    if (p >= end || *p != '{') {
+        snprintf(err, errlen, "internal: cannot find the body of device function %s", fn->name);
+        return -1;
+    }
+    p++;
+    int depth = 1;
+    DslBuf *o = l->d;
+    dsl_buf_printf(o, "    { // device function %s, inlined\n", fn->name);
+    while (p < end) {
+        if (p[0] == '/' && p + 1 < end && p[1] == '/') {
+            while (p < end && *p != '\n')
+                p++;
+        } else if (p[0] == '/' && p + 1 < end && p[1] == '*') {
+            p += 2;
+            while (p + 1 < end && !(p[0] == '*' && p[1] == '/'))
+                p++;
+            p += 2;
+        } else if (*p >= '0' && *p <= '9') {
+            const char *q = p;
+            while (q < end && (((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') ||
+                               *q == '_' || (*q == '.' && !(q + 1 < end && q[1] == '.'))))
+                q++;
+            dsl_buf_put(o, p, (size_t)(q - p));
+            p = q;
+        } else if (((*p | 32) >= 'a' && (*p | 32) <= 'z') || *p == '_') {
+            const char *q = p;
+            while (q < end && (((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') ||
+                               *q == '_'))
+                q++;
+            int k = 0;
+            while (k < nsubs && (strlen(subs[k].from) != (size_t)(q - p) ||
+                                 strncmp(subs[k].from, p, (size_t)(q - p)) != 0))
+                k++;
+            if (k < nsubs)
+                dsl_buf_printf(o, "%s", subs[k].to);
+            else
+                dsl_buf_put(o, p, (size_t)(q - p));
+            p = q;
+        } else {
+            if (*p == '{')
+                depth++;
+            if (*p == '}' && --depth == 0)
+                break;
+            dsl_buf_put(o, p, 1);
+            p++;
+        }
+    }
+    dsl_buf_printf(o, "\n    }\n");
+    return 0;
+}
+
+/* a call: launch the kernel on the local shards, or inline the device
+ * function's body with its parameters renamed to the arguments' buffers
+ * and its size names replaced by the local extents */
+static int lower_call(L *l, int id, char *err, size_t errlen)
+{
+    const TkTask *t = l->t;
+    const TkNode *n = &t->n[id];
+    const AstFunc *cf = t->prog->funcs[n->callee];
+    const int *av = &t->cargs[n->carg];
+    alloc(l, id, "empty");
+    if (cf->fkind == FN_KERNEL) {
+        dsl_buf_printf(l->d, "    launch %s(", cf->name);
+        for (int i = 0; i < n->cnargs; i++) {
+            if (i)
+                dsl_buf_printf(l->d, ", ");
+            if (cf->params[i].tkind == TY_SCALAR)
+                scalar_arg(l, l->d, av[i], cf->params[i].dtype);
+            else
+                dsl_buf_printf(l->d, "%s", l->buf[av[i]]);
+        }
+        dsl_buf_printf(l->d, "%s%s);\n", n->cnargs ? ", " : "", l->buf[id]);
+        return 0;
+    }
+    Sub subs[96];
+    int ns = 0;
+    for (int i = 0; i < cf->nparams && ns < 90; i++) {
+        const AstParam *cp = &cf->params[i];
+        bool out = i == cf->nparams - 1;
+        const TkNode *X = out ? n : &t->n[av[i]];
+        Sub *sb = &subs[ns++];
+        sb->from = cp->name;
+        if (cp->tkind == TY_SCALAR) {
+            DslBuf tmp = {0};
+            scalar_arg(l, &tmp, av[i], cp->dtype);
+            snprintf(sb->to, sizeof sb->to, "%s", tmp.data ? tmp.data : "0");
+            dsl_buf_free(&tmp);
+            continue;
+        }
+        snprintf(sb->to, sizeof sb->to, "%s", out ? l->buf[id] : l->buf[av[i]]);
+        for (int d = 0; d < cp->ndims && ns < 96; d++) {
+            if (!tk_dim_is_size(t, cp->dims[d]))
+                continue;
+            int k = 0;
+            while (k < ns && strcmp(subs[k].from, cp->dims[d]->name) != 0)
+                k++;
+            if (k < ns)
+                continue;
+            subs[ns].from = cp->dims[d]->name;
+            snprintf(subs[ns].to, sizeof subs[ns].to, "(%lld)", (long long)ld(l, X, d));
+            ns++;
+        }
+    }
+    return inline_body(l, cf, subs, ns, err, errlen);
+}
+
 /* ------------------------------------------------------------ driver */
 
 int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
@@ -555,7 +998,7 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    L l = {t, &kb, &db, t->nranks, buf, names};
+    L l = {t, &kb, &db, t->nranks, buf, names, NULL};
     for (int i = 0; i < t->nn; i++) {
         const TkNode *n = &t->n[i];
         if (n->op == TK_PARAM || n->op == TK_SCALAR)
@@ -572,6 +1015,16 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    int *root = calloc((size_t)t->nn + 1, sizeof *root);
+    if (!root) {
+        free(buf);
+        free(names);
+        free(fused_by);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    tk_fuse_roots(t, root);
+    l.root = root;
     for (int i = 0; i < t->nn; i++)
         fused_by[i] = -1;
     for (int i = 0; i < t->nn; i++)
@@ -583,17 +1036,31 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         switch (n->op) {
         case TK_PARAM: case TK_SCALAR: case TK_CONST:
             break;
-        case TK_BINARY: case TK_UNARY: case TK_CAST: case TK_TRANS:
-            kernel_elementwise(&l, i);
+        case TK_BINARY: case TK_UNARY: case TK_CAST: case TK_TRANS: {
+            if (root[i] != i)
+                break; /* computed in its consumer's kernel */
+            bool group = false;
+            for (int j = 0; j < i && !group; j++)
+                group = root[j] == i;
+            if (group)
+                kernel_fused(&l, i, root);
+            else
+                kernel_elementwise(&l, i);
             break;
+        }
         case TK_SOFTMAX: case TK_REDUCE: case TK_RMSNORM:
             kernel_rowwise(&l, i);
             break;
         case TK_MATMUL:
+            if (root[i] != i)
+                break; /* a GEMM with an epilogue: emitted at the group's root */
             if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM)
                 fused_ag_gemm(&l, fused_by[i], i);
             else if (fused_by[i] < 0)
                 gemm_plain(&l, i);
+            break;
+        case TK_CALL:
+            rc = lower_call(&l, i, err, errlen);
             break;
         case TK_COMM:
             if (n->place == PL_AG_GEMM)
@@ -605,7 +1072,16 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
             break;
         }
     }
-    /* the device function */
+    /* the device function; after the file's own text when the task calls
+     * its kernels / device functions */
+    bool calls = false;
+    for (int i = 0; i < t->nn; i++)
+        calls |= t->n[i].op == TK_CALL;
+    if (calls && !t->src && !rc)
+        rc = IR_BUG(err, errlen, "task %s calls functions but its source is not given",
+                    t->fn->name);
+    if (calls && t->src)
+        dsl_buf_printf(out, "%.*s\n", (int)t->srclen, t->src);
     dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s\n\n", t->fn->name,
                    t->nranks, t->nranks == 1 ? "" : "s");
     dsl_buf_put(out, kb.data ? kb.data : "", kb.len);
@@ -646,5 +1122,6 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
     free(buf);
     free(names);
     free(fused_by);
+    free(root);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "task.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void json_str(DslBuf *o, const char *s)
@@ -37,6 +38,82 @@ static double comm_bytes(const TkTask *t, const TkNode *n)
     return n->comm == CM_ALL_TO_ALL && t->nranks > 0 ? b / t->nranks : b;
 }
 
+/* `result` (one result) or `result0`, `result1`, ... (CLI.md) */
+static void result_name(const TkTask *t, int r, char *buf, size_t len)
+{
+    if (t->nresults == 1)
+        snprintf(buf, len, "result");
+    else
+        snprintf(buf, len, "result%d", r);
+}
+
+static const char *op_what(const TkTask *t, const TkNode *n, char *buf, size_t len)
+{
+    (void)t;
+    if (n->op == TK_UNARY)
+        snprintf(buf, len, "%s", tk_fn_name(n->sub));
+    else if (n->op == TK_BINARY)
+        snprintf(buf, len, "'%c'", n->sub);
+    else
+        snprintf(buf, len, "%s", tk_op_name(n->op));
+    return buf;
+}
+
+/* the serial sum of the nodes' costs; an elementwise value computed in
+ * its consumer's kernel costs nothing of its own */
+static double total_us(const TkTask *t, const TkTopology *topo)
+{
+    int *root = calloc((size_t)t->nn + 1, sizeof *root);
+    double total = 0;
+    if (root)
+        tk_fuse_roots(t, root);
+    for (int i = 0; i < t->nn; i++)
+        if (!root || root[i] == i || t->n[i].op == TK_MATMUL)
+            total += tk_node_cost_us(t, topo, i);
+    free(root);
+    return total;
+}
+
+/* the elementwise fusion groups of the lowering (task_lower.c) */
+static void fusion_text(DslBuf *o, const TkTask *t)
+{
+    int *root = calloc((size_t)t->nn + 1, sizeof *root);
+    if (!root)
+        return;
+    tk_fuse_roots(t, root);
+    int ops = 0, kernels = 0, epi = 0;
+    for (int i = 0; i < t->nn; i++) {
+        int op = t->n[i].op;
+        if (op != TK_BINARY && op != TK_UNARY && op != TK_CAST && op != TK_TRANS)
+            continue;
+        ops++;
+        if (root[i] != i)
+            continue;
+        bool gemm = false;
+        for (int j = 0; j < i; j++)
+            gemm |= root[j] == i && t->n[j].op == TK_MATMUL;
+        kernels += !gemm;
+        epi += gemm;
+    }
+    dsl_buf_printf(o, "\nelementwise ops: %d, in %d kernel%s of their own and %d GEMM "
+                   "epilogue%s%s\n", ops, kernels, kernels == 1 ? "" : "s", epi,
+                   epi == 1 ? "" : "s", t->no_fuse ? " (fusion off)" : "");
+    char w[32];
+    for (int i = 0; i < t->nn; i++) {
+        bool group = false;
+        for (int j = 0; j < i && !group; j++)
+            group = root[j] == i;
+        if (!group)
+            continue;
+        dsl_buf_printf(o, "  fused %%%d:", i);
+        for (int j = 0; j <= i; j++)
+            if (root[j] == i)
+                dsl_buf_printf(o, " %%%d %s", j, op_what(t, &t->n[j], w, sizeof w));
+        dsl_buf_printf(o, "\n");
+    }
+    free(root);
+}
+
 static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
 {
     char ty[160], sh[32], sh2[32], an[96];
@@ -65,6 +142,8 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
             snprintf(what, sizeof what, "%s", tk_fn_name(n->sub));
         else if (n->op == TK_BINARY)
             snprintf(what, sizeof what, "'%c'", n->sub);
+        else if (n->op == TK_CALL)
+            snprintf(what, sizeof what, "call %.40s", t->prog->funcs[n->callee]->name);
         else
             snprintf(what, sizeof what, "%s", tk_op_name(n->op));
         dsl_buf_printf(o, "  %%%-3d %-10s %-22s %-32s %s\n", i, n->name ? n->name : "", what, ty, sh);
@@ -105,10 +184,45 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
     }
     if (!ncomm)
         dsl_buf_printf(o, "  none\n");
-    double total = 0;
-    for (int i = 0; i < t->nn; i++)
-        total += tk_node_cost_us(t, topo, i);
-    dsl_buf_printf(o, "\npredicted time per step: %.2f us (serial sum of the ops above)\n", total);
+    bool any_call = false;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->op != TK_CALL)
+            continue;
+        if (!any_call)
+            dsl_buf_printf(o, "\ncalls (SPMD on each rank's local shards):\n");
+        any_call = true;
+        const AstFunc *cf = t->prog->funcs[n->callee];
+        dsl_buf_printf(o, "  %%%d %s %s: ", i, cf->fkind == FN_KERNEL ? "kernel" : "device function",
+                       cf->name);
+        if (n->csplit >= 0)
+            dsl_buf_printf(o, "split over its size %s\n",
+                           cf->params[n->csplit / IR_MAX_RANK].dims[n->csplit % IR_MAX_RANK]->name);
+        else
+            dsl_buf_printf(o, "not split (every rank computes the whole result)\n");
+        for (int k = 0; k < n->cnargs; k++) {
+            const TkNode *X = &t->n[t->cargs[n->carg + k]];
+            if (X->rank == 0)
+                continue;
+            tk_shard_str(X->sh, sh, sizeof sh);
+            dsl_buf_printf(o, "    %-8s <- %%%-3d %s%s\n", cf->params[k].name, t->cargs[n->carg + k], sh,
+                           X->op == TK_COMM && !X->user ? " (resharded)" : "");
+        }
+        tk_shard_str(n->sh, sh, sizeof sh);
+        dsl_buf_printf(o, "    %-8s -> %%%-3d %s (result)\n", cf->params[cf->nparams - 1].name, i, sh);
+    }
+    fusion_text(o, t);
+    dsl_buf_printf(o, "\nresults:\n");
+    for (int r = 0; r < t->nresults; r++) {
+        const TkNode *n = &t->n[t->results[r]];
+        char rn[24];
+        result_name(t, r, rn, sizeof rn);
+        tk_type_str(t, n, ty, sizeof ty);
+        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        dsl_buf_printf(o, "  %-8s = %%%-3d %-32s %s\n", rn, t->results[r], ty, sh);
+    }
+    dsl_buf_printf(o, "\npredicted time per step: %.2f us (serial sum of the ops above; a "
+                   "fused elementwise kernel counted once)\n", total_us(t, topo));
 }
 
 static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
@@ -175,10 +289,21 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
         json_str(o, tk_place_name(n->place));
         dsl_buf_printf(o, ", \"chunks\": %d}", n->chunks);
     }
-    double total = 0;
-    for (int i = 0; i < t->nn; i++)
-        total += tk_node_cost_us(t, topo, i);
-    dsl_buf_printf(o, "\n  ],\n  \"predicted_us\": %.3f\n}\n", total);
+    dsl_buf_printf(o, "\n  ],\n  \"results\": [");
+    for (int r = 0; r < t->nresults; r++) {
+        char rn[24];
+        result_name(t, r, rn, sizeof rn);
+        dsl_buf_printf(o, "%s{\"name\": ", r ? ", " : "");
+        json_str(o, rn);
+        tk_type_str(t, &t->n[t->results[r]], ty, sizeof ty);
+        dsl_buf_printf(o, ", \"id\": %d, \"type\": ", t->results[r]);
+        json_str(o, ty);
+        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        dsl_buf_printf(o, ", \"sharding\": ");
+        json_str(o, sh);
+        dsl_buf_printf(o, "}");
+    }
+    dsl_buf_printf(o, "],\n  \"predicted_us\": %.3f\n}\n", total_us(t, topo));
 }
 
 void tk_plan_print(DslBuf *out, const TkTask *t, const TkTopology *topo, bool as_json)

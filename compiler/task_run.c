@@ -8,6 +8,7 @@
 
 #include "../backends/backend.h"
 #include "../runtime/plan.h"
+#include "../runtime/ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +53,55 @@ static int find_func(const IrModule *m, const char *name)
     return -1;
 }
 
-int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t errlen)
+/* A called kernel / device function must not write its inputs (they may
+ * be task parameters shared by the ranks, or values used elsewhere). */
+static int written_inputs(const TkTask *t, const IrModule *m, char *err, size_t errlen)
+{
+    for (int i = 0; i < t->nn; i++) {
+        if (t->n[i].op != TK_CALL)
+            continue;
+        const AstFunc *cf = t->prog->funcs[t->n[i].callee];
+        int fi = find_func(m, cf->name);
+        if (fi < 0)
+            continue;
+        const IrFunc *f = m->funcs[fi];
+        for (int p = 0; p + 1 < f->nparams; p++)
+            if (f->params[p].kind == PK_TENSOR && f->params[p].written) {
+                snprintf(err, errlen, "%s '%s' writes its parameter '%s', which task %s passes "
+                         "as an input; a task's calls read their arguments and write only "
+                         "their last parameter (the result)",
+                         cf->fkind == FN_KERNEL ? "kernel" : "device function", cf->name,
+                         f->params[p].name, t->fn->name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+struct TkCompiled {
+    const TkTask *t;
+    IrModule *m;
+    BkCpuModule *cm;
+    int fi;
+};
+
+void tk_compiled_free(TkCompiled *c)
+{
+    if (!c)
+        return;
+    if (c->cm)
+        bk_cpu_free(c->cm);
+    ir_module_free(c->m);
+    free(c);
+}
+
+TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen)
 {
     DslBuf src = {0};
-    if (tk_lower_src(t, &src, err, errlen))
-        return -1;
+    if (tk_lower_src(t, &src, err, errlen)) {
+        dsl_buf_free(&src);
+        return NULL;
+    }
     if (getenv("BLKC_TASK_DUMP")) /* debugging: the generated source */
         fprintf(stderr, "%s", src.data);
     char srcname[128];
@@ -64,30 +109,69 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
     DslSource s = {srcname, src.data, src.len};
     DslDiags diags;
     memset(&diags, 0, sizeof diags);
-    IrModule *m = ir_compile_source(&s, &diags, NULL, 0, NULL);
+    bool calls = false;
+    for (int i = 0; i < t->nn; i++)
+        calls |= t->n[i].op == TK_CALL;
+    IrModule *m = ir_compile_source(&s, &diags, calls ? t->defines : NULL,
+                                    calls ? t->ndefines : 0, NULL);
+    dsl_buf_free(&src);
     if (!m || diags.nerrors) {
         snprintf(err, errlen, "internal: the code generated for task %s does not compile: %s",
                  t->fn->name, diags.out.data ? diags.out.data : "out of memory");
         dsl_diags_free(&diags);
-        dsl_buf_free(&src);
         ir_module_free(m);
-        return -1;
+        return NULL;
     }
     dsl_diags_free(&diags);
+    TkCompiled *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        ir_module_free(m);
+        return NULL;
+    }
+    c->t = t;
+    c->m = m;
     char fname[128];
     snprintf(fname, sizeof fname, "__task_%s", t->fn->name);
-    int fi = find_func(m, fname);
-    BkCpuModule *cm = NULL;
+    c->fi = find_func(m, fname);
     BkOptions bo = {NULL, 3};
-    int R = t->nranks, rc = -1;
-    const IrFunc *f = fi >= 0 ? m->funcs[fi] : NULL;
-    RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
-    if (!f || !ra) {
+    if (c->fi < 0) {
         snprintf(err, errlen, "internal: task entry missing");
-        goto out;
+        goto fail;
     }
-    if (bk_cpu_jit(m, &bo, &cm, err, errlen))
-        goto out;
+    if (written_inputs(t, m, err, errlen))
+        goto fail;
+    if (bk_cpu_jit(m, &bo, &c->cm, err, errlen))
+        goto fail;
+    return c;
+fail:
+    tk_compiled_free(c);
+    return NULL;
+}
+
+int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t errlen)
+{
+    TkCompiled *c = tk_compile(t, err, errlen);
+    if (!c)
+        return -1;
+    int rc = tk_exec(c, args, results, err, errlen);
+    tk_compiled_free(c);
+    return rc;
+}
+
+int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t errlen)
+{
+    const TkTask *t = c->t;
+    IrModule *m = c->m;
+    int fi = c->fi;
+    BkCpuModule *cm = c->cm;
+    int R = t->nranks, rc = -1;
+    const IrFunc *f = m->funcs[fi];
+    RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
+    if (!ra) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     /* device params: task params in node order (tensors, scalars), then results */
     int nres0 = 0;
     for (int i = 0; i < t->nn; i++)
@@ -97,12 +181,24 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
         snprintf(err, errlen, "internal: task parameter count");
         goto out;
     }
+    /* under mpirun each process is one rank: it fills only its own
+     * arguments (rt_plan_run reads no other), and its results are whole
+     * (the caller declared them replicated) on rank 0 */
+    int self = rt_mpi_launch_size() > 1 ? rt_mpi_launch_rank() : -1;
+    for (int r = 0; r < t->nresults && self >= 0; r++)
+        if (t->res_sh[r].kind == SH_SPLIT) {
+            snprintf(err, errlen, "internal: task %s under mpirun with a split result",
+                     t->fn->name);
+            goto out;
+        }
     for (int r = 0; r < R; r++) {
         ra[r] = calloc((size_t)f->nparams + 1, sizeof **ra);
         if (!ra[r]) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
+        if (self >= 0 && r != self)
+            continue;
         int p = 0;
         for (int pass = 0; pass < 2; pass++)
             for (int i = 0; i < (pass ? t->nresults : t->nn); i++) {
@@ -143,7 +239,7 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */
-    for (int i = 0; i < t->nresults; i++) {
+    for (int i = 0; i < t->nresults && self <= 0; i++) {
         const TkNode *n = &t->n[t->results[i]];
         int p = nres0 + i;
         size_t esz = (size_t)dsl_dtype_bytes(n->dtype);
@@ -177,10 +273,6 @@ out:
         }
         free(ra);
     }
-    if (cm)
-        bk_cpu_free(cm);
-    ir_module_free(m);
-    dsl_buf_free(&src);
     return rc;
 }
 

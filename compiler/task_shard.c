@@ -327,6 +327,87 @@ static void rule_user_comm(P *p, TkNode *n)
     n->comm = comm_kind(X->sh, to);
 }
 
+/* A call runs SPMD on local shards (docs/task.md "Calls"): partial
+ * arguments are all-reduced; the first split argument, split(d), splits
+ * the call over the callee's size name S at its dim d (a constant there is
+ * an error); every tensor argument whose parameter uses S (first at dim e)
+ * is converted to split(e), the others to replicated; the result is
+ * split(e) at the first dim of the result using S (none: an error). */
+static void rule_call(P *p, TkNode *n)
+{
+    TkTask *t = p->t;
+    const AstFunc *cf = t->prog->funcs[n->callee];
+    const char *kind = cf->fkind == FN_KERNEL ? "kernel" : "device function";
+    int *av = &t->cargs[n->carg];
+    char nm[96];
+    for (int i = 0; i < n->cnargs; i++)
+        if (t->n[av[i]].sh.kind == SH_PARTIAL)
+            av[i] = convert(p, av[i], REPL, n->loc, NULL);
+    for (int i = 0; i < n->cnargs; i++)
+        if (av[i] < 0)
+            return;
+    const char *S = NULL;
+    int sarg = -1;
+    for (int i = 0; i < n->cnargs && !S; i++) {
+        const TkNode *X = &t->n[av[i]];
+        if (X->rank == 0 || X->sh.kind != SH_SPLIT)
+            continue;
+        const Ast *dx = cf->params[i].dims[X->sh.dim];
+        if (!tk_dim_is_size(t, dx)) {
+            fail(p, n->loc, "%s '%s' cannot take %s split(%d): dim %d of its parameter '%s' is a "
+                 "constant, so it cannot be a per-rank shard (reshard the argument to replicated "
+                 "first, or give that dim a size name)", kind, cf->name,
+                 vname(X, nm, sizeof nm), X->sh.dim, X->sh.dim, cf->params[i].name);
+            return;
+        }
+        S = dx->name;
+        sarg = i;
+    }
+    n->csplit = -1;
+    if (!S) {
+        n->sh = REPL;
+        return;
+    }
+    for (int i = 0; i < n->cnargs; i++) {
+        const AstParam *cp = &cf->params[i];
+        if (t->n[av[i]].rank == 0)
+            continue;
+        int e = -1, count = 0;
+        for (int d = 0; d < cp->ndims; d++)
+            if (tk_dim_is_size(t, cp->dims[d]) && strcmp(cp->dims[d]->name, S) == 0) {
+                if (e < 0)
+                    e = d;
+                count++;
+            }
+        if (count > 1) {
+            fail(p, n->loc, "%s '%s' cannot be split over its size %s (from %s): parameter '%s' "
+                 "uses %s in %d dims", kind, cf->name, S, vname(&t->n[av[sarg]], nm, sizeof nm),
+                 cp->name, S, count);
+            return;
+        }
+        char why[160];
+        snprintf(why, sizeof why, "the call of %s is split over its size %s", cf->name, S);
+        av[i] = convert(p, av[i], e >= 0 ? (TkShard){SH_SPLIT, e} : REPL, n->loc, why);
+        if (av[i] < 0)
+            return;
+    }
+    const AstParam *out = &cf->params[cf->nparams - 1];
+    for (int d = 0; d < out->ndims; d++)
+        if (tk_dim_is_size(t, out->dims[d]) && strcmp(out->dims[d]->name, S) == 0) {
+            n->sh = (TkShard){SH_SPLIT, d};
+            for (int k = 0; k < cf->nparams - 1; k++)
+                for (int e = 0; e < cf->params[k].ndims && n->csplit < 0; e++)
+                    if (tk_dim_is_size(t, cf->params[k].dims[e]) &&
+                        strcmp(cf->params[k].dims[e]->name, S) == 0)
+                        n->csplit = k * IR_MAX_RANK + e;
+            return;
+        }
+    fail(p, n->loc, "cannot infer the sharding of the result '%s' of %s '%s': the call is split "
+         "over size %s (%s is split), but no dim of '%s' uses %s (reshard the arguments to "
+         "replicated first)", out->name, kind, cf->name, S, vname(&t->n[av[sarg]], nm, sizeof nm),
+         out->name, S);
+}
+
 int tk_propagate(TkTask *t, DslDiags *diags)
 {
     TkNode *old = t->n;
@@ -400,6 +481,11 @@ int tk_propagate(TkTask *t, DslDiags *diags)
         case TK_COMM:
             rule_user_comm(&p, &n);
             break;
+        case TK_CALL:
+            for (int k = 0; k < n.cnargs; k++)
+                t->cargs[n.carg + k] = map[t->cargs[n.carg + k]];
+            rule_call(&p, &n);
+            break;
         }
         if (n.a == -1 && old[i].a >= 0)
             p.failed = true;
@@ -438,6 +524,8 @@ int tk_propagate(TkTask *t, DslDiags *diags)
         if (n->a >= 0) t->n[n->a].uses++;
         if (n->b >= 0) t->n[n->b].uses++;
         if (n->c >= 0) t->n[n->c].uses++;
+        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+            t->n[t->cargs[n->carg + k]].uses++;
     }
     for (int r = 0; r < t->nresults; r++)
         t->n[t->results[r]].uses++;

@@ -152,7 +152,7 @@ typedef enum {
     AST_FOR,      /* for name in a .. b [step c] body */
     AST_WHILE,    /* while a body */
     AST_IF,       /* if a body [else els]; els is AST_BLOCK or AST_IF */
-    AST_RETURN,   /* return [a]; */
+    AST_RETURN,   /* return [a[, list...]]; (several: task results) */
     AST_BLOCK,    /* { list... } */
     /* device tier (parsed; later issues check and lower them) */
     AST_LAUNCH,   /* launch name(list...) [grid(list2...)] */

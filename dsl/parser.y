@@ -517,6 +517,10 @@ stmt:
     | if_stmt                       { $$ = $1; }
     | KW_RETURN ';'                 { $$ = node(ctx, AST_RETURN, @1); }
     | KW_RETURN expr ';'            { $$ = node(ctx, AST_RETURN, @1); $$->a = $2.n; }
+    | KW_RETURN expr ',' arg_list ';'
+        { /* a task's several results: a = the first, list = the rest */
+          $$ = node(ctx, AST_RETURN, @1); $$->a = $2.n;
+          list_set($4, &$$->list, &$$->nlist); }
     | block                         { $$ = $1; }
     | KW_LAUNCH IDENT '(' args_opt ')' ';'
         { $$ = node(ctx, AST_LAUNCH, @1); $$->name = $2;

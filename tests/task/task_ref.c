@@ -1,6 +1,8 @@
 /* task_ref.c — checks for the task-tier tests (tests/task/task_test.sh):
  *   task_ref cmp A.npy B.npy TOL         max |A - B| <= TOL (same shape)
- *   task_ref mlp X W1 W2 OUT TOL         OUT == silu(X @ W1) @ W2, in C
+ *   task_ref mlp X W1 W2 OUT TOL [sqrelu] OUT == silu(X @ W1) @ W2, in C
+ *                                        (sqrelu: x > 0 ? x * x : 0.25 * x)
+ *   task_ref gated X W G OUT TOL         Y = X @ W; OUT == Y * sigmoid(G)^2 + Y
  *   task_ref rmsnorm X W EPS OUT TOL     OUT == rmsnorm(X, W, EPS) * 2 - X
  * Exit 0 when it holds, 1 when not (with the largest difference). */
 #include "../../runtime/rt.h"
@@ -84,7 +86,8 @@ int main(int argc, char **argv)
                 double s = 0;
                 for (int64_t k = 0; k < H; k++)
                     s += at(&x, i * H + k) * at(&w1, k * F + j);
-                h[i * F + j] = s / (1 + exp(-s));
+                h[i * F + j] = argc >= 8 && strcmp(argv[7], "sqrelu") == 0
+                                   ? (s > 0 ? s * s : 0.25 * s) : s / (1 + exp(-s));
             }
         for (int64_t i = 0; i < T; i++)
             for (int64_t j = 0; j < H; j++) {
@@ -110,6 +113,20 @@ int main(int argc, char **argv)
         }
         return check(&o, y, T * H, atof(argv[6]), "rmsnorm vs C reference");
     }
-    fprintf(stderr, "usage: task_ref cmp|mlp|rmsnorm ...\n");
+    if (argc >= 7 && strcmp(argv[1], "gated") == 0) {
+        RtNpy x = load(argv[2]), w = load(argv[3]), g = load(argv[4]), o = load(argv[5]);
+        int64_t T = x.shape[0], H = x.shape[1];
+        double *y = keep(calloc((size_t)(T * H), sizeof *y));
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t j = 0; j < H; j++) {
+                double s = 0;
+                for (int64_t k = 0; k < H; k++)
+                    s += at(&x, i * H + k) * at(&w, k * H + j);
+                double sg = 1 / (1 + exp(-at(&g, j)));
+                y[i * H + j] = s * sg * sg + s;
+            }
+        return check(&o, y, T * H, atof(argv[6]), "gated vs C reference");
+    }
+    fprintf(stderr, "usage: task_ref cmp|mlp|rmsnorm|gated ...\n");
     return 2;
 }

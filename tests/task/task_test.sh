@@ -2,8 +2,10 @@
 # task_test.sh — tests of the task tier through the blkc CLI.
 #   task_test.sh BLKC TASK_REF DIR dist FILE SIZES...   run FILE on 1, 2, 4
 #       and 8 ranks (placement by cost and forced overlap) and compare each
-#       result with the 1-rank one (1e-4); mlp / rmsnorm_sp also against C
-#   task_test.sh BLKC TASK_REF DIR golden      plan outputs vs tests/task/golden
+#       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
+#       call_kernel and call_device also against C
+#   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
+#                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
 # BLKC_TASK_GOLDEN_UPDATE=1 rewrites the golden files.
 set -u
@@ -18,8 +20,16 @@ bad() { echo "FAIL: $*"; fail=1; }
 if [ "$MODE" = dist ]; then
     f=$1; shift
     name=$(basename "$f" .blk)
-    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "result=$TMP/r1.npy" \
+    # the results (CLI.md: `result`, or `result0`, `result1`, ... for several)
+    case $name in
+    two_results) outs="result0 result1";;
+    *) outs="result";;
+    esac
+    outargs() { for o in $outs; do printf -- '--out\n%s=%s\n' "$o" "$TMP/$o.r$1.npy"; done; }
+    mapfile -t oa < <(outargs 1)
+    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" "${oa[@]}" \
         || { echo "FAIL: $name on 1 rank"; exit 1; }
+    [ "$outs" = result ] && cp "$TMP/result.r1.npy" "$TMP/r1.npy"
     case $name in
     mlp)
         "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
@@ -30,16 +40,39 @@ if [ "$MODE" = dist ]; then
             --out "w=$TMP/w.npy" >/dev/null || bad "rmsnorm inputs"
         eps=$(printf '%s\n' "$@" | sed -n 's/^eps=//p')
         "$REF" rmsnorm "$TMP/x.npy" "$TMP/w.npy" "$eps" "$TMP/r1.npy" 1e-4 || bad "rmsnorm vs C";;
+    call_kernel)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "call_kernel inputs"
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 sqrelu \
+            || bad "call_kernel vs C";;
+    call_device)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w=$TMP/w.npy" --out "g=$TMP/g.npy" >/dev/null || bad "call_device inputs"
+        "$REF" gated "$TMP/x.npy" "$TMP/w.npy" "$TMP/g.npy" "$TMP/r1.npy" 1e-4 \
+            || bad "call_device vs C";;
+    fuse_chain) # fused elementwise kernels give the bits of one kernel per op
+        BLKC_TASK_FUSE=0 "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" \
+            --out "result=$TMP/unfused.npy" >/dev/null || bad "fuse_chain unfused"
+        echo -n "fuse_chain fused vs unfused: "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/unfused.npy" 0 || bad "fuse_chain fused vs unfused";;
+    two_results)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp2 inputs"
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/result0.r1.npy" 1e-4 \
+            || bad "two_results result0 vs C";;
     esac
     for R in 2 4 8; do
         for ov in auto always; do
+            mapfile -t oa < <(outargs "$R")
             if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" \
-                    --out "result=$TMP/r$R.npy"; then
+                    "${oa[@]}"; then
                 bad "$name on $R ranks ($ov)"
                 continue
             fi
-            echo -n "$name, $R ranks, overlap $ov: "
-            "$REF" cmp "$TMP/r$R.npy" "$TMP/r1.npy" 1e-4 || bad "$name on $R ranks ($ov)"
+            for o in $outs; do
+                echo -n "$name $o, $R ranks, overlap $ov: "
+                "$REF" cmp "$TMP/$o.r$R.npy" "$TMP/$o.r1.npy" 1e-4 || bad "$name $o on $R ranks ($ov)"
+            done
         done
     done
     exit $fail
@@ -59,6 +92,15 @@ if [ "$MODE" = golden ]; then
             bad "golden $gname"
         fi
     done <"$DIR/golden/plans.list"
+    # --emit=task: the Task IR with shardings and fusion groups
+    for f in fuse_chain two_results call_reshard; do
+        "$BLKC" compile "$DIR/$f.blk" --emit=task >"$TMP/$f.task" 2>&1 || bad "emit=task $f exited $?"
+        if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
+            cp "$TMP/$f.task" "$DIR/golden/${f}_emit.txt"
+        elif ! diff -u "$DIR/golden/${f}_emit.txt" "$TMP/$f.task"; then
+            bad "golden ${f}_emit"
+        fi
+    done
     # --json is well-formed enough to name every collective's choice
     "$BLKC" plan "$DIR/mlp_sp.blk" --entry=mlp_sp --ranks=8 --topology=h800-nvl8 --json \
         T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
@@ -68,15 +110,16 @@ if [ "$MODE" = golden ]; then
 fi
 
 if [ "$MODE" = errors ]; then
-    # FILE | run args | expected message (grep -F)
-    while IFS='|' read -r file args want; do
+    # FILE | run args | expected message (grep -F) [| expected exit, default 1]
+    while IFS='|' read -r file args want code; do
+        code=${code:-1}
         [ -z "$file" ] && continue
         case $file in \#*) continue;; esac
         # shellcheck disable=SC2086
         "$BLKC" run "$DIR/$file" --random $args >"$TMP/out" 2>"$TMP/err"
         rc=$?
-        if [ $rc != 1 ]; then
-            bad "$file $args: exit $rc, expected 1"; cat "$TMP/err"
+        if [ $rc != "$code" ]; then
+            bad "$file $args: exit $rc, expected $code"; cat "$TMP/err"
         elif ! grep -qF -- "$want" "$TMP/err"; then
             bad "$file $args: message"; echo "  want: $want"; echo "  got:"; cat "$TMP/err"
         fi

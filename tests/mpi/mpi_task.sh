@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# mpi_task.sh NP HAVE_MPI BLKC TASK_REF SRCDIR — tasks under
+# `mpirun -np NP blkc run FILE --entry=TASK --ranks=NP` (docs/task.md "MPI"):
+# the tensor-parallel MLP (placement by cost and forced overlap), a task
+# with a split second result and a task calling a kernel equal their
+# 1-rank local results (1e-4); output files come from rank 0 only; --ranks
+# other than -np is an error. Exits 77 without MPI or mpirun.
+set -u
+[ "${BLKC_SANITIZED:-}" = 1 ] && { echo "skipped: sanitizer build"; exit 77; }
+NP=$1 HAVE=$2 BLKC=$3 REF=$4 SRC=$5
+if [ "$HAVE" != ON ]; then echo "skipped: blkc was built without MPI"; exit 77; fi
+if ! command -v mpirun >/dev/null 2>&1; then echo "skipped: no mpirun"; exit 77; fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPI=(mpirun)
+if mpirun --version 2>&1 | grep -q "Open MPI"; then
+  MPI=(mpirun --oversubscribe --bind-to none)
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-mpitask.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export BLKC_CACHE_DIR=$T/cache
+pass=0 failed=0
+ok()  { pass=$((pass + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+D=$SRC/tests/task
+
+# run_cmp NAME FILE ENTRY "SIZES" RESULTS... — mpirun vs 1 local rank
+run_cmp() {
+  local name=$1 file=$2 entry=$3 sizes=$4; shift 4
+  local lo=() mo=()
+  for o in "$@"; do lo+=(--out "$o=$T/$name.$o.l.npy"); mo+=(--out "$o=$T/$name.$o.m.npy"); done
+  # shellcheck disable=SC2086
+  "$BLKC" run "$D/$file" --entry="$entry" --ranks=1 --random $sizes "${lo[@]}" >/dev/null \
+    2>"$T/lerr" || { bad "$name on 1 local rank: $(cat "$T/lerr")"; return; }
+  # shellcheck disable=SC2086
+  if ! timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/$file" --entry="$entry" --ranks="$NP" \
+      --random $sizes "${mo[@]}" >"$T/out" 2>"$T/err"; then
+    bad "mpirun -np $NP $name: $(cat "$T/out" "$T/err")"; return
+  fi
+  for o in "$@"; do
+    echo -n "$name $o, mpirun -np $NP (overlap ${BLKC_TASK_OVERLAP:-auto}): "
+    "$REF" cmp "$T/$name.$o.m.npy" "$T/$name.$o.l.npy" 1e-4 && ok || bad "$name $o differs"
+  done
+}
+
+run_cmp mlp mlp.blk mlp "T=16 H=16 F=32" result
+BLKC_TASK_OVERLAP=always run_cmp mlp_ov mlp.blk mlp "T=16 H=16 F=32" result
+BLKC_TASK_OVERLAP=always run_cmp mlp_sp mlp_sp.blk mlp_sp "T=32 H=16 F=32" result
+run_cmp two two_results.blk mlp2 "T=16 H=16 F=32" result0 result1
+run_cmp call call_kernel.blk mlp_call "T=16 H=16 F=64" result
+
+# without --out: one summary line, from rank 0 only
+timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/mlp.blk" --ranks="$NP" --random T=16 H=16 F=32 \
+  >"$T/out" 2>"$T/err"
+n=$(grep -c "task on $NP ranks" "$T/out")
+[ "$n" = 1 ] && ok || bad "expected one summary line from rank 0, got $n: $(cat "$T/out" "$T/err")"
+
+# --ranks must equal -np
+timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/mlp.blk" --ranks=$((NP + 1)) --random \
+  T=16 H=16 F=32 >"$T/out" 2>"$T/err"
+rc=$?
+if [ "$rc" = 3 ] && grep -q -- "--ranks must equal -np" "$T/err"; then ok
+else bad "--ranks != -np: exit $rc: $(cat "$T/err")"; fi
+
+echo "mpi_task -np $NP: $pass passed, $failed failed"
+[ "$failed" = 0 ]
