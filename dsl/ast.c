@@ -195,6 +195,49 @@ static void print_node(DslBuf *out, const Ast *n, int depth)
     dsl_buf_put(out, ")", 1);
 }
 
+/* A dim written as an expression, inline: `M * world()`, `(N + 1) / 2`.
+ * Operands that are themselves binary get parentheses. */
+static void print_dim(DslBuf *out, const Ast *d, bool paren)
+{
+    if (!d) {
+        dsl_buf_put(out, "?", 1);
+        return;
+    }
+    switch (d->kind) {
+    case AST_INT:
+        dsl_buf_printf(out, "%lld", (long long)d->ival);
+        break;
+    case AST_IDENT:
+        dsl_buf_printf(out, "%s", d->name ? d->name : "?");
+        break;
+    case AST_UNARY:
+        dsl_buf_printf(out, "%s", op_name(d->op));
+        print_dim(out, d->a, true);
+        break;
+    case AST_BINARY:
+        if (paren)
+            dsl_buf_put(out, "(", 1);
+        print_dim(out, d->a, true);
+        dsl_buf_printf(out, " %s ", op_name(d->op));
+        print_dim(out, d->b, true);
+        if (paren)
+            dsl_buf_put(out, ")", 1);
+        break;
+    case AST_CALL:
+        dsl_buf_printf(out, "%s(", d->name ? d->name : "?");
+        for (int i = 0; i < d->nlist; i++) {
+            if (i)
+                dsl_buf_put(out, ", ", 2);
+            print_dim(out, d->list[i], false);
+        }
+        dsl_buf_put(out, ")", 1);
+        break;
+    default:
+        dsl_buf_put(out, "?", 1);
+        break;
+    }
+}
+
 /* `symmetric f16[M, 64] split(0)` */
 static void print_type(DslBuf *out, const AstParam *p)
 {
@@ -218,10 +261,7 @@ static void print_type(DslBuf *out, const AstParam *p)
             const Ast *d = p->dims[i];
             if (i)
                 dsl_buf_put(out, ", ", 2);
-            if (d->kind == AST_INT)
-                dsl_buf_printf(out, "%lld", (long long)d->ival);
-            else
-                dsl_buf_printf(out, "%s", d->name ? d->name : "?");
+            print_dim(out, d, false);
         }
         dsl_buf_put(out, "]", 1);
     }
