@@ -3,9 +3,11 @@
  * reference (silu(x @ w1) @ w2 in double), a task with two results, the
  * plan text equal to `blkc plan`'s golden output, and the error routes
  * (unknown task, wrong arity / dtype / shape, ranks not dividing a split
- * dim, bad sizes) as statuses with clear messages. */
+ * dim, bad sizes) as statuses with clear messages; one handle run from
+ * several threads at once. */
 #include <blkc/blkc.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +117,30 @@ static double maxdiff(const float *got, const double *want, int64_t n)
     return m;
 }
 
+/* threads running one handle at once (runs are serialized inside) */
+typedef struct {
+    blkc_task *t;
+    const blkc_arg *args;
+    const double *want;
+    int n;
+    int ok;
+} Job;
+
+static void *job_run(void *p)
+{
+    Job *j = p;
+    float *o = malloc(sizeof(float) * (size_t)j->n);
+    Tensor ty;
+    mk(&ty, o, 8, 16);
+    DLTensor *res[] = {&ty.t};
+    j->ok = 1;
+    for (int rep = 0; rep < 3; rep++)
+        if (blkc_task_run(j->t, j->args, 3, res, 1) != BLKC_OK || maxdiff(o, j->want, j->n) > 1e-3)
+            j->ok = 0;
+    free(o);
+    return NULL;
+}
+
 static blkc_task *make(const char *src, size_t len, const char *file, const char *name,
                        int ranks)
 {
@@ -179,6 +205,23 @@ int main(void)
                    ranks[k] == 1 ? "" : "s", rep + 1, d);
             CHECK(d <= 1e-3);
         }
+        blkc_task_destroy(t);
+    }
+
+    /* one handle, four threads */
+    {
+        blkc_task *t = make(mlp, mlen, "mlp.blk", "mlp", 2);
+        Job jobs[4];
+        pthread_t th[4];
+        for (int i = 0; t && i < 4; i++) {
+            jobs[i] = (Job){t, args, y, T * H, 0};
+            CHECK(pthread_create(&th[i], NULL, job_run, &jobs[i]) == 0);
+        }
+        for (int i = 0; t && i < 4; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(jobs[i].ok);
+        }
+        printf("mlp on 2 ranks from 4 threads: %s\n", t ? "done" : "no task");
         blkc_task_destroy(t);
     }
 
