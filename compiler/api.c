@@ -13,6 +13,7 @@
 #include "isolate.h"
 #include "ir.h"
 #include "task.h"
+#include "../runtime/plan.h"
 #include "../runtime/ranks.h"
 
 #include <errno.h>
@@ -1192,5 +1193,117 @@ out:
     free(key);
     free(symval);
     free(ta);
+    return st;
+}
+
+/* ------------------------------------------------------------ device
+ * functions on N local ranks (what `blkc run --ranks=N` does for one):
+ * rt_plan_run with each rank's own arguments. */
+
+BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks, const blkc_arg *args,
+                                           int nargs, const blkc_launch_options *opts)
+{
+    if (!k)
+        return set_err(BLKC_ERR_USAGE, "blkc_kernel_run_ranks: kernel is NULL");
+    const IrFunc *f = k->func;
+    if (k->module->gpu)
+        return set_err(BLKC_ERR_UNSUPPORTED, "blkc_kernel_run_ranks runs on cpu ranks only "
+                       "for now (%s is in a GPU module)", f->name);
+    if (nranks < 1 || nranks > 1024)
+        return set_err(BLKC_ERR_USAGE, "nranks %d is not 1..1024", nranks);
+    int nuser = 0;
+    for (int p = 0; p < f->nparams; p++)
+        nuser += !f->params[p].local;
+    if (nargs != nuser || (nargs && !args))
+        return set_err(BLKC_ERR_USAGE, "%s takes %d argument%s per rank, got %d", f->name,
+                       nuser, nuser == 1 ? "" : "s", nargs);
+    if (rt_mpi_launch_size() > 1)
+        return set_err(BLKC_ERR_UNSUPPORTED, "blkc_kernel_run_ranks under mpirun: use "
+                       "blkc_kernel_launch per process");
+    RtPlanArg **ra = calloc((size_t)nranks, sizeof *ra);
+    int64_t *symval = malloc(((size_t)f->nsyms + 1) * sizeof *symval);
+    blkc_status st = !ra || !symval ? set_err(BLKC_ERR_NOMEM, "out of memory") : BLKC_OK;
+    for (int r = 0; r < nranks && st == BLKC_OK; r++) {
+        ra[r] = calloc((size_t)f->nparams + 1, sizeof **ra);
+        if (!ra[r]) {
+            st = set_err(BLKC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (int s = 0; s < f->nsyms; s++)
+            symval[s] = -1;
+        const blkc_arg *a = args + (size_t)r * (size_t)nargs;
+        int ai = 0;
+        for (int p = 0; p < f->nparams && st == BLKC_OK; p++) {
+            const IrParam *ip = &f->params[p];
+            if (ip->local)
+                continue;
+            const blkc_arg *x = &a[ai++];
+            if (ip->kind == PK_SCALAR) {
+                if (x->kind == BLKC_ARG_TENSOR ||
+                    (x->kind == BLKC_ARG_FLOAT && !dsl_is_float(ip->dtype)))
+                    st = set_err(BLKC_ERR_USAGE, "rank %d: parameter '%s' of %s is a %s "
+                                 "scalar, got a %s", r, ip->name, f->name,
+                                 dsl_dtype_name(ip->dtype),
+                                 x->kind == BLKC_ARG_TENSOR ? "tensor" : "float");
+                else if (dsl_is_float(ip->dtype))
+                    ra[r][p].scalar.f = x->kind == BLKC_ARG_FLOAT ? x->v.f : (double)x->v.i;
+                else
+                    ra[r][p].scalar.i = x->v.i;
+                continue;
+            }
+            const DLTensor *dl = x->kind == BLKC_ARG_TENSOR ? x->v.tensor : NULL;
+            int dt = dl ? rt_dtype_from_dl(dl->dtype) : -1;
+            if (!dl)
+                st = set_err(BLKC_ERR_USAGE, "rank %d: parameter '%s' of %s is a tensor, got "
+                             "%s", r, ip->name, f->name,
+                             x->kind == BLKC_ARG_TENSOR ? "NULL" : "a scalar");
+            else if (dl->device.device_type != kDLCPU &&
+                     dl->device.device_type != kDLCUDAHost)
+                st = set_err(BLKC_ERR_USAGE, "rank %d: tensor '%s' is not in host memory "
+                             "(device type %d)", r, ip->name, (int)dl->device.device_type);
+            else if (dt != ip->dtype)
+                st = set_err(BLKC_ERR_USAGE, "rank %d: tensor '%s' of %s has dtype %s, "
+                             "expected %s", r, ip->name, f->name,
+                             dt >= 0 ? dsl_dtype_name(dt) : "(not a blkc dtype)",
+                             dsl_dtype_name(ip->dtype));
+            else if (dl->ndim != ip->rank || (ip->rank && (!dl->shape || !dl->data)))
+                st = set_err(BLKC_ERR_USAGE, "rank %d: tensor '%s' of %s has %d dims, "
+                             "expected %d", r, ip->name, f->name, dl->ndim, ip->rank);
+            int64_t sst = 1;
+            for (int d = ip->rank - 1; d >= 0 && st == BLKC_OK; d--) {
+                int64_t v = dl->shape[d];
+                ra[r][p].shape[d] = v;
+                ra[r][p].stride[d] = dl->strides ? dl->strides[d] : sst;
+                sst *= v;
+                int64_t want = ip->dims[d] >= 0 ? ip->dims[d] : symval[-1 - ip->dims[d]];
+                if (v < 0 || (want >= 0 && v != want))
+                    st = set_err(BLKC_ERR_USAGE, "rank %d: tensor '%s' of %s: dim %d is %lld, "
+                                 "expected %lld", r, ip->name, f->name, d, (long long)v,
+                                 (long long)want);
+                else if (ip->dims[d] < 0)
+                    symval[-1 - ip->dims[d]] = v;
+            }
+            if (st == BLKC_OK)
+                ra[r][p].data = (char *)dl->data + dl->byte_offset;
+        }
+    }
+    BkCpuModule *cm = NULL;
+    if (st == BLKC_OK) {
+        char err[1024] = "";
+        BkOptions bo = {NULL, 3};
+        if (bk_cpu_jit(k->module->ir, &bo, &cm, err, sizeof err) != 0)
+            st = set_err(BLKC_ERR_RUNTIME, "JIT failed: %s", err);
+        RtPlanModule pm = {k->module->ir, cm, NULL};
+        bool has_grid = opts && (opts->grid[0] || opts->grid[1] || opts->grid[2]);
+        if (st == BLKC_OK && rt_plan_run(&pm, k->index, nranks, ra, has_grid ? opts->grid : NULL,
+                                         err, sizeof err) != 0)
+            st = set_err(BLKC_ERR_RUNTIME, "%s", err[0] ? err : "run failed");
+    }
+    if (cm)
+        bk_cpu_free(cm);
+    for (int r = 0; ra && r < nranks; r++)
+        free(ra[r]);
+    free(ra);
+    free(symval);
     return st;
 }

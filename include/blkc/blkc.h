@@ -126,6 +126,16 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
                                         int nargs,
                                         const blkc_launch_options *opts);
 
+/* Run kernel or device function k (CPU module) on `nranks` local ranks
+ * (threads), as `blkc run --ranks=N` does: args holds nranks * nargs
+ * entries, rank r's arguments at args + r * nargs (one per parameter, as
+ * for blkc_kernel_launch; a device function's buffers made inside it are
+ * not parameters). Collectives run across the ranks. The module's CPU code
+ * is JIT'd again for the multi-rank runtime on every call (not cached). */
+BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks,
+                                           const blkc_arg *args, int nargs,
+                                           const blkc_launch_options *opts);
+
 /* text/binary stages: "ast", "core", "llvm", "obj", "cuda", "ptx", ...
  * On success *out is malloc'd (free with blkc_free) and *len its size. */
 BLKC_API blkc_status blkc_emit(const char *source, size_t len,

@@ -174,6 +174,8 @@ def load():
                                      ctypes.POINTER(_Arg), I,
                                      ctypes.POINTER(_TuneOptions),
                                      ctypes.POINTER(P), S, ctypes.c_size_t]),
+        "blkc_kernel_run_ranks": (I, [P, I, ctypes.POINTER(_Arg), I,
+                                      ctypes.POINTER(_LaunchOptions)]),
         "blkc_task_create": (I, [S, ctypes.c_size_t,
                                  ctypes.POINTER(_CompileOptions), S,
                                  ctypes.POINTER(_TaskOptions),
@@ -379,6 +381,33 @@ class Kernel:
                                          ctypes.byref(lo)))
 
     __call__ = launch
+
+    def run_ranks(self, per_rank, grid=None):
+        """Run this kernel or device function on len(per_rank) local CPU
+        ranks; per_rank[r] is rank r's argument list (numpy arrays written
+        in place, scalars), as `blkc run --ranks=N` gives each rank its own
+        tensors. Collectives run across the ranks."""
+        lib, keep = load(), []
+        R = len(per_rank)
+        n = len(per_rank[0]) if R else 0
+        if any(len(a) != n for a in per_rank):
+            raise Error(2, "every rank needs the same number of arguments")
+        args = (_Arg * max(R * n, 1))()
+        for r, values in enumerate(per_rank):
+            for i, v in enumerate(values):
+                a = args[r * n + i]
+                if lib.blkc_kernel_param_is_tensor(self._h, i):
+                    t = _tensor(v, keep)
+                    a.kind = _ARG_TENSOR
+                    a.v.tensor = ctypes.pointer(t)
+                elif isinstance(v, float):
+                    a.kind, a.v.f = _ARG_FLOAT, v
+                else:
+                    a.kind, a.v.i = _ARG_INT, int(v)
+        lo = _LaunchOptions()
+        for i, g in enumerate(grid or ()):
+            lo.grid[i] = g
+        _check(lib.blkc_kernel_run_ranks(self._h, R, args, n, ctypes.byref(lo)))
 
 
 def autotune(ctx, source, kernel, space, *values, defines=None, reps=0,

@@ -4,7 +4,8 @@
  * plan text equal to `blkc plan`'s golden output, and the error routes
  * (unknown task, wrong arity / dtype / shape, ranks not dividing a split
  * dim, bad sizes) as statuses with clear messages; one handle run from
- * several threads at once. */
+ * several threads at once. Also a device function on N local ranks
+ * (blkc_kernel_run_ranks): an all_reduce through a buffer made inside it. */
 #include <blkc/blkc.h>
 #include <math.h>
 #include <pthread.h>
@@ -364,6 +365,75 @@ int main(void)
         }
         EXPECT(blkc_task_run(NULL, args, 3, NULL, 1), BLKC_ERR_USAGE, "task is NULL");
         blkc_task_destroy(NULL);
+    }
+
+    /* a device function on 1 and 4 local ranks, each with its own arguments */
+    {
+        static const char *dev =
+            "device ar2(x: f32[N], y: f32[N], k: f32) {\n"
+            "    let s = symmetric(f32, N);\n"
+            "    copy(s[0 +: N], x[0 +: N]);\n"
+            "    all_reduce(s, op = sum);\n"
+            "    copy(y[0 +: N], s[0 +: N]);\n"
+            "}\n";
+        blkc_module *m = NULL;
+        blkc_kernel *k = NULL;
+        CHECK(blkc_module_create(NULL, dev, strlen(dev), NULL, &m) == BLKC_OK);
+        CHECK(m && blkc_module_get_kernel(m, "ar2", &k) == BLKC_OK);
+        enum { N = 64, R = 4 };
+        float xs[R][N], ys[R][N];
+        int64_t shp[1] = {N};
+        DLTensor tx4[R], ty4[R];
+        blkc_arg a[R * 3];
+        for (int r = 0; r < R; r++) {
+            for (int i = 0; i < N; i++) {
+                xs[r][i] = (float)(r + 1) * (float)i;
+                ys[r][i] = -1;
+            }
+            DLTensor *p[2] = {&tx4[r], &ty4[r]};
+            float *d[2] = {xs[r], ys[r]};
+            for (int j = 0; j < 2; j++) {
+                memset(p[j], 0, sizeof *p[j]);
+                p[j]->data = d[j];
+                p[j]->device.device_type = kDLCPU;
+                p[j]->ndim = 1;
+                p[j]->dtype.code = kDLFloat;
+                p[j]->dtype.bits = 32;
+                p[j]->dtype.lanes = 1;
+                p[j]->shape = shp;
+                a[r * 3 + j].kind = BLKC_ARG_TENSOR;
+                a[r * 3 + j].v.tensor = p[j];
+            }
+            a[r * 3 + 2].kind = BLKC_ARG_FLOAT;
+            a[r * 3 + 2].v.f = 1.0;
+        }
+        if (k) {
+            CHECK(blkc_kernel_run_ranks(k, 1, a, 3, NULL) == BLKC_OK);
+            int bad = 0;
+            for (int i = 0; i < N; i++)
+                bad += ys[0][i] != xs[0][i];
+            CHECK(bad == 0);
+            CHECK(blkc_kernel_run_ranks(k, R, a, 3, NULL) == BLKC_OK);
+            for (int r = 0; r < R; r++)
+                for (int i = 0; i < N; i++)
+                    bad += ys[r][i] != 10.0f * (float)i; /* (1 + 2 + 3 + 4) * i */
+            CHECK(bad == 0);
+            printf("device function ar2 on 1 and %d ranks: %s\n", R, bad ? "WRONG" : "ok");
+            EXPECT(blkc_kernel_run_ranks(k, R, a, 2, NULL), BLKC_ERR_USAGE,
+                   "ar2 takes 3 arguments per rank, got 2");
+            EXPECT(blkc_kernel_run_ranks(k, 0, a, 3, NULL), BLKC_ERR_USAGE, "nranks 0");
+            blkc_arg save = a[3 + 1];
+            a[3 + 1].kind = BLKC_ARG_INT;
+            EXPECT(blkc_kernel_run_ranks(k, R, a, 3, NULL), BLKC_ERR_USAGE,
+                   "rank 1: parameter 'y' of ar2 is a tensor, got a scalar");
+            a[3 + 1] = save;
+            int64_t shp2[1] = {N - 1};
+            ty4[2].shape = shp2;
+            EXPECT(blkc_kernel_run_ranks(k, R, a, 3, NULL), BLKC_ERR_USAGE,
+                   "rank 2: tensor 'y' of ar2: dim 0 is 63, expected 64");
+            ty4[2].shape = shp;
+        }
+        blkc_module_destroy(m);
     }
 
     free(mlp);

@@ -210,3 +210,22 @@ def test_task_errors():
     np.testing.assert_allclose(t.run(x, w1, w2), _mlp_ref(x, w1, w2)[0],
                                atol=1e-3)
     t.close()
+
+
+def test_device_function_run_ranks(ctx):
+    src = """
+device ar2(x: f32[N], y: f32[N]) {
+    let s = symmetric(f32, N);
+    copy(s[0 +: N], x[0 +: N]);
+    all_reduce(s, op = sum);
+    copy(y[0 +: N], s[0 +: N]);
+}
+"""
+    k = ctx.compile(src).kernel("ar2")
+    xs = [np.arange(32, dtype=np.float32) * (r + 1) for r in range(4)]
+    ys = [np.zeros(32, np.float32) for _ in range(4)]
+    k.run_ranks([[x, y] for x, y in zip(xs, ys)])
+    for y in ys:
+        np.testing.assert_array_equal(y, np.arange(32, dtype=np.float32) * 10)
+    with pytest.raises(blkc.Error, match="ar2 takes 2 arguments per rank"):
+        k.run_ranks([[xs[0]], [xs[1]]])
