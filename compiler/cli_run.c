@@ -778,25 +778,18 @@ static int run_task_entry(void)
         sprintf(sizes[s], "%s=%lld", f->syms[s].name, (long long)symval[s]);
     }
     int R = cli.ranks > 0 ? cli.ranks : 1;
-    TkTask *t = tk_build(prog, fn, R, cli.defines, cli.ndefines,
-                         (const char *const *)sizes, f->nsyms, &diags);
-    if (t) {
-        t->src = cli_g.src; /* calls of the file's kernels / device functions */
-        t->srclen = strlen(cli_g.src);
-        /* under mpirun, rank 0 writes whole results: the task gathers them
-         * (a split result gets an all_gather at its end) */
-        for (int r = 0; r < t->nresults && self >= 0; r++)
-            t->res_sh[r] = (TkShard){SH_REPL, 0};
-        tk_propagate(t, &diags);
-    }
+    TkTopology topo;
+    if (tk_topology_get("this-cpu", &topo, err, sizeof err))
+        cli_die(X_RUNTIME, "%s", err);
+    TkTask *t = tk_prepare(prog, fn, R, cli.defines, cli.ndefines, (const char *const *)sizes,
+                           f->nsyms, cli_g.src, strlen(cli_g.src), &topo, tk_force_from_env(),
+                           &diags, err, sizeof err);
     if (diags.out.len)
         fputs(diags.out.data, stderr);
     if (diags.nerrors)
         exit(X_COMPILE);
-    TkTopology topo;
-    if (tk_topology_get("this-cpu", &topo, err, sizeof err))
+    if (!t)
         cli_die(X_RUNTIME, "%s", err);
-    tk_place(t, &topo, tk_force_from_env());
     TkArg *args = calloc((size_t)f->nparams + 1, sizeof *args);
     if (!args)
         cli_die(X_RUNTIME, "out of memory");

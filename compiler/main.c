@@ -719,18 +719,14 @@ static int cmd_plan(void)
                     (int)(eq - a), a);
         }
     }
-    TkTask *t = tk_build(prog, fn, cli.ranks, cli.defines, cli.ndefines, sizes, nsizes, &diags);
-    for (int s = 0; t && s < t->nsyms; s++)
-        if (t->symval[s] < 0)
-            cli_die(X_USAGE, "plan needs the size %s of task %s: give %s=VALUE", t->syms[s],
-                    fn->name, t->syms[s]);
-    if (t)
-        tk_propagate(t, &diags);
+    TkTask *t = tk_prepare(prog, fn, cli.ranks, cli.defines, cli.ndefines, sizes, nsizes,
+                           cli_g.src, src_len, &topo, 0, &diags, err, sizeof err);
     if (diags.out.len)
         fputs(diags.out.data, stderr);
     if (diags.nerrors)
         exit(X_COMPILE);
-    tk_place(t, &topo, 0);
+    if (!t)
+        cli_die(X_USAGE, "plan: %s", err);
     tk_plan_print(&cli_g.out, t, &topo, plan_json);
     if (cli_g.out.oom)
         cli_die(X_RUNTIME, "out of memory");

@@ -238,6 +238,19 @@ const AstFunc *tk_pick_task(const AstProgram *prog, const char *entry, char *err
 IrFunc *tk_signature(const TkTask *t);
 void tk_signature_free(IrFunc *f);
 
+/* What `blkc run` / `blkc plan` and libblkc's blkc_task_* share: the Task
+ * IR of task `fn` for `nranks` ranks with every size bound (`sizes`:
+ * "NAME=VALUE"), shardings propagated, collectives placed on `topo` with
+ * `force` (tk_place). `src` is the file's text (for calls of its kernels).
+ * Under mpirun results are made replicated (rank 0 holds them whole).
+ * NULL on error: diagnostics in diags, or (diags without errors) a
+ * message in err (an unbound size, out of memory). */
+TkTask *tk_prepare(const AstProgram *prog, const AstFunc *fn, int nranks,
+                   const char *const *defines, int ndefines,
+                   const char *const *sizes, int nsizes, const char *src,
+                   size_t srclen, const TkTopology *topo, int force,
+                   DslDiags *diags, char *err, size_t errlen);
+
 /* The environment variable that forces placement in tests:
  * BLKC_TASK_OVERLAP=always|never (unset: by cost). */
 int tk_force_from_env(void);

@@ -374,3 +374,40 @@ void tk_signature_free(IrFunc *f)
     free(f->vars);
     free(f);
 }
+
+/* ------------------------------------------------------------ shared prepare */
+
+TkTask *tk_prepare(const AstProgram *prog, const AstFunc *fn, int nranks,
+                   const char *const *defines, int ndefines, const char *const *sizes,
+                   int nsizes, const char *src, size_t srclen, const TkTopology *topo,
+                   int force, DslDiags *diags, char *err, size_t errlen)
+{
+    err[0] = 0;
+    TkTask *t = tk_build(prog, fn, nranks, defines, ndefines, sizes, nsizes, diags);
+    if (!t || diags->nerrors) {
+        if (!diags->nerrors)
+            snprintf(err, errlen, "out of memory");
+        tk_free(t);
+        return NULL;
+    }
+    for (int s = 0; s < t->nsyms; s++)
+        if (t->symval[s] < 0) {
+            snprintf(err, errlen, "task %s needs the size %s: give %s=VALUE", fn->name,
+                     t->syms[s], t->syms[s]);
+            tk_free(t);
+            return NULL;
+        }
+    t->src = src; /* calls of the file's kernels / device functions */
+    t->srclen = srclen;
+    /* under mpirun each process is one rank and rank 0 holds whole results:
+     * the task gathers them (a split result gets an all_gather at its end) */
+    if (rt_mpi_launch_size() > 1)
+        for (int r = 0; r < t->nresults; r++)
+            t->res_sh[r] = (TkShard){SH_REPL, 0};
+    if (tk_propagate(t, diags) || diags->nerrors) {
+        tk_free(t);
+        return NULL;
+    }
+    tk_place(t, topo, force);
+    return t;
+}

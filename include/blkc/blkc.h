@@ -126,6 +126,16 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
                                         int nargs,
                                         const blkc_launch_options *opts);
 
+/* Run kernel or device function k (CPU module) on `nranks` local ranks
+ * (threads), as `blkc run --ranks=N` does: args holds nranks * nargs
+ * entries, rank r's arguments at args + r * nargs (one per parameter, as
+ * for blkc_kernel_launch; a device function's buffers made inside it are
+ * not parameters). Collectives run across the ranks. The module's CPU code
+ * is JIT'd again for the multi-rank runtime on every call (not cached). */
+BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks,
+                                           const blkc_arg *args, int nargs,
+                                           const blkc_launch_options *opts);
+
 /* text/binary stages: "ast", "core", "llvm", "obj", "cuda", "ptx", ...
  * On success *out is malloc'd (free with blkc_free) and *len its size. */
 BLKC_API blkc_status blkc_emit(const char *source, size_t len,
@@ -179,6 +189,61 @@ BLKC_API blkc_status blkc_kernel_autotune(
     const char *const *space, int nspace, const blkc_arg *args, int nargs,
     const blkc_tune_options *topts, blkc_module **out, char *config,
     size_t configlen);
+
+/* ------------------------------------------------------------ tasks
+ * A task (LANGUAGE.md §6) of a .blk file, planned and run on N local CPU
+ * ranks as `blkc plan` and `blkc run --entry=TASK --ranks=N` do (the same
+ * code). Tensors are full (unsharded) C-contiguous CPU tensors: the task
+ * scatters its inputs by their declared shardings and gathers each result
+ * whole. See docs/api.md. */
+typedef struct blkc_task blkc_task;
+typedef struct blkc_task_options {
+    int ranks;                 /* local ranks; 0 = 1 */
+    const char *topology;      /* cost-model topology: a preset (h100-nvl8,
+                                  ...) or a key=value file; NULL = "this-cpu"
+                                  (what `blkc run` uses) */
+    int overlap;               /* communication placement: 0 = by cost
+                                  (runs: BLKC_TASK_OVERLAP when set),
+                                  1 = overlap when possible, -1 = never */
+    int reserved[8];           /* zero (room to grow) */
+} blkc_task_options;
+BLKC_API void blkc_task_options_init(blkc_task_options *o);
+/* Parse and check `source` (the whole file must compile) and pick task
+ * `name` (NULL: the file's single task). opts: defines and filename are
+ * used; target must be CPU. NOT_FOUND names the file's tasks. */
+BLKC_API blkc_status blkc_task_create(const char *source, size_t len,
+                                      const blkc_compile_options *opts,
+                                      const char *name,
+                                      const blkc_task_options *topts,
+                                      blkc_task **out);
+BLKC_API void blkc_task_destroy(blkc_task *t);
+/* parameters (tensors and scalars, in declaration order) and results */
+BLKC_API int blkc_task_param_count(const blkc_task *t);
+BLKC_API const char *blkc_task_param_name(const blkc_task *t, int i);
+BLKC_API int blkc_task_param_is_tensor(const blkc_task *t, int i);
+BLKC_API int blkc_task_result_count(const blkc_task *t);
+/* Result i's dtype and full shape for these arguments (shape has room for
+ * 8 dims); nothing is compiled. */
+BLKC_API blkc_status blkc_task_result_shape(const blkc_task *t,
+                                            const blkc_arg *args, int nargs,
+                                            int i, DLDataType *dtype,
+                                            int *ndim, int64_t *shape);
+/* The plan `blkc plan --ranks=N [--topology=T] [--json] NAME=VALUE...`
+ * prints, for the task's sizes given as "NAME=VALUE" (every size of the
+ * task). *out is malloc'd (free with blkc_free), NUL-terminated. */
+BLKC_API blkc_status blkc_task_plan(blkc_task *t, const char *const *sizes,
+                                    int nsizes, int json, char **out,
+                                    size_t *outlen);
+/* Run the task: one blkc_arg per parameter (full tensors, scalars), one
+ * full tensor per result (allocated by the caller; blkc_task_result_shape
+ * gives the shapes). Sizes are bound from the tensors; the task is
+ * compiled for them on the first run and kept for the next runs with the
+ * same sizes. Runs of one task are serialized (a mutex). Errors: wrong
+ * arity / dtype / shape (USAGE), a split dim the ranks do not divide and
+ * other program errors (COMPILE, with the diagnostic), the run (RUNTIME). */
+BLKC_API blkc_status blkc_task_run(blkc_task *t, const blkc_arg *args,
+                                   int nargs, DLTensor *const *results,
+                                   int nresults);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,14 @@
     k(a, b, c)                      # tensors: numpy arrays or DLPack objects
     k.launch(a, b, c, grid=(1,))    # same, with a grid override
 
+    # a task (LANGUAGE.md §6) on N local CPU ranks, full tensors in and out
+    src = open("tests/task/mlp.blk").read()
+    print(blkc.plan_task(src, "mlp", ranks=8, topology="h100-nvl8",
+                         sizes={"T": 4096, "H": 8192, "F": 28672}))
+    y = blkc.run_task(src, "mlp", x, w1, w2, ranks=4)   # one result: an array
+    t = blkc.Task(src, "mlp2", ranks=4)                 # compiled once per shape
+    y, h = t.run(x, w1, w2)                              # several: a tuple
+
 libblkc.so is found through $BLKC_LIB, next to this package, or in the
 build directory of the source tree (build/libblkc.so). Errors raise
 blkc.Error (CompileError for diagnostics), carrying blkc_last_error().
@@ -19,7 +27,8 @@ import ctypes
 import os
 
 __all__ = ["Context", "Module", "Kernel", "Error", "CompileError",
-           "cache_stats", "cache_clear", "autotune", "version", "load"]
+           "cache_stats", "cache_clear", "autotune", "version", "load",
+           "Task", "plan_task", "run_task"]
 
 
 class Error(RuntimeError):
@@ -77,6 +86,11 @@ class _CompileOptions(ctypes.Structure):
                 ("ndefines", ctypes.c_int), ("opt_level", ctypes.c_int),
                 ("filename", ctypes.c_char_p), ("isolate", ctypes.c_int),
                 ("compile_mem_mb", ctypes.c_int)]
+
+
+class _TaskOptions(ctypes.Structure):
+    _fields_ = [("ranks", ctypes.c_int), ("topology", ctypes.c_char_p),
+                ("overlap", ctypes.c_int), ("reserved", ctypes.c_int * 8)]
 
 
 class _CacheStats(ctypes.Structure):
@@ -160,6 +174,26 @@ def load():
                                      ctypes.POINTER(_Arg), I,
                                      ctypes.POINTER(_TuneOptions),
                                      ctypes.POINTER(P), S, ctypes.c_size_t]),
+        "blkc_kernel_run_ranks": (I, [P, I, ctypes.POINTER(_Arg), I,
+                                      ctypes.POINTER(_LaunchOptions)]),
+        "blkc_task_create": (I, [S, ctypes.c_size_t,
+                                 ctypes.POINTER(_CompileOptions), S,
+                                 ctypes.POINTER(_TaskOptions),
+                                 ctypes.POINTER(P)]),
+        "blkc_task_destroy": (None, [P]),
+        "blkc_task_param_count": (I, [P]),
+        "blkc_task_param_name": (S, [P, I]),
+        "blkc_task_param_is_tensor": (I, [P, I]),
+        "blkc_task_result_count": (I, [P]),
+        "blkc_task_result_shape": (I, [P, ctypes.POINTER(_Arg), I, I,
+                                       ctypes.POINTER(_DLDataType),
+                                       ctypes.POINTER(I),
+                                       ctypes.POINTER(ctypes.c_int64)]),
+        "blkc_task_plan": (I, [P, ctypes.POINTER(S), I, I,
+                               ctypes.POINTER(ctypes.c_void_p),
+                               ctypes.POINTER(ctypes.c_size_t)]),
+        "blkc_task_run": (I, [P, ctypes.POINTER(_Arg), I,
+                              ctypes.POINTER(ctypes.POINTER(_DLTensor)), I]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -348,6 +382,33 @@ class Kernel:
 
     __call__ = launch
 
+    def run_ranks(self, per_rank, grid=None):
+        """Run this kernel or device function on len(per_rank) local CPU
+        ranks; per_rank[r] is rank r's argument list (numpy arrays written
+        in place, scalars), as `blkc run --ranks=N` gives each rank its own
+        tensors. Collectives run across the ranks."""
+        lib, keep = load(), []
+        R = len(per_rank)
+        n = len(per_rank[0]) if R else 0
+        if any(len(a) != n for a in per_rank):
+            raise Error(2, "every rank needs the same number of arguments")
+        args = (_Arg * max(R * n, 1))()
+        for r, values in enumerate(per_rank):
+            for i, v in enumerate(values):
+                a = args[r * n + i]
+                if lib.blkc_kernel_param_is_tensor(self._h, i):
+                    t = _tensor(v, keep)
+                    a.kind = _ARG_TENSOR
+                    a.v.tensor = ctypes.pointer(t)
+                elif isinstance(v, float):
+                    a.kind, a.v.f = _ARG_FLOAT, v
+                else:
+                    a.kind, a.v.i = _ARG_INT, int(v)
+        lo = _LaunchOptions()
+        for i, g in enumerate(grid or ()):
+            lo.grid[i] = g
+        _check(lib.blkc_kernel_run_ranks(self._h, R, args, n, ctypes.byref(lo)))
+
 
 def autotune(ctx, source, kernel, space, *values, defines=None, reps=0,
              force=False):
@@ -388,3 +449,144 @@ def cache_clear():
     n = ctypes.c_int()
     _check(load().blkc_cache_clear(ctypes.byref(n)))
     return n.value
+
+
+# ---------------------------------------------------------------- tasks
+
+_DL_TO_NP = {2: "f", 0: "i", 1: "u", 6: "b"}
+
+
+class Task:
+    """A task (LANGUAGE.md §6) of .blk source, planned and run on `ranks`
+    local CPU ranks as `blkc plan` / `blkc run --entry=NAME --ranks=N` do.
+
+    Task(source, name=None, ranks=1, topology=None, overlap=0,
+         defines=None, filename=None); name None = the file's single task.
+    run(*args) takes full (unsharded) numpy arrays and scalars in the
+    task's parameter order and returns the full results: one array, or a
+    tuple for a task with several results. It compiles on the first run
+    with new sizes and reuses that for the next runs with the same sizes.
+    plan(sizes, json=False) returns the plan text (sizes: {"T": 4096, ...}
+    or ["T=4096", ...]). Errors raise blkc.Error / blkc.CompileError with
+    the diagnostic text."""
+
+    def __init__(self, source, name=None, ranks=1, topology=None, overlap=0,
+                 defines=None, filename=None):
+        lib, keep = load(), []
+        data = source.encode() if isinstance(source, str) else bytes(source)
+        o = _options(defines, 0, filename, keep)
+        to = _TaskOptions()
+        to.ranks = ranks
+        to.topology = topology.encode() if topology else None
+        to.overlap = overlap
+        h = ctypes.c_void_p()
+        _check(lib.blkc_task_create(data, len(data), ctypes.byref(o),
+                                    name.encode() if name else None,
+                                    ctypes.byref(to), ctypes.byref(h)))
+        self._h = h
+
+    @property
+    def params(self):
+        lib = load()
+        return [lib.blkc_task_param_name(self._h, i).decode()
+                for i in range(lib.blkc_task_param_count(self._h))]
+
+    @property
+    def result_count(self):
+        return load().blkc_task_result_count(self._h)
+
+    def plan(self, sizes=None, json=False):
+        lib = load()
+        if isinstance(sizes, dict):
+            sizes = ["%s=%s" % kv for kv in sizes.items()]
+        sizes = list(sizes or [])
+        arr = (ctypes.c_char_p * max(len(sizes), 1))(
+            *[s.encode() for s in sizes])
+        out = ctypes.c_void_p()
+        n = ctypes.c_size_t()
+        _check(lib.blkc_task_plan(self._h, arr, len(sizes), 1 if json else 0,
+                                  ctypes.byref(out), ctypes.byref(n)))
+        try:
+            return ctypes.string_at(out.value, n.value).decode()
+        finally:
+            lib.blkc_free(out)
+
+    def _args(self, values, keep):
+        import numpy as np
+        lib = load()
+        n = lib.blkc_task_param_count(self._h)
+        if len(values) != n:
+            raise Error(2, "task takes %d arguments (%s), got %d" %
+                        (n, ", ".join(self.params), len(values)))
+        args = (_Arg * max(n, 1))()
+        for i, v in enumerate(values):
+            if lib.blkc_task_param_is_tensor(self._h, i):
+                if not isinstance(v, np.ndarray):
+                    raise Error(2, "argument '%s' must be a numpy array, got %s"
+                                % (self.params[i], type(v).__name__))
+                t = _numpy_tensor(np.ascontiguousarray(v), keep)
+                args[i].kind = _ARG_TENSOR
+                args[i].v.tensor = ctypes.pointer(t)
+            elif isinstance(v, float):
+                args[i].kind = _ARG_FLOAT
+                args[i].v.f = v
+            else:
+                args[i].kind = _ARG_INT
+                args[i].v.i = int(v)
+        return args
+
+    def run(self, *values):
+        import numpy as np
+        lib, keep = load(), []
+        args = self._args(values, keep)
+        nres = lib.blkc_task_result_count(self._h)
+        outs = []
+        for i in range(nres):
+            dt = _DLDataType()
+            nd = ctypes.c_int()
+            shp = (ctypes.c_int64 * 8)()
+            _check(lib.blkc_task_result_shape(self._h, args, len(values), i,
+                                              ctypes.byref(dt),
+                                              ctypes.byref(nd), shp))
+            if dt.code not in _DL_TO_NP or dt.bits % 8:
+                raise Error(6, "result %d has a dtype numpy lacks (code %d, "
+                            "%d bits)" % (i, dt.code, dt.bits))
+            npdt = np.dtype("?" if dt.code == 6 else
+                            "%s%d" % (_DL_TO_NP[dt.code], dt.bits // 8))
+            outs.append(np.empty(tuple(shp[:nd.value]), npdt))
+        res = (ctypes.POINTER(_DLTensor) * max(nres, 1))()
+        for i, a in enumerate(outs):
+            res[i] = ctypes.pointer(_numpy_tensor(a, keep))
+        _check(lib.blkc_task_run(self._h, args, len(values), res, nres))
+        return outs[0] if nres == 1 else tuple(outs)
+
+    __call__ = run
+
+    def close(self):
+        if getattr(self, "_h", None):
+            load().blkc_task_destroy(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+
+def plan_task(source, name=None, ranks=1, topology=None, sizes=None,
+              json=False, **kw):
+    """The plan `blkc plan --entry=NAME --ranks=N --topology=T` prints."""
+    t = Task(source, name, ranks=ranks, topology=topology, **kw)
+    try:
+        return t.plan(sizes, json=json)
+    finally:
+        t.close()
+
+
+def run_task(source, name, *values, ranks=1, **kw):
+    """Run task `name` (None: the single task) on `ranks` local ranks, as
+    `blkc run --entry=NAME --ranks=N`: full numpy arrays in, full results
+    out (one array, or a tuple for several results)."""
+    t = Task(source, name, ranks=ranks, **kw)
+    try:
+        return t.run(*values)
+    finally:
+        t.close()
