@@ -598,8 +598,8 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
                         char why[768];
                         snprintf(why, sizeof why, "%s", note);
                         snprintf(note, notelen, "kernel %s: the variant "
-                                 "specialized for these arguments failed to "
-                                 "compile (%s); running the %s one", f->name,
+                                 "specialized for these arguments could not "
+                                 "be built (%s); running the %s one", f->name,
                                  why, best ? "closest specialized" : "generic");
                     }
                     __atomic_store_n(&k->v[n], v, __ATOMIC_RELEASE);

@@ -11,7 +11,8 @@
  * image-N.ptx / image-N.cubin (N counts loads from 1) and, when
  * $FAKE_CUDA_LAUNCH_NOOP is set, a line "launch N" in DIR/launches per
  * launch of another kernel (module N's), which then succeeds doing
- * nothing. Allocations are memfd mappings, so that an IPC
+ * nothing; from the Nth load on, $FAKE_CUDA_LOAD_FAIL_FROM=N makes
+ * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image. Allocations are memfd mappings, so that an IPC
  * handle (pid, fd, size) can be opened by another process of the same
  * user through /proc/PID/fd/FD (GPU ranks under mpirun). It checks nothing
  * about real CUDA semantics (ordering between streams, visibility): that
@@ -113,6 +114,9 @@ P(cuModuleLoadData, void **m, const void *img)
     snprintf(name, sizeof name, "image-%d.%s", id, elf ? "cubin" : "ptx");
     if (p)
         dump(name, p, elf ? elf_size(p) : strlen(img), "wb");
+    const char *fail = getenv("FAKE_CUDA_LOAD_FAIL_FROM");
+    if (fail && *fail && id >= atoi(fail))
+        return 200;
     *m = (void *)(intptr_t)id;
     return OK;
 }
@@ -278,7 +282,8 @@ P(cuEventElapsedTime, float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; 
 P(cuGetErrorString, CUresult r, const char **s)
 {
     *s = r == NOT_SUPPORTED ? "operation not supported (fake CUDA runs no kernels)"
-                            : "fake CUDA error";
+       : r == 200 ? "device kernel image is invalid (FAKE_CUDA_LOAD_FAIL_FROM)"
+                  : "fake CUDA error";
     return OK;
 }
 /* NVRTC looks this up in the loaded libcuda: no export tables here */

@@ -9,7 +9,9 @@
  * and run it; the same facts again compile nothing new; strided unaligned
  * arguments (no facts) run the generic kernel; unaligned contiguous ones
  * get a variant without vector accesses; four threads launching a new
- * signature at once compile it once. Exit 77 without NVRTC. */
+ * signature at once compile it once; a variant that fails to load
+ * (FAKE_CUDA_LOAD_FAIL_FROM) runs the generic kernel with a note in
+ * blkc_last_error(), and is not retried. Exit 77 without NVRTC. */
 #include <blkc/blkc.h>
 
 #include <dirent.h>
@@ -214,6 +216,29 @@ int main(void)
     CHECK(images() == 4, "4 threads, one new signature: %d images, want 4",
           images());
     CHECK(last_launch() == 4, "threads ran module %d, want 4", last_launch());
+    /* a variant that cannot be loaded: the launch runs the generic kernel,
+     * succeeds, and says why in blkc_last_error(); never retried */
+    setenv("FAKE_CUDA_LOAD_FAIL_FROM", "5", 1);
+    st = launch(4, 4008, 0); /* unit inner stride only: a new signature */
+    CHECK(st == BLKC_OK, "failed variant: status %d: %s", (int)st,
+          blkc_last_error());
+    CHECK(strstr(blkc_last_error(), "kernel vector_add: the variant "
+                 "specialized for these arguments could not be built") &&
+          strstr(blkc_last_error(), "cuModuleLoadData") &&
+          strstr(blkc_last_error(), "running the generic one"),
+          "failed variant: note '%s'", blkc_last_error());
+    CHECK(images() == 5 && last_launch() == 1, "failed variant: %d images "
+          "(want 5), module %d (want 1)", images(), last_launch());
+    st = launch(4, 4008, 0);
+    CHECK(st == BLKC_OK && images() == 5 && last_launch() == 1,
+          "failed variant again: status %d, %d images (want 5: not retried), "
+          "module %d", (int)st, images(), last_launch());
+    unsetenv("FAKE_CUDA_LOAD_FAIL_FROM");
+    /* the working variants are still used */
+    st = launch(0, 4096, 0);
+    CHECK(st == BLKC_OK && images() == 5 && last_launch() == 2,
+          "aligned after the failure: status %d, %d images, module %d",
+          (int)st, images(), last_launch());
 
     blkc_module_destroy(m);
     blkc_context_destroy(ctx);
@@ -231,7 +256,7 @@ int main(void)
             closedir(d);
         rmdir(dir);
         printf("ok: generic, 3 variants, strided -> generic, 1 compile for 4 "
-               "threads\n");
+               "threads, a failed variant -> generic with a note\n");
     } else {
         fprintf(stderr, "images kept in %s\n", dir);
     }
