@@ -4,7 +4,8 @@
 # libcuda.so.1 in FAKEDIR (tests/gpu/fake_cuda.c: loaded images saved as
 # PTX, no-op launches recorded by module). Checks: a run loads the generic
 # module and one variant with ld/st.global.v4, and the first launch and
-# every --bench launch run the variant; 2 GPU ranks compile the variant
+# every --bench launch run the variant; examples/matmul.blk (stages(3))
+# runs a variant with cp.async; 2 GPU ranks compile the variant
 # once and both launch it; a variant that fails to load runs the generic
 # kernel with a warning on stderr. Exit 77 without NVRTC.
 set -u
@@ -36,6 +37,14 @@ has "$D/image-2.ptx" "st.global.v4" || fail "run: the variant has no st.global.v
 [ "$(mods "$D")" = "2 2 2 2" ] || fail "run: launches ran modules '$(mods "$D")', want '2 2 2 2'"
 grep -q warning "$T/out" && fail "run: unexpected warning: $(cat "$T/out")"
 
+# a stages(3) dot loop: the variant pipelines it with cp.async
+D=$T/mm; mkdir "$D"
+FAKE_CUDA_IMAGE_DIR=$D "$BLKC" run "$SRC/examples/matmul.blk" M=128 N=128 K=128 \
+  --random --device=cuda:0 >"$T/out" 2>&1 || fail "matmul: $(cat "$T/out")"
+has "$D/image-1.ptx" "cp.async.cg.shared.global" && fail "matmul: the generic module has cp.async"
+has "$D/image-2.ptx" "cp.async.cg.shared.global" || fail "matmul: the variant has no cp.async"
+[ "$(mods "$D")" = 2 ] || fail "matmul: launches ran modules '$(mods "$D")', want '2'"
+
 # two GPU ranks on one fake device: one generic module, the signal
 # kernels' module, one variant (compiled once) launched by both ranks
 D=$T/ranks; mkdir "$D"
@@ -54,5 +63,5 @@ grep -q "^blkc: warning: kernel vadd: the variant specialized for these argument
   || fail "fail: no warning: $(cat "$T/err")"
 [ "$(mods "$D")" = 1 ] || fail "fail: launches ran modules '$(mods "$D")', want '1'"
 
-[ $fails = 0 ] && echo "ok: run, --bench, 2 ranks, failed variant"
+[ $fails = 0 ] && echo "ok: run, --bench, cp.async matmul, 2 ranks, failed variant"
 [ $fails = 0 ]
