@@ -89,11 +89,6 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen);
 
-/* Kernel f's variant table (for tests): variants compiled and loaded,
- * and signatures whose variant failed to compile. */
-void rt_gpu_spec_stats(const RtGpuModule *gm, const IrFunc *f, int *loaded,
-                       int *failed);
-
 /* One launch of kernel f for a rank of a GPU world (gpu_ranks.c): like
  * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
  * heap table, the rank's own failure record; the timeout is filled in

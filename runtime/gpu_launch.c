@@ -587,7 +587,16 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
             best = exact;
         if (!exact && round == 0 && n < RT_GPU_MAX_VARIANTS) {
             pthread_mutex_lock(&gm->spec_lock);
-            if (__atomic_load_n(&k->nv, __ATOMIC_ACQUIRE) == n) {
+            /* another thread may have published meanwhile: ours too? */
+            int n2 = __atomic_load_n(&k->nv, __ATOMIC_ACQUIRE);
+            bool have = false;
+            for (int i = n; i < n2 && !have; i++) {
+                have = true;
+                for (int p = 0; p < f->nparams; p++)
+                    have &= k->v[i]->assume[p] == sig[p];
+            }
+            if (!have && n2 < RT_GPU_MAX_VARIANTS) {
+                n = n2;
                 RtGpuVariant *v = variant_compile(gm, k, sig, note, notelen);
                 if (!v) {
                     snprintf(note, notelen, "kernel %s: out of memory for a "
@@ -621,22 +630,6 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
             pk->ki = &best->ki;
         }
         return;
-    }
-}
-
-void rt_gpu_spec_stats(const RtGpuModule *gm, const IrFunc *f, int *loaded,
-                       int *failed)
-{
-    *loaded = *failed = 0;
-    for (int i = 0; gm && i < gm->nk; i++) {
-        const RtGpuKernel *k = &gm->k[i];
-        if (k->f != f && strcmp(k->f->name, f->name))
-            continue;
-        int n = __atomic_load_n(&k->nv, __ATOMIC_ACQUIRE);
-        for (int j = 0; j < n; j++) {
-            const RtGpuVariant *v = __atomic_load_n(&k->v[j], __ATOMIC_ACQUIRE);
-            ++*(v->fn ? loaded : failed);
-        }
     }
 }
 
