@@ -11,10 +11,13 @@
  * get a variant without vector accesses; four threads launching a new
  * signature at once compile it once; a variant that fails to load
  * (FAKE_CUDA_LOAD_FAIL_FROM) runs the generic kernel with a note in
- * blkc_last_error(), and is not retried. Exit 77 without NVRTC. */
+ * blkc_last_error(), and is not retried; once 16 signatures fill the
+ * table a new one compiles nothing and gets a note. Exit 77 without
+ * NVRTC. */
 #include <blkc/blkc.h>
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +119,19 @@ static blkc_status launch(size_t off, int64_t n, int64_t s)
     blkc_arg a[3];
     for (int i = 0; i < 3; i++) {
         vec(&v[i], mem[i], off, n, s);
+        a[i].kind = BLKC_ARG_TENSOR;
+        a[i].v.tensor = &v[i].t;
+    }
+    return blkc_kernel_launch(kern, a, 3, NULL);
+}
+
+/* Tensor i at offset off[i] bytes with stride st[i] (1: contiguous). */
+static blkc_status launch3(const int *off, const int *st, int64_t n)
+{
+    Vec v[3];
+    blkc_arg a[3];
+    for (int i = 0; i < 3; i++) {
+        vec(&v[i], mem[i], (size_t)off[i], n, st[i] == 1 ? 0 : st[i]);
         a[i].kind = BLKC_ARG_TENSOR;
         a[i].v.tensor = &v[i].t;
     }
@@ -239,6 +255,39 @@ int main(void)
     CHECK(st == BLKC_OK && images() == 5 && last_launch() == 2,
           "aligned after the failure: status %d, %d images, module %d",
           (int)st, images(), last_launch());
+    /* fill the table (16 entries: 3 variants and the failed one so far)
+     * with per-tensor mixes of offset 0/4 and stride 1/2 (N = 4008) */
+    int filled = 4, combo = 0, c[3];
+    while (filled < 16 && combo < 64) {
+        int off[3], str[3];
+        for (int i = 0, x = combo; i < 3; i++, x /= 4) {
+            c[i] = x % 4;
+            off[i] = c[i] & 1 ? 4 : 0;
+            str[i] = c[i] & 2 ? 2 : 1;
+        }
+        combo++;
+        bool same = c[0] == c[1] && c[1] == c[2];
+        if (same) /* all the same: already seen (or no facts) */
+            continue;
+        int before = images();
+        st = launch3(off, str, 4008);
+        CHECK(st == BLKC_OK && images() == before + 1 &&
+              last_launch() == before + 1, "fill %d: status %d, %d images "
+              "(want %d), module %d: %s", filled, (int)st, images(),
+              before + 1, last_launch(), blkc_last_error());
+        filled++;
+    }
+    /* full: a new signature compiles nothing, runs, and says so once */
+    int before = images();
+    int off3[3] = {4, 0, 0}, str3[3] = {1, 1, 2};
+    st = launch3(off3, str3, 4096); /* DIM16 now: a new signature */
+    CHECK(st == BLKC_OK, "full table: status %d: %s", (int)st,
+          blkc_last_error());
+    CHECK(strstr(blkc_last_error(), "kernel vector_add: 16 specialized "
+                 "variants exist (the limit)"), "full table: note '%s'",
+          blkc_last_error());
+    CHECK(images() == before, "full table: %d images, want %d", images(),
+          before);
 
     blkc_module_destroy(m);
     blkc_context_destroy(ctx);
@@ -256,7 +305,8 @@ int main(void)
             closedir(d);
         rmdir(dir);
         printf("ok: generic, 3 variants, strided -> generic, 1 compile for 4 "
-               "threads, a failed variant -> generic with a note\n");
+               "threads, a failed variant -> generic with a note, a full "
+               "table with a note\n");
     } else {
         fprintf(stderr, "images kept in %s\n", dir);
     }
