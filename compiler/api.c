@@ -583,10 +583,17 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
         if (k->func->is_device)
             return set_err(BLKC_ERR_UNSUPPORTED, "%s is a device function: "
                            "it runs on the CPU runtime only", k->func->name);
+        /* specialized on the arguments' facts (gpu.h); on success gerr
+         * may hold a note (a variant that could not be used): it becomes
+         * the last error text, the status stays BLKC_OK */
         blkc_status gst = rt_gpu_launch(k->module->gpu, k->func, args, nargs,
                                         opts, NULL, gerr, sizeof gerr);
-        return gst == BLKC_OK ? BLKC_OK
-                              : set_err(gst, "%s", gerr[0] ? gerr : "launch failed");
+        if (gst == BLKC_OK) {
+            if (gerr[0])
+                set_err(BLKC_OK, "%s", gerr);
+            return BLKC_OK;
+        }
+        return set_err(gst, "%s", gerr[0] ? gerr : "launch failed");
     }
     /* the most specialized variant for these arguments (cache.c) */
     const IrFunc *f = k->func;

@@ -382,6 +382,8 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
                 cli.device, err);
     if (st != BLKC_OK)
         cli_die(X_RUNTIME, "%s", err);
+    if (err[0]) /* a specialized variant could not be used (gpu.h) */
+        fprintf(stderr, "blkc: warning: %s\n", err);
     if (cli.nouts == 0)
         printf("%s: grid (%lld, %lld, %lld), %.3f ms on %s\n", f->name,
                (long long)grid[0], (long long)grid[1], (long long)grid[2],

@@ -61,10 +61,26 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
                                RtGpuModule **out, char *err, size_t errlen);
 void rt_gpu_module_free(RtGpuModule *gm);
 
+/* Specialization. A launch whose tensor arguments have IR_ASSUME_* facts
+ * (jc_signature of compiler/cache.c, on the device addresses: 16-byte
+ * aligned data, unit inner stride, extents and strides divisible by 16)
+ * runs a variant of the kernel compiled for exactly those facts (vector
+ * loads/stores, cp.async pipelining: backends/cuda/gpu_mem.c). A variant
+ * is emitted and loaded the first time its signature is seen and kept
+ * with the module, at most RT_GPU_MAX_VARIANTS per kernel; once the table
+ * is full, or when a variant fails to compile (not retried), the launch
+ * runs the most specialized existing variant that fits, else the generic
+ * kernel, and reports why in err while still returning BLKC_OK (a note;
+ * err is "" after a launch with nothing to report). Arguments with no
+ * facts run the generic kernel. BLKC_SPECIALIZE=0 turns variants off.
+ * Picking an existing variant takes no lock and allocates nothing. */
+#define RT_GPU_MAX_VARIANTS 16
+
 /* Check args against kernel f of the module (tensors in this device's
  * memory: kDLCUDA/kDLCUDAManaged or kDLROCM with this device id), bind the
  * symbolic sizes, evaluate the grid (or take opts->grid), pack the kernel
- * ABI and launch on opts->stream (NULL: the default stream). A launch on
+ * ABI and launch on opts->stream (NULL: the default stream), specialized
+ * as above. A launch on
  * the default stream is synchronised and a failed wait reported (naming
  * the signal and cell); a launch on a caller's stream is asynchronous.
  * grid_out (may be NULL) receives the grid. */
@@ -76,7 +92,8 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
 /* One launch of kernel f for a rank of a GPU world (gpu_ranks.c): like
  * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
  * heap table, the rank's own failure record; the timeout is filled in
- * here), then waits for the kernel and reports a timed-out wait. */
+ * here), specialized like rt_gpu_launch (a note about a variant is not
+ * reported), then waits for the kernel and reports a timed-out wait. */
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
@@ -89,7 +106,9 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
  * (grid override when grid has a non-zero entry), copy every tensor back
  * into its host buffer, and time `bench` more launches with device events
  * (bench_ms[i], may be NULL when bench is 0). first_ms is the first
- * launch's wall time including synchronisation; grid_out the grid. */
+ * launch's wall time including synchronisation; grid_out the grid. The
+ * launches are specialized like rt_gpu_launch's: on BLKC_OK, err holds a
+ * note (a variant that could not be used) or "". */
 blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
                             const blkc_arg *args, int nargs,
                             const int64_t grid[3], int bench,

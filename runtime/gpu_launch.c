@@ -3,10 +3,13 @@
  * (bind.c, shared with the CPU launcher; device memory only here) and
  * packing following the kernel ABI of backends/cuda/gpu_emit.h, launch,
  * the rank context of kernels with rank builtins (one rank here: rank 0 of
- * 1, no heap table), and the CLI's run on host buffers. */
+ * 1, no heap table), specialized variants of each kernel (compiled on
+ * first use for the facts of a launch's tensor arguments), and the CLI's
+ * run on host buffers. */
 #include "gpu.h"
 #include "rt.h"
 #include "../backends/cuda/gpu_emit.h"
+#include "../compiler/cache.h" /* jc_signature: the CPU path's launch facts */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -22,11 +25,36 @@ struct RtGpu {
     int id;
 };
 
+/* A specialized variant of a kernel: the generic IrFunc with the
+ * IR_ASSUME_* facts of one launch signature set on its params, emitted
+ * and loaded as a module of its own. Immutable once published. */
+typedef struct RtGpuVariant {
+    uint32_t *assume;          /* per param: the facts it was compiled for */
+    int nbits;                 /* total facts (specificity) */
+    IrFunc func;               /* shallow copy of the generic function ... */
+    IrParam *params;           /* ... with its own params (assume set) */
+    BkGpuKernelInfo ki;
+    void *mod;                 /* its module */
+    void *fn;                  /* NULL: compiling it failed (not retried) */
+} RtGpuVariant;
+
 typedef struct RtGpuKernel {
     const IrFunc *f;
     void *fn;                  /* CUfunction / hipFunction_t */
     BkGpuKernelInfo ki;
+    /* specialized variants: grow under the module's spec_lock, read
+     * without a lock (published with release stores) */
+    int nv;                                /* published (atomic) */
+    RtGpuVariant *v[RT_GPU_MAX_VARIANTS];  /* published (atomic) */
+    int full_noted;            /* a full table was reported (atomic) */
 } RtGpuKernel;
+
+/* What one launch runs: the generic kernel or a variant. */
+typedef struct RtGpuPick {
+    const IrFunc *f;
+    void *fn;
+    const BkGpuKernelInfo *ki;
+} RtGpuPick;
 
 struct RtGpuModule {
     RtGpu *g;
@@ -36,6 +64,7 @@ struct RtGpuModule {
     int nk;
     uint64_t fail;             /* device BkGpuFail shared by the launches */
     pthread_mutex_t lock;      /* serialises launches that use `fail` */
+    pthread_mutex_t spec_lock; /* held while compiling a variant */
 };
 
 /* ------------------------------------------------------------ devices */
@@ -202,6 +231,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
     gm->g = g;
     gm->m = m;
     pthread_mutex_init(&gm->lock, NULL);
+    pthread_mutex_init(&gm->spec_lock, NULL);
     const BkGpuDialect *dl = g->target == BLKC_TARGET_HIP ? &bk_gpu_hip_dialect
                                                           : &bk_gpu_cuda_dialect;
     blkc_status st = BLKC_OK;
@@ -246,15 +276,30 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
     return BLKC_OK;
 }
 
+static void variant_free(RtGpuModule *gm, RtGpuVariant *v)
+{
+    if (!v)
+        return;
+    if (v->mod)
+        gm->g->ops->unload(gm->g->dev, v->mod);
+    free(v->assume);
+    free(v->params);
+    free(v);
+}
+
 void rt_gpu_module_free(RtGpuModule *gm)
 {
     if (!gm)
         return;
     if (gm->fail)
         rt_gpu_free(gm->g, gm->fail);
+    for (int i = 0; i < gm->nk; i++)
+        for (int j = 0; j < gm->k[i].nv; j++)
+            variant_free(gm, gm->k[i].v[j]);
     if (gm->mod)
         gm->g->ops->unload(gm->g->dev, gm->mod);
     pthread_mutex_destroy(&gm->lock);
+    pthread_mutex_destroy(&gm->spec_lock);
     free(gm->k);
     free(gm);
 }
@@ -349,8 +394,9 @@ static void packed_free(Packed *pk)
     free(pk->params);
 }
 
-static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
-                        int nargs, const blkc_launch_options *opts,
+static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
+                        const blkc_arg *args, int nargs,
+                        const blkc_launch_options *opts,
                         const BkGpuRankCtx *rcx, Packed *pk, char *err,
                         size_t errlen)
 {
@@ -365,7 +411,7 @@ static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
         size = align_up(size, param_align(&f->params[i])) +
                param_size(&f->params[i]);
     size_t ctx_off = align_up(size, 8);
-    if (k->ki.rank_ctx)
+    if (k->ki->rank_ctx)
         size = ctx_off + sizeof(BkGpuRankCtx);
     pk->size = align_up(size, 8);
     if (st == BLKC_OK) {
@@ -381,7 +427,7 @@ static blkc_status pack(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
         pack_param(f, i, &b, pk->buf + off);
         size = off + param_size(&f->params[i]);
     }
-    if (st == BLKC_OK && k->ki.rank_ctx) {
+    if (st == BLKC_OK && k->ki->rank_ctx) {
         BkGpuRankCtx rc;
         memset(&rc, 0, sizeof rc);
         rc.rank = 0;
@@ -430,13 +476,173 @@ static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
                    (unsigned long long)fr.seen);
 }
 
+/* ------------------------------------------------------------ variants */
+
+static bool spec_enabled(void)
+{
+    static int on = -1; /* benign race: every thread computes the same */
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *s = getenv("BLKC_SPECIALIZE");
+        v = !(s && strcmp(s, "0") == 0);
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* Emit and load kernel k specialized for sig (spec_lock held). Returns
+ * the entry to publish (NULL: out of memory); v->fn is NULL and err says
+ * why when it could not be compiled or loaded. */
+static RtGpuVariant *variant_compile(RtGpuModule *gm, const RtGpuKernel *k,
+                                     const uint32_t *sig, char *err,
+                                     size_t errlen)
+{
+    RtGpu *g = gm->g;
+    const IrFunc *f = k->f;
+    RtGpuVariant *v = calloc(1, sizeof *v);
+    if (!v || !(v->assume = calloc((size_t)f->nparams + 1, sizeof *v->assume)) ||
+        !(v->params = calloc((size_t)f->nparams + 1, sizeof *v->params))) {
+        if (v)
+            free(v->assume);
+        free(v);
+        return NULL;
+    }
+    for (int p = 0; p < f->nparams; p++) {
+        v->params[p] = f->params[p];
+        v->params[p].assume = v->assume[p] = sig[p];
+        v->nbits += __builtin_popcount(sig[p]);
+    }
+    v->func = *f;
+    v->func.params = v->params;
+    const BkGpuDialect *dl = g->target == BLKC_TARGET_HIP ? &bk_gpu_hip_dialect
+                                                          : &bk_gpu_cuda_dialect;
+    char e[1024] = "";
+    IrFunc *fp = &v->func;
+    IrModule view;
+    memset(&view, 0, sizeof view);
+    view.funcs = &fp;
+    view.nfuncs = 1;
+    DslBuf img;
+    memset(&img, 0, sizeof img);
+    blkc_status st = BLKC_OK;
+    if (bk_gpu_kernel_info(fp, dl, &v->ki, e, sizeof e) != 0)
+        st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "%s", e);
+    else if (v->ki.smem_bytes > g->info.max_smem)
+        st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "it needs %lld bytes of "
+                     "shared memory; %s allows %lld", v->ki.smem_bytes,
+                     g->info.arch, g->info.max_smem);
+    if (st == BLKC_OK)
+        st = emit_image(g, &view, &img, err, errlen);
+    if (st == BLKC_OK &&
+        g->ops->load(g->dev, img.data, img.len, &v->mod, err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    dsl_buf_free(&img);
+    if (st == BLKC_OK &&
+        g->ops->function(g->dev, v->mod, f->name, v->ki.smem_bytes, &v->fn,
+                         err, errlen))
+        st = BLKC_ERR_RUNTIME;
+    if (st != BLKC_OK) {
+        v->fn = NULL;
+        if (v->mod)
+            g->ops->unload(g->dev, v->mod);
+        v->mod = NULL;
+    }
+    return v;
+}
+
+/* Set *pk to what a launch of k with args runs (see gpu.h); a note about
+ * a variant that could not be used goes into note ("" otherwise). */
+static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
+                 int nargs, RtGpuPick *pk, char *note, size_t notelen)
+{
+    pk->f = k->f;
+    pk->fn = k->fn;
+    pk->ki = &k->ki;
+    const IrFunc *f = k->f;
+    uint32_t sig[64];
+    if (!spec_enabled() || f->nparams > 64 ||
+        !jc_signature(f, args, nargs, sig))
+        return; /* malformed arguments: the launcher reports them */
+    bool any = false;
+    for (int p = 0; p < f->nparams; p++)
+        any |= sig[p] != 0;
+    if (!any)
+        return;
+    for (int round = 0; round < 2; round++) {
+        int n = __atomic_load_n(&k->nv, __ATOMIC_ACQUIRE);
+        const RtGpuVariant *best = NULL, *exact = NULL;
+        for (int i = 0; i < n; i++) {
+            const RtGpuVariant *v = __atomic_load_n(&k->v[i], __ATOMIC_ACQUIRE);
+            bool same = true, fits = true;
+            for (int p = 0; p < f->nparams; p++) {
+                same &= v->assume[p] == sig[p];
+                fits &= (v->assume[p] & ~sig[p]) == 0;
+            }
+            if (same)
+                exact = v;
+            else if (v->fn && fits && (!best || v->nbits > best->nbits))
+                best = v;
+        }
+        if (exact && exact->fn)
+            best = exact;
+        if (!exact && round == 0 && n < RT_GPU_MAX_VARIANTS) {
+            pthread_mutex_lock(&gm->spec_lock);
+            /* another thread may have published meanwhile: ours too? */
+            int n2 = __atomic_load_n(&k->nv, __ATOMIC_ACQUIRE);
+            bool have = false;
+            for (int i = n; i < n2 && !have; i++) {
+                have = true;
+                for (int p = 0; p < f->nparams; p++)
+                    have &= k->v[i]->assume[p] == sig[p];
+            }
+            if (!have && n2 < RT_GPU_MAX_VARIANTS) {
+                n = n2;
+                RtGpuVariant *v = variant_compile(gm, k, sig, note, notelen);
+                if (!v) {
+                    snprintf(note, notelen, "kernel %s: out of memory for a "
+                             "specialized variant; running the generic one",
+                             f->name);
+                } else {
+                    if (!v->fn) { /* keep the reason, add the context */
+                        char why[768];
+                        snprintf(why, sizeof why, "%s", note);
+                        snprintf(note, notelen, "kernel %s: the variant "
+                                 "specialized for these arguments could not "
+                                 "be built (%s); running the %s one", f->name,
+                                 why, best ? "closest specialized" : "generic");
+                    }
+                    __atomic_store_n(&k->v[n], v, __ATOMIC_RELEASE);
+                    __atomic_store_n(&k->nv, n + 1, __ATOMIC_RELEASE);
+                }
+            }
+            pthread_mutex_unlock(&gm->spec_lock);
+            continue; /* pick from the table as it is now */
+        }
+        if (!exact && n >= RT_GPU_MAX_VARIANTS &&
+            !__atomic_exchange_n(&k->full_noted, 1, __ATOMIC_RELAXED))
+            snprintf(note, notelen, "kernel %s: %d specialized variants "
+                     "exist (the limit); other argument signatures run the "
+                     "%s variant", f->name, RT_GPU_MAX_VARIANTS,
+                     best ? "closest specialized" : "generic");
+        if (best) {
+            pk->f = &best->func;
+            pk->fn = best->fn;
+            pk->ki = &best->ki;
+        }
+        return;
+    }
+}
+
 /* One launch; sync: wait for it and report a failed wait. */
-static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *k,
+static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
                             const blkc_arg *args, int nargs,
                             const blkc_launch_options *opts, bool sync,
                             int64_t grid_out[3], char *err, size_t errlen)
 {
     RtGpu *g = gm->g;
+    char note[1024] = "";
+    RtGpuPick pkk, *k = &pkk;
+    pick(gm, gk, args, nargs, &pkk, note, sizeof note);
     Packed pk;
     blkc_status st = pack(gm, k, args, nargs, opts, NULL, &pk, err, errlen);
     if (st != BLKC_OK)
@@ -445,15 +651,16 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *k,
         memcpy(grid_out, pk.grid, sizeof pk.grid);
     void *stream = opts ? opts->stream : NULL;
     bool empty = !pk.grid[0] || !pk.grid[1] || !pk.grid[2];
-    bool ranks = k->ki.rank_ctx;
+    bool ranks = k->ki->rank_ctx;
     if (ranks)
         pthread_mutex_lock(&gm->lock);
     if (!empty && ranks &&
         g->ops->zero(g->dev, gm->fail, sizeof(BkGpuFail), stream, err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty &&
-        g->ops->launch(g->dev, k->fn, pk.grid, k->ki.threads, k->ki.smem_bytes,
-                       stream, pk.params, pk.buf, pk.size, err, errlen))
+        g->ops->launch(g->dev, k->fn, pk.grid, k->ki->threads,
+                       k->ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
+                       err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty && sync) {
         if (g->ops->sync(g->dev, stream, err, errlen))
@@ -464,6 +671,8 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *k,
     if (ranks)
         pthread_mutex_unlock(&gm->lock);
     packed_free(&pk);
+    if (st == BLKC_OK)
+        snprintf(err, errlen, "%s", note);
     return st;
 }
 
@@ -494,18 +703,22 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                        "the module", f ? f->name : "?");
     RtGpu *g = gm->g;
     void *stream = opts ? opts->stream : NULL;
+    char note[1024] = "";
+    RtGpuPick pkk;
+    pick(gm, k, args, nargs, &pkk, note, sizeof note);
     Packed pk;
-    blkc_status st = pack(gm, k, args, nargs, opts, rc, &pk, err, errlen);
+    blkc_status st = pack(gm, &pkk, args, nargs, opts, rc, &pk, err, errlen);
     if (st != BLKC_OK)
         return st;
     bool empty = !pk.grid[0] || !pk.grid[1] || !pk.grid[2];
-    bool ranks = k->ki.rank_ctx && rc->fail;
+    bool ranks = pkk.ki->rank_ctx && rc->fail;
     if (!empty && ranks &&
         g->ops->zero(g->dev, rc->fail, sizeof(BkGpuFail), stream, err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty &&
-        g->ops->launch(g->dev, k->fn, pk.grid, k->ki.threads, k->ki.smem_bytes,
-                       stream, pk.params, pk.buf, pk.size, err, errlen))
+        g->ops->launch(g->dev, pkk.fn, pk.grid, pkk.ki->threads,
+                       pkk.ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
+                       err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty && g->ops->sync(g->dev, stream, err, errlen))
         st = BLKC_ERR_RUNTIME;
@@ -637,6 +850,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         h.dl[i].device.device_id = id;
         h.dargs[i].v.tensor = &h.dl[i];
     }
+    char note[1024] = "";
     blkc_launch_options lo;
     memset(&lo, 0, sizeof lo);
     if (grid)
@@ -650,6 +864,8 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         st = launch_k(h.gm, k, h.dargs, np, &lo, true, grid_out, err, errlen);
         if (first_ms)
             *first_ms = now_ms() - t0;
+        if (st == BLKC_OK) /* the first launch's note, if any */
+            snprintf(note, sizeof note, "%s", err);
     }
     if (st == BLKC_OK && bench > 0) {
         h.ev = calloc((size_t)bench + 1, sizeof *h.ev);
@@ -688,5 +904,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
                              errlen);
     }
     host_run_free(&h, np);
+    if (st == BLKC_OK)
+        snprintf(err, errlen, "%s", note);
     return st;
 }

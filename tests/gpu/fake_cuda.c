@@ -4,7 +4,15 @@
  * queued, and the only kernels that run are gpu_ranks.c's notify kernels
  * (blk_sig_set / blk_sig_add, recognised by name); any other launch fails
  * with CUDA_ERROR_NOT_SUPPORTED. $FAKE_CUDA_DEVICES sets the number of
- * devices (default 1). Allocations are memfd mappings, so that an IPC
+ * devices (default 1). For tests of module loading (t_gpu_spec.c):
+ * $FAKE_CUDA_CC sets the compute capability ("90" by default: sm_90; an
+ * arch NVRTC does not know, e.g. "99", makes the runtime load PTX);
+ * $FAKE_CUDA_IMAGE_DIR receives every image passed to cuModuleLoadData as
+ * image-N.ptx / image-N.cubin (N counts loads from 1) and, when
+ * $FAKE_CUDA_LAUNCH_NOOP is set, a line "launch N" in DIR/launches per
+ * launch of another kernel (module N's), which then succeeds doing
+ * nothing; from the Nth load on, $FAKE_CUDA_LOAD_FAIL_FROM=N makes
+ * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image. Allocations are memfd mappings, so that an IPC
  * handle (pid, fd, size) can be opened by another process of the same
  * user through /proc/PID/fd/FD (GPU ranks under mpirun). It checks nothing
  * about real CUDA semantics (ordering between streams, visibility): that
@@ -12,6 +20,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,19 +58,75 @@ P(cuDeviceGetName, char *s, int n, int d)
 P(cuDeviceGetAttribute, int *v, int a, int d)
 {
     (void)d;
-    *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : 0;
+    const char *cc = getenv("FAKE_CUDA_CC");
+    int maj = 9, min = 0;
+    if (cc && strlen(cc) == 2 && cc[0] >= '1' && cc[0] <= '9' && cc[1] >= '0' &&
+        cc[1] <= '9') {
+        maj = cc[0] - '0';
+        min = cc[1] - '0';
+    }
+    *v = a == 75 ? maj : a == 76 ? min : a == 97 ? 232448 : 0;
     return OK;
 }
 P(cuDevicePrimaryCtxRetain, void **c, int d) { *c = (void *)(intptr_t)(d + 1); return OK; }
 P(cuDevicePrimaryCtxRelease_v2, int d) { (void)d; return OK; }
 P(cuCtxSetCurrent, void *c) { (void)c; return OK; }
-P(cuModuleLoadData, void **m, const void *img) { (void)img; *m = (void *)1; return OK; }
+static int nloads; /* modules loaded so far (atomic): module N is (void *)N */
+
+/* The size of an ELF64 image (a cubin): its section or program header
+ * table, whichever ends last (NVIDIA puts the section headers last). */
+static size_t elf_size(const unsigned char *p)
+{
+    uint64_t shoff, phoff;
+    uint16_t phentsize, phnum, shentsize, shnum;
+    memcpy(&phoff, p + 32, 8);
+    memcpy(&shoff, p + 40, 8);
+    memcpy(&phentsize, p + 54, 2);
+    memcpy(&phnum, p + 56, 2);
+    memcpy(&shentsize, p + 58, 2);
+    memcpy(&shnum, p + 60, 2);
+    uint64_t a = shoff + (uint64_t)shentsize * shnum;
+    uint64_t b = phoff + (uint64_t)phentsize * phnum;
+    return (size_t)(a > b ? a : b);
+}
+
+/* Append a line to DIR/name or write a whole file (FAKE_CUDA_IMAGE_DIR). */
+static void dump(const char *name, const void *data, size_t n, const char *mode)
+{
+    const char *dir = getenv("FAKE_CUDA_IMAGE_DIR");
+    if (!dir || !*dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, mode);
+    if (!fp)
+        return;
+    fwrite(data, 1, n, fp);
+    fclose(fp);
+}
+
+P(cuModuleLoadData, void **m, const void *img)
+{
+    int id = __atomic_add_fetch(&nloads, 1, __ATOMIC_RELAXED);
+    const unsigned char *p = img;
+    bool elf = p && !memcmp(p, "\177ELF", 4);
+    char name[64];
+    snprintf(name, sizeof name, "image-%d.%s", id, elf ? "cubin" : "ptx");
+    if (p)
+        dump(name, p, elf ? elf_size(p) : strlen(img), "wb");
+    const char *fail = getenv("FAKE_CUDA_LOAD_FAIL_FROM");
+    if (fail && *fail && id >= atoi(fail))
+        return 200;
+    *m = (void *)(intptr_t)id;
+    return OK;
+}
 P(cuModuleUnload, void *m) { (void)m; return OK; }
+/* blk_sig_set 1, blk_sig_add 2, any other kernel of module N: N * 256 + 3 */
 P(cuModuleGetFunction, void **f, void *m, const char *name)
 {
-    (void)m;
     *f = (void *)(intptr_t)(!strcmp(name, "blk_sig_set") ? 1
-                            : !strcmp(name, "blk_sig_add") ? 2 : 3);
+                            : !strcmp(name, "blk_sig_add") ? 2
+                            : (intptr_t)m * 256 + 3);
     return OK;
 }
 P(cuFuncSetAttribute, void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
@@ -187,8 +252,15 @@ P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
     (void)smem; (void)st; (void)extra;
     intptr_t k = (intptr_t)f;
-    if (k != 1 && k != 2)
-        return NOT_SUPPORTED;
+    if (k != 1 && k != 2) {
+        const char *noop = getenv("FAKE_CUDA_LAUNCH_NOOP");
+        if (!noop || !*noop)
+            return NOT_SUPPORTED;
+        char line[64];
+        int n = snprintf(line, sizeof line, "launch %ld\n", (long)(k / 256));
+        dump("launches", line, (size_t)n, "a");
+        return OK;
+    }
     uint64_t *cell = (uint64_t *)(uintptr_t)*(uint64_t *)params[0];
     uint64_t v = *(uint64_t *)params[1];
     if (k == 1)
@@ -210,7 +282,8 @@ P(cuEventElapsedTime, float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; 
 P(cuGetErrorString, CUresult r, const char **s)
 {
     *s = r == NOT_SUPPORTED ? "operation not supported (fake CUDA runs no kernels)"
-                            : "fake CUDA error";
+       : r == 200 ? "device kernel image is invalid (FAKE_CUDA_LOAD_FAIL_FROM)"
+                  : "fake CUDA error";
     return OK;
 }
 /* NVRTC looks this up in the loaded libcuda: no export tables here */
