@@ -263,6 +263,93 @@ static const char *const unary_fx[FN_COUNT] = {
     "rsqrt(x)", "abs(x)",
 };
 
+/* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
+ * n +: BN]) as a tile expression */
+static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pname,
+                      int64_t BM, int64_t BN)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST || X->op == TK_SCALAR) {
+        operand(l, o, out, x, pname, false);
+        return;
+    }
+    int off = 2 - X->rank;
+    dsl_buf_printf(o, "(%s[", pname);
+    for (int d = 0; d < X->rank; d++) {
+        int od = d + off;
+        const char *sep = d ? ", " : "";
+        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
+            dsl_buf_printf(o, "%s0 +: 1", sep);
+        else if (od == 0)
+            dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
+        else
+            dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
+    }
+    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+}
+
+/* the kernel parameters L0: .. L<nleaf-1>: of a group's outside operands
+ * (scalars by dtype, tensors by local type), `, `-separated; `lead`: a
+ * `, ` before the first too */
+static void leaf_params(L *l, DslBuf *k, const int *leaf, int nleaf, bool lead)
+{
+    for (int j = 0; j < nleaf; j++) {
+        const TkNode *X = &l->t->n[leaf[j]];
+        dsl_buf_printf(k, "%sL%d: ", j || lead ? ", " : "", j);
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
+        else
+            local_type(l, k, X);
+    }
+}
+
+/* `let t<m> = ...;` for member m of the elementwise group with root rt:
+ * one `let` per operand (a member's t<x>, or leaf L<j> loaded as a tile)
+ * and the member's value in its compute type, rounded to its dtype when
+ * that is narrower.  BM > 0: the operands are [BM, BN] tiles of a GEMM
+ * epilogue (operand2d); else the tile of a fused elementwise kernel. */
+static void member_let(L *l, int m, int rt, const int *root, const int *leaf, int nleaf,
+                       int64_t BM, int64_t BN)
+{
+    DslBuf *k = l->k;
+    const TkNode *M = &l->t->n[m];
+    const char *ct = ctype(M->dtype);
+    const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
+    char on[2][32];
+    for (int q = 0; q < 2; q++) {
+        int x = ops[q];
+        if (x < 0)
+            continue;
+        snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
+        dsl_buf_printf(k, "    let %s = ", on[q]);
+        if (root[x] == rt) {
+            dsl_buf_printf(k, "t%d as %s;\n", x, ct);
+            continue;
+        }
+        int j = 0;
+        while (j < nleaf && leaf[j] != x)
+            j++;
+        char pn[16];
+        snprintf(pn, sizeof pn, "L%d", j);
+        if (BM > 0)
+            operand2d(l, k, M, x, pn, BM, BN);
+        else
+            operand(l, k, M, x, pn, false);
+        dsl_buf_printf(k, ";\n");
+    }
+    bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
+    dsl_buf_printf(k, "    let t%d = %s", m, narrow ? "((" : "");
+    if (M->op == TK_BINARY)
+        dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
+    else if (M->op == TK_UNARY)
+        subst_x(k, unary_fx[M->sub], on[0]);
+    else
+        dsl_buf_printf(k, "%s", on[0]);
+    if (narrow)
+        dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
+    dsl_buf_printf(k, ";\n");
+}
+
 /* One kernel for the elementwise nodes whose root is `rt` (a chain or
  * tree of single-use values of the same local shape): every operand
  * outside the group is loaded once per tile, each member is a `let` in
@@ -331,14 +418,7 @@ static void kernel_fused(L *l, int rt, const int *root)
         if (root[m] == rt)
             dsl_buf_printf(k, " %%%d", m);
     dsl_buf_printf(k, "\nkernel __k%d<BC = %lld>(", rt, (long long)bc);
-    for (int j = 0; j < nleaf; j++) {
-        const TkNode *X = &t->n[leaf[j]];
-        dsl_buf_printf(k, "%sL%d: ", j ? ", " : "", j);
-        if (X->op == TK_SCALAR)
-            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
-        else
-            local_type(l, k, X);
-    }
+    leaf_params(l, k, leaf, nleaf, false);
     dsl_buf_printf(k, "%sO: ", nleaf ? ", " : "");
     local_type(l, k, n);
     dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
@@ -348,41 +428,7 @@ static void kernel_fused(L *l, int rt, const int *root)
     for (int m = first; m <= rt; m++) {
         if (root[m] != rt)
             continue;
-        const TkNode *M = &t->n[m];
-        const char *ct = ctype(M->dtype);
-        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
-        char on[2][32];
-        for (int q = 0; q < 2; q++) {
-            int x = ops[q];
-            if (x < 0)
-                continue;
-            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
-            dsl_buf_printf(k, "    let %s = ", on[q]);
-            if (root[x] == rt) {
-                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
-                continue;
-            }
-            int j = 0;
-            while (j < nleaf && leaf[j] != x)
-                j++;
-            char pn[16];
-            snprintf(pn, sizeof pn, "L%d", j);
-            operand(l, k, M, x, pn, false);
-            dsl_buf_printf(k, ";\n");
-        }
-        dsl_buf_printf(k, "    let t%d = ", m);
-        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
-        if (narrow)
-            dsl_buf_printf(k, "((");
-        if (M->op == TK_BINARY)
-            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
-        else if (M->op == TK_UNARY)
-            subst_x(k, unary_fx[M->sub], on[0]);
-        else
-            dsl_buf_printf(k, "%s", on[0]);
-        if (narrow)
-            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
-        dsl_buf_printf(k, ";\n");
+        member_let(l, m, rt, root, leaf, nleaf, 0, 0);
     }
     dsl_buf_printf(k, "    O[");
     for (int d = 0; d < r - 1; d++)
@@ -467,31 +513,6 @@ static void kernel_rowwise(L *l, int id)
 /* ------------------------------------------------------------ GEMMs */
 
 
-/* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
- * n +: BN]) as a tile expression */
-static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pname,
-                      int64_t BM, int64_t BN)
-{
-    const TkNode *X = &l->t->n[x];
-    if (X->op == TK_CONST || X->op == TK_SCALAR) {
-        operand(l, o, out, x, pname, false);
-        return;
-    }
-    int off = 2 - X->rank;
-    dsl_buf_printf(o, "(%s[", pname);
-    for (int d = 0; d < X->rank; d++) {
-        int od = d + off;
-        const char *sep = d ? ", " : "";
-        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
-            dsl_buf_printf(o, "%s0 +: 1", sep);
-        else if (od == 0)
-            dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
-        else
-            dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
-    }
-    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
-}
-
 /* the members of GEMM `mm`'s epilogue group (root rt) after the k loop:
  * the same lets as kernel_fused, on the [BM, BN] tile, ending in the store
  * of the root; `leaf` are the group's outside operands (kernel params L0..) */
@@ -509,39 +530,7 @@ static void gemm_epilogue(L *l, int mm, int rt, const int *leaf, int nleaf, int6
     for (int m = 0; m <= rt; m++) {
         if (l->root[m] != rt || m == mm)
             continue;
-        const TkNode *M = &t->n[m];
-        const char *ct = ctype(M->dtype);
-        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
-        char on[2][32];
-        for (int q = 0; q < 2; q++) {
-            int x = ops[q];
-            if (x < 0)
-                continue;
-            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
-            dsl_buf_printf(k, "    let %s = ", on[q]);
-            if (l->root[x] == rt) {
-                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
-                continue;
-            }
-            int j = 0;
-            while (j < nleaf && leaf[j] != x)
-                j++;
-            char pn[16];
-            snprintf(pn, sizeof pn, "L%d", j);
-            operand2d(l, k, M, x, pn, BM, BN);
-            dsl_buf_printf(k, ";\n");
-        }
-        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
-        dsl_buf_printf(k, "    let t%d = %s", m, narrow ? "((" : "");
-        if (M->op == TK_BINARY)
-            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
-        else if (M->op == TK_UNARY)
-            subst_x(k, unary_fx[M->sub], on[0]);
-        else
-            dsl_buf_printf(k, "%s", on[0]);
-        if (narrow)
-            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
-        dsl_buf_printf(k, ";\n");
+        member_let(l, m, rt, l->root, leaf, nleaf, BM, BN);
     }
     dsl_buf_printf(k, "    C[m +: %lld, n +: %lld] = t%d;\n", (long long)BM, (long long)BN, rt);
 }
@@ -576,14 +565,7 @@ static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64
     local_type(l, k, A);
     dsl_buf_printf(k, ", B: ");
     local_type(l, k, B);
-    for (int j = 0; j < nleaf; j++) {
-        const TkNode *X = &l->t->n[leaf[j]];
-        dsl_buf_printf(k, ", L%d: ", j);
-        if (X->op == TK_SCALAR)
-            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
-        else
-            local_type(l, k, X);
-    }
+    leaf_params(l, k, leaf, nleaf, true);
     dsl_buf_printf(k, ", C: ");
     local_type(l, k, rt >= 0 ? &l->t->n[rt] : n);
     if (gk == G_ROWS)
