@@ -356,13 +356,6 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
 
 /* ------------------------------------------------------------ runner */
 
-static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
-{
-    int64_t n = 1;
-    for (int d = 0; d < p->rank; d++)
-        n *= a->shape[d];
-    return n;
-}
 
 static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
 {
@@ -371,25 +364,7 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
     blkc_arg a[64];
     if (f->nparams > 64)
         return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
-    for (int p = 0; p < f->nparams; p++) {
-        const IrParam *ip = &f->params[p];
-        if (ip->kind == PK_SCALAR) {
-            a[p].kind = dsl_is_float(ip->dtype) ? BLKC_ARG_FLOAT : BLKC_ARG_INT;
-            if (dsl_is_float(ip->dtype))
-                a[p].v.f = args[p].scalar.f;
-            else
-                a[p].v.i = args[p].scalar.i;
-            continue;
-        }
-        memset(&t[p], 0, sizeof t[p]);
-        t[p].data = args[p].data;
-        t[p].ndim = ip->rank;
-        t[p].dtype = rt_dtype_to_dl(ip->dtype);
-        t[p].shape = args[p].shape;
-        t[p].strides = args[p].stride;
-        a[p].kind = BLKC_ARG_TENSOR;
-        a[p].v.tensor = &t[p];
-    }
+    rt_plan_kernel_args(f, args, 0, t, a); /* device type left unset */
     blkc_launch_options lo;
     memset(&lo, 0, sizeof lo);
     if (w->grid)
@@ -470,7 +445,7 @@ static int rank_main(RtRank *r, void *arg)
         local[p] = mine[p];
         if (ip->kind != PK_TENSOR)
             continue;
-        size_t bytes = (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
+        size_t bytes = (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
         char *dp = NULL;
         bool sym = ip->mem != MEM_GLOBAL;
         if (rt_gpur_alloc(k->main, r, bytes, sym, &dp)) {
@@ -504,7 +479,7 @@ static int rank_main(RtRank *r, void *arg)
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && mine[p].data &&
             w->ops->d2h(dev, mine[p].data, U64(local[p].data),
-                        (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
+                        (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
                         err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
@@ -678,7 +653,7 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
-            w->heap_bytes += (size_t)numel_of(ip, &args[w->self][p]) *
+            w->heap_bytes += (size_t)rt_plan_numel(ip, &args[w->self][p]) *
                              (size_t)dsl_dtype_bytes(ip->dtype) + 256;
     }
     const char *env = getenv("BLKC_SYM_HEAP_MB");
