@@ -216,6 +216,23 @@ static bool compact(const RtPlanSpan *s, int esz)
     return true;
 }
 
+/* one run of rt_gpur_copy's row-by-row copy (rt_plan_span_runs) */
+typedef struct GpuCopy {
+    RtGpuCtx *c;
+    RtRank *r;
+    void *dev;
+} GpuCopy;
+
+static int gpu_copy_run(void *ctx, char *dp, char *sp, size_t bytes)
+{
+    GpuCopy *g = ctx;
+    char err[512];
+    if (g->c->w->ops->copy_async(g->dev, U64(dp), U64(sp), bytes, g->c->stream, err,
+                                 sizeof err))
+        return rt_gpur_fail(g->r, err);
+    return 0;
+}
+
 int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
                  const RtPlanSpan *s, int esz)
 {
@@ -232,28 +249,8 @@ int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
         return 0;
     }
     /* row by row (the innermost run both sides share), as plan.c does */
-    int64_t idx_d[IR_MAX_RANK] = {0}, idx_s[IR_MAX_RANK] = {0};
-    bool dc = d->n == 0 || d->str[d->n - 1] == esz;
-    bool sc = s->n == 0 || s->str[s->n - 1] == esz;
-    int64_t drow = d->n ? d->len[d->n - 1] : 1, srow = s->n ? s->len[s->n - 1] : 1;
-    int64_t run = dc && sc && drow == srow ? drow : 1;
-    for (int64_t e = 0; e < d->numel; e += run) {
-        char *dp = d->base, *sp = s->base;
-        for (int k = 0; k < d->n; k++)
-            dp += idx_d[k] * d->str[k];
-        for (int k = 0; k < s->n; k++)
-            sp += idx_s[k] * s->str[k];
-        if (ops->copy_async(dev, U64(dp), U64(sp), (size_t)(run * esz),
-                            c->stream, err, sizeof err))
-            return rt_gpur_fail(r, err);
-        for (int64_t adv = 0; adv < run; adv++) {
-            for (int k = d->n - 1; k >= 0; k--)
-                if (++idx_d[k] < d->len[k]) break; else idx_d[k] = 0;
-            for (int k = s->n - 1; k >= 0; k--)
-                if (++idx_s[k] < s->len[k]) break; else idx_s[k] = 0;
-        }
-    }
-    return 0;
+    GpuCopy gc = {c, r, dev};
+    return rt_plan_span_runs(d, s, esz, gpu_copy_run, &gc);
 }
 
 int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
