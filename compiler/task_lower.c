@@ -120,6 +120,20 @@ static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname
     dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
 }
 
+/* the end of an elementwise kernel's header and its start: output O
+ * (after the other params when `after`), the grid (rows, BC-column chunks
+ * of the last dim, extents ext), the row indices and column start c */
+static void ew_open(L *l, DslBuf *k, const TkNode *n, const int64_t *ext, bool after)
+{
+    int r = n->rank;
+    dsl_buf_printf(k, "%sO: ", after ? ", " : "");
+    local_type(l, k, n);
+    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
+                   (long long)ext[r - 1]);
+    decompose(k, r, ext, -1, r - 1);
+    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n");
+}
+
 static void kernel_elementwise(L *l, int id)
 {
     const TkNode *n = &l->t->n[id];
@@ -145,12 +159,8 @@ static void kernel_elementwise(L *l, int id)
             local_type(l, k, X);
         }
     }
-    dsl_buf_printf(k, "%sO: ", np ? ", " : "");
-    local_type(l, k, n);
-    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
-                   (long long)ext[r - 1]);
-    decompose(k, r, ext, -1, r - 1);
-    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n    let x = ");
+    ew_open(l, k, n, ext, np > 0);
+    dsl_buf_printf(k, "    let x = ");
     operand(l, k, n, n->a, "A", n->op == TK_TRANS);
     dsl_buf_printf(k, ";\n");
     if (n->op == TK_BINARY) {
@@ -419,12 +429,7 @@ static void kernel_fused(L *l, int rt, const int *root)
             dsl_buf_printf(k, " %%%d", m);
     dsl_buf_printf(k, "\nkernel __k%d<BC = %lld>(", rt, (long long)bc);
     leaf_params(l, k, leaf, nleaf, false);
-    dsl_buf_printf(k, "%sO: ", nleaf ? ", " : "");
-    local_type(l, k, n);
-    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
-                   (long long)ext[r - 1]);
-    decompose(k, r, ext, -1, r - 1);
-    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n");
+    ew_open(l, k, n, ext, nleaf > 0);
     for (int m = first; m <= rt; m++) {
         if (root[m] != rt)
             continue;
