@@ -21,6 +21,17 @@
 
 /* ------------------------------------------------------------ facts */
 
+/* The largest power of two (at most 64) dividing k; 64 for 0. */
+static int pow2_div(long long k)
+{
+    int d = 1;
+    if (k == 0)
+        return 64;
+    while (d < 64 && k % (2 * d) == 0)
+        d *= 2;
+    return d;
+}
+
 /* The largest power of two (capped at 64) known to divide the integer
  * scalar v whenever it is computed. Two's-complement wrap-around keeps
  * divisibility by 2^k (k <= 32), so i32 overflow does not break it. */
@@ -34,15 +45,8 @@ static int known_div(const BkGpuEm *em, int v, int depth)
     int a = in->opnd[0], b = in->opnd[1], c = in->opnd[2];
     int x, y;
     switch (in->op) {
-    case IR_CONST: {
-        long long k = (long long)in->ival;
-        int d = 1;
-        if (k == 0)
-            return 64;
-        while (d < 64 && k % (2 * d) == 0)
-            d *= 2;
-        return d;
-    }
+    case IR_CONST:
+        return pow2_div((long long)in->ival);
     case IR_ADD: case IR_SUB: case IR_MAX: case IR_MIN:
         x = known_div(em, a, depth + 1);
         y = known_div(em, b, depth + 1);
@@ -64,15 +68,8 @@ static int known_div(const BkGpuEm *em, int v, int depth)
         return x < y ? x : y;
     case IR_SIZE: {
         const IrParam *p = &em->f->params[in->param];
-        if (p->dims[in->attr] >= 0) {
-            long long k = p->dims[in->attr];
-            int d = 1;
-            if (k == 0)
-                return 64;
-            while (d < 64 && k % (2 * d) == 0)
-                d *= 2;
-            return d;
-        }
+        if (p->dims[in->attr] >= 0)
+            return pow2_div(p->dims[in->attr]);
         return (p->assume & IR_ASSUME_DIM16(in->attr)) ? 16 : 1;
     }
     default:
