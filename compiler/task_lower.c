@@ -120,6 +120,23 @@ static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname
     dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
 }
 
+/* the value of a unary op, an expression in x */
+static const char *const unary_fx[FN_COUNT] = {
+    "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+    "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
+    "rsqrt(x)", "abs(x)",
+};
+
+/* an elementwise kernel's end: the store of `val` into the output tile
+ * (rank r; rows i0.., columns c +: BC) */
+static void ew_close(DslBuf *k, int r, const char *val)
+{
+    dsl_buf_printf(k, "    O[");
+    for (int d = 0; d < r - 1; d++)
+        dsl_buf_printf(k, "i%d, ", d);
+    dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", val);
+}
+
 /* the end of an elementwise kernel's header and its start: output O
  * (after the other params when `after`), the grid (rows, BC-column chunks
  * of the last dim, extents ext), the row indices and column start c */
@@ -174,17 +191,9 @@ static void kernel_elementwise(L *l, int id)
         snprintf(expr, sizeof expr, "x %c y", n->sub);
         v = expr;
     } else if (n->op == TK_UNARY) {
-        static const char *const fx[FN_COUNT] = {
-            "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
-            "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
-            "rsqrt(x)", "abs(x)",
-        };
-        v = fx[n->sub];
+        v = unary_fx[n->sub];
     }
-    dsl_buf_printf(k, "    O[");
-    for (int d = 0; d < r - 1; d++)
-        dsl_buf_printf(k, "i%d, ", d);
-    dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", v);
+    ew_close(k, r, v);
     /* device: launch */
     alloc(l, id, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(", id);
@@ -266,12 +275,6 @@ static void subst_x(DslBuf *o, const char *fx, const char *with)
             dsl_buf_put(o, p, 1);
     }
 }
-
-static const char *const unary_fx[FN_COUNT] = {
-    "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
-    "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
-    "rsqrt(x)", "abs(x)",
-};
 
 /* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
  * n +: BN]) as a tile expression */
@@ -435,10 +438,9 @@ static void kernel_fused(L *l, int rt, const int *root)
             continue;
         member_let(l, m, rt, root, leaf, nleaf, 0, 0);
     }
-    dsl_buf_printf(k, "    O[");
-    for (int d = 0; d < r - 1; d++)
-        dsl_buf_printf(k, "i%d, ", d);
-    dsl_buf_printf(k, "c +: BC] = t%d;\n}\n\n", rt);
+    char tv[32];
+    snprintf(tv, sizeof tv, "t%d", rt);
+    ew_close(k, r, tv);
     alloc(l, rt, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(", rt);
     for (int j = 0; j < nleaf; j++)
