@@ -854,18 +854,29 @@ static uint64_t src_hash(const JcSrc *src)
     return h ^ (uint64_t)src->opt_level;
 }
 
-static bool same_src(const JcUnit *u, const JcSrc *src)
+/* the same source, defines, optimization level and arch (what a unit is
+ * compiled from; target is not compared) */
+static bool same_jcsrc(const JcSrc *a, const JcSrc *b)
 {
-    if (u->len != src->len || u->ndefines != src->ndefines ||
-        u->bo.opt_level != src->opt_level ||
-        (u->arch == NULL) != (src->arch == NULL) ||
-        (u->arch && strcmp(u->arch, src->arch) != 0) ||
-        memcmp(u->text, src->text, src->len) != 0)
+    if (a->len != b->len || a->ndefines != b->ndefines ||
+        a->opt_level != b->opt_level ||
+        (a->arch == NULL) != (b->arch == NULL) ||
+        (a->arch && strcmp(a->arch, b->arch) != 0) ||
+        (a->len && memcmp(a->text, b->text, a->len) != 0))
         return false;
-    for (int i = 0; i < src->ndefines; i++)
-        if (strcmp(u->defines[i], src->defines[i]) != 0)
+    for (int i = 0; i < a->ndefines; i++)
+        if (strcmp(a->defines[i], b->defines[i]) != 0)
             return false;
     return true;
+}
+
+/* unit u was compiled from src (same_jcsrc on u's copies) */
+static bool same_src(const JcUnit *u, const JcSrc *src)
+{
+    JcSrc us = {.text = u->text, .len = u->len,
+                .defines = (const char *const *)u->defines, .ndefines = u->ndefines,
+                .arch = u->arch, .opt_level = u->bo.opt_level};
+    return same_jcsrc(&us, src);
 }
 
 /* Front end: source -> Core IR; diagnostics into err. */
@@ -902,20 +913,6 @@ static char *dupn(const char *s, size_t n)
         d[n] = 0;
     }
     return d;
-}
-
-static bool same_jcsrc(const JcSrc *a, const JcSrc *b)
-{
-    if (a->len != b->len || a->ndefines != b->ndefines ||
-        a->opt_level != b->opt_level ||
-        (a->arch == NULL) != (b->arch == NULL) ||
-        (a->arch && strcmp(a->arch, b->arch) != 0) ||
-        (a->len && memcmp(a->text, b->text, a->len) != 0))
-        return false;
-    for (int i = 0; i < a->ndefines; i++)
-        if (strcmp(a->defines[i], b->defines[i]) != 0)
-            return false;
-    return true;
 }
 
 /* Front end + code (disk object or LLVM) for src: a new unit. */

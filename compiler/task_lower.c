@@ -120,6 +120,37 @@ static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname
     dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
 }
 
+/* the value of a unary op, an expression in x */
+static const char *const unary_fx[FN_COUNT] = {
+    "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+    "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
+    "rsqrt(x)", "abs(x)",
+};
+
+/* an elementwise kernel's end: the store of `val` into the output tile
+ * (rank r; rows i0.., columns c +: BC) */
+static void ew_close(DslBuf *k, int r, const char *val)
+{
+    dsl_buf_printf(k, "    O[");
+    for (int d = 0; d < r - 1; d++)
+        dsl_buf_printf(k, "i%d, ", d);
+    dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", val);
+}
+
+/* the end of an elementwise kernel's header and its start: output O
+ * (after the other params when `after`), the grid (rows, BC-column chunks
+ * of the last dim, extents ext), the row indices and column start c */
+static void ew_open(L *l, DslBuf *k, const TkNode *n, const int64_t *ext, bool after)
+{
+    int r = n->rank;
+    dsl_buf_printf(k, "%sO: ", after ? ", " : "");
+    local_type(l, k, n);
+    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
+                   (long long)ext[r - 1]);
+    decompose(k, r, ext, -1, r - 1);
+    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n");
+}
+
 static void kernel_elementwise(L *l, int id)
 {
     const TkNode *n = &l->t->n[id];
@@ -145,12 +176,8 @@ static void kernel_elementwise(L *l, int id)
             local_type(l, k, X);
         }
     }
-    dsl_buf_printf(k, "%sO: ", np ? ", " : "");
-    local_type(l, k, n);
-    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
-                   (long long)ext[r - 1]);
-    decompose(k, r, ext, -1, r - 1);
-    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n    let x = ");
+    ew_open(l, k, n, ext, np > 0);
+    dsl_buf_printf(k, "    let x = ");
     operand(l, k, n, n->a, "A", n->op == TK_TRANS);
     dsl_buf_printf(k, ";\n");
     if (n->op == TK_BINARY) {
@@ -164,17 +191,9 @@ static void kernel_elementwise(L *l, int id)
         snprintf(expr, sizeof expr, "x %c y", n->sub);
         v = expr;
     } else if (n->op == TK_UNARY) {
-        static const char *const fx[FN_COUNT] = {
-            "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
-            "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
-            "rsqrt(x)", "abs(x)",
-        };
-        v = fx[n->sub];
+        v = unary_fx[n->sub];
     }
-    dsl_buf_printf(k, "    O[");
-    for (int d = 0; d < r - 1; d++)
-        dsl_buf_printf(k, "i%d, ", d);
-    dsl_buf_printf(k, "c +: BC] = %s;\n}\n\n", v);
+    ew_close(k, r, v);
     /* device: launch */
     alloc(l, id, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(", id);
@@ -257,11 +276,92 @@ static void subst_x(DslBuf *o, const char *fx, const char *with)
     }
 }
 
-static const char *const unary_fx[FN_COUNT] = {
-    "-x", "maximum(x, 0.0)", "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
-    "x * sigmoid(x)", "exp(x)", "log(x)", "tanh(x)", "sigmoid(x)", "sqrt(x)",
-    "rsqrt(x)", "abs(x)",
-};
+/* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
+ * n +: BN]) as a tile expression */
+static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pname,
+                      int64_t BM, int64_t BN)
+{
+    const TkNode *X = &l->t->n[x];
+    if (X->op == TK_CONST || X->op == TK_SCALAR) {
+        operand(l, o, out, x, pname, false);
+        return;
+    }
+    int off = 2 - X->rank;
+    dsl_buf_printf(o, "(%s[", pname);
+    for (int d = 0; d < X->rank; d++) {
+        int od = d + off;
+        const char *sep = d ? ", " : "";
+        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
+            dsl_buf_printf(o, "%s0 +: 1", sep);
+        else if (od == 0)
+            dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
+        else
+            dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
+    }
+    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+}
+
+/* the kernel parameters L0: .. L<nleaf-1>: of a group's outside operands
+ * (scalars by dtype, tensors by local type), `, `-separated; `lead`: a
+ * `, ` before the first too */
+static void leaf_params(L *l, DslBuf *k, const int *leaf, int nleaf, bool lead)
+{
+    for (int j = 0; j < nleaf; j++) {
+        const TkNode *X = &l->t->n[leaf[j]];
+        dsl_buf_printf(k, "%sL%d: ", j || lead ? ", " : "", j);
+        if (X->op == TK_SCALAR)
+            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
+        else
+            local_type(l, k, X);
+    }
+}
+
+/* `let t<m> = ...;` for member m of the elementwise group with root rt:
+ * one `let` per operand (a member's t<x>, or leaf L<j> loaded as a tile)
+ * and the member's value in its compute type, rounded to its dtype when
+ * that is narrower.  BM > 0: the operands are [BM, BN] tiles of a GEMM
+ * epilogue (operand2d); else the tile of a fused elementwise kernel. */
+static void member_let(L *l, int m, int rt, const int *root, const int *leaf, int nleaf,
+                       int64_t BM, int64_t BN)
+{
+    DslBuf *k = l->k;
+    const TkNode *M = &l->t->n[m];
+    const char *ct = ctype(M->dtype);
+    const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
+    char on[2][32];
+    for (int q = 0; q < 2; q++) {
+        int x = ops[q];
+        if (x < 0)
+            continue;
+        snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
+        dsl_buf_printf(k, "    let %s = ", on[q]);
+        if (root[x] == rt) {
+            dsl_buf_printf(k, "t%d as %s;\n", x, ct);
+            continue;
+        }
+        int j = 0;
+        while (j < nleaf && leaf[j] != x)
+            j++;
+        char pn[16];
+        snprintf(pn, sizeof pn, "L%d", j);
+        if (BM > 0)
+            operand2d(l, k, M, x, pn, BM, BN);
+        else
+            operand(l, k, M, x, pn, false);
+        dsl_buf_printf(k, ";\n");
+    }
+    bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
+    dsl_buf_printf(k, "    let t%d = %s", m, narrow ? "((" : "");
+    if (M->op == TK_BINARY)
+        dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
+    else if (M->op == TK_UNARY)
+        subst_x(k, unary_fx[M->sub], on[0]);
+    else
+        dsl_buf_printf(k, "%s", on[0]);
+    if (narrow)
+        dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
+    dsl_buf_printf(k, ";\n");
+}
 
 /* One kernel for the elementwise nodes whose root is `rt` (a chain or
  * tree of single-use values of the same local shape): every operand
@@ -331,63 +431,16 @@ static void kernel_fused(L *l, int rt, const int *root)
         if (root[m] == rt)
             dsl_buf_printf(k, " %%%d", m);
     dsl_buf_printf(k, "\nkernel __k%d<BC = %lld>(", rt, (long long)bc);
-    for (int j = 0; j < nleaf; j++) {
-        const TkNode *X = &t->n[leaf[j]];
-        dsl_buf_printf(k, "%sL%d: ", j ? ", " : "", j);
-        if (X->op == TK_SCALAR)
-            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
-        else
-            local_type(l, k, X);
-    }
-    dsl_buf_printf(k, "%sO: ", nleaf ? ", " : "");
-    local_type(l, k, n);
-    dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
-                   (long long)ext[r - 1]);
-    decompose(k, r, ext, -1, r - 1);
-    dsl_buf_printf(k, "    let c = program_id(1) * BC;\n");
+    leaf_params(l, k, leaf, nleaf, false);
+    ew_open(l, k, n, ext, nleaf > 0);
     for (int m = first; m <= rt; m++) {
         if (root[m] != rt)
             continue;
-        const TkNode *M = &t->n[m];
-        const char *ct = ctype(M->dtype);
-        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
-        char on[2][32];
-        for (int q = 0; q < 2; q++) {
-            int x = ops[q];
-            if (x < 0)
-                continue;
-            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
-            dsl_buf_printf(k, "    let %s = ", on[q]);
-            if (root[x] == rt) {
-                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
-                continue;
-            }
-            int j = 0;
-            while (j < nleaf && leaf[j] != x)
-                j++;
-            char pn[16];
-            snprintf(pn, sizeof pn, "L%d", j);
-            operand(l, k, M, x, pn, false);
-            dsl_buf_printf(k, ";\n");
-        }
-        dsl_buf_printf(k, "    let t%d = ", m);
-        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
-        if (narrow)
-            dsl_buf_printf(k, "((");
-        if (M->op == TK_BINARY)
-            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
-        else if (M->op == TK_UNARY)
-            subst_x(k, unary_fx[M->sub], on[0]);
-        else
-            dsl_buf_printf(k, "%s", on[0]);
-        if (narrow)
-            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
-        dsl_buf_printf(k, ";\n");
+        member_let(l, m, rt, root, leaf, nleaf, 0, 0);
     }
-    dsl_buf_printf(k, "    O[");
-    for (int d = 0; d < r - 1; d++)
-        dsl_buf_printf(k, "i%d, ", d);
-    dsl_buf_printf(k, "c +: BC] = t%d;\n}\n\n", rt);
+    char tv[32];
+    snprintf(tv, sizeof tv, "t%d", rt);
+    ew_close(k, r, tv);
     alloc(l, rt, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(", rt);
     for (int j = 0; j < nleaf; j++)
@@ -467,31 +520,6 @@ static void kernel_rowwise(L *l, int id)
 /* ------------------------------------------------------------ GEMMs */
 
 
-/* operand x of an epilogue member `out` (2-D, the GEMM tile [m +: BM,
- * n +: BN]) as a tile expression */
-static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pname,
-                      int64_t BM, int64_t BN)
-{
-    const TkNode *X = &l->t->n[x];
-    if (X->op == TK_CONST || X->op == TK_SCALAR) {
-        operand(l, o, out, x, pname, false);
-        return;
-    }
-    int off = 2 - X->rank;
-    dsl_buf_printf(o, "(%s[", pname);
-    for (int d = 0; d < X->rank; d++) {
-        int od = d + off;
-        const char *sep = d ? ", " : "";
-        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
-            dsl_buf_printf(o, "%s0 +: 1", sep);
-        else if (od == 0)
-            dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
-        else
-            dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
-    }
-    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
-}
-
 /* the members of GEMM `mm`'s epilogue group (root rt) after the k loop:
  * the same lets as kernel_fused, on the [BM, BN] tile, ending in the store
  * of the root; `leaf` are the group's outside operands (kernel params L0..) */
@@ -509,39 +537,7 @@ static void gemm_epilogue(L *l, int mm, int rt, const int *leaf, int nleaf, int6
     for (int m = 0; m <= rt; m++) {
         if (l->root[m] != rt || m == mm)
             continue;
-        const TkNode *M = &t->n[m];
-        const char *ct = ctype(M->dtype);
-        const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
-        char on[2][32];
-        for (int q = 0; q < 2; q++) {
-            int x = ops[q];
-            if (x < 0)
-                continue;
-            snprintf(on[q], sizeof on[q], "u%d_%d", m, q);
-            dsl_buf_printf(k, "    let %s = ", on[q]);
-            if (l->root[x] == rt) {
-                dsl_buf_printf(k, "t%d as %s;\n", x, ct);
-                continue;
-            }
-            int j = 0;
-            while (j < nleaf && leaf[j] != x)
-                j++;
-            char pn[16];
-            snprintf(pn, sizeof pn, "L%d", j);
-            operand2d(l, k, M, x, pn, BM, BN);
-            dsl_buf_printf(k, ";\n");
-        }
-        bool narrow = M->dtype != DT_F32 && M->dtype != DT_F64;
-        dsl_buf_printf(k, "    let t%d = %s", m, narrow ? "((" : "");
-        if (M->op == TK_BINARY)
-            dsl_buf_printf(k, "%s %c %s", on[0], M->sub, on[1]);
-        else if (M->op == TK_UNARY)
-            subst_x(k, unary_fx[M->sub], on[0]);
-        else
-            dsl_buf_printf(k, "%s", on[0]);
-        if (narrow)
-            dsl_buf_printf(k, ") as %s) as %s", dsl_dtype_name(M->dtype), ct);
-        dsl_buf_printf(k, ";\n");
+        member_let(l, m, rt, l->root, leaf, nleaf, BM, BN);
     }
     dsl_buf_printf(k, "    C[m +: %lld, n +: %lld] = t%d;\n", (long long)BM, (long long)BN, rt);
 }
@@ -576,14 +572,7 @@ static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64
     local_type(l, k, A);
     dsl_buf_printf(k, ", B: ");
     local_type(l, k, B);
-    for (int j = 0; j < nleaf; j++) {
-        const TkNode *X = &l->t->n[leaf[j]];
-        dsl_buf_printf(k, ", L%d: ", j);
-        if (X->op == TK_SCALAR)
-            dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
-        else
-            local_type(l, k, X);
-    }
+    leaf_params(l, k, leaf, nleaf, true);
     dsl_buf_printf(k, ", C: ");
     local_type(l, k, rt >= 0 ? &l->t->n[rt] : n);
     if (gk == G_ROWS)

@@ -216,6 +216,23 @@ static bool compact(const RtPlanSpan *s, int esz)
     return true;
 }
 
+/* one run of rt_gpur_copy's row-by-row copy (rt_plan_span_runs) */
+typedef struct GpuCopy {
+    RtGpuCtx *c;
+    RtRank *r;
+    void *dev;
+} GpuCopy;
+
+static int gpu_copy_run(void *ctx, char *dp, char *sp, size_t bytes)
+{
+    GpuCopy *g = ctx;
+    char err[512];
+    if (g->c->w->ops->copy_async(g->dev, U64(dp), U64(sp), bytes, g->c->stream, err,
+                                 sizeof err))
+        return rt_gpur_fail(g->r, err);
+    return 0;
+}
+
 int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
                  const RtPlanSpan *s, int esz)
 {
@@ -232,28 +249,8 @@ int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
         return 0;
     }
     /* row by row (the innermost run both sides share), as plan.c does */
-    int64_t idx_d[IR_MAX_RANK] = {0}, idx_s[IR_MAX_RANK] = {0};
-    bool dc = d->n == 0 || d->str[d->n - 1] == esz;
-    bool sc = s->n == 0 || s->str[s->n - 1] == esz;
-    int64_t drow = d->n ? d->len[d->n - 1] : 1, srow = s->n ? s->len[s->n - 1] : 1;
-    int64_t run = dc && sc && drow == srow ? drow : 1;
-    for (int64_t e = 0; e < d->numel; e += run) {
-        char *dp = d->base, *sp = s->base;
-        for (int k = 0; k < d->n; k++)
-            dp += idx_d[k] * d->str[k];
-        for (int k = 0; k < s->n; k++)
-            sp += idx_s[k] * s->str[k];
-        if (ops->copy_async(dev, U64(dp), U64(sp), (size_t)(run * esz),
-                            c->stream, err, sizeof err))
-            return rt_gpur_fail(r, err);
-        for (int64_t adv = 0; adv < run; adv++) {
-            for (int k = d->n - 1; k >= 0; k--)
-                if (++idx_d[k] < d->len[k]) break; else idx_d[k] = 0;
-            for (int k = s->n - 1; k >= 0; k--)
-                if (++idx_s[k] < s->len[k]) break; else idx_s[k] = 0;
-        }
-    }
-    return 0;
+    GpuCopy gc = {c, r, dev};
+    return rt_plan_span_runs(d, s, esz, gpu_copy_run, &gc);
 }
 
 int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
@@ -356,13 +353,6 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
 
 /* ------------------------------------------------------------ runner */
 
-static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
-{
-    int64_t n = 1;
-    for (int d = 0; d < p->rank; d++)
-        n *= a->shape[d];
-    return n;
-}
 
 static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
 {
@@ -371,25 +361,7 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
     blkc_arg a[64];
     if (f->nparams > 64)
         return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
-    for (int p = 0; p < f->nparams; p++) {
-        const IrParam *ip = &f->params[p];
-        if (ip->kind == PK_SCALAR) {
-            a[p].kind = dsl_is_float(ip->dtype) ? BLKC_ARG_FLOAT : BLKC_ARG_INT;
-            if (dsl_is_float(ip->dtype))
-                a[p].v.f = args[p].scalar.f;
-            else
-                a[p].v.i = args[p].scalar.i;
-            continue;
-        }
-        memset(&t[p], 0, sizeof t[p]);
-        t[p].data = args[p].data;
-        t[p].ndim = ip->rank;
-        t[p].dtype = rt_dtype_to_dl(ip->dtype);
-        t[p].shape = args[p].shape;
-        t[p].strides = args[p].stride;
-        a[p].kind = BLKC_ARG_TENSOR;
-        a[p].v.tensor = &t[p];
-    }
+    rt_plan_kernel_args(f, args, 0, t, a); /* device type left unset */
     blkc_launch_options lo;
     memset(&lo, 0, sizeof lo);
     if (w->grid)
@@ -470,7 +442,7 @@ static int rank_main(RtRank *r, void *arg)
         local[p] = mine[p];
         if (ip->kind != PK_TENSOR)
             continue;
-        size_t bytes = (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
+        size_t bytes = (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
         char *dp = NULL;
         bool sym = ip->mem != MEM_GLOBAL;
         if (rt_gpur_alloc(k->main, r, bytes, sym, &dp)) {
@@ -504,7 +476,7 @@ static int rank_main(RtRank *r, void *arg)
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && mine[p].data &&
             w->ops->d2h(dev, mine[p].data, U64(local[p].data),
-                        (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
+                        (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
                         err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
@@ -678,7 +650,7 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
     for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
-            w->heap_bytes += (size_t)numel_of(ip, &args[w->self][p]) *
+            w->heap_bytes += (size_t)rt_plan_numel(ip, &args[w->self][p]) *
                              (size_t)dsl_dtype_bytes(ip->dtype) + 256;
     }
     const char *env = getenv("BLKC_SYM_HEAP_MB");

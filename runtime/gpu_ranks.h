@@ -40,6 +40,14 @@ typedef struct RtPlanSpan {
     int64_t numel;                 /* elements */
 } RtPlanSpan;
 
+/* Walk the elements of spans d and s (the same count) in row-major order
+ * and call copy(ctx, dst, src, bytes) for each run of elements both sides
+ * hold contiguously (whole innermost rows when both rows are contiguous and
+ * equally long, else one element). Returns 0, or -1 as soon as copy does
+ * not return 0. plan.c (host memmove; GPU ranks' rt_gpur_copy). */
+int rt_plan_span_runs(const RtPlanSpan *d, const RtPlanSpan *s, int esz,
+                      int (*copy)(void *ctx, char *dp, char *sp, size_t bytes), void *ctx);
+
 /* Run entry fi (kernel or device function) of pm->ir on nranks GPU ranks
  * of `device` ("cuda:0"): inputs are host buffers as for rt_plan_run; every
  * tensor is copied to its rank's device (symmetric ones onto the heap),

@@ -117,8 +117,8 @@ static int span_of(Exec *x, const IrInstr *in, int p, int vid, int peer,
     return 0;
 }
 
-/* Copy numel elements between two spans in row-major order. */
-static void span_copy(const Span *d, const Span *s, int esz)
+int rt_plan_span_runs(const RtPlanSpan *d, const RtPlanSpan *s, int esz,
+                      int (*copy)(void *ctx, char *dp, char *sp, size_t bytes), void *ctx)
 {
     int64_t idx_d[IR_MAX_RANK] = {0}, idx_s[IR_MAX_RANK] = {0};
     bool dcont = d->n == 0 || d->str[d->n - 1] == esz;
@@ -131,7 +131,8 @@ static void span_copy(const Span *d, const Span *s, int esz)
             dp += idx_d[k] * d->str[k];
         for (int k = 0; k < s->n; k++)
             sp += idx_s[k] * s->str[k];
-        memmove(dp, sp, (size_t)(run * esz));
+        if (copy(ctx, dp, sp, (size_t)(run * esz)))
+            return -1;
         for (int64_t adv = 0; adv < run; adv++) { /* advance both indices */
             for (int k = d->n - 1; k >= 0; k--)
                 if (++idx_d[k] < d->len[k]) break; else idx_d[k] = 0;
@@ -139,6 +140,20 @@ static void span_copy(const Span *d, const Span *s, int esz)
                 if (++idx_s[k] < s->len[k]) break; else idx_s[k] = 0;
         }
     }
+    return 0;
+}
+
+static int host_copy(void *ctx, char *dp, char *sp, size_t bytes)
+{
+    (void)ctx;
+    memmove(dp, sp, bytes);
+    return 0;
+}
+
+/* Copy numel elements between two spans in row-major order. */
+static void span_copy(const Span *d, const Span *s, int esz)
+{
+    (void)rt_plan_span_runs(d, s, esz, host_copy, NULL);
 }
 
 /* notify(S[...], v) / wait(S[...] >= v) from a device function: every

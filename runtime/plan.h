@@ -40,6 +40,16 @@ int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
                 RtPlanArg *const *args, const int64_t *grid, char *err,
                 size_t errlen);
 
+/* Elements of a tensor parameter p as given by argument a (its extents'
+ * product). */
+int64_t rt_plan_numel(const IrParam *p, const RtPlanArg *a);
+
+/* Kernel f's launch arguments a[0 .. f->nparams) from one rank's arguments:
+ * scalars by value, tensors as DLTensors t[p] (C order unless args give
+ * strides) with device type `dl_device` (0: left unset). */
+void rt_plan_kernel_args(const IrFunc *f, RtPlanArg *args, int dl_device, DLTensor *t,
+                         blkc_arg *a);
+
 /* The launch-relevant facts of rank r's world (for rt_cpu_launch_ranked). */
 RtWorldView rt_rank_view(RtRank *r);
 

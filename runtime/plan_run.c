@@ -30,7 +30,7 @@ typedef struct Run {
     const int64_t *grid;           /* kernel grid override or NULL */
 } Run;
 
-static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
+int64_t rt_plan_numel(const IrParam *p, const RtPlanArg *a)
 {
     int64_t n = 1;
     for (int d = 0; d < p->rank; d++)
@@ -38,15 +38,9 @@ static int64_t numel_of(const IrParam *p, const RtPlanArg *a)
     return n;
 }
 
-/* Launch kernel f once on this rank with the rank's arguments. */
-static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
+void rt_plan_kernel_args(const IrFunc *f, RtPlanArg *args, int dl_device, DLTensor *t,
+                         blkc_arg *a)
 {
-    const IrFunc *f = run->pm->ir->funcs[run->fi];
-    BkRangeFn fn = bk_cpu_kernel_range(run->pm->cpu, f->name);
-    DLTensor t[64];
-    blkc_arg a[64];
-    if (!fn || f->nparams > 64)
-        return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
     for (int p = 0; p < f->nparams; p++) {
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_SCALAR) {
@@ -59,7 +53,7 @@ static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
         }
         memset(&t[p], 0, sizeof t[p]);
         t[p].data = args[p].data;
-        t[p].device.device_type = kDLCPU;
+        t[p].device.device_type = dl_device;
         t[p].ndim = ip->rank;
         t[p].dtype = rt_dtype_to_dl(ip->dtype);
         t[p].shape = args[p].shape;
@@ -67,6 +61,18 @@ static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
         a[p].kind = BLKC_ARG_TENSOR;
         a[p].v.tensor = &t[p];
     }
+}
+
+/* Launch kernel f once on this rank with the rank's arguments. */
+static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
+{
+    const IrFunc *f = run->pm->ir->funcs[run->fi];
+    BkRangeFn fn = bk_cpu_kernel_range(run->pm->cpu, f->name);
+    DLTensor t[64];
+    blkc_arg a[64];
+    if (!fn || f->nparams > 64)
+        return rt_rank_fail(r, "kernel %s cannot be launched", f->name);
+    rt_plan_kernel_args(f, args, kDLCPU, t, a);
     blkc_launch_options lo;
     memset(&lo, 0, sizeof lo);
     if (run->grid)
@@ -94,7 +100,7 @@ static int rank_main(RtRank *r, void *arg)
         local[p] = mine[p];
         if (ip->kind != PK_TENSOR || ip->mem == MEM_GLOBAL)
             continue;
-        size_t bytes = (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
+        size_t bytes = (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype);
         size_t off;
         if (rt_sym_alloc(r, bytes ? bytes : 8, &off)) {
             rc = -1;
@@ -121,7 +127,7 @@ static int rank_main(RtRank *r, void *arg)
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL && mine[p].data)
             memcpy(mine[p].data, local[p].data,
-                   (size_t)numel_of(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype));
+                   (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype));
     }
     free(local);
     return rc;
@@ -142,7 +148,7 @@ int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
     for (int p = 0; p < f->nparams; p++) { /* room for the symmetric params */
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL)
-            heap += (size_t)numel_of(ip, &args[a0][p]) * (size_t)dsl_dtype_bytes(ip->dtype) + 256;
+            heap += (size_t)rt_plan_numel(ip, &args[a0][p]) * (size_t)dsl_dtype_bytes(ip->dtype) + 256;
     }
     const char *env = getenv("BLKC_SYM_HEAP_MB");
     if (env && atoll(env) > 0)

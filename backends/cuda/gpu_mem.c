@@ -21,6 +21,17 @@
 
 /* ------------------------------------------------------------ facts */
 
+/* The largest power of two (at most 64) dividing k; 64 for 0. */
+static int pow2_div(long long k)
+{
+    int d = 1;
+    if (k == 0)
+        return 64;
+    while (d < 64 && k % (2 * d) == 0)
+        d *= 2;
+    return d;
+}
+
 /* The largest power of two (capped at 64) known to divide the integer
  * scalar v whenever it is computed. Two's-complement wrap-around keeps
  * divisibility by 2^k (k <= 32), so i32 overflow does not break it. */
@@ -34,15 +45,8 @@ static int known_div(const BkGpuEm *em, int v, int depth)
     int a = in->opnd[0], b = in->opnd[1], c = in->opnd[2];
     int x, y;
     switch (in->op) {
-    case IR_CONST: {
-        long long k = (long long)in->ival;
-        int d = 1;
-        if (k == 0)
-            return 64;
-        while (d < 64 && k % (2 * d) == 0)
-            d *= 2;
-        return d;
-    }
+    case IR_CONST:
+        return pow2_div((long long)in->ival);
     case IR_ADD: case IR_SUB: case IR_MAX: case IR_MIN:
         x = known_div(em, a, depth + 1);
         y = known_div(em, b, depth + 1);
@@ -64,15 +68,8 @@ static int known_div(const BkGpuEm *em, int v, int depth)
         return x < y ? x : y;
     case IR_SIZE: {
         const IrParam *p = &em->f->params[in->param];
-        if (p->dims[in->attr] >= 0) {
-            long long k = p->dims[in->attr];
-            int d = 1;
-            if (k == 0)
-                return 64;
-            while (d < 64 && k % (2 * d) == 0)
-                d *= 2;
-            return d;
-        }
+        if (p->dims[in->attr] >= 0)
+            return pow2_div(p->dims[in->attr]);
         return (p->assume & IR_ASSUME_DIM16(in->attr)) ? 16 : 1;
     }
     default:
@@ -344,31 +341,30 @@ static void load_scalar(BkGpuEm *em, int id)
     bk_gpu_loop_close(em);
 }
 
-/* The vector form (see bk_gpu_vec_width). The tile's shared-memory storage
- * is 16-byte aligned (offsets are multiples of 16) and e % W == 0, so
- * &vID[e] is 16-byte aligned too. */
-static void load_vec(BkGpuEm *em, int id, int W)
+/* The body of a vector load or store of instruction id after vec_open (m:
+ * its mask term over the W elements at e): one 16-byte access when they
+ * are all in bounds and on (blk_full), else element by element with the
+ * per-element mask. pad: a load into vID, pad where an element is cut;
+ * NULL: a store of blk_vb. Closes vec_open's loop. */
+static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
+                       const char *base, const char *pad)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    const IrView *v = &f->views[in->view];
     const char *p = f->params[in->param].name;
-    int I = v->ndims - 1, dt = in->type.dtype;
-    char ok[1024], addr[1024], m[64], pad[128], base[128];
-    bk_gpu_base(em, id, base, sizeof base);
-    if (in->opnd[1] >= 0)
-        snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
-    else
-        bk_gpu_to_s(pad, sizeof pad, dt, "0");
-    bk_gpu_decl_tile(em, id);
-    vec_open(em, ir_numel(&in->type), W, in->opnd[0], m, sizeof m);
+    int I = f->views[in->view].ndims - 1;
+    char ok[1024], addr[1024], mj[64];
     bk_gpu_line(em, "{");
     em->indent++;
     bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
     bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I, W, p,
                 I, m);
-    bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[e] = *(const uint4 *)&%s[%s];",
-                id, base, addr);
+    if (pad)
+        bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[e] = *(const uint4 *)&%s[%s];",
+                    id, base, addr);
+    else
+        bk_gpu_line(em, "if (blk_full) *(uint4 *)&%s[%s] = *(const uint4 *)blk_vb;", base,
+                    addr);
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "if (!blk_full) { /* cut by the bounds or the mask */");
@@ -377,13 +373,34 @@ static void load_vec(BkGpuEm *em, int id, int W)
     em->indent++;
     bk_gpu_line(em, "const int blk_e = e + blk_j;");
     bk_gpu_view_at(em, id, "blk_e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
-    mask_term_at(em, in->opnd[0], "blk_e", m, sizeof m);
-    bk_gpu_line(em, "v%d[blk_e] = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr, pad);
+    mask_term_at(em, mask, "blk_e", mj, sizeof mj);
+    if (pad)
+        bk_gpu_line(em, "v%d[blk_e] = (%s%s) ? %s[%s] : %s;", id, ok, mj, base, addr, pad);
+    else
+        bk_gpu_line(em, "if (%s%s) %s[%s] = blk_vb[blk_j];", ok, mj, base, addr);
     em->indent--;
     bk_gpu_line(em, "}");
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_loop_close(em);
+}
+
+/* The vector form (see bk_gpu_vec_width). The tile's shared-memory storage
+ * is 16-byte aligned (offsets are multiples of 16) and e % W == 0, so
+ * &vID[e] is 16-byte aligned too. */
+static void load_vec(BkGpuEm *em, int id, int W)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int dt = in->type.dtype;
+    char m[64], pad[128], base[128];
+    bk_gpu_base(em, id, base, sizeof base);
+    if (in->opnd[1] >= 0)
+        snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
+    else
+        bk_gpu_to_s(pad, sizeof pad, dt, "0");
+    bk_gpu_decl_tile(em, id);
+    vec_open(em, ir_numel(&in->type), W, in->opnd[0], m, sizeof m);
+    vec_access(em, id, W, in->opnd[0], m, base, pad);
 }
 
 void bk_gpu_emit_load(BkGpuEm *em, int id)
@@ -440,34 +457,12 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
     }
     /* vector form: the W values first (in the tensor's storage type, as the
      * scalar form's assignment converts them), then one 16-byte store */
-    int I = f->views[in->view].ndims - 1;
     vec_open(em, ir_numel(&vt), W, in->opnd[1], m, sizeof m);
     bk_gpu_line(em, "alignas(16) %s blk_vb[%d];", bk_gpu_stype(pp->dtype), W);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_raw(em, val, "e + blk_j", rv, sizeof rv);
     bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_vb[blk_j] = %s;", W, rv);
-    bk_gpu_line(em, "{");
-    em->indent++;
-    bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
-    bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I, W,
-                pp->name, I, m);
-    bk_gpu_line(em, "if (blk_full) *(uint4 *)&%s[%s] = *(const uint4 *)blk_vb;", base,
-                addr);
-    em->indent--;
-    bk_gpu_line(em, "}");
-    bk_gpu_line(em, "if (!blk_full) { /* cut by the bounds or the mask */");
-    em->indent++;
-    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", W);
-    em->indent++;
-    bk_gpu_line(em, "const int blk_e = e + blk_j;");
-    bk_gpu_view_at(em, id, "blk_e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
-    mask_term_at(em, in->opnd[1], "blk_e", m, sizeof m);
-    bk_gpu_line(em, "if (%s%s) %s[%s] = blk_vb[blk_j];", ok, m, base, addr);
-    em->indent--;
-    bk_gpu_line(em, "}");
-    em->indent--;
-    bk_gpu_line(em, "}");
-    bk_gpu_loop_close(em);
+    vec_access(em, id, W, in->opnd[1], m, base, NULL);
 }
 
 /* ------------------------------------------------------------ cp.async

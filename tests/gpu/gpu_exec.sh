@@ -13,13 +13,7 @@ trap 'rm -rf "$T"' EXIT
 EX=$SRC/examples CD=$SRC/tests/cli/data GD=$SRC/tests/gpu/data
 
 # skip unless the device runs a trivial kernel
-if ! "$BLKC" run "$CD/vadd.blk" N=4 --device="$DEV" >"$T/probe" 2>&1; then
-  if grep -q "not supported here" "$T/probe"; then
-    echo "skip: $(cat "$T/probe")"
-    exit 77
-  fi
-  echo "FAIL: probe on $DEV:"; cat "$T/probe"; exit 1
-fi
+. "$SRC/tests/gpu/gpu_probe.sh"
 
 fails=0 n=0
 # run_case NAME FILE "RTOL ATOL" "OUT1 OUT2 ..." ARGS...

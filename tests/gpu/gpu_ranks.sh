@@ -25,13 +25,7 @@ if [ -n "$FAKE" ]; then
   DEV=cuda:0
 else
   # skip unless the device runs a trivial kernel
-  if ! "$BLKC" run "$SRC/tests/cli/data/vadd.blk" N=4 --device="$DEV" >"$T/probe" 2>&1; then
-    if grep -q "not supported here" "$T/probe"; then
-      echo "skip: $(cat "$T/probe")"
-      exit 77
-    fi
-    echo "FAIL: probe on $DEV:"; cat "$T/probe"; exit 1
-  fi
+  . "$SRC/tests/gpu/gpu_probe.sh"
 fi
 
 fails=0 n=0

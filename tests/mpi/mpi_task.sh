@@ -6,15 +6,8 @@
 # 1-rank local results (1e-4); output files come from rank 0 only; --ranks
 # other than -np is an error. Exits 77 without MPI or mpirun.
 set -u
-[ "${BLKC_SANITIZED:-}" = 1 ] && { echo "skipped: sanitizer build"; exit 77; }
 NP=$1 HAVE=$2 BLKC=$3 REF=$4 SRC=$5
-if [ "$HAVE" != ON ]; then echo "skipped: blkc was built without MPI"; exit 77; fi
-if ! command -v mpirun >/dev/null 2>&1; then echo "skipped: no mpirun"; exit 77; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPI=(mpirun)
-if mpirun --version 2>&1 | grep -q "Open MPI"; then
-  MPI=(mpirun --oversubscribe --bind-to none)
-fi
+. "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-mpitask.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export BLKC_CACHE_DIR=$T/cache
