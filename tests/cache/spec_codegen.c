@@ -133,7 +133,8 @@ static void test_ir(void)
 static uint32_t run_rows(JcUnit *u, int64_t R, int64_t N, int64_t ld,
                          int64_t step, int off)
 {
-    size_t cap = (size_t)((R - 1) * ld + (N - 1) * step + off + 64);
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    size_t cap = (size_t)((R - 1) * ld + (N - 1) * step + off + 64 + 15) & ~(size_t)15;
     float *x = aligned_alloc(64, cap * 4), *y = aligned_alloc(64, cap * 4);
     for (size_t i = 0; i < cap; i++) {
         x[i] = (float)(i % 97) - 40.0f;
