@@ -61,24 +61,43 @@ int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
     return -1;
 }
 
-/* never reached: no world of kind RT_WORLD_MPI exists without MPI */
+/* Never reached: no world of kind RT_WORLD_MPI exists without MPI. The
+ * stubs still fail softly (an error return), never abort the host. */
 void rt_mpi_free(RtMpi *m) { (void)m; }
-int *rt_mpi_abort_flag(RtMpi *m) { (void)m; abort(); }
+int *rt_mpi_abort_flag(RtMpi *m)
+{
+    static int flag = 1; /* "aborted": anyone polling it stops */
+    (void)m;
+    return &flag;
+}
 void rt_mpi_fail(RtMpi *m, int rank, const char *msg)
-{ (void)m; (void)rank; (void)msg; abort(); }
+{ (void)m; (void)rank; (void)msg; }
 int rt_mpi_fail_rank(RtMpi *m, char *cause, size_t len)
-{ (void)m; (void)cause; (void)len; abort(); }
-int rt_mpi_barrier(RtMpi *m) { (void)m; abort(); }
-void rt_mpi_left(RtMpi *m) { (void)m; abort(); }
+{
+    (void)m;
+    if (len)
+        snprintf(cause, len, "built without MPI");
+    return -1;
+}
+int rt_mpi_barrier(RtMpi *m) { (void)m; return -1; }
+void rt_mpi_left(RtMpi *m) { (void)m; }
 int rt_mpi_coll_publish(RtMpi *m, const RtRankColl *d, size_t heap_top,
                         char *err, size_t errlen)
-{ (void)m; (void)d; (void)heap_top; (void)err; (void)errlen; abort(); }
+{
+    (void)m; (void)d; (void)heap_top;
+    snprintf(err, errlen, "this blkc was built without MPI");
+    return -1;
+}
 const RtRankColl *rt_mpi_coll_view(RtMpi *m, int q, uint64_t seq)
-{ (void)m; (void)q; (void)seq; abort(); }
-void rt_mpi_coll_restage(RtMpi *m) { (void)m; abort(); }
+{ (void)m; (void)q; (void)seq; return NULL; }
+void rt_mpi_coll_restage(RtMpi *m) { (void)m; }
 int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen)
-{ (void)m; (void)err; (void)errlen; abort(); }
-int rt_mpi_run_end(RtMpi *m) { (void)m; abort(); }
+{
+    (void)m;
+    snprintf(err, errlen, "this blkc was built without MPI");
+    return -1;
+}
+int rt_mpi_run_end(RtMpi *m) { (void)m; return -1; }
 
 #else /* BLKC_HAVE_MPI */
 
