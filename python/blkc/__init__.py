@@ -340,6 +340,26 @@ class Module:
         self.close()
 
 
+def _set_arg(a, v, is_tensor, keep, tensor=None):
+    """Fill blkc_arg a from value v: a tensor (through `tensor`, default
+    _tensor) where the parameter is one, else a float or an int scalar."""
+    if is_tensor:
+        t = (tensor or _tensor)(v, keep)
+        a.kind = _ARG_TENSOR
+        a.v.tensor = ctypes.pointer(t)
+    elif isinstance(v, float):
+        a.kind, a.v.f = _ARG_FLOAT, v
+    else:
+        a.kind, a.v.i = _ARG_INT, int(v)
+
+
+def _launch_options(grid):
+    lo = _LaunchOptions()
+    for i, g in enumerate(grid or ()):
+        lo.grid[i] = g
+    return lo
+
+
 def _make_args(k, values, keep):
     lib = load()
     n = lib.blkc_kernel_param_count(k._h)
@@ -347,16 +367,7 @@ def _make_args(k, values, keep):
         raise Error(2, "kernel takes %d arguments, got %d" % (n, len(values)))
     args = (_Arg * max(n, 1))()
     for i, v in enumerate(values):
-        if lib.blkc_kernel_param_is_tensor(k._h, i):
-            t = _tensor(v, keep)
-            args[i].kind = _ARG_TENSOR
-            args[i].v.tensor = ctypes.pointer(t)
-        elif isinstance(v, float):
-            args[i].kind = _ARG_FLOAT
-            args[i].v.f = v
-        else:
-            args[i].kind = _ARG_INT
-            args[i].v.i = int(v)
+        _set_arg(args[i], v, lib.blkc_kernel_param_is_tensor(k._h, i), keep)
     return args
 
 
@@ -373,10 +384,7 @@ class Kernel:
     def launch(self, *values, grid=None):
         keep = []
         args = _make_args(self, values, keep)
-        lo = _LaunchOptions()
-        if grid:
-            for i, g in enumerate(grid):
-                lo.grid[i] = g
+        lo = _launch_options(grid)
         _check(load().blkc_kernel_launch(self._h, args, len(values),
                                          ctypes.byref(lo)))
 
@@ -395,18 +403,9 @@ class Kernel:
         args = (_Arg * max(R * n, 1))()
         for r, values in enumerate(per_rank):
             for i, v in enumerate(values):
-                a = args[r * n + i]
-                if lib.blkc_kernel_param_is_tensor(self._h, i):
-                    t = _tensor(v, keep)
-                    a.kind = _ARG_TENSOR
-                    a.v.tensor = ctypes.pointer(t)
-                elif isinstance(v, float):
-                    a.kind, a.v.f = _ARG_FLOAT, v
-                else:
-                    a.kind, a.v.i = _ARG_INT, int(v)
-        lo = _LaunchOptions()
-        for i, g in enumerate(grid or ()):
-            lo.grid[i] = g
+                _set_arg(args[r * n + i], v,
+                         lib.blkc_kernel_param_is_tensor(self._h, i), keep)
+        lo = _launch_options(grid)
         _check(lib.blkc_kernel_run_ranks(self._h, R, args, n, ctypes.byref(lo)))
 
 
@@ -520,19 +519,12 @@ class Task:
                         (n, ", ".join(self.params), len(values)))
         args = (_Arg * max(n, 1))()
         for i, v in enumerate(values):
-            if lib.blkc_task_param_is_tensor(self._h, i):
-                if not isinstance(v, np.ndarray):
-                    raise Error(2, "argument '%s' must be a numpy array, got %s"
-                                % (self.params[i], type(v).__name__))
-                t = _numpy_tensor(np.ascontiguousarray(v), keep)
-                args[i].kind = _ARG_TENSOR
-                args[i].v.tensor = ctypes.pointer(t)
-            elif isinstance(v, float):
-                args[i].kind = _ARG_FLOAT
-                args[i].v.f = v
-            else:
-                args[i].kind = _ARG_INT
-                args[i].v.i = int(v)
+            is_tensor = lib.blkc_task_param_is_tensor(self._h, i)
+            if is_tensor and not isinstance(v, np.ndarray):
+                raise Error(2, "argument '%s' must be a numpy array, got %s"
+                            % (self.params[i], type(v).__name__))
+            _set_arg(args[i], v, is_tensor, keep,
+                     lambda x, k: _numpy_tensor(np.ascontiguousarray(x), k))
         return args
 
     def run(self, *values):
