@@ -508,6 +508,16 @@ out:
  * functions on N local ranks (what `blkc run --ranks=N` does for one):
  * rt_plan_run with each rank's own arguments. */
 
+/* RtPlanModule.range over a module's kernels (their JIT'd range entries) */
+static BkRangeFn module_range(const void *ctx, const char *name)
+{
+    const blkc_module *m = ctx;
+    for (int i = 0; i < m->nkernels; i++)
+        if (strcmp(m->kernels[i].func->name, name) == 0)
+            return m->kernels[i].range;
+    return NULL;
+}
+
 BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks, const blkc_arg *args,
                                            int nargs, const blkc_launch_options *opts)
 {
@@ -595,20 +605,15 @@ BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks, const blk
                 ra[r][p].data = (char *)dl->data + dl->byte_offset;
         }
     }
-    BkCpuModule *cm = NULL;
-    if (st == BLKC_OK) {
+    if (st == BLKC_OK) { /* the module's own (cached) code, no second JIT */
         char err[1024] = "";
-        BkOptions bo = {NULL, 3};
-        if (bk_cpu_jit(k->module->ir, &bo, &cm, err, sizeof err) != 0)
-            st = api_err(BLKC_ERR_RUNTIME, "JIT failed: %s", err);
-        RtPlanModule pm = {k->module->ir, cm, NULL};
+        RtPlanModule pm = {.ir = k->module->ir, .range = module_range,
+                           .range_ctx = k->module};
         bool has_grid = opts && (opts->grid[0] || opts->grid[1] || opts->grid[2]);
-        if (st == BLKC_OK && rt_plan_run(&pm, k->index, nranks, ra, has_grid ? opts->grid : NULL,
-                                         err, sizeof err) != 0)
+        if (rt_plan_run(&pm, k->index, nranks, ra, has_grid ? opts->grid : NULL,
+                        err, sizeof err) != 0)
             st = api_err(BLKC_ERR_RUNTIME, "%s", err[0] ? err : "run failed");
     }
-    if (cm)
-        bk_cpu_free(cm);
     for (int r = 0; ra && r < nranks; r++)
         free(ra[r]);
     free(ra);

@@ -675,7 +675,7 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
     bool gpu = cli.device && strcmp(cli.device, "cpu") != 0;
     if (!gpu && bk_cpu_jit(m, &bo, &cli_g.cm, err, sizeof err) != 0)
         cli_die(X_RUNTIME, "JIT failed: %s", err);
-    RtPlanModule pm = {m, cli_g.cm, NULL};
+    RtPlanModule pm = {.ir = m, .cpu = cli_g.cm};
     bool has_grid = cli.grid[0] || cli.grid[1] || cli.grid[2];
     int runs = 1 + (cli.bench > 0 ? cli.bench : 0);
     double *t = malloc((size_t)runs * sizeof *t);

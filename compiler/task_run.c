@@ -235,7 +235,7 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
                     shard_copy(full->data, a->data, full->shape, n->rank, sh.dim, R, r, esz, false);
             }
     }
-    RtPlanModule pm = {m, cm, NULL};
+    RtPlanModule pm = {.ir = m, .cpu = cm};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */

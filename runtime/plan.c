@@ -266,10 +266,16 @@ static int alloc_buf(Exec *x, const IrInstr *in)
 
 /* ------------------------------------------------------------ launches */
 
+BkRangeFn rt_plan_range(const RtPlanModule *pm, const char *name)
+{
+    return pm->range ? pm->range(pm->range_ctx, name)
+                     : bk_cpu_kernel_range(pm->cpu, name);
+}
+
 static int do_launch(Exec *x, const IrInstr *in)
 {
     const IrFunc *k = x->pm->ir->funcs[in->attr];
-    BkRangeFn fn = x->g ? NULL : bk_cpu_kernel_range(x->pm->cpu, k->name);
+    BkRangeFn fn = x->g ? NULL : rt_plan_range(x->pm, k->name);
     if (!fn && !x->g)
         return fail(x, in, "kernel '%s' is not compiled", k->name);
     DLTensor t[64];

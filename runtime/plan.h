@@ -24,9 +24,16 @@ typedef struct RtGpuWorld RtGpuWorld; /* gpu_ranks.c */
 /* A compiled module plus its CPU code. */
 typedef struct RtPlanModule {
     const IrModule *ir;            /* kernels and device functions */
-    BkCpuModule *cpu;              /* JIT'd kernels */
+    BkCpuModule *cpu;              /* JIT'd kernels (unless range is set) */
     RtGpuWorld *gpu;               /* GPU ranks (gpu_ranks.h), or NULL: CPU */
+    /* Code compiled elsewhere (libblkc's cached modules): a kernel's range
+     * entry by name, asked with range_ctx. NULL: look it up in cpu. */
+    BkRangeFn (*range)(const void *range_ctx, const char *name);
+    const void *range_ctx;
 } RtPlanModule;
+
+/* The CPU range entry of kernel `name` of pm (range, else cpu), or NULL. */
+BkRangeFn rt_plan_range(const RtPlanModule *pm, const char *name);
 
 /* Run entry function `fi` (a kernel or a device function) on `nranks`
  * local ranks (threads). args[r][p] gives rank r's parameter p. A kernel is

@@ -67,7 +67,7 @@ void rt_plan_kernel_args(const IrFunc *f, RtPlanArg *args, int dl_device, DLTens
 static int run_kernel(const Run *run, RtRank *r, RtPlanArg *args)
 {
     const IrFunc *f = run->pm->ir->funcs[run->fi];
-    BkRangeFn fn = bk_cpu_kernel_range(run->pm->cpu, f->name);
+    BkRangeFn fn = rt_plan_range(run->pm, f->name);
     DLTensor t[64];
     blkc_arg a[64];
     if (!fn || f->nparams > 64)
