@@ -17,39 +17,7 @@
 static DtMod m;
 static int self; /* this process's rank */
 #include "dist/coll_cases.h"
-
-/* lib/allreduce.blk: f32 in rank order, as t_dist_allreduce.c. */
-static void lib_allreduce(const DtMod *lm, const char *entry, int W, int N,
-                          int op)
-{
-    int fi = dt_entry(lm, entry);
-    DtArgs A;
-    dt_args_init(&A, lm, fi, W);
-    float *x[DT_MAXR], *y[DT_MAXR];
-    for (int r = 0; r < W; r++) {
-        x[r] = DT_T(&A, r, "x", N);
-        y[r] = DT_T(&A, r, "y", N);
-        dt_fill(x[r], (size_t)N, r, 5 + op);
-        dt_int(&A, r, "op", op);
-    }
-    char what[128];
-    snprintf(what, sizeof what, "%s N=%d op=%d", entry, N, op);
-    if (dt_run_ok(&A, what) == 0) {
-        double *ref = t_xmalloc(sizeof(double) * (size_t)N);
-        for (int i = 0; i < N; i++) {
-            float acc = x[0][i];
-            for (int q = 1; q < W; q++) {
-                float v = x[q][i];
-                acc = op == 1 ? (v > acc ? v : acc)
-                    : op == 2 ? (v < acc ? v : acc) : acc + v;
-            }
-            ref[i] = acc;
-        }
-        dt_close(y[self], ref, (size_t)N, 0, what, W, self);
-        free(ref);
-    }
-    dt_args_free(&A);
-}
+#include "dist/allreduce_case.h"
 
 int main(void)
 {
@@ -78,8 +46,8 @@ int main(void)
     dt_free(&m);
     DtMod lm = dt_load("lib/allreduce.blk", NULL, 0);
     for (int op = 0; op < 3; op++) {
-        lib_allreduce(&lm, "allreduce_oneshot", W, 1001, op);
-        lib_allreduce(&lm, "allreduce_twoshot", W, 1001, op);
+        allreduce_case(&lm, "allreduce_oneshot", W, 1001, op, self);
+        allreduce_case(&lm, "allreduce_twoshot", W, 1001, op, self);
     }
     dt_free(&lm);
     char name[64];
