@@ -578,7 +578,7 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
     BkRangeFn fn = k->range;
     uint32_t sig[64];
     if (k->module->unit && f->nparams <= 64 &&
-        jc_signature(f, args, nargs, sig))
+        rt_signature(f, args, nargs, sig))
         jc_unit_pick(k->module->unit, k->index, sig, &f, &fn);
     char err[1024];
     err[0] = 0;

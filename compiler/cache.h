@@ -88,12 +88,8 @@ int jc_cpu_code(const IrModule *m, const BkOptions *o, const JcSrc *src,
                 size_t errlen);
 
 /* ------------------------------------------------------------ spec */
-/* Per tensor param: properties of a launch argument (IR_ASSUME_* bits). */
-uint32_t jc_tensor_assume(const IrParam *p, const DLTensor *t);
-/* The signature of a launch: assume bits per param (sig[nparams]); false
- * if an argument is malformed (the launcher reports it). */
-bool jc_signature(const IrFunc *f, const blkc_arg *args, int nargs,
-                  uint32_t *sig);
+/* The launch facts of arguments are rt_signature / rt_tensor_assume
+ * (runtime/rt.h). */
 
 /* ------------------------------------------------------------ units */
 #define JC_MAX_VARIANTS 16

@@ -416,7 +416,7 @@ static BkRangeFn jit_cached(IrModule *view, const blkc_arg *args)
 {
     IrFunc *f = view->funcs[0];
     uint32_t sig[64];
-    if (f->nparams <= 64 && jc_signature(f, args, f->nparams, sig))
+    if (f->nparams <= 64 && rt_signature(f, args, f->nparams, sig))
         for (int i = 0; i < f->nparams; i++)
             f->params[i].assume = sig[i];
     BkOptions bo = {NULL, 3};

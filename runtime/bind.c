@@ -3,7 +3,8 @@
  * device/dtype/rank, static extents, symbolic sizes agreeing), the tensor
  * descriptors and scalar slots, and the grid from ir_eval_grid. What a
  * launcher does with them (the CPU ABI array, a packed GPU buffer) and
- * which devices it accepts stay with it. */
+ * which devices it accepts stay with it. Also the launch facts
+ * (IR_ASSUME_*) of the arguments that specialized variants are picked by. */
 #include "rt.h"
 
 #include <stdarg.h>
@@ -244,4 +245,49 @@ void rt_bind_free(RtBind *b)
 {
     free(b->heap);
     b->heap = NULL;
+}
+
+/* ------------------------------------------------------------ launch facts
+ * The specialization facts of a launch's arguments (IR_ASSUME_*), which
+ * the CPU variant pick (compiler/cache.c) and the GPU one (gpu_launch.c)
+ * both key on. */
+
+uint32_t rt_tensor_assume(const IrParam *p, const DLTensor *t)
+{
+    uint32_t a = 0;
+    const char *data = (const char *)t->data + t->byte_offset;
+    if (((uintptr_t)data & 15) == 0)
+        a |= IR_ASSUME_ALIGN16;
+    int r = p->rank;
+    int64_t stride = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        int64_t sd = t->strides ? t->strides[d] : stride;
+        if (d == r - 1 && sd == 1)
+            a |= IR_ASSUME_UNIT_INNER;
+        if (d < r - 1 && sd % 16 == 0)
+            a |= IR_ASSUME_STRIDE16(d);
+        if (p->dims[d] < 0 && t->shape[d] % 16 == 0)
+            a |= IR_ASSUME_DIM16(d);
+        stride *= t->shape[d] ? t->shape[d] : 1;
+    }
+    return a;
+}
+
+bool rt_signature(const IrFunc *f, const blkc_arg *args, int nargs,
+                  uint32_t *sig)
+{
+    if (!args || nargs != f->nparams)
+        return false;
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        sig[i] = 0;
+        if (p->kind != PK_TENSOR)
+            continue;
+        const DLTensor *t = args[i].v.tensor;
+        if (args[i].kind != BLKC_ARG_TENSOR || !t || t->ndim != p->rank ||
+            (p->rank && !t->shape))
+            return false;
+        sig[i] = rt_tensor_assume(p, t);
+    }
+    return true;
 }

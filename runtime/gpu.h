@@ -62,7 +62,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
 void rt_gpu_module_free(RtGpuModule *gm);
 
 /* Specialization. A launch whose tensor arguments have IR_ASSUME_* facts
- * (jc_signature of compiler/cache.c, on the device addresses: 16-byte
+ * (rt_signature of runtime/bind.c, on the device addresses: 16-byte
  * aligned data, unit inner stride, extents and strides divisible by 16)
  * runs a variant of the kernel compiled for exactly those facts (vector
  * loads/stores, cp.async pipelining: backends/cuda/gpu_mem.c). A variant

@@ -9,7 +9,6 @@
 #include "gpu.h"
 #include "rt.h"
 #include "../backends/cuda/gpu_emit.h"
-#include "../compiler/cache.h" /* jc_signature: the CPU path's launch facts */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -561,7 +560,7 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
     const IrFunc *f = k->f;
     uint32_t sig[64];
     if (!spec_enabled() || f->nparams > 64 ||
-        !jc_signature(f, args, nargs, sig))
+        !rt_signature(f, args, nargs, sig))
         return; /* malformed arguments: the launcher reports them */
     bool any = false;
     for (int p = 0; p < f->nparams; p++)

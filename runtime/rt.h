@@ -139,6 +139,12 @@ blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,
                          const blkc_launch_options *opts, int64_t grid[3],
                          char *err, size_t errlen);
 void rt_bind_free(RtBind *b);
+/* Per tensor param: properties of a launch argument (IR_ASSUME_* bits). */
+uint32_t rt_tensor_assume(const IrParam *p, const DLTensor *t);
+/* The signature of a launch: assume bits per param (sig[nparams]); false
+ * if an argument is malformed (the launcher reports it). */
+bool rt_signature(const IrFunc *f, const blkc_arg *args, int nargs,
+                  uint32_t *sig);
 
 /* ------------------------------------------------------------ launch.c */
 /* Check `args` against f's parameters (kinds, DLTensor device/dtype/rank,

@@ -149,7 +149,7 @@ static uint32_t run_rows(JcUnit *u, int64_t R, int64_t N, int64_t ld,
     blkc_arg args[2] = {{BLKC_ARG_TENSOR, {.tensor = &tx}},
                         {BLKC_ARG_TENSOR, {.tensor = &ty}}};
     uint32_t sig[2];
-    CHECK(jc_signature(u->ir->funcs[0], args, 2, sig));
+    CHECK(rt_signature(u->ir->funcs[0], args, 2, sig));
     const IrFunc *f = u->ir->funcs[0];
     BkRangeFn fn = jc_code_range(u->code, f->name);
     jc_unit_pick(u, 0, sig, &f, &fn);

@@ -95,7 +95,7 @@ static void *tens_arg(Tens *t, int rank, unsigned char *buf)
     return buf;
 }
 
-/* The facts compiler/cache.c (jc_tensor_assume) computes for contiguous t. */
+/* The facts runtime/bind.c (rt_tensor_assume) computes for contiguous t. */
 static uint32_t facts(const IrParam *p, const Tens *t)
 {
     uint32_t a = (t->data & 15) == 0 ? IR_ASSUME_ALIGN16 : 0;
