@@ -13,7 +13,7 @@
 #include "aot.h"
 
 #include "../backends/backend.h"
-#include "../backends/cuda/gpu_emit.h"
+#include "../backends/gpu/gpu_emit.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  *   gpu_hip.c     the HIP table (hipModuleLoadData, hipModuleLaunchKernel)
  *   gpu_launch.c  devices by name, modules (emit with the cuda/hip backend,
  *                 compile with NVRTC/hiprtc, load), argument checks and
- *                 packing (the kernel ABI of backends/cuda/gpu_emit.h), the
+ *                 packing (the kernel ABI of backends/gpu/gpu_emit.h), the
  *                 grid (ir_eval_grid), launch, and the CLI's host-buffer run
  *
  * Errors: a blkc_status plus a one-line message in (err, errlen); nothing
@@ -19,7 +19,7 @@
 #define BLKC_GPU_H
 
 #include "../backends/backend.h"
-#include "../backends/cuda/gpu_emit.h"
+#include "../backends/gpu/gpu_emit.h"
 #include "../include/blkc/blkc.h"
 
 typedef struct RtGpu RtGpu;             /* one device (a context) */
@@ -65,7 +65,7 @@ void rt_gpu_module_free(RtGpuModule *gm);
  * (rt_signature of runtime/bind.c, on the device addresses: 16-byte
  * aligned data, unit inner stride, extents and strides divisible by 16)
  * runs a variant of the kernel compiled for exactly those facts (vector
- * loads/stores, cp.async pipelining: backends/cuda/gpu_mem.c). A variant
+ * loads/stores, cp.async pipelining: backends/gpu/gpu_mem.c). A variant
  * is emitted and loaded the first time its signature is seen and kept
  * with the module, at most RT_GPU_MAX_VARIANTS per kernel; once the table
  * is full, or when a variant fails to compile (not retried), the launch

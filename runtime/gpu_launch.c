@@ -1,14 +1,14 @@
 /* gpu_launch.c — the vendor-neutral half of the GPU runtime: devices by
  * name, modules (emit with the cuda/hip backend, load), argument checks
  * (bind.c, shared with the CPU launcher; device memory only here) and
- * packing following the kernel ABI of backends/cuda/gpu_emit.h, launch,
+ * packing following the kernel ABI of backends/gpu/gpu_emit.h, launch,
  * the rank context of kernels with rank builtins (one rank here: rank 0 of
  * 1, no heap table), specialized variants of each kernel (compiled on
  * first use for the facts of a launch's tensor arguments), and the CLI's
  * run on host buffers. */
 #include "gpu.h"
 #include "rt.h"
-#include "../backends/cuda/gpu_emit.h"
+#include "../backends/gpu/gpu_emit.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * Stages: "cuda" (CUDA C text), "ptx" (PTX text for compute_XX), "cubin"
  * (the default: a cubin for real archs sm_XX, PTX for compute_XX archs).
  * --arch defaults to sm_80. */
-#include "gpu_emit.h"
+#include "../gpu/gpu_emit.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* hip.c — the HIP backend: the HIP C dialect of the GPU emitter
- * (backends/cuda/gpu_emit.c; wavefront 64, MFMA for dot on gfx90a/gfx94x)
+ * (backends/gpu/gpu_emit.c; wavefront 64, MFMA for dot on gfx90a/gfx94x)
  * and compilation to an AMD code object with hiprtc (dlopen: libhiprtc.so,
  * or libamdhip64.so which carries hiprtc in ROCm 5), falling back to
  * `hipcc --genco --offload-arch=ARCH` when hiprtc is absent or fails to
@@ -7,7 +7,7 @@
  *
  * Stages: "hip" (HIP C text), "hsaco" (the default: a code object).
  * --arch defaults to gfx90a. */
-#include "../cuda/gpu_emit.h"
+#include "../gpu/gpu_emit.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -73,6 +73,16 @@ static const char *const hip_prelude[] = {
     "typedef _Float16 blk_half4 __attribute__((ext_vector_type(4)));\n",
     "typedef short blk_short4 __attribute__((ext_vector_type(4)));\n",
     "typedef float blk_float4 __attribute__((ext_vector_type(4)));\n",
+    "#if BLK_HAVE_MFMA\n",
+    "/* matrix cores (AMD CDNA2 ISA, v_mfma_*): c += a * b over one wavefront;\n",
+    " * every MFMA the emitter uses goes through one of these wrappers */\n",
+    "__device__ inline blk_float4 blk_mfma_16x16x16_f16(blk_half4 a, blk_half4 b, blk_float4 c)\n",
+    "{ return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0); }\n",
+    "__device__ inline blk_float4 blk_mfma_16x16x16_bf16(blk_short4 a, blk_short4 b, blk_float4 c)\n",
+    "{ return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0); }\n",
+    "__device__ inline blk_float4 blk_mfma_16x16x4_f32(float a, float b, blk_float4 c)\n",
+    "{ return __builtin_amdgcn_mfma_f32_16x16x4f32(a, b, c, 0, 0, 0); }\n",
+    "#endif\n",
     NULL,
 };
 

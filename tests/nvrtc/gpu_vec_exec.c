@@ -12,7 +12,7 @@
  * (matmul M = 200, K = 112 with BK = 32, N = 144).
  * Exit 77 without libcuda / a device (this machine); 0 when all match. */
 #include "backends/backend.h"
-#include "backends/cuda/gpu_emit.h"
+#include "backends/gpu/gpu_emit.h"
 #include "compiler/ir.h"
 #include "nvrtc/kernels.h"
 #include "runtime/rt.h"

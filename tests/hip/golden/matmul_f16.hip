@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                     a[j] = Ab[(tm + r16) * 32 + k + 4 * kq + j];
                     b[j] = Bb[(k + 4 * kq + j) * 64 + tn + r16];
                 }
-                c = __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
+                c = blk_mfma_16x16x16_f16(a, b, c);
             }
             for (int j = 0; j < 4; j++) C[(tm + 4 * kq + j) * 64 + tn + r16] = c[j];
         }

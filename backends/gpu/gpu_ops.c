@@ -395,7 +395,7 @@ static void dot_mfma(BkGpuEm *em, const Dot *d)
         bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = 0.0f;");
     if (d->adt == DT_F32) {
         bk_gpu_line(em, "for (int k = 0; k < %lld; k += 4)", K);
-        bk_gpu_line(em, "    c = __builtin_amdgcn_mfma_f32_16x16x4f32(A[(tm + r16) * %lld + k + kq], B[(k + kq) * %lld + tn + r16], c, 0, 0, 0);",
+        bk_gpu_line(em, "    c = blk_mfma_16x16x4_f32(A[(tm + r16) * %lld + k + kq], B[(k + kq) * %lld + tn + r16], c);",
                     K, N);
     } else {
         bool h = d->adt == DT_F16;
@@ -409,8 +409,8 @@ static void dot_mfma(BkGpuEm *em, const Dot *d)
         bk_gpu_line(em, "    a[j] = Ab[(tm + r16) * %lld + k + 4 * kq + j];", K);
         bk_gpu_line(em, "    b[j] = Bb[(k + 4 * kq + j) * %lld + tn + r16];", N);
         bk_gpu_line(em, "}");
-        bk_gpu_line(em, "c = __builtin_amdgcn_mfma_f32_16x16x16%s(a, b, c, 0, 0, 0);",
-                    h ? "f16" : "bf16_1k");
+        bk_gpu_line(em, "c = blk_mfma_16x16x16_%s(a, b, c);",
+                    h ? "f16" : "bf16");
         em->indent--;
         bk_gpu_line(em, "}");
     }
