@@ -5,6 +5,8 @@
  * in tile.c, dtype conversions in dtype.c. */
 #include "cpu.h"
 
+#include <llvm/Config/llvm-config.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +101,13 @@ static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
     LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
     if (!fn) {
         fn = LLVMAddFunction(g->mod, name, fty);
+        /* "no memory access": readnone until LLVM 15, memory(none) (the
+         * memory attribute with no effects, value 0) from LLVM 16 */
+#if LLVM_VERSION_MAJOR >= 16
+        const char *attrs[] = {"memory", "nounwind", "willreturn"};
+#else
         const char *attrs[] = {"readnone", "nounwind", "willreturn"};
+#endif
         /* helpers with side effects (signals) keep no attributes */
         bool effects = strncmp(name, "blkc_cpu_notify", 15) == 0 ||
                        strncmp(name, "blkc_cpu_wait", 13) == 0;
