@@ -8,15 +8,12 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 # the CUDA toolkit (NVRTC, ptxas) is not a Debian package: found if present.
 # openmpi-bin/libopenmpi-dev: ranks as processes under mpirun (optional at
 # build time; about 12 MB to download, 53 MB installed).
-for p in build-essential cmake ninja-build flex bison pkg-config llvm-14-dev \
+for p in build-essential cmake ninja-build flex bison pkg-config llvm-15-dev \
          clang libclang-rt-14-dev libopenblas-dev python3 python3-numpy \
          python3-pytest hipcc libamdhip64-dev rocm-device-libs \
          openmpi-bin libopenmpi-dev; do
   have_pkg "$p" || need+=("$p")
 done
-if ! command -v llvm-config >/dev/null && ! ls /usr/bin/llvm-config-1[4-9] >/dev/null 2>&1; then
-  need+=(llvm-14-dev)
-fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
