@@ -51,6 +51,10 @@ typedef struct BkLaunchCtx {
     int64_t fail_param, fail_cell;
     uint64_t fail_expected, fail_seen;
     int32_t fail_aborted;
+    int *in_wait;             /* this rank's waits in progress, counted so a
+                                 barrier timing out elsewhere lets a wait
+                                 with its own deadline report first (or
+                                 NULL) */
 } BkLaunchCtx;
 
 typedef void (*BkKernelFn)(void *const *args, const int32_t *pid,

@@ -116,6 +116,8 @@ KH_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
     int64_t limit = ctx->timeout_ms > 0 ? ctx->timeout_ms : 5000;
     int64_t start = now_ms();
     int aborted = 0;
+    if (ctx->in_wait)
+        __atomic_add_fetch(ctx->in_wait, 1, __ATOMIC_ACQ_REL);
     for (unsigned long i = 1;; i++) {
         if (__atomic_load_n(&ctx->failed, __ATOMIC_ACQUIRE))
             return 1;
@@ -137,6 +139,8 @@ KH_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
         if (now_ms() - start > limit)
             break;
     }
+    if (ctx->in_wait)
+        __atomic_sub_fetch(ctx->in_wait, 1, __ATOMIC_ACQ_REL);
     int32_t zero = 0;
     if (__atomic_compare_exchange_n(&ctx->failed, &zero, 1, false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

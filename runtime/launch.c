@@ -76,6 +76,7 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
         ctx.heap_base = wv->heap_base;
         ctx.abort_flag = wv->abort_flag;
         ctx.timeout_ms = wv->timeout_ms;
+        ctx.in_wait = wv->in_wait;
     } else {
         ctx.timeout_ms = env_timeout_ms();
     }
@@ -92,8 +93,17 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
                                "many program instances");
             total *= grid[a];
         }
-        if (total)
-            fn(argv, 0, total, ctx.nprog);
+        /* one instance at a time, so a rank busy in a long grid stops
+         * within one instance of another rank's failure (a timed-out
+         * collective) instead of running to the end of its grid */
+        for (int64_t p = 0; p < total; p++) {
+            if (ctx.abort_flag && __atomic_load_n(ctx.abort_flag, __ATOMIC_ACQUIRE))
+                return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on "
+                               "rank %d: stopped after %lld of %lld program "
+                               "instances: another rank failed", f->name,
+                               ctx.rank, (long long)p, (long long)total);
+            fn(argv, p, p + 1, ctx.nprog);
+        }
     } else {
         bool fits = f->frame_bytes > 0 &&
                     (size_t)f->frame_bytes * 2 < stack_room();

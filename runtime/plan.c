@@ -156,6 +156,25 @@ static void span_copy(const Span *d, const Span *s, int esz)
     (void)rt_plan_span_runs(d, s, esz, host_copy, NULL);
 }
 
+/* "S[i, j]" (", rank p" for a peer's): the cell of S's view that idx (the
+ * position inside the view's ranges) names, for a timed-out wait. */
+static void cell_name(Exec *x, const IrInstr *in, const int64_t *idx,
+                      char *buf, size_t len)
+{
+    const IrView *v = &x->f->views[in->view];
+    size_t n = (size_t)snprintf(buf, len, "%s[", x->f->params[in->param].name);
+    for (int d = 0, k = 0; d < v->ndims && n < len; d++) {
+        int64_t c = vi(x, v->d[d].val);
+        if (v->d[d].kind == IDX_RANGE)
+            c += idx[k++];
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? ", " : "", (long long)c);
+    }
+    if (n < len && in->opnd[3] >= 0)
+        n += (size_t)snprintf(buf + n, len - n, "] of rank %lld", (long long)vi(x, in->opnd[3]));
+    else if (n < len)
+        snprintf(buf + n, len - n, "]");
+}
+
 /* notify(S[...], v) / wait(S[...] >= v) from a device function: every
  * cell of the view, on this rank or a peer. */
 static int do_signal(Exec *x, const IrInstr *in)
@@ -169,7 +188,8 @@ static int do_signal(Exec *x, const IrInstr *in)
         char *p = s.base;
         for (int k = 0; k < s.n; k++)
             p += idx[k] * s.str[k];
-        const char *nm = x->f->params[in->param].name;
+        char nm[160];
+        cell_name(x, in, idx, nm, sizeof nm);
         int rc = x->g ? (in->op == IR_NOTIFY
                              ? rt_gpur_notify(x->g, x->r, p, v, in->attr)
                              : rt_gpur_wait(x->g, x->r, p, in->attr, v, nm))

@@ -20,6 +20,7 @@ RtWorldView rt_rank_view(RtRank *r)
     v.heap_base = rt_world_heap_bases(w);
     v.abort_flag = rt_world_abort_flag(w);
     v.timeout_ms = rt_world_timeout_ms(w);
+    v.in_wait = rt_rank_in_wait(r);
     return v;
 }
 

@@ -79,7 +79,9 @@ int rt_mpi_fail_rank(RtMpi *m, char *cause, size_t len)
         snprintf(cause, len, "built without MPI");
     return -1;
 }
-int rt_mpi_barrier(RtMpi *m) { (void)m; return -1; }
+int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
+{ (void)m; (void)timeout_ms; (void)miss; (void)misslen; return -1; }
+int *rt_mpi_in_wait(RtMpi *m) { (void)m; return NULL; }
 void rt_mpi_left(RtMpi *m) { (void)m; }
 int rt_mpi_coll_publish(RtMpi *m, const RtRankColl *d, size_t heap_top,
                         char *err, size_t errlen)
@@ -128,7 +130,8 @@ typedef struct Ctrl {          /* rank 0's control window */
     _Alignas(64) int nleft;    /* ranks whose function returned */
     _Alignas(64) unsigned bar_count;
     _Alignas(64) unsigned bar_gen;
-    _Alignas(64) char tail_[64]; /* then left[n], then slots[n][2] */
+    _Alignas(64) char tail_[64]; /* then left[n], arrived[n], in_wait[n],
+                                  then slots[n][2] */
 } Ctrl;
 
 struct RtMpi {
@@ -137,6 +140,9 @@ struct RtMpi {
     int me, n;
     Ctrl *ctrl;
     int *left;                 /* [n] */
+    unsigned *arrived;         /* [n]: 1 + the barrier generation each rank
+                                  last arrived at */
+    int *in_wait;              /* [n]: each rank's signal waits in progress */
     Slot *slots;               /* [n][2], by collective parity */
     char **base;               /* [n] heaps in this process */
     size_t heap_bytes;
@@ -191,9 +197,15 @@ static void backoff(unsigned *round)
     }
 }
 
+/* left[n], arrived[n] and in_wait[n], rounded to a cache line */
+static size_t rank_arrays(int n)
+{
+    return ((size_t)n * 3 * sizeof(int) + 63) / 64 * 64;
+}
+
 static size_t ctrl_bytes(int n)
 {
-    size_t left = ((size_t)n * sizeof(int) + 63) / 64 * 64;
+    size_t left = rank_arrays(n);
     return offsetof(Ctrl, tail_) + left + (size_t)n * 2 * sizeof(Slot);
 }
 
@@ -205,7 +217,7 @@ static void ctrl_reset(RtMpi *m)
     c->fail_msg[0] = 0;
     c->nleft = 0;
     c->bar_count = 0;
-    memset(m->left, 0, (size_t)m->n * sizeof(int));
+    memset(m->left, 0, rank_arrays(m->n));
     memset(m->slots, 0, (size_t)m->n * 2 * sizeof(Slot));
 }
 
@@ -299,8 +311,9 @@ int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
     MPI_Win_shared_query(m->ctrl_win, 0, &sz, &du, &cb);
     m->ctrl = (Ctrl *)(((uintptr_t)cb + 63) / 64 * 64);
     m->left = (int *)(void *)m->ctrl->tail_;
-    m->slots = (Slot *)(void *)(m->ctrl->tail_ +
-                                ((size_t)n * sizeof(int) + 63) / 64 * 64);
+    m->arrived = (unsigned *)(void *)(m->left + n);
+    m->in_wait = (int *)(void *)(m->arrived + n);
+    m->slots = (Slot *)(void *)(m->ctrl->tail_ + rank_arrays(n));
     int ok = contiguous, all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
@@ -368,7 +381,22 @@ static int failed(const RtMpi *m)
     return __atomic_load_n(&m->ctrl->failed, __ATOMIC_ACQUIRE) != 0;
 }
 
-int rt_mpi_barrier(RtMpi *m)
+int *rt_mpi_in_wait(RtMpi *m) { return &m->in_wait[m->me]; }
+
+/* The ranks that have not arrived at barrier generation gen, as "1, 3";
+ * returns how many. */
+static int missing(const RtMpi *m, unsigned gen, char *buf, size_t len)
+{
+    size_t k = 0;
+    int count = 0;
+    buf[0] = 0;
+    for (int q = 0; q < m->n && k < len; q++)
+        if (__atomic_load_n(&m->arrived[q], __ATOMIC_ACQUIRE) != gen + 1)
+            k += (size_t)snprintf(buf + k, len - k, "%s%d", count++ ? ", " : "", q);
+    return count;
+}
+
+int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
 {
     Ctrl *c = m->ctrl;
     if (failed(m))
@@ -376,6 +404,7 @@ int rt_mpi_barrier(RtMpi *m)
     if (m->n == 1)
         return 0;
     unsigned gen = __atomic_load_n(&c->bar_gen, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&m->arrived[m->me], gen + 1, __ATOMIC_RELEASE);
     if (__atomic_add_fetch(&c->bar_count, 1, __ATOMIC_ACQ_REL) ==
         (unsigned)m->n) {
         __atomic_store_n(&c->bar_count, 0, __ATOMIC_RELAXED);
@@ -383,6 +412,8 @@ int rt_mpi_barrier(RtMpi *m)
         return 0;
     }
     unsigned round = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         if (__atomic_load_n(&c->bar_gen, __ATOMIC_ACQUIRE) != gen)
             return 0;
@@ -398,6 +429,21 @@ int rt_mpi_barrier(RtMpi *m)
                     return -1;
                 return q + 1;
             }
+        }
+        if (round >= 64 && timeout_ms >= 0) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 +
+                         (t.tv_nsec - t0.tv_nsec) / 1000000;
+            /* as on local ranks: a missing rank in a signal wait (its own
+             * deadline) reports first, up to twice the timeout + 1 s */
+            int defer = 0;
+            for (int q = 0; q < m->n && ms < 2 * timeout_ms + 1000; q++)
+                defer |= __atomic_load_n(&m->arrived[q], __ATOMIC_ACQUIRE) != gen + 1 &&
+                         __atomic_load_n(&m->in_wait[q], __ATOMIC_ACQUIRE) > 0;
+            if (ms >= timeout_ms && !defer && missing(m, gen, miss, misslen) > 0 &&
+                __atomic_load_n(&c->bar_gen, __ATOMIC_ACQUIRE) == gen)
+                return -2;
         }
         backoff(&round);
     }

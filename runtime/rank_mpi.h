@@ -37,6 +37,9 @@ int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
 void rt_mpi_free(RtMpi *m); /* collective */
 
 int *rt_mpi_abort_flag(RtMpi *m); /* the shared abort flag */
+/* This process's count of signal waits in progress, in the shared window
+ * (a barrier timing out on another rank lets such a wait report first). */
+int *rt_mpi_in_wait(RtMpi *m);
 /* Record a failure of rank `rank` (msg without "rank R: "). The first
  * failure of the world prints "blkc: error: rank R: msg" on stderr and
  * calls MPI_Abort(3); later ones only return. */
@@ -44,8 +47,9 @@ void rt_mpi_fail(RtMpi *m, int rank, const char *msg);
 /* The first failing rank (-1 if none yet) and its message. */
 int rt_mpi_fail_rank(RtMpi *m, char *cause, size_t len);
 /* Shared-memory barrier: 0 done, -1 the world failed, q + 1 when rank q
- * left the run without arriving. */
-int rt_mpi_barrier(RtMpi *m);
+ * left the run without arriving, -2 when it waited timeout_ms (>= 0) and
+ * miss holds the ranks that did not arrive ("1, 3"). */
+int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen);
 void rt_mpi_left(RtMpi *m); /* this rank's function returned */
 /* Publish this rank's descriptor (kind.. seq set) with its buffers as heap
  * locations, staging above heap_top what is not on the heap. 0 or -1 with

@@ -35,6 +35,9 @@ struct RtRank {
     char err[RT_RANK_ERRLEN]; /* "rank R: ..." */
     size_t sym_top;          /* bump offset into this rank's heap */
     uint64_t coll_seq;       /* collectives begun in this run */
+    int in_wait;             /* atomic: signal waits in progress */
+    unsigned bar_arrived;    /* atomic: 1 + the barrier generation it last
+                                arrived at (who is missing, on a timeout) */
     RtRankColl coll[2];      /* published descriptors, by seq parity */
     pthread_t thread;
     _Alignas(CACHELINE) char pad_[CACHELINE];
@@ -51,6 +54,7 @@ struct RtWorld {
     char **heap_base;        /* [nranks]: each rank's heap */
     RtRank *ranks;           /* [nranks] */
     int64_t timeout_ms;      /* signal wait timeout of this run */
+    int64_t coll_timeout_ms; /* barrier / collective timeout of this run */
     int (*fn)(RtRank *, void *);
     void *arg;
     int running;             /* under lock: a run is in progress */
@@ -205,6 +209,10 @@ const char *rt_rank_error(const RtRank *r)
 }
 
 int rt_rank_id(const RtRank *r) { return r->id; }
+int *rt_rank_in_wait(RtRank *r)
+{
+    return r->world->mpi ? rt_mpi_in_wait(r->world->mpi) : &r->in_wait;
+}
 int rt_rank_size(const RtRank *r) { return r->world->nranks; }
 RtWorld *rt_rank_world(const RtRank *r) { return r->world; }
 int rt_world_size(const RtWorld *w) { return w->nranks; }
@@ -265,14 +273,47 @@ int rt_signal_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v,
                    const char *name)
 {
     RtWorld *w = r->world;
+    int *busy = rt_rank_in_wait(r);
+    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
     int rc = rt_signal_wait_cell(cell, cmp, v, w->timeout_ms,
                                  rt_world_abort_flag(w));
+    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
     if (rc == 0)
         return 0;
     return rt_signal_wait_report(r, rc, cell, cmp, v, name);
 }
 
 /* ------------------------------------------------------------ barrier */
+
+/* A barrier waited for longer than the collective timeout: name the ranks
+ * that have not arrived (a peer busy in a kernel, or in another wait).
+ * Returns 1 (keep waiting) while a missing rank is in a signal wait, which
+ * ends by its own deadline and is the better message, up to a hard limit
+ * of twice the timeout plus a second. */
+static int barrier_timeout(RtRank *r, const char *what, unsigned gen,
+                           int64_t waited_ms)
+{
+    RtWorld *w = r->world;
+    if (waited_ms < 2 * w->coll_timeout_ms + 1000)
+        for (int q = 0; q < w->nranks; q++)
+            if (__atomic_load_n(&w->ranks[q].bar_arrived, __ATOMIC_ACQUIRE) != gen + 1 &&
+                __atomic_load_n(&w->ranks[q].in_wait, __ATOMIC_ACQUIRE) > 0)
+                return 1;
+    char miss[256];
+    size_t n = 0;
+    int count = 0;
+    miss[0] = 0;
+    for (int q = 0; q < w->nranks && n < sizeof miss; q++)
+        if (__atomic_load_n(&w->ranks[q].bar_arrived, __ATOMIC_ACQUIRE) != gen + 1)
+            n += (size_t)snprintf(miss + n, sizeof miss - n, "%s%d",
+                                  count++ ? ", " : "", q);
+    if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
+        return 0; /* everyone came after all (0: not 1, which means wait on) */
+    return rt_rank_fail(r, "%s timed out after %lld ms: rank %d waits, "
+                        "rank%s %s did not arrive", what,
+                        (long long)w->coll_timeout_ms, r->id,
+                        count > 1 ? "s" : "", miss);
+}
 
 /* A central counting barrier. A waiter gives up when the world fails, or
  * when a rank has left the run without completing this barrier (it can
@@ -285,15 +326,22 @@ static int barrier_wait(RtRank *r, const char *what)
     if (w->nranks == 1)
         return 0;
     if (w->mpi) {
-        int q = rt_mpi_barrier(w->mpi);
+        char miss[256];
+        int q = rt_mpi_barrier(w->mpi, w->coll_timeout_ms, miss, sizeof miss);
         if (q == 0)
             return 0;
+        if (q == -2)
+            return rt_rank_fail(r, "%s timed out after %lld ms: rank %d "
+                                "waits, rank%s %s did not arrive", what,
+                                (long long)w->coll_timeout_ms, r->id,
+                                strchr(miss, ',') ? "s" : "", miss);
         if (q < 0)
             return rank_aborted(r);
         return rt_rank_fail(r, "rank %d left the run while rank %d waited "
                             "in %s", q - 1, r->id, what);
     }
     unsigned gen = __atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&r->bar_arrived, gen + 1, __ATOMIC_RELEASE);
     if (__atomic_add_fetch(&w->bar_count, 1, __ATOMIC_ACQ_REL) ==
         (unsigned)w->nranks) {
         __atomic_store_n(&w->bar_count, 0, __ATOMIC_RELAXED);
@@ -301,11 +349,18 @@ static int barrier_wait(RtRank *r, const char *what)
         return 0;
     }
     unsigned round = 0;
+    int64_t start = now_ms();
     for (;;) {
         if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
             return 0;
         if (rt_rank_failed(r))
             return rank_aborted(r);
+        int64_t waited = round >= 64 ? now_ms() - start : 0;
+        if (round >= 64 && w->coll_timeout_ms >= 0 && waited >= w->coll_timeout_ms) {
+            int k = barrier_timeout(r, what, gen, waited);
+            if (k != 1)
+                return k;
+        }
         if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) > 0) {
             for (int q = 0; q < w->nranks; q++) {
                 if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE))
@@ -668,6 +723,21 @@ static int64_t env_timeout_ms(void)
     return (int64_t)v;
 }
 
+/* The barrier and collective timeout: BLKC_WAIT_TIMEOUT_MS when set,
+ * else 60 s (a peer's legitimate work before a collective can take far
+ * longer than a signal wait's 5 s default). */
+static int64_t env_coll_timeout_ms(void)
+{
+    const char *s = getenv("BLKC_WAIT_TIMEOUT_MS");
+    if (!s || !*s)
+        return 60000;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end || v < 0)
+        return 60000;
+    return (int64_t)v;
+}
+
 static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
                          void *arg, char *err, size_t errlen);
 
@@ -680,6 +750,8 @@ static void reset_rank(RtRank *r)
     r->err[0] = 0;
     r->sym_top = 0;
     r->coll_seq = 0;
+    r->bar_arrived = 0;
+    r->in_wait = 0;
     memset(r->coll, 0, sizeof r->coll);
 }
 
@@ -689,6 +761,7 @@ static void begin_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg)
     w->fn = fn;
     w->arg = arg;
     w->timeout_ms = env_timeout_ms();
+    w->coll_timeout_ms = env_coll_timeout_ms();
     __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
 }

@@ -96,6 +96,10 @@ const volatile int *rt_world_abort_flag(const RtWorld *w);
 int64_t rt_world_timeout_ms(const RtWorld *w);
 
 int rt_rank_id(const RtRank *r);
+/* The rank's count of signal waits in progress (kernels' and device
+ * functions'): a barrier that times out while a missing rank is in such a
+ * wait, which has a deadline of its own, lets that wait report first. */
+int *rt_rank_in_wait(RtRank *r);
 int rt_rank_size(const RtRank *r);      /* ranks in its world */
 RtWorld *rt_rank_world(const RtRank *r);
 /* Record "rank R: <message>" as this rank's error (the first one wins) and

@@ -166,6 +166,8 @@ typedef struct RtWorldView {
     char *const *heap_base;         /* per rank: symmetric heap base, or NULL */
     const volatile int *abort_flag; /* non-zero: the run is failing (or NULL) */
     int64_t timeout_ms;             /* wait timeout; <= 0 = the default */
+    int *in_wait;                   /* the rank's count of waits in progress
+                                       (rt_rank_in_wait), or NULL */
 } RtWorldView;
 /* rt_cpu_launch on one rank of a world (wv NULL = rank 0 of 1). With more
  * than one rank, the instances run in order on the calling thread (a rank

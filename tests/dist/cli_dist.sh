@@ -76,6 +76,12 @@ for W in 1 3 4; do
   if [ "$W" -gt 1 ]; then
     expect 3 "^blkc: error: rank ([02-9]): rank 1 left the run \(returned early\) while rank \1 waits in all_reduce$" -- \
       run "$F" --entry=early_return --ranks=$W N=4
+    # rank 1 busy in a ~15-30 s kernel: the others time out in all_reduce,
+    # one message, exit 3, and the busy grid stops (well inside 10 s)
+    t0=$(date +%s)
+    BLKC_WAIT_TIMEOUT_MS=300 expect 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
+      run "$F" --entry=busy_peer --ranks=$W N=16
+    [ $(( $(date +%s) - t0 )) -lt 10 ] && ok || bad "busy_peer W=$W took $(( $(date +%s) - t0 )) s"
   fi
 done
 expect 2 "ranks" -- run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=0 N=4 op=0

@@ -5,7 +5,9 @@
  * the others are in a collective (the exact "rank L left the run (returned
  * early) while rank M waits in ..." message), ranks that disagree on a collective,
  * symmetric heap exhaustion, a bad peer, bad copies, a collective in an
- * async block, an all_gather of the wrong size. After each failure the next
+ * async block, an all_gather of the wrong size, a peer busy in a long kernel
+ * while the others wait in all_reduce (they time out naming it; its grid
+ * stops). After each failure the next
  * run on a fresh world succeeds. */
 #include "dist_test.h"
 
@@ -100,6 +102,12 @@ int main(void)
             expect_left("early_return_call", W, W - 1, "all_gather");
             const char *want2[] = {"collective mismatch", "all_reduce", NULL};
             expect_fail("mismatch", W, 4, 1, want2);
+            /* a peer busy in a kernel: the waiters give up at the timeout
+             * and the busy rank's grid stops (expect_fail: < 5 s) */
+            const char *want3[] = {"all_reduce timed out after 200 ms: rank ",
+                                   " waits, rank 1 did not arrive", NULL};
+            double t = expect_fail("busy_peer", W, 16, 0, want3);
+            T_CHECK(t >= 0.19, "busy_peer W=%d failed after %.3f s, before the timeout", W, t);
         }
         {
             const char *want[] = {"rank ", "symmetric heap out of memory", NULL};

@@ -3,7 +3,8 @@
 # `mpirun -np NP`: lib/allreduce.blk one-shot and lib/ag_gemm.blk (per-rank
 # {rank} inputs) write the same bytes as the same run on local ranks;
 # outputs without {rank} come from rank 0 only; a wait that times out and a
-# rank that returns early end every process with exit 3 and a
+# rank that returns early, and a peer busy in a kernel while the others
+# wait in all_reduce, end every process with exit 3 and a
 # "blkc: error: rank R: ..." line; --ranks other than -np is an error.
 # Exits 77 without MPI or mpirun.
 set -u
@@ -59,6 +60,10 @@ F=$SRC/tests/dist/faults.blk
 BLKC_WAIT_TIMEOUT_MS=200 mpi 3 "^blkc: error: rank $((NP - 1)): .*timed out after 200 ms" -- \
   run "$F" --entry=never_signalled --ranks=$NP N=4
 mpi 3 "^blkc: error: rank [0-9]+: " -- run "$F" --entry=early_return --ranks=$NP N=4
+# rank 1 busy in a ~15-30 s kernel: a waiter's all_reduce times out naming
+# it, well inside mpi()'s 20 s limit
+BLKC_WAIT_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
+  run "$F" --entry=busy_peer --ranks=$NP N=16
 mpi 3 "^blkc: error: .*--ranks must equal -np" -- \
   run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$((NP + 1)) N=4 op=0
 
