@@ -72,6 +72,9 @@ for W in 1 3 4; do
   # faults: exit 3 with a one-line error
   BLKC_WAIT_TIMEOUT_MS=200 expect 3 "rank $((W - 1)): .*wait on S\[0\] timed out after 200 ms.*1.*saw 0" -- \
     run "$F" --entry=never_signalled --ranks=$W N=4
+  # a device function's wait names the cell, like a kernel's
+  BLKC_WAIT_TIMEOUT_MS=200 expect 3 "^blkc: error: rank [0-9]+: wait on signal sig\[0\] timed out after 200 ms: expected >= 1, saw 0$" -- \
+    run "$SRC/tests/gpu/data/granks.blk" --entry=never --ranks=$W N=4
   expect 3 "symmetric heap out of memory" -- run "$F" --entry=sym_oom --ranks=$W N=4 n=100000000
   if [ "$W" -gt 1 ]; then
     expect 3 "^blkc: error: rank ([02-9]): rank 1 left the run \(returned early\) while rank \1 waits in all_reduce$" -- \
