@@ -54,6 +54,8 @@ typedef struct Lw {
     int region;           /* region receiving new instructions */
     bool in_grid;         /* lowering the grid(...) clause */
     bool device;          /* lowering a device function */
+    int in_async;         /* nesting of async { } blocks (device functions):
+                             collectives are rejected there */
     int depth;            /* loop nesting, for limits */
     bool oom;             /* allocation failed */
 } Lw;

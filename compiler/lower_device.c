@@ -308,6 +308,12 @@ void lw_dev_call(Lw *L, const Ast *e)
         return;
     }
     int kind = dev_calls[k].kind;
+    if (L->in_async) {
+        dsl_error(L->diags, e->loc, "'%s' cannot run inside an async block: "
+                  "collectives run on the rank's main stream (put it after "
+                  "'sync;')", e->name);
+        return;
+    }
     int dst = -1, src = -1, root = -1, red = red_op(L, op);
     if (red < 0)
         return;
@@ -691,7 +697,9 @@ void lw_dev_stmt(Lw *L, const Ast *st)
         if (id < 0 || r < 0)
             return;
         L->f->ins[id].region[0] = r;
+        L->in_async++;
         lw_block_in_region(L, st->body, r);
+        L->in_async--;
         return;
     }
     default:

@@ -723,19 +723,30 @@ static int64_t env_timeout_ms(void)
     return (int64_t)v;
 }
 
-/* The barrier and collective timeout: BLKC_WAIT_TIMEOUT_MS when set,
- * else 60 s (a peer's legitimate work before a collective can take far
- * longer than a signal wait's 5 s default). */
-static int64_t env_coll_timeout_ms(void)
+/* A non-negative integer environment variable, or -1. */
+static int64_t env_ms(const char *name)
 {
-    const char *s = getenv("BLKC_WAIT_TIMEOUT_MS");
+    const char *s = getenv(name);
     if (!s || !*s)
-        return 60000;
+        return -1;
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (*end || v < 0)
-        return 60000;
-    return (int64_t)v;
+    return *end || v < 0 ? -1 : (int64_t)v;
+}
+
+/* The barrier and collective timeout: BLKC_COLL_TIMEOUT_MS; else 4 x
+ * BLKC_WAIT_TIMEOUT_MS, at least 1 s, when only that is set; else 60 s.
+ * Longer than a signal wait's on purpose: peers legitimately compute (or
+ * allocate) before they arrive, and a loaded machine can stall a thread
+ * for a few hundred ms. */
+static int64_t env_coll_timeout_ms(void)
+{
+    int64_t c = env_ms("BLKC_COLL_TIMEOUT_MS"), w = env_ms("BLKC_WAIT_TIMEOUT_MS");
+    if (c >= 0)
+        return c;
+    if (w >= 0)
+        return w * 4 > 1000 ? w * 4 : 1000;
+    return 60000;
 }
 
 static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),

@@ -82,7 +82,7 @@ for W in 1 3 4; do
     # rank 1 busy in a ~15-30 s kernel: the others time out in all_reduce,
     # one message, exit 3, and the busy grid stops (well inside 10 s)
     t0=$(date +%s)
-    BLKC_WAIT_TIMEOUT_MS=300 expect 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
+    BLKC_COLL_TIMEOUT_MS=300 expect 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
       run "$F" --entry=busy_peer --ranks=$W N=16
     [ $(( $(date +%s) - t0 )) -lt 10 ] && ok || bad "busy_peer W=$W took $(( $(date +%s) - t0 )) s"
   fi

@@ -62,7 +62,7 @@ BLKC_WAIT_TIMEOUT_MS=200 mpi 3 "^blkc: error: rank $((NP - 1)): .*timed out afte
 mpi 3 "^blkc: error: rank [0-9]+: " -- run "$F" --entry=early_return --ranks=$NP N=4
 # rank 1 busy in a ~15-30 s kernel: a waiter's all_reduce times out naming
 # it, well inside mpi()'s 20 s limit
-BLKC_WAIT_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
+BLKC_COLL_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
   run "$F" --entry=busy_peer --ranks=$NP N=16
 mpi 3 "^blkc: error: .*--ranks must equal -np" -- \
   run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$((NP + 1)) N=4 op=0
