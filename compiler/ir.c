@@ -218,6 +218,7 @@ void ir_type_str(const IrType *t, char *buf, size_t n)
 /* ------------------------------------------------------------ printer */
 
 static const char *const red_names[] = {"sum", "max", "min", "argmax", "argmin"};
+static const char *const coll_op_names[] = {"sum", "max", "min", "prod", "avg"};
 static const char *const atom_names[] = {"add", "max", "min", "xchg", "cas"};
 
 static void print_view_of(DslBuf *o, const IrFunc *f, int param, int view);
@@ -306,7 +307,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
     case IR_COLL:
         dsl_buf_printf(o, " %s", coll_names[in->attr]);
         if (in->attr == COLL_ALL_REDUCE || in->attr == COLL_REDUCE_SCATTER)
-            dsl_buf_printf(o, " %s", red_names[in->axis]);
+            dsl_buf_printf(o, " %s", coll_op_names[in->axis]);
         if (in->param >= 0)
             dsl_buf_printf(o, " %s", f->params[in->param].name);
         if (in->xparam[0] >= 0)

@@ -38,6 +38,10 @@ extern const int ir_op_nopnd[IR_OP_COUNT];
 extern const int ir_op_flags[IR_OP_COUNT];
 
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_ARGMAX, RED_ARGMIN } IrRedKind;
+/* The op of a reducing collective (IR_COLL's axis field): RED_SUM,
+ * RED_MAX, RED_MIN, or these two, which Core reductions do not have. The
+ * values are the runtime's RT_RED_* (runtime/ranks.h). */
+enum { IR_COLL_PROD = 3, IR_COLL_AVG = 4 };
 typedef enum { ATOM_ADD, ATOM_MAX, ATOM_MIN, ATOM_XCHG, ATOM_CAS } IrAtomKind;
 typedef enum {
     COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,

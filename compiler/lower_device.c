@@ -164,8 +164,12 @@ static int red_op(Lw *L, const Ast *op)
             return RED_MAX;
         if (strcmp(op->name, "min") == 0)
             return RED_MIN;
+        if (strcmp(op->name, "prod") == 0)
+            return IR_COLL_PROD;
+        if (strcmp(op->name, "avg") == 0)
+            return IR_COLL_AVG;
     }
-    dsl_error(L->diags, op->loc, "op must be sum, max or min");
+    dsl_error(L->diags, op->loc, "op must be sum, prod, max, min or avg");
     return -1;
 }
 

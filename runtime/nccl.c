@@ -215,6 +215,8 @@ int rt_nccl_op(int op)
     case RT_RED_SUM: return 0;            /* ncclSum */
     case RT_RED_MAX: return 2;            /* ncclMax */
     case RT_RED_MIN: return 3;            /* ncclMin */
+    case RT_RED_PROD: return 1;           /* ncclProd */
+    case RT_RED_AVG: return 4;            /* ncclAvg (NCCL >= 2.10) */
     default: return -1;
     }
 }
@@ -228,7 +230,9 @@ int rt_nccl_supports(int dtype, int op)
         return 0;
     /* reductions of f16/bf16/f8 would round at every step in NCCL; blkc
      * promises one rounding at the end (ranks.h), so those are staged */
-    if (op >= 0 && op == RT_RED_SUM &&
+    if (dtype == DT_BOOL && op == RT_RED_AVG)
+        return 0;
+    if ((op == RT_RED_SUM || op == RT_RED_PROD || op == RT_RED_AVG) &&
         (dtype == DT_F16 || dtype == DT_BF16 || dtype == DT_F8E4M3 ||
          dtype == DT_F8E5M2))
         return 0;

@@ -162,7 +162,9 @@ static void small_enc(void *dst, const float *src, size_t n, int dt)
 
 /* ------------------------------------------------------------ reductions */
 
-/* Integers: sums wrap (through the unsigned type), max/min compare in T. */
+/* Integers: sums and products wrap (through the unsigned type), max/min
+ * compare in T, avg is the wrapped sum divided by the rank count (C
+ * division: truncated toward zero). */
 #define RED_INT(NAME, T, UT)                                                  \
     static void NAME(void *out, const void *const *in, int n, size_t cnt,    \
                      int op)                                                 \
@@ -179,6 +181,12 @@ static void small_enc(void *dst, const float *src, size_t n, int dt)
                 else if (op == RT_RED_SUM)                                   \
                     for (size_t i = 0; i < m; i++)                           \
                         acc[i] = (T)((UT)acc[i] + (UT)x[i]);                 \
+                else if (op == RT_RED_AVG)                                   \
+                    for (size_t i = 0; i < m; i++)                           \
+                        acc[i] = (T)((UT)acc[i] + (UT)x[i]);                 \
+                else if (op == RT_RED_PROD)                                  \
+                    for (size_t i = 0; i < m; i++)                           \
+                        acc[i] = (T)((UT)acc[i] * (UT)x[i]);                 \
                 else if (op == RT_RED_MAX)                                   \
                     for (size_t i = 0; i < m; i++)                           \
                         acc[i] = x[i] > acc[i] ? x[i] : acc[i];              \
@@ -186,6 +194,9 @@ static void small_enc(void *dst, const float *src, size_t n, int dt)
                     for (size_t i = 0; i < m; i++)                           \
                         acc[i] = x[i] < acc[i] ? x[i] : acc[i];              \
             }                                                                \
+            if (op == RT_RED_AVG) /* the wrapped sum / n, truncated */      \
+                for (size_t i = 0; i < m; i++)                               \
+                    acc[i] = (T)(acc[i] / (T)n);                             \
             memcpy((T *)out + b, acc, m * sizeof(T));                        \
         }                                                                    \
     }
@@ -199,7 +210,8 @@ RED_INT(red_u16, uint16_t, uint16_t)
 RED_INT(red_u32, uint32_t, uint32_t)
 RED_INT(red_u64, uint64_t, uint64_t)
 
-/* Floats in their own precision; max/min propagate NaN. */
+/* Floats in their own precision; max/min propagate NaN; avg divides the
+ * rank-order sum by the rank count once. */
 #define RED_FLT(NAME, T)                                                      \
     static void NAME(void *out, const void *const *in, int n, size_t cnt,    \
                      int op)                                                 \
@@ -216,6 +228,12 @@ RED_INT(red_u64, uint64_t, uint64_t)
                 else if (op == RT_RED_SUM)                                   \
                     for (size_t i = 0; i < m; i++)                           \
                         acc[i] += x[i];                                      \
+                else if (op == RT_RED_AVG)                                   \
+                    for (size_t i = 0; i < m; i++)                           \
+                        acc[i] += x[i];                                      \
+                else if (op == RT_RED_PROD)                                  \
+                    for (size_t i = 0; i < m; i++)                           \
+                        acc[i] *= x[i];                                      \
                 else if (op == RT_RED_MAX)                                   \
                     for (size_t i = 0; i < m; i++)                           \
                         acc[i] = (x[i] > acc[i] || x[i] != x[i]) ? x[i]      \
@@ -225,6 +243,9 @@ RED_INT(red_u64, uint64_t, uint64_t)
                         acc[i] = (x[i] < acc[i] || x[i] != x[i]) ? x[i]      \
                                                                  : acc[i];   \
             }                                                                \
+            if (op == RT_RED_AVG) /* the sum in rank order, / n */          \
+                for (size_t i = 0; i < m; i++)                               \
+                    acc[i] /= (T)n;                                          \
             memcpy((T *)out + b, acc, m * sizeof(T));                        \
         }                                                                    \
     }
@@ -243,9 +264,12 @@ static void red_small(void *out, const void *const *in, int n, size_t cnt,
         small_dec(acc, (const char *)in[0] + b * es, m, dt);
         for (int k = 1; k < n; k++) {
             small_dec(x, (const char *)in[k] + b * es, m, dt);
-            if (op == RT_RED_SUM)
+            if (op == RT_RED_SUM || op == RT_RED_AVG)
                 for (size_t i = 0; i < m; i++)
                     acc[i] += x[i];
+            else if (op == RT_RED_PROD)
+                for (size_t i = 0; i < m; i++)
+                    acc[i] *= x[i];
             else if (op == RT_RED_MAX)
                 for (size_t i = 0; i < m; i++)
                     acc[i] = (x[i] > acc[i] || x[i] != x[i]) ? x[i] : acc[i];
@@ -253,11 +277,14 @@ static void red_small(void *out, const void *const *in, int n, size_t cnt,
                 for (size_t i = 0; i < m; i++)
                     acc[i] = (x[i] < acc[i] || x[i] != x[i]) ? x[i] : acc[i];
         }
+        if (op == RT_RED_AVG)
+            for (size_t i = 0; i < m; i++)
+                acc[i] /= (float)n;
         small_enc((char *)out + b * es, acc, m, dt);
     }
 }
 
-/* bool: sum and max are or, min is and. */
+/* bool: sum and max are or, min and prod are and (avg is refused). */
 static void red_bool(void *out, const void *const *in, int n, size_t cnt,
                      int op)
 {
@@ -269,7 +296,7 @@ static void red_bool(void *out, const void *const *in, int n, size_t cnt,
             acc[i] = x0[i] != 0;
         for (int k = 1; k < n; k++) {
             const uint8_t *x = (const uint8_t *)in[k] + b;
-            if (op == RT_RED_MIN)
+            if (op == RT_RED_MIN || op == RT_RED_PROD)
                 for (size_t i = 0; i < m; i++)
                     acc[i] &= x[i] != 0;
             else
@@ -310,6 +337,8 @@ const char *rt_rank_op_name(int op)
     case RT_RED_SUM: return "sum";
     case RT_RED_MAX: return "max";
     case RT_RED_MIN: return "min";
+    case RT_RED_PROD: return "prod";
+    case RT_RED_AVG: return "avg";
     default: return "?";
     }
 }
@@ -330,10 +359,12 @@ static int check_dtype(RtRank *r, const char *what, int dtype, size_t count,
     return 0;
 }
 
-static int check_op(RtRank *r, const char *what, int op)
+static int check_op(RtRank *r, const char *what, int op, int dtype)
 {
-    if (op < RT_RED_SUM || op > RT_RED_MIN)
+    if (op < RT_RED_SUM || op > RT_RED_AVG)
         return rt_rank_fail(r, "%s: invalid reduction op %d", what, op);
+    if (op == RT_RED_AVG && dtype == DT_BOOL)
+        return rt_rank_fail(r, "%s: op avg is not defined for bool", what);
     return 0;
 }
 
@@ -365,7 +396,7 @@ int rt_all_reduce(RtRank *r, void *buf, size_t count, int dtype, int op)
 {
     size_t bytes;
     if (check_dtype(r, "all_reduce", dtype, count, 1, &bytes) ||
-        check_op(r, "all_reduce", op))
+        check_op(r, "all_reduce", op, dtype))
         return -1;
     RtRankColl d = {.kind = RT_COLL_ALL_REDUCE, .dtype = dtype, .op = op,
                     .root = -1, .count = count, .dst = buf};
@@ -455,7 +486,7 @@ int rt_reduce_scatter(RtRank *r, void *dst, const void *src, size_t total,
 {
     int N = rt_rank_size(r), me = rt_rank_id(r);
     if (check_dtype(r, "reduce_scatter", dtype, total, 1, NULL) ||
-        check_op(r, "reduce_scatter", op))
+        check_op(r, "reduce_scatter", op, dtype))
         return -1;
     if (counts) {
         size_t sum = 0;

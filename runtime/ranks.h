@@ -53,7 +53,7 @@ typedef struct RtRank RtRank;
 enum { RT_WORLD_LOCAL = 0, RT_WORLD_MPI = 1 }; /* RtWorld kinds */
 enum { RT_SIG_SET = 0, RT_SIG_ADD = 1 };       /* = IrSigOp */
 enum { RT_WAIT_GE = 0, RT_WAIT_EQ = 1 };       /* = IrWaitCmp */
-enum { RT_RED_SUM = 0, RT_RED_MAX = 1, RT_RED_MIN = 2 };
+enum { RT_RED_SUM = 0, RT_RED_MAX = 1, RT_RED_MIN = 2, RT_RED_PROD = 3, RT_RED_AVG = 4 };
 
 #define RT_RANK_MAX 1024        /* most ranks in one world */
 #define RT_RANK_ERRLEN 512      /* bytes of a rank's error message */

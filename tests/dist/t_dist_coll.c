@@ -1,4 +1,4 @@
-/* t_dist_coll.c — the device tier's collectives (all_reduce sum/max/min,
+/* t_dist_coll.c — the device tier's collectives (all_reduce sum/prod/max/min/avg,
  * all_gather, reduce_scatter with uneven chunks, all_to_all, broadcast,
  * barrier) and copies (peer pull, peer push with a signal from an async
  * block, dynamic 2-D sub-blocks) from tests/dist/coll.blk, on 1, 2, 3, 4
@@ -55,12 +55,23 @@ int main(void)
             all_reduce("ar_sum_f16", RT_RED_SUM, W, n);
             all_reduce("ar_sum_bf16", RT_RED_SUM, W, n);
             all_reduce("ar_sum_f64", RT_RED_SUM, W, n);
+            all_reduce("ar_prod_f32", RT_RED_PROD, W, n);
+            all_reduce("ar_avg_f32", RT_RED_AVG, W, n);
+            all_reduce("ar_prod_i32", RT_RED_PROD, W, n);
+            all_reduce("ar_avg_i32", RT_RED_AVG, W, n);
+            all_reduce("ar_avg_u8", RT_RED_AVG, W, n);
+            all_reduce("ar_prod_f16", RT_RED_PROD, W, n);
+            all_reduce("ar_avg_bf16", RT_RED_AVG, W, n);
+            all_reduce("ar_avg_f64", RT_RED_AVG, W, n);
+            all_reduce("ar_prod_bool", RT_RED_PROD, W, n);
             all_gather("ag_f32", W, n);
             all_gather("ag_f16", W, n);
             all_gather("ag_i64", W, n);
             reduce_scatter("rs_sum_f32", RT_RED_SUM, W, n);
             reduce_scatter("rs_max_i32", RT_RED_MAX, W, n);
             reduce_scatter("rs_sum_bf16", RT_RED_SUM, W, n);
+            reduce_scatter("rs_avg_f32", RT_RED_AVG, W, n);
+            reduce_scatter("rs_prod_i64", RT_RED_PROD, W, n);
             all_to_all("a2a_f32", W, n);
             all_to_all("a2a_i8", W, n);
             broadcast("bc_f32", W, n, W - 1);

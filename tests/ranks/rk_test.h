@@ -222,29 +222,49 @@ static inline void t_ref_reduce(void *ref, size_t first, size_t n, int dt,
             size_t j = first + i;
             if (dt == DT_BOOL) {
                 uint64_t x = t_geti(tmp, j, dt) != 0;
-                ia = q == 0 ? x : op == RT_RED_MIN ? (ia & x) : (ia | x);
+                ia = q == 0 ? x : op == RT_RED_MIN || op == RT_RED_PROD ? (ia & x) : (ia | x);
             } else if (k == 'f' && dt == DT_F64) {
                 double x = t_getf(tmp, j, dt);
-                fa = q == 0 ? x : op == RT_RED_SUM ? fa + x
+                fa = q == 0 ? x : op == RT_RED_SUM || op == RT_RED_AVG ? fa + x
+                                : op == RT_RED_PROD ? fa * x
                                 : op == RT_RED_MAX ? (x > fa ? x : fa)
                                                    : (x < fa ? x : fa);
             } else if (k == 'f') {
                 float x = (float)t_getf(tmp, j, dt);
-                sa = q == 0 ? x : op == RT_RED_SUM ? sa + x
+                sa = q == 0 ? x : op == RT_RED_SUM || op == RT_RED_AVG ? sa + x
+                                : op == RT_RED_PROD ? sa * x
                                 : op == RT_RED_MAX ? (x > sa ? x : sa)
                                                    : (x < sa ? x : sa);
             } else {
                 uint64_t x = t_geti(tmp, j, dt);
                 if (q == 0)
                     ia = x;
-                else if (op == RT_RED_SUM)
+                else if (op == RT_RED_SUM || op == RT_RED_AVG)
                     ia += x;
+                else if (op == RT_RED_PROD)
+                    ia *= x;
                 else if (k == 'i')
                     ia = (op == RT_RED_MAX) == ((int64_t)x > (int64_t)ia) ? x
                                                                           : ia;
                 else
                     ia = (op == RT_RED_MAX) == (x > ia) ? x : ia;
             }
+        }
+        if (op == RT_RED_AVG && dt != DT_BOOL && k != 'f') {
+            /* the sum wrapped to the dtype's width, then / N truncated */
+            int bits = (int)t_es(dt) * 8;
+            uint64_t w = bits == 64 ? ia : ia & ((UINT64_C(1) << bits) - 1);
+            if (k == 'i') {
+                int64_t sv = bits == 64 ? (int64_t)w
+                           : (int64_t)(w << (64 - bits)) >> (64 - bits);
+                ia = (uint64_t)(sv / N);
+            } else {
+                ia = w / (uint64_t)N;
+            }
+        }
+        if (op == RT_RED_AVG && k == 'f') {
+            fa /= N;
+            sa /= (float)N;
         }
         if (dt == DT_BOOL || k != 'f')
             t_puti(ref, i, dt, ia);
