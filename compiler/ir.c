@@ -286,7 +286,8 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
     default: break;
     }
     static const char *const coll_names[] = {"all_reduce", "all_gather",
-        "reduce_scatter", "all_to_all", "broadcast", "barrier"};
+        "reduce_scatter", "all_to_all", "broadcast", "barrier", "reduce",
+        "gather", "scatter"};
     switch (in->op) {
     case IR_ALLOC:
         dsl_buf_printf(o, " %s %s", in->attr == MEM_SYMMETRIC ? "symmetric"
@@ -306,7 +307,8 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
         break;
     case IR_COLL:
         dsl_buf_printf(o, " %s", coll_names[in->attr]);
-        if (in->attr == COLL_ALL_REDUCE || in->attr == COLL_REDUCE_SCATTER)
+        if (in->attr == COLL_ALL_REDUCE || in->attr == COLL_REDUCE_SCATTER ||
+            in->attr == COLL_REDUCE)
             dsl_buf_printf(o, " %s", coll_op_names[in->axis]);
         if (in->param >= 0)
             dsl_buf_printf(o, " %s", f->params[in->param].name);

@@ -46,6 +46,7 @@ typedef enum { ATOM_ADD, ATOM_MAX, ATOM_MIN, ATOM_XCHG, ATOM_CAS } IrAtomKind;
 typedef enum {
     COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,
     COLL_BROADCAST, COLL_BARRIER,
+    COLL_REDUCE, COLL_GATHER, COLL_SCATTER, /* to / from a root rank */
 } IrCollKind;
 
 /* A value's type: a scalar (rank 0) or a tile with a static shape. */

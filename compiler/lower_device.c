@@ -21,6 +21,9 @@ static const struct {
     {"all_to_all", COLL_ALL_TO_ALL, 2, 2},
     {"broadcast", COLL_BROADCAST, 2, 2},
     {"barrier", COLL_BARRIER, 0, 0},
+    {"reduce", COLL_REDUCE, 2, 2},   /* (b, root, op = ...) */
+    {"gather", COLL_GATHER, 3, 3},   /* (dst, src, root) */
+    {"scatter", COLL_SCATTER, 3, 3}, /* (dst, src, root) */
 };
 
 bool lw_dev_is_alloc(const Ast *e)
@@ -275,7 +278,8 @@ void lw_dev_call(Lw *L, const Ast *e)
             bool cp = dev_calls[k].kind == -1;
             bool ok = (strcmp(a->name, "op") == 0 &&
                        (dev_calls[k].kind == COLL_ALL_REDUCE ||
-                        dev_calls[k].kind == COLL_REDUCE_SCATTER || cp)) ||
+                        dev_calls[k].kind == COLL_REDUCE_SCATTER ||
+                        dev_calls[k].kind == COLL_REDUCE || cp)) ||
                       (cp && (strcmp(a->name, "signal") == 0 ||
                               strcmp(a->name, "value") == 0)) ||
                       (a2a && (strcmp(a->name, "send_counts") == 0 ||
@@ -324,7 +328,8 @@ void lw_dev_call(Lw *L, const Ast *e)
     if (kind != COLL_BARRIER && (dst = buffer_arg(L, args[0], e->name)) < 0)
         return;
     if ((kind == COLL_ALL_GATHER || kind == COLL_REDUCE_SCATTER ||
-         kind == COLL_ALL_TO_ALL) && (src = buffer_arg(L, args[1], e->name)) < 0)
+         kind == COLL_ALL_TO_ALL || kind == COLL_GATHER || kind == COLL_SCATTER) &&
+        (src = buffer_arg(L, args[1], e->name)) < 0)
         return;
     if (src >= 0 && L->f->params[src].dtype != L->f->params[dst].dtype) {
         dsl_error(L->diags, e->loc, "%s: dtypes of dst and src must match", e->name);
@@ -348,12 +353,14 @@ void lw_dev_call(Lw *L, const Ast *e)
             return;
         }
     }
-    if (kind == COLL_BROADCAST) {
-        LwVal r = lw_expr(L, args[1]);
+    if (kind == COLL_BROADCAST || kind == COLL_REDUCE || kind == COLL_GATHER ||
+        kind == COLL_SCATTER) {
+        const Ast *ra = args[kind == COLL_GATHER || kind == COLL_SCATTER ? 2 : 1];
+        LwVal r = lw_expr(L, ra);
         if (r.bad)
             return;
         if (r.type.rank != 0 || !dsl_is_int(r.type.dtype)) {
-            dsl_error(L->diags, args[1]->loc, "broadcast root must be an integer scalar");
+            dsl_error(L->diags, ra->loc, "%s root must be an integer scalar", e->name);
             return;
         }
         r = lw_convert(L, r, DT_I32, e->loc);

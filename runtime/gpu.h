@@ -212,7 +212,8 @@ int rt_nccl_check(blkc_target t, void *comm, char *err, size_t errlen);
 /* One collective (kind: RtRankCollKind of ranks.h). */
 typedef struct RtNcclColl {
     int kind;                  /* RT_COLL_ALL_REDUCE, ... */
-    int dtype, op, root;       /* DslDtype, RT_RED_* or -1, broadcast root */
+    int dtype, op, root;       /* DslDtype, RT_RED_* or -1, the root of
+                                  broadcast/reduce/gather/scatter */
     int nranks;                /* world size */
     uint64_t dst, src;         /* device addresses */
     size_t count;              /* all_reduce/broadcast: elements; all_gather:
@@ -220,6 +221,7 @@ typedef struct RtNcclColl {
     const size_t *counts;      /* reduce_scatter: per rank's share;
                                   all_to_all: send counts */
     const size_t *counts2;     /* all_to_all: receive counts */
+    int rank;                  /* this rank (gather/scatter: am I the root) */
 } RtNcclColl;
 int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
                  char *err, size_t errlen);

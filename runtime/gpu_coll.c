@@ -37,7 +37,11 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     int W = rt_rank_size(r), me = rt_rank_id(r);
     size_t esz = (size_t)dsl_dtype_bytes(d->dtype), ns = 0, nd = 0;
     switch (d->kind) {
-    case RT_COLL_ALL_REDUCE: case RT_COLL_BROADCAST: ns = nd = d->count; break;
+    case RT_COLL_ALL_REDUCE: case RT_COLL_BROADCAST: case RT_COLL_REDUCE:
+        ns = nd = d->count;
+        break;
+    case RT_COLL_GATHER: ns = d->count; nd = d->count * (size_t)W; break;
+    case RT_COLL_SCATTER: ns = d->count * (size_t)W; nd = d->count; break;
     case RT_COLL_ALL_GATHER: ns = d->count; nd = d->count * (size_t)W; break;
     case RT_COLL_REDUCE_SCATTER: ns = d->count; nd = shares[me]; break;
     case RT_COLL_ALL_TO_ALL:
@@ -68,6 +72,15 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
         case RT_COLL_BROADCAST:
             rc = rt_broadcast(r, hs, ns, d->dtype, d->root);
             break;
+        case RT_COLL_REDUCE:
+            rc = rt_reduce(r, hs, ns, d->dtype, d->op, d->root);
+            break;
+        case RT_COLL_GATHER:
+            rc = rt_gather(r, hd, hs, ns, d->dtype, d->root);
+            break;
+        case RT_COLL_SCATTER:
+            rc = rt_scatter(r, hd, hs, nd, d->dtype, d->root);
+            break;
         case RT_COLL_ALL_GATHER:
             rc = rt_all_gather(r, hd, hs, ns, d->dtype);
             break;
@@ -81,9 +94,12 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     } else {
         rt_rank_check(r);
     }
-    const char *res = d->kind == RT_COLL_ALL_REDUCE || d->kind == RT_COLL_BROADCAST
-                          ? hs : hd;
-    if (rc == 0 && (ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err) ||
+    const char *res = d->kind == RT_COLL_ALL_REDUCE || d->kind == RT_COLL_BROADCAST ||
+                      d->kind == RT_COLL_REDUCE ? hs : hd;
+    /* reduce and gather change only the root's output */
+    bool writes = (d->kind != RT_COLL_REDUCE && d->kind != RT_COLL_GATHER) ||
+                  me == d->root;
+    if (rc == 0 && writes && (ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err) ||
                     ops->sync(dev, NULL, err, sizeof err)))
         rc = rt_gpur_fail(r, err);
     free(hs);
@@ -98,13 +114,14 @@ int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
     size_t shares[RT_RANK_MAX];
     RtNcclColl x = *d;
     x.nranks = W;
+    x.rank = rt_rank_id(r);
     if (d->kind == RT_COLL_REDUCE_SCATTER) {
         for (int q = 0; q < W; q++) /* as evenly as possible, like ranks.h */
             shares[q] = d->count / (size_t)W + ((size_t)q < d->count % (size_t)W);
         x.counts = shares;
     }
     bool reduces = d->kind == RT_COLL_ALL_REDUCE ||
-                   d->kind == RT_COLL_REDUCE_SCATTER;
+                   d->kind == RT_COLL_REDUCE_SCATTER || d->kind == RT_COLL_REDUCE;
     /* one rank needs no communication: NCCL only when asked for */
     bool nccl = w->coll_mode != RT_GPUR_COLL_HOST && w->nccl_ok &&
                 (W > 1 || w->coll_mode == RT_GPUR_COLL_NCCL) &&

@@ -336,6 +336,29 @@ int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
         NCK(r2, "ncclGroupEnd");
         return 0;
     }
+    case RT_COLL_REDUCE:
+        NCK(L->t.reduce(PTR(c->src), PTR(c->dst), c->count, nd, no, c->root,
+                        comm, stream), "ncclReduce");
+        return 0;
+    case RT_COLL_GATHER: case RT_COLL_SCATTER: {
+        /* NCCL has neither: grouped sends and receives through the root
+         * (the root's own block included: NCCL allows sends to itself) */
+        bool g = c->kind == RT_COLL_GATHER;
+        size_t blk = c->count * esz;
+        int me = c->rank;
+        NCK(L->t.group_start(), "ncclGroupStart");
+        ncclResult_t r = NCCL_SUCCESS;
+        for (int q = 0; q < c->nranks && r == NCCL_SUCCESS && me == c->root; q++)
+            r = g ? L->t.recv(PTR(c->dst + (size_t)q * blk), c->count, nd, q, comm, stream)
+                  : L->t.send(PTR(c->src + (size_t)q * blk), c->count, nd, q, comm, stream);
+        if (r == NCCL_SUCCESS)
+            r = g ? L->t.send(PTR(c->src), c->count, nd, c->root, comm, stream)
+                  : L->t.recv(PTR(c->dst), c->count, nd, c->root, comm, stream);
+        ncclResult_t r2 = L->t.group_end();
+        NCK(r, g ? "ncclSend/ncclRecv (gather)" : "ncclSend/ncclRecv (scatter)");
+        NCK(r2, "ncclGroupEnd");
+        return 0;
+    }
     case RT_COLL_ALL_TO_ALL: {
         NCK(L->t.group_start(), "ncclGroupStart");
         size_t so = 0, ro = 0;

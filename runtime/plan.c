@@ -442,7 +442,7 @@ static int gpu_coll(Exec *x, int kind, void *dst, const void *src,
 {
     RtNcclColl d = {kind, dtype, op, root, rt_rank_size(x->r),
                     (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src,
-                    count, c1, c2};
+                    count, c1, c2, rt_rank_id(x->r)};
     return rt_gpur_coll(x->g, x->r, &d);
 }
 
@@ -591,6 +591,30 @@ static int do_coll(Exec *x, const IrInstr *in)
             return gpu_coll(x, RT_COLL_ALL_TO_ALL, d->data, s->data, 0, cnt,
                             cnt, d->dtype, -1, -1);
         return rt_all_to_all(r, d->data, cnt, s->data, cnt, d->dtype);
+    }
+    case COLL_REDUCE: {
+        int root = (int)vi(x, in->opnd[0]);
+        if (x->g)
+            return gpu_coll(x, RT_COLL_REDUCE, d->data, d->data, (size_t)nd,
+                            NULL, NULL, d->dtype, in->axis, root);
+        return rt_reduce(r, d->data, (size_t)nd, d->dtype, in->axis, root);
+    }
+    case COLL_GATHER: case COLL_SCATTER: {
+        /* the same shapes on every rank: the W-block buffer is dst of a
+         * gather and src of a scatter (only the root's is used) */
+        bool g = in->attr == COLL_GATHER;
+        int64_t part = g ? ns : nd, whole = g ? nd : ns;
+        if (whole != part * W)
+            return fail(x, in, "%s: %s has %lld elements, expected %d x %lld",
+                        g ? "gather" : "scatter", g ? "dst" : "src",
+                        (long long)whole, W, (long long)part);
+        int root = (int)vi(x, in->opnd[0]);
+        int kind = g ? RT_COLL_GATHER : RT_COLL_SCATTER;
+        if (x->g)
+            return gpu_coll(x, kind, d->data, s->data, (size_t)part, NULL,
+                            NULL, d->dtype, -1, root);
+        return g ? rt_gather(r, d->data, s->data, (size_t)part, d->dtype, root)
+                 : rt_scatter(r, d->data, s->data, (size_t)part, d->dtype, root);
     }
     }
     return fail(x, in, "unknown collective");

@@ -1,5 +1,6 @@
 /* rank_coll.c — collectives over the ranks of a world (barrier, all_reduce,
- * all_gather, reduce_scatter, all_to_all, broadcast) and the element-wise
+ * all_gather, reduce_scatter, all_to_all, broadcast; reduce, gather and
+ * scatter to and from a root) and the element-wise
  * reductions they use, for every dtype.
  *
  * Every collective is built on the staging of ranks.c: each rank publishes
@@ -602,5 +603,78 @@ int rt_broadcast(RtRank *r, void *buf, size_t count, int dtype, int root)
     const void *s = rt_rank_coll_peer(r, root)->dst;
     if (me != root && bytes && s != buf)
         memcpy(buf, s, bytes);
+    return rt_rank_coll_end(r);
+}
+
+/* ------------------------------------------------------------ rooted */
+
+static int check_root(RtRank *r, const char *what, int root)
+{
+    int N = rt_rank_size(r);
+    if (root < 0 || root >= N)
+        return rt_rank_fail(r, "%s: root %d is not a rank of this world of "
+                            "%d", what, root, N);
+    return 0;
+}
+
+int rt_reduce(RtRank *r, void *buf, size_t count, int dtype, int op, int root)
+{
+    size_t bytes;
+    if (check_dtype(r, "reduce", dtype, count, 1, &bytes) ||
+        check_op(r, "reduce", op, dtype) || check_root(r, "reduce", root))
+        return -1;
+    RtRankColl d = {.kind = RT_COLL_REDUCE, .dtype = dtype, .op = op,
+                    .root = root, .count = count, .src = buf, .dst = buf};
+    if (rt_rank_coll_begin(r, &d))
+        return -1;
+    int N = rt_rank_size(r), me = rt_rank_id(r);
+    if (me == root && count) {
+        const void *in[RT_RANK_MAX];
+        for (int q = 0; q < N; q++)
+            in[q] = q == me ? buf : rt_rank_coll_peer(r, q)->src;
+        rt_rank_reduce(buf, in, N, count, dtype, op); /* in rank order */
+    }
+    return rt_rank_coll_end(r);
+}
+
+int rt_gather(RtRank *r, void *dst, const void *src, size_t count_per_rank,
+              int dtype, int root)
+{
+    int N = rt_rank_size(r), me = rt_rank_id(r);
+    size_t bytes;
+    if (check_dtype(r, "gather", dtype, count_per_rank, (size_t)N, &bytes) ||
+        check_root(r, "gather", root))
+        return -1;
+    RtRankColl d = {.kind = RT_COLL_GATHER, .dtype = dtype, .op = -1,
+                    .root = root, .count = count_per_rank, .src = src,
+                    .dst = dst};
+    if (rt_rank_coll_begin(r, &d))
+        return -1;
+    if (me == root)
+        for (int q = 0; q < N && bytes; q++) {
+            const void *s = q == me ? src : rt_rank_coll_peer(r, q)->src;
+            char *t = (char *)dst + (size_t)q * bytes;
+            if (t != s)
+                memmove(t, s, bytes);
+        }
+    return rt_rank_coll_end(r);
+}
+
+int rt_scatter(RtRank *r, void *dst, const void *src, size_t count_per_rank,
+               int dtype, int root)
+{
+    int N = rt_rank_size(r), me = rt_rank_id(r);
+    size_t bytes;
+    if (check_dtype(r, "scatter", dtype, count_per_rank, (size_t)N, &bytes) ||
+        check_root(r, "scatter", root))
+        return -1;
+    RtRankColl d = {.kind = RT_COLL_SCATTER, .dtype = dtype, .op = -1,
+                    .root = root, .count = count_per_rank, .src = src,
+                    .dst = dst};
+    if (rt_rank_coll_begin(r, &d))
+        return -1;
+    const char *s = me == root ? src : rt_rank_coll_peer(r, root)->src;
+    if (bytes && s + (size_t)me * bytes != (const char *)dst)
+        memmove(dst, s + (size_t)me * bytes, bytes);
     return rt_rank_coll_end(r);
 }

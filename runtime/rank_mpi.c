@@ -518,6 +518,12 @@ int rt_mpi_coll_publish(RtMpi *m, const RtRankColl *d, size_t heap_top,
     case RT_COLL_BROADCAST:
         dst_b = d->root == m->me ? d->count * es : 0;
         break;
+    case RT_COLL_REDUCE: case RT_COLL_GATHER: /* the root reads every src */
+        src_b = d->count * es;
+        break;
+    case RT_COLL_SCATTER: /* every rank reads the root's src */
+        src_b = d->root == m->me ? d->count * (size_t)m->n * es : 0;
+        break;
     default: break;
     }
     const char *what = rt_rank_coll_name(d->kind);

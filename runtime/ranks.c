@@ -387,7 +387,7 @@ const char *rt_rank_coll_name(int kind)
     static const char *const names[RT_COLL_KINDS] = {
         "barrier",   "all_reduce", "all_gather", "reduce_scatter",
         "all_to_all", "broadcast", "sym_alloc",  "sym_release",
-        "leave",
+        "leave",      "reduce",    "gather",     "scatter",
     };
     return kind >= 0 && kind < RT_COLL_KINDS ? names[kind] : "?";
 }

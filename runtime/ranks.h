@@ -177,6 +177,7 @@ typedef enum {
     RT_COLL_REDUCE_SCATTER, RT_COLL_ALL_TO_ALL, RT_COLL_BROADCAST,
     RT_COLL_SYM_ALLOC, RT_COLL_SYM_RELEASE,
     RT_COLL_LEAVE,       /* rt_sym_release_final: the entry has returned */
+    RT_COLL_REDUCE, RT_COLL_GATHER, RT_COLL_SCATTER,
     RT_COLL_KINDS
 } RtRankCollKind;
 
@@ -184,7 +185,8 @@ typedef struct RtRankColl {
     int kind;            /* RtRankCollKind — must agree on every rank */
     int dtype;           /* DslDtype, or -1 — must agree */
     int op;              /* RT_RED_*, or -1 — must agree */
-    int root;            /* broadcast root, or -1 — must agree */
+    int root;            /* broadcast/reduce/gather/scatter root, or -1 —
+                            must agree */
     size_t count;        /* size, meaning per kind — must agree */
     uint64_t seq;        /* collective number in this run (set by begin) */
     /* per rank, not compared: what peers read */
@@ -244,6 +246,17 @@ int rt_all_to_all_counts(RtRank *r, size_t *recv_counts,
                          const size_t *send_counts);
 /* buf (count elements) of rank root is copied into every rank's buf. */
 int rt_broadcast(RtRank *r, void *buf, size_t count, int dtype, int root);
+/* Rooted collectives (MPI_Reduce / MPI_Gather / MPI_Scatter): reduce leaves
+ * the reduction of every rank's buf in root's buf (the others' unchanged);
+ * gather puts rank q's src (count elements) at block q of root's dst
+ * (W x count; other ranks' dst untouched); scatter gives rank q block q of
+ * root's src (W x count) in its dst (count). Only root's output changes
+ * in reduce and gather; no rank writes another's memory. */
+int rt_reduce(RtRank *r, void *buf, size_t count, int dtype, int op, int root);
+int rt_gather(RtRank *r, void *dst, const void *src, size_t count_per_rank,
+              int dtype, int root);
+int rt_scatter(RtRank *r, void *dst, const void *src, size_t count_per_rank,
+               int dtype, int root);
 /* Element-wise reduction used by the collectives, exposed for tests and
  * for plans: out[i] = in[0][i] op in[1][i] op ... op in[n-1][i] (n >= 1)
  * with the rules above; out may alias any in[k]. */

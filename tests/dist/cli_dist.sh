@@ -72,6 +72,11 @@ for W in 1 3 4; do
   # faults: exit 3 with a one-line error
   BLKC_WAIT_TIMEOUT_MS=200 expect 3 "rank $((W - 1)): .*wait on S\[0\] timed out after 200 ms.*1.*saw 0" -- \
     run "$F" --entry=never_signalled --ranks=$W N=4
+  # rooted collectives: a root outside the world, a gather of the wrong size
+  expect 3 "^blkc: error: rank [0-9]+: gather: root $W is not a rank of this world of $W$" -- \
+    run "$SRC/tests/gpu/data/granks.blk" --entry=gat --ranks=$W S=4 D=$((4 * W)) root=$W
+  expect 3 "gather: dst has $((4 * W + 1)) elements, expected $W x 4$" -- \
+    run "$SRC/tests/gpu/data/granks.blk" --entry=gat --ranks=$W S=4 D=$((4 * W + 1)) root=0
   # a device function's wait names the cell, like a kernel's
   BLKC_WAIT_TIMEOUT_MS=200 expect 3 "^blkc: error: rank [0-9]+: wait on signal sig\[0\] timed out after 200 ms: expected >= 1, saw 0$" -- \
     run "$SRC/tests/gpu/data/granks.blk" --entry=never --ranks=$W N=4

@@ -122,6 +122,65 @@ static void broadcast(const char *entry, int W, int N, int root)
     dt_args_free(&A);
 }
 
+/* reduce to root: root's b is the reduction, the others' are unchanged */
+static void reduce_root(const char *entry, int op, int W, int N, int root)
+{
+    int fi = dt_entry(&m, entry), dt = dtype_of(fi, "b");
+    size_t es = t_es(dt);
+    DtArgs A;
+    dt_args_init(&A, &m, fi, W);
+    void *b[DT_MAXR], *ref = t_xmalloc(es * (size_t)N), *mine = t_xmalloc(es * (size_t)N);
+    for (int r = 0; r < W; r++) {
+        b[r] = DT_T(&A, r, "b", N);
+        t_gen(b[r], (size_t)N, dt, r, 13);
+        dt_int(&A, r, "root", root);
+    }
+    t_ref_reduce(ref, 0, (size_t)N, dt, op, W, 13);
+    if (dt_run_ok(&A, entry) == 0)
+        for (int r = DC_LO; r < DC_HI(W); r++) {
+            t_gen(mine, (size_t)N, dt, r, 13);
+            t_same(b[r], r == root ? ref : mine, (size_t)N, dt, entry, r);
+        }
+    free(ref);
+    free(mine);
+    dt_args_free(&A);
+}
+
+/* gather to root (dst of W x S; the others' dst stay as they were) and
+ * scatter from root (src of W x S; rank r gets block r) */
+static void gather_scatter(const char *entry, bool gather, int W, int S, int root)
+{
+    int fi = dt_entry(&m, entry), dt = dtype_of(fi, "src");
+    size_t es = t_es(dt), whole = (size_t)S * (size_t)W;
+    DtArgs A;
+    dt_args_init(&A, &m, fi, W);
+    void *d[DT_MAXR], *s[DT_MAXR], *tmp = t_xmalloc(es * whole + 1);
+    for (int r = 0; r < W; r++) {
+        s[r] = DT_T(&A, r, "src", gather ? S : (int64_t)whole);
+        d[r] = DT_T(&A, r, "dst", gather ? (int64_t)whole : S);
+        t_gen(s[r], gather ? (size_t)S : whole, dt, r, 17);
+        t_gen(d[r], gather ? whole : (size_t)S, dt, r + 100, 19);
+        dt_int(&A, r, "root", root);
+    }
+    if (dt_run_ok(&A, entry) == 0)
+        for (int r = DC_LO; r < DC_HI(W); r++) {
+            if (gather && r == root) {
+                for (int q = 0; q < W; q++) {
+                    t_gen(tmp, (size_t)S, dt, q, 17);
+                    t_same((char *)d[r] + es * (size_t)S * (size_t)q, tmp, (size_t)S, dt, entry, r);
+                }
+            } else if (gather) {
+                t_gen(tmp, whole, dt, r + 100, 19); /* untouched */
+                t_same(d[r], tmp, whole, dt, entry, r);
+            } else {
+                t_gen(tmp, whole, dt, root, 17);
+                t_same(d[r], (char *)tmp + es * (size_t)S * (size_t)r, (size_t)S, dt, entry, r);
+            }
+        }
+    free(tmp);
+    dt_args_free(&A);
+}
+
 /* ar_sym_2d (a symmetric buffer), ring_pull, ring_push (a peer copy with a
  * signal, waited for in a kernel), f32. */
 static void sym_ring_copies(int W, int R, int C)

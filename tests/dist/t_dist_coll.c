@@ -1,4 +1,5 @@
 /* t_dist_coll.c — the device tier's collectives (all_reduce sum/prod/max/min/avg,
+ * reduce / gather / scatter to and from a root,
  * all_gather, reduce_scatter with uneven chunks, all_to_all, broadcast,
  * barrier) and copies (peer pull, peer push with a signal from an async
  * block, dynamic 2-D sub-blocks) from tests/dist/coll.blk, on 1, 2, 3, 4
@@ -76,6 +77,13 @@ int main(void)
             all_to_all("a2a_i8", W, n);
             broadcast("bc_f32", W, n, W - 1);
             broadcast("bc_i64", W, n, W / 2);
+            reduce_root("red_sum_f32", RT_RED_SUM, W, n, 0);
+            reduce_root("red_max_i32", RT_RED_MAX, W, n, W - 1);
+            reduce_root("red_avg_bf16", RT_RED_AVG, W, n, W / 2);
+            gather_scatter("gat_f32", true, W, n, W - 1);
+            gather_scatter("gat_i8", true, W, n, 0);
+            gather_scatter("sca_f32", false, W, n, W / 2);
+            gather_scatter("sca_f16", false, W, n, W - 1);
         }
         sym_ring_copies(W, 1, 1);
         sub_copy(W, 1, 1);

@@ -110,6 +110,9 @@ granks_cases() { # RANKS SUFFIX
   run_case "rs$s" "$R" "$G" "1e-6 1e-6" dst --entry=rs S=$((5 * R)) D=5
   run_case "a2a$s" "$R" "$G" "0 0" dst --entry=a2a S=$((6 * R))
   run_case "bc$s" "$R" "$G" "0 0" b --entry=bc N=50 root=$((R - 1))
+  run_case "red$s" "$R" "$G" "1e-6 1e-6" b --entry=red N=333 root=0
+  run_case "gat$s" "$R" "$G" "0 0" dst --entry=gat S=37 D=$((37 * R)) root=0
+  run_case "sca$s" "$R" "$G" "0 0" dst --entry=sca S=37 D=$((37 * R)) root=$((R - 1))
   run_case "ar_sym_2d$s" "$R" "$G" "1e-6 1e-6" y --entry=ar_sym_2d R=7 C=9
   run_case "ring_pull$s" "$R" "$G" "0 0" y --entry=ring_pull N=513
   run_case "ring_push$s" "$R" "$G" "0 0" y --entry=ring_push N=300

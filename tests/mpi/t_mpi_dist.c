@@ -42,6 +42,12 @@ int main(void)
     reduce_scatter("rs_sum_f32", RT_RED_SUM, W, 4 * W + 3);
     all_to_all("a2a_f32", W, 5);
     broadcast("bc_f32", W, 100, W - 1);
+    all_reduce("ar_avg_f32", RT_RED_AVG, W, 1001);
+    all_reduce("ar_prod_i32", RT_RED_PROD, W, 37);
+    reduce_root("red_sum_f32", RT_RED_SUM, W, 1001, W - 1);
+    reduce_root("red_avg_bf16", RT_RED_AVG, W, 129, 0);
+    gather_scatter("gat_f32", true, W, 257, W - 1);
+    gather_scatter("sca_f16", false, W, 33, 0);
     sym_ring_copies(W, 7, 9);
     dt_free(&m);
     DtMod lm = dt_load("lib/allreduce.blk", NULL, 0);
