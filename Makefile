@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BLKC := build/blkc
 
-.PHONY: all setup build build-asan build-tsan demo test test-tsan test-fast bench clean fresh-check
+.PHONY: all setup build build-asan build-tsan demo test test-tsan test-fast bench clean fresh-check gpu-prep gpu-dry-run
 
 all: build
 
@@ -64,3 +64,14 @@ clean:
 # `make demo` and `make test-fast` only.
 fresh-check:
 	@bash scripts/fresh-check.sh
+
+# The GPU build (preset gpu, no LLVM/flex/bison; docs/gpu.md): gpu-prep
+# writes build-gpu-prep/ (generated lexer/parser, the GPU tests' CPU
+# references) to carry to the GPU machine; gpu-dry-run runs
+# benchmarks/gpu_check.sh as that machine will, in a root without LLVM,
+# flex and bison (scripts/gpu-dry-run.sh).
+gpu-prep: build
+	@bash scripts/gpu-prep.sh
+
+gpu-dry-run: gpu-prep
+	@bash scripts/gpu-dry-run.sh
