@@ -6,7 +6,7 @@
 #
 # Mounts: every run happens inside a private mount namespace (the caller
 # re-executes itself under `unshare --mount`), so the bind mounts of /proc,
-# /dev, /dev/pts, /dev/shm and /usr/local/cuda are never visible outside it
+# /dev, /dev/pts, /dev/shm and the CUDA toolkit are never visible outside it
 # and vanish with it, whatever ends the run. A trap unmounts them too, and
 # before a root is deleted the script checks that nothing under it is still
 # mounted (a later `rm -rf build` must never follow a mount into /dev).
@@ -119,9 +119,26 @@ fr_mount() {
   [ -d /dev/shm ] && fr_bind /dev/shm "$r/dev/shm"
   mkdir -p "$FR_DIR/debs/partial"
   fr_bind "$FR_DIR/debs" "$r/var/cache/apt/archives"
-  if [ -d /usr/local/cuda/bin ]; then
-    fr_bind "$(readlink -f /usr/local/cuda)" "$r/usr/local/cuda" ro
+  [ -d /usr/local/cuda/bin ] && fr_cuda "$r"
+  return 0
+}
+
+# fr_cuda ROOT: the host's CUDA toolkit as the machine image has it: the
+# real folder bound at its own path (read-only), the /usr/local/cuda link,
+# and the loader's configuration for it (/etc/ld.so.conf.d: NVRTC loads
+# libnvrtc-builtins by name), then ldconfig.
+fr_cuda() {
+  local r=$1 real f
+  real=$(readlink -f /usr/local/cuda)
+  fr_bind "$real" "$r$real" ro
+  if [ -L /usr/local/cuda ]; then
+    rm -rf "$r/usr/local/cuda"
+    ln -s "$(readlink /usr/local/cuda)" "$r/usr/local/cuda"
   fi
+  for f in /etc/ld.so.conf.d/*.conf; do
+    grep -qE "^(/usr/local/cuda|$real)" "$f" 2>/dev/null && cp "$f" "$r/etc/ld.so.conf.d/"
+  done
+  chroot "$r" /sbin/ldconfig
 }
 
 # fr_umount: everything fr_mount did, innermost first (trap on every exit).
