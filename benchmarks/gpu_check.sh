@@ -71,7 +71,7 @@ finish() {
 trap finish EXIT
 
 log "blkc GPU check $STAMP on $(hostname)"
-log "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?'), preset $PRESET"
+log "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '? (no .git in this copy; build-gpu-prep/STAMP names the one prepared)'), preset $PRESET"
 if command -v nvidia-smi >/dev/null 2>&1; then
   log "gpu: $(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2)"
 else
