@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BLKC := build/blkc
 
-.PHONY: all setup build build-asan build-tsan demo test test-tsan test-fast bench clean
+.PHONY: all setup build build-asan build-tsan demo test test-tsan test-fast bench clean fresh-check gpu-prep gpu-dry-run
 
 all: build
 
@@ -57,3 +57,21 @@ bench: build
 
 clean:
 	rm -rf build build-asan build-tsan
+
+# A fresh Debian 12 root (debootstrap, cached under build/fresh/) clones the
+# committed HEAD and runs `make demo` and `make test` there, as a new user
+# would; one result line (scripts/fresh-check.sh). FRESH_CHECK_QUICK=1:
+# `make demo` and `make test-fast` only.
+fresh-check:
+	@bash scripts/fresh-check.sh
+
+# The GPU build (preset gpu, no LLVM/flex/bison; docs/gpu.md): gpu-prep
+# writes build-gpu-prep/ (generated lexer/parser, the GPU tests' CPU
+# references) to carry to the GPU machine; gpu-dry-run runs
+# benchmarks/gpu_check.sh as that machine will, in a root without LLVM,
+# flex and bison (scripts/gpu-dry-run.sh).
+gpu-prep: build
+	@bash scripts/gpu-prep.sh
+
+gpu-dry-run: gpu-prep
+	@bash scripts/gpu-dry-run.sh

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# gpu_check.sh — the GPU check, for a machine with an NVIDIA GPU, its driver
-# and (for the ratios) PyTorch. Fits in 8 minutes; every step has its own
-# timeout and a part that cannot run prints a "SKIP:" line instead.
+# gpu_check.sh — the GPU check, for a machine with an NVIDIA GPU, its driver,
+# the CUDA toolkit, gcc, cmake, ninja and (for the ratios) PyTorch, but no
+# LLVM, flex, bison or network (docs/gpu.md). Its one command:
+#   bash benchmarks/gpu_check.sh        (carry build-gpu-prep: make gpu-prep)
+# Fits in 8 minutes; every step has its own timeout and a part that cannot
+# run prints a "SKIP:" line instead.
 #
-#   1. configure + build blkc (cmake --preset default, build/)
-#   2. ctest -L 'gpu|nvrtc' (GPU execution suite vs the CPU, NVRTC compiles),
-#      then the GPU execution tests again with BLKC_GPU_NOVEC=1
-#      BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1 (the old code paths);
-#      gpu_vec_exec runs the vector / cp.async forms itself, both ways
-#   3. ratios measured in this run, blkc on cuda:0 vs PyTorch on the same GPU:
-#      - bf16 GEMM 4096^3: blkc time vs torch.matmul (cuBLAS)   goal >= 0.7x
+#   1. configure + build the GPU build (cmake --preset gpu, build-gpu/: no
+#      CPU backend, no LLVM; the lexer and parser from build-gpu-prep/gen)
+#   2. ctest -L gpu (GPU execution vs the CPU references saved in
+#      build-gpu-prep/refs, gpu_vec_exec vs C), then the GPU execution tests
+#      again with BLKC_GPU_NOVEC=1 BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1
+#      (the old code paths); gpu_vec_exec runs both forms itself
+#   3. ratios, blkc on cuda:0 vs PyTorch on the same GPU, the two run
+#      alternately (GPU_CHECK_ROUNDS rounds, default 3; medians):
+#      - bf16 GEMM 4096^3: blkc vs torch.matmul (cuBLAS)        goal >= 0.6x
 #      - softmax 8192x8192 f32: blkc bandwidth vs a device-to-device copy
 #                                                                goal >= 0.8x
-#      - flash-attention forward (f16, [32, 4096, 64]) vs torch SDPA
+#      - flash-attention forward, f16 [Z = batch*heads 32, S 4096, D 128],
+#        causal and not: blkc vs torch SDPA                      goal >= 0.5x
+#      Beside each figure: the emulator's predicted bound, when the file
+#      $GPU_CHECK_PREDICTED (default benchmarks/predicted-bounds.txt) has a
+#      line "NAME MS [WHAT]" for it (predicted_bound below; NAMEs gemm_bf16,
+#      softmax, flash_fwd, flash_fwd_causal), else "predicted: n/a".
+#   4. GPU ranks (tests/gpu/gpu_ranks.sh) case by case, for the record
 #
-# GPU_CHECK_SKIP_BUILD=1 reuses an existing build/ (a rerun).
+# GPU_CHECK_SKIP_BUILD=1 reuses an existing build-gpu/ (a rerun);
+# GPU_CHECK_PRESET=default builds the full tree instead (needs LLVM).
 # Results go to benchmarks/results/gpu-<date>.txt and, when $OUT is set, to
-# $OUT/gpu-check.txt. Exit 0 when build and tests passed (ratios below the
-# goals are reported, not failed), 1 otherwise.
+# $OUT/gpu-check.txt. Ends with a summary of what passed, failed and was
+# skipped; exit 0 when build and tests passed (ratios below the goals are
+# reported, not failed), 1 otherwise.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -25,19 +38,32 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 mkdir -p benchmarks/results
 RES=$ROOT/benchmarks/results/gpu-$STAMP.txt
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-gpucheck.XXXXXX")
-BLKC=$ROOT/build/blkc
+PRESET=${GPU_CHECK_PRESET:-gpu}
+if [ "$PRESET" = gpu ]; then B=$ROOT/build-gpu; else B=$ROOT/build; fi
+BLKC=$B/blkc
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
+ROUNDS=${GPU_CHECK_ROUNDS:-3}
+PREDICTED=${GPU_CHECK_PREDICTED:-$ROOT/benchmarks/predicted-bounds.txt}
+export BLKC_CACHE_DIR=${BLKC_CACHE_DIR:-$B/test-cache}
 START=$(date +%s)
 BUDGET=${GPU_CHECK_BUDGET_S:-460}
 status=0
+PASSED=() FAILED=() SKIPPED=()
 : >"$RES"
 
 log() { printf '%s\n' "$*" | tee -a "$RES"; }
+pass() { PASSED+=("$1"); }
+fail() { FAILED+=("$1"); status=1; }
+skip() { SKIPPED+=("$1"); }
 elapsed() { echo $(($(date +%s) - START)); }
 # left N: the seconds left of the budget, at most N
 left() { local l=$((BUDGET - $(elapsed))); [ "$l" -gt "$1" ] && l=$1; echo "$l"; }
+join() { local IFS=','; echo "${*:-none}" | sed 's/,/, /g'; }
 finish() {
-  log "total: $(elapsed) s"
+  log "summary: passed: $(join "${PASSED[@]}")"
+  log "summary: failed: $(join "${FAILED[@]}")"
+  log "summary: skipped: $(join "${SKIPPED[@]}")"
+  log "gpu-check: $([ $status = 0 ] && echo PASS || echo FAIL) in $(elapsed) s (${#PASSED[@]} passed, ${#FAILED[@]} failed, ${#SKIPPED[@]} skipped)"
   if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$RES" "$OUT/gpu-check.txt"; fi
   rm -rf "$T"
   exit "$status"
@@ -45,59 +71,65 @@ finish() {
 trap finish EXIT
 
 log "blkc GPU check $STAMP on $(hostname)"
-log "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+log "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '? (no .git in this copy; build-gpu-prep/STAMP names the one prepared)'), preset $PRESET"
 if command -v nvidia-smi >/dev/null 2>&1; then
   log "gpu: $(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2)"
 else
   log "gpu: nvidia-smi not found"
+fi
+if [ "$PRESET" = gpu ]; then
+  if [ -f build-gpu-prep/STAMP ]; then
+    log "build-gpu-prep: $(tr '\n' ';' <build-gpu-prep/STAMP)"
+  else
+    log "build-gpu-prep: missing (make gpu-prep, and carry build-gpu-prep): needs flex/bison here and has no GPU test references"
+  fi
 fi
 
 # ------------------------------------------------------------ build
 JOBS=$(nproc 2>/dev/null || echo 4)
 if [ "${GPU_CHECK_SKIP_BUILD:-0}" = 1 ] && [ -x "$BLKC" ]; then
   log "build: skipped (GPU_CHECK_SKIP_BUILD=1)"
-elif ! timeout "$(left 240)" bash -c "cmake --preset default >'$T/cfg.log' 2>&1 && cmake --build build -j$JOBS >'$T/build.log' 2>&1"; then
+elif ! timeout "$(left 240)" bash -c "cmake --preset $PRESET >'$T/cfg.log' 2>&1 && cmake --build '$B' -j$JOBS >'$T/build.log' 2>&1"; then
   log "FAIL: build (last lines below)"
   tail -20 "$T/cfg.log" "$T/build.log" 2>/dev/null | tee -a "$RES"
-  status=1
+  fail build
   exit 1
 else
-  log "build: ok ($(elapsed) s)"
+  log "build: ok ($(elapsed) s; $(grep -m1 'no CPU backend' "$T/cfg.log" >/dev/null && echo 'no CPU backend, no LLVM' || echo 'with the CPU backend'))"
+  pass build
 fi
 
 # ------------------------------------------------------------ tests
-if timeout "$(left 200)" ctest --test-dir build -L 'gpu|nvrtc' -j"$JOBS" --timeout 180 \
-     --output-on-failure >"$T/ctest.log" 2>&1; then
-  log "ctest -L 'gpu|nvrtc': $(grep -E 'tests passed' "$T/ctest.log" | tail -1)"
-else
-  status=1
-  log "FAIL: ctest -L 'gpu|nvrtc': $(grep -E 'tests passed' "$T/ctest.log" | tail -1)"
-  grep -E 'FAIL|Failed|\*\*\*' "$T/ctest.log" | head -40 | tee -a "$RES"
-fi
-grep -E 'Skipped|Not Run' "$T/ctest.log" | sed 's/^/  note: /' | tee -a "$RES"
+# ctest_run NAME LOG ARGS...: one ctest run, its counts in the summary
+ctest_run() {
+  local name=$1 lg=$2; shift 2
+  if timeout "$(left 200)" ctest --test-dir "$B" "$@" -j"$JOBS" --output-on-failure >"$lg" 2>&1; then
+    log "$name: $(grep -E 'tests passed' "$lg" | tail -1)"
+  else
+    log "FAIL: $name: $(grep -E 'tests passed' "$lg" | tail -1)"
+    grep -E 'FAIL|Failed|\*\*\*' "$lg" | head -40 | tee -a "$RES"
+    fail "$name"
+  fi
+  local t
+  for t in $(sed -n 's/^.*Test *#[0-9]*: *\([^ ]*\) .*Passed.*/\1/p' "$lg"); do pass "$name:$t"; done
+  for t in $(sed -n 's/^.*Test *#[0-9]*: *\([^ ]*\) .*\*\*\*Skipped.*/\1/p' "$lg"); do skip "$name:$t"; done
+  grep -E 'Skipped|Not Run' "$lg" | sed 's/^/  note: /' | tee -a "$RES"
+}
+ctest_run "ctest -L gpu" "$T/ctest.log" -L gpu --timeout 180
 
 # the same GPU execution tests on the old code paths (docs/backends.md):
-# scalar loads/stores, no cp.async, a barrier after every tile op. The
-# default paths ran above; gpu_vec_exec runs both itself (every variable),
-# gpu_exec (blkc run on the GPU vs the CPU) needs this second run. A result
+# scalar loads/stores, no cp.async, a barrier after every tile op. A result
 # that differs only here or only above points at the new paths.
 if [ "$(left 150)" -ge 30 ]; then
   # BLKC_CACHE_DISABLE: cached GPU modules do not key on these variables
-  if BLKC_CACHE_DISABLE=1 BLKC_GPU_NOVEC=1 BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1 \
-     timeout "$(left 150)" ctest --test-dir build -R '^gpu_' -L gpu -j"$JOBS" --timeout 140 \
-       --output-on-failure >"$T/ctest-old.log" 2>&1; then
-    log "ctest -L gpu, BLKC_GPU_NOVEC=1 NOPIPE=1 NOSYNCELIM=1: $(grep -E 'tests passed' "$T/ctest-old.log" | tail -1)"
-  else
-    status=1
-    log "FAIL: ctest -L gpu, BLKC_GPU_NOVEC=1 NOPIPE=1 NOSYNCELIM=1: $(grep -E 'tests passed' "$T/ctest-old.log" | tail -1)"
-    grep -E 'FAIL|Failed|\*\*\*' "$T/ctest-old.log" | head -40 | tee -a "$RES"
-  fi
-  if [ -x build/tests/nvrtc/gpu_vec_exec ]; then # its lines, for the record
-    timeout "$(left 60)" build/tests/nvrtc/gpu_vec_exec >"$T/vec.log" 2>&1
+  BLKC_CACHE_DISABLE=1 BLKC_GPU_NOVEC=1 BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1 \
+    ctest_run "ctest -L gpu old paths" "$T/ctest-old.log" -R '^gpu_' -L gpu --timeout 140
+  if [ -x "$B/tests/nvrtc/gpu_vec_exec" ]; then # its lines, for the record
+    timeout "$(left 60)" "$B/tests/nvrtc/gpu_vec_exec" >"$T/vec.log" 2>&1
     sed 's/^/  gpu_vec_exec: /' "$T/vec.log" | head -20 | tee -a "$RES"
   fi
 else
-  log "SKIP: old-path rerun of the GPU tests (budget)"
+  log "SKIP: old-path rerun of the GPU tests (budget)"; skip "old-path rerun"
 fi
 
 # ------------------------------------------------------------ ratios
@@ -109,17 +141,25 @@ else
   log "SKIP: PyTorch with CUDA is not available (python3 -c 'import torch'): no reference timings"
 fi
 
-# median ms of `blkc run ... --bench=N` (device-event time per launch)
+# predicted_bound NAME: the emulator's predicted bound for NAME (the hook
+# for `blkc run --device=cuda-emu --stats`, which writes $PREDICTED lines
+# "NAME MS [WHAT]"); "n/a" while there is no such file or line
+predicted_bound() {
+  local l
+  l=$([ -f "$PREDICTED" ] && awk -v n="$1" '$1 == n { $1 = ""; sub(/^ /, ""); print; exit }' "$PREDICTED")
+  if [ -n "$l" ]; then echo "predicted: $l"; else echo "predicted: n/a"; fi
+}
+# blkc_ms TIMEOUT ARGS...: median ms of `blkc run ... --bench=N`
 blkc_ms() {
   local to=$1; shift
   if [ "$(left "$to")" -lt 10 ]; then echo "budget" >"$T/blkc.log"; return 1; fi
   timeout "$(left "$to")" "$BLKC" run "$@" --device="$DEV" --random >"$T/blkc.log" 2>&1 || return 1
   sed -n 's/.*median \([0-9.eE+-]*\) ms.*/\1/p' "$T/blkc.log" | tail -1
 }
-# torch_ms WHAT: median ms of a PyTorch reference (gemm, copy, sdpa)
+# torch_ms WHAT: median ms of a PyTorch reference (gemm, copy, sdpa, sdpa_causal)
 torch_ms() {
-  [ $HAVE_TORCH = 1 ] || return 1
-  [ "$(left 90)" -ge 15 ] || return 1
+  [ $HAVE_TORCH = 1 ] || { echo "no torch" >"$T/torch.log"; return 1; }
+  [ "$(left 90)" -ge 15 ] || { echo "budget" >"$T/torch.log"; return 1; }
   timeout "$(left 90)" python3 - "$1" >"$T/torch.log" 2>&1 <<'PYEOF' || return 1
 import sys, torch
 import torch.nn.functional as F
@@ -134,9 +174,10 @@ elif what == "copy":
     x = torch.randn(8192, 8192, device=dev, dtype=torch.float32)
     y = torch.empty_like(x)
     fn = lambda: y.copy_(x)
-elif what == "sdpa":
-    q, k, v = (torch.randn(4, 8, 4096, 64, device=dev, dtype=torch.float16) for _ in range(3))
-    fn = lambda: F.scaled_dot_product_attention(q, k, v, scale=0.125)
+elif what in ("sdpa", "sdpa_causal"):
+    q, k, v = (torch.randn(1, 32, 4096, 128, device=dev, dtype=torch.float16) for _ in range(3))
+    c = what == "sdpa_causal"
+    fn = lambda: F.scaled_dot_product_attention(q, k, v, scale=128 ** -0.5, is_causal=c)
 else:
     raise SystemExit("unknown " + what)
 for _ in range(5):
@@ -153,8 +194,40 @@ PYEOF
   tail -1 "$T/torch.log"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
-# bf16 GEMM 4096^3
+# bench NAME TORCH-WHAT GOAL WORK-EXPR UNIT BLKC-ARGS...: GPU_CHECK_ROUNDS
+# rounds of blkc then torch, alternately; logs the medians, the ratio
+# torch/blkc (a speed ratio: > 1 is blkc faster) against GOAL and the
+# predicted bound. WORK-EXPR is an awk expression of t (ms) for the rate.
+bench() {
+  local name=$1 what=$2 goal=$3 work=$4 unit=$5; shift 5
+  local r b c bs=() cs=() why=""
+  for ((r = 0; r < ROUNDS; r++)); do
+    if b=$(blkc_ms 150 "$@") && [ -n "$b" ]; then bs+=("$b"); else why=$(head -c 300 "$T/blkc.log" | tr '\n' ' '); break; fi
+    if c=$(torch_ms "$what") && [ -n "$c" ]; then cs+=("$c"); fi
+  done
+  if [ ${#bs[@]} = 0 ]; then
+    log "SKIP: $name on blkc: $why"; skip "$name"; return
+  fi
+  b=$(median "${bs[@]}")
+  local rate
+  rate=$(awk -v t="$b" "BEGIN { printf \"%.1f\", $work }")
+  if [ ${#cs[@]} = 0 ]; then
+    log "$name: blkc $b ms ($rate $unit; ${#bs[@]} rounds); $(predicted_bound "$name")"
+    log "SKIP: $name reference ($what): $(tail -2 "$T/torch.log" 2>/dev/null | tr '\n' ' ')"
+    skip "$name reference"; pass "$name"
+    return
+  fi
+  c=$(median "${cs[@]}")
+  local q
+  q=$(ratio "$c" "$b")
+  log "$name: blkc $b ms ($rate $unit), $what $c ms, ratio $q (goal >= $goal; ${#bs[@]} rounds alternating); $(predicted_bound "$name")"
+  pass "$name"
+  if awk -v q="$q" -v g="$goal" 'BEGIN { exit !(q >= g) }'; then pass "$name goal"; else
+    log "  below the goal: $name $q < $goal"; skip "$name goal (below: $q)"; fi
+}
+
 cat >"$T/gemm_bf16.blk" <<'EOF'
 kernel gemm_bf16<BM = 128, BN = 128, BK = 32>(A: bf16[M, K], B: bf16[K, N], C: bf16[M, N])
     grid(cdiv(M, BM), cdiv(N, BN)) warps(8) stages(3)
@@ -168,63 +241,33 @@ kernel gemm_bf16<BM = 128, BN = 128, BK = 32>(A: bf16[M, K], B: bf16[K, N], C: b
     C[m +: BM, n +: BN] = acc as bf16;
 }
 EOF
-g=$(blkc_ms 150 "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 --bench=10) ||
-  g=$(blkc_ms 150 "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 -D BM=64 -D BN=64 --bench=10) ||
-  g=""
-if [ -z "$g" ]; then
-  log "SKIP: bf16 GEMM 4096^3 on blkc: $(head -c 400 "$T/blkc.log")"
-else
-  log "gemm bf16 4096^3: blkc $g ms ($(awk -v t="$g" 'BEGIN{printf "%.1f", 2*4096^3/(t*1e-3)/1e12}') TFLOP/s)"
-  if c=$(torch_ms gemm) && [ -n "$c" ]; then
-    log "gemm bf16 4096^3: torch.matmul $c ms; blkc/cuBLAS speed ratio $(ratio "$c" "$g") (goal >= 0.7)"
-  else
-    log "SKIP: torch.matmul reference: $(tail -3 "$T/torch.log" 2>/dev/null | tr '\n' ' ')"
-  fi
-fi
-
-# softmax 8192 x 8192 f32 vs copy bandwidth
-s=$(blkc_ms 120 examples/softmax.blk R=8192 N=8192 -D BLOCK=8192 --bench=10) || s=""
-if [ -z "$s" ]; then
-  log "SKIP: softmax 8192x8192 on blkc: $(head -c 400 "$T/blkc.log")"
-else
-  bw=$(awk -v t="$s" 'BEGIN{printf "%.1f", 2*8192*8192*4/(t*1e-3)/1e9}')
-  log "softmax 8192x8192 f32: blkc $s ms ($bw GB/s read+write)"
-  if c=$(torch_ms copy) && [ -n "$c" ]; then
-    cbw=$(awk -v t="$c" 'BEGIN{printf "%.1f", 2*8192*8192*4/(t*1e-3)/1e9}')
-    log "copy 8192x8192 f32 (device to device): $c ms ($cbw GB/s); softmax/copy bandwidth ratio $(ratio "$c" "$s") (goal >= 0.8)"
-  else
-    log "SKIP: copy bandwidth reference: $(tail -3 "$T/torch.log" 2>/dev/null | tr '\n' ' ')"
-  fi
-fi
-
-# flash attention forward, [Z = 4*8, S = 4096, D = 64] f16
-f=$(blkc_ms 120 examples/flash_attention.blk Z=32 S=4096 scale=0.125 --bench=5) || f=""
-if [ -z "$f" ]; then
-  log "SKIP: flash attention on blkc: $(head -c 400 "$T/blkc.log")"
-else
-  log "flash-attn fwd f16 [32x4096x64]: blkc $f ms ($(awk -v t="$f" 'BEGIN{printf "%.1f", 4*32*4096*4096*64/(t*1e-3)/1e12}') TFLOP/s)"
-  if c=$(torch_ms sdpa) && [ -n "$c" ]; then
-    log "flash-attn fwd: torch SDPA $c ms; blkc/SDPA speed ratio $(ratio "$c" "$f")"
-  else
-    log "SKIP: SDPA reference: $(tail -3 "$T/torch.log" 2>/dev/null | tr '\n' ' ')"
-  fi
-fi
+bench gemm_bf16 gemm 0.6 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
+  "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 --bench=10
+# softmax: the ratio of times is the ratio of bandwidths (same bytes)
+bench softmax copy 0.8 '2*8192*8192*4/(t*1e-3)/1e9' 'GB/s read+write' \
+  examples/softmax.blk R=8192 N=8192 -D BLOCK=8192 --bench=10
+bench flash_fwd sdpa 0.5 '4*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
+  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 --bench=5
+bench flash_fwd_causal sdpa_causal 0.5 '2*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
+  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D CAUSAL=true --bench=5
 log "results: $RES"
 
 # ------------------------------------------------------------ GPU ranks
 # tests/gpu/gpu_ranks.sh (also ctest gpu_ranks above): device functions
-# and lib/ patterns (allreduce, ag_gemm) on 1, 2 and 4 ranks of $DEV vs
-# CPU ranks, each case's line in the results; NCCL is forced on one rank.
+# and lib/ patterns on 1, 2 and 4 ranks of $DEV vs the CPU references,
+# each case's line in the results; NCCL is forced on one rank.
 if [ "$(left 200)" -lt 60 ]; then
-  log "SKIP: GPU ranks (budget)"
+  log "SKIP: GPU ranks (budget)"; skip "GPU ranks"
 else
-  timeout "$(left 200)" bash tests/gpu/gpu_ranks.sh "$BLKC" build/tests/gpu/gpu_npycmp "$ROOT" \
+  refs=()
+  [ "$PRESET" = gpu ] && refs=(env "BLKC_GPU_REFS=$ROOT/build-gpu-prep/refs")
+  timeout "$(left 200)" "${refs[@]}" bash tests/gpu/gpu_ranks.sh "$BLKC" "$B/tests/gpu/gpu_npycmp" "$ROOT" \
     >"$T/granks.log" 2>&1
   grc=$?
   sed 's/^/  granks: /' "$T/granks.log" >>"$RES"
   case $grc in
-    0) log "GPU ranks: $(tail -1 "$T/granks.log")" ;;
-    77) log "SKIP: GPU ranks: $(head -1 "$T/granks.log")" ;;
-    *) status=1; log "FAIL: GPU ranks (exit $grc): $(grep -c '^FAIL' "$T/granks.log") failing cases" ;;
+    0) log "GPU ranks: $(tail -1 "$T/granks.log")"; pass "GPU ranks" ;;
+    77) log "SKIP: GPU ranks: $(head -1 "$T/granks.log")"; skip "GPU ranks" ;;
+    *) log "FAIL: GPU ranks (exit $grc): $(grep -c '^FAIL' "$T/granks.log") failing cases"; fail "GPU ranks" ;;
   esac
 fi

@@ -13,15 +13,19 @@
  * hit refreshes. */
 #include "cache.h"
 #include "isolate.h"
+#ifndef BLKC_NO_CPU_BACKEND
 #include "../backends/cpu/cpu.h"
+#endif
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifndef BLKC_NO_CPU_BACKEND
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm/Config/llvm-config.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +183,15 @@ static uint64_t fast_hash(uint64_t h, const void *data, size_t n)
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 static char host_id[1024];
 
+#ifdef BLKC_NO_CPU_BACKEND
+/* a build without the CPU backend (backends/nocpu/): no LLVM and no host
+ * objects; GPU modules are still cached */
+#define LLVM_VERSION_STRING "none"
+static void llvm_init(void)
+{
+    snprintf(host_id, sizeof host_id, "no-cpu-backend");
+}
+#else
 static void llvm_init(void)
 {
     /* let the CPU backend do the one-time target registration (its own
@@ -198,6 +211,7 @@ static void llvm_init(void)
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(feat);
 }
+#endif
 
 void jc_key_begin(JcSha *s, const JcSrc *src)
 {
@@ -218,6 +232,28 @@ void jc_key_begin(JcSha *s, const JcSrc *src)
     jc_sha_i64(s, src->opt_level);
 }
 
+#ifdef BLKC_NO_CPU_BACKEND
+struct JcCode {
+    int n;
+    char **names;
+    BkRangeFn *ranges;
+};
+
+void jc_code_free(JcCode *c)
+{
+    free(c);
+}
+
+int jc_code_load(const void *obj, size_t len, const IrModule *m,
+                 JcCode **out, char *err, size_t errlen)
+{
+    (void)obj, (void)len, (void)m;
+    *out = NULL;
+    snprintf(err, errlen, "this build has no CPU backend (configured with "
+             "-DBLKC_CPU_BACKEND=OFF): use --device=cuda:N or hip:N");
+    return -1;
+}
+#else
 struct JcCode {
     LLVMOrcLLJITRef jit;
     int n;
@@ -336,6 +372,8 @@ int jc_code_load(const void *obj, size_t len, const IrModule *m,
     *out = c;
     return 0;
 }
+
+#endif
 
 BkRangeFn jc_code_range(const JcCode *c, const char *name)
 {

@@ -10,7 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifndef BLKC_NO_CPU_BACKEND
 #include <llvm-c/ErrorHandling.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,7 +271,9 @@ int iso_worker_main(int argc, char **argv)
         dsl_buf_free(&out);
         memset(&out, 0, sizeof out);
     }
+#ifndef BLKC_NO_CPU_BACKEND
     LLVMResetFatalErrorHandler();
+#endif
 
     BkOptions bo = {arch, opt};
     if (bk_cpu_backend.emit(&view, &bo, stage, &out, err, sizeof err) != 0)

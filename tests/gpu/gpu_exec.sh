@@ -4,7 +4,9 @@
 # inputs (--random --seed), on the CPU (the reference backend) and on
 # $BLKC_GPU_DEVICE (default cuda:0), writes the named outputs, and compares
 # them with npycmp within the case's tolerance. Exit 77 (skip) when the
-# device cannot be used here: no driver library or no device.
+# device cannot be used here: no driver library or no device. The CPU side
+# can come from saved references instead (gpu_ref.sh: BLKC_GPU_REFS for the
+# GPU build, which has no CPU backend; BLKC_GPU_REFS_WRITE saves them).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
@@ -12,8 +14,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-gpu.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 EX=$SRC/examples CD=$SRC/tests/cli/data GD=$SRC/tests/gpu/data
 
+. "$SRC/tests/gpu/gpu_ref.sh"
 # skip unless the device runs a trivial kernel
-. "$SRC/tests/gpu/gpu_probe.sh"
+[ -n "$REF_WRITE" ] || . "$SRC/tests/gpu/gpu_probe.sh"
 
 fails=0 n=0
 # run_case NAME FILE "RTOL ATOL" "OUT1 OUT2 ..." ARGS...
@@ -23,9 +26,10 @@ run_case() {
   oc=() og=()
   for o in $outs; do oc+=(--out "$o=$T/$name.cpu.$o.npy"); og+=(--out "$o=$T/$name.gpu.$o.npy"); done
   n=$((n + 1))
-  if ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=7 "${oc[@]}" >"$T/log" 2>&1; then
+  if ! cpu_ref "$name" "$file" "$@" --random --seed=7 "${oc[@]}" >"$T/log" 2>&1; then
     echo "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
   fi
+  [ -z "$REF_WRITE" ] || { echo "ref $name"; return; }
   if ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=7 --device="$DEV" "${og[@]}" >"$T/log" 2>&1; then
     echo "FAIL $name: $DEV run: $(cat "$T/log")"; fails=$((fails + 1)); return
   fi
@@ -41,7 +45,8 @@ run_case() {
 expect_fail() {
   local name=$1 pat=$2 file=$3 d; shift 3
   n=$((n + 1))
-  for d in cpu "$DEV"; do
+  [ -z "$REF_WRITE" ] || return 0
+  for d in $([ -z "$REF_DIR" ] && echo cpu) "$DEV"; do
     if BLKC_WAIT_TIMEOUT_MS=300 timeout 60 "$BLKC" run "$file" "$@" --device="$d" >"$T/log" 2>&1 ||
        ! grep -q "$pat" "$T/log"; then
       echo "FAIL $name on $d: wanted an error with '$pat': $(cat "$T/log")"
