@@ -12,11 +12,14 @@ if [ -z "$MAJOR" ]; then
   echo "setup: cannot read BLKC_LLVM_MAJOR from cmake/llvm.cmake" >&2
   exit 1
 fi
+# clang's runtimes (libFuzzer, the sanitizers) have a package of their own
+# from LLVM 16 on; up to 15 they are in libclang-common-N-dev
+if [ "$MAJOR" -ge 16 ]; then RTPKG=libclang-rt-$MAJOR-dev; else RTPKG=libclang-common-$MAJOR-dev; fi
 
 # package  command-or-file that proves it works  (why)
 #   build-essential cmake ninja-build flex bison pkg-config: the build
 #   llvm-N-dev: the CPU backend (headers, libLLVM, llvm-config-N)
-#   clang-N libclang-rt-N-dev: the libFuzzer smoke run (fuzz/run.sh, label
+#   clang-N libclang-rt-N-dev (N <= 15: libclang-common-N-dev): the libFuzzer smoke run (fuzz/run.sh, label
 #     fuzz) — the same LLVM N, so no second LLVM is installed for it
 #   libopenblas-dev: the GEMM baseline of blkc_bench (optional there)
 #   python3 python3-numpy python3-pytest: the Python binding's tests and
@@ -35,7 +38,7 @@ PKGS=(
   "pkg-config       pkg-config"
   "llvm-$MAJOR-dev  /usr/lib/llvm-$MAJOR/include/llvm-c/Core.h"
   "clang-$MAJOR     clang-$MAJOR"
-  "libclang-rt-$MAJOR-dev -"
+  "$RTPKG /usr/lib/llvm-$MAJOR/lib/clang"
   "libopenblas-dev  -"
   "python3          python3"
   "python3-numpy    -"
