@@ -169,12 +169,14 @@ static void check_device(const char *d)
 {
     const char *rest = strncmp(d, "cuda", 4) == 0 ? d + 4
                      : strncmp(d, "hip", 3) == 0 ? d + 3 : NULL;
-    if (strcmp(d, "cpu") == 0)
+    if (strcmp(d, "cpu") == 0 || strcmp(d, "cuda-emu") == 0 ||
+        strcmp(d, "hip-emu") == 0)
         return;
     int64_t n;
     if (!rest || !(*rest == 0 || (*rest == ':' && cli_parse_i64(rest + 1, &n) &&
                                   n >= 0 && rest[1] >= '0' && rest[1] <= '9')))
-        cli_die(X_USAGE, "bad --device '%s': expected cpu, cuda[:N] or hip[:N]", d);
+        cli_die(X_USAGE, "bad --device '%s': expected cpu, cuda[:N], hip[:N], "
+                "cuda-emu or hip-emu", d);
 }
 
 /* Option table: name, takes a value, commands it belongs to. */
