@@ -390,6 +390,8 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
                first, cli.device);
     if (cli.bench)
         print_bench(f->name, t, cli.bench);
+    if (cli.stats)
+        cli_print_emu_stats(f->name);
     free(t);
     cli_g.times = NULL;
     for (int i = 0; i < cli.nouts; i++)
@@ -858,6 +860,9 @@ static int run_task_entry(void)
 int cli_cmd_run(void)
 {
     bool gpu = cli.device && strcmp(cli.device, "cpu") != 0;
+    if (cli.stats && (!gpu || !strstr(cli.device, "-emu")))
+        cli_die(X_USAGE, "--stats needs an emulated device (--device=cuda-emu or "
+                "hip-emu)");
     if (gpu && strncmp(cli.device, "cuda", 4) && strncmp(cli.device, "hip", 3))
         cli_die(X_RUNTIME, "running on %s is not supported (devices: cpu, "
                 "cuda[:N], hip[:N])", cli.device);

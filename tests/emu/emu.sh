@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# emu.sh MODE BLKC NPYCMP SRCDIR — the emulated devices (ctest label emu).
+#   wrappers-cuda / wrappers-hip   tests/emu/t_wrappers.cpp built with the
+#       host C++ compiler against runtime/emu/blk_emu.h and run; then built
+#       with -DBLK_EMU_BREAK_LAYOUT (a wrong fragment table) and required
+#       to fail
+#   exec-cuda-emu / exec-hip-emu   tests/gpu/gpu_exec.sh on that device
+#       (every case against --device=cpu; small shapes with tails)
+#   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
+#       for examples/matmul.blk and examples/flash_attention.blk
+# Exit 77 without a C++ compiler.
+set -u
+MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
+CXX=${CXX:-c++}
+command -v "$CXX" >/dev/null 2>&1 || { echo "skip: no C++ compiler"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-emu.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+case $MODE in
+wrappers-*)
+  if [ "$MODE" = wrappers-hip ]; then defs="-DBLK_EMU_HIP=1 -D__gfx90a__=1"; else defs="-D__CUDA_ARCH__=800"; fi
+  # shellcheck disable=SC2086
+  "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 $defs -I"$SRC/runtime/emu" \
+    "$SRC/tests/emu/t_wrappers.cpp" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
+  timeout 120 "$T/t" || exit 1
+  # shellcheck disable=SC2086
+  "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -DBLK_EMU_BREAK_LAYOUT $defs -I"$SRC/runtime/emu" \
+    "$SRC/tests/emu/t_wrappers.cpp" -o "$T/tb" || { echo "FAIL: compile (broken layout)"; exit 1; }
+  if timeout 120 "$T/tb" >"$T/log" 2>&1; then
+    echo "FAIL: a swapped fragment mapping (BLK_EMU_BREAK_LAYOUT) went unnoticed"; exit 1
+  fi
+  echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
+  ;;
+exec-*)
+  BLKC_GPU_DEVICE=${MODE#exec-} exec bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC"
+  ;;
+stats-*)
+  dev=${MODE#stats-} fail=0
+  for c in "matmul.blk M=72 N=40 K=48" "flash_attention.blk Z=1 S=70 scale=0.125"; do
+    set -- $c
+    f=$1; shift
+    if ! timeout 120 "$BLKC" run "$SRC/examples/$f" "$@" --random --device="$dev" --stats >"$T/log" 2>&1; then
+      echo "FAIL $f on $dev: $(cat "$T/log")"; fail=1; continue
+    fi
+    if ! grep -Eq "tensor-core instructions [1-9]" "$T/log" || ! grep -q "bound on H200: .*limited by" "$T/log" ||
+       ! grep -q "bound on MI250X" "$T/log"; then
+      echo "FAIL $f on $dev: no tensor-core instructions or bounds in --stats:"; cat "$T/log"; fail=1; continue
+    fi
+    echo "ok $f on $dev: $(grep "tensor-core" "$T/log")"
+  done
+  if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
+    echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
+  fi
+  exit $fail
+  ;;
+*) echo "emu.sh: unknown mode $MODE"; exit 2 ;;
+esac
