@@ -374,6 +374,8 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
     int64_t grid[3] = {0, 0, 0};
     if (cli.bench && !(t = cli_g.times = malloc((size_t)cli.bench * sizeof *t)))
         cli_die(X_RUNTIME, "out of memory");
+    if (cli.stats) /* the emulated device counts loads and stores too */
+        setenv("BLKC_EMU_STATS", "1", 1);
     blkc_status st = rt_gpu_run_host(cli.device, m, fi, args, f->nparams,
                                      cli.grid, cli.bench, t, &first, grid, err,
                                      sizeof err);

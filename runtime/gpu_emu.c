@@ -5,7 +5,9 @@
  * compiler ($CXX, else c++, g++ or clang++ on PATH, found at run time)
  * with runtime/emu/blk_emu.h (embedded in the library: rt_emu_header*)
  * into a shared object cached under $BLKC_CACHE_DIR/emu (else $TMPDIR),
- * and loaded with dlopen. A launch runs the grid's blocks one after
+ * and loaded with dlopen; with $BLKC_EMU_STATS=1 (blkc run --stats) by
+ * clang++ with blk_emu_mem.h's load/store counting, when clang++ is on
+ * PATH. A launch runs the grid's blocks one after
  * another, the threads of a block as host threads (blk_emu.h), and keeps
  * the launch's counts (rt_gpu_emu_last_stats). */
 #include "gpu.h"
@@ -24,9 +26,11 @@
 
 extern const char rt_emu_header[];      /* runtime/emu/blk_emu.h */
 extern const char rt_emu_header_mma[];  /* runtime/emu/blk_emu_mma.h */
+extern const char rt_emu_header_mem[];  /* runtime/emu/blk_emu_mem.h */
 
 typedef struct EmuDev {
     bool hip;
+    bool memstats;             /* $BLKC_EMU_STATS=1 and clang++ found */
     char cxx[512];
 } EmuDev;
 
@@ -115,7 +119,7 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *src,
 {
     char inc[600];
     snprintf(inc, sizeof inc, "-I%s", dir);
-    const char *argv[24];
+    const char *argv[40];
     int a = 0;
     argv[a++] = d->cxx;
     argv[a++] = "-std=c++17";
@@ -126,6 +130,14 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *src,
     argv[a++] = "-w";
     argv[a++] = "-fno-strict-aliasing";
     argv[a++] = "-DBLK_EMU=1";
+    if (d->memstats) { /* loads/stores through blk_emu_mem.h's hooks */
+        argv[a++] = "-DBLK_EMU_MEMSTATS=1";
+        argv[a++] = "-fsanitize=thread";
+        argv[a++] = "-mllvm";
+        argv[a++] = "-tsan-instrument-atomics=false";
+        argv[a++] = "-mllvm";
+        argv[a++] = "-tsan-instrument-func-entry-exit=false";
+    }
     if (d->hip) {
         argv[a++] = "-DBLK_EMU_HIP=1";
         argv[a++] = "-D__gfx90a__=1";
@@ -165,7 +177,13 @@ static int e_open(bool hip, void **out, RtGpuDevInfo *info, char *err,
         return -1;
     }
     d->hip = hip;
-    if (!find_cxx(d->cxx, sizeof d->cxx)) {
+    const char *ms = getenv("BLKC_EMU_STATS");
+    if (ms && !strcmp(ms, "1")) { /* --stats: clang++ counts loads/stores */
+        static const char *const clangs[] = {"clang++-19", "clang++", NULL};
+        for (int i = 0; clangs[i] && !d->memstats; i++)
+            d->memstats = on_path(clangs[i], d->cxx, sizeof d->cxx);
+    }
+    if (!d->memstats && !find_cxx(d->cxx, sizeof d->cxx)) {
         free(d);
         snprintf(err, errlen, "%s-emu needs a C++ compiler: none found (set $CXX "
                  "or put c++, g++ or clang++ on PATH)", hip ? "hip" : "cuda");
@@ -258,6 +276,8 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
     h = fnv(h, d->cxx, strlen(d->cxx));
     h = fnv(h, rt_emu_header, strlen(rt_emu_header));
     h = fnv(h, rt_emu_header_mma, strlen(rt_emu_header_mma));
+    h = fnv(h, rt_emu_header_mem, strlen(rt_emu_header_mem));
+    h = fnv(h, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
     h = fnv(h, image, n);
     snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)h);
     void *lib = access(so, R_OK) == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -270,6 +290,8 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
         int rc = write_file(hp, rt_emu_header, strlen(rt_emu_header));
         snprintf(hp, sizeof hp, "%s/blk_emu_mma.h", sub);
         rc |= write_file(hp, rt_emu_header_mma, strlen(rt_emu_header_mma));
+        snprintf(hp, sizeof hp, "%s/blk_emu_mem.h", sub);
+        rc |= write_file(hp, rt_emu_header_mem, strlen(rt_emu_header_mem));
         snprintf(src, sizeof src, "%s/k%016llx.%d.cpp", dir, (unsigned long long)h,
                  (int)getpid());
         snprintf(tmp, sizeof tmp, "%s.%d.so", so, (int)getpid());

@@ -67,6 +67,13 @@
 #include <utility>
 #include <vector>
 
+/* the emulator itself is not instrumented for --stats (blk_emu_mem.h) */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((no_sanitize("thread"))), apply_to = function)
+#endif
+
+template <typename T, int R> struct BlkTensor; /* gpu_prelude.c defines it */
+
 #ifdef BLK_EMU_HIP
 #define BLK_EMU_WARP 64
 #else
@@ -292,6 +299,12 @@ static int blk_emu_wavefronts(const long long *addr, int n, int bytes)
     return most ? most : (nw ? 1 : 0);
 }
 
+#ifdef BLK_EMU_MEMSTATS
+#include "blk_emu_mem.h"
+#else
+static inline void blk_emu_note(uintptr_t, long long, int, bool) {}
+#endif
+
 /* ------------------------------------------------------------ block barrier */
 
 static inline void __syncthreads()
@@ -500,10 +513,24 @@ static inline void blk_emu_call(void (*k)(A...), void **params, std::index_seque
     k(*(typename std::remove_reference<A>::type *)params[I]...);
 }
 
+template <class... A, size_t... I>
+static inline void blk_emu_reg_all(void (*)(A...), void **params, std::index_sequence<I...>)
+{
+#ifdef BLK_EMU_MEMSTATS
+    blk_emu_nglobal = 0;
+    (blk_emu_reg(*(typename std::remove_reference<A>::type *)params[I]), ...);
+#else
+    (void)params;
+#endif
+}
+
 static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
                            const std::function<void()> &body)
 {
     threadIdx = {(unsigned)t, 0, 0};
+#ifdef BLK_EMU_MEMSTATS
+    blk_emu_log = &blk_emu_logs[(size_t)t];
+#endif
     const long long nb = grid[0] * grid[1] * grid[2];
     for (long long b = 0; b < nb; b++) {
         blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
@@ -514,6 +541,9 @@ static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
             std::unique_lock<std::mutex> lk(m->mu);
             blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
             if (t == 0) { /* a fresh block: shared memory is garbage again */
+#ifdef BLK_EMU_MEMSTATS
+                blk_emu_mem_block(m);
+#endif
                 memset(m->smem, 0x7f, (size_t)m->smem_bytes);
                 m->st.blocks++;
             }
@@ -564,6 +594,10 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     gridDim = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
     blockDim = {(unsigned)threads, 1, 1};
     blk_emu_m = &m;
+    blk_emu_reg_all(k, params, std::index_sequence_for<A...>{});
+#ifdef BLK_EMU_MEMSTATS
+    blk_emu_logs.assign((size_t)threads, BlkEmuLog());
+#endif
     std::function<void()> body = [&] {
         blk_emu_call(k, params, std::index_sequence_for<A...>{});
     };
@@ -596,5 +630,9 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     {                                                                                    \
         return blk_emu_launch(name, grid, threads, smem, params, st, err, errlen);       \
     }
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 
 #endif

@@ -205,6 +205,8 @@ static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
         c.data[i] = i < nbytes ? ((const unsigned char *)src)[i] : 0;
     blk_emu_copies.push_back(c);
     blk_emu_count(blk_emu_m->st.cp_async, 1);
+    if (nbytes > 0) /* its global read (--stats), grouped per lane occurrence */
+        blk_emu_note(1, (long long)(uintptr_t)src, nbytes > 16 ? 16 : nbytes, false);
 }
 static inline void blk_cp_commit(void)
 {
@@ -218,8 +220,10 @@ template <int N> static inline void blk_cp_wait(void)
     size_t keep = 0;
     for (size_t i = 0; i < blk_emu_copies.size(); i++) {
         BlkEmuCopy &c = blk_emu_copies[i];
-        if (c.group >= 0 && c.group <= blk_emu_committed - N)
+        if (c.group >= 0 && c.group <= blk_emu_committed - N) {
             memcpy(c.dst, c.data, 16);
+            blk_emu_note(2, (long long)(c.dst - blk_emu_smem_base), 16, true);
+        }
         else
             blk_emu_copies[keep++] = c;
     }

@@ -6,6 +6,9 @@
 #       to fail
 #   exec-cuda-emu / exec-hip-emu   tests/gpu/gpu_exec.sh on that device
 #       (every case against --device=cpu; small shapes with tails)
+#   paths   examples/ and tests/nvrtc/emu/tchain.blk on cuda-emu against the
+#       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
+#       BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM (the coverage nvrtc_emu had)
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
 #       for examples/matmul.blk and examples/flash_attention.blk
 # Exit 77 without a C++ compiler.
@@ -33,6 +36,35 @@ wrappers-*)
 exec-*)
   BLKC_GPU_DEVICE=${MODE#exec-} exec bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC"
   ;;
+paths)
+  fail=0 EX=$SRC/examples
+  # NAME FILE "RTOL ATOL" OUTS ARGS...
+  one() {
+    local name=$1 file=$2 tol=$3 outs=$4 o; shift 4
+    local oc=() oe=()
+    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); oe+=(--out "$o=$T/e.$o.npy"); done
+    if ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 "${oc[@]}" >"$T/log" 2>&1 ||
+       ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 --device=cuda-emu "${oe[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $name ($path): $(cat "$T/log")"; fail=1; return
+    fi
+    for o in $outs; do
+      # shellcheck disable=SC2086
+      "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" $tol >"$T/cmp" 2>&1 ||
+        { echo "FAIL $name ($path) output $o: $(cat "$T/cmp")"; fail=1; return; }
+    done
+    echo "ok $name ($path)"
+  }
+  for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM; do
+    if [ $path != default ]; then export "$path=1"; fi
+    one vector_add "$EX/vector_add.blk" "1e-6 1e-6" C N=1003
+    one softmax "$EX/softmax.blk" "1e-5 1e-6" Y R=5 N=1008
+    one matmul "$EX/matmul.blk" "1e-4 1e-4" C M=200 N=144 K=112
+    one flash_attention "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=130 scale=0.125
+    one tchain "$SRC/tests/nvrtc/emu/tchain.blk" "1e-5 1e-5" "Y Z"
+    if [ $path != default ]; then unset "$path"; fi
+  done
+  exit $fail
+  ;;
 stats-*)
   dev=${MODE#stats-} fail=0
   for c in "matmul.blk M=72 N=40 K=48" "flash_attention.blk Z=1 S=70 scale=0.125"; do
@@ -47,6 +79,19 @@ stats-*)
     fi
     echo "ok $f on $dev: $(grep "tensor-core" "$T/log")"
   done
+  # loads/stores (clang++ with blk_emu_mem.h's hooks): 3 f32 tensors of
+  # 1024 elements, coalesced: exactly 384 sectors; --stats changes no result
+  if command -v clang++-19 >/dev/null 2>&1; then
+    "$BLKC" run "$SRC/examples/vector_add.blk" N=1024 --random --device="$dev" --stats --out C="$T/e.npy" >"$T/log" 2>&1
+    if ! grep -q "global 32-byte sectors 384 " "$T/log"; then
+      echo "FAIL vector_add --stats on $dev: want 384 global sectors:"; cat "$T/log"; fail=1
+    else
+      echo "ok vector_add on $dev: $(grep "sectors" "$T/log")"
+    fi
+    "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --device="$dev" --stats --out C="$T/m1.npy" >"$T/log" 2>&1 &&
+      "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --out C="$T/m2.npy" >"$T/log" 2>&1 &&
+      "$NPYCMP" "$T/m1.npy" "$T/m2.npy" 1e-4 1e-4 >"$T/log" 2>&1 || { echo "FAIL matmul --stats result: $(cat "$T/log")"; fail=1; }
+  fi
   if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
     echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
   fi
