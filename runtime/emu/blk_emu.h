@@ -58,6 +58,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -129,7 +130,8 @@ static const char *const blk_emu_tag_name[] = {
     "?", "__syncthreads", "the end of the kernel", "a warp shuffle",
     "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma"};
 
-struct BlkEmuBar {
+struct BlkEmuBar {             /* guarded by its own mutex */
+    std::mutex mu;
     int count = 0, tag = 0, width = 0;
     unsigned gen = 0;
     std::condition_variable cv;
@@ -143,13 +145,15 @@ struct BlkEmuWarp {
 };
 
 struct BlkEmuMachine {
-    std::mutex mu;
+    std::mutex err_mu;             /* err */
     int nthreads = 0, nwarps = 0;
-    int running = 0;               /* threads not blocked at a barrier */
+    /* threads not blocked at a barrier: a completed barrier adds its
+     * waiters back before waking them, so 0 means all blocked for good */
+    std::atomic<int> running{0};
     BlkEmuBar block;               /* __syncthreads and the end of a block */
     BlkEmuWarp *warps = nullptr;
-    int *where = nullptr;          /* per thread: the tag it waits at, 0 running */
-    bool failed = false;
+    std::atomic<int> *where = nullptr; /* per thread: the tag it waits at, 0 running */
+    std::atomic<bool> failed{false};
     char err[512] = "";
     double timeout_s = 60;
     unsigned char *smem = nullptr;
@@ -167,16 +171,14 @@ static inline int blk_emu_tid() { return (int)threadIdx.x; }
 static inline int blk_emu_lane() { return (int)threadIdx.x % BLK_EMU_WARP; }
 static inline BlkEmuWarp &blk_emu_warp() { return blk_emu_m->warps[threadIdx.x / BLK_EMU_WARP]; }
 
-/* Record the first error (mu held) and wake everyone. */
+/* Record the first error; waiters see `failed` within a wait slice. */
 static void blk_emu_fail_locked(BlkEmuMachine *m, const char *msg)
 {
+    std::lock_guard<std::mutex> lk(m->err_mu);
     if (!m->failed) {
-        m->failed = true;
         snprintf(m->err, sizeof m->err, "%s", msg);
+        m->failed = true;
     }
-    m->block.cv.notify_all();
-    for (int w = 0; w < m->nwarps; w++)
-        m->warps[w].bar.cv.notify_all();
 }
 
 /* What every blocked thread waits at, for a deadlock report. */
@@ -187,16 +189,17 @@ static void blk_emu_deadlock_locked(BlkEmuMachine *m)
                      "barrier can complete:", blockIdx.x, blockIdx.y, blockIdx.z);
     int shown = 0;
     for (int t = 0; t < m->nthreads && shown < 4 && n < (int)sizeof msg - 80; t++) {
-        if (t > 0 && m->where[t] == m->where[t - 1] && t % BLK_EMU_WARP)
+        const int wt = m->where[t];
+        if (t > 0 && wt == m->where[t - 1] && t % BLK_EMU_WARP)
             continue;
         n += snprintf(msg + n, sizeof msg - (size_t)n, "%s thread %d at %s", shown ? "," : "",
-                      t, blk_emu_tag_name[m->where[t]]);
+                      t, blk_emu_tag_name[wt]);
         shown++;
     }
     blk_emu_fail_locked(m, msg);
 }
 
-/* Wait at barrier b of `width` threads with tag (mu held through lk). */
+/* Wait at barrier b of `width` threads with tag (b.mu held through lk). */
 static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int width, int tag)
 {
     BlkEmuMachine *m = blk_emu_m;
@@ -217,10 +220,9 @@ static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int
         b.count = 0;
         b.gen++;
         m->running += width - 1; /* the waiters run again */
-        for (int t = 0; t < m->nthreads; t++)
-            if (m->where[t] && (&b == &m->block ||
-                                t / BLK_EMU_WARP == (int)threadIdx.x / BLK_EMU_WARP))
-                m->where[t] = 0;
+        const int t0 = &b == &m->block ? 0 : (int)threadIdx.x / BLK_EMU_WARP * BLK_EMU_WARP;
+        for (int t = t0; t < t0 + width; t++)
+            m->where[t] = 0;
         b.cv.notify_all();
         return;
     }
@@ -233,8 +235,8 @@ static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int
     auto until = std::chrono::steady_clock::now() +
                  std::chrono::duration<double>(m->timeout_s);
     while (b.gen == gen && !m->failed) {
-        if (b.cv.wait_until(lk, until) == std::cv_status::timeout && b.gen == gen &&
-            !m->failed) {
+        b.cv.wait_for(lk, std::chrono::milliseconds(50));
+        if (b.gen == gen && !m->failed && std::chrono::steady_clock::now() > until) {
             char msg[256];
             snprintf(msg, sizeof msg, "barrier timeout in block (%u, %u, %u): thread %d waited "
                      "%g s at %s", blockIdx.x, blockIdx.y, blockIdx.z, blk_emu_tid(),
@@ -248,8 +250,9 @@ static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int
 
 static inline void blk_emu_warp_bar(int tag)
 {
-    std::unique_lock<std::mutex> lk(blk_emu_m->mu);
-    blk_emu_bar_wait(lk, blk_emu_warp().bar, BLK_EMU_WARP, tag);
+    BlkEmuBar &b = blk_emu_warp().bar;
+    std::unique_lock<std::mutex> lk(b.mu);
+    blk_emu_bar_wait(lk, b, BLK_EMU_WARP, tag);
 }
 
 /* A warp collective: deposit `n` bytes, meet, f(slots) computes this lane's
@@ -310,7 +313,7 @@ static inline void blk_emu_note(uintptr_t, long long, int, bool) {}
 static inline void __syncthreads()
 {
     BlkEmuMachine *m = blk_emu_m;
-    std::unique_lock<std::mutex> lk(m->mu);
+    std::unique_lock<std::mutex> lk(m->block.mu);
     if (m->block.count == 0)
         m->st.barriers++;
     blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_SYNC);
@@ -538,7 +541,7 @@ static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
         try {
             body();
             blk_emu_cp_drop();
-            std::unique_lock<std::mutex> lk(m->mu);
+            std::unique_lock<std::mutex> lk(m->block.mu);
             blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
             if (t == 0) { /* a fresh block: shared memory is garbage again */
 #ifdef BLK_EMU_MEMSTATS
@@ -549,13 +552,11 @@ static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
             }
             blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
         } catch (const BlkEmuAbort &) {
-            std::lock_guard<std::mutex> lk(m->mu);
             m->running--;
             blk_emu_fail_locked(m, "aborted");
             return;
         }
     }
-    std::lock_guard<std::mutex> lk(m->mu);
     m->running--;
 }
 
@@ -580,9 +581,11 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     m.nwarps = threads / BLK_EMU_WARP;
     m.running = threads;
     std::vector<BlkEmuWarp> warps((size_t)m.nwarps);
-    std::vector<int> where((size_t)threads, 0);
+    std::unique_ptr<std::atomic<int>[]> where(new std::atomic<int>[(size_t)threads]);
+    for (int t = 0; t < threads; t++)
+        where[t] = 0;
     m.warps = warps.data();
-    m.where = where.data();
+    m.where = where.get();
     m.smem_bytes = smem;
     m.smem = (unsigned char *)aligned_alloc(128, (size_t)((smem + 127) / 128 * 128) + 128);
     if (!m.smem) {
