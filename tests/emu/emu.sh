@@ -9,6 +9,8 @@
 #   paths   examples/ and tests/emu/tchain.blk on cuda-emu against the
 #       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
 #       BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM (the coverage nvrtc_emu had)
+#   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
+#       device functions need GPU ranks, which the emulated devices refuse)
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
 #       for examples/matmul.blk and examples/flash_attention.blk
 # Exit 77 without a C++ compiler.
@@ -65,6 +67,28 @@ paths)
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi
   done
+  exit $fail
+  ;;
+lib-*)
+  dev=${MODE#lib-} fail=0
+  # NAME FILE OUT ARGS...
+  for c in "gemm_pad gemm_rs.blk P M=70 KL=40 N=50 MP=96" \
+           "oneshot_reduce allreduce.blk Y N=1000 op=0" \
+           "moe_expert moe.blk out R=40 H=64 EW=2 EL=2 cap=16"; do
+    set -- $c
+    k=$1 f=$2 o=$3; shift 3
+    if ! timeout 120 "$BLKC" run "$SRC/lib/$f" --entry="$k" "$@" --random --seed=5 --out "$o=$T/c.npy" >"$T/log" 2>&1 ||
+       ! timeout 120 "$BLKC" run "$SRC/lib/$f" --entry="$k" "$@" --random --seed=5 --device="$dev" --out "$o=$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 1e-4 1e-4 >"$T/log" 2>&1; then
+      echo "FAIL lib/$f $k on $dev: $(cat "$T/log")"; fail=1
+    else
+      echo "ok lib/$f $k on $dev ($(cat "$T/log"))"
+    fi
+  done
+  if "$BLKC" run "$SRC/lib/allreduce.blk" --entry=allreduce_oneshot --ranks=2 N=64 op=0 --random \
+       --device="$dev" >"$T/log" 2>&1 || ! grep -q "not supported here" "$T/log"; then
+    echo "FAIL: GPU ranks on $dev not refused: $(cat "$T/log")"; fail=1
+  fi
   exit $fail
   ;;
 stats-*)
