@@ -118,6 +118,12 @@ stats-*)
       "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --out C="$T/m2.npy" >"$T/log" 2>&1 &&
       "$NPYCMP" "$T/m1.npy" "$T/m2.npy" 1e-4 1e-4 >"$T/log" 2>&1 || { echo "FAIL matmul --stats result: $(cat "$T/log")"; fail=1; }
   fi
+  # no C++ compiler: exit 3, "not supported here"
+  CXX=/nonexistent/c++ "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --device="$dev" >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 3 ] || ! grep -q "not supported here: $dev needs a C++ compiler" "$T/log"; then
+    echo "FAIL: without a C++ compiler: exit $rc: $(cat "$T/log")"; fail=1
+  fi
   if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
     echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
   fi
