@@ -86,7 +86,13 @@ BLKC_API blkc_status blkc_context_create(const char *device,
         device = "cpu";
     blkc_target t;
     const char *rest;
-    if (strncmp(device, "cpu", 3) == 0) {
+    long id = 0;
+    if (!strcmp(device, "cuda-emu") || !strcmp(device, "hip-emu")) {
+        /* emulated devices (runtime/gpu_emu.c): tensors in host memory */
+        t = device[0] == 'c' ? BLKC_TARGET_CUDA : BLKC_TARGET_HIP;
+        rest = "";
+        id = RT_GPU_EMU;
+    } else if (strncmp(device, "cpu", 3) == 0) {
         t = BLKC_TARGET_CPU;
         rest = device + 3;
     } else if (strncmp(device, "cuda", 4) == 0) {
@@ -97,9 +103,8 @@ BLKC_API blkc_status blkc_context_create(const char *device,
         rest = device + 3;
     } else {
         return api_err(BLKC_ERR_USAGE, "unknown device '%s' (cpu, cuda[:N], "
-                       "hip[:N])", device);
+                       "hip[:N], cuda-emu, hip-emu)", device);
     }
-    long id = 0;
     if (*rest == ':' && t != BLKC_TARGET_CPU) {
         char *end;
         errno = 0;
@@ -108,7 +113,7 @@ BLKC_API blkc_status blkc_context_create(const char *device,
             return api_err(BLKC_ERR_USAGE, "bad device '%s'", device);
     } else if (*rest) {
         return api_err(BLKC_ERR_USAGE, "unknown device '%s' (cpu, cuda[:N], "
-                       "hip[:N])", device);
+                       "hip[:N], cuda-emu, hip-emu)", device);
     }
     RtGpu *gpu = NULL;
     if (t != BLKC_TARGET_CPU) { /* the GPU runtime (runtime/gpu.h) */

@@ -35,6 +35,7 @@ typedef struct Cli {
     bool random;                 /* --random */
     uint64_t seed;               /* --seed */
     int bench;                   /* --bench (0 = none) */
+    bool stats;                  /* --stats (emulated devices) */
     int64_t grid[3];             /* --grid (all 0 = the kernel's) */
     const char **tunes;          /* --tune NAME=V1,V2,... */
     int ntunes;
@@ -56,6 +57,9 @@ struct CliGlobals {
 };
 extern struct CliGlobals cli_g;
 
+
+/* cli_stats.c: --stats of the last emulated launch */
+void cli_print_emu_stats(const char *kernel);
 
 /* main.c */
 int cli_die(int code, const char *fmt, ...)

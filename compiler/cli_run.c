@@ -374,6 +374,8 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
     int64_t grid[3] = {0, 0, 0};
     if (cli.bench && !(t = cli_g.times = malloc((size_t)cli.bench * sizeof *t)))
         cli_die(X_RUNTIME, "out of memory");
+    if (cli.stats) /* the emulated device counts loads and stores too */
+        setenv("BLKC_EMU_STATS", "1", 1);
     blkc_status st = rt_gpu_run_host(cli.device, m, fi, args, f->nparams,
                                      cli.grid, cli.bench, t, &first, grid, err,
                                      sizeof err);
@@ -390,6 +392,8 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
                first, cli.device);
     if (cli.bench)
         print_bench(f->name, t, cli.bench);
+    if (cli.stats)
+        cli_print_emu_stats(f->name);
     free(t);
     cli_g.times = NULL;
     for (int i = 0; i < cli.nouts; i++)
@@ -858,6 +862,9 @@ static int run_task_entry(void)
 int cli_cmd_run(void)
 {
     bool gpu = cli.device && strcmp(cli.device, "cpu") != 0;
+    if (cli.stats && (!gpu || !strstr(cli.device, "-emu")))
+        cli_die(X_USAGE, "--stats needs an emulated device (--device=cuda-emu or "
+                "hip-emu)");
     if (gpu && strncmp(cli.device, "cuda", 4) && strncmp(cli.device, "hip", 3))
         cli_die(X_RUNTIME, "running on %s is not supported (devices: cpu, "
                 "cuda[:N], hip[:N])", cli.device);

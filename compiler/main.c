@@ -76,9 +76,12 @@ static const char *command_usage(const char *cmd)
                "  --entry=NAME    only this kernel\n"
                "  -o OUT          write to OUT; '-' or none prints text stages\n";
     if (strcmp(cmd, "run") == 0)
-        return "usage: blkc run FILE.blk [--entry=NAME] [--device=cpu|cuda[:N]|hip[:N]]\n"
+        return "usage: blkc run FILE.blk [--entry=NAME]\n"
+               "                [--device=cpu|cuda[:N]|hip[:N]|cuda-emu|hip-emu]\n"
                "                [--ranks=N] [-D NAME=VALUE]... [ARG]... [--out NAME=PATH.npy]...\n"
-               "                [--random] [--seed=S] [--bench=N] [--grid=X[,Y[,Z]]]\n"
+               "                [--random] [--seed=S] [--bench=N] [--grid=X[,Y[,Z]]] [--stats]\n"
+               "  --device=D      cuda-emu / hip-emu: the generated CUDA / HIP C on the\n"
+               "                  CPU, GPU paths emulated thread by thread (slow)\n"
                "  NAME=VALUE      a scalar parameter or a symbolic size\n"
                "  NAME=@PATH.npy  a tensor parameter (its shape binds sizes)\n"
                "  --out NAME=PATH.npy  write that tensor after the run\n"
@@ -87,6 +90,9 @@ static const char *command_usage(const char *cmd)
                "  --seed=S        seed of --random (default 0)\n"
                "  --bench=N       run N more times after a warm-up; print min/median\n"
                "  --grid=X,Y,Z    override the kernel's grid\n"
+               "  --stats         (cuda-emu, hip-emu) per-kernel counts: tensor-core\n"
+               "                  instructions, shared-memory wavefronts, global sectors,\n"
+               "                  barriers, and the bound they imply on H200 and MI250X\n"
                "  --tune NAME=V1,V2,...  autotune a compile-time parameter (repeat\n"
                "                  for more); the fastest config per shape bucket is\n"
                "                  cached and used for the run\n";
@@ -169,12 +175,14 @@ static void check_device(const char *d)
 {
     const char *rest = strncmp(d, "cuda", 4) == 0 ? d + 4
                      : strncmp(d, "hip", 3) == 0 ? d + 3 : NULL;
-    if (strcmp(d, "cpu") == 0)
+    if (strcmp(d, "cpu") == 0 || strcmp(d, "cuda-emu") == 0 ||
+        strcmp(d, "hip-emu") == 0)
         return;
     int64_t n;
     if (!rest || !(*rest == 0 || (*rest == ':' && cli_parse_i64(rest + 1, &n) &&
                                   n >= 0 && rest[1] >= '0' && rest[1] <= '9')))
-        cli_die(X_USAGE, "bad --device '%s': expected cpu, cuda[:N] or hip[:N]", d);
+        cli_die(X_USAGE, "bad --device '%s': expected cpu, cuda[:N], hip[:N], "
+                "cuda-emu or hip-emu", d);
 }
 
 /* Option table: name, takes a value, commands it belongs to. */
@@ -196,6 +204,7 @@ static const struct {
     {"--random", false, C_RUN},
     {"--seed", true, C_RUN},
     {"--bench", true, C_RUN},
+    {"--stats", false, C_RUN},
     {"--grid", true, C_RUN},
     {"--tune", true, C_RUN},
     {"--topology", true, C_PLAN},
@@ -251,6 +260,8 @@ static void set_option(const char *name, char *val)
         if (!cli_parse_i64(val, &v) || v < 1 || v > 1000000)
             cli_die(X_USAGE, "bad --bench '%s': expected a positive integer", val);
         cli.bench = (int)v;
+    } else if (strcmp(name, "--stats") == 0) {
+        cli.stats = true;
     } else if (strcmp(name, "--grid") == 0) {
         parse_grid(val);
     } else if (strcmp(name, "--tune") == 0) {

@@ -26,12 +26,17 @@ typedef struct RtGpu RtGpu;             /* one device (a context) */
 typedef struct RtGpuModule RtGpuModule; /* a module loaded on a device */
 
 /* ------------------------------------------------------------ devices */
-/* "cuda", "cuda:N", "hip", "hip:N" -> target and N; -1 if not a GPU name
- * (BLKC_ERR_USAGE message in err for a malformed N). */
+/* "cuda", "cuda:N", "hip", "hip:N" -> target and N; "cuda-emu", "hip-emu"
+ * -> target and RT_GPU_EMU (the emulated devices of gpu_emu.c); -1 if not
+ * a GPU name (BLKC_ERR_USAGE message in err for a malformed N). */
+#define RT_GPU_EMU (-1)
 int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
                         size_t errlen);
 /* Open device N of target t (BLKC_TARGET_CUDA / BLKC_TARGET_HIP). Opening
- * the same device again gives a new handle on the same (primary) context. */
+ * the same device again gives a new handle on the same (primary) context.
+ * id RT_GPU_EMU opens the emulated device of t (cuda-emu / hip-emu): the
+ * CUDA C / HIP C of a module compiled by the host C++ compiler, tensors in
+ * host memory (kDLCPU), BLKC_ERR_UNSUPPORTED without a C++ compiler. */
 blkc_status rt_gpu_open(blkc_target t, int id, RtGpu **out, char *err,
                         size_t errlen);
 void rt_gpu_close(RtGpu *g);
@@ -182,6 +187,21 @@ const RtGpuOps *rt_gpu_cuda_ops(void); /* gpu_cuda.c */
 const RtGpuOps *rt_gpu_ops(const RtGpu *g);
 void *rt_gpu_dev(const RtGpu *g);
 const RtGpuOps *rt_gpu_hip_ops(void);  /* gpu_hip.c */
+bool rt_gpu_is_emu(const RtGpu *g);
+
+/* ------------------------------------------------------------ gpu_emu.c
+ * The emulated devices' driver table; the counts of the most recent
+ * emulated launch in this process (blk_emu.h's BlkEmuStats: same layout;
+ * warp-level instructions). */
+typedef struct RtGpuEmuStats {
+    long long mma, mma_flops, ldmatrix;
+    long long smem_wavefronts, smem_requests;
+    long long gmem_sectors, gmem_requests;
+    long long barriers, shuffles, cp_async;
+    long long blocks, threads;
+} RtGpuEmuStats;
+const RtGpuOps *rt_gpu_emu_ops(blkc_target t);
+void rt_gpu_emu_last_stats(RtGpuEmuStats *out);
 
 /* ------------------------------------------------------------ nccl.c
  * NCCL (cuda) / RCCL (hip) through dlopen. Functions returning int give

@@ -21,7 +21,7 @@ struct RtGpu {
     void *dev;                 /* driver state */
     RtGpuDevInfo info;
     blkc_target target;
-    int id;
+    int id;                    /* RT_GPU_EMU: cuda-emu / hip-emu */
 };
 
 /* A specialized variant of a kernel: the generic IrFunc with the
@@ -74,6 +74,11 @@ int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
     const char *rest;
     if (!name)
         return -1;
+    if (!strcmp(name, "cuda-emu") || !strcmp(name, "hip-emu")) {
+        *t = name[0] == 'c' ? BLKC_TARGET_CUDA : BLKC_TARGET_HIP;
+        *id = RT_GPU_EMU;
+        return 0;
+    }
     if (!strncmp(name, "cuda", 4)) {
         *t = BLKC_TARGET_CUDA;
         rest = name + 4;
@@ -87,13 +92,13 @@ int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
     if (!*rest)
         return 0;
     if (*rest != ':' || rest[1] < '0' || rest[1] > '9') {
-        snprintf(err, errlen, "bad device '%s' (cpu, cuda[:N], hip[:N])", name);
+        snprintf(err, errlen, "bad device '%s' (cpu, cuda[:N], hip[:N], cuda-emu, hip-emu)", name);
         return -2;
     }
     char *end;
     long v = strtol(rest + 1, &end, 10);
     if (*end || v < 0 || v > 1023) {
-        snprintf(err, errlen, "bad device '%s' (cpu, cuda[:N], hip[:N])", name);
+        snprintf(err, errlen, "bad device '%s' (cpu, cuda[:N], hip[:N], cuda-emu, hip-emu)", name);
         return -2;
     }
     *id = (int)v;
@@ -104,8 +109,10 @@ blkc_status rt_gpu_open(blkc_target t, int id, RtGpu **out, char *err,
                         size_t errlen)
 {
     *out = NULL;
-    const RtGpuOps *ops = t == BLKC_TARGET_CUDA ? rt_gpu_cuda_ops()
-                        : t == BLKC_TARGET_HIP ? rt_gpu_hip_ops() : NULL;
+    const RtGpuOps *ops = t != BLKC_TARGET_CUDA && t != BLKC_TARGET_HIP ? NULL
+                        : id == RT_GPU_EMU ? rt_gpu_emu_ops(t)
+                        : t == BLKC_TARGET_CUDA ? rt_gpu_cuda_ops()
+                                                : rt_gpu_hip_ops();
     if (!ops)
         return rt_fail(BLKC_ERR_USAGE, err, errlen, "not a GPU target");
     RtGpu *g = calloc(1, sizeof *g);
@@ -136,6 +143,7 @@ int rt_gpu_id(const RtGpu *g) { return g->id; }
 const char *rt_gpu_arch(const RtGpu *g) { return g->info.arch; }
 const char *rt_gpu_name(const RtGpu *g) { return g->info.name; }
 int rt_gpu_dl_type(const RtGpu *g) { return g->ops->dl_type; }
+bool rt_gpu_is_emu(const RtGpu *g) { return g->id == RT_GPU_EMU; }
 
 /* ------------------------------------------------------------ memory */
 
@@ -182,11 +190,34 @@ static bool absent(const char *msg)
     return strstr(msg, "not found") != NULL;
 }
 
+/* The emulated devices' image: the module's C text and one entry point
+ * per kernel (BLK_EMU_ENTRY of runtime/emu/blk_emu.h). */
+static blkc_status emu_image(RtGpu *g, const IrModule *m, DslBuf *img,
+                             char *err, size_t errlen)
+{
+    char e[4096] = "";
+    bool hip = g->target == BLKC_TARGET_HIP;
+    BkOptions o = {g->info.arch, 3};
+    if ((hip ? bk_hip_backend : bk_cuda_backend).emit(m, &o, hip ? "hip" : "cuda",
+                                                      img, e, sizeof e))
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "%s", e);
+    char line[300];
+    for (int i = 0; i < m->nfuncs; i++)
+        if (!m->funcs[i]->is_device) {
+            snprintf(line, sizeof line, "\nBLK_EMU_ENTRY(%s)\n", m->funcs[i]->name);
+            dsl_buf_put(img, line, strlen(line));
+        }
+    return img->oom ? rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory")
+                    : BLKC_OK;
+}
+
 /* The loadable image of m for g's arch. */
 static blkc_status emit_image(RtGpu *g, const IrModule *m, DslBuf *img,
                               char *err, size_t errlen)
 {
     char e[4096] = "";
+    if (g->id == RT_GPU_EMU)
+        return emu_image(g, m, img, err, errlen);
     if (g->target == BLKC_TARGET_HIP) {
         BkOptions o = {g->info.arch, 3};
         if (bk_hip_backend.emit(m, &o, "hsaco", img, e, sizeof e) == 0)
@@ -316,6 +347,14 @@ static blkc_status device_memory(const void *ctx, const IrParam *p,
 {
     const RtGpu *g = ctx;
     int dtype = t->device.device_type;
+    if (g->id == RT_GPU_EMU) { /* emulated: host memory */
+        if (dtype == kDLCPU || dtype == kDLCUDAHost || dtype == kDLROCMHost)
+            return BLKC_OK;
+        return rt_fail(BLKC_ERR_USAGE, err, errlen, "parameter %s: tensor is "
+                       "not in host memory, which %s-emu uses (device type %d)",
+                       p->name, g->target == BLKC_TARGET_CUDA ? "cuda" : "hip",
+                       dtype);
+    }
     bool here = g->target == BLKC_TARGET_CUDA
                     ? dtype == kDLCUDA || dtype == kDLCUDAManaged
                     : dtype == kDLROCM;
@@ -846,7 +885,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         h.dl[i].data = (void *)(uintptr_t)h.dptr[i];
         h.dl[i].byte_offset = 0;
         h.dl[i].device.device_type = rt_gpu_dl_type(h.g);
-        h.dl[i].device.device_id = id;
+        h.dl[i].device.device_id = id == RT_GPU_EMU ? 0 : id;
         h.dargs[i].v.tensor = &h.dl[i];
     }
     char note[1024] = "";

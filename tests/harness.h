@@ -254,10 +254,15 @@ static char *h_read_file(const char *path)
 }
 #define H_EXAMPLE(name) h_read_file(BLKC_SOURCE_DIR "/examples/" name)
 
+/* the context: $BLKC_TEST_DEVICE (cuda-emu, hip-emu: tests/exec on the
+ * emulated devices, label emu), else cpu */
 static blkc_context *h_ctx(void)
 {
-    if (!h_ctx_ && blkc_context_create("cpu", &h_ctx_) != BLKC_OK)
-        h_die("blkc_context_create(cpu): %s", blkc_last_error());
+    const char *dev = getenv("BLKC_TEST_DEVICE");
+    if (!dev || !*dev)
+        dev = "cpu";
+    if (!h_ctx_ && blkc_context_create(dev, &h_ctx_) != BLKC_OK)
+        h_die("blkc_context_create(%s): %s", dev, blkc_last_error());
     return h_ctx_;
 }
 

@@ -94,7 +94,9 @@ BLKC_API const char *blkc_version(void);           /* "0.1.0" */
 BLKC_API const char *blkc_last_error(void);        /* thread-local; "" if none */
 BLKC_API const char *blkc_status_string(blkc_status s);
 
-/* contexts: device "cpu", "cuda", "cuda:N", "hip", "hip:N" */
+/* contexts: device "cpu", "cuda", "cuda:N", "hip", "hip:N", and the
+ * emulated devices "cuda-emu", "hip-emu" (the generated CUDA / HIP C run on
+ * the CPU by the host C++ compiler; tensors in host memory, kDLCPU) */
 BLKC_API blkc_status blkc_context_create(const char *device,
                                          blkc_context **out);
 BLKC_API void blkc_context_destroy(blkc_context *ctx);

@@ -21,7 +21,7 @@
  *   gpu_compile_test emit NAME S OUT the CUDA text after the prelude of
  *                                    hand-built kernel NAME (stages(S) if
  *                                    S > 0) with the emu harness's facts,
- *                                    honouring BLKC_GPU_NO* (tests/nvrtc/emu.sh)
+ *                                    honouring BLKC_GPU_NO*
  * Exit 77 (skip) when the vendor compiler is absent.
  * Built as the CUDA test by default; tests/hip defines GPU_TEST_HIP. */
 #include "backends/backend.h"

@@ -1,0 +1,641 @@
+/* blk_emu.h - the emulated GPU devices cuda-emu and hip-emu: just enough of
+ * the CUDA / HIP device environment to compile the CUDA C / HIP C that blkc
+ * generates with the host C++ compiler and run it on the CPU, one host
+ * thread per GPU thread, with the GPU code paths (tensor cores, ldmatrix,
+ * cp.async, shuffles, atomics) emulated lane by lane from the vendors'
+ * instruction specifications. runtime/gpu_emu.c compiles every module with
+ *   -include blk_emu.h -DBLK_EMU=1 -D__CUDA_ARCH__=800      (cuda-emu)
+ *   -include blk_emu.h -DBLK_EMU=1 -DBLK_EMU_HIP=1 -D__gfx90a__=1 (hip-emu)
+ * and the dialect preludes (backends/cuda/cuda.c, backends/hip/hip.c) leave
+ * out their inline asm / builtin definitions under BLK_EMU.
+ *
+ * The wrappers emulated here, keyed on their names (never on the shape of
+ * the emitter's code), with the specification section each follows:
+ *   CUDA (PTX ISA 8.x, "Warp Level Matrix Multiply-Accumulate Instructions")
+ *     blk_ldmatrix_x1/_x2/_x4(unsigned r[], const void *p)  ldmatrix.sync.aligned.m8n8.xN.shared.b16
+ *     blk_ldmatrix_x1/_x2/_x4_trans                           ... .trans ("Warp-level matrix load instruction: ldmatrix")
+ *     blk_mma_f16(float c[4], const unsigned a[4], const unsigned b[2])   mma.m16n8k16 .row.col f32.f16.f16.f32
+ *     blk_mma_bf16(...)                                                   mma.m16n8k16 .row.col f32.bf16.bf16.f32
+ *                                     ("Matrix Fragments for mma.m16n8k16 with floating point type")
+ *     blk_mma_tf32(float c[4], const unsigned a[4], const unsigned b[2])  mma.m16n8k8 .row.col f32.tf32.tf32.f32
+ *                                     ("Matrix Fragments for mma.m16n8k8")
+ *     blk_mma_s8(int c[4], const unsigned a[4], const unsigned b[2])      mma.m16n8k32 .row.col s32.s8.s8.s32
+ *                                     ("Matrix Fragments for mma.m16n8k32")
+ *     blk_tf32_split(float x, unsigned &hi, unsigned &lo)                 cvt.rna.tf32.f32
+ *     blk_cp_async16(dst, src, nbytes), blk_cp_commit(), blk_cp_wait<N>() cp.async.cg.shared.global 16 (src-size),
+ *                                     cp.async.commit_group, cp.async.wait_group N ("Data Movement: cp.async")
+ *     blk_ticks (%globaltimer), blk_sig_load/_set/_add (ld.acquire / st.release / red.release .sys)
+ *     __shfl_sync/_xor/_up/_down (with width), __ballot_sync/__any_sync/__all_sync, __syncwarp,
+ *     __syncthreads, atomic*, __threadfence*, __nanosleep, clock64, __half / __nv_bfloat16
+ *   HIP (AMD "CDNA2 Instruction Set Architecture", section 7 "Matrix Arithmetic Instructions",
+ *        and the AMD matrix instruction calculator's register layouts)
+ *     blk_mfma_16x16x16_f16(blk_half4 a, blk_half4 b, blk_float4 c)     v_mfma_f32_16x16x16f16
+ *     blk_mfma_16x16x16_bf16(blk_short4 a, blk_short4 b, blk_float4 c)  v_mfma_f32_16x16x16bf16_1k
+ *     blk_mfma_16x16x4_f32(float a, float b, blk_float4 c)              v_mfma_f32_16x16x4f32
+ *     blk_mfma_32x32x8_f16(blk_half4, blk_half4, blk_float16)           v_mfma_f32_32x32x8f16
+ *     blk_mfma_32x32x8_bf16(blk_short4, blk_short4, blk_float16)        v_mfma_f32_32x32x8bf16_1k
+ *     blk_mfma_32x32x2_f32(float, float, blk_float16)                   v_mfma_f32_32x32x2f32
+ *     __shfl/_xor/_up/_down (width 64), __ballot/__any/__all, __syncthreads, atomics, clock64
+ *
+ * Collectives: each lane deposits its operands in its warp's exchange area,
+ * meets the other lanes at the warp barrier, computes its own output
+ * fragment from the specification's tables, and meets them again. Every
+ * barrier (warp, block, the end of a block) is bounded: lanes arriving at
+ * different collectives, threads waiting at __syncthreads while others
+ * finished the block, or all threads blocked with no barrier complete are
+ * reported ("barrier mismatch", "deadlock") instead of hanging; any wait
+ * gives up after BLKC_EMU_TIMEOUT_S seconds (default 60). What is NOT
+ * modelled: memory ordering between threads (host memory is coherent and
+ * host-ordered), timing, warp divergence/reconvergence order, and warps
+ * that are partial or have exited lanes (collectives need every lane).
+ *
+ * One translation unit per module: everything is static. */
+#ifndef BLK_EMU_H
+#define BLK_EMU_H
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+/* the emulator itself is not instrumented for --stats (blk_emu_mem.h) */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((no_sanitize("thread"))), apply_to = function)
+#endif
+
+template <typename T, int R> struct BlkTensor; /* gpu_prelude.c defines it */
+
+#ifdef BLK_EMU_HIP
+#define BLK_EMU_WARP 64
+#else
+#define BLK_EMU_WARP 32
+#endif
+
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __shared__ static /* blocks run one after another: one copy */
+#define __align__(n) __attribute__((aligned(n)))
+#define __restrict__ __restrict
+
+/* ------------------------------------------------------------ statistics */
+
+/* Per launch (runtime/gpu_emu.c reads it: keep the layout in step with
+ * RtEmuStats there). Counts are warp-level instructions. */
+struct BlkEmuStats {
+    long long mma;          /* mma.sync / v_mfma instructions */
+    long long mma_flops;    /* 2*M*N*K per instruction */
+    long long ldmatrix;     /* ldmatrix instructions */
+    long long smem_wavefronts; /* shared-memory wavefronts (bank conflicts serialize) */
+    long long smem_requests;   /* warp-wide shared accesses counted */
+    long long gmem_sectors;    /* global 32-byte sectors */
+    long long gmem_requests;   /* warp-wide global accesses counted */
+    long long barriers;     /* __syncthreads per block, summed */
+    long long shuffles;     /* warp shuffles / votes */
+    long long cp_async;     /* cp.async (16 B) per thread */
+    long long blocks, threads;
+};
+
+/* ------------------------------------------------------------ the machine */
+
+struct blk_emu_dim3 { unsigned x, y, z; };
+
+/* the vector types generated code copies through (128-bit loads/stores) */
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(8) float2 { float x, y; };
+
+struct BlkEmuAbort {}; /* thrown out of a thread's kernel on an error */
+
+enum { BLK_EMU_TAG_NONE, BLK_EMU_TAG_SYNC, BLK_EMU_TAG_END, BLK_EMU_TAG_SHFL,
+       BLK_EMU_TAG_VOTE, BLK_EMU_TAG_SYNCWARP, BLK_EMU_TAG_LDMATRIX, BLK_EMU_TAG_MMA };
+static const char *const blk_emu_tag_name[] = {
+    "?", "__syncthreads", "the end of the kernel", "a warp shuffle",
+    "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma"};
+
+struct BlkEmuBar {             /* guarded by its own mutex */
+    std::mutex mu;
+    int count = 0, tag = 0, width = 0;
+    unsigned gen = 0;
+    std::condition_variable cv;
+};
+
+struct alignas(16) BlkEmuSlot { unsigned char b[128]; };
+
+struct BlkEmuWarp {
+    BlkEmuBar bar;
+    BlkEmuSlot slot[BLK_EMU_WARP];
+};
+
+struct BlkEmuMachine {
+    std::mutex err_mu;             /* err */
+    int nthreads = 0, nwarps = 0;
+    /* threads not blocked at a barrier: a completed barrier adds its
+     * waiters back before waking them, so 0 means all blocked for good */
+    std::atomic<int> running{0};
+    BlkEmuBar block;               /* __syncthreads and the end of a block */
+    BlkEmuWarp *warps = nullptr;
+    std::atomic<int> *where = nullptr; /* per thread: the tag it waits at, 0 running */
+    std::atomic<bool> failed{false};
+    char err[512] = "";
+    double timeout_s = 60;
+    unsigned char *smem = nullptr;
+    long long smem_bytes = 0;
+    BlkEmuStats st{};
+};
+
+static BlkEmuMachine *blk_emu_m;   /* the launch in progress (one at a time) */
+static std::mutex blk_emu_launch_mu;
+static thread_local blk_emu_dim3 threadIdx, blockIdx;
+static blk_emu_dim3 gridDim, blockDim;
+static unsigned char *blk_emu_smem_base;
+
+static inline int blk_emu_tid() { return (int)threadIdx.x; }
+static inline int blk_emu_lane() { return (int)threadIdx.x % BLK_EMU_WARP; }
+static inline BlkEmuWarp &blk_emu_warp() { return blk_emu_m->warps[threadIdx.x / BLK_EMU_WARP]; }
+
+/* Record the first error; waiters see `failed` within a wait slice. */
+static void blk_emu_fail_locked(BlkEmuMachine *m, const char *msg)
+{
+    std::lock_guard<std::mutex> lk(m->err_mu);
+    if (!m->failed) {
+        snprintf(m->err, sizeof m->err, "%s", msg);
+        m->failed = true;
+    }
+}
+
+/* What every blocked thread waits at, for a deadlock report. */
+static void blk_emu_deadlock_locked(BlkEmuMachine *m)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "deadlock in block (%u, %u, %u): every thread waits and no "
+                     "barrier can complete:", blockIdx.x, blockIdx.y, blockIdx.z);
+    int shown = 0;
+    for (int t = 0; t < m->nthreads && shown < 4 && n < (int)sizeof msg - 80; t++) {
+        const int wt = m->where[t];
+        if (t > 0 && wt == m->where[t - 1] && t % BLK_EMU_WARP)
+            continue;
+        n += snprintf(msg + n, sizeof msg - (size_t)n, "%s thread %d at %s", shown ? "," : "",
+                      t, blk_emu_tag_name[wt]);
+        shown++;
+    }
+    blk_emu_fail_locked(m, msg);
+}
+
+/* Wait at barrier b of `width` threads with tag (b.mu held through lk). */
+static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int width, int tag)
+{
+    BlkEmuMachine *m = blk_emu_m;
+    if (m->failed)
+        throw BlkEmuAbort();
+    if (b.count == 0) {
+        b.tag = tag;
+        b.width = width;
+    } else if (b.tag != tag) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "barrier mismatch in block (%u, %u, %u): thread %d reached %s "
+                 "while others wait at %s", blockIdx.x, blockIdx.y, blockIdx.z, blk_emu_tid(),
+                 blk_emu_tag_name[tag], blk_emu_tag_name[b.tag]);
+        blk_emu_fail_locked(m, msg);
+        throw BlkEmuAbort();
+    }
+    if (++b.count == width) {
+        b.count = 0;
+        b.gen++;
+        m->running += width - 1; /* the waiters run again */
+        const int t0 = &b == &m->block ? 0 : (int)threadIdx.x / BLK_EMU_WARP * BLK_EMU_WARP;
+        for (int t = t0; t < t0 + width; t++)
+            m->where[t] = 0;
+        b.cv.notify_all();
+        return;
+    }
+    unsigned gen = b.gen;
+    m->where[blk_emu_tid()] = tag;
+    if (--m->running == 0) {
+        blk_emu_deadlock_locked(m);
+        throw BlkEmuAbort();
+    }
+    auto until = std::chrono::steady_clock::now() +
+                 std::chrono::duration<double>(m->timeout_s);
+    while (b.gen == gen && !m->failed) {
+        b.cv.wait_for(lk, std::chrono::milliseconds(50));
+        if (b.gen == gen && !m->failed && std::chrono::steady_clock::now() > until) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "barrier timeout in block (%u, %u, %u): thread %d waited "
+                     "%g s at %s", blockIdx.x, blockIdx.y, blockIdx.z, blk_emu_tid(),
+                     m->timeout_s, blk_emu_tag_name[tag]);
+            blk_emu_fail_locked(m, msg);
+        }
+    }
+    if (b.gen == gen) /* failed */
+        throw BlkEmuAbort();
+}
+
+static inline void blk_emu_warp_bar(int tag)
+{
+    BlkEmuBar &b = blk_emu_warp().bar;
+    std::unique_lock<std::mutex> lk(b.mu);
+    blk_emu_bar_wait(lk, b, BLK_EMU_WARP, tag);
+}
+
+/* A warp collective: deposit `n` bytes, meet, f(slots) computes this lane's
+ * result from every lane's deposit, meet again. */
+template <class F> static inline void blk_emu_collective(int tag, const void *in, size_t n, F f)
+{
+    BlkEmuWarp &w = blk_emu_warp();
+    memcpy(w.slot[blk_emu_lane()].b, in, n);
+    blk_emu_warp_bar(tag);
+    f(w.slot);
+    blk_emu_warp_bar(tag);
+}
+
+static inline bool blk_emu_leader() { return blk_emu_lane() == 0; }
+static inline void blk_emu_count(long long &c, long long v)
+{
+    __atomic_fetch_add(&c, v, __ATOMIC_RELAXED);
+}
+
+/* Shared-memory wavefronts of one warp-wide access: 32 banks of 4 bytes;
+ * per 128-byte-wide pass, distinct words in one bank serialize (the
+ * same word is a broadcast). addr[i] < 0: lane i inactive. */
+static int blk_emu_wavefronts(const long long *addr, int n, int bytes)
+{
+    int most = 0;
+    long long words[64 * 4];
+    int nw = 0;
+    for (int i = 0; i < n; i++) {
+        if (addr[i] < 0)
+            continue;
+        for (int b = 0; b < bytes; b += 4)
+            words[nw++] = (addr[i] + b) / 4;
+    }
+    for (int bank = 0; bank < 32; bank++) {
+        int distinct = 0;
+        for (int i = 0; i < nw; i++) {
+            if (words[i] % 32 != bank)
+                continue;
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++)
+                seen = words[j] == words[i];
+            distinct += !seen;
+        }
+        if (distinct > most)
+            most = distinct;
+    }
+    return most ? most : (nw ? 1 : 0);
+}
+
+#ifdef BLK_EMU_MEMSTATS
+#include "blk_emu_mem.h"
+#else
+static inline void blk_emu_note(uintptr_t, long long, int, bool) {}
+#endif
+
+/* ------------------------------------------------------------ block barrier */
+
+static inline void __syncthreads()
+{
+    BlkEmuMachine *m = blk_emu_m;
+    std::unique_lock<std::mutex> lk(m->block.mu);
+    if (m->block.count == 0)
+        m->st.barriers++;
+    blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_SYNC);
+}
+static inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    (void)mask;
+    blk_emu_warp_bar(BLK_EMU_TAG_SYNCWARP);
+}
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+static inline long long clock64()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+
+/* ------------------------------------------------------------ bits */
+
+static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
+static inline float __uint_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
+static inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
+static inline unsigned __float_as_uint(float x) { unsigned i; memcpy(&i, &x, 4); return i; }
+static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
+static inline long long __double_as_longlong(double x) { long long i; memcpy(&i, &x, 8); return i; }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+
+
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+
+/* f16 / bf16: bit containers, converted with round to nearest even */
+struct __half { unsigned short x; };
+struct __nv_bfloat16 { unsigned short x; };
+static inline float __half2float(__half h) { _Float16 f; memcpy(&f, &h.x, 2); return (float)f; }
+static inline __half __float2half_rn(float x)
+{
+    _Float16 f = (_Float16)x;
+    __half h;
+    memcpy(&h.x, &f, 2);
+    return h;
+}
+static inline __half __float2half(float x) { return __float2half_rn(x); }
+static inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float((unsigned)b.x << 16); }
+static inline __nv_bfloat16 __float2bfloat16_rn(float x)
+{
+    unsigned u = __float_as_uint(x);
+    __nv_bfloat16 r;
+    if (x != x)
+        r.x = (unsigned short)((u >> 16) | 0x40);
+    else
+        r.x = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return r;
+}
+static inline float blk_emu_bf16(unsigned short b) { return __uint_as_float((unsigned)b << 16); }
+static inline float blk_emu_f16(unsigned short b) { __half h = {b}; return __half2float(h); }
+
+/* ------------------------------------------------------------ atomics */
+
+template <class T> static inline T blk_emu_atomic_op(T *p, T v, int op)
+{
+    T old;
+    memcpy(&old, p, sizeof(T)); /* refreshed by a failing CAS */
+    for (;;) {
+        T nv;
+        switch (op) {
+        case 0: nv = old + v; break;
+        case 1: nv = old > v ? old : v; break;
+        case 2: nv = old < v ? old : v; break;
+        default: nv = v; break;
+        }
+        if (__atomic_compare_exchange(p, &old, &nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return old;
+    }
+}
+static inline int atomicAdd(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
+{ return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline long long atomicAdd(long long *p, long long v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline float atomicAdd(float *p, float v) { return blk_emu_atomic_op(p, v, 0); }
+static inline double atomicAdd(double *p, double v) { return blk_emu_atomic_op(p, v, 0); }
+#define BLK_EMU_MINMAX(T)                                                            \
+    static inline T atomicMax(T *p, T v) { return blk_emu_atomic_op(p, v, 1); }    \
+    static inline T atomicMin(T *p, T v) { return blk_emu_atomic_op(p, v, 2); }
+BLK_EMU_MINMAX(int)
+BLK_EMU_MINMAX(unsigned)
+BLK_EMU_MINMAX(long long)
+BLK_EMU_MINMAX(unsigned long long)
+#undef BLK_EMU_MINMAX
+#define BLK_EMU_BITS(T)                                                                         \
+    static inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); } \
+    static inline T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }   \
+    static inline T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); } \
+    static inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); } \
+    static inline T atomicCAS(T *p, T c, T v)                                                   \
+    {                                                                                           \
+        __atomic_compare_exchange_n(p, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+        return c;                                                                               \
+    }
+BLK_EMU_BITS(int)
+BLK_EMU_BITS(unsigned)
+BLK_EMU_BITS(unsigned long long)
+BLK_EMU_BITS(long long)
+#undef BLK_EMU_BITS
+static inline float atomicExch(float *p, float v) { return blk_emu_atomic_op(p, v, 3); }
+
+/* signals (rank builtins) */
+static inline unsigned long long blk_sig_load(const unsigned long long *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void blk_sig_set(unsigned long long *p, unsigned long long v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+static inline void blk_sig_add(unsigned long long *p, unsigned long long v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+}
+static inline long long blk_ticks(void) { return clock64(); } /* ns, as %globaltimer */
+
+/* ------------------------------------------------------------ shuffles, votes */
+
+/* The source lane of a shuffle (CUDA Programming Guide, "Warp Shuffle
+ * Functions"): lanes form segments of `width`; kind 0 indexed, 1 up,
+ * 2 down, 3 xor; out of the segment: the lane's own value. */
+static inline int blk_emu_src_lane(int lane, int kind, int v, int width)
+{
+    if (width <= 0 || width > BLK_EMU_WARP)
+        width = BLK_EMU_WARP;
+    const int base = lane & ~(width - 1);
+    int s;
+    switch (kind) {
+    case 0: return base + (v & (width - 1));
+    case 1: s = lane - v; return s < base ? lane : s;
+    case 2: s = lane + v; return s >= base + width ? lane : s;
+    default: s = lane ^ v; return s >= base + width ? lane : s;
+    }
+}
+template <class T> static inline T blk_emu_shfl(T v, int kind, int x, int width)
+{
+    static_assert(sizeof(T) <= sizeof(BlkEmuSlot), "shuffle of a large type");
+    T r;
+    const int lane = blk_emu_lane();
+    if (blk_emu_leader())
+        blk_emu_count(blk_emu_m->st.shuffles, 1);
+    blk_emu_collective(BLK_EMU_TAG_SHFL, &v, sizeof v, [&](BlkEmuSlot *s) {
+        memcpy(&r, s[blk_emu_src_lane(lane, kind, x, width)].b, sizeof r);
+    });
+    return r;
+}
+template <class T> static inline T __shfl_sync(unsigned, T v, int l, int w = 32) { return blk_emu_shfl(v, 0, l, w); }
+template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned d, int w = 32) { return blk_emu_shfl(v, 1, (int)d, w); }
+template <class T> static inline T __shfl_down_sync(unsigned, T v, unsigned d, int w = 32) { return blk_emu_shfl(v, 2, (int)d, w); }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int m, int w = 32) { return blk_emu_shfl(v, 3, m, w); }
+template <class T> static inline T __shfl(T v, int l, int w = BLK_EMU_WARP) { return blk_emu_shfl(v, 0, l, w); }
+template <class T> static inline T __shfl_up(T v, unsigned d, int w = BLK_EMU_WARP) { return blk_emu_shfl(v, 1, (int)d, w); }
+template <class T> static inline T __shfl_down(T v, unsigned d, int w = BLK_EMU_WARP) { return blk_emu_shfl(v, 2, (int)d, w); }
+template <class T> static inline T __shfl_xor(T v, int m, int w = BLK_EMU_WARP) { return blk_emu_shfl(v, 3, m, w); }
+
+static inline unsigned long long blk_emu_ballot(int pred)
+{
+    unsigned long long r = 0;
+    int p = pred != 0;
+    if (blk_emu_leader())
+        blk_emu_count(blk_emu_m->st.shuffles, 1);
+    blk_emu_collective(BLK_EMU_TAG_VOTE, &p, sizeof p, [&](BlkEmuSlot *s) {
+        for (int i = 0; i < BLK_EMU_WARP; i++) {
+            int q;
+            memcpy(&q, s[i].b, sizeof q);
+            r |= (unsigned long long)(q != 0) << i;
+        }
+    });
+    return r;
+}
+static inline unsigned __ballot_sync(unsigned mask, int p) { return (unsigned)blk_emu_ballot(p) & mask; }
+static inline int __any_sync(unsigned mask, int p) { return ((unsigned)blk_emu_ballot(p) & mask) != 0; }
+static inline int __all_sync(unsigned mask, int p) { return ((unsigned)blk_emu_ballot(p) & mask) == mask; }
+static inline unsigned long long __ballot(int p) { return blk_emu_ballot(p); }
+static inline int __any(int p) { return blk_emu_ballot(p) != 0; }
+static inline int __all(int p) { return blk_emu_ballot(p) == (BLK_EMU_WARP == 64 ? ~0ull : 0xffffffffull); }
+
+#include "blk_emu_mma.h"
+
+/* ------------------------------------------------------------ launch */
+
+/* Kernel parameters: params[i] points at argument i in the kernel ABI of
+ * backends/gpu/gpu_emit.h (the image the GPU launcher packs). */
+template <class... A, size_t... I>
+static inline void blk_emu_call(void (*k)(A...), void **params, std::index_sequence<I...>)
+{
+    k(*(typename std::remove_reference<A>::type *)params[I]...);
+}
+
+template <class... A, size_t... I>
+static inline void blk_emu_reg_all(void (*)(A...), void **params, std::index_sequence<I...>)
+{
+#ifdef BLK_EMU_MEMSTATS
+    blk_emu_nglobal = 0;
+    (blk_emu_reg(*(typename std::remove_reference<A>::type *)params[I]), ...);
+#else
+    (void)params;
+#endif
+}
+
+static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
+                           const std::function<void()> &body)
+{
+    threadIdx = {(unsigned)t, 0, 0};
+#ifdef BLK_EMU_MEMSTATS
+    blk_emu_log = &blk_emu_logs[(size_t)t];
+#endif
+    const long long nb = grid[0] * grid[1] * grid[2];
+    for (long long b = 0; b < nb; b++) {
+        blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
+                    (unsigned)(b / (grid[0] * grid[1]))};
+        try {
+            body();
+            blk_emu_cp_drop();
+            std::unique_lock<std::mutex> lk(m->block.mu);
+            blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
+            if (t == 0) { /* a fresh block: shared memory is garbage again */
+#ifdef BLK_EMU_MEMSTATS
+                blk_emu_mem_block(m);
+#endif
+                memset(m->smem, 0x7f, (size_t)m->smem_bytes);
+                m->st.blocks++;
+            }
+            blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
+        } catch (const BlkEmuAbort &) {
+            m->running--;
+            blk_emu_fail_locked(m, "aborted");
+            return;
+        }
+    }
+    m->running--;
+}
+
+/* Run kernel k on `grid` blocks of `threads` threads with smem bytes of
+ * dynamic shared memory. 0, or -1 with err set. */
+template <class... A>
+static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
+                          long long smem, void **params, BlkEmuStats *stats, char *err,
+                          size_t errlen)
+{
+    std::lock_guard<std::mutex> one(blk_emu_launch_mu);
+    if (threads <= 0 || threads % BLK_EMU_WARP || threads > 1024) {
+        snprintf(err, errlen, "emu: %d threads per block (a multiple of %d up to 1024)",
+                 threads, BLK_EMU_WARP);
+        return -1;
+    }
+    BlkEmuMachine m;
+    const char *to = getenv("BLKC_EMU_TIMEOUT_S");
+    if (to && atof(to) > 0)
+        m.timeout_s = atof(to);
+    m.nthreads = threads;
+    m.nwarps = threads / BLK_EMU_WARP;
+    m.running = threads;
+    std::vector<BlkEmuWarp> warps((size_t)m.nwarps);
+    std::unique_ptr<std::atomic<int>[]> where(new std::atomic<int>[(size_t)threads]);
+    for (int t = 0; t < threads; t++)
+        where[t] = 0;
+    m.warps = warps.data();
+    m.where = where.get();
+    m.smem_bytes = smem;
+    m.smem = (unsigned char *)aligned_alloc(128, (size_t)((smem + 127) / 128 * 128) + 128);
+    if (!m.smem) {
+        snprintf(err, errlen, "emu: out of memory");
+        return -1;
+    }
+    memset(m.smem, 0x7f, (size_t)smem);
+    blk_emu_smem_base = m.smem;
+    gridDim = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
+    blockDim = {(unsigned)threads, 1, 1};
+    blk_emu_m = &m;
+    blk_emu_reg_all(k, params, std::index_sequence_for<A...>{});
+#ifdef BLK_EMU_MEMSTATS
+    blk_emu_logs.assign((size_t)threads, BlkEmuLog());
+#endif
+    std::function<void()> body = [&] {
+        blk_emu_call(k, params, std::index_sequence_for<A...>{});
+    };
+    std::vector<std::thread> pool;
+    pool.reserve((size_t)threads);
+    for (int t = 0; t < threads; t++)
+        pool.emplace_back(blk_emu_thread, &m, t, grid, std::cref(body));
+    for (auto &th : pool)
+        th.join();
+    blk_emu_m = nullptr;
+    free(m.smem);
+    m.st.threads = (long long)threads * grid[0] * grid[1] * grid[2];
+    if (stats)
+        *stats = m.st;
+    if (m.failed) {
+        snprintf(err, errlen, "%s", m.err);
+        return -1;
+    }
+    return 0;
+}
+
+#define BLK_DYNAMIC_SMEM(name) unsigned char *name = blk_emu_smem_base
+
+/* The entry point runtime/gpu_emu.c calls for kernel `name` (gpu_launch.c
+ * appends one line per kernel to the module text). */
+#define BLK_EMU_ENTRY(name)                                                              \
+    extern "C" int blk_emu_entry_##name(const long long grid[3], int threads,            \
+                                        long long smem, void **params, BlkEmuStats *st,  \
+                                        char *err, size_t errlen)                        \
+    {                                                                                    \
+        return blk_emu_launch(name, grid, threads, smem, params, st, err, errlen);       \
+    }
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+
+#endif

@@ -1,0 +1,435 @@
+/* gpu_emu.c — the emulated GPU devices cuda-emu and hip-emu as a driver
+ * table (RtGpuOps of gpu.h): "device" memory is host memory, a module
+ * image is the CUDA C / HIP C text of the module (gpu_launch.c emits it
+ * with one BLK_EMU_ENTRY line per kernel), compiled by the host C++
+ * compiler ($CXX, else c++, g++ or clang++ on PATH, found at run time)
+ * with runtime/emu/blk_emu.h (embedded in the library: rt_emu_header*)
+ * into a shared object cached under $BLKC_CACHE_DIR/emu (else $TMPDIR),
+ * and loaded with dlopen; with $BLKC_EMU_STATS=1 (blkc run --stats) by
+ * clang++ with blk_emu_mem.h's load/store counting, when clang++ is on
+ * PATH. A launch runs the grid's blocks one after
+ * another, the threads of a block as host threads (blk_emu.h), and keeps
+ * the launch's counts (rt_gpu_emu_last_stats). */
+#include "gpu.h"
+#include "rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern const char rt_emu_header[];      /* runtime/emu/blk_emu.h */
+extern const char rt_emu_header_mma[];  /* runtime/emu/blk_emu_mma.h */
+extern const char rt_emu_header_mem[];  /* runtime/emu/blk_emu_mem.h */
+
+typedef struct EmuDev {
+    bool hip;
+    bool memstats;             /* $BLKC_EMU_STATS=1 and clang++ found */
+    char cxx[512];
+} EmuDev;
+
+typedef int (*EmuEntry)(const long long grid[3], int threads, long long smem,
+                        void **params, RtGpuEmuStats *st, char *err,
+                        size_t errlen);
+
+static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
+static RtGpuEmuStats last_stats;
+
+void rt_gpu_emu_last_stats(RtGpuEmuStats *out)
+{
+    pthread_mutex_lock(&last_mu);
+    *out = last_stats;
+    pthread_mutex_unlock(&last_mu);
+}
+
+/* ------------------------------------------------------------ compiler */
+
+static bool on_path(const char *name, char *out, size_t n)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, n, "%s", name);
+        return access(out, X_OK) == 0;
+    }
+    const char *p = getenv("PATH");
+    while (p && *p) {
+        const char *c = strchr(p, ':');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len && snprintf(out, n, "%.*s/%s", (int)len, p, name) < (int)n &&
+            access(out, X_OK) == 0)
+            return true;
+        p = c ? c + 1 : NULL;
+    }
+    return false;
+}
+
+static bool find_cxx(char *out, size_t n)
+{
+    const char *env = getenv("CXX");
+    if (env && *env)
+        return on_path(env, out, n);
+    static const char *const names[] = {"c++", "g++", "clang++", NULL};
+    for (int i = 0; names[i]; i++)
+        if (on_path(names[i], out, n))
+            return true;
+    return false;
+}
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static int write_file(const char *path, const char *text, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(text, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+/* The cache directory (created). */
+static int cache_dir(char *out, size_t n)
+{
+    const char *base = getenv("BLKC_CACHE_DIR");
+    const char *tmp = getenv("TMPDIR");
+    if (base && *base)
+        snprintf(out, n, "%s/emu", base);
+    else
+        snprintf(out, n, "%s/blkc-emu-%u", tmp && *tmp ? tmp : "/tmp",
+                 (unsigned)getuid());
+    if (base && *base)
+        mkdir(base, 0755);
+    if (mkdir(out, 0755) && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* Run the compiler: src -> so; its output into log. 0 ok. */
+static int run_cxx(const EmuDev *d, const char *dir, const char *src,
+                   const char *so, const char *log)
+{
+    char inc[600];
+    snprintf(inc, sizeof inc, "-I%s", dir);
+    const char *argv[40];
+    int a = 0;
+    argv[a++] = d->cxx;
+    argv[a++] = "-std=c++17";
+    argv[a++] = "-O1";
+    argv[a++] = "-fPIC";
+    argv[a++] = "-shared";
+    argv[a++] = "-pthread";
+    argv[a++] = "-w";
+    argv[a++] = "-fno-strict-aliasing";
+    argv[a++] = "-DBLK_EMU=1";
+    if (d->memstats) { /* loads/stores through blk_emu_mem.h's hooks */
+        argv[a++] = "-DBLK_EMU_MEMSTATS=1";
+        argv[a++] = "-fsanitize=thread";
+        argv[a++] = "-mllvm";
+        argv[a++] = "-tsan-instrument-atomics=false";
+        argv[a++] = "-mllvm";
+        argv[a++] = "-tsan-instrument-func-entry-exit=false";
+    }
+    if (d->hip) {
+        argv[a++] = "-DBLK_EMU_HIP=1";
+        argv[a++] = "-D__gfx90a__=1";
+        argv[a++] = "-D__HIP_PLATFORM_AMD__=1";
+    } else {
+        argv[a++] = "-D__CUDA_ARCH__=800";
+    }
+    argv[a++] = inc;
+    argv[a++] = "-include";
+    argv[a++] = "blk_emu.h";
+    argv[a++] = src;
+    argv[a++] = "-o";
+    argv[a++] = so;
+    argv[a] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(log, "w", stderr) || !freopen(log, "a", stdout))
+            _exit(127);
+        execv(d->cxx, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ driver */
+
+static int e_open(bool hip, void **out, RtGpuDevInfo *info, char *err,
+                  size_t errlen)
+{
+    EmuDev *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    d->hip = hip;
+    const char *ms = getenv("BLKC_EMU_STATS");
+    if (ms && !strcmp(ms, "1")) { /* --stats: clang++ counts loads/stores */
+        static const char *const clangs[] = {"clang++-19", "clang++", NULL};
+        for (int i = 0; clangs[i] && !d->memstats; i++)
+            d->memstats = on_path(clangs[i], d->cxx, sizeof d->cxx);
+    }
+    if (!d->memstats && !find_cxx(d->cxx, sizeof d->cxx)) {
+        free(d);
+        snprintf(err, errlen, "%s-emu needs a C++ compiler: none found (set $CXX "
+                 "or put c++, g++ or clang++ on PATH)", hip ? "hip" : "cuda");
+        return -2;
+    }
+    snprintf(info->arch, sizeof info->arch, "%s", hip ? "gfx90a" : "sm_80");
+    snprintf(info->name, sizeof info->name, "%s (emulated on the CPU)",
+             hip ? "hip-emu" : "cuda-emu");
+    info->max_smem = hip ? 65536 : 166912;
+    info->ticks_per_ms = 1000000; /* blk_emu.h's clock: ns */
+    *out = d;
+    return 0;
+}
+
+static int e_open_cuda(int id, void **out, RtGpuDevInfo *info, char *err,
+                       size_t errlen)
+{
+    (void)id;
+    return e_open(false, out, info, err, errlen);
+}
+
+static int e_open_hip(int id, void **out, RtGpuDevInfo *info, char *err,
+                      size_t errlen)
+{
+    (void)id;
+    return e_open(true, out, info, err, errlen);
+}
+
+static void e_close(void *dev) { free(dev); }
+
+static int e_alloc(void *dev, size_t bytes, uint64_t *dptr, char *err,
+                   size_t errlen)
+{
+    (void)dev;
+    void *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    if (!p) {
+        snprintf(err, errlen, "out of memory (%zu bytes)", bytes);
+        return -1;
+    }
+    memset(p, 0, bytes);
+    *dptr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
+static void e_free(void *dev, uint64_t dptr)
+{
+    (void)dev;
+    free((void *)(uintptr_t)dptr);
+}
+
+static int e_h2d(void *dev, uint64_t dst, const void *src, size_t n, char *err,
+                 size_t errlen)
+{
+    (void)dev, (void)err, (void)errlen;
+    if (n)
+        memcpy((void *)(uintptr_t)dst, src, n);
+    return 0;
+}
+
+static int e_d2h(void *dev, void *dst, uint64_t src, size_t n, char *err,
+                 size_t errlen)
+{
+    (void)dev, (void)err, (void)errlen;
+    if (n)
+        memcpy(dst, (const void *)(uintptr_t)src, n);
+    return 0;
+}
+
+static int e_zero(void *dev, uint64_t dst, size_t n, void *stream, char *err,
+                  size_t errlen)
+{
+    (void)dev, (void)stream, (void)err, (void)errlen;
+    if (n)
+        memset((void *)(uintptr_t)dst, 0, n);
+    return 0;
+}
+
+/* image: the module's C text; compiled (or found in the cache) and loaded */
+static int e_load(void *dev, const void *image, size_t n, void **mod,
+                  char *err, size_t errlen)
+{
+    EmuDev *d = dev;
+    char dir[512], src[600], so[600], tmp[640], log[640], hp[600];
+    if (cache_dir(dir, sizeof dir)) {
+        snprintf(err, errlen, "emu: cannot create the cache directory %s", dir);
+        return -1;
+    }
+    uint64_t h = 1469598103934665603ull;
+    h = fnv(h, d->hip ? "hip" : "cuda", d->hip ? 3 : 4);
+    h = fnv(h, d->cxx, strlen(d->cxx));
+    h = fnv(h, rt_emu_header, strlen(rt_emu_header));
+    h = fnv(h, rt_emu_header_mma, strlen(rt_emu_header_mma));
+    h = fnv(h, rt_emu_header_mem, strlen(rt_emu_header_mem));
+    h = fnv(h, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
+    h = fnv(h, image, n);
+    snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)h);
+    void *lib = access(so, R_OK) == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!lib) {
+        /* the headers of this build, then the module; unique temporaries */
+        char sub[560];
+        snprintf(sub, sizeof sub, "%s/h%016llx", dir, (unsigned long long)h);
+        mkdir(sub, 0755);
+        snprintf(hp, sizeof hp, "%s/blk_emu.h", sub);
+        int rc = write_file(hp, rt_emu_header, strlen(rt_emu_header));
+        snprintf(hp, sizeof hp, "%s/blk_emu_mma.h", sub);
+        rc |= write_file(hp, rt_emu_header_mma, strlen(rt_emu_header_mma));
+        snprintf(hp, sizeof hp, "%s/blk_emu_mem.h", sub);
+        rc |= write_file(hp, rt_emu_header_mem, strlen(rt_emu_header_mem));
+        snprintf(src, sizeof src, "%s/k%016llx.%d.cpp", dir, (unsigned long long)h,
+                 (int)getpid());
+        snprintf(tmp, sizeof tmp, "%s.%d.so", so, (int)getpid());
+        snprintf(log, sizeof log, "%s.log", src);
+        rc |= write_file(src, image, n);
+        if (rc) {
+            snprintf(err, errlen, "emu: cannot write into %s", dir);
+            return -1;
+        }
+        if (run_cxx(d, sub, src, tmp, log)) {
+            char text[1500] = "";
+            FILE *f = fopen(log, "rb");
+            if (f) {
+                size_t k = fread(text, 1, sizeof text - 1, f);
+                text[k] = 0;
+                fclose(f);
+            }
+            for (char *q = text; *q; q++)
+                if (*q == '\n' && q[1])
+                    *q = ' ';
+            snprintf(err, errlen, "emu: %s failed on the generated %s C: %s",
+                     d->cxx, d->hip ? "HIP" : "CUDA", text);
+            unlink(tmp);
+            return -1;
+        }
+        unlink(src);
+        unlink(log);
+        if (rename(tmp, so)) {
+            snprintf(err, errlen, "emu: cannot rename %s", tmp);
+            unlink(tmp);
+            return -1;
+        }
+        lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!lib) {
+        snprintf(err, errlen, "emu: dlopen %s: %s", so, dlerror());
+        return -1;
+    }
+    *mod = lib;
+    return 0;
+}
+
+static void e_unload(void *dev, void *mod)
+{
+    (void)dev;
+    if (mod)
+        dlclose(mod);
+}
+
+/* The kernel's entry point (BLK_EMU_ENTRY of blk_emu.h) is the handle. */
+static int e_function(void *dev, void *mod, const char *name, long long smem,
+                      void **fn, char *err, size_t errlen)
+{
+    (void)dev, (void)smem;
+    char sym[200];
+    snprintf(sym, sizeof sym, "blk_emu_entry_%s", name);
+    void *p = dlsym(mod, sym);
+    if (!p) {
+        snprintf(err, errlen, "emu: kernel %s not found in the module", name);
+        return -1;
+    }
+    *fn = p;
+    return 0;
+}
+
+static int e_launch(void *dev, void *fn, const int64_t grid[3], int threads,
+                    long long smem, void *stream, void **params, void *buf,
+                    size_t size, char *err, size_t errlen)
+{
+    (void)dev, (void)stream, (void)buf, (void)size;
+    EmuEntry entry;
+    *(void **)&entry = fn;
+    long long g[3] = {grid[0], grid[1], grid[2]};
+    RtGpuEmuStats st;
+    memset(&st, 0, sizeof st);
+    if (entry(g, threads, smem, params, &st, err, errlen))
+        return -1;
+    pthread_mutex_lock(&last_mu);
+    last_stats = st;
+    pthread_mutex_unlock(&last_mu);
+    return 0;
+}
+
+static int e_sync(void *dev, void *stream, char *err, size_t errlen)
+{
+    (void)dev, (void)stream, (void)err, (void)errlen;
+    return 0;
+}
+
+static int e_event_new(void *dev, void **ev, char *err, size_t errlen)
+{
+    (void)dev;
+    *ev = calloc(1, sizeof(double));
+    if (!*ev) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void e_event_free(void *dev, void *ev)
+{
+    (void)dev;
+    free(ev);
+}
+
+static int e_event_record(void *dev, void *ev, void *stream, char *err,
+                          size_t errlen)
+{
+    (void)dev, (void)stream, (void)err, (void)errlen;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *(double *)ev = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return 0;
+}
+
+static int e_event_ms(void *dev, void *a, void *b, float *ms, char *err,
+                      size_t errlen)
+{
+    (void)dev, (void)err, (void)errlen;
+    *ms = (float)(*(double *)b - *(double *)a);
+    return 0;
+}
+
+static const RtGpuOps emu_cuda_ops = {
+    "cuda-emu", kDLCPU, e_open_cuda, e_close, e_alloc, e_free, e_h2d, e_d2h,
+    e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
+    e_event_free, e_event_record, e_event_ms,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+static const RtGpuOps emu_hip_ops = {
+    "hip-emu", kDLCPU, e_open_hip, e_close, e_alloc, e_free, e_h2d, e_d2h,
+    e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
+    e_event_free, e_event_record, e_event_ms,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+
+const RtGpuOps *rt_gpu_emu_ops(blkc_target t)
+{
+    return t == BLKC_TARGET_HIP ? &emu_hip_ops : &emu_cuda_ops;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# emu.sh MODE BLKC NPYCMP SRCDIR — the emulated devices (ctest label emu).
+#   wrappers-cuda / wrappers-hip   tests/emu/t_wrappers.cpp built with the
+#       host C++ compiler against runtime/emu/blk_emu.h and run; then built
+#       with -DBLK_EMU_BREAK_LAYOUT (a wrong fragment table) and required
+#       to fail
+#   exec-cuda-emu / exec-hip-emu   tests/gpu/gpu_exec.sh on that device
+#       (every case against --device=cpu; small shapes with tails)
+#   paths   examples/ and tests/emu/tchain.blk on cuda-emu against the
+#       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
+#       BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM (the coverage nvrtc_emu had)
+#   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
+#       device functions need GPU ranks, which the emulated devices refuse)
+#   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
+#       for examples/matmul.blk and examples/flash_attention.blk
+# Exit 77 without a C++ compiler.
+set -u
+MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
+CXX=${CXX:-c++}
+command -v "$CXX" >/dev/null 2>&1 || { echo "skip: no C++ compiler"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-emu.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+case $MODE in
+wrappers-*)
+  if [ "$MODE" = wrappers-hip ]; then defs="-DBLK_EMU_HIP=1 -D__gfx90a__=1"; else defs="-D__CUDA_ARCH__=800"; fi
+  # shellcheck disable=SC2086
+  "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 $defs -I"$SRC/runtime/emu" \
+    "$SRC/tests/emu/t_wrappers.cpp" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
+  timeout 120 "$T/t" || exit 1
+  # shellcheck disable=SC2086
+  "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -DBLK_EMU_BREAK_LAYOUT $defs -I"$SRC/runtime/emu" \
+    "$SRC/tests/emu/t_wrappers.cpp" -o "$T/tb" || { echo "FAIL: compile (broken layout)"; exit 1; }
+  if timeout 120 "$T/tb" >"$T/log" 2>&1; then
+    echo "FAIL: a swapped fragment mapping (BLK_EMU_BREAK_LAYOUT) went unnoticed"; exit 1
+  fi
+  echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
+  ;;
+exec-*)
+  BLKC_GPU_DEVICE=${MODE#exec-} exec bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC"
+  ;;
+paths)
+  fail=0 EX=$SRC/examples
+  # NAME FILE "RTOL ATOL" OUTS ARGS...
+  one() {
+    local name=$1 file=$2 tol=$3 outs=$4 o; shift 4
+    local oc=() oe=()
+    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); oe+=(--out "$o=$T/e.$o.npy"); done
+    if ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 "${oc[@]}" >"$T/log" 2>&1 ||
+       ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 --device=cuda-emu "${oe[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $name ($path): $(cat "$T/log")"; fail=1; return
+    fi
+    for o in $outs; do
+      # shellcheck disable=SC2086
+      "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" $tol >"$T/cmp" 2>&1 ||
+        { echo "FAIL $name ($path) output $o: $(cat "$T/cmp")"; fail=1; return; }
+    done
+    echo "ok $name ($path)"
+  }
+  for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM; do
+    if [ $path != default ]; then export "$path=1"; fi
+    one vector_add "$EX/vector_add.blk" "1e-6 1e-6" C N=1003
+    one matmul "$EX/matmul.blk" "1e-4 1e-4" C M=200 N=144 K=112
+    if [ $path = default ]; then # reductions / two dots: the default path only (time)
+      one softmax "$EX/softmax.blk" "1e-5 1e-6" Y R=5 N=1008
+      one flash_attention "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=130 scale=0.125
+    fi
+    one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
+    if [ $path != default ]; then unset "$path"; fi
+  done
+  exit $fail
+  ;;
+lib-*)
+  dev=${MODE#lib-} fail=0
+  # NAME FILE OUT ARGS...
+  for c in "gemm_pad gemm_rs.blk P M=70 KL=40 N=50 MP=96" \
+           "oneshot_reduce allreduce.blk Y N=1000 op=0" \
+           "moe_expert moe.blk out R=40 H=64 EW=2 EL=2 cap=16"; do
+    set -- $c
+    k=$1 f=$2 o=$3; shift 3
+    if ! timeout 120 "$BLKC" run "$SRC/lib/$f" --entry="$k" "$@" --random --seed=5 --out "$o=$T/c.npy" >"$T/log" 2>&1 ||
+       ! timeout 120 "$BLKC" run "$SRC/lib/$f" --entry="$k" "$@" --random --seed=5 --device="$dev" --out "$o=$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 1e-4 1e-4 >"$T/log" 2>&1; then
+      echo "FAIL lib/$f $k on $dev: $(cat "$T/log")"; fail=1
+    else
+      echo "ok lib/$f $k on $dev ($(cat "$T/log"))"
+    fi
+  done
+  if "$BLKC" run "$SRC/lib/allreduce.blk" --entry=allreduce_oneshot --ranks=2 N=64 op=0 --random \
+       --device="$dev" >"$T/log" 2>&1 || ! grep -q "not supported here" "$T/log"; then
+    echo "FAIL: GPU ranks on $dev not refused: $(cat "$T/log")"; fail=1
+  fi
+  exit $fail
+  ;;
+stats-*)
+  dev=${MODE#stats-} fail=0
+  for c in "matmul.blk M=72 N=40 K=48" "flash_attention.blk Z=1 S=70 scale=0.125"; do
+    set -- $c
+    f=$1; shift
+    if ! timeout 120 "$BLKC" run "$SRC/examples/$f" "$@" --random --device="$dev" --stats >"$T/log" 2>&1; then
+      echo "FAIL $f on $dev: $(cat "$T/log")"; fail=1; continue
+    fi
+    if ! grep -Eq "tensor-core instructions [1-9]" "$T/log" || ! grep -q "bound on H200: .*limited by" "$T/log" ||
+       ! grep -q "bound on MI250X" "$T/log"; then
+      echo "FAIL $f on $dev: no tensor-core instructions or bounds in --stats:"; cat "$T/log"; fail=1; continue
+    fi
+    echo "ok $f on $dev: $(grep "tensor-core" "$T/log")"
+  done
+  # loads/stores (clang++ with blk_emu_mem.h's hooks): 3 f32 tensors of
+  # 1024 elements, coalesced: exactly 384 sectors; --stats changes no result
+  if command -v clang++-19 >/dev/null 2>&1; then
+    "$BLKC" run "$SRC/examples/vector_add.blk" N=1024 --random --device="$dev" --stats --out C="$T/e.npy" >"$T/log" 2>&1
+    if ! grep -q "global 32-byte sectors 384 " "$T/log"; then
+      echo "FAIL vector_add --stats on $dev: want 384 global sectors:"; cat "$T/log"; fail=1
+    else
+      echo "ok vector_add on $dev: $(grep "sectors" "$T/log")"
+    fi
+    "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --device="$dev" --stats --out C="$T/m1.npy" >"$T/log" 2>&1 &&
+      "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --out C="$T/m2.npy" >"$T/log" 2>&1 &&
+      "$NPYCMP" "$T/m1.npy" "$T/m2.npy" 1e-4 1e-4 >"$T/log" 2>&1 || { echo "FAIL matmul --stats result: $(cat "$T/log")"; fail=1; }
+  fi
+  # no C++ compiler: exit 3, "not supported here"
+  CXX=/nonexistent/c++ "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --device="$dev" >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 3 ] || ! grep -q "not supported here: $dev needs a C++ compiler" "$T/log"; then
+    echo "FAIL: without a C++ compiler: exit $rc: $(cat "$T/log")"; fail=1
+  fi
+  if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
+    echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
+  fi
+  exit $fail
+  ;;
+*) echo "emu.sh: unknown mode $MODE"; exit 2 ;;
+esac

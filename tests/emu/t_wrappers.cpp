@@ -1,0 +1,330 @@
+/* t_wrappers.cpp — the wrappers of runtime/emu/blk_emu.h alone (ctest label
+ * emu): for every mma / mfma shape, each lane builds its A, B, C fragments
+ * from known matrices by the fragment tables as the vendor documents them
+ * (written out here independently of the header), runs the collective,
+ * and its D fragment is compared with D = A*B + C computed by a scalar
+ * loop; ldmatrix (which lane receives which elements, plain and .trans),
+ * cp.async groups (a read before the matching wait sees the old data),
+ * shuffles with width, and a thread skipping __syncthreads (reported as a
+ * barrier mismatch, not a hang). Built twice by emu.sh: CUDA (this file
+ * with -D__CUDA_ARCH__=800) and HIP (-DBLK_EMU_HIP); with
+ * -DBLK_EMU_BREAK_LAYOUT (two lanes of the A table swapped in the header)
+ * it must fail. Exit 0 when every check holds. */
+#include "blk_emu.h"
+
+static int fails;
+static std::mutex fmu;
+static void check(bool ok, const char *what, int lane, int i, double got, double want)
+{
+    if (ok)
+        return;
+    std::lock_guard<std::mutex> lk(fmu);
+    if (fails++ < 8)
+        printf("FAIL %s: lane %d element %d is %g, expected %g\n", what, lane, i, got, want);
+}
+
+typedef void (*Kern)(int);
+static void run(void (*k)(int), int threads, long long smem, const char *what)
+{
+    int arg = 0;
+    void *params[1] = {&arg};
+    long long grid[3] = {1, 1, 1};
+    char err[512] = "";
+    if (blk_emu_launch(k, grid, threads, smem, params, nullptr, err, sizeof err)) {
+        printf("FAIL %s: launch: %s\n", what, err);
+        fails++;
+    }
+}
+
+/* the known matrices: small integers (exact in every type here) */
+static double Aval(int m, int k) { return (double)((m * 7 + k * 3) % 11 - 5); }
+static double Bval(int k, int n) { return (double)((k * 5 + n * 9) % 13 - 6); }
+static double Cval(int m, int n) { return (double)((m * 3 + n) % 7 - 3); }
+static double Dref(int m, int n, int K)
+{
+    double s = Cval(m, n);
+    for (int k = 0; k < K; k++)
+        s += Aval(m, k) * Bval(k, n);
+    return s;
+}
+
+#ifndef BLK_EMU_HIP
+static unsigned short h16(double v) { return __float2half_rn((float)v).x; }
+static unsigned short b16(double v) { return __float2bfloat16_rn((float)v).x; }
+
+/* PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type":
+ * groupID g = lane >> 2, threadID_in_group q = lane % 4;
+ * A: a0..a7 (a_i in register i/2, half i%2): row = g for a0,a1,a4,a5 and
+ *    g+8 for a2,a3,a6,a7; col = 2q + (i & 1) for i < 4, + 8 for i >= 4.
+ * B: b0..b3: row = 2q + (i & 1) for i < 2, + 8 for i >= 2; col = g.
+ * C, D: c0..c3: row = g for i < 2, g+8 otherwise; col = 2q + (i & 1). */
+template <bool BF> static void k_mma16(int)
+{
+    const int lane = (int)threadIdx.x, g = lane >> 2, q = lane % 4;
+    unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+    for (int i = 0; i < 8; i++) {
+        int row = (i == 2 || i == 3 || i == 6 || i == 7) ? g + 8 : g;
+        int col = 2 * q + (i & 1) + (i >= 4 ? 8 : 0);
+        unsigned v = BF ? b16(Aval(row, col)) : h16(Aval(row, col));
+        a[i / 2] |= v << (16 * (i % 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        int row = 2 * q + (i & 1) + (i >= 2 ? 8 : 0);
+        unsigned v = BF ? b16(Bval(row, g)) : h16(Bval(row, g));
+        b[i / 2] |= v << (16 * (i % 2));
+    }
+    float c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = (float)Cval(i < 2 ? g : g + 8, 2 * q + (i & 1));
+    if (BF)
+        blk_mma_bf16(c, a, b);
+    else
+        blk_mma_f16(c, a, b);
+    for (int i = 0; i < 4; i++) {
+        double want = Dref(i < 2 ? g : g + 8, 2 * q + (i & 1), 16);
+        check(c[i] == want, BF ? "mma m16n8k16 bf16" : "mma m16n8k16 f16", lane, i, c[i], want);
+    }
+}
+
+/* "Matrix Fragments for mma.m16n8k8" (.tf32): A: a0..a3: row = g for a0,
+ * a2 and g+8 for a1, a3; col = q for a0, a1 and q+4 for a2, a3.
+ * B: b0: row q, b1: row q+4; col g. C as above. */
+static void k_mma_tf32(int)
+{
+    const int lane = (int)threadIdx.x, g = lane >> 2, q = lane % 4;
+    unsigned a[4], b[2];
+    for (int i = 0; i < 4; i++)
+        a[i] = __float_as_uint((float)Aval(i % 2 ? g + 8 : g, i >= 2 ? q + 4 : q));
+    for (int i = 0; i < 2; i++)
+        b[i] = __float_as_uint((float)Bval(i ? q + 4 : q, g));
+    float c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = (float)Cval(i < 2 ? g : g + 8, 2 * q + (i & 1));
+    blk_mma_tf32(c, a, b);
+    for (int i = 0; i < 4; i++) {
+        double want = Dref(i < 2 ? g : g + 8, 2 * q + (i & 1), 8);
+        check(c[i] == want, "mma m16n8k8 tf32", lane, i, c[i], want);
+    }
+}
+
+/* "Matrix Fragments for mma.m16n8k32" (.s8): A: a0..a15, 4 per register
+ * (a_i in register i/4, byte i%4): row = g for a0..a3 and a8..a11, g+8
+ * for a4..a7 and a12..a15; col = 4q + (i % 4) for i < 8, + 16 for i >= 8.
+ * B: b0..b7: row = 4q + (i % 4) for i < 4, + 16 for i >= 4; col = g. */
+static void k_mma_s8(int)
+{
+    const int lane = (int)threadIdx.x, g = lane >> 2, q = lane % 4;
+    unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+    for (int i = 0; i < 16; i++) {
+        int row = (i / 4) % 2 ? g + 8 : g, col = 4 * q + i % 4 + (i >= 8 ? 16 : 0);
+        a[i / 4] |= (unsigned)(unsigned char)(signed char)Aval(row, col) << (8 * (i % 4));
+    }
+    for (int i = 0; i < 8; i++) {
+        int row = 4 * q + i % 4 + (i >= 4 ? 16 : 0);
+        b[i / 4] |= (unsigned)(unsigned char)(signed char)Bval(row, g) << (8 * (i % 4));
+    }
+    int c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = (int)Cval(i < 2 ? g : g + 8, 2 * q + (i & 1));
+    blk_mma_s8(c, a, b);
+    for (int i = 0; i < 4; i++) {
+        double want = Dref(i < 2 ? g : g + 8, 2 * q + (i & 1), 32);
+        check(c[i] == want, "mma m16n8k32 s8", lane, i, c[i], want);
+    }
+}
+
+/* "ldmatrix": lanes 8i..8i+7 address rows 0..7 of matrix i; lane l gets
+ * in r[i] the elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of matrix i;
+ * .trans: of the transposed matrix. Shared memory holds 4 matrices of
+ * 8 x 8 b16 with value 64*i + 8*row + col, rows 48 bytes apart. */
+template <int N, bool T> static void k_ldmatrix(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    unsigned short *e = (unsigned short *)sm;
+    const int lane = (int)threadIdx.x, ld = 24;
+    for (int x = lane; x < 4 * 8 * 8; x += 32) {
+        int i = x / 64, r = x / 8 % 8, c = x % 8;
+        e[(i * 8 + r) * ld + c] = (unsigned short)(64 * i + 8 * r + c);
+    }
+    __syncwarp();
+    const void *p = &e[((lane / 8) * 8 + lane % 8) * ld];
+    unsigned r[4] = {0, 0, 0, 0};
+    if (N == 1) T ? blk_ldmatrix_x1_trans(r, p) : blk_ldmatrix_x1(r, p);
+    if (N == 2) T ? blk_ldmatrix_x2_trans(r, p) : blk_ldmatrix_x2(r, p);
+    if (N == 4) T ? blk_ldmatrix_x4_trans(r, p) : blk_ldmatrix_x4(r, p);
+    for (int i = 0; i < N; i++)
+        for (int h = 0; h < 2; h++) {
+            int row = lane / 4, col = 2 * (lane % 4) + h;
+            unsigned want = T ? 64u * i + 8u * col + row : 64u * i + 8u * row + col;
+            unsigned got = (r[i] >> (16 * h)) & 0xffff;
+            check(got == want, T ? "ldmatrix .trans" : "ldmatrix", lane, 2 * i + h, got, want);
+        }
+}
+
+/* cp.async: group 1 writes 1s, group 2 writes 2s; before any wait the
+ * destination still holds 0; wait_group 1 lands group 1 only; wait_group
+ * 0 lands both; a copy with src-size 4 zero-fills bytes 4..15. */
+static void k_cp_async(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    const int t = (int)threadIdx.x;
+    int *d = (int *)sm + 8 * t;
+    static int src[32][8];
+    for (int j = 0; j < 8; j++) {
+        d[j] = 0;
+        src[t][j] = j < 4 ? 1 : 2;
+    }
+    blk_cp_async16(d, &src[t][0], 16);
+    blk_cp_commit();
+    blk_cp_async16(d + 4, &src[t][4], 4);
+    blk_cp_commit();
+    check(d[0] == 0 && d[4] == 0, "cp.async before its wait (old data)", t, 0, d[0], 0);
+    blk_cp_wait<1>();
+    check(d[0] == 1 && d[3] == 1, "cp.async group 1 after wait_group 1", t, 0, d[0], 1);
+    check(d[4] == 0, "cp.async group 2 before wait_group 0 (old data)", t, 4, d[4], 0);
+    d[5] = 77; /* overwritten by the zero fill when group 2 lands */
+    blk_cp_wait<0>();
+    check(d[4] == 2 && d[5] == 0 && d[7] == 0, "cp.async group 2 (zero-filled past src-size)",
+          t, 5, d[5], 0);
+}
+#else
+/* AMD CDNA2 ISA / matrix instruction calculator layouts (wave of 64):
+ * v_mfma_f32_16x16x{16f16,16bf16_1k,4f32}: A[i][k] in lane i + 16*(k/kpl)
+ * element k%kpl; B[k][j] in lane j + 16*(k/kpl); D[i][j] in lane j +
+ * 16*(i/4), element i%4. 32x32x{8f16,8bf16_1k,2f32}: A[i][k] in lane
+ * i + 32*(k/kpl); B[k][j] in lane j + 32*(k/kpl); D[i][j] in lane j +
+ * 32*((i/4)%2), element 4*(i/8) + i%4. kpl = 4 (f16, bf16) or 1 (f32). */
+template <int MN, int K, int TY> static void k_mfma(int)
+{
+    const int lane = (int)threadIdx.x, kpl = TY == 2 ? 1 : 4, blocks = 64 / MN;
+    (void)blocks;
+    const int i = lane % MN, kb = lane / MN; /* row of A = col of B = lane % MN */
+    float fa[4], fb[4];
+    for (int e = 0; e < kpl; e++) {
+        fa[e] = (float)Aval(i, kb * kpl + e);
+        fb[e] = (float)Bval(kb * kpl + e, i);
+    }
+    float d[16];
+    const int nreg = MN == 16 ? 4 : 16;
+    auto rowof = [&](int e) { return MN == 16 ? 4 * (lane / 16) + e : 8 * (e / 4) + 4 * (lane / 32) + e % 4; };
+    if (MN == 16) {
+        blk_float4 c;
+        for (int e = 0; e < 4; e++) c[e] = (float)Cval(rowof(e), lane % 16);
+        if (TY == 0) {
+            blk_half4 a, b;
+            for (int e = 0; e < 4; e++) { a[e] = (_Float16)fa[e]; b[e] = (_Float16)fb[e]; }
+            c = blk_mfma_16x16x16_f16(a, b, c);
+        } else if (TY == 1) {
+            blk_short4 a, b;
+            for (int e = 0; e < 4; e++) {
+                a[e] = (short)__float2bfloat16_rn(fa[e]).x;
+                b[e] = (short)__float2bfloat16_rn(fb[e]).x;
+            }
+            c = blk_mfma_16x16x16_bf16(a, b, c);
+        } else {
+            c = blk_mfma_16x16x4_f32(fa[0], fb[0], c);
+        }
+        for (int e = 0; e < 4; e++) d[e] = c[e];
+    } else {
+        blk_float16 c;
+        for (int e = 0; e < 16; e++) c[e] = (float)Cval(rowof(e), lane % 32);
+        if (TY == 0) {
+            blk_half4 a, b;
+            for (int e = 0; e < 4; e++) { a[e] = (_Float16)fa[e]; b[e] = (_Float16)fb[e]; }
+            c = blk_mfma_32x32x8_f16(a, b, c);
+        } else if (TY == 1) {
+            blk_short4 a, b;
+            for (int e = 0; e < 4; e++) {
+                a[e] = (short)__float2bfloat16_rn(fa[e]).x;
+                b[e] = (short)__float2bfloat16_rn(fb[e]).x;
+            }
+            c = blk_mfma_32x32x8_bf16(a, b, c);
+        } else {
+            c = blk_mfma_32x32x2_f32(fa[0], fb[0], c);
+        }
+        for (int e = 0; e < 16; e++) d[e] = c[e];
+    }
+    static const char *const names[2][3] = {
+        {"mfma 16x16x16 f16", "mfma 16x16x16 bf16_1k", "mfma 16x16x4 f32"},
+        {"mfma 32x32x8 f16", "mfma 32x32x8 bf16_1k", "mfma 32x32x2 f32"}};
+    for (int e = 0; e < nreg; e++) {
+        double want = Dref(rowof(e), lane % MN, K);
+        check(d[e] == want, names[MN == 32][TY], lane, e, d[e], want);
+    }
+}
+#endif
+
+/* shuffles: width 16 segments; up/down keep the lane's value at edges */
+static void k_shfl(int)
+{
+    const int lane = (int)threadIdx.x % BLK_EMU_WARP;
+#ifdef BLK_EMU_HIP
+    int x = __shfl_xor(lane, 1, 16), u = __shfl_up(lane, 3, 16), dn = __shfl_down(lane, 3, 16),
+        ix = __shfl(lane, 5, 16);
+#else
+    int x = __shfl_xor_sync(~0u, lane, 1, 16), u = __shfl_up_sync(~0u, lane, 3, 16),
+        dn = __shfl_down_sync(~0u, lane, 3, 16), ix = __shfl_sync(~0u, lane, 5, 16);
+#endif
+    check(x == (lane ^ 1), "shfl_xor width 16", lane, 0, x, lane ^ 1);
+    int wu = lane % 16 >= 3 ? lane - 3 : lane, wd = lane % 16 < 13 ? lane + 3 : lane;
+    check(u == wu, "shfl_up width 16", lane, 0, u, wu);
+    check(dn == wd, "shfl_down width 16", lane, 0, dn, wd);
+    check(ix == (lane & ~15) + 5, "shfl width 16", lane, 0, ix, (lane & ~15) + 5);
+}
+
+/* thread 3 skips the barrier: reported, not a hang */
+static void k_skip_barrier(int)
+{
+    if (threadIdx.x != 3)
+        __syncthreads();
+}
+
+int main()
+{
+#ifndef BLK_EMU_HIP
+    run(k_mma16<false>, 32, 0, "mma f16");
+    run(k_mma16<true>, 32, 0, "mma bf16");
+    run(k_mma_tf32, 32, 0, "mma tf32");
+    run(k_mma_s8, 32, 0, "mma s8");
+    run(k_ldmatrix<1, false>, 32, 4096, "ldmatrix x1");
+    run(k_ldmatrix<2, false>, 32, 4096, "ldmatrix x2");
+    run(k_ldmatrix<4, false>, 32, 4096, "ldmatrix x4");
+    run(k_ldmatrix<1, true>, 32, 4096, "ldmatrix x1.trans");
+    run(k_ldmatrix<2, true>, 32, 4096, "ldmatrix x2.trans");
+    run(k_ldmatrix<4, true>, 32, 4096, "ldmatrix x4.trans");
+    run(k_cp_async, 32, 1024, "cp.async");
+    unsigned hi, lo; /* cvt.rna: ties away from zero at bit 13 */
+    blk_tf32_split(__uint_as_float(0x3f801000u), hi, lo);
+    check(hi == 0x3f802000u, "cvt.rna.tf32 tie", 0, 0, hi, 0x3f802000u);
+    check(__uint_as_float(hi) + __uint_as_float(lo) == __uint_as_float(0x3f801000u),
+          "tf32 split hi + lo", 0, 0, __uint_as_float(lo), 0);
+#else
+    run(k_mfma<16, 16, 0>, 64, 0, "mfma 16x16x16 f16");
+    run(k_mfma<16, 16, 1>, 64, 0, "mfma 16x16x16 bf16");
+    run(k_mfma<16, 4, 2>, 64, 0, "mfma 16x16x4 f32");
+    run(k_mfma<32, 8, 0>, 64, 0, "mfma 32x32x8 f16");
+    run(k_mfma<32, 8, 1>, 64, 0, "mfma 32x32x8 bf16");
+    run(k_mfma<32, 2, 2>, 64, 0, "mfma 32x32x2 f32");
+#endif
+    run(k_shfl, 2 * BLK_EMU_WARP, 0, "shuffles");
+    {
+        int arg = 0;
+        void *params[1] = {&arg};
+        long long grid[3] = {2, 1, 1};
+        char err[512] = "";
+        int rc = blk_emu_launch(k_skip_barrier, grid, BLK_EMU_WARP, 0, params, nullptr, err,
+                                sizeof err);
+        if (rc == 0 || !strstr(err, "barrier mismatch")) {
+            printf("FAIL skipped __syncthreads: rc %d, '%s'\n", rc, err);
+            fails++;
+        }
+    }
+    printf("%s %s wrappers\n", fails ? "FAIL" : "ok",
+#ifdef BLK_EMU_HIP
+           "hip-emu"
+#else
+           "cuda-emu"
+#endif
+    );
+    return fails ? 1 : 0;
+}
