@@ -102,6 +102,18 @@ typedef struct BkGpuAcc {
 
 #define BK_GPU_MAXACC 64   /* accesses tracked per barrier-free segment */
 
+/* Layouts of tile values (gpu_layouts.c). */
+typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA } BkGpuLay;
+
+/* The register layout of an MMA tile var: a wm x wn grid of warps, each
+ * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. */
+typedef struct BkGpuMma {
+    bool on;                  /* the var is held in registers */
+    int wm, wn, WM, WN;
+    int fm, fn, mt, nt;
+    long long M, N;
+} BkGpuMma;
+
 typedef struct BkGpuEm {
     const IrFunc *f;          /* the kernel being emitted */
     const BkGpuDialect *dl;   /* CUDA or HIP */
@@ -122,6 +134,9 @@ typedef struct BkGpuEm {
     long long smem;           /* dynamic shared memory bytes */
     int *pipe;                /* LOAD held in a cp.async ring: its FOR, else
                                  -1; FOR: number of such loads (gpu_mem.c) */
+    int *lay;                 /* BkGpuLay of each value (gpu_layouts.c) */
+    bool *cvt;                /* var.get converting an MMA var to shared */
+    BkGpuMma *vmma;           /* per var: its register layout, if on */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
@@ -190,6 +205,25 @@ void bk_gpu_max_lit(char *buf, size_t n, int dt);
 /* ------------------------------------------------------------ gpu_layout.c */
 int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
 void bk_gpu_em_free(BkGpuEm *em);
+
+/* ------------------------------------------------------------ gpu_layouts.c */
+/* fills lay, cvt, vmma (after fusion and var aliases, before shared-memory
+ * offsets); regof = region of each instruction; 0 or -1 */
+int bk_gpu_layouts(BkGpuEm *em, const int *regof);
+/* C expressions of the row and column of register (mt, nt, i) of MMA var v
+ * (i < 4: the element within the fragment this lane holds) */
+void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
+                       const char *i, char *row, size_t rn, char *col, size_t cn);
+/* the layout of value id / var v as text (--emit=gpu-ir, comments) */
+void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
+void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
+
+/* ------------------------------------------------------------ gpu_mma.c
+ * ops on MMA (register) tiles: declarations, var.set, dot, conversions */
+void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
+void bk_gpu_mma_vset(BkGpuEm *em, int id);     /* var.set of an MMA var */
+void bk_gpu_mma_dot(BkGpuEm *em, int id);      /* dot accumulating in place */
+void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */

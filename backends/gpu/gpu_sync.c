@@ -145,7 +145,11 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     }
     case IR_VGET:
-        if (!tile || em->var_of[id] >= 0)
+        if (tile && em->cvt[id]) { /* registers -> its tile, by fragment */
+            tile_acc(em, s, id, 0, true);
+            break;
+        }
+        if (!tile || em->var_of[id] >= 0 || em->lay[id] == BK_LAY_MMA)
             return 1;
         add(s, em->var_off[in->param], ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype),
             dsl_dtype_bytes(in->type.dtype), 1, false);
@@ -153,13 +157,19 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     case IR_VSET: {
         const IrType *vt = &f->vars[in->param].type;
-        if (vt->rank == 0)
-            return 1;
+        if (vt->rank == 0 || em->vmma[in->param].on)
+            return 1; /* registers */
         reads(em, s, in->opnd[0], 1, 0);
         add(s, em->var_off[in->param], ir_numel(vt) * dsl_dtype_bytes(vt->dtype),
             dsl_dtype_bytes(vt->dtype), 1, true);
         break;
     }
+    case IR_DOT: /* accumulating in registers: reads its operands only */
+        if (em->lay[id] != BK_LAY_MMA)
+            return -1;
+        reads(em, s, in->opnd[0], 0, 0);
+        reads(em, s, in->opnd[1], 0, 0);
+        break;
     case IR_LOAD: {
         if (em->pipe[id] >= 0)
             return 1; /* a pointer into its ring (filled by cp.async) */

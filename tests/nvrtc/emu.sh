@@ -3,7 +3,8 @@
 # shim.h, harness.cpp): vector_add and matmul_f16 stages(3), specialized
 # (16-byte aligned, unit inner stride, outer strides % 16 — true of the
 # harness's arguments), on the default paths and under each of
-# BLKC_GPU_NOPIPE, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM; softmax too (warp
+# BLKC_GPU_NOPIPE, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (every
+# tile in shared memory: the old path); softmax too (warp
 # shuffles through per-warp barriers), and emu/tchain.blk (elementwise
 # chains and transposes: where barriers may and may not be left out),
 # examples/matmul.blk and examples/flash_attention.blk. Checks the vector
@@ -18,7 +19,7 @@ command -v "$CXX" >/dev/null 2>&1 || { echo "skip: no C++ compiler"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-emu.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 fail=0
-for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM; do
+for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM BLKC_GPU_SMEM; do
   for k in vector_add:0:K_VECTOR_ADD matmul_f16:3:K_MATMUL softmax:0:K_SOFTMAX \
            "$here/emu/tchain.blk:0:K_TCHAIN" "$here/../../examples/matmul.blk:0:K_EXMATMUL" \
            "$here/../../examples/flash_attention.blk:0:K_FLASH"; do
