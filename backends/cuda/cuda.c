@@ -2,7 +2,7 @@
  * (gpu_emit.c) and in-process compilation with NVRTC, loaded with dlopen so
  * that the build links no CUDA library.
  *
- * Stages: "cuda" (CUDA C text), "ptx" (PTX text for compute_XX), "cubin"
+ * Stages: "gpu-ir" (Core IR with the GPU layouts), "cuda" (CUDA C text), "ptx" (PTX text for compute_XX), "cubin"
  * (the default: a cubin for real archs sm_XX, PTX for compute_XX archs).
  * --arch defaults to sm_80. */
 #include "../gpu/gpu_emit.h"
@@ -387,11 +387,11 @@ static int nvrtc_compile(const IrModule *m, const char *src, const char *arch,
 
 /* ------------------------------------------------------------ backend */
 
-static const char *const cuda_stages[] = {"cuda", "ptx", "cubin", NULL};
+static const char *const cuda_stages[] = {"gpu-ir", "cuda", "ptx", "cubin", NULL};
 
 static bool cuda_stage_is_text(const char *stage)
 {
-    return !strcmp(stage, "cuda") || !strcmp(stage, "ptx");
+    return !strcmp(stage, "cuda") || !strcmp(stage, "ptx") || !strcmp(stage, "gpu-ir");
 }
 
 static int cuda_emit(const IrModule *m, const BkOptions *o, const char *stage,
@@ -400,10 +400,13 @@ static int cuda_emit(const IrModule *m, const BkOptions *o, const char *stage,
     const char *arch = o && o->arch ? o->arch : "sm_80";
     if (!stage)
         stage = "cubin";
-    if (strcmp(stage, "cuda") && strcmp(stage, "ptx") && strcmp(stage, "cubin")) {
-        snprintf(err, errlen, "cuda: unknown stage '%s' (cuda, ptx, cubin)", stage);
+    if (strcmp(stage, "cuda") && strcmp(stage, "ptx") && strcmp(stage, "cubin") &&
+        strcmp(stage, "gpu-ir")) {
+        snprintf(err, errlen, "cuda: unknown stage '%s' (gpu-ir, cuda, ptx, cubin)", stage);
         return -1;
     }
+    if (!strcmp(stage, "gpu-ir"))
+        return bk_gpu_emit_gpu_ir(m, &bk_gpu_cuda_dialect, out, err, errlen);
     if (!strcmp(stage, "cuda"))
         return bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, out, err, errlen);
     DslBuf src = {0};

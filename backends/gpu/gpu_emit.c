@@ -850,7 +850,7 @@ static void emit_func(BkGpuEm *em)
     dsl_buf_printf(o, "}\n");
 }
 
-static int em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
+int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
                    DslBuf *out, char *err, size_t errlen)
 {
     memset(em, 0, sizeof *em);
@@ -899,7 +899,7 @@ int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl,
                        BkGpuKernelInfo *info, char *err, size_t errlen)
 {
     BkGpuEm em;
-    if (em_init(&em, f, dl, NULL, err, errlen) < 0)
+    if (bk_gpu_em_init(&em, f, dl, NULL, err, errlen) < 0)
         return -1;
     info->threads = em.nt;
     info->smem_bytes = em.smem;
@@ -924,7 +924,7 @@ int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
         if (m->funcs[i]->is_device)
             continue; /* Device IR: run by the runtime's plan interpreter */
         dsl_buf_printf(out, "\n");
-        if (em_init(&em, m->funcs[i], dl, out, err, errlen) < 0)
+        if (bk_gpu_em_init(&em, m->funcs[i], dl, out, err, errlen) < 0)
             return -1;
         emit_func(&em);
         bk_gpu_em_free(&em);

@@ -77,6 +77,12 @@ bool bk_gpu_uses_ranks(const IrFunc *f);
 int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
                        char *err, size_t errlen);
 
+/* The `gpu-ir` stage: each kernel's Core IR with the layout the backend
+ * chose for every tile value and var (` @ LAYOUT`), the conversions
+ * marked. 0, or -1 with a message in err (gpu_layouts.c). */
+int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
+                       char *err, size_t errlen);
+
 /* Launch facts of one kernel (same layout decisions as the emitter). */
 int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl,
                        BkGpuKernelInfo *info, char *err, size_t errlen);
@@ -204,6 +210,10 @@ void bk_gpu_max_lit(char *buf, size_t n, int dt);
 
 /* ------------------------------------------------------------ gpu_layout.c */
 int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
+/* the emitter state of kernel f (every decision made; out may be NULL);
+ * 0, or -1 with the message in err (gpu_emit.c) */
+int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
+                   DslBuf *out, char *err, size_t errlen);
 void bk_gpu_em_free(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_layouts.c */

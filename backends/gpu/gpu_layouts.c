@@ -242,3 +242,52 @@ void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n)
     else
         snprintf(buf, n, "shared+%lld", em->var_off[v]);
 }
+
+int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
+                       char *err, size_t errlen)
+{
+    for (int k = 0, nk = 0; k < m->nfuncs; k++) {
+        const IrFunc *f = m->funcs[k];
+        if (f->is_device)
+            continue;
+        BkGpuEm em;
+        if (bk_gpu_em_init(&em, f, dl, NULL, err, errlen) < 0)
+            return -1;
+        char **notes = calloc((size_t)f->nins + 1, sizeof(char *));
+        char **vnotes = calloc((size_t)f->nvars + 1, sizeof(char *));
+        bool oom = !notes || !vnotes;
+        for (int i = 0; i < f->nins && !oom; i++) {
+            char b[256];
+            bk_gpu_lay_str(&em, i, b, sizeof b);
+            oom = b[0] && !(notes[i] = strdup(b));
+        }
+        for (int v = 0; v < f->nvars && !oom; v++) {
+            char b[256];
+            bk_gpu_var_lay_str(&em, v, b, sizeof b);
+            oom = !(vnotes[v] = strdup(b));
+        }
+        if (!oom) {
+            dsl_buf_printf(out, "%s// kernel %s (%s): blockDim.x = %d (%d warps of %d), "
+                           "dynamic shared memory = %lld bytes\n", nk++ ? "\n" : "",
+                           f->name, dl->name, em.nt, em.nw, dl->warp, em.smem);
+            ir_print_func_notes(out, f, (const char *const *)notes,
+                                (const char *const *)vnotes);
+        }
+        for (int i = 0; notes && i < f->nins; i++)
+            free(notes[i]);
+        for (int v = 0; vnotes && v < f->nvars; v++)
+            free(vnotes[v]);
+        free(notes);
+        free(vnotes);
+        bk_gpu_em_free(&em);
+        if (oom) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (out->oom) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}

@@ -158,6 +158,7 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "const %s *blk_Ae = (const %s *)blk_A, *blk_Be = (const %s *)blk_B;",
                 et, et, et);
     bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
+    bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
     em->indent++;
     bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);

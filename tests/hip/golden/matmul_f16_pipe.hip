@@ -76,6 +76,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
 #if BLK_HAVE_MFMA
             const _Float16 *blk_Ae = (const _Float16 *)blk_A, *blk_Be = (const _Float16 *)blk_B;
             const int r16 = blk_lane & 15, kq = blk_lane >> 4;
+            #pragma unroll
             for (int k = 0; k < 32; k += 16) {
                 blk_half4 a[2], b[2];
                 #pragma unroll
