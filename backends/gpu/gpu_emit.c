@@ -662,7 +662,10 @@ static void emit_instr(BkGpuEm *em, int id)
                     f->params[in->param].name, in->attr);
         break;
     case IR_PID:
-        bk_gpu_line(em, "const int v%d = (int)blockIdx.%c;", id, "xyz"[in->attr % 3]);
+        if (em->group_m && in->attr < 2)
+            bk_gpu_line(em, "const int v%d = blk_pid%d;", id, in->attr);
+        else
+            bk_gpu_line(em, "const int v%d = (int)blockIdx.%c;", id, "xyz"[in->attr % 3]);
         break;
     case IR_NPROG:
         bk_gpu_line(em, "const int v%d = (int)gridDim.%c;", id, "xyz"[in->attr % 3]);
@@ -844,6 +847,26 @@ static void emit_func(BkGpuEm *em)
         else
             bk_gpu_line(em, "%s *var%d = (%s *)(blk_smem + %lld); /* var %s : %s */",
                         t, v, t, em->var_off[v], var->name, ty);
+    }
+    if (em->group_m) {
+        /* grouped ordering (as Triton's GROUP_M): blocks dispatched one after
+         * another (x fastest) walk down GROUP_M rows of output tiles before
+         * moving right, so they share their A rows and B columns in L2. A
+         * bijection of (blockIdx.x, blockIdx.y): every program runs once. */
+        bk_gpu_line(em, "// program ids in groups of %d along program_id(0) (L2 reuse)", em->group_m);
+        bk_gpu_line(em, "int blk_pid0, blk_pid1;");
+        bk_gpu_line(em, "{");
+        em->indent++;
+        bk_gpu_line(em, "const int np0 = (int)gridDim.x, np1 = (int)gridDim.y;");
+        bk_gpu_line(em, "const int lin = (int)blockIdx.x + (int)blockIdx.y * np0;");
+        bk_gpu_line(em, "const int first = lin / (%d * np1) * %d;", em->group_m, em->group_m);
+        bk_gpu_line(em, "const int gs = np0 - first < %d ? np0 - first : %d;", em->group_m,
+                    em->group_m);
+        bk_gpu_line(em, "const int r = lin %% (%d * np1);", em->group_m);
+        bk_gpu_line(em, "blk_pid0 = first + r %% gs;");
+        bk_gpu_line(em, "blk_pid1 = r / gs;");
+        em->indent--;
+        bk_gpu_line(em, "}");
     }
     emit_region(em, 0);
     em->indent = 0;

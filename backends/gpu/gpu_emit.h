@@ -143,6 +143,8 @@ typedef struct BkGpuEm {
     int *lay;                 /* BkGpuLay of each value (gpu_layouts.c) */
     bool *cvt;                /* var.get converting an MMA var to shared */
     BkGpuMma *vmma;           /* per var: its register layout, if on */
+    int group_m;              /* program ids (0, 1) in groups of group_m
+                                 rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */

@@ -21,7 +21,8 @@
  * dots are MMA (the dot accumulates in place in the var's registers).
  * Every other var.get of an MMA var is SHARED: one explicit conversion,
  * each thread writing its fragments into the value's shared tile
- * (em->cvt). Everything else is SHARED.
+ * (em->cvt). Everything else is SHARED. A kernel with an MMA var also
+ * gets grouped program ids (em->group_m, emitted by gpu_emit.c).
  * BLKC_GPU_SMEM=1 turns the pass off (every tile SHARED, the old path).
  * Entry: bk_gpu_layouts. */
 #include "gpu_emit.h"
@@ -29,6 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Rows of output tiles per group of program ids in kernels whose body
+ * accumulates a dot in registers (Triton's GROUP_M). */
+#define GROUP_M 8
 
 /* The most accumulator registers one thread may hold (f32 each). */
 #define MAX_ACC_REGS 128
@@ -153,6 +158,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
+    em->group_m = 0;
     for (int i = 0; i < n; i++)
         em->lay[i] = f->ins[i].type.rank > 0 ? BK_LAY_SHARED : BK_LAY_NONE;
     const char *e = getenv("BLKC_GPU_SMEM");
@@ -165,6 +171,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             !pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1]))
             continue;
         em->vmma[v].on = true;
+        em->group_m = GROUP_M; /* a dot loop: grouped program ids */
         for (int i = 0; i < n; i++) {
             const IrInstr *in = &f->ins[i];
             if (in->dead || regof[i] < 0 || in->param != v)

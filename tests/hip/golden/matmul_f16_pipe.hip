@@ -14,11 +14,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     float var0[16];
     const int blk_wr0 = (blk_warp / 2) * 32, blk_wc0 = (blk_warp % 2) * 32;
     (void)blk_wr0; (void)blk_wc0;
+    // program ids in groups of 8 along program_id(0) (L2 reuse)
+    int blk_pid0, blk_pid1;
+    {
+        const int np0 = (int)gridDim.x, np1 = (int)gridDim.y;
+        const int lin = (int)blockIdx.x + (int)blockIdx.y * np0;
+        const int first = lin / (8 * np1) * 8;
+        const int gs = np0 - first < 8 ? np0 - first : 8;
+        const int r = lin % (8 * np1);
+        blk_pid0 = first + r % gs;
+        blk_pid1 = r / gs;
+    }
     // line 3
-    const int v0 = (int)blockIdx.x;
+    const int v0 = blk_pid0;
     const int v1 = 64;
     const int v2 = (v0 * v1);
-    const int v3 = (int)blockIdx.y;
+    const int v3 = blk_pid1;
     const int v4 = 64;
     const int v5 = (v3 * v4);
     // line 5

@@ -86,8 +86,9 @@ int main(int argc, char **argv)
     }
     printf("%s softmax %ldx%ld %s\n", fails ? "FAIL" : "ok", R, C, tag);
 #endif
-#ifdef K_EXMATMUL /* examples/matmul.blk: f16 A, B -> f32 C, stages(3) */
-    const long M = 200, K = 112, N = 144;
+#ifdef K_EXMATMUL /* examples/matmul.blk: f16 A, B -> f32 C, stages(3); 10 x 3 programs
+                   * (grouped program ids: two groups, the second of 2 rows) */
+    const long M = 600, K = 112, N = 144;
     blk_f16 *a = alloc<blk_f16>(M * K), *b = alloc<blk_f16>(K * N);
     float *c = alloc<float>(M * N);
     for (long i = 0; i < M * K; i++)
