@@ -1,10 +1,11 @@
 /* gpu_emit.c — Core IR -> CUDA C / HIP C (the part both dialects share).
  *
  * The scheme favours obvious correctness: scalars are registers computed
- * redundantly by every thread (control flow is uniform per block); every
- * tile lives in dynamic shared memory, row-major; every tile op is one
- * block-strided loop `for (e = tid; e < N; e += NT)` followed by
- * __syncthreads(). Shared memory is reused between tiles whose live ranges
+ * redundantly by every thread (control flow is uniform per block); a tile
+ * lives in dynamic shared memory, row-major, unless the layout pass
+ * (gpu_layouts.c) keeps it in registers (gpu_mma.c); a shared tile op is
+ * one block-strided loop `for (e = tid; e < N; e += NT)` followed by
+ * __syncthreads() where gpu_sync.c cannot leave it out. Shared memory is reused between tiles whose live ranges
  * do not overlap (first fit over linear positions, where a use inside a loop
  * keeps a value defined outside it alive to the loop's end). RESHAPE and,
  * when no store to the var intervenes, VGET of a tile var alias storage.

@@ -1,8 +1,9 @@
 /* gpu_emit.h — the GPU C emitter shared by the CUDA and HIP backends.
  *
  * Both backends turn Core IR into the same kind of C++ source: one
- * `extern "C" __global__` function per kernel, every tile in shared memory,
- * every tile op a block-strided loop. What differs between CUDA C and HIP C
+ * `extern "C" __global__` function per kernel; tiles in shared memory (each
+ * tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
+ * them in registers (dot accumulators, gpu_mma.c). What differs between CUDA C and HIP C
  * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
  * is data in a BkGpuDialect, so the two outputs cannot drift apart.
  *
