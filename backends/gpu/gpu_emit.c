@@ -134,6 +134,9 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
     const IrInstr *in = &em->f->ins[v];
     if (in->type.rank == 0) {
         snprintf(buf, n, "v%d", v);
+    } else if (em->lay && em->lay[v] == BK_LAY_MMA && in->op == IR_VGET) {
+        /* inside a loop over the var's registers (gpu_mma.c) */
+        snprintf(buf, n, "var%d[blk_r]", in->param);
     } else if (em->virt && em->virt[v] && in->op == IR_CONST) {
         char lit[128];
         bk_gpu_literal(lit, sizeof lit, in->type.dtype, in);
@@ -676,8 +679,11 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_REDUCE: bk_gpu_emit_reduce(em, id); break;
     case IR_SCAN: bk_gpu_emit_scan(em, id); break;
     case IR_DOT:
-        if (em->lay[id] == BK_LAY_MMA)
-            bk_gpu_mma_dot(em, id);
+        if (em->lay[id] == BK_LAY_MMA && in->opnd[2] >= 0)
+            bk_gpu_mma_dot(em, id, em->mvar[id]);
+        else if (em->lay[id] == BK_LAY_MMA)
+            bk_gpu_line(em, "/* v%d = dot, layout mma: accumulated into var%d at its var.set */",
+                        id, em->mvar[id]);
         else
             bk_gpu_emit_dot(em, id);
         break;

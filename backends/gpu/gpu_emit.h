@@ -144,6 +144,7 @@ typedef struct BkGpuEm {
     int *lay;                 /* BkGpuLay of each value (gpu_layouts.c) */
     bool *cvt;                /* var.get converting an MMA var to shared */
     BkGpuMma *vmma;           /* per var: its register layout, if on */
+    int *mvar;                /* MMA values and var.sets: their var, else -1 */
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
@@ -227,6 +228,10 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof);
  * (i < 4: the element within the fragment this lane holds) */
 void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
                        const char *i, char *row, size_t rn, char *col, size_t cn);
+/* The dot a `var.set v, x` of an MMA var accumulates: x (dot with the
+ * var as accumulator) or the dot of x = add(rest, dot) with *rest set;
+ * -1 if none */
+int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
 /* the layout of value id / var v as text (--emit=gpu-ir, comments) */
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
 void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
@@ -235,7 +240,7 @@ void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
  * ops on MMA (register) tiles: declarations, var.set, dot, conversions */
 void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
 void bk_gpu_mma_vset(BkGpuEm *em, int id);     /* var.set of an MMA var */
-void bk_gpu_mma_dot(BkGpuEm *em, int id);      /* dot accumulating in place */
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
 void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
 
 /* ------------------------------------------------------------ gpu_mem.c */

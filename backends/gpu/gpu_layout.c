@@ -363,6 +363,8 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->lay);
     free(em->cvt);
     free(em->vmma);
+    free(em->mvar);
+    em->mvar = NULL;
     em->pipe = NULL;
     em->lay = NULL;
     em->cvt = NULL;

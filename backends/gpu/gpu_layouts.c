@@ -14,11 +14,18 @@
  *           4(l/16) .. 4(l/16)+3 of column l%16). See bk_gpu_mma_rowcol.
  *
  * A tile var is MMA (held in registers across loop iterations) when every
- * var.set stores a splat constant or the result of a tensor-core `dot`
- * whose accumulator operand is a var.get of the same var used by that dot
- * alone, in the same region, the dot's result used by that var.set alone,
- * with no other var.get / var.set of the var in between. Such var.gets and
- * dots are MMA (the dot accumulates in place in the var's registers).
+ * var.set (vset_ok) stores
+ *   - a splat constant;
+ *   - dot(a, b, var.get v): a tensor-core dot whose accumulator is a
+ *     var.get used by it alone, the dot used by the var.set alone, in the
+ *     same region, no other var.get / var.set of v in between: the dot
+ *     accumulates in place in v's registers where it is;
+ *   - a fused elementwise expression E (reg_expr) of var.gets of v (used
+ *     by E alone, no var.set of v since), constants, scalars and shared
+ *     tiles or broadcasts not involving v: computed per register;
+ *   - E + dot(a, b): E per register, then the dot accumulates into the
+ *     registers at the var.set (its operands kept live until then);
+ * and at least one var.set has a dot. Those var.gets and dots are MMA.
  * Every other var.get of an MMA var is SHARED: one explicit conversion,
  * each thread writing its fragments into the value's shared tile
  * (em->cvt). Everything else is SHARED. A kernel with an MMA var also
@@ -44,7 +51,7 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
-    if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2 || in->opnd[2] < 0)
+    if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
     if (at->dtype != bt->dtype || (at->dtype != DT_F16 && at->dtype != DT_BF16) ||
         in->type.dtype != DT_F32)
@@ -113,8 +120,138 @@ static int only_user(const IrFunc *f, int v)
     return who;
 }
 
-/* Whether var v can be MMA; marks its dots and their var.gets. */
-static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn)
+/* Whether the fused expression x contains a var.get of var v. */
+static bool has_vget(const BkGpuEm *em, int x, int v, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (in->op == IR_VGET)
+        return in->param == v;
+    if (!em->virt[x] || depth > 16)
+        return false;
+    for (int j = 0; j < 3; j++)
+        if (in->opnd[j] >= 0 && has_vget(em, in->opnd[j], v, depth + 1))
+            return true;
+    return false;
+}
+
+/* Whether x (read by `parent`) can be computed per register of MMA var v
+ * set at var.set s: a fused elementwise tree over splat constants,
+ * broadcasts and shared tiles that do not involve v, and var.gets of v
+ * used by that tree alone with no var.set of v since. mark: set their
+ * layout to MMA. */
+static bool reg_expr(BkGpuEm *em, int x, int parent, int v, int s, const int *regof,
+                     bool mark, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    if (depth > 16)
+        return false;
+    if (in->op == IR_VGET && in->param == v) {
+        if (only_user(f, x) != parent || regof[x] != regof[s])
+            return false;
+        for (int u = 0; u < f->nins; u++) {
+            const IrInstr *o = &f->ins[u];
+            if (!o->dead && regof[u] >= 0 && o->op == IR_VSET && o->param == v &&
+                u != s && em->pos[u] > em->pos[x] && em->pos[u] < em->pos[s])
+                return false;
+        }
+        if (mark) {
+            em->lay[x] = BK_LAY_MMA;
+            em->mvar[x] = v;
+        }
+        return true;
+    }
+    if (!em->virt[x])
+        return in->op != IR_DOT; /* a shared tile, read at (row, col) */
+    if (in->op == IR_CONST)
+        return true;
+    if (in->op == IR_BCAST)
+        return !has_vget(em, in->opnd[0], v, 0);
+    if (!(ir_op_flags[in->op] & F_ELEM))
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 &&
+            !reg_expr(em, in->opnd[j], x, v, s, regof, mark, depth + 1))
+            return false;
+    return true;
+}
+
+/* The dot of `var.set v, x` that accumulates in v's registers: x itself
+ * (dot(a, b, var.get v)) or the dot operand of x = add(E, dot(a, b)) /
+ * add(dot(a, b), E); -1 if none. *rest = E (or -1). */
+int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *xi = &f->ins[x];
+    *rest = -1;
+    if (xi->op == IR_DOT)
+        return x;
+    if (xi->op != IR_ADD || !em->virt[x])
+        return -1;
+    for (int j = 0; j < 2; j++) {
+        int d = xi->opnd[j];
+        if (f->ins[d].op == IR_DOT && f->ins[d].opnd[2] < 0 && !em->virt[d]) {
+            *rest = xi->opnd[1 - j];
+            return d;
+        }
+    }
+    return -1;
+}
+
+/* Whether var.set s of var v can run in registers; mark: set the layouts
+ * (its dot and var.gets MMA, the dot's operands live to s). */
+static bool vset_ok(BkGpuEm *em, int s, int v, const int *regof, int fn, bool mark,
+                    bool *dot)
+{
+    const IrFunc *f = em->f;
+    int x = f->ins[s].opnd[0];
+    const IrInstr *xi = &f->ins[x];
+    if (xi->op == IR_CONST && em->virt[x])
+        return true; /* splat constant */
+    int rest, d = bk_gpu_set_dot(em, x, &rest);
+    if (d >= 0) {
+        if (!dot_ok(em, d, fn) || only_user(f, d) != (d == x ? s : x) || regof[d] != regof[s])
+            return false;
+        const IrInstr *di = &f->ins[d];
+        if (d == x) { /* dot(a, b, var.get v), accumulating where it is */
+            int g = di->opnd[2];
+            if (g < 0 || f->ins[g].op != IR_VGET || !reg_expr(em, g, d, v, s, regof, mark, 0))
+                return false;
+            for (int u = 0; u < f->nins; u++) /* no other read of v meanwhile */
+                if (u != g && !f->ins[u].dead && regof[u] >= 0 && f->ins[u].op == IR_VGET &&
+                    f->ins[u].param == v && em->pos[u] > em->pos[g] && em->pos[u] < em->pos[s])
+                    return false;
+        } else if (has_vget(em, di->opnd[0], v, 0) || has_vget(em, di->opnd[1], v, 0) ||
+                   !reg_expr(em, rest, x, v, s, regof, mark, 0)) {
+            return false;
+        }
+        *dot = true;
+        if (mark) {
+            em->lay[d] = BK_LAY_MMA;
+            em->mvar[d] = v;
+            em->mvar[s] = v;
+            /* the dot runs at the var.set: its operands live until then */
+            for (int j = 0; j < 2; j++) {
+                int r = di->opnd[j];
+                while (em->alias[r] != r)
+                    r = em->alias[r];
+                if (em->last[r] < em->pos[s])
+                    em->last[r] = em->pos[s];
+            }
+        }
+        return true;
+    }
+    /* a fused elementwise expression of the var (acc = acc * alpha) */
+    if (!em->virt[x] || !(ir_op_flags[xi->op] & F_ELEM) || regof[x] != regof[s] ||
+        !reg_expr(em, x, s, v, s, regof, mark, 0))
+        return false;
+    if (mark)
+        em->mvar[s] = v;
+    return true;
+}
+
+/* Whether var v can be MMA (at least one var.set accumulates a dot). */
+static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
 {
     const IrFunc *f = em->f;
     bool any_dot = false;
@@ -122,27 +259,8 @@ static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn)
         const IrInstr *in = &f->ins[s];
         if (in->dead || regof[s] < 0 || in->op != IR_VSET || in->param != v)
             continue;
-        int x = in->opnd[0];
-        const IrInstr *xi = &f->ins[x];
-        if (xi->op == IR_CONST && em->virt[x])
-            continue; /* splat constant */
-        if (xi->op != IR_DOT || !dot_ok(em, x, fn) || only_user(f, x) != s ||
-            regof[x] != regof[s])
+        if (!vset_ok(em, s, v, regof, fn, mark, &any_dot))
             return false;
-        int g = xi->opnd[2];
-        const IrInstr *gi = &f->ins[g];
-        if (gi->op != IR_VGET || gi->param != v || only_user(f, g) != x ||
-            regof[g] != regof[s])
-            return false;
-        /* nothing else touches the var between the var.get and the var.set */
-        for (int u = 0; u < f->nins; u++) {
-            const IrInstr *o = &f->ins[u];
-            if (u != g && u != s && !o->dead && regof[u] >= 0 &&
-                (o->op == IR_VGET || o->op == IR_VSET) && o->param == v &&
-                em->pos[u] > em->pos[g] && em->pos[u] < em->pos[s])
-                return false;
-        }
-        any_dot = true;
     }
     return any_dot;
 }
@@ -154,34 +272,28 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->lay = calloc((size_t)n + 1, sizeof(int));
     em->cvt = calloc((size_t)n + 1, sizeof(bool));
     em->vmma = calloc((size_t)f->nvars + 1, sizeof(BkGpuMma));
-    if (!em->lay || !em->cvt || !em->vmma) {
+    em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
     em->group_m = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         em->lay[i] = f->ins[i].type.rank > 0 ? BK_LAY_SHARED : BK_LAY_NONE;
+        em->mvar[i] = -1;
+    }
     const char *e = getenv("BLKC_GPU_SMEM");
     if (e && *e && strcmp(e, "0"))
         return 0;
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
-        if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn) ||
+        if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false) ||
             !pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1]))
             continue;
         em->vmma[v].on = true;
         em->group_m = GROUP_M; /* a dot loop: grouped program ids */
-        for (int i = 0; i < n; i++) {
-            const IrInstr *in = &f->ins[i];
-            if (in->dead || regof[i] < 0 || in->param != v)
-                continue;
-            if (in->op == IR_VSET && f->ins[in->opnd[0]].op == IR_DOT) {
-                int x = in->opnd[0];
-                em->lay[x] = BK_LAY_MMA;
-                em->lay[f->ins[x].opnd[2]] = BK_LAY_MMA;
-            }
-        }
+        var_mma(em, v, regof, fn, true);
         for (int i = 0; i < n; i++) {
             const IrInstr *in = &f->ins[i];
             if (!in->dead && regof[i] >= 0 && in->op == IR_VGET && in->param == v &&
@@ -215,13 +327,17 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
 {
     const IrInstr *in = &em->f->ins[id];
     buf[0] = 0;
+    if (in->op == IR_VSET && em->mvar[id] >= 0) {
+        snprintf(buf, n, "registers, per fragment element");
+        return;
+    }
     if (in->type.rank == 0 || in->dead)
         return;
     if (em->lay[id] == BK_LAY_MMA) {
-        const BkGpuMma *g = &em->vmma[in->op == IR_VGET ? in->param
-                                                       : em->f->ins[in->opnd[2]].param];
-        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)",
-                 g->wm, g->wn, g->mt, g->nt, g->fm, g->fn);
+        const BkGpuMma *g = &em->vmma[em->mvar[id]];
+        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
+                 g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
+                 in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "");
     } else if (em->cvt[id]) {
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
     } else if (em->virt[id]) {

@@ -60,6 +60,8 @@ void bk_gpu_mma_decl(BkGpuEm *em, int v)
     bk_gpu_line(em, "(void)blk_wr%d; (void)blk_wc%d;", v, v);
 }
 
+static void vset_expr(BkGpuEm *em, int id);
+
 void bk_gpu_mma_vset(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
@@ -67,6 +69,10 @@ void bk_gpu_mma_vset(BkGpuEm *em, int id)
     if (em->f->ins[x].op == IR_DOT) {
         bk_gpu_line(em, "/* var.set %s: the dot accumulated in place (registers) */",
                     em->f->vars[in->param].name);
+        return;
+    }
+    if (!(em->f->ins[x].op == IR_CONST && em->virt[x])) {
+        vset_expr(em, id);
         return;
     }
     char lit[256];
@@ -183,11 +189,10 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "}");
 }
 
-void bk_gpu_mma_dot(BkGpuEm *em, int id)
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    int v = f->ins[in->opnd[2]].param;
     long long K = f->ins[in->opnd[0]].type.shape[1], N = in->type.shape[1];
     const char *st = bk_gpu_stype(f->ins[in->opnd[0]].type.dtype);
     bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
@@ -207,4 +212,26 @@ void bk_gpu_mma_dot(BkGpuEm *em, int id)
     em->indent--;
     bk_gpu_line(em, "}");
     op_done(em);
+}
+
+/* var.set v, x with x = E or add(E, dot(a, b)): E per register, then the
+ * dot accumulates in place. */
+static void vset_expr(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int v = in->param, x = in->opnd[0], rest = -1;
+    int d = bk_gpu_set_dot(em, x, &rest);
+    int e = d >= 0 ? rest : x;
+    char idx[128], rv[BK_GPU_EXPR];
+    bk_gpu_line(em, "/* var.set %s, layout mma: per register (row, col)%s */",
+                em->f->vars[v].name, d >= 0 ? ", then the dot accumulates in place" : "");
+    reg_loop_open(em, v);
+    snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", em->vmma[v].N);
+    bk_gpu_read(em, e, idx, rv, sizeof rv);
+    bk_gpu_line(em, "var%d[blk_r] = %s;", v, rv);
+    reg_loop_close(em);
+    if (d >= 0)
+        bk_gpu_mma_dot(em, d, v);
+    else
+        op_done(em);
 }
