@@ -145,6 +145,7 @@ typedef struct BkGpuEm {
     bool *cvt;                /* var.get converting an MMA var to shared */
     BkGpuMma *vmma;           /* per var: its register layout, if on */
     int *mvar;                /* MMA values and var.sets: their var, else -1 */
+    bool *swz;                /* loads stored swizzled (bk_gpu_swz_idx) */
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
@@ -232,6 +233,10 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
  * var as accumulator) or the dot of x = add(rest, dot) with *rest set;
  * -1 if none */
 int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
+/* The shared-memory element index of element `e` of tile v as C text:
+ * `blk_swz(e, ...)` for a swizzled tile (em->swz: loads read only by
+ * register dots through ldmatrix), else `e` itself */
+void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n);
 /* the layout of value id / var v as text (--emit=gpu-ir, comments) */
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
 void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);

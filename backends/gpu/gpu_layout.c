@@ -364,7 +364,9 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->cvt);
     free(em->vmma);
     free(em->mvar);
+    free(em->swz);
     em->mvar = NULL;
+    em->swz = NULL;
     em->pipe = NULL;
     em->lay = NULL;
     em->cvt = NULL;

@@ -250,6 +250,61 @@ static bool vset_ok(BkGpuEm *em, int s, int v, const int *regof, int fn, bool ma
     return true;
 }
 
+/* The swizzle of a [R][C] tile of 16-bit elements: W = 8 per 16-byte
+ * chunk, nc = C / W chunks per row (a power of 2, at least 2), rpl rows
+ * per 128-byte line of banks, phase mask pm. 0 if it does not apply. */
+static int swz_geom(const IrType *t, int *C, int *rpl, int *pm)
+{
+    if (t->rank != 2 || dsl_dtype_bytes(t->dtype) != 2 || t->shape[1] % 8)
+        return 0;
+    int nc = (int)(t->shape[1] / 8);
+    if (nc < 2 || (nc & (nc - 1)))
+        return 0;
+    *C = (int)t->shape[1];
+    *rpl = nc >= 8 ? 1 : 8 / nc;
+    *pm = (nc < 8 ? nc : 8) - 1;
+    return 1;
+}
+
+/* Whether load x can be stored swizzled: its own storage, read only by
+ * register (MMA) dots, which read it through ldmatrix. */
+static bool swz_ok(const BkGpuEm *em, int x)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    int C, rpl, pm;
+    if (in->op != IR_LOAD || em->alias[x] != x || em->var_of[x] >= 0 || em->virt[x] ||
+        !swz_geom(&in->type, &C, &rpl, &pm))
+        return false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead)
+            continue;
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool reads = false;
+        for (int i = 0; i < k && i < 4; i++)
+            reads |= o->opnd[i] == x;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                reads |= f->views[o->view].d[d].val == x;
+        if (reads && !(o->op == IR_DOT && em->lay[u] == BK_LAY_MMA &&
+                       (o->opnd[0] == x || o->opnd[1] == x) && o->opnd[2] != x))
+            return false;
+        if (o->op == IR_RESHAPE && o->opnd[0] == x)
+            return false;
+    }
+    return true;
+}
+
+void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n)
+{
+    int C, rpl, pm;
+    if (em->swz && em->swz[v] && swz_geom(&em->f->ins[v].type, &C, &rpl, &pm))
+        snprintf(buf, n, "blk_swz(%s, %d, 8, %d, %d)", e, C, rpl, pm);
+    else
+        snprintf(buf, n, "%s", e);
+}
+
 /* Whether var v can be MMA (at least one var.set accumulates a dot). */
 static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
 {
@@ -273,7 +328,8 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->cvt = calloc((size_t)n + 1, sizeof(bool));
     em->vmma = calloc((size_t)f->nvars + 1, sizeof(BkGpuMma));
     em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
-    if (!em->lay || !em->cvt || !em->vmma || !em->mvar) {
+    em->swz = calloc((size_t)n + 1, sizeof(bool));
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -294,6 +350,11 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->vmma[v].on = true;
         em->group_m = GROUP_M; /* a dot loop: grouped program ids */
         var_mma(em, v, regof, fn, true);
+        if (em->dl->kind == BK_GPU_CUDA)
+            for (int i = 0; i < n; i++)
+                if (em->lay[i] == BK_LAY_MMA && f->ins[i].op == IR_DOT)
+                    for (int j = 0; j < 2; j++)
+                        em->swz[f->ins[i].opnd[j]] |= swz_ok(em, f->ins[i].opnd[j]);
         for (int i = 0; i < n; i++) {
             const IrInstr *in = &f->ins[i];
             if (!in->dead && regof[i] >= 0 && in->op == IR_VGET && in->param == v &&
@@ -347,7 +408,10 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     } else if (em->alias[id] != id) {
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
-        snprintf(buf, n, "shared+%lld, cp.async ring of %d", em->off[id], em->f->stages);
+        snprintf(buf, n, "shared+%lld, cp.async ring of %d%s", em->off[id], em->f->stages,
+                 em->swz[id] ? ", swizzled" : "");
+    } else if (em->swz[id]) {
+        snprintf(buf, n, "shared+%lld, swizzled", em->off[id]);
     } else {
         snprintf(buf, n, "shared+%lld", em->off[id]);
     }

@@ -99,11 +99,13 @@ void bk_gpu_mma_to_shared(BkGpuEm *em, int id)
 static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
     const IrInstr *in = &em->f->ins[id];
-    char x[512], y[512];
+    char x[512], y[512], ia[256], ib[256];
     reg_loop_open(em, v);
     bk_gpu_line(em, "float blk_s = var%d[blk_r];", v);
-    bk_gpu_read(em, in->opnd[0], "blk_row * K_ + k", x, sizeof x);
-    bk_gpu_read(em, in->opnd[1], "k * N_ + blk_col", y, sizeof y);
+    bk_gpu_swz_idx(em, in->opnd[0], "blk_row * K_ + k", ia, sizeof ia);
+    bk_gpu_swz_idx(em, in->opnd[1], "k * N_ + blk_col", ib, sizeof ib);
+    bk_gpu_read(em, in->opnd[0], ia, x, sizeof x);
+    bk_gpu_read(em, in->opnd[1], ib, y, sizeof y);
     bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
     bk_gpu_line(em, "for (int k = 0; k < K_; k++)");
     bk_gpu_line(em, "    blk_s = blk_s + (float)%s * (float)%s;", x, y);
@@ -126,24 +128,32 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
     em->indent++;
     bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
+    char e[256], x[512];
+    snprintf(e, sizeof e, "(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8",
+             v, K);
+    bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8]);",
-                v, K);
+    bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
     if (g->nt >= 2) {
         bk_gpu_line(em, "#pragma unroll");
         bk_gpu_line(em, "for (int j = 0; j + 1 < %d; j += 2) {", g->nt);
         em->indent++;
         bk_gpu_line(em, "unsigned t[4];");
-        bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, &blk_B[(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8]);",
-                    N, v);
+        snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
+                 N, v);
+        bk_gpu_swz_idx(em, in->opnd[1], e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, &blk_B[%s]);", x);
         bk_gpu_line(em, "b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];");
         em->indent--;
         bk_gpu_line(em, "}");
     }
-    if (g->nt % 2)
-        bk_gpu_line(em, "blk_ldmatrix_x2_trans(b[%d], &blk_B[(k + (blk_lane & 15)) * %lld + blk_wc%d + %d]);",
-                    g->nt - 1, N, v, (g->nt - 1) * 8);
+    if (g->nt % 2) {
+        snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + %d", N, v,
+                 (g->nt - 1) * 8);
+        bk_gpu_swz_idx(em, in->opnd[1], e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x2_trans(b[%d], &blk_B[%s]);", g->nt - 1, x);
+    }
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
     bk_gpu_line(em, "    #pragma unroll");

@@ -189,6 +189,8 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         int map = tile ? bk_gpu_vec_width(em, id) : 0;
         if (!map)
             map = 1;
+        if (em->swz[id])
+            map = 0; /* swizzled: element e's bytes are elsewhere */
         s->gread = true;
         view_reads(em, s, in);
         if (tile) {

@@ -71,6 +71,12 @@ static inline blk_f16 blk_f32_to_f16(float f)
 }
 
 static inline float __int_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+/* swizzled shared tiles: the common prelude's blk_swz (gpu_prelude.c) */
+static inline int blk_swz(int e, int C, int W, int rpl, int pm)
+{
+    const int row = e / C, ch = e % C / W;
+    return row * C + (ch ^ (row / rpl & pm)) * W + e % W;
+}
 static inline float blk_max(float a, float b) { return a != a || b != b ? a + b : (a > b ? a : b); }
 static inline float blk_min(float a, float b) { return a != a || b != b ? a + b : (a < b ? a : b); }
 

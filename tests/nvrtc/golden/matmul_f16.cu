@@ -47,13 +47,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
         for (int e = blk_tid; e < 2048; e += 128) {
             const long long c0 = (long long)v2 + (e / 32);
             const long long c1 = (long long)v11 + (e % 32);
-            v13[e] = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
+            v13[blk_swz(e, 32, 8, 2, 3)] = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
         }
         blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
         for (int e = blk_tid; e < 2048; e += 128) {
             const long long c0 = (long long)v11 + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
-            v14[e] = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
+            v14[blk_swz(e, 64, 8, 1, 7)] = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
         }
         __syncthreads();
         { /* dot, layout mma: accumulates in place in var0 (registers); operands from shared memory */
@@ -65,11 +65,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 unsigned a[2][4], b[4][2];
                 #pragma unroll
                 for (int i = 0; i < 2; i++)
-                    blk_ldmatrix_x4(a[i], &blk_A[(blk_wr0 + i * 16 + (blk_lane & 15)) * 32 + k + (blk_lane >> 4) * 8]);
+                    blk_ldmatrix_x4(a[i], &blk_A[blk_swz((blk_wr0 + i * 16 + (blk_lane & 15)) * 32 + k + (blk_lane >> 4) * 8, 32, 8, 2, 3)]);
                 #pragma unroll
                 for (int j = 0; j + 1 < 4; j += 2) {
                     unsigned t[4];
-                    blk_ldmatrix_x4_trans(t, &blk_B[(k + (blk_lane & 15)) * 64 + blk_wc0 + j * 8 + (blk_lane >> 4) * 8]);
+                    blk_ldmatrix_x4_trans(t, &blk_B[blk_swz((k + (blk_lane & 15)) * 64 + blk_wc0 + j * 8 + (blk_lane >> 4) * 8, 64, 8, 1, 7)]);
                     b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];
                 }
                 #pragma unroll
@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
-                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_row * K_ + k]) * (float)blk_f16_to_f32(v14[k * N_ + blk_col]);
+                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)]) * (float)blk_f16_to_f32(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]);
                 var0[blk_r] = blk_s;
             }
 #endif

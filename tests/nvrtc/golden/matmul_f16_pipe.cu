@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     const long long c0 = (long long)v2 + (e / 32);
                     const long long c1 = (long long)blk_fiv + (e % 32);
                     const int blk_nb = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? (int)(p_A.shape[1] - c1 >= 8 ? 8 : p_A.shape[1] - c1) * 2 : 0;
-                    blk_cp_async16(blk_ring + (long long)e * 2, blk_nb ? (const void *)&p_A.data[c0 * p_A.stride[0] + c1] : (const void *)p_A.data, blk_nb);
+                    blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, blk_nb ? (const void *)&p_A.data[c0 * p_A.stride[0] + c1] : (const void *)p_A.data, blk_nb);
                 }
             }
             { /* v14: B */
@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     const long long c0 = (long long)blk_fiv + (e / 64);
                     const long long c1 = (long long)v5 + (e % 64);
                     const int blk_nb = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? (int)(p_B.shape[1] - c1 >= 8 ? 8 : p_B.shape[1] - c1) * 2 : 0;
-                    blk_cp_async16(blk_ring + (long long)e * 2, blk_nb ? (const void *)&p_B.data[c0 * p_B.stride[0] + c1] : (const void *)p_B.data, blk_nb);
+                    blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, blk_nb ? (const void *)&p_B.data[c0 * p_B.stride[0] + c1] : (const void *)p_B.data, blk_nb);
                 }
             }
         }
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                         const long long c0 = (long long)v2 + (e / 32);
                         const long long c1 = (long long)blk_fiv + (e % 32);
                         const int blk_nb = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? (int)(p_A.shape[1] - c1 >= 8 ? 8 : p_A.shape[1] - c1) * 2 : 0;
-                        blk_cp_async16(blk_ring + (long long)e * 2, blk_nb ? (const void *)&p_A.data[c0 * p_A.stride[0] + c1] : (const void *)p_A.data, blk_nb);
+                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, blk_nb ? (const void *)&p_A.data[c0 * p_A.stride[0] + c1] : (const void *)p_A.data, blk_nb);
                     }
                 }
                 { /* v14: B */
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                         const long long c0 = (long long)blk_fiv + (e / 64);
                         const long long c1 = (long long)v5 + (e % 64);
                         const int blk_nb = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? (int)(p_B.shape[1] - c1 >= 8 ? 8 : p_B.shape[1] - c1) * 2 : 0;
-                        blk_cp_async16(blk_ring + (long long)e * 2, blk_nb ? (const void *)&p_B.data[c0 * p_B.stride[0] + c1] : (const void *)p_B.data, blk_nb);
+                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, blk_nb ? (const void *)&p_B.data[c0 * p_B.stride[0] + c1] : (const void *)p_B.data, blk_nb);
                     }
                 }
             }
@@ -108,11 +108,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 unsigned a[2][4], b[4][2];
                 #pragma unroll
                 for (int i = 0; i < 2; i++)
-                    blk_ldmatrix_x4(a[i], &blk_A[(blk_wr0 + i * 16 + (blk_lane & 15)) * 32 + k + (blk_lane >> 4) * 8]);
+                    blk_ldmatrix_x4(a[i], &blk_A[blk_swz((blk_wr0 + i * 16 + (blk_lane & 15)) * 32 + k + (blk_lane >> 4) * 8, 32, 8, 2, 3)]);
                 #pragma unroll
                 for (int j = 0; j + 1 < 4; j += 2) {
                     unsigned t[4];
-                    blk_ldmatrix_x4_trans(t, &blk_B[(k + (blk_lane & 15)) * 64 + blk_wc0 + j * 8 + (blk_lane >> 4) * 8]);
+                    blk_ldmatrix_x4_trans(t, &blk_B[blk_swz((k + (blk_lane & 15)) * 64 + blk_wc0 + j * 8 + (blk_lane >> 4) * 8, 64, 8, 1, 7)]);
                     b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];
                 }
                 #pragma unroll
@@ -128,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
-                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_row * K_ + k]) * (float)blk_f16_to_f32(v14[k * N_ + blk_col]);
+                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)]) * (float)blk_f16_to_f32(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]);
                 var0[blk_r] = blk_s;
             }
 #endif
