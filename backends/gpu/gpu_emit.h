@@ -213,6 +213,9 @@ void bk_gpu_sync(BkGpuEm *em);
 void bk_gpu_min_lit(char *buf, size_t n, int dt);
 void bk_gpu_max_lit(char *buf, size_t n, int dt);
 
+/* ------------------------------------------------------------ gpu_expr.c
+ * bk_gpu_line .. bk_gpu_elem_expr above are defined in gpu_expr.c */
+
 /* ------------------------------------------------------------ gpu_layout.c */
 int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
 /* the emitter state of kernel f (every decision made; out may be NULL);
