@@ -249,9 +249,11 @@ static void print_view_of(DslBuf *o, const IrFunc *f, int param, int view)
     dsl_buf_printf(o, "]");
 }
 
-static void print_region(DslBuf *o, const IrFunc *f, int r, int depth);
+static void print_region(DslBuf *o, const IrFunc *f, int r, int depth,
+                         const char *const *notes);
 
-static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
+static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth,
+                        const char *const *notes)
 {
     const IrInstr *in = &f->ins[id];
     char ty[128];
@@ -375,16 +377,18 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
         ir_type_str(&in->type, ty, sizeof ty);
         dsl_buf_printf(o, " : %s", ty);
     }
+    if (notes && notes[id] && notes[id][0])
+        dsl_buf_printf(o, " @ %s", notes[id]);
     if (in->region[0] >= 0) {
         dsl_buf_printf(o, " {\n");
-        print_region(o, f, in->region[0], depth + 1);
+        print_region(o, f, in->region[0], depth + 1, notes);
         for (int i = 0; i < depth; i++)
             dsl_buf_put(o, "  ", 2);
         dsl_buf_printf(o, "}");
         if (in->region[1] >= 0 && (in->op == IR_WHILE ||
                                    f->regions[in->region[1]].n > 0)) {
             dsl_buf_printf(o, in->op == IR_WHILE ? " do {\n" : " else {\n");
-            print_region(o, f, in->region[1], depth + 1);
+            print_region(o, f, in->region[1], depth + 1, notes);
             for (int i = 0; i < depth; i++)
                 dsl_buf_put(o, "  ", 2);
             dsl_buf_printf(o, "}");
@@ -393,15 +397,22 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth)
     dsl_buf_printf(o, "\n");
 }
 
-static void print_region(DslBuf *o, const IrFunc *f, int r, int depth)
+static void print_region(DslBuf *o, const IrFunc *f, int r, int depth,
+                         const char *const *notes)
 {
     const IrRegion *reg = &f->regions[r];
     for (int i = 0; i < reg->n; i++)
         if (!f->ins[reg->ins[i]].dead)
-            print_instr(o, f, reg->ins[i], depth);
+            print_instr(o, f, reg->ins[i], depth, notes);
 }
 
 void ir_print_func(DslBuf *o, const IrFunc *f)
+{
+    ir_print_func_notes(o, f, NULL, NULL);
+}
+
+void ir_print_func_notes(DslBuf *o, const IrFunc *f, const char *const *notes,
+                         const char *const *var_notes)
 {
     char ty[128];
     dsl_buf_printf(o, "%s %s(", f->is_device ? "device" : "kernel", f->name);
@@ -436,14 +447,17 @@ void ir_print_func(DslBuf *o, const IrFunc *f)
     dsl_buf_printf(o, " warps(%d) stages(%d)\n", f->warps, f->stages);
     for (int i = 0; i < f->nvars; i++) {
         ir_type_str(&f->vars[i].type, ty, sizeof ty);
-        dsl_buf_printf(o, "  var %s : %s\n", f->vars[i].name, ty);
+        dsl_buf_printf(o, "  var %s : %s", f->vars[i].name, ty);
+        if (var_notes && var_notes[i] && var_notes[i][0])
+            dsl_buf_printf(o, " @ %s", var_notes[i]);
+        dsl_buf_printf(o, "\n");
     }
     if (f->grid_region >= 0) {
         dsl_buf_printf(o, "grid:\n");
-        print_region(o, f, f->grid_region, 1);
+        print_region(o, f, f->grid_region, 1, NULL);
     }
     dsl_buf_printf(o, "body:\n");
-    print_region(o, f, 0, 1);
+    print_region(o, f, 0, 1, notes);
 }
 
 void ir_print_module(DslBuf *o, const IrModule *m)

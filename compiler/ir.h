@@ -191,6 +191,11 @@ bool ir_shape_eq(const IrType *a, const IrType *b);
 void ir_view_shape(const IrFunc *f, const IrView *v, IrType *out); /* shape only */
 void ir_type_str(const IrType *t, char *buf, size_t n);   /* "f32[64, 64]" */
 void ir_print_func(DslBuf *out, const IrFunc *f);
+/* ir_print_func with a note per instruction (notes[id], may be NULL or "")
+ * printed as ` @ NOTE` after its type, and per var (var_notes[v]); either
+ * array may be NULL (the GPU backends' --emit=gpu-ir) */
+void ir_print_func_notes(DslBuf *out, const IrFunc *f, const char *const *notes,
+                         const char *const *var_notes);
 void ir_print_module(DslBuf *out, const IrModule *m);
 /* For passes that replace values: repl[v] is v's replacement (v itself if
  * none), possibly chained. ir_resolve follows v to its end; ir_rewrite_uses

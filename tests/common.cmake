@@ -31,6 +31,10 @@ endfunction()
 #                    examples/*.blk (plain; with every specialization fact,
 #                    plus lib/), and of tests/gpu/data, tests/cli/data and
 #                    lib/ through the whole pipeline
+#   PREFIX_gpuir     --emit=gpu-ir goldens of examples matmul, softmax,
+#                    flash_attention (LABEL and golden)
+#   PREFIX_regcheck  (CUDA) the static checks of the register-resident
+#                    matmul main loop: ptxas -v spills, PTX shared traffic
 function(blkc_gpu_compile_tests prefix label)
   set(_t ${prefix}_compile)
   blkc_c_test(${_t} ${PROJECT_SOURCE_DIR}/tests/nvrtc/gpu_compile_test.c ${label} INTERNAL)
@@ -49,6 +53,18 @@ function(blkc_gpu_compile_tests prefix label)
   target_compile_definitions(${_t} PRIVATE BLKC_HAVE_PIPELINE)
   file(GLOB _blk_examples ${PROJECT_SOURCE_DIR}/examples/*.blk)
   file(GLOB _blk_lib ${PROJECT_SOURCE_DIR}/lib/*.blk)
+  add_test(NAME ${prefix}_gpuir COMMAND ${_t} gpuir
+           ${PROJECT_SOURCE_DIR}/examples/matmul.blk
+           ${PROJECT_SOURCE_DIR}/examples/softmax.blk
+           ${PROJECT_SOURCE_DIR}/examples/flash_attention.blk)
+  set_tests_properties(${prefix}_gpuir PROPERTIES LABELS "${label};golden"
+                       SKIP_RETURN_CODE 77)
+  if(NOT "HIP" IN_LIST ARGN)
+    add_test(NAME ${prefix}_regcheck COMMAND ${_t} regcheck
+             ${PROJECT_SOURCE_DIR}/examples/matmul.blk)
+    set_tests_properties(${prefix}_regcheck PROPERTIES LABELS "${label}"
+                         SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endif()
   if(_blk_examples)
     add_test(NAME ${prefix}_examples COMMAND ${_t} blk ${_blk_examples})
     add_test(NAME ${prefix}_examples_spec COMMAND ${_t} blkspec ${_blk_examples}

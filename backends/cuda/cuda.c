@@ -2,7 +2,7 @@
  * (gpu_emit.c) and in-process compilation with NVRTC, loaded with dlopen so
  * that the build links no CUDA library.
  *
- * Stages: "cuda" (CUDA C text), "ptx" (PTX text for compute_XX), "cubin"
+ * Stages: "gpu-ir" (Core IR with the GPU layouts), "cuda" (CUDA C text), "ptx" (PTX text for compute_XX), "cubin"
  * (the default: a cubin for real archs sm_XX, PTX for compute_XX archs).
  * --arch defaults to sm_80. */
 #include "../gpu/gpu_emit.h"
@@ -82,6 +82,30 @@ static const char *const cuda_prelude[] = {
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\\n\"\n",
     "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a));\n",
+    "}\n",
+    "__device__ inline void blk_ldmatrix_x1(unsigned r[1], const void *p)\n",
+    "{\n",
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\\n\"\n",
+    "                 : \"=r\"(r[0]) : \"r\"(a));\n",
+    "}\n",
+    "__device__ inline void blk_ldmatrix_x2(unsigned r[2], const void *p)\n",
+    "{\n",
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\\n\"\n",
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a));\n",
+    "}\n",
+    "__device__ inline void blk_ldmatrix_x1_trans(unsigned r[1], const void *p)\n",
+    "{\n",
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\\n\"\n",
+    "                 : \"=r\"(r[0]) : \"r\"(a));\n",
+    "}\n",
+    "__device__ inline void blk_ldmatrix_x4_trans(unsigned r[4], const void *p)\n",
+    "{\n",
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n",
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n",
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n",
     "}\n",
     "__device__ inline void blk_mma_f16(float c[4], const unsigned a[4], const unsigned b[2])\n",
     "{\n",
@@ -374,11 +398,11 @@ static int nvrtc_compile(const IrModule *m, const char *src, const char *arch,
 
 /* ------------------------------------------------------------ backend */
 
-static const char *const cuda_stages[] = {"cuda", "ptx", "cubin", NULL};
+static const char *const cuda_stages[] = {"gpu-ir", "cuda", "ptx", "cubin", NULL};
 
 static bool cuda_stage_is_text(const char *stage)
 {
-    return !strcmp(stage, "cuda") || !strcmp(stage, "ptx");
+    return !strcmp(stage, "cuda") || !strcmp(stage, "ptx") || !strcmp(stage, "gpu-ir");
 }
 
 static int cuda_emit(const IrModule *m, const BkOptions *o, const char *stage,
@@ -387,10 +411,13 @@ static int cuda_emit(const IrModule *m, const BkOptions *o, const char *stage,
     const char *arch = o && o->arch ? o->arch : "sm_80";
     if (!stage)
         stage = "cubin";
-    if (strcmp(stage, "cuda") && strcmp(stage, "ptx") && strcmp(stage, "cubin")) {
-        snprintf(err, errlen, "cuda: unknown stage '%s' (cuda, ptx, cubin)", stage);
+    if (strcmp(stage, "cuda") && strcmp(stage, "ptx") && strcmp(stage, "cubin") &&
+        strcmp(stage, "gpu-ir")) {
+        snprintf(err, errlen, "cuda: unknown stage '%s' (gpu-ir, cuda, ptx, cubin)", stage);
         return -1;
     }
+    if (!strcmp(stage, "gpu-ir"))
+        return bk_gpu_emit_gpu_ir(m, &bk_gpu_cuda_dialect, out, err, errlen);
     if (!strcmp(stage, "cuda"))
         return bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, out, err, errlen);
     DslBuf src = {0};

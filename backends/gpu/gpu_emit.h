@@ -1,8 +1,9 @@
 /* gpu_emit.h — the GPU C emitter shared by the CUDA and HIP backends.
  *
  * Both backends turn Core IR into the same kind of C++ source: one
- * `extern "C" __global__` function per kernel, every tile in shared memory,
- * every tile op a block-strided loop. What differs between CUDA C and HIP C
+ * `extern "C" __global__` function per kernel; tiles in shared memory (each
+ * tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
+ * them in registers (dot accumulators, gpu_mma.c). What differs between CUDA C and HIP C
  * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
  * is data in a BkGpuDialect, so the two outputs cannot drift apart.
  *
@@ -77,6 +78,12 @@ bool bk_gpu_uses_ranks(const IrFunc *f);
 int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
                        char *err, size_t errlen);
 
+/* The `gpu-ir` stage: each kernel's Core IR with the layout the backend
+ * chose for every tile value and var (` @ LAYOUT`), the conversions
+ * marked. 0, or -1 with a message in err (gpu_layouts.c). */
+int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
+                       char *err, size_t errlen);
+
 /* Launch facts of one kernel (same layout decisions as the emitter). */
 int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl,
                        BkGpuKernelInfo *info, char *err, size_t errlen);
@@ -102,6 +109,18 @@ typedef struct BkGpuAcc {
 
 #define BK_GPU_MAXACC 64   /* accesses tracked per barrier-free segment */
 
+/* Layouts of tile values (gpu_layouts.c). */
+typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA } BkGpuLay;
+
+/* The register layout of an MMA tile var: a wm x wn grid of warps, each
+ * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. */
+typedef struct BkGpuMma {
+    bool on;                  /* the var is held in registers */
+    int wm, wn, WM, WN;
+    int fm, fn, mt, nt;
+    long long M, N;
+} BkGpuMma;
+
 typedef struct BkGpuEm {
     const IrFunc *f;          /* the kernel being emitted */
     const BkGpuDialect *dl;   /* CUDA or HIP */
@@ -122,6 +141,13 @@ typedef struct BkGpuEm {
     long long smem;           /* dynamic shared memory bytes */
     int *pipe;                /* LOAD held in a cp.async ring: its FOR, else
                                  -1; FOR: number of such loads (gpu_mem.c) */
+    int *lay;                 /* BkGpuLay of each value (gpu_layouts.c) */
+    bool *cvt;                /* var.get converting an MMA var to shared */
+    BkGpuMma *vmma;           /* per var: its register layout, if on */
+    int *mvar;                /* MMA values and var.sets: their var, else -1 */
+    bool *swz;                /* loads stored swizzled (bk_gpu_swz_idx) */
+    int group_m;              /* program ids (0, 1) in groups of group_m
+                                 rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
@@ -187,9 +213,43 @@ void bk_gpu_sync(BkGpuEm *em);
 void bk_gpu_min_lit(char *buf, size_t n, int dt);
 void bk_gpu_max_lit(char *buf, size_t n, int dt);
 
+/* ------------------------------------------------------------ gpu_expr.c
+ * bk_gpu_line .. bk_gpu_elem_expr above are defined in gpu_expr.c */
+
 /* ------------------------------------------------------------ gpu_layout.c */
 int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
+/* the emitter state of kernel f (every decision made; out may be NULL);
+ * 0, or -1 with the message in err (gpu_emit.c) */
+int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
+                   DslBuf *out, char *err, size_t errlen);
 void bk_gpu_em_free(BkGpuEm *em);
+
+/* ------------------------------------------------------------ gpu_layouts.c */
+/* fills lay, cvt, vmma (after fusion and var aliases, before shared-memory
+ * offsets); regof = region of each instruction; 0 or -1 */
+int bk_gpu_layouts(BkGpuEm *em, const int *regof);
+/* C expressions of the row and column of register (mt, nt, i) of MMA var v
+ * (i < 4: the element within the fragment this lane holds) */
+void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
+                       const char *i, char *row, size_t rn, char *col, size_t cn);
+/* The dot a `var.set v, x` of an MMA var accumulates: x (dot with the
+ * var as accumulator) or the dot of x = add(rest, dot) with *rest set;
+ * -1 if none */
+int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
+/* The shared-memory element index of element `e` of tile v as C text:
+ * `blk_swz(e, ...)` for a swizzled tile (em->swz: loads read only by
+ * register dots through ldmatrix), else `e` itself */
+void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n);
+/* the layout of value id / var v as text (--emit=gpu-ir, comments) */
+void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
+void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
+
+/* ------------------------------------------------------------ gpu_mma.c
+ * ops on MMA (register) tiles: declarations, var.set, dot, conversions */
+void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
+void bk_gpu_mma_vset(BkGpuEm *em, int id);     /* var.set of an MMA var */
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
+void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */

@@ -3,7 +3,9 @@
  * defined outside it alive to the loop's end), fused values (splat CONSTs,
  * BCASTs and single-use elementwise ops computed where they are read),
  * storage aliases (RESHAPE; VGET reading its var in place) and the first-fit
- * shared-memory offsets of everything else. Entry: bk_gpu_analyze. */
+ * shared-memory offsets of everything else (after the layout pass of
+ * gpu_layouts.c has taken the register-resident tiles out). Entry:
+ * bk_gpu_analyze. */
 #include "gpu_emit.h"
 
 #include <stdlib.h>
@@ -259,11 +261,17 @@ int bk_gpu_analyze(BkGpuEm *em)
             em->var_of[i] = in->param;
     }
 
+    /* which tiles live in registers (gpu_layouts.c) */
+    if (bk_gpu_layouts(em, regof) < 0) {
+        free(regof);
+        free(owner);
+        return -1;
+    }
     /* shared memory: tile vars first (live throughout), then first fit */
     long long top = 0;
     for (int v = 0; v < f->nvars; v++) {
         em->var_off[v] = -1;
-        if (f->vars[v].type.rank == 0)
+        if (f->vars[v].type.rank == 0 || em->vmma[v].on)
             continue;
         em->var_off[v] = top;
         top += (ir_numel(&f->vars[v].type) *
@@ -288,7 +296,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
-            em->var_of[i] >= 0 || em->virt[i])
+            em->var_of[i] >= 0 || em->virt[i] || em->lay[i] == BK_LAY_MMA)
             continue;
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
                 ~15LL;
@@ -352,6 +360,16 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->off);
     free(em->var_off);
     free(em->pipe);
+    free(em->lay);
+    free(em->cvt);
+    free(em->vmma);
+    free(em->mvar);
+    free(em->swz);
+    em->mvar = NULL;
+    em->swz = NULL;
     em->pipe = NULL;
+    em->lay = NULL;
+    em->cvt = NULL;
+    em->vmma = NULL;
 }
 

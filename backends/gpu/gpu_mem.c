@@ -333,10 +333,12 @@ static void load_scalar(BkGpuEm *em, int id)
         bk_gpu_line(em, "}");
         return;
     }
+    char se[128];
+    bk_gpu_swz_idx(em, id, "e", se, sizeof se);
     bk_gpu_decl_tile(em, id);
     bk_gpu_loop_open(em, &in->type);
     bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-    bk_gpu_line(em, "v%d[e] = (%s%s) ? %s[%s] : %s;", id, ok, m, base, addr,
+    bk_gpu_line(em, "v%d[%s] = (%s%s) ? %s[%s] : %s;", id, se, ok, m, base, addr,
                 pad);
     bk_gpu_loop_close(em);
 }
@@ -359,9 +361,12 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
     bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I, W, p,
                 I, m);
+    char se[128], sj[128];
+    bk_gpu_swz_idx(em, id, "e", se, sizeof se);
+    bk_gpu_swz_idx(em, id, "blk_e", sj, sizeof sj);
     if (pad)
-        bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[e] = *(const uint4 *)&%s[%s];",
-                    id, base, addr);
+        bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[%s] = *(const uint4 *)&%s[%s];",
+                    id, se, base, addr);
     else
         bk_gpu_line(em, "if (blk_full) *(uint4 *)&%s[%s] = *(const uint4 *)blk_vb;", base,
                     addr);
@@ -375,7 +380,7 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     bk_gpu_view_at(em, id, "blk_e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
     mask_term_at(em, mask, "blk_e", mj, sizeof mj);
     if (pad)
-        bk_gpu_line(em, "v%d[blk_e] = (%s%s) ? %s[%s] : %s;", id, ok, mj, base, addr, pad);
+        bk_gpu_line(em, "v%d[%s] = (%s%s) ? %s[%s] : %s;", id, sj, ok, mj, base, addr, pad);
     else
         bk_gpu_line(em, "if (%s%s) %s[%s] = blk_vb[blk_j];", ok, mj, base, addr);
     em->indent--;
@@ -571,8 +576,10 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
          * min(W, shape - c) elements are; cp.async zero-fills the rest */
         bk_gpu_line(em, "const int blk_nb = (%s) ? (int)(p_%s.shape[%d] - c%d >= %d ? %d : p_%s.shape[%d] - c%d) * %d : 0;",
                     ok, p->name, I, I, W, W, p->name, I, I, sz);
-        bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)e * %d, blk_nb ? (const void *)&%s[%s] : (const void *)%s, blk_nb);",
-                    sz, base, addr, base);
+        char se[128];
+        bk_gpu_swz_idx(em, id, "e", se, sizeof se);
+        bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, blk_nb ? (const void *)&%s[%s] : (const void *)%s, blk_nb);",
+                    se, sz, base, addr, base);
         em->indent--;
         bk_gpu_line(em, "}");
         em->indent--;

@@ -75,8 +75,8 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
 static void reads(const BkGpuEm *em, Accs *s, int v, int map, int depth)
 {
     const IrInstr *in = &em->f->ins[v];
-    if (in->type.rank == 0)
-        return;
+    if (in->type.rank == 0 || em->lay[v] == BK_LAY_MMA)
+        return; /* scalars, registers */
     if (depth > 8) {
         s->bad = true;
         return;
@@ -145,7 +145,11 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     }
     case IR_VGET:
-        if (!tile || em->var_of[id] >= 0)
+        if (tile && em->cvt[id]) { /* registers -> its tile, by fragment */
+            tile_acc(em, s, id, 0, true);
+            break;
+        }
+        if (!tile || em->var_of[id] >= 0 || em->lay[id] == BK_LAY_MMA)
             return 1;
         add(s, em->var_off[in->param], ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype),
             dsl_dtype_bytes(in->type.dtype), 1, false);
@@ -153,6 +157,17 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     case IR_VSET: {
         const IrType *vt = &f->vars[in->param].type;
+        if (em->vmma[in->param].on) { /* registers: what its expression reads */
+            int x = in->opnd[0], rest = -1, d = bk_gpu_set_dot(em, x, &rest);
+            if (d == x || (f->ins[x].op == IR_CONST && em->virt[x]))
+                return 1;
+            reads(em, s, d >= 0 ? rest : x, 0, 0);
+            if (d >= 0) {
+                reads(em, s, f->ins[d].opnd[0], 0, 0);
+                reads(em, s, f->ins[d].opnd[1], 0, 0);
+            }
+            break;
+        }
         if (vt->rank == 0)
             return 1;
         reads(em, s, in->opnd[0], 1, 0);
@@ -160,12 +175,22 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
             dsl_dtype_bytes(vt->dtype), 1, true);
         break;
     }
+    case IR_DOT: /* accumulating in registers: reads its operands only */
+        if (em->lay[id] != BK_LAY_MMA)
+            return -1;
+        if (in->opnd[2] < 0)
+            return 1; /* runs at its var.set */
+        reads(em, s, in->opnd[0], 0, 0);
+        reads(em, s, in->opnd[1], 0, 0);
+        break;
     case IR_LOAD: {
         if (em->pipe[id] >= 0)
             return 1; /* a pointer into its ring (filled by cp.async) */
         int map = tile ? bk_gpu_vec_width(em, id) : 0;
         if (!map)
             map = 1;
+        if (em->swz[id])
+            map = 0; /* swizzled: element e's bytes are elsewhere */
         s->gread = true;
         view_reads(em, s, in);
         if (tile) {

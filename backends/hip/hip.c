@@ -5,7 +5,7 @@
  * `hipcc --genco --offload-arch=ARCH` when hiprtc is absent or fails to
  * start. The build links no HIP library.
  *
- * Stages: "hip" (HIP C text), "hsaco" (the default: a code object).
+ * Stages: "gpu-ir" (Core IR with the GPU layouts), "hip" (HIP C text), "hsaco" (the default: a code object).
  * --arch defaults to gfx90a. */
 #include "../gpu/gpu_emit.h"
 
@@ -290,11 +290,11 @@ done:
 
 /* ------------------------------------------------------------ backend */
 
-static const char *const hip_stages[] = {"hip", "hsaco", NULL};
+static const char *const hip_stages[] = {"gpu-ir", "hip", "hsaco", NULL};
 
 static bool hip_stage_is_text(const char *stage)
 {
-    return !strcmp(stage, "hip");
+    return !strcmp(stage, "hip") || !strcmp(stage, "gpu-ir");
 }
 
 static int hip_emit(const IrModule *m, const BkOptions *o, const char *stage,
@@ -303,10 +303,12 @@ static int hip_emit(const IrModule *m, const BkOptions *o, const char *stage,
     const char *arch = o && o->arch ? o->arch : "gfx90a";
     if (!stage)
         stage = "hsaco";
-    if (strcmp(stage, "hip") && strcmp(stage, "hsaco")) {
-        snprintf(err, errlen, "hip: unknown stage '%s' (hip, hsaco)", stage);
+    if (strcmp(stage, "hip") && strcmp(stage, "hsaco") && strcmp(stage, "gpu-ir")) {
+        snprintf(err, errlen, "hip: unknown stage '%s' (gpu-ir, hip, hsaco)", stage);
         return -1;
     }
+    if (!strcmp(stage, "gpu-ir"))
+        return bk_gpu_emit_gpu_ir(m, &bk_gpu_hip_dialect, out, err, errlen);
     if (!strcmp(stage, "hip"))
         return bk_gpu_emit_module(m, &bk_gpu_hip_dialect, out, err, errlen);
     if (strncmp(arch, "gfx", 3) || strlen(arch) > 24 || strpbrk(arch, " '\"\\;")) {

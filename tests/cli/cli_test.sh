@@ -247,6 +247,10 @@ case_compile_stages() {
   expect 2 "no kernel named 'zz'" -- compile "$DATA/vadd.blk" --emit=core --entry=zz
   expect 2 "has no task" -- compile "$DATA/vadd.blk" --emit=task
   expect 0 "all_reduce %5 \[inserted\]" -- compile "$DATA/../../task/mlp.blk" --emit=task
+  # gpu-ir: Core IR with the GPU layouts (the stage selects cuda)
+  expect 0 "// kernel vadd \(CUDA C\): blockDim.x = 128" -- compile "$DATA/vadd.blk" --emit=gpu-ir
+  expect 0 "// kernel vadd \(HIP C\): blockDim.x = 256" -- compile "$DATA/vadd.blk" --target=hip --emit=gpu-ir
+  expect 2 "no stage 'gpu-ir' for target cpu" -- compile "$DATA/vadd.blk" --target=cpu --emit=gpu-ir
 }
 
 declare -F "case_$CASE" >/dev/null || fail "no such case"

@@ -8,7 +8,8 @@
 #       (every case against --device=cpu; small shapes with tails)
 #   paths   examples/ and tests/emu/tchain.blk on cuda-emu against the
 #       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
-#       BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM (the coverage nvrtc_emu had)
+#       BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (the all-shared
+#       path; the coverage nvrtc_emu had)
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
@@ -56,13 +57,15 @@ paths)
     done
     echo "ok $name ($path)"
   }
-  for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM; do
+  for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM BLKC_GPU_SMEM; do
     if [ $path != default ]; then export "$path=1"; fi
     one vector_add "$EX/vector_add.blk" "1e-6 1e-6" C N=1003
     one matmul "$EX/matmul.blk" "1e-4 1e-4" C M=200 N=144 K=112
     if [ $path = default ]; then # reductions / two dots: the default path only (time)
       one softmax "$EX/softmax.blk" "1e-5 1e-6" Y R=5 N=1008
       one flash_attention "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=130 scale=0.125
+      # a 10 x 3 grid: two groups of grouped program ids (GROUP_M = 8)
+      one matmul_groups "$EX/matmul.blk" "1e-4 1e-4" C M=600 N=144 K=112
     fi
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi

@@ -18,6 +18,12 @@
  *                                    through the whole pipeline (needs
  *                                    compiler/pipeline.c: BLKC_HAVE_PIPELINE)
  *   gpu_compile_test blkspec FILE... blk with every IR_ASSUME_* fact set
+ *   gpu_compile_test gpuir FILE...   --emit=gpu-ir of .blk files (every fact)
+ *                                    against golden BASENAME.gpuir
+ *   gpu_compile_test regcheck FILE   (CUDA) examples/matmul.blk at 128x128x32,
+ *                                    warps 4 and 8, stages(3): accumulator in
+ *                                    registers, no ptxas spills, no shared-
+ *                                    memory traffic of it in the main loop
  *   gpu_compile_test emit NAME S OUT the CUDA text after the prelude of
  *                                    hand-built kernel NAME (stages(S) if
  *                                    S > 0) with the emu harness's facts,
@@ -81,12 +87,22 @@ static void golden_one(const char *name)
     golden_mod(k_build_one(name), name);
 }
 
+static void golden_stage(IrModule *m, const char *name, const char *stage,
+                         const char *ext);
+
 /* Compares the text of module m (freed here) with golden file `name`. */
 static void golden_mod(IrModule *m, const char *name)
 {
+    golden_stage(m, name, TEXT_STAGE, GOLDEN_EXT);
+}
+
+/* The same for stage `stage`, golden file NAME.EXT. */
+static void golden_stage(IrModule *m, const char *name, const char *stage,
+                         const char *ext)
+{
     DslBuf out = {0};
     char err[2048] = "";
-    if (BK->emit(m, NULL, TEXT_STAGE, &out, err, sizeof err) < 0) {
+    if (BK->emit(m, NULL, stage, &out, err, sizeof err) < 0) {
         printf("FAIL golden %s: %s\n", name, err);
         failures++;
         ir_module_free(m);
@@ -96,7 +112,7 @@ static void golden_mod(IrModule *m, const char *name)
     body = body ? body + 1 : out.data;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/%s.%s", BLKC_SOURCE_DIR, GOLDEN_DIR, name,
-             GOLDEN_EXT);
+             ext);
     const char *upd = getenv("BLKC_UPDATE_GOLDEN");
     if (upd && *upd == '1') {
         FILE *f = fopen(path, "wb");
@@ -485,6 +501,222 @@ static int compile_blk(const char *path)
 }
 #endif
 
+#ifdef BLKC_HAVE_PIPELINE
+/* ------------------------------------------------------------ gpuir
+ * `gpuir FILE...`: the --emit=gpu-ir text (Core IR with the layouts the
+ * backend chose) of each .blk file with every specialization fact, against
+ * golden GOLDEN_DIR/BASENAME.gpuir. */
+static IrModule *blk_spec_module(const char *path, const char *const *defs, int ndefs)
+{
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) {
+        printf("FAIL %s: cannot read\n", path);
+        failures++;
+        return NULL;
+    }
+    DslSource src = {path, text, len};
+    DslDiags diags;
+    memset(&diags, 0, sizeof diags);
+    diags.src = &src;
+    IrModule *m = ir_compile_source(&src, &diags, defs, ndefs, NULL);
+    if (!m) {
+        printf("FAIL %s: does not compile:\n%s\n", path, diags.out.data ? diags.out.data : "");
+        failures++;
+    } else {
+        assume_all(m);
+    }
+    dsl_diags_free(&diags);
+    free(text);
+    return m;
+}
+
+static void gpuir_one(const char *path)
+{
+    IrModule *m = blk_spec_module(path, NULL, 0);
+    if (!m)
+        return;
+    const char *b = strrchr(path, '/');
+    char name[256];
+    snprintf(name, sizeof name, "%s", b ? b + 1 : path);
+    char *dot = strstr(name, ".blk");
+    if (dot)
+        *dot = 0;
+    golden_stage(m, name, "gpu-ir", "gpuir");
+}
+
+#ifndef GPU_TEST_HIP
+/* ------------------------------------------------------------ regcheck
+ * `regcheck MATMUL.blk`: examples/matmul.blk at BM = BN = 128, BK = 32,
+ * stages(3), warps 4 and 8, every specialization fact, through PTX for
+ * compute_80: the accumulator is in the mma layout (gpu-ir), `ptxas -v
+ * -arch=sm_80` reports no spills, and the main loop of the PTX (the back
+ * edge around the mma.sync instructions) has no st.shared and no f32
+ * ld.shared (operands arrive by cp.async and leave by ldmatrix; the
+ * accumulator never touches shared memory). Under BLKC_GPU_SMEM=1 (the old
+ * path) the same loop must have st.shared: the check can fail. */
+
+/* The number of lines of PTX text t in the innermost back-edge loop that
+ * holds every mma.sync, that contain `what`; -1 if no such loop. */
+static int loop_count(const char *t, const char *what, int *nmma)
+{
+    /* lines */
+    int nl = 0;
+    for (const char *q = t; *q; q++)
+        nl += *q == '\n';
+    const char **ln = malloc(sizeof(char *) * (size_t)(nl + 2));
+    int n = 0;
+    for (const char *q = t; q && *q; ) {
+        ln[n++] = q;
+        q = strchr(q, '\n');
+        if (q)
+            q++;
+    }
+    int first = -1, last = -1;
+    *nmma = 0;
+    for (int i = 0; i < n; i++) {
+        const char *e = strchr(ln[i], '\n');
+        size_t k = e ? (size_t)(e - ln[i]) : strlen(ln[i]);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(k < 511 ? k : 511), ln[i]);
+        if (strstr(line, "mma.sync")) {
+            if (first < 0)
+                first = i;
+            last = i;
+            ++*nmma;
+        }
+    }
+    int best_lo = -1, best_hi = -1;
+    for (int j = 0; j < n && first >= 0; j++) {
+        char line[512];
+        const char *e = strchr(ln[j], '\n');
+        size_t k = e ? (size_t)(e - ln[j]) : strlen(ln[j]);
+        snprintf(line, sizeof line, "%.*s", (int)(k < 511 ? k : 511), ln[j]);
+        const char *br = strstr(line, "bra");
+        if (!br || j < last)
+            continue;
+        const char *lab = strchr(br, '$');
+        if (!lab)
+            continue;
+        char target[128];
+        size_t tl = strcspn(lab, ";, \t");
+        snprintf(target, sizeof target, "%.*s:", (int)(tl < 120 ? tl : 120), lab);
+        for (int i = 0; i <= first; i++)
+            if (!strncmp(ln[i], target, strlen(target)) &&
+                (best_lo < 0 || i > best_lo || (i == best_lo && j < best_hi))) {
+                best_lo = i;
+                best_hi = j;
+            }
+    }
+    int c = -1;
+    if (best_lo >= 0) {
+        c = 0;
+        for (int i = best_lo; i <= best_hi; i++) {
+            const char *e = strchr(ln[i], '\n');
+            size_t k = e ? (size_t)(e - ln[i]) : strlen(ln[i]);
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(k < 511 ? k : 511), ln[i]);
+            if (strstr(line, what))
+                c++;
+        }
+    }
+    free(ln);
+    return c;
+}
+
+static int regcheck_one(const char *path, int warps, bool smem)
+{
+    static const char *const defs[] = {"BM=128", "BN=128", "BK=32"};
+    IrModule *m = blk_spec_module(path, defs, 3);
+    if (!m)
+        return 0;
+    m->funcs[0]->warps = warps;
+    m->funcs[0]->stages = 3;
+    char what[128];
+    snprintf(what, sizeof what, "matmul 128x128x32 warps(%d) stages(3)%s", warps,
+             smem ? " BLKC_GPU_SMEM" : "");
+    size_t n = 0;
+    int skip = 0;
+    char *ir = emit_text(m, "compute_80", "gpu-ir", &n, &skip);
+    if (ir)
+        expect(what, ir, n, "var acc : f32[128, 128] @ mma(", !smem);
+    free(ir);
+    char *ptx = emit_text(m, "compute_80", "ptx", &n, &skip);
+    ir_module_free(m);
+    if (!ptx)
+        return skip ? 77 : 0;
+    int nmma = 0;
+    int st = loop_count(ptx, "st.shared", &nmma);
+    int ldf = loop_count(ptx, "ld.shared.f32", &nmma) +
+              loop_count(ptx, "ld.shared.v2.f32", &nmma) +
+              loop_count(ptx, "ld.shared.v4.f32", &nmma);
+    int cpa = loop_count(ptx, "cp.async.cg.shared.global", &nmma);
+    int ldm = loop_count(ptx, "ldmatrix", &nmma);
+    if (st < 0) {
+        printf("FAIL %s: no loop around the %d mma.sync of the PTX\n", what, nmma);
+        failures++;
+    } else if (!smem && (st != 0 || ldf != 0 || cpa <= 0 || ldm <= 0)) {
+        printf("FAIL %s: main loop has %d st.shared, %d f32 ld.shared, %d cp.async, "
+               "%d ldmatrix (want 0, 0, > 0, > 0)\n", what, st, ldf, cpa, ldm);
+        failures++;
+    } else if (smem && st == 0) {
+        printf("FAIL %s: main loop has no st.shared on the all-shared path\n", what);
+        failures++;
+    } else {
+        printf("ok %s: main loop: %d mma.sync, %d ldmatrix, %d cp.async, %d st.shared, "
+               "%d f32 ld.shared\n", what, nmma, ldm, cpa, st, ldf);
+    }
+    char tool[1024];
+    if (smem || !find_tool("ptxas", tool, sizeof tool)) {
+        free(ptx);
+        return 0;
+    }
+    char tmpl[] = "/tmp/blkc_ptx_XXXXXX";
+    int fd = mkstemp(tmpl);
+    bool okw = fd >= 0 && write(fd, ptx, strlen(ptx)) == (ssize_t)strlen(ptx);
+    if (fd >= 0)
+        close(fd);
+    free(ptx);
+    char cmd[2300], outp[64];
+    snprintf(outp, sizeof outp, "%s.log", tmpl);
+    snprintf(cmd, sizeof cmd, "'%s' -v -arch=sm_80 '%s' -o /dev/null > '%s' 2>&1", tool,
+             tmpl, outp);
+    if (!okw || system(cmd) != 0) {
+        printf("FAIL %s: ptxas -v -arch=sm_80 failed\n", what);
+        failures++;
+    } else {
+        char *log = read_file(outp, NULL);
+        const char *sp = log ? strstr(log, "bytes spill stores") : NULL;
+        const char *rg = log ? strstr(log, "Used ") : NULL;
+        long stores = -1, loads = -1, nreg = -1;
+        if (sp) {
+            const char *b = sp;
+            while (b > log && b[-1] != '\n' && b[-1] != ',')
+                b--;
+            stores = strtol(b, NULL, 10);
+            const char *l = strstr(sp, ", ");
+            if (l)
+                loads = strtol(l + 2, NULL, 10);
+        }
+        if (rg)
+            nreg = strtol(rg + 5, NULL, 10);
+        if (stores != 0 || loads != 0) {
+            printf("FAIL %s: ptxas -v sm_80: %ld bytes spill stores, %ld bytes spill loads\n%s",
+                   what, stores, loads, log ? log : "");
+            failures++;
+        } else {
+            printf("ok %s: ptxas -v sm_80: %ld registers, 0 bytes spill stores, "
+                   "0 bytes spill loads\n", what, nreg);
+        }
+        free(log);
+    }
+    unlink(tmpl);
+    unlink(outp);
+    return 0;
+}
+#endif
+#endif
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "compile";
@@ -547,6 +779,29 @@ int main(int argc, char **argv)
         printf("skip: built without compiler/pipeline.c (BLKC_HAVE_PIPELINE)\n");
         return 77;
 #endif
+    } else if (!strcmp(mode, "gpuir") || !strcmp(mode, "regcheck")) {
+#ifdef BLKC_HAVE_PIPELINE
+        unsetenv("BLKC_GPU_NOSYNCELIM");
+        unsetenv("BLKC_GPU_SMEM");
+        for (int i = 2; i < argc; i++) {
+            if (mode[0] == 'g') {
+                gpuir_one(argv[i]);
+                continue;
+            }
+#ifndef GPU_TEST_HIP
+            for (int w = 4; w <= 8; w += 4)
+                if (regcheck_one(argv[i], w, false) == 77)
+                    return 77;
+            setenv("BLKC_GPU_SMEM", "1", 1);
+            if (regcheck_one(argv[i], 4, true) == 77)
+                return 77;
+            unsetenv("BLKC_GPU_SMEM");
+#endif
+        }
+#else
+        printf("skip: built without compiler/pipeline.c (BLKC_HAVE_PIPELINE)\n");
+        return 77;
+#endif
     } else if (!strcmp(mode, "print")) { /* debugging aid: dump the text */
         IrModule *m = k_build_all();
         DslBuf out = {0};
@@ -559,7 +814,8 @@ int main(int argc, char **argv)
         ir_module_free(m);
         return 0;
     } else {
-        fprintf(stderr, "usage: %s golden|vec|compile|blk FILE...|blkspec FILE...|print\n",
+        fprintf(stderr, "usage: %s golden|vec|compile|blk FILE...|blkspec FILE...|"
+                "gpuir FILE...|regcheck FILE|print\n",
                 argv[0]);
         return 2;
     }

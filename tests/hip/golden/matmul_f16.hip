@@ -1,6 +1,6 @@
 // kernel matmul_f16 (.blk line 0): blockDim.x = 256 (4 warps of 64),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 40960 bytes
-extern "C" __constant__ int blk_smem_matmul_f16 = 40960;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 16384 bytes
+extern "C" __constant__ int blk_smem_matmul_f16 = 16384;
 extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     BlkTensor<blk_f16, 2> p_A,
     BlkTensor<blk_f16, 2> p_B,
@@ -10,82 +10,103 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     const int blk_tid = threadIdx.x;
     const int blk_lane = blk_tid % 64, blk_warp = blk_tid / 64;
     (void)blk_lane; (void)blk_warp; (void)blk_smem;
-    float *var0 = (float *)(blk_smem + 0); /* var acc : f32[64, 64] */
+    /* var acc : f32[64, 64], layout mma(2x2 warps of 32x32, 2x2 fragments of 16x16, 16 registers per thread) */
+    float var0[16];
+    const int blk_wr0 = (blk_warp / 2) * 32, blk_wc0 = (blk_warp % 2) * 32;
+    (void)blk_wr0; (void)blk_wc0;
+    // program ids in groups of 8 along program_id(0) (L2 reuse)
+    int blk_pid0, blk_pid1;
+    {
+        const int np0 = (int)gridDim.x, np1 = (int)gridDim.y;
+        const int lin = (int)blockIdx.x + (int)blockIdx.y * np0;
+        const int first = lin / (8 * np1) * 8;
+        const int gs = np0 - first < 8 ? np0 - first : 8;
+        const int r = lin % (8 * np1);
+        blk_pid0 = first + r % gs;
+        blk_pid1 = r / gs;
+    }
     // line 3
-    const int v0 = (int)blockIdx.x;
+    const int v0 = blk_pid0;
     const int v1 = 64;
     const int v2 = (v0 * v1);
-    const int v3 = (int)blockIdx.y;
+    const int v3 = blk_pid1;
     const int v4 = 64;
     const int v5 = (v3 * v4);
     // line 5
     /* v6 = splat 0.0f, computed where it is read */
-    for (int e = blk_tid; e < 4096; e += 256) {
-        var0[e] = 0.0f;
-    }
+    #pragma unroll
+    for (int blk_r = 0; blk_r < 16; blk_r++) var0[blk_r] = 0.0f; /* registers */
     // line 6
     const int v8 = (int)p_A.shape[1];
     const int v9 = 32;
     const int v10 = 0;
-    __syncthreads();
     // stages(2) ignored: no cp.async on AMD GPUs; loads go through registers
     for (int v11 = v10; v11 < v8; v11 += v9) {
         // line 7
-        float *v12 = var0; /* f32[64, 64], reads the var in place */
-        blk_f16 *v13 = (blk_f16 *)(blk_smem + 16384); /* f16[64, 32] */
+        /* v12 = var0, layout mma: read in place (registers) */
+        blk_f16 *v13 = (blk_f16 *)(blk_smem + 0); /* f16[64, 32] */
         for (int e = blk_tid; e < 2048; e += 256) {
             const long long c0 = (long long)v2 + (e / 32);
             const long long c1 = (long long)v11 + (e % 32);
             v13[e] = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
         }
-        blk_f16 *v14 = (blk_f16 *)(blk_smem + 20480); /* f16[32, 64] */
+        blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
         for (int e = blk_tid; e < 2048; e += 256) {
             const long long c0 = (long long)v11 + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
             v14[e] = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
         }
         __syncthreads();
-        float *v15 = (float *)(blk_smem + 24576); /* f32[64, 64] */
+        { /* dot, layout mma: accumulates in place in var0 (registers); operands from shared memory */
+            const blk_f16 *blk_A = v13, *blk_B = v14;
+            (void)blk_A; (void)blk_B;
 #if BLK_HAVE_MFMA
-        /* tensor cores: MFMA 16x16, operands in shared memory */
-        for (int t = blk_warp; t < 16; t += 4) {
-            const int bb = t / 16, tm = (t / 4) % 4 * 16, tn = t % 4 * 16;
-            const blk_f16 *A = v13 + 0 * 2048;
-            const blk_f16 *B = v14 + 0 * 2048;
-            float *C = v15 + bb * 4096;
+            const _Float16 *blk_Ae = (const _Float16 *)blk_A, *blk_Be = (const _Float16 *)blk_B;
             const int r16 = blk_lane & 15, kq = blk_lane >> 4;
-            blk_float4 c;
-            for (int j = 0; j < 4; j++) c[j] = v12[bb * 4096 + (tm + 4 * kq + j) * 64 + tn + r16];
+            #pragma unroll
             for (int k = 0; k < 32; k += 16) {
-                blk_half4 a, b;
-                const _Float16 *Ab = (const _Float16 *)A, *Bb = (const _Float16 *)B;
-                for (int j = 0; j < 4; j++) {
-                    a[j] = Ab[(tm + r16) * 32 + k + 4 * kq + j];
-                    b[j] = Bb[(k + 4 * kq + j) * 64 + tn + r16];
-                }
-                c = blk_mfma_16x16x16_f16(a, b, c);
+                blk_half4 a[2], b[2];
+                #pragma unroll
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 16 + r16) * 32 + k + 4 * kq + j];
+                #pragma unroll
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kq + j) * 64 + blk_wc0 + i * 16 + r16];
+                #pragma unroll
+                for (int i = 0; i < 2; i++)
+                    #pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        float *c = &var0[(i * 2 + j) * 4];
+                        blk_float4 cc = {c[0], c[1], c[2], c[3]};
+                        cc = blk_mfma_16x16x16_f16(a[i], b[j], cc);
+                        c[0] = cc[0]; c[1] = cc[1]; c[2] = cc[2]; c[3] = cc[3];
+                    }
             }
-            for (int j = 0; j < 4; j++) C[(tm + 4 * kq + j) * 64 + tn + r16] = c[j];
-        }
 #else
-        for (int e = blk_tid; e < 4096; e += 256) {
-            const int bb = e / 4096, m = (e / 64) % 64, n = e % 64;
-            float acc = v12[e];
-            const int M_ = 64, K_ = 32; (void)M_; (void)K_; (void)bb;
-            for (int k = 0; k < 32; k++)
-                acc = acc + (float)blk_f16_to_f32(v13[(m) * 32 + k]) * (float)blk_f16_to_f32(v14[(k) * 64 + n]);
-            v15[e] = acc;
-        }
+            #pragma unroll
+            for (int blk_r = 0; blk_r < 16; blk_r++) {
+                const int blk_row = (blk_wr0 + (blk_r / 8) * 16 + (blk_lane >> 4) * 4 + (blk_r % 4)), blk_col = (blk_wc0 + (blk_r / 4 % 2) * 16 + (blk_lane & 15));
+                float blk_s = var0[blk_r];
+                const int K_ = 32, N_ = 64;
+                for (int k = 0; k < K_; k++)
+                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_row * K_ + k]) * (float)blk_f16_to_f32(v14[k * N_ + blk_col]);
+                var0[blk_r] = blk_s;
+            }
 #endif
-        __syncthreads();
-        for (int e = blk_tid; e < 4096; e += 256) {
-            var0[e] = v15[e];
         }
+        /* var.set acc: the dot accumulated in place (registers) */
         __syncthreads();
     }
     // line 9
-    float *v17 = var0; /* f32[64, 64], reads the var in place */
+    /* layout conversion: var acc mma (registers) -> shared, row-major */
+    float *v17 = (float *)(blk_smem + 0); /* f32[64, 64] */
+    #pragma unroll
+    for (int blk_r = 0; blk_r < 16; blk_r++) {
+        const int blk_row = (blk_wr0 + (blk_r / 8) * 16 + (blk_lane >> 4) * 4 + (blk_r % 4)), blk_col = (blk_wc0 + (blk_r / 4 % 2) * 16 + (blk_lane & 15));
+        v17[blk_row * 64 + blk_col] = var0[blk_r];
+    }
     /* v18 = cvt: fused into its use */
+    __syncthreads();
     for (int e = blk_tid; e < 4096; e += 256) {
         const long long c0 = (long long)v2 + (e / 64);
         const long long c1 = (long long)v5 + (e % 64);

@@ -1,0 +1,480 @@
+/* gpu_layouts.c — the layout pass of the GPU emitter: which tile values
+ * live distributed over the threads' registers, and which in shared memory.
+ *
+ * Layouts (BkGpuLay):
+ *   SHARED  the tile is in shared memory, row-major; the op that makes it
+ *           is a block-strided loop (thread t owns flat elements t, t + NT,
+ *           ...; vector forms runs of W). Fused values (em->virt) have no
+ *           storage: they are computed where they are read.
+ *   MMA     the tensor-core accumulator layout, in registers: the output
+ *           is split over a wm x wn grid of warps, each owning a WM x WN
+ *           block, held as mt x nt fragments of fm x fn (CUDA mma.sync
+ *           m16n8k16: 16x8, lane l holds rows l/4 and l/4 + 8, columns
+ *           2(l%4), 2(l%4)+1; HIP MFMA 16x16x16: 16x16, lane l holds rows
+ *           4(l/16) .. 4(l/16)+3 of column l%16). See bk_gpu_mma_rowcol.
+ *
+ * A tile var is MMA (held in registers across loop iterations) when every
+ * var.set (vset_ok) stores
+ *   - a splat constant;
+ *   - dot(a, b, var.get v): a tensor-core dot whose accumulator is a
+ *     var.get used by it alone, the dot used by the var.set alone, in the
+ *     same region, no other var.get / var.set of v in between: the dot
+ *     accumulates in place in v's registers where it is;
+ *   - a fused elementwise expression E (reg_expr) of var.gets of v (used
+ *     by E alone, no var.set of v since), constants, scalars and shared
+ *     tiles or broadcasts not involving v: computed per register;
+ *   - E + dot(a, b): E per register, then the dot accumulates into the
+ *     registers at the var.set (its operands kept live until then);
+ * and at least one var.set has a dot. Those var.gets and dots are MMA.
+ * Every other var.get of an MMA var is SHARED: one explicit conversion,
+ * each thread writing its fragments into the value's shared tile
+ * (em->cvt). Everything else is SHARED. A kernel with an MMA var also
+ * gets grouped program ids (em->group_m, emitted by gpu_emit.c).
+ * BLKC_GPU_SMEM=1 turns the pass off (every tile SHARED, the old path).
+ * Entry: bk_gpu_layouts. */
+#include "gpu_emit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows of output tiles per group of program ids in kernels whose body
+ * accumulates a dot in registers (Triton's GROUP_M). */
+#define GROUP_M 8
+
+/* The most accumulator registers one thread may hold (f32 each). */
+#define MAX_ACC_REGS 128
+
+/* Whether dot id can accumulate in registers on this dialect. */
+static bool dot_ok(const BkGpuEm *em, int id, int fn)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
+    if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
+        return false;
+    if (at->dtype != bt->dtype || (at->dtype != DT_F16 && at->dtype != DT_BF16) ||
+        in->type.dtype != DT_F32)
+        return false;
+    return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
+           at->shape[1] % 16 == 0;
+}
+
+/* The warp grid for an M x N accumulator: every warp owns a block of
+ * whole fragments; the squarest block (fewest operand fragments loaded
+ * per k step). 0 when none fits. */
+static int pick_grid(BkGpuEm *em, BkGpuMma *g, long long M, long long N)
+{
+    int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    long long best = -1;
+    for (int wm = 1; wm <= nw; wm++) {
+        if (nw % wm)
+            continue;
+        int wn = nw / wm;
+        if (M % (fm * wm) || N % (fn * wn))
+            continue;
+        long long WM = M / wm, WN = N / wn;
+        if (WM * WN / em->dl->warp > MAX_ACC_REGS)
+            continue;
+        /* CUDA loads B fragments two at a time (ldmatrix.x4.trans) */
+        long long cost = WM / fm + WN / 16 + (WN % 16 ? 1 : 0);
+        if (best < 0 || cost < best) {
+            best = cost;
+            g->wm = wm;
+            g->wn = wn;
+            g->WM = (int)WM;
+            g->WN = (int)WN;
+        }
+    }
+    if (best < 0)
+        return 0;
+    g->fm = fm;
+    g->fn = fn;
+    g->mt = g->WM / fm;
+    g->nt = g->WN / fn;
+    g->M = M;
+    g->N = N;
+    return 1;
+}
+
+/* The single user of value v, or -1 (none or several). */
+static int only_user(const IrFunc *f, int v)
+{
+    int who = -1;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *in = &f->ins[u];
+        if (in->dead)
+            continue;
+        int n = in->op == IR_YIELD ? in->nopnd : ir_op_nopnd[in->op];
+        for (int i = 0; i < n && i < 4; i++)
+            if (in->opnd[i] == v) {
+                if (who >= 0 && who != u)
+                    return -1;
+                who = u;
+            }
+        if (in->view >= 0)
+            for (int d = 0; d < f->views[in->view].ndims; d++)
+                if (f->views[in->view].d[d].val == v)
+                    return -1;
+    }
+    return who;
+}
+
+/* Whether the fused expression x contains a var.get of var v. */
+static bool has_vget(const BkGpuEm *em, int x, int v, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (in->op == IR_VGET)
+        return in->param == v;
+    if (!em->virt[x] || depth > 16)
+        return false;
+    for (int j = 0; j < 3; j++)
+        if (in->opnd[j] >= 0 && has_vget(em, in->opnd[j], v, depth + 1))
+            return true;
+    return false;
+}
+
+/* Whether x (read by `parent`) can be computed per register of MMA var v
+ * set at var.set s: a fused elementwise tree over splat constants,
+ * broadcasts and shared tiles that do not involve v, and var.gets of v
+ * used by that tree alone with no var.set of v since. mark: set their
+ * layout to MMA. */
+static bool reg_expr(BkGpuEm *em, int x, int parent, int v, int s, const int *regof,
+                     bool mark, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    if (depth > 16)
+        return false;
+    if (in->op == IR_VGET && in->param == v) {
+        if (only_user(f, x) != parent || regof[x] != regof[s])
+            return false;
+        for (int u = 0; u < f->nins; u++) {
+            const IrInstr *o = &f->ins[u];
+            if (!o->dead && regof[u] >= 0 && o->op == IR_VSET && o->param == v &&
+                u != s && em->pos[u] > em->pos[x] && em->pos[u] < em->pos[s])
+                return false;
+        }
+        if (mark) {
+            em->lay[x] = BK_LAY_MMA;
+            em->mvar[x] = v;
+        }
+        return true;
+    }
+    if (!em->virt[x])
+        return in->op != IR_DOT; /* a shared tile, read at (row, col) */
+    if (in->op == IR_CONST)
+        return true;
+    if (in->op == IR_BCAST)
+        return !has_vget(em, in->opnd[0], v, 0);
+    if (!(ir_op_flags[in->op] & F_ELEM))
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 &&
+            !reg_expr(em, in->opnd[j], x, v, s, regof, mark, depth + 1))
+            return false;
+    return true;
+}
+
+/* The dot of `var.set v, x` that accumulates in v's registers: x itself
+ * (dot(a, b, var.get v)) or the dot operand of x = add(E, dot(a, b)) /
+ * add(dot(a, b), E); -1 if none. *rest = E (or -1). */
+int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *xi = &f->ins[x];
+    *rest = -1;
+    if (xi->op == IR_DOT)
+        return x;
+    if (xi->op != IR_ADD || !em->virt[x])
+        return -1;
+    for (int j = 0; j < 2; j++) {
+        int d = xi->opnd[j];
+        if (f->ins[d].op == IR_DOT && f->ins[d].opnd[2] < 0 && !em->virt[d]) {
+            *rest = xi->opnd[1 - j];
+            return d;
+        }
+    }
+    return -1;
+}
+
+/* Whether var.set s of var v can run in registers; mark: set the layouts
+ * (its dot and var.gets MMA, the dot's operands live to s). */
+static bool vset_ok(BkGpuEm *em, int s, int v, const int *regof, int fn, bool mark,
+                    bool *dot)
+{
+    const IrFunc *f = em->f;
+    int x = f->ins[s].opnd[0];
+    const IrInstr *xi = &f->ins[x];
+    if (xi->op == IR_CONST && em->virt[x])
+        return true; /* splat constant */
+    int rest, d = bk_gpu_set_dot(em, x, &rest);
+    if (d >= 0) {
+        if (!dot_ok(em, d, fn) || only_user(f, d) != (d == x ? s : x) || regof[d] != regof[s])
+            return false;
+        const IrInstr *di = &f->ins[d];
+        if (d == x) { /* dot(a, b, var.get v), accumulating where it is */
+            int g = di->opnd[2];
+            if (g < 0 || f->ins[g].op != IR_VGET || !reg_expr(em, g, d, v, s, regof, mark, 0))
+                return false;
+            for (int u = 0; u < f->nins; u++) /* no other read of v meanwhile */
+                if (u != g && !f->ins[u].dead && regof[u] >= 0 && f->ins[u].op == IR_VGET &&
+                    f->ins[u].param == v && em->pos[u] > em->pos[g] && em->pos[u] < em->pos[s])
+                    return false;
+        } else if (has_vget(em, di->opnd[0], v, 0) || has_vget(em, di->opnd[1], v, 0) ||
+                   !reg_expr(em, rest, x, v, s, regof, mark, 0)) {
+            return false;
+        }
+        *dot = true;
+        if (mark) {
+            em->lay[d] = BK_LAY_MMA;
+            em->mvar[d] = v;
+            em->mvar[s] = v;
+            /* the dot runs at the var.set: its operands live until then */
+            for (int j = 0; j < 2; j++) {
+                int r = di->opnd[j];
+                while (em->alias[r] != r)
+                    r = em->alias[r];
+                if (em->last[r] < em->pos[s])
+                    em->last[r] = em->pos[s];
+            }
+        }
+        return true;
+    }
+    /* a fused elementwise expression of the var (acc = acc * alpha) */
+    if (!em->virt[x] || !(ir_op_flags[xi->op] & F_ELEM) || regof[x] != regof[s] ||
+        !reg_expr(em, x, s, v, s, regof, mark, 0))
+        return false;
+    if (mark)
+        em->mvar[s] = v;
+    return true;
+}
+
+/* The swizzle of a [R][C] tile of 16-bit elements: W = 8 per 16-byte
+ * chunk, nc = C / W chunks per row (a power of 2, at least 2), rpl rows
+ * per 128-byte line of banks, phase mask pm. 0 if it does not apply. */
+static int swz_geom(const IrType *t, int *C, int *rpl, int *pm)
+{
+    if (t->rank != 2 || dsl_dtype_bytes(t->dtype) != 2 || t->shape[1] % 8)
+        return 0;
+    int nc = (int)(t->shape[1] / 8);
+    if (nc < 2 || (nc & (nc - 1)))
+        return 0;
+    *C = (int)t->shape[1];
+    *rpl = nc >= 8 ? 1 : 8 / nc;
+    *pm = (nc < 8 ? nc : 8) - 1;
+    return 1;
+}
+
+/* Whether load x can be stored swizzled: its own storage, read only by
+ * register (MMA) dots, which read it through ldmatrix. */
+static bool swz_ok(const BkGpuEm *em, int x)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    int C, rpl, pm;
+    if (in->op != IR_LOAD || em->alias[x] != x || em->var_of[x] >= 0 || em->virt[x] ||
+        !swz_geom(&in->type, &C, &rpl, &pm))
+        return false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead)
+            continue;
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool reads = false;
+        for (int i = 0; i < k && i < 4; i++)
+            reads |= o->opnd[i] == x;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                reads |= f->views[o->view].d[d].val == x;
+        if (reads && !(o->op == IR_DOT && em->lay[u] == BK_LAY_MMA &&
+                       (o->opnd[0] == x || o->opnd[1] == x) && o->opnd[2] != x))
+            return false;
+        if (o->op == IR_RESHAPE && o->opnd[0] == x)
+            return false;
+    }
+    return true;
+}
+
+void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n)
+{
+    int C, rpl, pm;
+    if (em->swz && em->swz[v] && swz_geom(&em->f->ins[v].type, &C, &rpl, &pm))
+        snprintf(buf, n, "blk_swz(%s, %d, 8, %d, %d)", e, C, rpl, pm);
+    else
+        snprintf(buf, n, "%s", e);
+}
+
+/* Whether var v can be MMA (at least one var.set accumulates a dot). */
+static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
+{
+    const IrFunc *f = em->f;
+    bool any_dot = false;
+    for (int s = 0; s < f->nins; s++) {
+        const IrInstr *in = &f->ins[s];
+        if (in->dead || regof[s] < 0 || in->op != IR_VSET || in->param != v)
+            continue;
+        if (!vset_ok(em, s, v, regof, fn, mark, &any_dot))
+            return false;
+    }
+    return any_dot;
+}
+
+int bk_gpu_layouts(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    int n = f->nins;
+    em->lay = calloc((size_t)n + 1, sizeof(int));
+    em->cvt = calloc((size_t)n + 1, sizeof(bool));
+    em->vmma = calloc((size_t)f->nvars + 1, sizeof(BkGpuMma));
+    em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
+    em->swz = calloc((size_t)n + 1, sizeof(bool));
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz) {
+        bk_gpu_fail(em, "out of memory");
+        return -1;
+    }
+    em->group_m = 0;
+    for (int i = 0; i < n; i++) {
+        em->lay[i] = f->ins[i].type.rank > 0 ? BK_LAY_SHARED : BK_LAY_NONE;
+        em->mvar[i] = -1;
+    }
+    const char *e = getenv("BLKC_GPU_SMEM");
+    if (e && *e && strcmp(e, "0"))
+        return 0;
+    int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    for (int v = 0; v < f->nvars; v++) {
+        const IrType *t = &f->vars[v].type;
+        if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false) ||
+            !pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1]))
+            continue;
+        em->vmma[v].on = true;
+        em->group_m = GROUP_M; /* a dot loop: grouped program ids */
+        var_mma(em, v, regof, fn, true);
+        if (em->dl->kind == BK_GPU_CUDA)
+            for (int i = 0; i < n; i++)
+                if (em->lay[i] == BK_LAY_MMA && f->ins[i].op == IR_DOT)
+                    for (int j = 0; j < 2; j++)
+                        em->swz[f->ins[i].opnd[j]] |= swz_ok(em, f->ins[i].opnd[j]);
+        for (int i = 0; i < n; i++) {
+            const IrInstr *in = &f->ins[i];
+            if (!in->dead && regof[i] >= 0 && in->op == IR_VGET && in->param == v &&
+                em->lay[i] != BK_LAY_MMA) {
+                em->cvt[i] = true; /* mma -> shared */
+                em->var_of[i] = -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
+                       const char *i, char *row, size_t rn, char *col, size_t cn)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    if (em->dl->kind == BK_GPU_CUDA) {
+        snprintf(row, rn, "(blk_wr%d + (%s) * 16 + (blk_lane >> 2) + ((%s) >> 1) * 8)",
+                 v, mt, i);
+        snprintf(col, cn, "(blk_wc%d + (%s) * 8 + (blk_lane & 3) * 2 + ((%s) & 1))",
+                 v, nt, i);
+    } else {
+        snprintf(row, rn, "(blk_wr%d + (%s) * 16 + (blk_lane >> 4) * 4 + (%s))", v,
+                 mt, i);
+        snprintf(col, cn, "(blk_wc%d + (%s) * 16 + (blk_lane & 15))", v, nt);
+    }
+    (void)g;
+}
+
+void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
+{
+    const IrInstr *in = &em->f->ins[id];
+    buf[0] = 0;
+    if (in->op == IR_VSET && em->mvar[id] >= 0) {
+        snprintf(buf, n, "registers, per fragment element");
+        return;
+    }
+    if (in->type.rank == 0 || in->dead)
+        return;
+    if (em->lay[id] == BK_LAY_MMA) {
+        const BkGpuMma *g = &em->vmma[em->mvar[id]];
+        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
+                 g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
+                 in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "");
+    } else if (em->cvt[id]) {
+        snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
+    } else if (em->virt[id]) {
+        snprintf(buf, n, "fused (computed where read)");
+    } else if (em->var_of[id] >= 0) {
+        snprintf(buf, n, "shared = var %s", em->f->vars[em->var_of[id]].name);
+    } else if (em->alias[id] != id) {
+        snprintf(buf, n, "shared = %%%d", em->alias[id]);
+    } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
+        snprintf(buf, n, "shared+%lld, cp.async ring of %d%s", em->off[id], em->f->stages,
+                 em->swz[id] ? ", swizzled" : "");
+    } else if (em->swz[id]) {
+        snprintf(buf, n, "shared+%lld, swizzled", em->off[id]);
+    } else {
+        snprintf(buf, n, "shared+%lld", em->off[id]);
+    }
+}
+
+void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    if (em->f->vars[v].type.rank == 0)
+        snprintf(buf, n, "register (scalar)");
+    else if (g->on)
+        snprintf(buf, n, "mma(%dx%d warps of %dx%d, %dx%d fragments of %dx%d, "
+                 "%d registers per thread)", g->wm, g->wn, g->WM, g->WN, g->mt,
+                 g->nt, g->fm, g->fn, g->mt * g->nt * g->fm * g->fn / em->dl->warp);
+    else
+        snprintf(buf, n, "shared+%lld", em->var_off[v]);
+}
+
+int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
+                       char *err, size_t errlen)
+{
+    for (int k = 0, nk = 0; k < m->nfuncs; k++) {
+        const IrFunc *f = m->funcs[k];
+        if (f->is_device)
+            continue;
+        BkGpuEm em;
+        if (bk_gpu_em_init(&em, f, dl, NULL, err, errlen) < 0)
+            return -1;
+        char **notes = calloc((size_t)f->nins + 1, sizeof(char *));
+        char **vnotes = calloc((size_t)f->nvars + 1, sizeof(char *));
+        bool oom = !notes || !vnotes;
+        for (int i = 0; i < f->nins && !oom; i++) {
+            char b[256];
+            bk_gpu_lay_str(&em, i, b, sizeof b);
+            oom = b[0] && !(notes[i] = strdup(b));
+        }
+        for (int v = 0; v < f->nvars && !oom; v++) {
+            char b[256];
+            bk_gpu_var_lay_str(&em, v, b, sizeof b);
+            oom = !(vnotes[v] = strdup(b));
+        }
+        if (!oom) {
+            dsl_buf_printf(out, "%s// kernel %s (%s): blockDim.x = %d (%d warps of %d), "
+                           "dynamic shared memory = %lld bytes\n", nk++ ? "\n" : "",
+                           f->name, dl->name, em.nt, em.nw, dl->warp, em.smem);
+            ir_print_func_notes(out, f, (const char *const *)notes,
+                                (const char *const *)vnotes);
+        }
+        for (int i = 0; notes && i < f->nins; i++)
+            free(notes[i]);
+        for (int v = 0; vnotes && v < f->nvars; v++)
+            free(vnotes[v]);
+        free(notes);
+        free(vnotes);
+        bk_gpu_em_free(&em);
+        if (oom) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (out->oom) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}

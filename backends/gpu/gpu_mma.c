@@ -1,0 +1,247 @@
+/* gpu_mma.c — emission of the ops on MMA-layout tiles (gpu_layouts.c): a
+ * tile var held in registers across loop iterations as tensor-core
+ * accumulator fragments, the `dot`s that accumulate into it in place
+ * (operands from shared memory through ldmatrix -> mma.sync on CUDA sm_80+,
+ * LDS -> MFMA 16x16x16 on gfx90a; an FMA loop per register otherwise), its
+ * var.set of a splat constant, and the one conversion MMA -> shared of a
+ * var.get that needs the tile in shared memory.
+ * Register blk_r of var v holds element (row, col) of bk_gpu_mma_rowcol
+ * with mt = blk_r / (4 nt), nt = blk_r / 4 % nt, i = blk_r % 4 (4 elements
+ * per lane in both fragment shapes: 16x8 / 32 lanes, 16x16 / 64 lanes). */
+#include "gpu_emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int regs(const BkGpuMma *g)
+{
+    return g->mt * g->nt * 4;
+}
+
+/* `for (blk_r ...) {` with blk_row / blk_col of register blk_r of var v */
+static void reg_loop_open(BkGpuEm *em, int v)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    char row[256], col[256], mt[64], nt[64];
+    snprintf(mt, sizeof mt, "blk_r / %d", g->nt * 4);
+    snprintf(nt, sizeof nt, "blk_r / 4 %% %d", g->nt);
+    bk_gpu_mma_rowcol(em, v, mt, nt, "blk_r % 4", row, sizeof row, col, sizeof col);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) {", regs(g));
+    em->indent++;
+    bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+}
+
+static void reg_loop_close(BkGpuEm *em)
+{
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* The end of an op whose accesses gpu_sync.c recorded (as loop_close). */
+static void op_done(BkGpuEm *em)
+{
+    if (em->nosyncelim || !em->seg_ok)
+        bk_gpu_sync(em);
+    else
+        em->pending = true;
+}
+
+void bk_gpu_mma_decl(BkGpuEm *em, int v)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    char ty[128], lay[256];
+    ir_type_str(&em->f->vars[v].type, ty, sizeof ty);
+    bk_gpu_var_lay_str(em, v, lay, sizeof lay);
+    bk_gpu_line(em, "/* var %s : %s, layout %s */", em->f->vars[v].name, ty, lay);
+    bk_gpu_line(em, "float var%d[%d];", v, regs(g));
+    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                v, g->wn, g->WM, v, g->wn, g->WN);
+    bk_gpu_line(em, "(void)blk_wr%d; (void)blk_wc%d;", v, v);
+}
+
+static void vset_expr(BkGpuEm *em, int id);
+
+void bk_gpu_mma_vset(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int x = in->opnd[0];
+    if (em->f->ins[x].op == IR_DOT) {
+        bk_gpu_line(em, "/* var.set %s: the dot accumulated in place (registers) */",
+                    em->f->vars[in->param].name);
+        return;
+    }
+    if (!(em->f->ins[x].op == IR_CONST && em->virt[x])) {
+        vset_expr(em, id);
+        return;
+    }
+    char lit[256];
+    bk_gpu_read(em, x, "0", lit, sizeof lit);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) var%d[blk_r] = %s; /* registers */",
+                regs(&em->vmma[in->param]), in->param, lit);
+}
+
+void bk_gpu_mma_to_shared(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int v = in->param;
+    bk_gpu_line(em, "/* layout conversion: var %s mma (registers) -> shared, row-major */",
+                em->f->vars[v].name);
+    bk_gpu_decl_tile(em, id);
+    reg_loop_open(em, v);
+    bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, em->vmma[v].N, v);
+    reg_loop_close(em);
+    op_done(em);
+}
+
+/* The per-register FMA form (no tensor cores, and under #else). */
+static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const IrInstr *in = &em->f->ins[id];
+    char x[512], y[512], ia[256], ib[256];
+    reg_loop_open(em, v);
+    bk_gpu_line(em, "float blk_s = var%d[blk_r];", v);
+    bk_gpu_swz_idx(em, in->opnd[0], "blk_row * K_ + k", ia, sizeof ia);
+    bk_gpu_swz_idx(em, in->opnd[1], "k * N_ + blk_col", ib, sizeof ib);
+    bk_gpu_read(em, in->opnd[0], ia, x, sizeof x);
+    bk_gpu_read(em, in->opnd[1], ib, y, sizeof y);
+    bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
+    bk_gpu_line(em, "for (int k = 0; k < K_; k++)");
+    bk_gpu_line(em, "    blk_s = blk_s + (float)%s * (float)%s;", x, y);
+    bk_gpu_line(em, "var%d[blk_r] = blk_s;", v);
+    reg_loop_close(em);
+}
+
+/* CUDA: per k step of 16, the warp's A fragments (ldmatrix.x4, rows of
+ * A[M][K]) and B fragments (ldmatrix.x4.trans: two n-tiles of B[K][N] at
+ * once; .x2.trans for an odd last one), then mt x nt mma.sync m16n8k16.
+ * PTX ISA fragment tables: a0..a3 = (rows g, g+8) x (k 2q.., k 2q+8..) are
+ * the 8x8 matrices delivered by lanes 0-7, 8-15, 16-23, 24-31; b0, b1 =
+ * k rows 0-7 / 8-15 of column g, transposed from row-major B. */
+static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    const char *ab = em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
+    char e[256], x[512];
+    snprintf(e, sizeof e, "(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8",
+             v, K);
+    bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
+    if (g->nt >= 2) {
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int j = 0; j + 1 < %d; j += 2) {", g->nt);
+        em->indent++;
+        bk_gpu_line(em, "unsigned t[4];");
+        snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
+                 N, v);
+        bk_gpu_swz_idx(em, in->opnd[1], e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, &blk_B[%s]);", x);
+        bk_gpu_line(em, "b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    if (g->nt % 2) {
+        snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + %d", N, v,
+                 (g->nt - 1) * 8);
+        bk_gpu_swz_idx(em, in->opnd[1], e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x2_trans(b[%d], &blk_B[%s]);", g->nt - 1, x);
+    }
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++)", g->nt);
+    bk_gpu_line(em, "        blk_mma_%s(&var%d[(i * %d + j) * 4], a[i], b[j]);", ab, v, g->nt);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* HIP: MFMA 16x16x16 per fragment; lane l reads A row l%16, k 4(l/16)..+3
+ * and B column l%16, the same k (AMD CDNA2 ISA, v_mfma_f32_16x16x16f16). */
+static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    bool h = em->f->ins[in->opnd[0]].type.dtype == DT_F16;
+    const char *et = h ? "_Float16" : "short", *vt = h ? "blk_half4" : "blk_short4";
+    bk_gpu_line(em, "const %s *blk_Ae = (const %s *)blk_A, *blk_Be = (const %s *)blk_B;",
+                et, et, et);
+    bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+    em->indent++;
+    bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr%d + i * 16 + r16) * %lld + k + 4 * kq + j];",
+                v, K);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
+    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kq + j) * %lld + blk_wc%d + i * 16 + r16];",
+                N, v);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 4];", v, g->nt);
+    bk_gpu_line(em, "        blk_float4 cc = {c[0], c[1], c[2], c[3]};");
+    bk_gpu_line(em, "        cc = blk_mfma_16x16x16_%s(a[i], b[j], cc);", h ? "f16" : "bf16");
+    bk_gpu_line(em, "        c[0] = cc[0]; c[1] = cc[1]; c[2] = cc[2]; c[3] = cc[3];");
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    long long K = f->ins[in->opnd[0]].type.shape[1], N = in->type.shape[1];
+    const char *st = bk_gpu_stype(f->ins[in->opnd[0]].type.dtype);
+    bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
+                "operands from shared memory */", v);
+    em->indent++;
+    bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0], in->opnd[1]);
+    bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
+    bool cuda = em->dl->kind == BK_GPU_CUDA;
+    dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
+    if (cuda)
+        dot_mma(em, id, v, K, N);
+    else
+        dot_mfma(em, id, v, K, N);
+    dsl_buf_printf(em->o, "#else\n");
+    dot_fma(em, id, v, K, N);
+    dsl_buf_printf(em->o, "#endif\n");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    op_done(em);
+}
+
+/* var.set v, x with x = E or add(E, dot(a, b)): E per register, then the
+ * dot accumulates in place. */
+static void vset_expr(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int v = in->param, x = in->opnd[0], rest = -1;
+    int d = bk_gpu_set_dot(em, x, &rest);
+    int e = d >= 0 ? rest : x;
+    char idx[128], rv[BK_GPU_EXPR];
+    bk_gpu_line(em, "/* var.set %s, layout mma: per register (row, col)%s */",
+                em->f->vars[v].name, d >= 0 ? ", then the dot accumulates in place" : "");
+    reg_loop_open(em, v);
+    snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", em->vmma[v].N);
+    bk_gpu_read(em, e, idx, rv, sizeof rv);
+    bk_gpu_line(em, "var%d[blk_r] = %s;", v, rv);
+    reg_loop_close(em);
+    if (d >= 0)
+        bk_gpu_mma_dot(em, d, v);
+    else
+        op_done(em);
+}
