@@ -39,7 +39,11 @@ typedef struct CpuGen {
     uint8_t *inl;                 /* per value id: computed per element in
                                      its consumer's loop (fuse.c) */
     uint8_t *inpl;                /* per value id: a LOAD that may read
-                                     its tile in place (fuse.c) */
+                                     its tile in place (fuse.c); 2: with
+                                     strided rows (read by DOTs only) */
+    LLVMValueRef *vld;            /* per value id: row stride (i64, in
+                                     elements) of a 2-D tile read in place
+                                     with strided rows, else NULL */
     int *fred;                    /* per value id: 1 + id of a REDUCE fused
                                      into this value's loop, or 0 */
     int vecw_bytes;               /* vector register width (16/32/64) */

@@ -180,35 +180,52 @@ static int last_read(CpuGen *g, const int *reg, int v, int r, int after,
  * peer, and no memory write (nor a region holding one) from the load up
  * to and including the last instruction that reads the tile. A STORE
  * that computes an inline value from the tile counts as such a write: the
- * tensors may overlap. */
-static bool inplace_load(CpuGen *g, const int *reg, int v)
+ * tensors may overlap. 1: in place when contiguous; 2: also with strided
+ * rows. */
+static int inplace_load(CpuGen *g, const int *reg, int v)
 {
     const IrFunc *f = g->f;
     const IrInstr *in = &f->ins[v];
     if (in->dead || in->op != IR_LOAD || in->type.rank == 0 ||
         in->opnd[0] >= 0 || in->opnd[3] >= 0 || in->view < 0 || reg[v] < 0)
-        return false;
+        return 0;
     const IrView *vw = &f->views[in->view];
     if (vw->ndims < 1 || vw->d[vw->ndims - 1].kind != IDX_RANGE)
-        return false;
+        return 0;
     for (int d = 0; d < vw->ndims; d++)
         if (vw->d[d].kind == IDX_TILE)
-            return false;
+            return 0;
     int r = reg[v], at = index_in(f, reg, v, r);
     if (at < 0)
-        return false;
+        return 0;
     int last = last_read(g, reg, v, r, at, 0);
     if (last < 0)
-        return false;
+        return 0;
     for (int i = at + 1; i <= last; i++) {
         const IrInstr *o = &f->ins[f->regions[r].ins[i]];
         if (o->dead)
             continue;
         if (writes_memory(o->op) || region_writes(f, o->region[0]) ||
             region_writes(f, o->region[1]))
-            return false;
+            return 0;
     }
-    return true;
+    /* strided rows: a 2-D view of two ranges read only as a rank-2 DOT's
+     * A operand (tile.c's micro-kernel takes a row stride). Not B: the
+     * micro-kernel walks B's rows, which in a tensor lie a large power of
+     * two apart and fight over the same L1 sets; its copy is the packed
+     * panel (BN=128 ran 25-35% slower with B read in place) */
+    if (vw->ndims != 2 || vw->d[0].kind != IDX_RANGE || in->type.rank != 2)
+        return 1;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead)
+            continue;
+        for (int k = 0; k < 4; k++)
+            if (o->opnd[k] == v && (o->op != IR_DOT || k > 0 ||
+                                    o->type.rank != 2 || g->inl[u]))
+                return 1;
+    }
+    return 2;
 }
 
 int cpu_red_lanes(CpuGen *g, int dt)
@@ -305,8 +322,7 @@ void cpu_fuse_analyze(CpuGen *g)
     }
     if (g->inpl && !getenv("BLKC_CPU_NOINPLACE"))
         for (int v = 0; v < n; v++)
-            if (inplace_load(g, reg, v))
-                g->inpl[v] = 1;
+            g->inpl[v] = (uint8_t)inplace_load(g, reg, v);
     free(reg);
     free(user);
     free(red);

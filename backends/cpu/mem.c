@@ -355,8 +355,9 @@ int cpu_gen_memop(CpuGen *g, int id)
         /* in place: every range dim but the innermost one spans whole
          * rows of the ones inside it (len 1 dims excepted) */
         bool inplace = in->op == IR_LOAD && g->inpl && g->inpl[id];
+        bool strided = inplace && g->inpl[id] == 2;
         int64_t span = 1;
-        for (int d = c.v->ndims - 1; d >= 0 && inplace; d--) {
+        for (int d = c.v->ndims - 1; d >= 0 && inplace && !strided; d--) {
             if (c.v->d[d].kind != IDX_RANGE)
                 continue;
             if (span > 1 && c.v->d[d].len > 1)
@@ -383,6 +384,13 @@ int cpu_gen_memop(CpuGen *g, int id)
             LLVMBasicBlockRef bbs[2] = {fend, send};
             LLVMAddIncoming(phi, vals, bbs, 2);
             c.res = phi;
+        }
+        if (strided) { /* its row stride: the tensor's, or the copy's */
+            LLVMValueRef phi = LLVMBuildPhi(b, g->i64, "tile.ld");
+            LLVMValueRef vals[2] = {g->tstride[c.p][0], cpu_i64(g, c.vt.shape[1])};
+            LLVMBasicBlockRef bbs[2] = {fend, send};
+            LLVMAddIncoming(phi, vals, bbs, 2);
+            g->vld[id] = phi;
         }
     } else {
         general(&c, mask);

@@ -3,7 +3,8 @@
  * from the tensor itself (sum of squares per row + max), with tails (rows
  * past R, rows shorter than the tile) and a strided tensor taking the
  * copying path; a load overwritten by a store before its last read keeps
- * its copy; an in-place update X = X * 2 whose store computes its value on
+ * its copy; a GEMM whose DOT reads A's tile in place with the tensor's row
+ * stride (tails in M, N, K; strided rows); an in-place update X = X * 2 whose store computes its value on
  * the way to memory. */
 #include "harness.h"
 
@@ -19,6 +20,16 @@ static const char *src =
     "    let x = X[0 +: B];\n"
     "    X[0 +: B] = zeros(f32, B);\n"
     "    Y[0 +: B] = x * 2.0;\n"
+    "}\n"
+    "kernel mm<BM = 16, BN = 32, BK = 8>(A: f32[M, K], B: f32[K, N], C: f32[M, N])\n"
+    "    grid(cdiv(M, BM), cdiv(N, BN)) {\n"
+    "    let m = program_id(0) * BM;\n"
+    "    let n = program_id(1) * BN;\n"
+    "    var acc = zeros(f32, BM, BN);\n"
+    "    for k in 0 .. K step BK {\n"
+    "        acc = dot(A[m +: BM, k +: BK], B[k +: BK, n +: BN], acc);\n"
+    "    }\n"
+    "    C[m +: BM, n +: BN] = acc;\n"
     "}\n"
     "kernel twice<B = 32>(X: f32[N]) grid(cdiv(N, B)) {\n"
     "    let o = program_id(0) * B;\n"
@@ -53,6 +64,28 @@ static void rowsum(blkc_module *m, int R, int N, int ld, const char *what)
     h_check(buf, s, H_F32, rs, R, 1e-5, 1e-5);
 }
 
+/* C = A @ B with A's rows lda apart (A read in place by the DOT when its
+ * tile is in bounds) */
+static void mm(blkc_module *m, int M, int N, int K, int lda, const char *what)
+{
+    float *a = h_array(H_F32, (size_t)M * lda), *b = h_array(H_F32, (size_t)K * N);
+    float *c = h_array(H_F32, (size_t)M * N);
+    double *r = h_alloc(8 * (size_t)M * N);
+    h_fill(a, H_F32, (size_t)M * lda, -1, 1);
+    h_fill(b, H_F32, (size_t)K * N, -1, 1);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += (double)a[i * lda + k] * b[k * N + j];
+            r[i * N + j] = acc;
+        }
+    int64_t st[2] = {lda, 1};
+    H_LAUNCH(h_kernel(m, "mm"), h_ten(h_tensor(a, H_F32, 2, (int64_t[]){M, K}, st)),
+             h_ten(h_t2(b, H_F32, K, N)), h_ten(h_t2(c, H_F32, M, N)));
+    h_check(what, c, H_F32, r, (size_t)M * N, 1e-4, 1e-4);
+}
+
 int main(void)
 {
     h_seed(21);
@@ -61,6 +94,9 @@ int main(void)
     rowsum(m, 10, 16, 16, "row tail (R % 4 != 0)");
     rowsum(m, 9, 13, 13, "rows shorter than the tile");
     rowsum(m, 8, 16, 20, "strided rows (copy)");
+
+    mm(m, 32, 64, 16, 16, "GEMM, whole tiles, A in place");
+    mm(m, 37, 70, 29, 33, "GEMM with tails in M, N, K and strided A rows");
 
     enum { B = 64 };
     float *x = h_array(H_F32, B), *y = h_array(H_F32, B);
