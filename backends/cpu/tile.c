@@ -1,10 +1,11 @@
 /* tile.c — tile-shaped ops on the CPU: ARANGE, BCAST / RESHAPE / PERMUTE
  * (strided copies), REDUCE and SCAN (loops with an accumulator slot that
- * mem2reg promotes), and DOT as a register-blocked micro-kernel: operands
+ * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: operands
  * converted once to the accumulation type into padded buffers, then MR rows
  * x NRV vectors of columns accumulated in SSA vectors with k innermost. */
 #include "cpu.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static LLVMTypeRef et_of(CpuGen *g, int id)
@@ -163,6 +164,62 @@ static int gen_reduce_vec(CpuGen *g, int id, int64_t outer, int64_t len, int L)
     return g->failed ? -1 : 0;
 }
 
+/* SUM / MAX / MIN over a non-innermost axis (inner > 1): a row of inner
+ * accumulators, each row of the input added in turn (the inner loop is
+ * contiguous and vectorizes). Each accumulator sees its elements in the
+ * same order as gen_reduce's scalar loop, so results are the same. */
+static int gen_reduce_cols(CpuGen *g, int id, int64_t outer, int64_t len,
+                           int64_t inner, int accdt)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    int x = in->opnd[0], kind = in->attr;
+    int idt = g->f->ins[x].type.dtype, rdt = in->type.dtype;
+    const IrType *rt = &in->type;
+    LLVMTypeRef at = cpu_stype(g, accdt), rmt = cpu_mtype(g, rdt);
+    LLVMValueRef acc = cpu_alloca(g, at, inner);
+    LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt) : cpu_alloca(g, rmt, 1);
+    CpuLoop lo, li, lr;
+    cpu_loop_open(g, &lo, cpu_i64(g, 0), cpu_i64(g, outer));
+    LLVMValueRef base = LLVMBuildMul(b, lo.iv, cpu_i64(g, len * inner), "");
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef init = kind == RED_SUM ? LLVMConstNull(at)
+                      : cpu_elem(g, x, LLVMBuildAdd(b, base, li.iv, ""));
+    LLVMBuildStore(b, init, cpu_gep(g, at, acc, li.iv));
+    cpu_loop_close(g, &li);
+    cpu_loop_open(g, &lr, cpu_i64(g, kind == RED_SUM ? 0 : 1), cpu_i64(g, len));
+    LLVMValueRef row = LLVMBuildAdd(b, base, LLVMBuildMul(b, lr.iv, cpu_i64(g, inner), ""), "");
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef e = cpu_elem(g, x, LLVMBuildAdd(b, row, li.iv, ""));
+    LLVMValueRef ap = cpu_gep(g, at, acc, li.iv);
+    LLVMValueRef a = LLVMBuildLoad2(b, at, ap, ""), r;
+    if (kind == RED_SUM) {
+        LLVMValueRef ev = cpu_cvt(g, e, idt, accdt);
+        r = dsl_is_float(accdt) ? LLVMBuildFAdd(b, a, ev, "") : LLVMBuildAdd(b, a, ev, "");
+    } else {
+        IrInstr fake;
+        memset(&fake, 0, sizeof fake);
+        fake.op = kind == RED_MAX ? IR_MAX : IR_MIN;
+        fake.type = ir_scalar(idt);
+        fake.opnd[0] = x;
+        LLVMValueRef ops[2] = {a, e};
+        r = cpu_scalar_op(g, &fake, ops);
+    }
+    if (r)
+        LLVMBuildStore(b, r, ap);
+    cpu_loop_close(g, &li);
+    cpu_loop_close(g, &lr);
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, cpu_i64(g, inner), ""), li.iv, "");
+    LLVMValueRef v = cpu_cvt(g, LLVMBuildLoad2(b, at, cpu_gep(g, at, acc, li.iv), ""),
+                             accdt, rdt);
+    cpu_mstore(g, v, cpu_gep(g, rmt, dst, o), rdt);
+    cpu_loop_close(g, &li);
+    cpu_loop_close(g, &lo);
+    g->val[id] = rt->rank ? dst : cpu_mload(g, dst, rdt);
+    return g->failed ? -1 : 0;
+}
+
 /* REDUCE and SCAN over (outer, len, inner). */
 static int gen_reduce(CpuGen *g, int id)
 {
@@ -195,6 +252,10 @@ static int gen_reduce(CpuGen *g, int id)
             return gen_reduce_vec(g, id, outer, len, L);
     }
     int accdt = kind == RED_SUM ? (cpu_is_narrow(rdt) ? DT_F32 : rdt) : idt;
+    if (in->op == IR_REDUCE && inner > 1 && len > 0 && !arg &&
+        (kind == RED_SUM || kind == RED_MAX || kind == RED_MIN) &&
+        !getenv("BLKC_CPU_NOCOLRED"))
+        return gen_reduce_cols(g, id, outer, len, inner, accdt);
     LLVMTypeRef at = arg ? cpu_ctype(g, idt) : cpu_stype(g, accdt);
     LLVMValueRef acc = cpu_alloca(g, at, 1), aidx = cpu_alloca(g, g->i64, 1);
     LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt)
