@@ -1,6 +1,6 @@
 /* bench.c — blkc's CPU backend against baselines measured in the same run,
  * single-threaded (run.sh sets BLKC_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1):
- *   1. f32 GEMM 1024^3: benchmarks/gemm_f32.blk (best of a few block
+ *   1. f32 GEMM 1024^3 (--gemm=MxNxK): benchmarks/gemm_f32.blk (best of a few block
  *      sizes) vs cblas_sgemm, GFLOP/s and the ratio;
  *   2. softmax over 4096 x 4096 f32 (examples/softmax.blk, BLOCK=4096) vs
  *      memcpy of the same bytes, GB/s (read + write) and the ratio;
@@ -8,7 +8,9 @@
  *      passes = emit("core") - parse, LLVM = module create - emit("core")
  *      (each the minimum of several cold runs; a unique comment defeats the
  *      JIT cache).
- * Usage: blkc_bench [--quick] */
+ * Every blkc figure alternates with its baseline within the run.
+ * Usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK]
+ * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
 #include <blkc/blkc.h>
 #include <math.h>
 #include <stdio.h>
@@ -71,21 +73,6 @@ static DLTensor tensor2(void *data, int64_t *shape)
     return t;
 }
 
-/* best time of reps launches after one warm-up */
-static double time_launch(blkc_kernel *k, blkc_arg *args, int nargs, int reps)
-{
-    if (blkc_kernel_launch(k, args, nargs, NULL) != BLKC_OK)
-        die("launch");
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        blkc_kernel_launch(k, args, nargs, NULL);
-        double t = now() - t0;
-        if (t < best) best = t;
-    }
-    return best;
-}
-
 static void fill(float *p, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i++) {
@@ -94,10 +81,15 @@ static void fill(float *p, size_t n, unsigned seed)
     }
 }
 
-static void bench_gemm(blkc_context *ctx, int quick)
+/* blkc (best of the block shapes) against cblas_sgemm on M x N x K, the
+ * two alternating: every repetition runs each blkc shape, then OpenBLAS;
+ * the best time of each. threads: BLKC_NUM_THREADS as set by the caller
+ * and the same number for OpenBLAS. */
+static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K)
 {
-    enum { S = 1024 };
-    const int M = S, N = S, K = S, reps = quick ? 2 : 5;
+    const int reps = quick ? 2 : 5;
+    const char *thr = getenv("BLKC_NUM_THREADS");
+    int nthr = thr ? atoi(thr) : 1;
     float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
     float *c = malloc(sizeof(float) * M * N), *c2 = malloc(sizeof(float) * M * N);
     fill(a, (size_t)M * K, 1);
@@ -112,43 +104,61 @@ static void bench_gemm(blkc_context *ctx, int quick)
         {"BM=64", "BN=64", "BK=32"}, {"BM=32", "BN=64", "BK=32"},
         {"BM=64", "BN=128", "BK=32"}, {"BM=32", "BN=32", "BK=64"},
     };
-    int ncfg = quick ? 1 : (int)(sizeof cfgs / sizeof cfgs[0]);
-    double best = 1e30;
-    int bestc = 0;
+    enum { NCFG = sizeof cfgs / sizeof cfgs[0] };
+    int ncfg = quick ? 1 : NCFG;
+    blkc_module *mods[NCFG];
+    blkc_kernel *ks[NCFG];
+    double tk[NCFG];
     for (int i = 0; i < ncfg; i++) {
-        blkc_module *m = compile(ctx, src, cfgs[i], 3);
-        blkc_kernel *k = NULL;
-        if (blkc_module_get_kernel(m, "gemm_f32", &k) != BLKC_OK) die("kernel");
-        double t = time_launch(k, args, 3, reps);
-        printf("  blkc gemm_f32 %s %s %s: %.1f GFLOP/s\n", cfgs[i][0], cfgs[i][1], cfgs[i][2],
-               2.0 * M * N * K / t * 1e-9);
-        if (t < best) { best = t; bestc = i; }
-        blkc_module_destroy(m);
+        mods[i] = compile(ctx, src, cfgs[i], 3);
+        if (blkc_module_get_kernel(mods[i], "gemm_f32", &ks[i]) != BLKC_OK) die("kernel");
+        if (blkc_kernel_launch(ks[i], args, 3, NULL) != BLKC_OK) die("launch");
+        tk[i] = 1e30;
     }
-    double gf = 2.0 * M * N * K / best * 1e-9;
 #ifdef BLKC_HAVE_CBLAS
 #ifdef OPENBLAS_VERSION
-    openblas_set_num_threads(1);
+    openblas_set_num_threads(nthr);
 #endif
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f, c2, N);
+#endif
     double tb_best = 1e30;
     for (int r = 0; r < reps; r++) {
+        for (int i = 0; i < ncfg; i++) {
+            double t0 = now();
+            blkc_kernel_launch(ks[i], args, 3, NULL);
+            double t = now() - t0;
+            if (t < tk[i]) tk[i] = t;
+        }
+#ifdef BLKC_HAVE_CBLAS
         double t0 = now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f,
                     c2, N);
         double t = now() - t0;
         if (t < tb_best) tb_best = t;
+#endif
     }
+    double flop = 2.0 * M * N * K, best = 1e30;
+    int bestc = 0;
+    for (int i = 0; i < ncfg; i++) {
+        printf("  blkc gemm_f32 %s %s %s: %.1f GFLOP/s\n", cfgs[i][0], cfgs[i][1], cfgs[i][2],
+               flop / tk[i] * 1e-9);
+        if (tk[i] < best) { best = tk[i]; bestc = i; }
+        blkc_module_destroy(mods[i]);
+    }
+    double gf = flop / best * 1e-9;
+#ifdef BLKC_HAVE_CBLAS
     double maxerr = 0;
     for (size_t i = 0; i < (size_t)M * N; i++)
         maxerr = fmax(maxerr, fabs((double)c[i] - c2[i]));
-    double gb = 2.0 * M * N * K / tb_best * 1e-9;
-    printf("GEMM f32 1024^3 (1 thread): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS %.1f GFLOP/s, "
-           "ratio %.2fx (max abs diff %.1e)\n", gf, cfgs[bestc][0], cfgs[bestc][1],
-           cfgs[bestc][2], gb, gf / gb, maxerr);
+    double gb = flop / tb_best * 1e-9;
+    printf("GEMM f32 %dx%dx%d (%d thread%s): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS %.1f GFLOP/s, "
+           "ratio %.2fx (max abs diff %.1e)\n", M, N, K, nthr, nthr == 1 ? "" : "s", gf,
+           cfgs[bestc][0], cfgs[bestc][1], cfgs[bestc][2], gb, gf / gb, maxerr);
 #else
-    printf("GEMM f32 1024^3 (1 thread): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS: not built "
-           "(install libopenblas-dev)\n", gf, cfgs[bestc][0], cfgs[bestc][1], cfgs[bestc][2]);
+    (void)tb_best;
+    printf("GEMM f32 %dx%dx%d (%d thread%s): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS: not built "
+           "(install libopenblas-dev)\n", M, N, K, nthr, nthr == 1 ? "" : "s", gf,
+           cfgs[bestc][0], cfgs[bestc][1], cfgs[bestc][2]);
 #endif
     free(src); free(a); free(b); free(c); free(c2);
 }
@@ -171,18 +181,37 @@ static void bench_softmax(blkc_context *ctx, int quick)
     blkc_module *m = compile(ctx, src, defs, 1);
     blkc_kernel *k = NULL;
     if (blkc_module_get_kernel(m, "softmax", &k) != BLKC_OK) die("kernel");
-    double t = time_launch(k, args, 2, reps);
-    double tm = 1e30;
+    /* blkc and memcpy alternate, best of reps each */
+    if (blkc_kernel_launch(k, args, 2, NULL) != BLKC_OK)
+        die("launch");
+    double t = 1e30, tm = 1e30;
     memcpy(y, x, bytes);
     for (int r = 0; r < reps; r++) {
         double t0 = now();
-        memcpy(y, x, bytes);
+        blkc_kernel_launch(k, args, 2, NULL);
         double d = now() - t0;
+        if (d < t) t = d;
+        t0 = now();
+        memcpy(y, x, bytes);
+        d = now() - t0;
         if (d < tm) tm = d;
     }
+    blkc_kernel_launch(k, args, 2, NULL);
+    /* check a few rows against a C reference */
+    double maxerr = 0;
+    for (int r = 0; r < R; r += R / 8) {
+        const float *xr = x + (size_t)r * C;
+        float mx = -INFINITY;
+        for (int j = 0; j < C; j++) mx = fmaxf(mx, xr[j]);
+        double s = 0;
+        for (int j = 0; j < C; j++) s += exp((double)xr[j] - mx);
+        for (int j = 0; j < C; j++)
+            maxerr = fmax(maxerr, fabs(y[(size_t)r * C + j] - exp((double)xr[j] - mx) / s));
+    }
     double gs = 2.0 * bytes / t * 1e-9, gm = 2.0 * bytes / tm * 1e-9;
-    printf("softmax 4096x4096 f32 (1 thread): blkc %.2f GB/s, memcpy %.2f GB/s, ratio %.2fx "
-           "(%.1f ms vs %.1f ms)\n", gs, gm, gs / gm, t * 1e3, tm * 1e3);
+    const char *thr = getenv("BLKC_NUM_THREADS");
+    printf("softmax 4096x4096 f32 (%s thread(s)): blkc %.2f GB/s, memcpy %.2f GB/s, ratio %.2fx "
+           "(%.1f ms vs %.1f ms; max abs err %.1e)\n", thr ? thr : "1", gs, gm, gs / gm, t * 1e3, tm * 1e3, maxerr);
     blkc_module_destroy(m);
     free(src); free(x); free(y);
 }
@@ -229,16 +258,26 @@ static void bench_compile(blkc_context *ctx, int quick)
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int quick = 0;
+    const char *only = NULL; /* --only=gemm|softmax|compile */
+    int gm = 1024, gn = 1024, gk = 1024;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strncmp(argv[i], "--only=", 7)) only = argv[i] + 7;
+        else if (!strncmp(argv[i], "--gemm=", 7) &&
+                 sscanf(argv[i] + 7, "%dx%dx%d", &gm, &gn, &gk) == 3 && gm > 0 && gn > 0 &&
+                 gk > 0) {}
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK]\n"); return 2; }
+    }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
     blkc_context *ctx = NULL;
     if (blkc_context_create("cpu", &ctx) != BLKC_OK) die("context");
     printf("blkc %s benchmarks (BLKC_NUM_THREADS=%s)\n", blkc_version(),
            getenv("BLKC_NUM_THREADS"));
-    bench_gemm(ctx, quick);
-    bench_softmax(ctx, quick);
-    bench_compile(ctx, quick);
+    if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk);
+    if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick);
+    if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);
     return 0;
 }

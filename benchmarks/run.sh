@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh — `make bench`: runs build/benchmarks/blkc_bench single-threaded
-# (BLKC_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1) with a private JIT cache so
+# (BLKC_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1; BLKC_BENCH_THREADS=N for N
+# threads on both sides) with a private JIT cache so
 # the compile-time numbers are cold. Extra arguments go to blkc_bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +30,7 @@ fi
 cache=$(mktemp -d "${TMPDIR:-/tmp}/blkc-bench-cache.XXXXXX")
 trap 'rm -rf "$cache"' EXIT
 echo "machine: $(nproc) cores, OpenBLAS core ${OPENBLAS_CORETYPE:-auto}, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
-BLKC_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 BLKC_CACHE_DIR="$cache" \
+# BLKC_BENCH_THREADS=N: both sides on N threads (default 1)
+t=${BLKC_BENCH_THREADS:-1}
+BLKC_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t BLKC_CACHE_DIR="$cache" \
   "$BIN" "$@"

@@ -38,6 +38,12 @@ typedef struct CpuGen {
                                      (3: a REDUCE fused into its producer) */
     uint8_t *inl;                 /* per value id: computed per element in
                                      its consumer's loop (fuse.c) */
+    uint8_t *inpl;                /* per value id: a LOAD that may read
+                                     its tile in place (fuse.c); 2: with
+                                     strided rows (read by DOTs only) */
+    LLVMValueRef *vld;            /* per value id: row stride (i64, in
+                                     elements) of a 2-D tile read in place
+                                     with strided rows, else NULL */
     int *fred;                    /* per value id: 1 + id of a REDUCE fused
                                      into this value's loop, or 0 */
     int vecw_bytes;               /* vector register width (16/32/64) */
@@ -71,8 +77,9 @@ LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x);
 LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a);
 
 /* ------------------------------------------------------------ fuse.c */
-/* Mark inline values (g->inl) and reductions fused into their producer
- * (g->fred, g->skip = 3); needs g->uses and g->skip. */
+/* Mark inline values (g->inl), reductions fused into their producer
+ * (g->fred, g->skip = 3) and loads read in place (g->inpl); needs g->uses
+ * and g->skip. */
 void cpu_fuse_analyze(CpuGen *g);
 /* Element lin of inline value id, computed from its operands. */
 LLVMValueRef cpu_fused_elem(CpuGen *g, int id, LLVMValueRef lin);

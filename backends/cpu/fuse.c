@@ -26,7 +26,17 @@
  *     order), so fused and unfused results agree bit for bit (up to the sign
  *     of a zero max/min and NaN payloads).
  *
- * BLKC_CPU_NOFUSE=1 in the environment disables both (for comparisons). */
+ *  3. A STORE's value may be inline too: it is then computed per element in
+ *     the store's own loop and written straight to the tensor, e.g. the
+ *     `e / sum(e)` of softmax.
+ *
+ *  4. Loads read in place (g->inpl, inplace_load): a LOAD whose tile nobody
+ *     could see change before its last read keeps its tile in the tensor;
+ *     mem.c then points the value at global memory when the view is in
+ *     bounds and contiguous at run time (and copies otherwise).
+ *
+ * BLKC_CPU_NOFUSE=1 in the environment disables all four (for
+ * comparisons), BLKC_CPU_NOINPLACE=1 only the fourth. */
 #include "cpu.h"
 
 #include <stdlib.h>
@@ -84,6 +94,140 @@ static bool fusible_reduce(CpuGen *g, int r, int L)
     return len >= L;
 }
 
+/* ------------------------------------------------------------ in place */
+
+static bool writes_memory(int op)
+{
+    return op == IR_STORE || op == IR_ATOMIC || op == IR_NOTIFY ||
+           op == IR_WAIT;
+}
+
+static bool region_writes(const IrFunc *f, int r)
+{
+    if (r < 0 || r >= f->nregions)
+        return false;
+    for (int i = 0; i < f->regions[r].n; i++) {
+        const IrInstr *in = &f->ins[f->regions[r].ins[i]];
+        if (in->dead)
+            continue;
+        if (writes_memory(in->op) || region_writes(f, in->region[0]) ||
+            region_writes(f, in->region[1]))
+            return true;
+    }
+    return false;
+}
+
+/* Index in region r of the instruction of r that is e or contains e
+ * (through nested regions), or -1. */
+static int index_in(const IrFunc *f, const int *reg, int e, int r)
+{
+    for (int guard = 0; guard < f->nins && e >= 0; guard++) {
+        if (reg[e] == r) {
+            for (int i = 0; i < f->regions[r].n; i++)
+                if (f->regions[r].ins[i] == e)
+                    return i;
+            return -1;
+        }
+        int rr = reg[e], owner = -1;
+        if (rr < 0)
+            return -1;
+        for (int i = 0; i < f->nins && owner < 0; i++)
+            if (!f->ins[i].dead && (f->ins[i].region[0] == rr ||
+                                    f->ins[i].region[1] == rr))
+                owner = i;
+        e = owner;
+    }
+    return -1;
+}
+
+/* The largest index in region r at which value v's buffer is read: by v's
+ * consumers, or, for an inline consumer, where that one is computed (its
+ * own consumers, recursively). -2: read outside r or before `after`. */
+static int last_read(CpuGen *g, const int *reg, int v, int r, int after,
+                     int depth)
+{
+    const IrFunc *f = g->f;
+    int last = after;
+    if (depth > 64)
+        return -2;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *in = &f->ins[u];
+        if (in->dead)
+            continue;
+        bool reads = false;
+        for (int k = 0; k < 4; k++)
+            reads |= in->opnd[k] == v;
+        if (!reads)
+            continue;
+        int at;
+        if (g->inl[u]) {
+            at = last_read(g, reg, u, r, after, depth + 1);
+        } else {
+            at = index_in(f, reg, u, r);
+            if (at <= after)
+                at = -2;
+        }
+        if (at == -2)
+            return -2;
+        if (at > last)
+            last = at;
+    }
+    return last;
+}
+
+/* LOAD v may leave its tile in the tensor (mem.c reads global memory in
+ * place when the view is in bounds and contiguous): unmasked, not from a
+ * peer, and no memory write (nor a region holding one) from the load up
+ * to and including the last instruction that reads the tile. A STORE
+ * that computes an inline value from the tile counts as such a write: the
+ * tensors may overlap. 1: in place when contiguous; 2: also with strided
+ * rows. */
+static int inplace_load(CpuGen *g, const int *reg, int v)
+{
+    const IrFunc *f = g->f;
+    const IrInstr *in = &f->ins[v];
+    if (in->dead || in->op != IR_LOAD || in->type.rank == 0 ||
+        in->opnd[0] >= 0 || in->opnd[3] >= 0 || in->view < 0 || reg[v] < 0)
+        return 0;
+    const IrView *vw = &f->views[in->view];
+    if (vw->ndims < 1 || vw->d[vw->ndims - 1].kind != IDX_RANGE)
+        return 0;
+    for (int d = 0; d < vw->ndims; d++)
+        if (vw->d[d].kind == IDX_TILE)
+            return 0;
+    int r = reg[v], at = index_in(f, reg, v, r);
+    if (at < 0)
+        return 0;
+    int last = last_read(g, reg, v, r, at, 0);
+    if (last < 0)
+        return 0;
+    for (int i = at + 1; i <= last; i++) {
+        const IrInstr *o = &f->ins[f->regions[r].ins[i]];
+        if (o->dead)
+            continue;
+        if (writes_memory(o->op) || region_writes(f, o->region[0]) ||
+            region_writes(f, o->region[1]))
+            return 0;
+    }
+    /* strided rows: a 2-D view of two ranges read only as a rank-2 DOT's
+     * A operand (tile.c's micro-kernel takes a row stride). Not B: the
+     * micro-kernel walks B's rows, which in a tensor lie a large power of
+     * two apart and fight over the same L1 sets; its copy is the packed
+     * panel (BN=128 ran 25-35% slower with B read in place) */
+    if (vw->ndims != 2 || vw->d[0].kind != IDX_RANGE || in->type.rank != 2)
+        return 1;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead)
+            continue;
+        for (int k = 0; k < 4; k++)
+            if (o->opnd[k] == v && (o->op != IR_DOT || k > 0 ||
+                                    o->type.rank != 2 || g->inl[u]))
+                return 1;
+    }
+    return 2;
+}
+
 int cpu_red_lanes(CpuGen *g, int dt)
 {
     int L = 2 * g->vecw_bytes / dsl_dtype_bytes(dt);
@@ -131,7 +275,9 @@ void cpu_fuse_analyze(CpuGen *g)
             user[o] = user[o] == -1 || user[o] == i ? i : -2;
             if (in->op == IR_REDUCE && k == 0 && red[o] < 0)
                 red[o] = i;
-            if (!el || !same_shape(&in->type, &f->ins[o].type))
+            /* a STORE computes an inline value on its way to memory */
+            bool st = in->op == IR_STORE && k == 0;
+            if (!st && (!el || !same_shape(&in->type, &f->ins[o].type)))
                 elem_only[o] = 0;
         }
         if (in->view >= 0)
@@ -174,6 +320,9 @@ void cpu_fuse_analyze(CpuGen *g)
             g->skip[r] = 3;
         }
     }
+    if (g->inpl && !getenv("BLKC_CPU_NOINPLACE"))
+        for (int v = 0; v < n; v++)
+            g->inpl[v] = (uint8_t)inplace_load(g, reg, v);
     free(reg);
     free(user);
     free(red);

@@ -740,13 +740,17 @@ static int gen_func(CpuGen *g)
     g->uses = calloc((size_t)n, sizeof *g->uses);
     g->skip = calloc((size_t)n, 1);
     g->inl = calloc((size_t)n, 1);
+    g->inpl = calloc((size_t)n, 1);
+    g->vld = calloc((size_t)n, sizeof *g->vld);
     g->fred = calloc((size_t)n, sizeof *g->fred);
     g->var = calloc((size_t)(f->nvars + 1), sizeof *g->var);
     g->tdata = calloc((size_t)np, sizeof *g->tdata);
     g->tshape = calloc((size_t)np, sizeof *g->tshape);
     g->tstride = calloc((size_t)np, sizeof *g->tstride);
     int rc = -1;
-    if (!g->val || !g->uses || !g->skip || !g->inl || !g->fred || !g->var ||
+    if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->vld ||
+        !g->fred ||
+        !g->var ||
         !g->tdata || !g->tshape || !g->tstride) {
         cpu_fail(g, "out of memory");
         goto done;
@@ -783,8 +787,12 @@ done:
     free(g->uses);
     free(g->skip);
     free(g->inl);
+    free(g->inpl);
+    free(g->vld);
     free(g->fred);
     g->inl = NULL;
+    g->inpl = NULL;
+    g->vld = NULL;
     g->fred = NULL;
     free(g->var);
     free(g->tdata);

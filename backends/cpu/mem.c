@@ -4,7 +4,10 @@
  * only when 0 <= coord < shape on every dim (and its mask is set). Loads and
  * stores without masks get a runtime fast path: when every index is in
  * bounds and the innermost dim is contiguous, a plain copy loop that LLVM
- * vectorizes. */
+ * vectorizes; a store computes its value there (fuse.c's inline values go
+ * straight to memory), and a load that fuse.c marks in place (g->inpl)
+ * copies nothing when the whole view is contiguous: its tile is the
+ * tensor's memory. */
 #include "cpu.h"
 
 #include <string.h>
@@ -249,15 +252,19 @@ static void general(MemCtx *c, int mask)
 }
 
 /* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
- * range. */
-static void fast(MemCtx *c)
+ * range; a STORE computes its value per element (an inline value goes
+ * straight to the tensor). inplace: a LOAD whose view is contiguous as a
+ * whole; no copy, returns the tensor's pointer to the first element. */
+static LLVMValueRef fast(MemCtx *c, bool inplace)
 {
     CpuGen *g = c->g;
     LLVMBuilderRef b = g->b;
     CpuLoop l[IR_MAX_RANK];
     int R = c->vt.rank, nd = c->v->ndims;
-    open_loops(c, l, 0, R - 1);
-    c->iv[R - 1] = cpu_i64(g, 0);
+    int outer = inplace ? 0 : R - 1; /* in place: the first element only */
+    for (int j = 0; j < R; j++)
+        c->iv[j] = cpu_i64(g, 0);
+    open_loops(c, l, 0, outer);
     LLVMValueRef lin0 = view_lin(c, R - 1);
     LLVMValueRef off = cpu_i64(g, 0);
     int vj = 0;
@@ -265,18 +272,21 @@ static void fast(MemCtx *c)
         off = LLVMBuildAdd(b, off, LLVMBuildMul(b, coord(c, d, &vj),
                                                 g->tstride[c->p][d], ""), "");
     LLVMValueRef base = cpu_gep(g, c->et, c->data, off);
-    LLVMValueRef tile = c->in->op == IR_LOAD ? c->res : g->val[c->in->opnd[0]];
-    LLVMValueRef row = cpu_gep(g, c->et, tile, lin0);
+    if (inplace)
+        return base;
     CpuLoop in;
     cpu_loop_open(g, &in, cpu_i64(g, 0), cpu_i64(g, c->vt.shape[R - 1]));
     LLVMValueRef tp = cpu_gep(g, c->et, base, in.iv);
-    LLVMValueRef rp = cpu_gep(g, c->et, row, in.iv);
-    if (c->in->op == IR_LOAD)
+    if (c->in->op == IR_LOAD) {
+        LLVMValueRef rp = cpu_gep(g, c->et, cpu_gep(g, c->et, c->res, lin0), in.iv);
         LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, tp, ""), rp);
-    else
-        LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, rp, ""), tp);
+    } else {
+        LLVMValueRef lin = LLVMBuildAdd(b, lin0, in.iv, "");
+        cpu_mstore(g, cpu_elem(g, c->in->opnd[0], lin), tp, c->dt);
+    }
     cpu_loop_close(g, &in);
     close_loops(c, l, 0, R - 1);
+    return NULL;
 }
 
 int cpu_gen_memop(CpuGen *g, int id)
@@ -342,17 +352,46 @@ int cpu_gen_memop(CpuGen *g, int id)
                 ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSLE, e, sh, ""), "");
             }
         }
+        /* in place: every range dim but the innermost one spans whole
+         * rows of the ones inside it (len 1 dims excepted) */
+        bool inplace = in->op == IR_LOAD && g->inpl && g->inpl[id];
+        bool strided = inplace && g->inpl[id] == 2;
+        int64_t span = 1;
+        for (int d = c.v->ndims - 1; d >= 0 && inplace && !strided; d--) {
+            if (c.v->d[d].kind != IDX_RANGE)
+                continue;
+            if (span > 1 && c.v->d[d].len > 1)
+                ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ,
+                    g->tstride[c.p][d], cpu_i64(g, span), ""), "");
+            span *= c.v->d[d].len;
+        }
         LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fast");
         LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "slow");
         LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "mem.end");
         LLVMBuildCondBr(b, ok, fb, sb);
         LLVMPositionBuilderAtEnd(b, fb);
-        fast(&c);
+        LLVMValueRef base = fast(&c, inplace);
+        LLVMBasicBlockRef fend = LLVMGetInsertBlock(b);
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, sb);
         general(&c, -1);
+        LLVMBasicBlockRef send = LLVMGetInsertBlock(b);
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, jb);
+        if (inplace) { /* the tile: the tensor itself, or the copy */
+            LLVMValueRef phi = LLVMBuildPhi(b, LLVMTypeOf(c.res), "tile");
+            LLVMValueRef vals[2] = {base, c.res};
+            LLVMBasicBlockRef bbs[2] = {fend, send};
+            LLVMAddIncoming(phi, vals, bbs, 2);
+            c.res = phi;
+        }
+        if (strided) { /* its row stride: the tensor's, or the copy's */
+            LLVMValueRef phi = LLVMBuildPhi(b, g->i64, "tile.ld");
+            LLVMValueRef vals[2] = {g->tstride[c.p][0], cpu_i64(g, c.vt.shape[1])};
+            LLVMBasicBlockRef bbs[2] = {fend, send};
+            LLVMAddIncoming(phi, vals, bbs, 2);
+            g->vld[id] = phi;
+        }
     } else {
         general(&c, mask);
     }

@@ -1,10 +1,11 @@
 /* tile.c — tile-shaped ops on the CPU: ARANGE, BCAST / RESHAPE / PERMUTE
  * (strided copies), REDUCE and SCAN (loops with an accumulator slot that
- * mem2reg promotes), and DOT as a register-blocked micro-kernel: operands
+ * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: operands
  * converted once to the accumulation type into padded buffers, then MR rows
  * x NRV vectors of columns accumulated in SSA vectors with k innermost. */
 #include "cpu.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static LLVMTypeRef et_of(CpuGen *g, int id)
@@ -163,6 +164,62 @@ static int gen_reduce_vec(CpuGen *g, int id, int64_t outer, int64_t len, int L)
     return g->failed ? -1 : 0;
 }
 
+/* SUM / MAX / MIN over a non-innermost axis (inner > 1): a row of inner
+ * accumulators, each row of the input added in turn (the inner loop is
+ * contiguous and vectorizes). Each accumulator sees its elements in the
+ * same order as gen_reduce's scalar loop, so results are the same. */
+static int gen_reduce_cols(CpuGen *g, int id, int64_t outer, int64_t len,
+                           int64_t inner, int accdt)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    int x = in->opnd[0], kind = in->attr;
+    int idt = g->f->ins[x].type.dtype, rdt = in->type.dtype;
+    const IrType *rt = &in->type;
+    LLVMTypeRef at = cpu_stype(g, accdt), rmt = cpu_mtype(g, rdt);
+    LLVMValueRef acc = cpu_alloca(g, at, inner);
+    LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt) : cpu_alloca(g, rmt, 1);
+    CpuLoop lo, li, lr;
+    cpu_loop_open(g, &lo, cpu_i64(g, 0), cpu_i64(g, outer));
+    LLVMValueRef base = LLVMBuildMul(b, lo.iv, cpu_i64(g, len * inner), "");
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef init = kind == RED_SUM ? LLVMConstNull(at)
+                      : cpu_elem(g, x, LLVMBuildAdd(b, base, li.iv, ""));
+    LLVMBuildStore(b, init, cpu_gep(g, at, acc, li.iv));
+    cpu_loop_close(g, &li);
+    cpu_loop_open(g, &lr, cpu_i64(g, kind == RED_SUM ? 0 : 1), cpu_i64(g, len));
+    LLVMValueRef row = LLVMBuildAdd(b, base, LLVMBuildMul(b, lr.iv, cpu_i64(g, inner), ""), "");
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef e = cpu_elem(g, x, LLVMBuildAdd(b, row, li.iv, ""));
+    LLVMValueRef ap = cpu_gep(g, at, acc, li.iv);
+    LLVMValueRef a = LLVMBuildLoad2(b, at, ap, ""), r;
+    if (kind == RED_SUM) {
+        LLVMValueRef ev = cpu_cvt(g, e, idt, accdt);
+        r = dsl_is_float(accdt) ? LLVMBuildFAdd(b, a, ev, "") : LLVMBuildAdd(b, a, ev, "");
+    } else {
+        IrInstr fake;
+        memset(&fake, 0, sizeof fake);
+        fake.op = kind == RED_MAX ? IR_MAX : IR_MIN;
+        fake.type = ir_scalar(idt);
+        fake.opnd[0] = x;
+        LLVMValueRef ops[2] = {a, e};
+        r = cpu_scalar_op(g, &fake, ops);
+    }
+    if (r)
+        LLVMBuildStore(b, r, ap);
+    cpu_loop_close(g, &li);
+    cpu_loop_close(g, &lr);
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, inner));
+    LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, cpu_i64(g, inner), ""), li.iv, "");
+    LLVMValueRef v = cpu_cvt(g, LLVMBuildLoad2(b, at, cpu_gep(g, at, acc, li.iv), ""),
+                             accdt, rdt);
+    cpu_mstore(g, v, cpu_gep(g, rmt, dst, o), rdt);
+    cpu_loop_close(g, &li);
+    cpu_loop_close(g, &lo);
+    g->val[id] = rt->rank ? dst : cpu_mload(g, dst, rdt);
+    return g->failed ? -1 : 0;
+}
+
 /* REDUCE and SCAN over (outer, len, inner). */
 static int gen_reduce(CpuGen *g, int id)
 {
@@ -195,6 +252,10 @@ static int gen_reduce(CpuGen *g, int id)
             return gen_reduce_vec(g, id, outer, len, L);
     }
     int accdt = kind == RED_SUM ? (cpu_is_narrow(rdt) ? DT_F32 : rdt) : idt;
+    if (in->op == IR_REDUCE && inner > 1 && len > 0 && !arg &&
+        (kind == RED_SUM || kind == RED_MAX || kind == RED_MIN) &&
+        !getenv("BLKC_CPU_NOCOLRED"))
+        return gen_reduce_cols(g, id, outer, len, inner, accdt);
     LLVMTypeRef at = arg ? cpu_ctype(g, idt) : cpu_stype(g, accdt);
     LLVMValueRef acc = cpu_alloca(g, at, 1), aidx = cpu_alloca(g, g->i64, 1);
     LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt)
@@ -306,14 +367,14 @@ int cpu_gen_tileop(CpuGen *g, int id)
 /* Convert rows x cols of src (dtype sdt, row stride scols) into dst of type
  * E with row stride dcols; the padding was zeroed before. */
 static void convert_block(CpuGen *g, LLVMValueRef dst, int64_t dcols,
-                          LLVMValueRef src, int sdt, int64_t sld,
+                          LLVMValueRef src, int sdt, LLVMValueRef sld,
                           int64_t rows, int64_t scols, int ddt)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef st = cpu_mtype(g, sdt), dt = cpu_mtype(g, ddt);
     CpuLoop lr, lc;
     cpu_loop_open(g, &lr, cpu_i64(g, 0), cpu_i64(g, rows));
-    LLVMValueRef sr = cpu_gep(g, st, src, LLVMBuildMul(b, lr.iv, cpu_i64(g, sld), ""));
+    LLVMValueRef sr = cpu_gep(g, st, src, LLVMBuildMul(b, lr.iv, sld, ""));
     LLVMValueRef dr = cpu_gep(g, dt, dst, LLVMBuildMul(b, lr.iv, cpu_i64(g, dcols), ""));
     cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, scols));
     LLVMValueRef v = cpu_mload(g, cpu_gep(g, st, sr, lc.iv), sdt);
@@ -347,9 +408,12 @@ static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
 
 enum { MAXMR = 8, MAXNRV = 2 };
 
-/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[i0.., :] * B[:, j0..] */
+/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[i0.., :K] * B[:K, j0..]
+ * (row strides lda, ldb: a tile's width, or a tensor's stride when the
+ * operand is read in place) */
 static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
-                  LLVMValueRef i0, LLVMValueRef j0, int64_t K, int64_t ldb,
+                  LLVMValueRef i0, LLVMValueRef j0, int64_t K,
+                  LLVMValueRef lda, LLVMValueRef ldb,
                   int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl)
 {
     LLVMBuilderRef b = g->b;
@@ -360,7 +424,7 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
     LLVMValueRef acc[MAXMR][MAXNRV], cp[MAXMR][MAXNRV], ar[MAXMR];
     for (int r = 0; r < MR; r++) {
         LLVMValueRef row = LLVMBuildAdd(b, i0, cpu_i64(g, r), "");
-        ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, row, cpu_i64(g, K), ""));
+        ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, row, lda, ""));
         LLVMValueRef crow = cpu_gep(g, E, C, LLVMBuildMul(b, row, cpu_i64(g, ldc), ""));
         for (int v = 0; v < NRV; v++) {
             cp[r][v] = cpu_gep(g, E, crow, LLVMBuildAdd(b, j0, cpu_i64(g, v * VW), ""));
@@ -378,7 +442,7 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NRV; v++)
             phi[r][v] = LLVMBuildPhi(b, vt, "");
-    LLVMValueRef brow = cpu_gep(g, E, bcol, LLVMBuildMul(b, k, cpu_i64(g, ldb), ""));
+    LLVMValueRef brow = cpu_gep(g, E, bcol, LLVMBuildMul(b, k, ldb, ""));
     for (int v = 0; v < NRV; v++)
         bv[v] = vload(g, vt, cpu_gep(g, E, brow, cpu_i64(g, v * VW)), al);
     for (int r = 0; r < MR; r++) {
@@ -433,6 +497,11 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
     bool fl = dsl_is_float(rdt);
     /* operands in the accumulation type, padded to Mp rows / Np columns */
     LLVMValueRef A = g->val[in->opnd[0]], B = g->val[in->opnd[1]];
+    /* row strides: a 2-D operand read in place (mem.c) has the tensor's */
+    LLVMValueRef lda = R == 2 && g->vld[in->opnd[0]] ? g->vld[in->opnd[0]]
+                                                     : cpu_i64(g, K);
+    LLVMValueRef ldb = R == 2 && g->vld[in->opnd[1]] ? g->vld[in->opnd[1]]
+                                                     : cpu_i64(g, N);
     if (ta->dtype != rdt || Mp != M) {
         LLVMValueRef buf = cpu_alloca(g, E, NB * Mp * K);
         if (Mp != M)
@@ -441,8 +510,9 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         for (int64_t bi = 0; bi < NB; bi++)
             convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * Mp * K)), K,
                           cpu_gep(g, cpu_mtype(g, ta->dtype), A, cpu_i64(g, bi * M * K)),
-                          ta->dtype, K, M, K, rdt);
+                          ta->dtype, lda, M, K, rdt);
         A = buf;
+        lda = cpu_i64(g, K);
     }
     if (tb->dtype != rdt || Np != N) {
         LLVMValueRef buf = cpu_alloca(g, E, NB * K * Np);
@@ -452,8 +522,9 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         for (int64_t bi = 0; bi < NB; bi++)
             convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * K * Np)), Np,
                           cpu_gep(g, cpu_mtype(g, tb->dtype), B, cpu_i64(g, bi * K * N)),
-                          tb->dtype, N, K, N, rdt);
+                          tb->dtype, ldb, K, N, rdt);
         B = buf;
+        ldb = cpu_i64(g, Np);
     }
     LLVMValueRef C = dst;
     bool padded = Mp != M || Np != N;
@@ -463,7 +534,8 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         if (acc_ptr)
             for (int64_t bi = 0; bi < NB; bi++)
                 convert_block(g, cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), Np,
-                              cpu_gep(g, E, acc_ptr, cpu_i64(g, bi * M * N)), rdt, N, M, N,
+                              cpu_gep(g, E, acc_ptr, cpu_i64(g, bi * M * N)), rdt,
+                              cpu_i64(g, N), M, N,
                               rdt);
     } else if (!acc_ptr) {
         LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, NB * M * N * eb), 4);
@@ -482,16 +554,18 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         if (nfull > 0) {
             cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nfull));
             LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, 2 * VW), "");
-            micro(g, Ab, Bb, Cb, i0, j0, K, Np, Np, MR, 2, VW, E, fl);
+            micro(g, Ab, Bb, Cb, i0, j0, K, lda, ldb, Np, MR, 2, VW, E, fl);
             cpu_loop_close(g, &lj);
         }
         if (tail)
-            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), K, Np, Np, MR, 1, VW, E, fl);
+            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), K, lda, ldb, Np, MR, 1,
+                  VW, E, fl);
         cpu_loop_close(g, &li);
     }
     if (padded)
         for (int64_t bi = 0; bi < NB; bi++)
             convert_block(g, cpu_gep(g, E, dst, cpu_i64(g, bi * M * N)), N,
-                          cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), rdt, Np, M, N, rdt);
+                          cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), rdt,
+                          cpu_i64(g, Np), M, N, rdt);
     return g->failed ? -1 : 0;
 }
