@@ -179,7 +179,11 @@ static int e_open(bool hip, void **out, RtGpuDevInfo *info, char *err,
     d->hip = hip;
     const char *ms = getenv("BLKC_EMU_STATS");
     if (ms && !strcmp(ms, "1")) { /* --stats: clang++ counts loads/stores */
-        static const char *const clangs[] = {"clang++-19", "clang++", NULL};
+        /* blk_emu.h needs _Float16 on x86: clang 15 or later (setup.sh
+         * installs clang-15); a bare clang++ may be an older one */
+        static const char *const clangs[] = {
+            "clang++-20", "clang++-19", "clang++-18", "clang++-17",
+            "clang++-16", "clang++-15", "clang++", NULL};
         for (int i = 0; clangs[i] && !d->memstats; i++)
             d->memstats = on_path(clangs[i], d->cxx, sizeof d->cxx);
     }
