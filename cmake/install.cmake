@@ -24,6 +24,15 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/blkcConfigVersion.c
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkcConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/blkcConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/blkc)
+# The .pc files are relocatable: prefix is found from the file's own place
+# (${pcfiledir}), so `cmake --install build --prefix DIR` works anywhere.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(BLKC_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _pc_up "/_p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/_p")
+  string(REGEX REPLACE "/$" "" _pc_up "${_pc_up}")
+  set(BLKC_PC_PREFIX "\${pcfiledir}/${_pc_up}")
+endif()
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/blkc.pc.in
                ${CMAKE_CURRENT_BINARY_DIR}/blkc.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/blkc.pc

@@ -1,5 +1,6 @@
 /* use_blkc.c — the smallest libblkc user: JIT-compile a kernel from a
- * string and launch it on two DLPack tensors. */
+ * NUL-terminated string (length 0) and launch it on two DLPack tensors,
+ * then once more with the one-line launcher. */
 #include <blkc/blkc.h>
 
 #include <stdio.h>
@@ -17,7 +18,7 @@ int main(void)
     blkc_module *mod;
     blkc_kernel *k;
     if (blkc_context_create("cpu", &ctx) != BLKC_OK ||
-        blkc_module_create(ctx, src, strlen(src), NULL, &mod) != BLKC_OK ||
+        blkc_module_create(ctx, src, 0, NULL, &mod) != BLKC_OK ||
         blkc_module_get_kernel(mod, "twice", &k) != BLKC_OK) {
         fprintf(stderr, "use_blkc: %s\n", blkc_last_error());
         return 1;
@@ -37,6 +38,16 @@ int main(void)
     for (int i = 0; i < 100; i++)
         if (y[i] != 2.0f * (float)i) {
             fprintf(stderr, "use_blkc: y[%d] = %g\n", i, y[i]);
+            return 1;
+        }
+    float z[100];
+    if (blkc_kernel_launchf(k, "f32[#] f32[#]", y, 100, z, 100) != BLKC_OK) {
+        fprintf(stderr, "use_blkc: %s\n", blkc_last_error());
+        return 1;
+    }
+    for (int i = 0; i < 100; i++)
+        if (z[i] != 4.0f * (float)i) {
+            fprintf(stderr, "use_blkc: z[%d] = %g\n", i, z[i]);
             return 1;
         }
     blkc_module_destroy(mod);
