@@ -24,6 +24,10 @@ struct blkc_context {
     int device_id;        /* N of cuda:N / hip:N */
     RtGpu *gpu;           /* cuda:N / hip:N: the opened device (gpu.h) */
     JcMem *cache;         /* memory JIT cache (cache.c); NULL = none */
+    char **defines;       /* context-wide defines, as "?NAME=VALUE"
+                             (optional: lower.c ignores them unmatched) */
+    int ndefines;
+    blkc_specialize specialize; /* the modules' default (DEFAULT = env) */
 };
 
 
@@ -76,12 +80,71 @@ const char *api_target_name(blkc_target t)
                                                                   : "cpu";
 }
 
+BLKC_API void blkc_context_options_init(blkc_context_options *o)
+{
+    if (o)
+        memset(o, 0, sizeof *o);
+}
+
 BLKC_API blkc_status blkc_context_create(const char *device,
                                          blkc_context **out)
+{
+    return blkc_context_create_ex(device, NULL, out);
+}
+
+/* Check context options (before a device is opened). */
+static blkc_status check_context_options(const blkc_context_options *o)
+{
+    if (!o)
+        return BLKC_OK;
+    if (o->ndefines < 0 || (o->ndefines > 0 && !o->defines))
+        return api_err(BLKC_ERR_USAGE, "bad context defines (%d given, "
+                       "array %s)", o->ndefines, o->defines ? "set" : "NULL");
+    for (int i = 0; i < o->ndefines; i++)
+        if (!o->defines[i] || !strchr(o->defines[i], '=') ||
+            o->defines[i][0] == '=' || o->defines[i][0] == '?')
+            return api_err(BLKC_ERR_USAGE, "context define %d is not "
+                           "NAME=VALUE", i);
+    if ((unsigned)o->specialize > BLKC_SPECIALIZE_EAGER)
+        return api_err(BLKC_ERR_USAGE, "specialize %d is not a "
+                       "blkc_specialize", (int)o->specialize);
+    for (int i = 0; i < 8; i++)
+        if (o->reserved[i])
+            return api_err(BLKC_ERR_USAGE, "blkc_context_options.reserved[%d] "
+                           "is not 0 (call blkc_context_options_init)", i);
+    return BLKC_OK;
+}
+
+/* Copy the context's defines as optional ("?NAME=VALUE"). */
+static blkc_status copy_context_defines(blkc_context *c,
+                                        const blkc_context_options *o)
+{
+    if (!o || !o->ndefines)
+        return BLKC_OK;
+    c->defines = calloc((size_t)o->ndefines, sizeof *c->defines);
+    if (!c->defines)
+        return api_err(BLKC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < o->ndefines; i++) {
+        size_t n = strlen(o->defines[i]);
+        if (!(c->defines[i] = malloc(n + 2)))
+            return api_err(BLKC_ERR_NOMEM, "out of memory");
+        c->defines[i][0] = '?';
+        memcpy(c->defines[i] + 1, o->defines[i], n + 1);
+        c->ndefines = i + 1;
+    }
+    return BLKC_OK;
+}
+
+BLKC_API blkc_status blkc_context_create_ex(const char *device,
+                                            const blkc_context_options *o,
+                                            blkc_context **out)
 {
     if (!out)
         return api_err(BLKC_ERR_USAGE, "blkc_context_create: out is NULL");
     *out = NULL;
+    blkc_status cst = check_context_options(o);
+    if (cst != BLKC_OK)
+        return cst;
     if (!device)
         device = "cpu";
     blkc_target t;
@@ -134,6 +197,11 @@ BLKC_API blkc_status blkc_context_create(const char *device,
     c->device = t;
     c->device_id = (int)id;
     c->cache = jc_mem_new();
+    c->specialize = o ? o->specialize : BLKC_SPECIALIZE_DEFAULT;
+    if ((cst = copy_context_defines(c, o)) != BLKC_OK) {
+        blkc_context_destroy(c);
+        return cst;
+    }
     *out = c;
     return BLKC_OK;
 }
@@ -143,6 +211,9 @@ BLKC_API void blkc_context_destroy(blkc_context *ctx)
     if (ctx) {
         jc_mem_free(ctx->cache);
         rt_gpu_close(ctx->gpu);
+        for (int i = 0; i < ctx->ndefines; i++)
+            free(ctx->defines[i]);
+        free(ctx->defines);
     }
     free(ctx);
 }
@@ -155,13 +226,17 @@ BLKC_API void blkc_compile_options_init(blkc_compile_options *o)
         memset(o, 0, sizeof *o);
 }
 
-/* Check options and copy source into a NUL-terminated buffer. */
-blkc_status api_prepare(const char *source, size_t len,
+/* Check options and copy source into a NUL-terminated buffer; a *lenp of
+ * 0 means source is NUL-terminated (*lenp becomes its length). */
+blkc_status api_prepare(const char *source, size_t *lenp,
                         const blkc_compile_options *o, char **text)
 {
     *text = NULL;
-    if (!source && len)
+    if (!source)
         return api_err(BLKC_ERR_USAGE, "source is NULL");
+    if (!*lenp)
+        *lenp = strnlen(source, (size_t)DSL_MAX_SOURCE + 1);
+    size_t len = *lenp;
     if (len > DSL_MAX_SOURCE)
         return api_err(BLKC_ERR_USAGE, "source is too large (%zu bytes; the "
                        "limit is %u)", len, DSL_MAX_SOURCE);
@@ -186,6 +261,12 @@ blkc_status api_prepare(const char *source, size_t len,
         if (o->compile_mem_mb < 0)
             return api_err(BLKC_ERR_USAGE, "compile_mem_mb %d is negative",
                            o->compile_mem_mb);
+        if (o->ignore_unknown_defines < 0 || o->ignore_unknown_defines > 1)
+            return api_err(BLKC_ERR_USAGE, "ignore_unknown_defines %d is not "
+                           "0 or 1", o->ignore_unknown_defines);
+        if ((unsigned)o->specialize > BLKC_SPECIALIZE_EAGER)
+            return api_err(BLKC_ERR_USAGE, "specialize %d is not a "
+                           "blkc_specialize", (int)o->specialize);
     }
     char *t = malloc(len + 1);
     if (!t)
@@ -298,7 +379,7 @@ static blkc_status gpu_module_create(blkc_context *ctx, const char *source,
                                      blkc_module **out)
 {
     char *text;
-    blkc_status st = api_prepare(source, len, opts, &text);
+    blkc_status st = api_prepare(source, &len, opts, &text);
     if (st != BLKC_OK)
         return st;
     IrModule *ir;
@@ -330,19 +411,14 @@ static blkc_status gpu_module_create(blkc_context *ctx, const char *source,
     return BLKC_OK;
 }
 
-BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
-                                        size_t len,
-                                        const blkc_compile_options *opts,
-                                        blkc_module **out)
+static blkc_status module_create(blkc_context *ctx, const char *source,
+                                 size_t len, const blkc_compile_options *opts,
+                                 blkc_module **out)
 {
-    if (!out)
-        return api_err(BLKC_ERR_USAGE, "blkc_module_create: out is NULL");
-    *out = NULL;
-    (void)ctx; /* every context is the CPU for now */
     blkc_target t = opts ? opts->target : BLKC_TARGET_CPU;
     last_cache_source = -1;
     char *text;
-    blkc_status st = api_prepare(source, len, opts, &text);
+    blkc_status st = api_prepare(source, &len, opts, &text);
     if (st != BLKC_OK)
         return st;
     if (ctx && ctx->gpu) { /* a cuda/hip context: its device's target */
@@ -400,6 +476,86 @@ BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
     last_cache_source = how;
     m->nkernels = ir->nfuncs;
     *out = m;
+    return BLKC_OK;
+}
+
+/* The defines a module is compiled with: the context's (optional), then
+ * its own (optional when ignore_unknown_defines; later ones win). *defs is
+ * NULL when there is nothing to merge (opts' own list is used). */
+static blkc_status merge_defines(const blkc_context *ctx,
+                                 const blkc_compile_options *o, char ***defs,
+                                 int *ndefs)
+{
+    *defs = NULL;
+    *ndefs = 0;
+    int nc = ctx ? ctx->ndefines : 0, nm = o ? o->ndefines : 0;
+    bool opt = o && o->ignore_unknown_defines;
+    if (!nc && !opt)
+        return BLKC_OK;
+    char **d = calloc((size_t)(nc + nm) + 1, sizeof *d);
+    if (!d)
+        return api_err(BLKC_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < nc + nm; i++) {
+        const char *v = i < nc ? ctx->defines[i] : o->defines[i - nc];
+        bool q = i >= nc && opt && v[0] != '?';
+        size_t len = strlen(v);
+        if (!(d[n] = malloc(len + 2)))
+            break;
+        d[n][0] = '?';
+        memcpy(d[n] + q, v, len + 1);
+        n++;
+    }
+    *defs = d;
+    *ndefs = n;
+    if (n < nc + nm)
+        return api_err(BLKC_ERR_NOMEM, "out of memory");
+    return BLKC_OK;
+}
+
+BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
+                                        size_t len,
+                                        const blkc_compile_options *opts,
+                                        blkc_module **out)
+{
+    if (!out)
+        return api_err(BLKC_ERR_USAGE, "blkc_module_create: out is NULL");
+    *out = NULL;
+    blkc_compile_options o;
+    blkc_compile_options_init(&o);
+    if (opts)
+        o = *opts;
+    char *text;
+    blkc_status st = api_prepare(source, &len, &o, &text); /* checks o */
+    if (st != BLKC_OK)
+        return st;
+    free(text);
+    char **defs;
+    int ndefs;
+    st = merge_defines(ctx, &o, &defs, &ndefs);
+    if (st == BLKC_OK) {
+        if (defs) {
+            o.defines = (const char *const *)defs;
+            o.ndefines = ndefs;
+        }
+        st = module_create(ctx, source, len, &o, out);
+    }
+    for (int i = 0; defs && i < ndefs; i++)
+        free(defs[i]);
+    free(defs);
+    if (st != BLKC_OK)
+        return st;
+    if ((*out)->nkernels == 0) {
+        blkc_module_destroy(*out);
+        *out = NULL;
+        return api_err(BLKC_ERR_COMPILE, "%s: the program has no kernel or "
+                       "device function (a task runs through "
+                       "blkc_task_create)", api_src_name(&o));
+    }
+    blkc_specialize sp = o.specialize;
+    if (!sp && ctx)
+        sp = ctx->specialize;
+    (*out)->specialize = sp;
     return BLKC_OK;
 }
 
@@ -555,6 +711,64 @@ BLKC_API void blkc_launch_options_init(blkc_launch_options *o)
         memset(o, 0, sizeof *o);
 }
 
+/* k's specialization mode: its own, else its module's (DEFAULT left for
+ * cache.c: the environment). */
+static blkc_specialize kernel_mode(const blkc_kernel *k)
+{
+    int m = __atomic_load_n(&k->specialize, __ATOMIC_RELAXED);
+    return m ? (blkc_specialize)m : k->module->specialize;
+}
+
+BLKC_API blkc_status blkc_kernel_set_specialize(blkc_kernel *k,
+                                                blkc_specialize mode)
+{
+    if (!k)
+        return api_err(BLKC_ERR_USAGE, "blkc_kernel_set_specialize: kernel "
+                       "is NULL");
+    if ((unsigned)mode > BLKC_SPECIALIZE_EAGER)
+        return api_err(BLKC_ERR_USAGE, "specialize %d is not a "
+                       "blkc_specialize", (int)mode);
+    __atomic_store_n(&k->specialize, (int)mode, __ATOMIC_RELAXED);
+    return BLKC_OK;
+}
+
+BLKC_API blkc_status blkc_kernel_prepare(blkc_kernel *k, const blkc_arg *args,
+                                         int nargs)
+{
+    if (!k)
+        return api_err(BLKC_ERR_USAGE, "blkc_kernel_prepare: kernel is NULL");
+    if (!k->module->unit)
+        return api_err(BLKC_ERR_UNSUPPORTED, "blkc_kernel_prepare: %s is not "
+                       "on a CPU module (GPU modules specialize at launch)",
+                       k->func->name);
+    const IrFunc *f = k->func;
+    if (f->is_device)
+        return api_err(BLKC_ERR_USAGE, "blkc_kernel_prepare: %s is a device "
+                       "function (not specialized)", f->name);
+    uint32_t sig[64];
+    if (nargs != f->nparams || f->nparams > 64 || (nargs && !args) ||
+        !rt_signature(f, args, nargs, sig))
+        return api_err(BLKC_ERR_USAGE, "blkc_kernel_prepare: the arguments "
+                       "do not fit %s (%d parameters; %d given)", f->name,
+                       f->nparams, nargs);
+    if (jc_unit_compile(k->module->unit, k->index, sig) != 0)
+        return api_err(BLKC_ERR_RUNTIME, "blkc_kernel_prepare: the variant "
+                       "of %s could not be compiled (launches run the "
+                       "generic code)", f->name);
+    return BLKC_OK;
+}
+
+BLKC_API int blkc_kernel_variant_count(const blkc_kernel *k)
+{
+    return k && k->module->unit ? jc_unit_variants(k->module->unit, k->index)
+                                : 0;
+}
+
+BLKC_API void blkc_specialize_wait(void)
+{
+    jc_spec_wait();
+}
+
 BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
                                         int nargs,
                                         const blkc_launch_options *opts)
@@ -584,7 +798,7 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
     uint32_t sig[64];
     if (k->module->unit && f->nparams <= 64 &&
         rt_signature(f, args, nargs, sig))
-        jc_unit_pick(k->module->unit, k->index, sig, &f, &fn);
+        jc_unit_pick(k->module->unit, k->index, sig, kernel_mode(k), &f, &fn);
     char err[1024];
     err[0] = 0;
     blkc_status st = rt_cpu_launch(f, fn, args, nargs, opts, NULL, err,
@@ -638,7 +852,7 @@ BLKC_API blkc_status blkc_emit(const char *source, size_t len,
     if (outlen)
         *outlen = 0;
     char *text;
-    blkc_status st = api_prepare(source, len, opts, &text);
+    blkc_status st = api_prepare(source, &len, opts, &text);
     if (st != BLKC_OK)
         return st;
     const char *tname = api_target_name(opts ? opts->target : BLKC_TARGET_CPU);

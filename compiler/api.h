@@ -16,6 +16,7 @@ struct blkc_kernel {
     const IrFunc *func;   /* Core IR function: parameters, grid */
     BkRangeFn range;      /* JIT'd range entry (CPU ABI) */
     int index;            /* function index in module->unit */
+    int specialize;       /* blkc_specialize (atomic); DEFAULT = module's */
 };
 
 struct blkc_module {
@@ -25,14 +26,17 @@ struct blkc_module {
     blkc_kernel *kernels; /* one per function of ir */
     int nkernels;
     JcUnit *unit;         /* shared compiled code (cache.c); owns ir */
+    blkc_specialize specialize; /* options, else the context's (DEFAULT:
+                                   the environment) */
 };
 
 /* Set the thread's last error (blkc_last_error) and return s. */
 blkc_status api_err(blkc_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 const char *api_target_name(blkc_target t);
-/* Check options and copy source into a NUL-terminated buffer. */
-blkc_status api_prepare(const char *source, size_t len,
+/* Check options and copy source into a NUL-terminated buffer; a *len of 0
+ * means source is NUL-terminated (*len becomes its length). */
+blkc_status api_prepare(const char *source, size_t *len,
                         const blkc_compile_options *o, char **text);
 /* The file name diagnostics show ("<input>" when none). */
 const char *api_src_name(const blkc_compile_options *o);

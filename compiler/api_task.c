@@ -71,7 +71,7 @@ BLKC_API blkc_status blkc_task_create(const char *source, size_t len,
     if (topts && (topts->overlap < -1 || topts->overlap > 1))
         return api_err(BLKC_ERR_USAGE, "overlap %d is not -1, 0 or 1", topts->overlap);
     char *text;
-    blkc_status st = api_prepare(source, len, opts, &text);
+    blkc_status st = api_prepare(source, &len, opts, &text);
     if (st != BLKC_OK)
         return st;
     /* the whole file must compile (as `blkc run` / `blkc plan` check) */

@@ -1112,59 +1112,92 @@ static JcVariant *compile_variant(JcUnit *u, int fi, const uint32_t *sig)
     return v;
 }
 
-void jc_unit_pick(JcUnit *u, int fi, const uint32_t *sig,
-                  const IrFunc **func, BkRangeFn *range)
+/* The exact variant of function fi for sig, and the most specialized one
+ * that fits (either may be NULL); published variants are read without the
+ * lock. */
+static const JcVariant *find_variant(JcUnit *u, int fi, const uint32_t *sig,
+                                     const JcVariant **best, int *nout)
 {
     const IrFunc *g = u->ir->funcs[fi];
-    if (!sig)
-        return;
     JcKernelVars *kv = &u->vars[fi];
+    int n = __atomic_load_n(&kv->n, __ATOMIC_ACQUIRE);
+    *best = NULL;
+    if (nout)
+        *nout = n;
+    for (int i = 0; i < n; i++) {
+        const JcVariant *v = __atomic_load_n(&kv->v[i], __ATOMIC_ACQUIRE);
+        bool exact = true, fits = true;
+        for (int p = 0; p < g->nparams; p++) {
+            exact &= v->assume[p] == sig[p];
+            fits &= (v->assume[p] & ~sig[p]) == 0;
+        }
+        if (exact)
+            return v;
+        if (fits && (!*best || v->nbits > (*best)->nbits))
+            *best = v;
+    }
+    return NULL;
+}
+
+static bool any_fact(const JcUnit *u, int fi, const uint32_t *sig)
+{
     bool any = false;
-    for (int p = 0; p < g->nparams; p++)
+    for (int p = 0; p < u->ir->funcs[fi]->nparams; p++)
         any |= sig[p] != 0;
-    if (!any)
+    return any;
+}
+
+int jc_unit_compile(JcUnit *u, int fi, const uint32_t *sig)
+{
+    if (!any_fact(u, fi, sig))
+        return 0; /* the generic code is the variant */
+    const JcVariant *best;
+    if (find_variant(u, fi, sig, &best, NULL))
+        return 0;
+    JcKernelVars *kv = &u->vars[fi];
+    int rc = 0;
+    pthread_mutex_lock(&kv->lock);
+    int n;
+    if (!find_variant(u, fi, sig, &best, &n)) {
+        JcVariant *v = n < JC_MAX_VARIANTS ? compile_variant(u, fi, sig) : NULL;
+        if (v) {
+            __atomic_store_n(&kv->v[n], v, __ATOMIC_RELEASE);
+            __atomic_store_n(&kv->n, n + 1, __ATOMIC_RELEASE);
+        } else {
+            rc = -1;
+        }
+    }
+    pthread_mutex_unlock(&kv->lock);
+    return rc;
+}
+
+int jc_unit_variants(const JcUnit *u, int fi)
+{
+    return __atomic_load_n(&u->vars[fi].n, __ATOMIC_ACQUIRE);
+}
+
+void jc_unit_pick(JcUnit *u, int fi, const uint32_t *sig, blkc_specialize mode,
+                  const IrFunc **func, BkRangeFn *range)
+{
+    if (!sig || !any_fact(u, fi, sig))
         return;
-    for (int round = 0; round < 2; round++) {
-        int n = __atomic_load_n(&kv->n, __ATOMIC_ACQUIRE);
-        const JcVariant *best = NULL;
-        for (int i = 0; i < n; i++) {
-            const JcVariant *v = __atomic_load_n(&kv->v[i], __ATOMIC_ACQUIRE);
-            bool exact = true, fits = true;
-            for (int p = 0; p < g->nparams; p++) {
-                exact &= v->assume[p] == sig[p];
-                fits &= (v->assume[p] & ~sig[p]) == 0;
-            }
-            if (exact) {
-                *func = v->func;
-                *range = v->range;
-                return;
-            }
-            if (fits && (!best || v->nbits > best->nbits))
-                best = v;
+    if (mode == BLKC_SPECIALIZE_DEFAULT)
+        mode = spec_enabled() ? BLKC_SPECIALIZE_EAGER : BLKC_SPECIALIZE_OFF;
+    const JcVariant *best;
+    int n;
+    const JcVariant *v = find_variant(u, fi, sig, &best, &n);
+    if (!v && n < JC_MAX_VARIANTS) {
+        if (mode == BLKC_SPECIALIZE_EAGER) {
+            if (jc_unit_compile(u, fi, sig) == 0)
+                v = find_variant(u, fi, sig, &best, NULL);
+        } else if (mode == BLKC_SPECIALIZE_BACKGROUND) {
+            jc_spec_enqueue(u, fi, sig); /* this launch: what exists */
         }
-        if (round == 1 || !spec_enabled() || n >= JC_MAX_VARIANTS) {
-            if (best) {
-                *func = best->func;
-                *range = best->range;
-            }
-            return;
-        }
-        pthread_mutex_lock(&kv->lock);
-        if (__atomic_load_n(&kv->n, __ATOMIC_ACQUIRE) == n) {
-            JcVariant *v = compile_variant(u, fi, sig);
-            if (v) {
-                __atomic_store_n(&kv->v[n], v, __ATOMIC_RELEASE);
-                __atomic_store_n(&kv->n, n + 1, __ATOMIC_RELEASE);
-            } else {
-                pthread_mutex_unlock(&kv->lock);
-                round = 1; /* fall back to what exists */
-                if (best) {
-                    *func = best->func;
-                    *range = best->range;
-                }
-                return;
-            }
-        }
-        pthread_mutex_unlock(&kv->lock);
+    }
+    if (!v)
+        v = best;
+    if (v) {
+        *func = v->func;
+        *range = v->range;
     }
 }

@@ -138,13 +138,33 @@ blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
                         JcUnit **out, int *how, char *err, size_t errlen);
 void jc_unit_ref(JcUnit *u);
 void jc_unit_unref(JcUnit *u);
-/* The code to run function fi with signature sig: the exact variant
- * (compiled on first use unless BLKC_SPECIALIZE=0), else the most
- * specialized compiled variant that fits; *func and *range are left as
- * they are (the caller's generic code) when none fits. Never allocates
- * when the variant exists. */
-void jc_unit_pick(JcUnit *u, int fi, const uint32_t *sig,
+/* The code to run function fi with signature sig: the exact variant, else
+ * the most specialized compiled variant that fits; *func and *range are
+ * left as they are (the caller's generic code) when none fits. A missing
+ * exact variant is compiled here (mode EAGER; DEFAULT is EAGER unless
+ * BLKC_SPECIALIZE=0, then OFF), queued for the background compiler
+ * (BACKGROUND: this launch runs what exists) or not at all (OFF). Never
+ * allocates when the variant exists. */
+void jc_unit_pick(JcUnit *u, int fi, const uint32_t *sig, blkc_specialize mode,
                   const IrFunc **func, BkRangeFn *range);
+/* Compile and publish the exact variant of fi for sig unless it exists
+ * (blocks while another thread compiles one of fi's variants): 0, or -1
+ * when it cannot be compiled (or the table is full). */
+int jc_unit_compile(JcUnit *u, int fi, const uint32_t *sig);
+/* Variants of function fi published so far. */
+int jc_unit_variants(const JcUnit *u, int fi);
+
+/* ------------------------------------------------------------ spec_bg.c */
+/* The background compiler: one worker thread at most (started when a job
+ * is queued, gone when the queue is empty), a queue of JC_SPEC_QUEUE jobs
+ * (a job already queued or running is not queued again; a full queue drops
+ * the job, and a later launch queues it again). A job holds a reference
+ * to its unit. At exit, queued jobs are dropped and the running one is
+ * waited for. */
+#define JC_SPEC_QUEUE 64
+void jc_spec_enqueue(JcUnit *u, int fi, const uint32_t *sig);
+/* Wait until no job is queued or running. */
+void jc_spec_wait(void);
 
 /* ------------------------------------------------------------ tune.c */
 /* The product of "NAME=v1,v2,..." lists; at most JC_TUNE_MAX configs. */

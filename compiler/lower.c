@@ -462,6 +462,9 @@ typedef struct Define {
     size_t len;        /* length of NAME */
     LwConst val;       /* parsed VALUE */
     bool used;         /* matched a const or compile-time parameter */
+    bool optional;     /* `?NAME=VALUE`: no error when it matches nothing
+                          (the API's ignore_unknown_defines, context-wide
+                          defines) */
 } Define;
 
 static Define *find_define(Define *d, int n, const char *name)
@@ -722,14 +725,15 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     for (int i = 0; i < ndefines; i++) {
         const char *eq = defines[i] ? strchr(defines[i], '=') : NULL;
         DslLoc none = {0, 0};
-        if (!eq || eq == defines[i]) {
+        if (!eq || eq == defines[i] + (defines[i][0] == '?')) {
             dsl_error(diags, none, "bad define '%s': expected NAME=VALUE",
                       defines[i] ? defines[i] : "(null)");
             continue;
         }
         Define *d = &defs[ndefs];
-        d->name = defines[i];
-        d->len = (size_t)(eq - defines[i]);
+        d->optional = defines[i][0] == '?';
+        d->name = defines[i] + d->optional;
+        d->len = (size_t)(eq - d->name);
         if (!parse_define_value(eq + 1, &d->val)) {
             dsl_error(diags, none, "bad define '%s': the value must be an integer, float or bool",
                       defines[i]);
@@ -795,7 +799,7 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     }
     lw_dev_resolve_calls(m, prog);
     for (int i = 0; i < ndefs; i++)
-        if (!defs[i].used) {
+        if (!defs[i].used && !defs[i].optional) {
             DslLoc none = {0, 0};
             dsl_error(diags, none, "define '%.*s' matches no constant or compile-time parameter",
                       (int)defs[i].len, defs[i].name);

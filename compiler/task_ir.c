@@ -897,13 +897,15 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
         double v = 0;
         bool is_int = true, ok = false;
         size_t len = strlen(prog->consts[i].name);
-        for (int j = 0; j < ndefines; j++)
-            if (strncmp(defines[j], prog->consts[i].name, len) == 0 && defines[j][len] == '=') {
+        for (int j = 0; j < ndefines; j++) {
+            const char *d = defines[j] + (defines[j][0] == '?'); /* optional */
+            if (strncmp(d, prog->consts[i].name, len) == 0 && d[len] == '=') {
                 char *end;
-                v = strtod(defines[j] + len + 1, &end);
-                is_int = !strpbrk(defines[j] + len + 1, ".eE");
+                v = strtod(d + len + 1, &end);
+                is_int = !strpbrk(d + len + 1, ".eE");
                 ok = true;
             }
+        }
         if (!ok)
             ok = const_eval(&b, prog->consts[i].value, &v, &is_int);
         if (ok)

@@ -4,7 +4,9 @@
  * descriptors and scalar slots, and the grid from ir_eval_grid. What a
  * launcher does with them (the CPU ABI array, a packed GPU buffer) and
  * which devices it accepts stay with it. Also the launch facts
- * (IR_ASSUME_*) of the arguments that specialized variants are picked by. */
+ * (IR_ASSUME_*) of the arguments that specialized variants are picked by,
+ * and the aliasing rule (a written tensor overlaps no other argument
+ * unless it is the same view). */
 #include "rt.h"
 
 #include <stdarg.h>
@@ -185,6 +187,90 @@ static blkc_status bind_storage(RtBind *b, int np, int ns, char *err,
     return BLKC_OK;
 }
 
+/* ------------------------------------------------------------ aliasing
+ * The rule (docs/api.md): a tensor the kernel writes may be the very same
+ * view as another argument (in place), but its bytes may not meet another
+ * argument's otherwise. Checked after every other argument check. */
+
+/* The view's first and one-past-last byte (false: empty, or not a
+ * well-formed tensor, which the launcher reports itself). */
+static bool byte_range(const DLTensor *t, intptr_t *lo, intptr_t *hi)
+{
+    if (!t || !t->data || t->ndim < 0 || t->ndim > 8 ||
+        (t->ndim && !t->shape))
+        return false;
+    int64_t es = ((int64_t)t->dtype.bits * t->dtype.lanes + 7) / 8;
+    int64_t a = 0, b = 0, stride = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t n = t->shape[d];
+        if (n <= 0)
+            return false;
+        int64_t s = t->strides ? t->strides[d] : stride;
+        if (s < 0)
+            a += (n - 1) * s;
+        else
+            b += (n - 1) * s;
+        stride *= n;
+    }
+    intptr_t base = (intptr_t)t->data + (intptr_t)t->byte_offset;
+    *lo = base + (intptr_t)(a * es);
+    *hi = base + (intptr_t)((b + 1) * es);
+    return true;
+}
+
+static int64_t stride_of(const DLTensor *t, int d)
+{
+    if (t->strides)
+        return t->strides[d];
+    int64_t s = 1;
+    for (int e = d + 1; e < t->ndim; e++)
+        s *= t->shape[e];
+    return s;
+}
+
+static bool same_view(const DLTensor *a, const DLTensor *b)
+{
+    if ((char *)a->data + a->byte_offset != (char *)b->data + b->byte_offset ||
+        a->ndim != b->ndim || a->dtype.code != b->dtype.code ||
+        a->dtype.bits != b->dtype.bits || a->dtype.lanes != b->dtype.lanes)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] ||
+            (a->shape[d] > 1 && stride_of(a, d) != stride_of(b, d)))
+            return false;
+    return true;
+}
+
+static blkc_status check_alias(const IrFunc *f, const blkc_arg *args,
+                               int nargs, char *err, size_t errlen)
+{
+    int n = nargs < f->nparams ? nargs : f->nparams;
+    for (int i = 0; i < n; i++) {
+        const IrParam *p = &f->params[i];
+        intptr_t lo, hi, lo2, hi2;
+        if (p->kind != PK_TENSOR || !p->written || p->local ||
+            args[i].kind != BLKC_ARG_TENSOR ||
+            !byte_range(args[i].v.tensor, &lo, &hi))
+            continue;
+        for (int j = 0; j < n; j++) {
+            if (j == i || f->params[j].kind != PK_TENSOR || f->params[j].local ||
+                args[j].kind != BLKC_ARG_TENSOR ||
+                !byte_range(args[j].v.tensor, &lo2, &hi2) ||
+                hi2 <= lo || hi <= lo2 ||
+                same_view(args[i].v.tensor, args[j].v.tensor))
+                continue;
+            return rt_fail(BLKC_ERR_USAGE, err, errlen, "arguments '%s' and '%s' of %s "
+                           "overlap but are not the same view ('%s' is "
+                           "written; its bytes [0, %td) meet '%s' at offset "
+                           "%td): pass the same tensor for an in-place update, "
+                           "or disjoint memory", p->name, f->params[j].name,
+                           f->name, p->name, hi - lo, f->params[j].name,
+                           lo2 - lo);
+        }
+    }
+    return BLKC_OK;
+}
+
 blkc_status rt_bind_args(RtBind *b, const IrFunc *f, const blkc_arg *args,
                          int nargs, const RtBindDevice *dev, char *err,
                          size_t errlen)
@@ -215,7 +301,7 @@ blkc_status rt_bind_args(RtBind *b, const IrFunc *f, const blkc_arg *args,
         if (st != BLKC_OK)
             return st;
     }
-    return BLKC_OK;
+    return check_alias(f, args, nargs, err, errlen);
 }
 
 blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,

@@ -49,6 +49,22 @@ typedef struct blkc_context blkc_context;
 typedef struct blkc_module blkc_module;
 typedef struct blkc_kernel blkc_kernel; /* owned by its module */
 
+/* When a launch meets a new argument signature (docs/jit.md: alignment,
+ * unit inner stride, extents and strides divisible by 16), the kernel can
+ * be specialized for it: */
+typedef enum blkc_specialize {
+    BLKC_SPECIALIZE_DEFAULT = 0,    /* inherit: kernel <- module <- context;
+                                       a context's default is the
+                                       environment: BLKC_SPECIALIZE=0 off,
+                                       else eager */
+    BLKC_SPECIALIZE_OFF = 1,        /* always the generic code */
+    BLKC_SPECIALIZE_BACKGROUND = 2, /* run the best code compiled so far at
+                                       once; a background worker compiles
+                                       the variant and swaps it in */
+    BLKC_SPECIALIZE_EAGER = 3,      /* compile the variant in the launch
+                                       (the launch waits for it) */
+} blkc_specialize;
+
 typedef struct blkc_compile_options {
     blkc_target target;        /* default BLKC_TARGET_CPU */
     const char *arch;          /* "sm_90", "gfx90a"; NULL = default */
@@ -67,6 +83,12 @@ typedef struct blkc_compile_options {
     int compile_mem_mb;        /* isolated compiles: the worker's memory cap
                                   in MB beyond its startup footprint; 0 =
                                   BLKC_COMPILE_MEM_MB, default none */
+    int ignore_unknown_defines;/* 1: a define that matches no constant or
+                                  compile-time parameter is ignored (default
+                                  0: an error). A single define written
+                                  "?NAME=VALUE" is ignored the same way */
+    blkc_specialize specialize;/* the module's kernels; DEFAULT = the
+                                  context's */
 } blkc_compile_options;
 
 typedef enum blkc_arg_kind {
@@ -101,7 +123,26 @@ BLKC_API blkc_status blkc_context_create(const char *device,
                                          blkc_context **out);
 BLKC_API void blkc_context_destroy(blkc_context *ctx);
 
-/* modules */
+typedef struct blkc_context_options {
+    const char *const *defines;/* "NAME=VALUE" given to every module of the
+                                  context (before the module's own, which
+                                  win); one that a module does not use is
+                                  ignored */
+    int ndefines;
+    blkc_specialize specialize;/* the modules' default; DEFAULT = the
+                                  environment (BLKC_SPECIALIZE) */
+    int reserved[8];           /* zero (room to grow) */
+} blkc_context_options;
+BLKC_API void blkc_context_options_init(blkc_context_options *o);
+/* blkc_context_create with options (NULL = the defaults); the defines are
+ * copied. */
+BLKC_API blkc_status blkc_context_create_ex(const char *device,
+                                            const blkc_context_options *o,
+                                            blkc_context **out);
+
+/* modules: `len` is the source's length in bytes; 0 means `source` is
+ * NUL-terminated. A source without any kernel, device function or task is
+ * an error (BLKC_ERR_COMPILE, "no kernel, device function or task"). */
 BLKC_API void blkc_compile_options_init(blkc_compile_options *o);
 BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
                                         size_t len,
@@ -128,12 +169,106 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
                                         int nargs,
                                         const blkc_launch_options *opts);
 
+/* Aliasing (docs/api.md): a tensor argument may be the same view as
+ * another (same data + byte_offset, dtype, shape and strides), e.g. one
+ * tensor as input and output of an elementwise or row kernel (in-place
+ * RMSNorm, softmax). A parameter the kernel writes whose elements' byte
+ * range overlaps another tensor argument's without being the same view is
+ * refused (BLKC_ERR_USAGE, "arguments 'X' and 'Y' overlap ..."). */
+
+/* ---------------------------------------------- short launches
+ * A tensor argument in one call: blkc_tensor holds the DLTensor and its
+ * shape and strides (at most 8 dims), so it needs no other storage. */
+#define BLKC_MAX_DIMS 8
+typedef struct blkc_tensor {
+    DLTensor dl;                    /* pass &t.dl (or blkc_arg_tensor(&t)) */
+    int64_t shape[BLKC_MAX_DIMS];
+    int64_t strides[BLKC_MAX_DIMS];
+} blkc_tensor;
+/* dtypes for blkc_tensor_init */
+#define BLKC_DT(code, bits) ((DLDataType){(uint8_t)(code), (uint8_t)(bits), 1})
+#define BLKC_F32 BLKC_DT(kDLFloat, 32)
+#define BLKC_F16 BLKC_DT(kDLFloat, 16)
+#define BLKC_F64 BLKC_DT(kDLFloat, 64)
+#define BLKC_BF16 BLKC_DT(kDLBfloat, 16)
+#define BLKC_I32 BLKC_DT(kDLInt, 32)
+#define BLKC_I64 BLKC_DT(kDLInt, 64)
+#define BLKC_I8 BLKC_DT(kDLInt, 8)
+#define BLKC_U8 BLKC_DT(kDLUInt, 8)
+#define BLKC_BOOL BLKC_DT(kDLBool, 8)
+/* Make *t a CPU tensor over data: ndim 0..8 extents (copied); strides in
+ * elements (copied), NULL = compact row-major. t points into itself: do
+ * not copy a blkc_tensor by value, make another. A bad ndim or a NULL
+ * shape is BLKC_ERR_USAGE and leaves t with ndim -1, which every launch
+ * refuses. */
+BLKC_API blkc_status blkc_tensor_init(blkc_tensor *t, void *data,
+                                      DLDataType dtype, int ndim,
+                                      const int64_t *shape,
+                                      const int64_t *strides);
+static inline blkc_arg blkc_arg_tensor(const blkc_tensor *t)
+{
+    blkc_arg a;
+    a.kind = BLKC_ARG_TENSOR;
+    a.v.tensor = &t->dl;
+    return a;
+}
+static inline blkc_arg blkc_arg_dl(const DLTensor *t)
+{
+    blkc_arg a;
+    a.kind = BLKC_ARG_TENSOR;
+    a.v.tensor = t;
+    return a;
+}
+static inline blkc_arg blkc_arg_int(int64_t i)
+{
+    blkc_arg a;
+    a.kind = BLKC_ARG_INT;
+    a.v.i = i;
+    return a;
+}
+static inline blkc_arg blkc_arg_float(double f)
+{
+    blkc_arg a;
+    a.kind = BLKC_ARG_FLOAT;
+    a.v.f = f;
+    return a;
+}
+/* Launch k with arguments described by fmt, one item per parameter, items
+ * separated by spaces:
+ *   DTYPE[E,E,...]  a compact CPU tensor: a `void *` data argument, then
+ *                   one per extent: `#` takes an `int`, a number is
+ *                   literal (f32[#,64]); DTYPE is f32 f16 bf16 f64 i8 i16
+ *                   i32 i64 u8 u16 u32 u64 bool
+ *   t               a `const DLTensor *` (any strides / offset)
+ *   T               a `const blkc_tensor *`
+ *   i               an `int`;  l  an `int64_t`;  f  a `double`
+ * e.g. blkc_kernel_launchf(k, "f32[#] f32[#] f", x, n, y, n, 2.0).
+ * A format that does not fit k (item count, tensor vs scalar) is
+ * BLKC_ERR_USAGE naming the item; then it is blkc_kernel_launch. */
+BLKC_API blkc_status blkc_kernel_launchf(blkc_kernel *k, const char *fmt, ...);
+
+/* ---------------------------------------------- specialization control
+ * Set kernel k's mode (DEFAULT = its module's); thread-safe. */
+BLKC_API blkc_status blkc_kernel_set_specialize(blkc_kernel *k,
+                                                blkc_specialize mode);
+/* Compile now the variant a launch with these arguments would use, so
+ * that such launches never wait for the compiler (any mode; OFF kernels
+ * use prepared variants too). Arguments as for blkc_kernel_launch (their
+ * data is not read). CPU modules only (BLKC_ERR_UNSUPPORTED otherwise). */
+BLKC_API blkc_status blkc_kernel_prepare(blkc_kernel *k, const blkc_arg *args,
+                                         int nargs);
+/* Specialized variants compiled for k so far (0 for a GPU module). */
+BLKC_API int blkc_kernel_variant_count(const blkc_kernel *k);
+/* Wait until the background compiler has nothing queued or running. */
+BLKC_API void blkc_specialize_wait(void);
+
 /* Run kernel or device function k (CPU module) on `nranks` local ranks
  * (threads), as `blkc run --ranks=N` does: args holds nranks * nargs
  * entries, rank r's arguments at args + r * nargs (one per parameter, as
  * for blkc_kernel_launch; a device function's buffers made inside it are
- * not parameters). Collectives run across the ranks. The module's CPU code
- * is JIT'd again for the multi-rank runtime on every call (not cached). */
+ * not parameters). Collectives run across the ranks. It runs the module's
+ * own JIT'd (cached) code: nothing is compiled per call. CPU modules only;
+ * not under mpirun (BLKC_ERR_UNSUPPORTED). */
 BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks,
                                            const blkc_arg *args, int nargs,
                                            const blkc_launch_options *opts);
@@ -151,9 +286,9 @@ BLKC_API void blkc_free(void *p);
  * $XDG_CACHE_HOME/blkc, else ~/.cache/blkc; BLKC_CACHE_DISABLE=1 turns the
  * disk cache off; BLKC_CACHE_MAX_MB caps it, default 1024). Launches
  * specialize kernels on their tensor arguments (16-byte aligned data, unit
- * inner stride, sizes and strides divisible by 16), compiling a variant on
- * the first launch with new properties (BLKC_SPECIALIZE=0: never). See
- * docs/jit.md. */
+ * inner stride, sizes and strides divisible by 16), compiling a variant for
+ * a launch with new properties as blkc_specialize says (the default: in the
+ * launch, unless BLKC_SPECIALIZE=0). See docs/jit.md. */
 typedef struct blkc_cache_stats {
     int64_t entries;          /* files in the disk cache */
     int64_t bytes;            /* their total size */

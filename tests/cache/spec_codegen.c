@@ -152,7 +152,7 @@ static uint32_t run_rows(JcUnit *u, int64_t R, int64_t N, int64_t ld,
     CHECK(rt_signature(u->ir->funcs[0], args, 2, sig));
     const IrFunc *f = u->ir->funcs[0];
     BkRangeFn fn = jc_code_range(u->code, f->name);
-    jc_unit_pick(u, 0, sig, &f, &fn);
+    jc_unit_pick(u, 0, sig, BLKC_SPECIALIZE_DEFAULT, &f, &fn);
     /* the picked code's facts must all hold for these arguments */
     for (int p = 0; p < 2; p++)
         CHECK((f->params[p].assume & ~sig[p]) == 0);
