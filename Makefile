@@ -21,7 +21,7 @@ build-asan: setup
 # ThreadSanitizer: only the runtime and threading tests — every test labelled
 # dist (the multi-rank runtime and device tier) plus the threaded API, launch
 # and thread-pool tests below — and only the targets they need, not the tree.
-TSAN_THREAD_TESTS := api_threads exec_t_concurrent_launch rt_unit cache_threads cache_inflight
+TSAN_THREAD_TESTS := api_threads api_spec_bg exec_t_concurrent_launch rt_unit cache_threads cache_inflight
 build-tsan: setup
 	@cmake --preset tsan >/dev/null
 	@cd build-tsan && have=$$(cmake --build . --target help | sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p') && \

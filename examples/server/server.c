@@ -2,7 +2,8 @@
  * kernels at start-up (printing compile time and whether each came from the
  * memory/disk cache or was compiled), then serve requests from a queue with
  * several worker threads (requests are generated in-process; no network),
- * and print the throughput and the mean per-launch time.
+ * and print the throughput and the mean per-launch time. Each launch is
+ * one line: blkc_kernel_launchf with a format ("f32[#] f32[#] f").
  *
  *   server [REQUESTS [WORKERS]]     (defaults 20000, 4)
  * Run it twice: the second start-up is served from the disk cache. */
@@ -12,7 +13,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 static const char *sources[] = {
@@ -80,16 +80,12 @@ static void *worker(void *unused)
             x[i] = (float)(i % 7) - 3;
             y[i] = 1;
         }
-        int64_t shape[1] = {r.n};
-        DLTensor tx = {.data = x, .device = {kDLCPU, 0}, .ndim = 1,
-                       .dtype = {kDLFloat, 32, 1}, .shape = shape};
-        DLTensor ty = tx;
-        ty.data = y;
-        blkc_arg a[3] = {{BLKC_ARG_TENSOR, {.tensor = &tx}},
-                         {BLKC_ARG_TENSOR, {.tensor = &ty}},
-                         {BLKC_ARG_FLOAT, {.f = 2.0}}};
-        int nargs = r.kernel == 1 ? 2 : 3;
-        int bad = blkc_kernel_launch(kernels[r.kernel], a, nargs, NULL) != 0;
+        /* one line per launch: compact f32 tensors of r.n elements */
+        int bad = (r.kernel == 1
+                   ? blkc_kernel_launchf(kernels[1], "f32[#] f32[#]", x, r.n,
+                                         y, r.n)
+                   : blkc_kernel_launchf(kernels[r.kernel], "f32[#] f32[#] f",
+                                         x, r.n, y, r.n, 2.0)) != BLKC_OK;
         float want = r.kernel == 0 ? x[5] * 2 + 1 : r.kernel == 1
                    ? (x[5] > 0 ? x[5] : 0) : x[5] * 2;
         bad |= r.n > 5 && y[5] != want;
@@ -116,8 +112,8 @@ int main(int argc, char **argv)
     double t0 = now_s();
     for (int i = 0; i < NK; i++) {
         double t = now_s();
-        if (blkc_module_create(ctx, sources[i], strlen(sources[i]), NULL,
-                               &mods[i]) != BLKC_OK ||
+        if (blkc_module_create(ctx, sources[i], 0, NULL, &mods[i]) !=
+                BLKC_OK ||
             blkc_module_get_kernel(mods[i], NULL, &kernels[i]) != BLKC_OK)
             return fprintf(stderr, "%s\n", blkc_last_error()), 1;
         int h = blkc_module_cache_source();

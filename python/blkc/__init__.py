@@ -85,7 +85,9 @@ class _CompileOptions(ctypes.Structure):
                 ("defines", ctypes.POINTER(ctypes.c_char_p)),
                 ("ndefines", ctypes.c_int), ("opt_level", ctypes.c_int),
                 ("filename", ctypes.c_char_p), ("isolate", ctypes.c_int),
-                ("compile_mem_mb", ctypes.c_int)]
+                ("compile_mem_mb", ctypes.c_int),
+                ("ignore_unknown_defines", ctypes.c_int),
+                ("specialize", ctypes.c_int)]
 
 
 class _TaskOptions(ctypes.Structure):
