@@ -28,6 +28,8 @@ struct blkc_context {
                              (optional: lower.c ignores them unmatched) */
     int ndefines;
     blkc_specialize specialize; /* the modules' default (DEFAULT = env) */
+    blkc_parallel_for_fn parallel_for; /* the caller's pool, or NULL */
+    void *parallel_for_user;
 };
 
 
@@ -108,6 +110,18 @@ static blkc_status check_context_options(const blkc_context_options *o)
     if ((unsigned)o->specialize > BLKC_SPECIALIZE_EAGER)
         return api_err(BLKC_ERR_USAGE, "specialize %d is not a "
                        "blkc_specialize", (int)o->specialize);
+    if (o->num_threads < 0 || o->num_threads > 1024)
+        return api_err(BLKC_ERR_USAGE, "num_threads %d is not 0..1024",
+                       o->num_threads);
+    if (o->pin_threads < 0 || o->pin_threads > 1)
+        return api_err(BLKC_ERR_USAGE, "pin_threads %d is not 0 or 1",
+                       o->pin_threads);
+    if (o->num_threads || o->pin_threads) {
+        char err[256];
+        if (rt_pool_configure(o->num_threads, o->pin_threads, err,
+                              sizeof err) != 0)
+            return api_err(BLKC_ERR_UNSUPPORTED, "%s", err);
+    }
     for (int i = 0; i < 8; i++)
         if (o->reserved[i])
             return api_err(BLKC_ERR_USAGE, "blkc_context_options.reserved[%d] "
@@ -198,6 +212,8 @@ BLKC_API blkc_status blkc_context_create_ex(const char *device,
     c->device_id = (int)id;
     c->cache = jc_mem_new();
     c->specialize = o ? o->specialize : BLKC_SPECIALIZE_DEFAULT;
+    c->parallel_for = o ? o->parallel_for : NULL;
+    c->parallel_for_user = o ? o->parallel_for_user : NULL;
     if ((cst = copy_context_defines(c, o)) != BLKC_OK) {
         blkc_context_destroy(c);
         return cst;
@@ -556,6 +572,10 @@ BLKC_API blkc_status blkc_module_create(blkc_context *ctx, const char *source,
     if (!sp && ctx)
         sp = ctx->specialize;
     (*out)->specialize = sp;
+    if (ctx) {
+        (*out)->parallel_for = ctx->parallel_for;
+        (*out)->parallel_for_user = ctx->parallel_for_user;
+    }
     return BLKC_OK;
 }
 
@@ -801,8 +821,13 @@ BLKC_API blkc_status blkc_kernel_launch(blkc_kernel *k, const blkc_arg *args,
         jc_unit_pick(k->module->unit, k->index, sig, kernel_mode(k), &f, &fn);
     char err[1024];
     err[0] = 0;
+    blkc_parallel_for_fn pf = k->module->parallel_for;
+    if (pf)
+        rt_set_parallel_for(pf, k->module->parallel_for_user);
     blkc_status st = rt_cpu_launch(f, fn, args, nargs, opts, NULL, err,
                                    sizeof err);
+    if (pf)
+        rt_set_parallel_for(NULL, NULL);
     if (st != BLKC_OK)
         return api_err(st, "%s", err[0] ? err : "launch failed");
     return BLKC_OK;

@@ -28,6 +28,8 @@ struct blkc_module {
     JcUnit *unit;         /* shared compiled code (cache.c); owns ir */
     blkc_specialize specialize; /* options, else the context's (DEFAULT:
                                    the environment) */
+    blkc_parallel_for_fn parallel_for; /* the context's hook (or NULL) */
+    void *parallel_for_user;
 };
 
 /* Set the thread's last error (blkc_last_error) and return s. */

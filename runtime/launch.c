@@ -58,6 +58,74 @@ static size_t stack_room(void)
     return lo && &here > lo ? (size_t)(&here - lo) : 0;
 }
 
+/* ------------------------------------------------------------ parallel_for
+ * A context's parallel_for hook (blkc_context_options): the launching
+ * thread's grids run as chunks on the caller's own pool. */
+static _Thread_local RtParallelFor tls_pf;
+static _Thread_local void *tls_pf_user;
+
+void rt_set_parallel_for(RtParallelFor fn, void *user)
+{
+    tls_pf = fn;
+    tls_pf_user = user;
+}
+
+#define RT_PF_CHUNKS 1024 /* at most this many items per grid */
+
+typedef struct PfJob {
+    BkRangeFn fn;
+    void *const *argv;
+    const int32_t *nprog;      /* the BkLaunchCtx (grid first) */
+    int64_t total, chunk;
+    size_t frame;              /* the kernel's stack frame, bytes */
+    int small_stack;           /* atomic: items skipped: a stack too small */
+} PfJob;
+
+static void pf_body(void *arg, int64_t i)
+{
+    PfJob *j = arg;
+    if (j->frame && j->frame * 2 >= stack_room()) {
+        __atomic_store_n(&j->small_stack, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int64_t first = i * j->chunk;
+    int64_t last = first + j->chunk < j->total ? first + j->chunk : j->total;
+    if (first < last)
+        j->fn(j->argv, first, last, j->nprog);
+}
+
+static blkc_status run_parallel_for(const IrFunc *f, BkRangeFn fn,
+                                    void *const *argv, const int64_t grid[3],
+                                    BkLaunchCtx *ctx, char *err,
+                                    size_t errlen)
+{
+    int64_t total = 1;
+    for (int a = 0; a < 3; a++) {
+        if (grid[a] < 0 || grid[a] > INT32_MAX)
+            return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid extent %lld "
+                           "along axis %d is out of range", (long long)grid[a],
+                           a);
+        ctx->nprog[a] = (int32_t)grid[a];
+        if (grid[a] && total > INT64_MAX / grid[a])
+            return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid has too many "
+                           "program instances");
+        total *= grid[a];
+    }
+    if (total == 0)
+        return BLKC_OK;
+    PfJob j = {fn, argv, ctx->nprog, total,
+               (total + RT_PF_CHUNKS - 1) / RT_PF_CHUNKS,
+               f->frame_bytes > 0 ? (size_t)f->frame_bytes : 0, 0};
+    tls_pf(tls_pf_user, (total + j.chunk - 1) / j.chunk, pf_body, &j);
+    if (__atomic_load_n(&j.small_stack, __ATOMIC_RELAXED))
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: a "
+                       "parallel_for thread's stack is too small for its "
+                       "tiles (%lld bytes; raise it, e.g. OMP_STACKSIZE); "
+                       "the grid did not run completely", f->name,
+                       (long long)f->frame_bytes);
+    return BLKC_OK;
+}
+
 /* Run the grid: in order on this thread when it is one rank of several
  * (ranks may wait on each other; each must progress), or when it is a
  * single instance whose tiles fit this thread's stack (a hand-off to a
@@ -110,6 +178,11 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
         if (fits && grid[0] == 1 && grid[1] == 1 && grid[2] == 1) {
             ctx.nprog[0] = ctx.nprog[1] = ctx.nprog[2] = 1;
             fn(argv, 0, 1, ctx.nprog);
+        } else if (tls_pf) {
+            blkc_status st = run_parallel_for(f, fn, argv, grid, &ctx, err,
+                                              errlen);
+            if (st != BLKC_OK)
+                return st;
         } else if (rt_pool_run_helping(fn, argv, grid, &ctx, fits, err,
                                        errlen) != 0) {
             return BLKC_ERR_RUNTIME;

@@ -167,8 +167,49 @@ static void *worker(void *unused)
     return NULL;
 }
 
+/* blkc_context_options' num_threads / pin_threads (rt_pool_configure);
+ * read once, when the pool starts. */
+static struct {
+    pthread_mutex_t lock;
+    int threads;               /* 0 = BLKC_NUM_THREADS / the online CPUs */
+    int pin;                   /* 1: worker i on CPU i % online CPUs */
+    bool started;              /* pool_start ran: the above are fixed */
+    int started_threads;       /* what it asked for */
+} cfg = {PTHREAD_MUTEX_INITIALIZER, 0, 0, false, 0};
+
+int rt_pool_configure(int nthreads, int pin, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&cfg.lock);
+    int rc = 0;
+    if (cfg.started) {
+        if ((nthreads && nthreads != cfg.started_threads) ||
+            (pin && !cfg.pin)) {
+            snprintf(err, errlen, "the thread pool already runs %d worker%s%s "
+                     "(one pool per process: its size and pinning are set "
+                     "before the first launch)", cfg.started_threads,
+                     cfg.started_threads == 1 ? "" : "s",
+                     cfg.pin ? ", pinned" : "");
+            rc = -1;
+        }
+    } else if ((cfg.threads && nthreads && nthreads != cfg.threads) ||
+               (cfg.pin && !pin && nthreads)) {
+        snprintf(err, errlen, "another context set the thread pool to %d "
+                 "worker%s%s (one pool per process)", cfg.threads,
+                 cfg.threads == 1 ? "" : "s", cfg.pin ? ", pinned" : "");
+        rc = -1;
+    } else {
+        if (nthreads)
+            cfg.threads = nthreads > RT_MAX_THREADS ? RT_MAX_THREADS : nthreads;
+        cfg.pin |= pin;
+    }
+    pthread_mutex_unlock(&cfg.lock);
+    return rc;
+}
+
 static int wanted_threads(void)
 {
+    if (cfg.threads)
+        return cfg.threads;
     const char *s = getenv("BLKC_NUM_THREADS");
     if (s && *s) {
         char *end;
@@ -184,7 +225,13 @@ static int wanted_threads(void)
 
 static void pool_start(void)
 {
+    pthread_mutex_lock(&cfg.lock);
     int want = wanted_threads();
+    cfg.started = true;
+    cfg.started_threads = want;
+    bool pin = cfg.pin;
+    pthread_mutex_unlock(&cfg.lock);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0)
         return;
@@ -194,6 +241,12 @@ static void pool_start(void)
         pthread_t t;
         if (pthread_create(&t, &attr, worker, NULL) != 0)
             break; /* run with the workers we got */
+        if (pin && ncpu > 0) { /* best effort: a failed pin is no error */
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET((int)(i % ncpu), &set);
+            pthread_setaffinity_np(t, sizeof set, &set);
+        }
         pool.nthreads++;
     }
     pthread_attr_destroy(&attr);

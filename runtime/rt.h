@@ -15,6 +15,17 @@
 /* Number of worker threads of the process-wide pool (created on first use:
  * the online CPUs, or BLKC_NUM_THREADS). 0 if the pool could not start. */
 int rt_pool_size(void);
+/* Fix the pool's size (0 = BLKC_NUM_THREADS / the online CPUs) and
+ * pinning before it starts; -1 with err when it already runs (or another
+ * caller fixed it) otherwise. */
+int rt_pool_configure(int nthreads, int pin, char *err, size_t errlen);
+/* The calling thread's launches run their grids through fn (the caller's
+ * own thread pool: fn(user, n, body, arg) must call body(arg, i) once for
+ * every i in 0..n-1, on any threads, and return when all are done)
+ * instead of blkc's pool; NULL = the pool again. */
+typedef void (*RtParallelFor)(void *user, int64_t n,
+                              void (*body)(void *arg, int64_t i), void *arg);
+void rt_set_parallel_for(RtParallelFor fn, void *user);
 /* Run fn over the linearised grid `grid` (each extent 0..INT32_MAX) on the
  * pool, split into chunks; blocks until every instance has run. `ctx` (may
  * be NULL: a zeroed one, rank 0 of 1) is passed to the kernel as its

@@ -123,6 +123,17 @@ BLKC_API blkc_status blkc_context_create(const char *device,
                                          blkc_context **out);
 BLKC_API void blkc_context_destroy(blkc_context *ctx);
 
+/* The caller's thread pool, for blkc's parallel loops: call body(arg, i)
+ * once for every i in 0..n-1, on any threads (the caller's included), and
+ * return when all calls have returned. E.g. with OpenMP:
+ *   #pragma omp parallel for
+ *   for (int64_t i = 0; i < n; i++) body(arg, i);
+ * The threads' stacks must hold the kernel's tiles (OMP_STACKSIZE; a
+ * launch whose tiles do not fit fails with BLKC_ERR_RUNTIME). */
+typedef void (*blkc_parallel_for_fn)(void *user, int64_t n,
+                                     void (*body)(void *arg, int64_t i),
+                                     void *arg);
+
 typedef struct blkc_context_options {
     const char *const *defines;/* "NAME=VALUE" given to every module of the
                                   context (before the module's own, which
@@ -131,6 +142,19 @@ typedef struct blkc_context_options {
     int ndefines;
     blkc_specialize specialize;/* the modules' default; DEFAULT = the
                                   environment (BLKC_SPECIALIZE) */
+    int num_threads;           /* workers of blkc's CPU thread pool (one per
+                                  process, as BLKC_NUM_THREADS; that
+                                  variable loses); 0 = the environment /
+                                  the online CPUs. Fixed when the pool
+                                  starts (the first launch): a different
+                                  count later is BLKC_ERR_UNSUPPORTED */
+    int pin_threads;           /* 1: pool worker i runs on CPU i (mod the
+                                  online CPUs); same rule as num_threads */
+    blkc_parallel_for_fn parallel_for; /* non-NULL: CPU launches of this
+                                  context's modules run their grids on the
+                                  caller's pool through it, and blkc's pool
+                                  is not used (not even started) for them */
+    void *parallel_for_user;   /* its first argument */
     int reserved[8];           /* zero (room to grow) */
 } blkc_context_options;
 BLKC_API void blkc_context_options_init(blkc_context_options *o);
