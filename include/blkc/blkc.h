@@ -51,7 +51,8 @@ typedef struct blkc_kernel blkc_kernel; /* owned by its module */
 
 /* When a launch meets a new argument signature (docs/jit.md: alignment,
  * unit inner stride, extents and strides divisible by 16), the kernel can
- * be specialized for it: */
+ * be specialized for it (CPU modules; GPU modules compile their variants
+ * at launch unless BLKC_SPECIALIZE=0): */
 typedef enum blkc_specialize {
     BLKC_SPECIALIZE_DEFAULT = 0,    /* inherit: kernel <- module <- context;
                                        a context's default is the
@@ -69,8 +70,9 @@ typedef struct blkc_compile_options {
     blkc_target target;        /* default BLKC_TARGET_CPU */
     const char *arch;          /* "sm_90", "gfx90a"; NULL = default */
     const char *const *defines;/* "NAME=VALUE" overrides of consts and
-                                  compile-time params */
-    int ndefines;
+                                  compile-time params (after the context's
+                                  defines; these win) */
+    int ndefines;              /* entries of defines */
     int opt_level;             /* 0..3; 0 means default (3) */
     const char *filename;      /* name shown in diagnostics; NULL = "<input>" */
     int isolate;               /* CPU code: run LLVM (optimization and code
@@ -107,8 +109,11 @@ typedef struct blkc_arg {
 } blkc_arg;
 
 typedef struct blkc_launch_options {
-    int64_t grid[3];           /* all 0 = the kernel's grid(...) */
-    void *stream;              /* GPU stream; NULL = default */
+    int64_t grid[3];           /* all 0 = the kernel's grid(...); else the
+                                  grid (0 entries mean 1, negative ones are
+                                  BLKC_ERR_USAGE) */
+    void *stream;              /* GPU stream (CUstream / hipStream_t);
+                                  NULL = the default stream */
 } blkc_launch_options;
 
 /* version / errors */
@@ -139,7 +144,7 @@ typedef struct blkc_context_options {
                                   context (before the module's own, which
                                   win); one that a module does not use is
                                   ignored */
-    int ndefines;
+    int ndefines;              /* entries of defines */
     blkc_specialize specialize;/* the modules' default; DEFAULT = the
                                   environment (BLKC_SPECIALIZE) */
     int num_threads;           /* workers of blkc's CPU thread pool (one per
