@@ -323,8 +323,10 @@ static void test_prepare(void)
     blkc_compile_options o;
     blkc_compile_options_init(&o);
     o.specialize = (blkc_specialize)9;
-    EXPECT_MSG(blkc_module_create(ctx, src, 0, &o, &m), BLKC_ERR_USAGE,
+    blkc_module *m2 = NULL;
+    EXPECT_MSG(blkc_module_create(ctx, src, 0, &o, &m2), BLKC_ERR_USAGE,
                "specialize 9 is not a blkc_specialize");
+    CHECK(m2 == NULL);
     blkc_module_destroy(m);
     blkc_context_destroy(ctx);
 }
