@@ -66,7 +66,9 @@ static void emit(const char *src, size_t len, const blkc_compile_options *o)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *src = (const char *)data;
+    /* a length of 0 means a NUL-terminated source (blkc.h): the empty
+     * input is passed as "" (data need not be readable then) */
+    const char *src = size ? (const char *)data : "";
     blkc_compile_options o;
     blkc_compile_options_init(&o);
     o.filename = "fuzz.blk";
