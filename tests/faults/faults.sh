@@ -57,7 +57,9 @@ case_alloc_sweep() {
           --out C="$T/c.npy" >/dev/null 2>"$T/err"; echo $?) )
     case $r in
       0|1|2|3) ;;
-      127) grep -q 'error while loading shared libraries' "$T/err" ||
+      127) # the loader could not map a library, or (at the band's
+           # edge) allocate the initial thread's TLS
+           grep -Eq 'error while loading shared libraries|cannot allocate TLS data structures' "$T/err" ||
              fail "ulimit -v $v: exit 127: $(head -1 "$T/err")" ;;
       134) if grep -Eq 'std::bad_alloc|LLVM ERROR: out of memory' "$T/err"; then
              known "ulimit -v $v: LLVM ran out of memory and aborted the process (exit 134): $(head -1 "$T/err")"
@@ -228,7 +230,9 @@ case_compile_oom() {
                # static constructors fail, e.g. "terminate called without
                # an active exception"): the edge of the exit-127 band
            else fail "ulimit -v $v: aborted: $(head -2 "$T/err")"; fi ;;
-      127) grep -q 'error while loading shared libraries' "$T/err" ||
+      127) # the loader could not map a library, or (at the band's
+           # edge) allocate the initial thread's TLS
+           grep -Eq 'error while loading shared libraries|cannot allocate TLS data structures' "$T/err" ||
              fail "ulimit -v $v: exit 127: $(head -1 "$T/err")" ;;
       *) fail "ulimit -v $v (isolated): exit $r: $(head -2 "$T/err")" ;;
     esac
