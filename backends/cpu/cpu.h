@@ -21,7 +21,8 @@
     X(NOFUSE, "no elementwise fusion (fuse.c)")                           \
     X(NOINPLACE, "loads always copy their tile (fuse.c)")                 \
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
-    X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)")
+    X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
+    X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,

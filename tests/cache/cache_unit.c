@@ -87,8 +87,9 @@ int main(void)
     setenv("BLKC_CACHE_DIR", dir, 1);
     unsetenv("BLKC_CACHE_DISABLE");
     const char *sw[] = {"BLKC_CPU_NOFUSE", "BLKC_CPU_NOINPLACE",
-                        "BLKC_CPU_NOCOLRED", "BLKC_CPU_VEC256"};
-    for (int i = 0; i < 4; i++)
+                        "BLKC_CPU_NOCOLRED", "BLKC_CPU_VEC256",
+                        "BLKC_CPU_NOSTREAM"};
+    for (int i = 0; i < 5; i++)
         unsetenv(sw[i]);
     blkc_context *c1, *c2, *c3;
     CHECK(blkc_context_create("cpu", &c1) == BLKC_OK);
@@ -112,8 +113,8 @@ int main(void)
 
     /* each switch is its own key: cold, then hot in the same context and
      * warm in another; "0" is off (the switch-free unit again, hot) */
-    blkc_module *ms[4];
-    for (int i = 0; i < 4; i++) {
+    blkc_module *ms[5];
+    for (int i = 0; i < 5; i++) {
         setenv(sw[i], "1", 1);
         ms[i] = make(c1, src, 0);
         blkc_module_destroy(make(c1, src, 2));
@@ -129,7 +130,7 @@ int main(void)
     blkc_module_destroy(make(c1, src, 0)); /* a pair is a key of its own */
     unsetenv(sw[0]);
     unsetenv(sw[3]);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         blkc_module_destroy(ms[i]);
     blkc_module_destroy(make(c1, src, 2));
 
