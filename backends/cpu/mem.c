@@ -302,34 +302,49 @@ static LLVMValueRef stream_cond(MemCtx *c)
     return LLVMBuildAnd(b, big, al, "stream");
 }
 
-/* One view row of L elements at base, streamed (see above). */
+/* One view row of L elements at base, streamed (see above). Chunk 0 is
+ * the head up to the first 64-byte boundary, the others n elements each
+ * (the last one shorter): every chunk's values are computed into buf by
+ * one loop (the value's code is emitted once here), then a whole chunk is
+ * copied out with non-temporal stores and a short one with plain ones. */
 static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
 {
     CpuGen *g = c->g;
     LLVMBuilderRef b = g->b;
     int es = dsl_dtype_bytes(c->dt), n = STREAM_CHUNK / es;
     LLVMValueRef buf = cpu_alloca(g, c->et, n);
-    /* head: elements up to the first 64-byte boundary (at most L) */
     LLVMValueRef addr = LLVMBuildPtrToInt(b, base, g->i64, "");
     LLVMValueRef h = LLVMBuildAnd(b, LLVMBuildSub(b, cpu_i64(g, 0), addr, ""),
                                   cpu_i64(g, 63), "");
     h = LLVMBuildUDiv(b, h, cpu_i64(g, es), "");
     h = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, h, cpu_i64(g, L), ""),
                         h, cpu_i64(g, L), "head");
-    store_range(c, base, lin0, cpu_i64(g, 0), h);
-    LLVMValueRef nch = LLVMBuildUDiv(b, LLVMBuildSub(b, cpu_i64(g, L), h, ""),
-                                     cpu_i64(g, n), "");
+    LLVMValueRef nch = LLVMBuildUDiv(b, LLVMBuildAdd(b, LLVMBuildSub(b,
+        cpu_i64(g, L), h, ""), cpu_i64(g, n - 1), ""), cpu_i64(g, n), "");
     CpuLoop k;
-    cpu_loop_open(g, &k, cpu_i64(g, 0), nch);
-    LLVMValueRef s = LLVMBuildAdd(b, h, LLVMBuildMul(b, k.iv, cpu_i64(g, n), ""), "");
+    cpu_loop_open(g, &k, cpu_i64(g, 0), LLVMBuildAdd(b, nch, cpu_i64(g, 1), ""));
+    LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, k.iv, cpu_i64(g, 0), "");
+    LLVMValueRef s = LLVMBuildSelect(b, first, cpu_i64(g, 0), LLVMBuildAdd(b, h,
+        LLVMBuildMul(b, LLVMBuildSub(b, k.iv, cpu_i64(g, 1), ""), cpu_i64(g, n), ""),
+        ""), "");
+    LLVMValueRef e = LLVMBuildAdd(b, s, cpu_i64(g, n), "");
+    e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, e, cpu_i64(g, L), ""),
+                        e, cpu_i64(g, L), "");
+    e = LLVMBuildSelect(b, first, h, e, "");
+    LLVMValueRef len = LLVMBuildSub(b, e, s, "");
     CpuLoop j;
-    cpu_loop_open(g, &j, cpu_i64(g, 0), cpu_i64(g, n));
+    cpu_loop_open(g, &j, cpu_i64(g, 0), len);
     LLVMValueRef lin = LLVMBuildAdd(b, lin0, LLVMBuildAdd(b, s, j.iv, ""), "");
     cpu_mstore(g, cpu_elem(g, c->in->opnd[0], lin), cpu_gep(g, c->et, buf, j.iv),
                c->dt);
     cpu_loop_close(g, &j);
-    LLVMTypeRef vt = LLVMVectorType(g->i64, 8);
     LLVMValueRef dst = cpu_gep(g, c->et, base, s);
+    LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.chunk");
+    LLVMBasicBlockRef pb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.part");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.next");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, len, cpu_i64(g, n), ""), ntb, pb);
+    LLVMPositionBuilderAtEnd(b, ntb);
+    LLVMTypeRef vt = LLVMVectorType(g->i64, 8);
     unsigned nt = LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11);
     LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
     LLVMValueRef md = LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1));
@@ -343,9 +358,16 @@ static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t 
         LLVMSetAlignment(st, 64);
         LLVMSetMetadata(st, nt, md);
     }
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, pb);
+    CpuLoop q;
+    cpu_loop_open(g, &q, cpu_i64(g, 0), len);
+    LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, cpu_gep(g, c->et, buf, q.iv), ""),
+                   cpu_gep(g, c->et, dst, q.iv));
+    cpu_loop_close(g, &q);
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, jb);
     cpu_loop_close(g, &k);
-    LLVMValueRef t = LLVMBuildAdd(b, h, LLVMBuildMul(b, nch, cpu_i64(g, n), ""), "");
-    store_range(c, base, lin0, t, cpu_i64(g, L));
 }
 
 /* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
