@@ -2,7 +2,8 @@
  * single-threaded (run.sh sets BLKC_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1):
  *   1. f32 GEMM 1024^3 (--gemm=MxNxK): benchmarks/gemm_f32.blk (best of a few block
  *      sizes) vs cblas_sgemm, GFLOP/s and the ratio;
- *   2. softmax over 4096 x 4096 f32 (examples/softmax.blk, BLOCK=4096) vs
+ *   2. softmax over 4096 x 4096 f32 (--softmax=RxN; examples/softmax.blk,
+ *      BLOCK = the power of two >= N) vs
  *      memcpy of the same bytes, GB/s (read + write) and the ratio;
  *   3. compile time per stage of examples/matmul.blk: parse = emit("ast"),
  *      passes = emit("core") - parse, LLVM = module create - emit("core")
@@ -10,6 +11,7 @@
  *      JIT cache).
  * Every blkc figure alternates with its baseline within the run.
  * Usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK]
+ *                   [--softmax=RxN]
  * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
 #include <blkc/blkc.h>
 #include <math.h>
@@ -163,9 +165,8 @@ static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K)
     free(src); free(a); free(b); free(c); free(c2);
 }
 
-static void bench_softmax(blkc_context *ctx, int quick)
+static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
 {
-    enum { R = 4096, C = 4096 };
     const int reps = quick ? 3 : 10;
     size_t n = (size_t)R * C, bytes = n * sizeof(float);
     float *x = malloc(bytes), *y = malloc(bytes);
@@ -177,7 +178,11 @@ static void bench_softmax(blkc_context *ctx, int quick)
     args[0].kind = args[1].kind = BLKC_ARG_TENSOR;
     args[0].v.tensor = &tx; args[1].v.tensor = &ty;
     char *src = read_file(BLKC_SOURCE_DIR "/examples/softmax.blk");
-    const char *defs[1] = {"BLOCK=4096"};
+    int blk = 1;
+    while (blk < C) blk *= 2; /* the row in one tile; the tail reads -inf */
+    char bdef[32];
+    snprintf(bdef, sizeof bdef, "BLOCK=%d", blk);
+    const char *defs[1] = {bdef};
     blkc_module *m = compile(ctx, src, defs, 1);
     blkc_kernel *k = NULL;
     if (blkc_module_get_kernel(m, "softmax", &k) != BLKC_OK) die("kernel");
@@ -199,7 +204,7 @@ static void bench_softmax(blkc_context *ctx, int quick)
     blkc_kernel_launch(k, args, 2, NULL);
     /* check a few rows against a C reference */
     double maxerr = 0;
-    for (int r = 0; r < R; r += R / 8) {
+    for (int r = 0; r < R; r += R >= 8 ? R / 8 : 1) {
         const float *xr = x + (size_t)r * C;
         float mx = -INFINITY;
         for (int j = 0; j < C; j++) mx = fmaxf(mx, xr[j]);
@@ -210,8 +215,9 @@ static void bench_softmax(blkc_context *ctx, int quick)
     }
     double gs = 2.0 * bytes / t * 1e-9, gm = 2.0 * bytes / tm * 1e-9;
     const char *thr = getenv("BLKC_NUM_THREADS");
-    printf("softmax 4096x4096 f32 (%s thread(s)): blkc %.2f GB/s, memcpy %.2f GB/s, ratio %.2fx "
-           "(%.1f ms vs %.1f ms; max abs err %.1e)\n", thr ? thr : "1", gs, gm, gs / gm, t * 1e3, tm * 1e3, maxerr);
+    printf("softmax %dx%d f32 (%s, %s thread(s)): blkc %.2f GB/s, memcpy %.2f GB/s, ratio %.2fx "
+           "(%.1f ms vs %.1f ms; max abs err %.1e)\n", R, C, bdef, thr ? thr : "1", gs, gm,
+           gs / gm, t * 1e3, tm * 1e3, maxerr);
     blkc_module_destroy(m);
     free(src); free(x); free(y);
 }
@@ -260,14 +266,17 @@ int main(int argc, char **argv)
 {
     int quick = 0;
     const char *only = NULL; /* --only=gemm|softmax|compile */
-    int gm = 1024, gn = 1024, gk = 1024;
+    int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strncmp(argv[i], "--only=", 7)) only = argv[i] + 7;
         else if (!strncmp(argv[i], "--gemm=", 7) &&
                  sscanf(argv[i] + 7, "%dx%dx%d", &gm, &gn, &gk) == 3 && gm > 0 && gn > 0 &&
                  gk > 0) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK]\n"); return 2; }
+        else if (!strncmp(argv[i], "--softmax=", 10) &&
+                 sscanf(argv[i] + 10, "%dx%d", &sr, &sc) == 2 && sr > 0 && sc > 0 &&
+                 sc <= 65536) {}
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK] [--softmax=RxN]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -276,7 +285,7 @@ int main(int argc, char **argv)
     printf("blkc %s benchmarks (BLKC_NUM_THREADS=%s)\n", blkc_version(),
            getenv("BLKC_NUM_THREADS"));
     if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk);
-    if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick);
+    if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);
     return 0;

@@ -213,6 +213,16 @@ static void llvm_init(void)
 }
 #endif
 
+/* the CPU backend's BLKC_CPU_* switches that change its code (cpu.h) */
+static unsigned codegen_switches(void)
+{
+#ifndef BLKC_NO_CPU_BACKEND
+    return cpu_switches();
+#else
+    return 0;
+#endif
+}
+
 void jc_key_begin(JcSha *s, const JcSrc *src)
 {
     pthread_once(&llvm_once, llvm_init);
@@ -230,6 +240,7 @@ void jc_key_begin(JcSha *s, const JcSrc *src)
     jc_sha_str(s, src->target ? src->target : "cpu");
     jc_sha_str(s, src->arch);
     jc_sha_i64(s, src->opt_level);
+    jc_sha_i64(s, (int64_t)codegen_switches());
 }
 
 #ifdef BLKC_NO_CPU_BACKEND
@@ -874,7 +885,7 @@ static bool same_src(const JcUnit *u, const JcSrc *src)
     JcSrc us = {.text = u->text, .len = u->len,
                 .defines = (const char *const *)u->defines, .ndefines = u->ndefines,
                 .arch = u->arch, .opt_level = u->bo.opt_level};
-    return same_jcsrc(&us, src);
+    return u->switches == codegen_switches() && same_jcsrc(&us, src);
 }
 
 /* Front end: source -> Core IR; diagnostics into err. */
@@ -939,6 +950,7 @@ static blkc_status build_unit(const JcSrc *src, const char *filename,
     u->bo.opt_level = src->opt_level;
     u->isolate = src->isolate;
     u->mem_mb = src->mem_mb;
+    u->switches = codegen_switches();
     u->vars = calloc((size_t)ir->nfuncs + 1, sizeof *u->vars);
     for (int i = 0; u->vars && i < ir->nfuncs; i++)
         pthread_mutex_init(&u->vars[i].lock, NULL);

@@ -122,6 +122,7 @@ typedef struct JcUnit {
     JcKernelVars *vars;       /* per function of ir */
     bool from_disk;           /* the generic code came from the disk cache */
     int isolate, mem_mb;      /* JcSrc's, for compiling variants */
+    unsigned switches;        /* cpu_switches() when compiled */
     struct JcUnit *next;      /* memory cache chain */
 } JcUnit;
 

@@ -13,6 +13,24 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
+/* Codegen switches, each read from the environment as BLKC_CPU_<NAME>
+ * (set and not "0" = on) and each turning one optimization off, for
+ * comparisons. The JIT cache keys on cpu_switches(), so code built under
+ * one set of switches is never reused under another. */
+#define CPU_SWITCHES(X)                                                    \
+    X(NOFUSE, "no elementwise fusion (fuse.c)")                           \
+    X(NOINPLACE, "loads always copy their tile (fuse.c)")                 \
+    X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
+    X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
+    X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")
+
+enum {
+#define X(name, doc) CPU_SW_##name,
+    CPU_SWITCHES(X)
+#undef X
+    CPU_SW_COUNT
+};
+
 /* An open counted loop `for (iv = lo; iv < hi; iv++)` over i64. */
 typedef struct CpuLoop {
     LLVMBasicBlockRef head, body, exit; /* blocks of the loop */
@@ -51,6 +69,11 @@ typedef struct CpuGen {
     char *err; size_t errlen;     /* first error */
     bool failed;                  /* an error was recorded */
 } CpuGen;
+
+/* ------------------------------------------------------------ jit.c */
+/* The switches set now, one bit per CPU_SW_* (read on every call). */
+unsigned cpu_switches(void);
+#define cpu_switch(sw) ((cpu_switches() >> (sw)) & 1u)
 
 /* ------------------------------------------------------------ lower.c */
 /* Lower every function of m into a fresh module of ctx (named "blkc").

@@ -238,7 +238,7 @@ void cpu_fuse_analyze(CpuGen *g)
 {
     const IrFunc *f = g->f;
     int n = f->nins;
-    if (n <= 0 || getenv("BLKC_CPU_NOFUSE"))
+    if (n <= 0 || cpu_switch(CPU_SW_NOFUSE))
         return;
     int *reg = malloc((size_t)n * sizeof *reg);
     int *user = malloc((size_t)n * sizeof *user);
@@ -320,7 +320,7 @@ void cpu_fuse_analyze(CpuGen *g)
             g->skip[r] = 3;
         }
     }
-    if (g->inpl && !getenv("BLKC_CPU_NOINPLACE"))
+    if (g->inpl && !cpu_switch(CPU_SW_NOINPLACE))
         for (int v = 0; v < n; v++)
             g->inpl[v] = (uint8_t)inplace_load(g, reg, v);
     free(reg);

@@ -30,6 +30,23 @@ static char *host_cpu, *host_features;
 static int host_vecw = 16;
 static bool init_ok;
 
+static const char *const switch_names[] = {
+#define X(name, doc) "BLKC_CPU_" #name,
+    CPU_SWITCHES(X)
+#undef X
+};
+
+unsigned cpu_switches(void)
+{
+    unsigned mask = 0;
+    for (int i = 0; i < CPU_SW_COUNT; i++) {
+        const char *v = getenv(switch_names[i]);
+        if (v && *v && strcmp(v, "0") != 0)
+            mask |= 1u << i;
+    }
+    return mask;
+}
+
 static void say(const char *s)
 {
     if (write(2, s, strlen(s)) < 0)

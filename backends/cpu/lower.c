@@ -725,7 +725,7 @@ static void gen_range_fn(CpuGen *g, LLVMTypeRef kty)
  * micro-kernel uses explicit vectors). BLKC_CPU_VEC256=1: off. */
 static void set_fn_attrs(CpuGen *g)
 {
-    if (g->vecw_bytes >= 64 && !getenv("BLKC_CPU_VEC256")) {
+    if (g->vecw_bytes >= 64 && !cpu_switch(CPU_SW_VEC256)) {
         static const char k[] = "prefer-vector-width", v[] = "512";
         LLVMAddAttributeAtIndex(g->fn, LLVMAttributeFunctionIndex,
             LLVMCreateStringAttribute(g->ctx, k, sizeof k - 1, v, sizeof v - 1));

@@ -251,6 +251,125 @@ static void general(MemCtx *c, int mask)
     close_loops(c, l, 0, R);
 }
 
+/* Store elements [lo, hi) of the view row at base (view offset lin0). */
+static void store_range(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0,
+                        LLVMValueRef lo, LLVMValueRef hi)
+{
+    CpuGen *g = c->g;
+    CpuLoop in;
+    cpu_loop_open(g, &in, lo, hi);
+    LLVMValueRef lin = LLVMBuildAdd(g->b, lin0, in.iv, "");
+    cpu_mstore(g, cpu_elem(g, c->in->opnd[0], lin), cpu_gep(g, c->et, base, in.iv),
+               c->dt);
+    cpu_loop_close(g, &in);
+}
+
+/* Streaming (non-temporal) stores: a store whose tensor is larger than the
+ * last-level cache gains nothing from the lines it writes staying cached,
+ * and a plain store first reads every line it writes (read for
+ * ownership): 1.5x the traffic of the data. Rows of at least STREAM_CHUNK
+ * bytes of a tensor spanning at least STREAM_MIN_BYTES are written with
+ * 64-byte aligned non-temporal stores (x86 hosts with AVX, where the
+ * target has them; BLKC_CPU_NOSTREAM=1: off): the head up to the first
+ * 64-byte boundary and the tail are plain stores; in between, each
+ * STREAM_CHUNK bytes of values are computed into an aligned stack buffer
+ * (L1) and copied out with vector non-temporal stores. Results are the
+ * same bits. */
+#define STREAM_CHUNK 1024
+#define STREAM_MIN_BYTES ((int64_t)32 << 20)
+
+/* i1: this store streams (the tensor's byte span is large and its data
+ * pointer element-aligned), or NULL when it cannot at compile time. */
+static LLVMValueRef stream_cond(MemCtx *c)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    int es = dsl_dtype_bytes(c->dt), R = c->vt.rank;
+    if (g->vecw_bytes < 32 || cpu_switch(CPU_SW_NOSTREAM) || R < 1 || es < 1 ||
+        64 % es != 0 || c->vt.shape[R - 1] * es < STREAM_CHUNK ||
+        c->in->opnd[3] >= 0)
+        return NULL;
+    LLVMValueRef span = cpu_i64(g, 1);
+    for (int d = 0; d < c->v->ndims; d++) {
+        LLVMValueRef ext = LLVMBuildSub(b, g->tshape[c->p][d], cpu_i64(g, 1), "");
+        span = LLVMBuildAdd(b, span, LLVMBuildMul(b, ext, g->tstride[c->p][d], ""), "");
+    }
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntSGE, span,
+                                     cpu_i64(g, STREAM_MIN_BYTES / es), "");
+    LLVMValueRef addr = LLVMBuildPtrToInt(b, c->data, g->i64, "");
+    LLVMValueRef al = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, addr,
+                                    cpu_i64(g, es - 1), ""), cpu_i64(g, 0), "");
+    return LLVMBuildAnd(b, big, al, "stream");
+}
+
+/* One view row of L elements at base, streamed (see above). Chunk 0 is
+ * the head up to the first 64-byte boundary, the others n elements each
+ * (the last one shorter): every chunk's values are computed into buf by
+ * one loop (the value's code is emitted once here), then a whole chunk is
+ * copied out with non-temporal stores and a short one with plain ones. */
+static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    int es = dsl_dtype_bytes(c->dt), n = STREAM_CHUNK / es;
+    LLVMValueRef buf = cpu_alloca(g, c->et, n);
+    LLVMValueRef addr = LLVMBuildPtrToInt(b, base, g->i64, "");
+    LLVMValueRef h = LLVMBuildAnd(b, LLVMBuildSub(b, cpu_i64(g, 0), addr, ""),
+                                  cpu_i64(g, 63), "");
+    h = LLVMBuildUDiv(b, h, cpu_i64(g, es), "");
+    h = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, h, cpu_i64(g, L), ""),
+                        h, cpu_i64(g, L), "head");
+    LLVMValueRef nch = LLVMBuildUDiv(b, LLVMBuildAdd(b, LLVMBuildSub(b,
+        cpu_i64(g, L), h, ""), cpu_i64(g, n - 1), ""), cpu_i64(g, n), "");
+    CpuLoop k;
+    cpu_loop_open(g, &k, cpu_i64(g, 0), LLVMBuildAdd(b, nch, cpu_i64(g, 1), ""));
+    LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, k.iv, cpu_i64(g, 0), "");
+    LLVMValueRef s = LLVMBuildSelect(b, first, cpu_i64(g, 0), LLVMBuildAdd(b, h,
+        LLVMBuildMul(b, LLVMBuildSub(b, k.iv, cpu_i64(g, 1), ""), cpu_i64(g, n), ""),
+        ""), "");
+    LLVMValueRef e = LLVMBuildAdd(b, s, cpu_i64(g, n), "");
+    e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, e, cpu_i64(g, L), ""),
+                        e, cpu_i64(g, L), "");
+    e = LLVMBuildSelect(b, first, h, e, "");
+    LLVMValueRef len = LLVMBuildSub(b, e, s, "");
+    CpuLoop j;
+    cpu_loop_open(g, &j, cpu_i64(g, 0), len);
+    LLVMValueRef lin = LLVMBuildAdd(b, lin0, LLVMBuildAdd(b, s, j.iv, ""), "");
+    cpu_mstore(g, cpu_elem(g, c->in->opnd[0], lin), cpu_gep(g, c->et, buf, j.iv),
+               c->dt);
+    cpu_loop_close(g, &j);
+    LLVMValueRef dst = cpu_gep(g, c->et, base, s);
+    LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.chunk");
+    LLVMBasicBlockRef pb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.part");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.next");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, len, cpu_i64(g, n), ""), ntb, pb);
+    LLVMPositionBuilderAtEnd(b, ntb);
+    LLVMTypeRef vt = LLVMVectorType(g->i64, 8);
+    unsigned nt = LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11);
+    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
+    LLVMValueRef md = LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1));
+    for (int q = 0; q < STREAM_CHUNK / 64; q++) {
+        LLVMValueRef off = cpu_i64(g, q * 64);
+        LLVMValueRef sp = LLVMBuildGEP2(b, g->i8, buf, &off, 1, "");
+        LLVMValueRef dp = LLVMBuildGEP2(b, g->i8, dst, &off, 1, "");
+        LLVMValueRef v = LLVMBuildLoad2(b, vt, sp, "");
+        LLVMSetAlignment(v, 64);
+        LLVMValueRef st = LLVMBuildStore(b, v, dp);
+        LLVMSetAlignment(st, 64);
+        LLVMSetMetadata(st, nt, md);
+    }
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, pb);
+    CpuLoop q;
+    cpu_loop_open(g, &q, cpu_i64(g, 0), len);
+    LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, cpu_gep(g, c->et, buf, q.iv), ""),
+                   cpu_gep(g, c->et, dst, q.iv));
+    cpu_loop_close(g, &q);
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, jb);
+    cpu_loop_close(g, &k);
+}
+
 /* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
  * range; a STORE computes its value per element (an inline value goes
  * straight to the tensor). inplace: a LOAD whose view is contiguous as a
@@ -261,6 +380,7 @@ static LLVMValueRef fast(MemCtx *c, bool inplace)
     LLVMBuilderRef b = g->b;
     CpuLoop l[IR_MAX_RANK];
     int R = c->vt.rank, nd = c->v->ndims;
+    LLVMValueRef stream = c->in->op == IR_STORE ? stream_cond(c) : NULL;
     int outer = inplace ? 0 : R - 1; /* in place: the first element only */
     for (int j = 0; j < R; j++)
         c->iv[j] = cpu_i64(g, 0);
@@ -274,18 +394,33 @@ static LLVMValueRef fast(MemCtx *c, bool inplace)
     LLVMValueRef base = cpu_gep(g, c->et, c->data, off);
     if (inplace)
         return base;
-    CpuLoop in;
-    cpu_loop_open(g, &in, cpu_i64(g, 0), cpu_i64(g, c->vt.shape[R - 1]));
-    LLVMValueRef tp = cpu_gep(g, c->et, base, in.iv);
+    int64_t L = c->vt.shape[R - 1];
     if (c->in->op == IR_LOAD) {
+        CpuLoop in;
+        cpu_loop_open(g, &in, cpu_i64(g, 0), cpu_i64(g, L));
+        LLVMValueRef tp = cpu_gep(g, c->et, base, in.iv);
         LLVMValueRef rp = cpu_gep(g, c->et, cpu_gep(g, c->et, c->res, lin0), in.iv);
         LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, tp, ""), rp);
+        cpu_loop_close(g, &in);
+    } else if (stream) {
+        LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.nt");
+        LLVMBasicBlockRef nb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.plain");
+        LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.end");
+        LLVMBuildCondBr(b, stream, sb, nb);
+        LLVMPositionBuilderAtEnd(b, sb);
+        stream_row(c, base, lin0, L);
+        LLVMBuildBr(b, jb);
+        LLVMPositionBuilderAtEnd(b, nb);
+        store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
+        LLVMBuildBr(b, jb);
+        LLVMPositionBuilderAtEnd(b, jb);
     } else {
-        LLVMValueRef lin = LLVMBuildAdd(b, lin0, in.iv, "");
-        cpu_mstore(g, cpu_elem(g, c->in->opnd[0], lin), tp, c->dt);
+        store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
     }
-    cpu_loop_close(g, &in);
     close_loops(c, l, 0, R - 1);
+    if (stream) /* streaming stores are weakly ordered: order them before
+                   whatever this instance does next (a signal, its end) */
+        cpu_intrin(g, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
     return NULL;
 }
 

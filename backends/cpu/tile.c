@@ -254,7 +254,7 @@ static int gen_reduce(CpuGen *g, int id)
     int accdt = kind == RED_SUM ? (cpu_is_narrow(rdt) ? DT_F32 : rdt) : idt;
     if (in->op == IR_REDUCE && inner > 1 && len > 0 && !arg &&
         (kind == RED_SUM || kind == RED_MAX || kind == RED_MIN) &&
-        !getenv("BLKC_CPU_NOCOLRED"))
+        !cpu_switch(CPU_SW_NOCOLRED))
         return gen_reduce_cols(g, id, outer, len, inner, accdt);
     LLVMTypeRef at = arg ? cpu_ctype(g, idt) : cpu_stype(g, accdt);
     LLVMValueRef acc = cpu_alloca(g, at, 1), aidx = cpu_alloca(g, g->i64, 1);

@@ -2,7 +2,8 @@
  * context) and warm (disk, new context) module creation; a corrupt entry is
  * recompiled; specialized variants give the same results as the generic
  * code (aligned/unaligned, 16-divisible or not, strided); autotuning picks
- * and remembers a configuration; cache stats and clear. */
+ * and remembers a configuration; a BLKC_CPU_* codegen switch is part of
+ * the key (memory and disk); cache stats and clear. */
 #include <blkc/blkc.h>
 
 #include <stdio.h>
@@ -85,6 +86,11 @@ int main(void)
     CHECK(mkdtemp(dir));
     setenv("BLKC_CACHE_DIR", dir, 1);
     unsetenv("BLKC_CACHE_DISABLE");
+    const char *sw[] = {"BLKC_CPU_NOFUSE", "BLKC_CPU_NOINPLACE",
+                        "BLKC_CPU_NOCOLRED", "BLKC_CPU_VEC256",
+                        "BLKC_CPU_NOSTREAM"};
+    for (int i = 0; i < 5; i++)
+        unsetenv(sw[i]);
     blkc_context *c1, *c2, *c3;
     CHECK(blkc_context_create("cpu", &c1) == BLKC_OK);
     CHECK(blkc_context_create("cpu", &c2) == BLKC_OK);
@@ -104,6 +110,29 @@ int main(void)
     check_run(k, 1024, 1, 0);
     CHECK(blkc_module_get_kernel(m2, NULL, &k) == BLKC_OK);
     check_run(k, 77, 1, 3);
+
+    /* each switch is its own key: cold, then hot in the same context and
+     * warm in another; "0" is off (the switch-free unit again, hot) */
+    blkc_module *ms[5];
+    for (int i = 0; i < 5; i++) {
+        setenv(sw[i], "1", 1);
+        ms[i] = make(c1, src, 0);
+        blkc_module_destroy(make(c1, src, 2));
+        blkc_module_destroy(make(c2, src, 1));
+        CHECK(blkc_module_get_kernel(ms[i], "vadd", &k) == BLKC_OK);
+        check_run(k, 1000, 1, 0);
+        setenv(sw[i], "0", 1);
+        blkc_module_destroy(make(c1, src, 2));
+        unsetenv(sw[i]);
+    }
+    setenv(sw[0], "1", 1);
+    setenv(sw[3], "1", 1);
+    blkc_module_destroy(make(c1, src, 0)); /* a pair is a key of its own */
+    unsetenv(sw[0]);
+    unsetenv(sw[3]);
+    for (int i = 0; i < 5; i++)
+        blkc_module_destroy(ms[i]);
+    blkc_module_destroy(make(c1, src, 2));
 
     blkc_cache_stats st;
     CHECK(blkc_cache_stats_get(&st) == BLKC_OK);
