@@ -1,31 +1,49 @@
 /* cli_stats.c — `blkc run --stats` on an emulated device (cuda-emu,
  * hip-emu): the counts of the run's kernel (runtime/gpu_emu.c) and the
  * bound they imply on a named GPU, from the figures of gpu_table (sources
- * in docs/backends.md, "Emulated devices"): per unit, time = count / rate;
- * the slowest unit limits; with one block per SM (CU) in waves, the
- * limiting unit runs at blocks / (waves * SMs) of its peak. */
+ * there and in docs/backends.md, "Emulated devices"): per unit, time =
+ * count / rate; the slowest unit limits; with one block per SM (CU) in
+ * waves, the limiting unit runs at blocks / (waves * SMs) of its peak.
+ * Units: the tensor cores (FLOP of the matrix instructions at the rate of
+ * the instruction blkc emits), shared memory (128-byte wavefronts), L2
+ * (every global 32-byte sector a warp instruction touches) and DRAM (the
+ * distinct sectors of the launch: its compulsory traffic, the L2 holding
+ * the reuse, as grouped program ids aim for; when the distinct bytes
+ * exceed the L2 this is optimistic and the line says so). */
 #include "cli.h"
 #include "../runtime/gpu.h"
 
 #include <stdio.h>
 
-/* name, SMs/CUs, matrix f16 FLOP/s (dense), shared-memory wavefronts/s
- * (128 bytes each: SMs x clock), DRAM bytes/s */
-#define GPU_TABLE(X)                                             \
-    X("H200", 132, 989.4e12, 132 * 1.83e9, 4.8e12)               \
-    X("MI250X", 220, 383.0e12, 220 * 1.7e9, 3.2768e12)
+/* name, SMs/CUs, matrix f16 FLOP/s of the instruction emitted, shared-
+ * memory wavefronts/s (128 bytes each: SMs x clock), L2 bytes/s, DRAM
+ * bytes/s, L2 bytes.
+ * H200 (H100's SM array, 132 SMs at 1.83 GHz boost; HBM3e 4.8 TB/s): the
+ * dense f16 peak of 989.4 TFLOP/s needs wgmma; blkc emits the sm_80
+ * mma.sync, with which Hopper "tops out at around 63% of its peak"
+ * (Spector et al., "GPUs Go Brrr", hazyresearch.stanford.edu/blog/
+ * 2024-05-12-tk), so 0.63 x 989.4. L2: about 12 TB/s, 50 MB (same post).
+ * MI250X (2 GCDs, 220 CUs at 1.7 GHz, HBM2e 3.2768 TB/s): MFMA is the
+ * native matrix instruction, dense f16 383 TFLOP/s; L2 per GCD 16
+ * channels x 128 B per clock, 8 MB (AMD CDNA2 white paper). */
+#define GPU_TABLE(X)                                                                    \
+    X("H200", 132, 0.63 * 989.4e12, 132 * 1.83e9, 12.0e12, 4.8e12, 50e6)                \
+    X("MI250X", 220, 383.0e12, 220 * 1.7e9, 2 * 16 * 128 * 1.7e9, 3.2768e12, 2 * 8e6)
 
 typedef struct GpuFig {
     const char *name;
     int sms;
-    double mma_flops, smem_wf, dram;
+    double mma_flops, smem_wf, l2, dram, l2_bytes;
 } GpuFig;
 
 static const GpuFig gpu_table[] = {
-#define ROW(n, s, f, w, d) {n, s, f, w, d},
+#define ROW(n, s, f, w, l, d, c) {n, s, f, w, l, d, c},
     GPU_TABLE(ROW)
 #undef ROW
 };
+
+#define NUNIT 4
+static const char *const unit_name[NUNIT] = {"tensor cores", "shared memory", "L2", "DRAM"};
 
 void cli_print_emu_stats(const char *kernel)
 {
@@ -36,18 +54,19 @@ void cli_print_emu_stats(const char *kernel)
     printf("%s: stats: tensor-core instructions %lld (%lld FLOP), ldmatrix %lld\n",
            kernel, s.mma, s.mma_flops, s.ldmatrix);
     printf("%s: stats: shared-memory wavefronts %lld (in %lld requests), global "
-           "32-byte sectors %lld (in %lld requests)\n", kernel, s.smem_wavefronts,
-           s.smem_requests, s.gmem_sectors, s.gmem_requests);
+           "32-byte sectors %lld (in %lld requests), %lld distinct\n", kernel,
+           s.smem_wavefronts, s.smem_requests, s.gmem_sectors, s.gmem_requests,
+           s.gmem_unique);
     printf("%s: stats: barriers %lld, shuffles/votes %lld, cp.async %lld\n", kernel,
            s.barriers, s.shuffles, s.cp_async);
     for (size_t i = 0; i < sizeof gpu_table / sizeof *gpu_table; i++) {
         const GpuFig *g = &gpu_table[i];
-        const char *unit[3] = {"tensor cores", "shared memory", "DRAM"};
-        double t[3] = {(double)s.mma_flops / g->mma_flops,
-                       (double)s.smem_wavefronts / g->smem_wf,
-                       (double)s.gmem_sectors * 32.0 / g->dram};
+        double t[NUNIT] = {(double)s.mma_flops / g->mma_flops,
+                           (double)s.smem_wavefronts / g->smem_wf,
+                           (double)s.gmem_sectors * 32.0 / g->l2,
+                           (double)s.gmem_unique * 32.0 / g->dram};
         int lim = 0;
-        for (int u = 1; u < 3; u++)
+        for (int u = 1; u < NUNIT; u++)
             if (t[u] > t[lim])
                 lim = u;
         long long waves = (s.blocks + g->sms - 1) / g->sms;
@@ -56,10 +75,12 @@ void cli_print_emu_stats(const char *kernel)
             printf("%s: bound on %s: no counted work\n", kernel, g->name);
             continue;
         }
-        printf("%s: bound on %s: tensor cores %.3g us, shared memory %.3g us, DRAM "
-               "%.3g us; limited by %s: %.3g us, %.0f%% of its peak (%lld block%s "
-               "on %d SMs)\n", kernel, g->name, t[0] * 1e6, t[1] * 1e6, t[2] * 1e6,
-               unit[lim], t[lim] / frac * 1e6, frac * 100, s.blocks,
-               s.blocks == 1 ? "" : "s", g->sms);
+        printf("%s: bound on %s: tensor cores %.3g us, shared memory %.3g us, L2 %.3g us, "
+               "DRAM %.3g us; limited by %s: %.3g us, %.0f%% of its peak (%lld block%s "
+               "on %d SMs)%s\n", kernel, g->name, t[0] * 1e6, t[1] * 1e6, t[2] * 1e6,
+               t[3] * 1e6, unit_name[lim], t[lim] / frac * 1e6, frac * 100, s.blocks,
+               s.blocks == 1 ? "" : "s", g->sms,
+               (double)s.gmem_unique * 32.0 > g->l2_bytes
+                   ? "; the data exceed the L2: DRAM optimistic" : "");
     }
 }

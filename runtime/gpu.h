@@ -199,6 +199,7 @@ typedef struct RtGpuEmuStats {
     long long gmem_sectors, gmem_requests;
     long long barriers, shuffles, cp_async;
     long long blocks, threads;
+    long long gmem_unique;
 } RtGpuEmuStats;
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t);
 void rt_gpu_emu_last_stats(RtGpuEmuStats *out);

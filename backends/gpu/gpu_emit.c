@@ -332,7 +332,12 @@ static void emit_instr(BkGpuEm *em, int id)
             bk_gpu_emit_dot(em, id);
         break;
     case IR_LOAD: bk_gpu_emit_load(em, id); break;
-    case IR_STORE: bk_gpu_emit_store(em, id); break;
+    case IR_STORE:
+        if (em->lay[in->opnd[0]] == BK_LAY_MMA)
+            bk_gpu_mma_store(em, id);
+        else
+            bk_gpu_emit_store(em, id);
+        break;
     case IR_ATOMIC: bk_gpu_emit_atomic(em, id); break;
     case IR_VGET:
         if (em->lay[id] == BK_LAY_MMA) {

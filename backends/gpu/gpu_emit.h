@@ -250,6 +250,8 @@ void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
 void bk_gpu_mma_vset(BkGpuEm *em, int id);     /* var.set of an MMA var */
 void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
 void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
+/* store id of an MMA var.get straight from the registers (the epilogue) */
+void bk_gpu_mma_store(BkGpuEm *em, int id);
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */

@@ -26,6 +26,9 @@
  *   - E + dot(a, b): E per register, then the dot accumulates into the
  *     registers at the var.set (its operands kept live until then);
  * and at least one var.set has a dot. Those var.gets and dots are MMA.
+ * A var.get whose only user stores it whole to global memory (store_ok)
+ * is MMA too: the epilogue writes each lane's registers (column pairs as
+ * 8-byte stores on CUDA), with no shared-memory round trip.
  * Every other var.get of an MMA var is SHARED: one explicit conversion,
  * each thread writing its fragments into the value's shared tile
  * (em->cvt). Everything else is SHARED. A kernel with an MMA var also
@@ -320,6 +323,30 @@ static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
     return any_dot;
 }
 
+/* Whether var.get g of MMA var v is stored to global memory as is: its
+ * only user a store of it (not as its mask) over the whole M x N tile in
+ * the same region, no var.set of v in between. The store then writes
+ * each lane's registers directly (bk_gpu_mma_store): no shared tile. */
+static bool store_ok(const BkGpuEm *em, int g, int v, const int *regof)
+{
+    const IrFunc *f = em->f;
+    int u = only_user(f, g);
+    if (u < 0 || f->ins[u].op != IR_STORE || f->ins[u].opnd[0] != g ||
+        f->ins[u].opnd[1] == g || f->ins[u].view < 0 || regof[u] != regof[g])
+        return false;
+    IrType vt;
+    memset(&vt, 0, sizeof vt);
+    ir_view_shape(f, &f->views[f->ins[u].view], &vt);
+    if (ir_numel(&vt) != em->vmma[v].M * em->vmma[v].N || vt.rank < 1 ||
+        vt.shape[vt.rank - 1] != em->vmma[v].N)
+        return false;
+    for (int s = 0; s < f->nins; s++)
+        if (!f->ins[s].dead && f->ins[s].op == IR_VSET && f->ins[s].param == v &&
+            em->pos[s] > em->pos[g] && em->pos[s] < em->pos[u])
+            return false;
+    return true;
+}
+
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
 {
     const IrFunc *f = em->f;
@@ -359,6 +386,11 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             const IrInstr *in = &f->ins[i];
             if (!in->dead && regof[i] >= 0 && in->op == IR_VGET && in->param == v &&
                 em->lay[i] != BK_LAY_MMA) {
+                if (store_ok(em, i, v, regof)) { /* the epilogue, from registers */
+                    em->lay[i] = BK_LAY_MMA;
+                    em->mvar[i] = v;
+                    continue;
+                }
                 em->cvt[i] = true; /* mma -> shared */
                 em->var_of[i] = -1;
             }

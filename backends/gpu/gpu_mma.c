@@ -3,7 +3,8 @@
  * accumulator fragments, the `dot`s that accumulate into it in place
  * (operands from shared memory through ldmatrix -> mma.sync on CUDA sm_80+,
  * LDS -> MFMA 16x16x16 on gfx90a; an FMA loop per register otherwise), its
- * var.set of a splat constant, and the one conversion MMA -> shared of a
+ * var.set of a splat constant, the store of the var to global memory from
+ * the registers (the epilogue), and the one conversion MMA -> shared of a
  * var.get that needs the tile in shared memory.
  * Register blk_r of var v holds element (row, col) of bk_gpu_mma_rowcol
  * with mt = blk_r / (4 nt), nt = blk_r / 4 % nt, i = blk_r % 4 (4 elements
@@ -36,6 +37,16 @@ static void reg_loop_close(BkGpuEm *em)
 {
     em->indent--;
     bk_gpu_line(em, "}");
+}
+
+/* " && vM[E]" for a mask tile at flat element E, " && vM" for a scalar */
+static void mask_and(const BkGpuEm *em, int mask, const char *e, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (mask >= 0 && em->f->ins[mask].type.rank > 0)
+        snprintf(buf, n, " && v%d[%s]", mask, e);
+    else if (mask >= 0)
+        snprintf(buf, n, " && v%d", mask);
 }
 
 /* The end of an op whose accesses gpu_sync.c recorded (as loop_close). */
@@ -92,6 +103,82 @@ void bk_gpu_mma_to_shared(BkGpuEm *em, int id)
     reg_loop_open(em, v);
     bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, em->vmma[v].N, v);
     reg_loop_close(em);
+    op_done(em);
+}
+
+/* The epilogue: store id of an MMA var.get, each lane writing its own
+ * registers to global memory. On CUDA registers 2i, 2i+1 of a lane are
+ * columns c, c + 1 of one row, so a pair goes as one 8-byte store (f32;
+ * 4 bytes for 16-bit types) when both are in bounds, on, contiguous and
+ * aligned: the 4 lanes of a row then cover 32 bytes, one sector. Else
+ * (and on HIP, where a lane's registers are rows of one column, 16 lanes
+ * in a row covering 64 bytes) element by element with the bounds masks. */
+void bk_gpu_mma_store(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrParam *pp = &f->params[in->param];
+    int g = in->opnd[0], v = f->ins[g].param;
+    const BkGpuMma *mg = &em->vmma[v];
+    int sz = dsl_dtype_bytes(pp->dtype);
+    int P = em->dl->kind == BK_GPU_CUDA && (pp->assume & IR_ASSUME_UNIT_INNER) &&
+            (pp->assume & IR_ASSUME_ALIGN16) &&
+            (pp->dtype == DT_F32 || pp->dtype == DT_F16 || pp->dtype == DT_BF16) ? 2 : 1;
+    int I = f->views[in->view].ndims - 1;
+    char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64];
+    const char *st = bk_gpu_stype(pp->dtype);
+    char cv0[128], cv1[128], x0[64], x1[64];
+    snprintf(x0, sizeof x0, "var%d[blk_p]", v);
+    snprintf(x1, sizeof x1, "var%d[blk_p + 1]", v);
+    bk_gpu_to_s(cv0, sizeof cv0, pp->dtype, x0);
+    bk_gpu_to_s(cv1, sizeof cv1, pp->dtype, x1);
+    bk_gpu_base(em, id, base, sizeof base);
+    bk_gpu_line(em, "/* store %s from var %s's registers (layout mma), %s */",
+                pp->name, f->vars[v].name,
+                P == 2 ? "column pairs as one store" : "element by element");
+    snprintf(mt, sizeof mt, "blk_p / %d", mg->nt * 4);
+    snprintf(nt, sizeof nt, "blk_p / 4 %% %d", mg->nt);
+    bk_gpu_mma_rowcol(em, v, mt, nt, "blk_p % 4", row, sizeof row, col, sizeof col);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_p = 0; blk_p < %d; blk_p += %d) {", regs(mg), P);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+    if (P == 2) {
+        bk_gpu_line(em, "bool blk_full;");
+        bk_gpu_line(em, "{");
+        em->indent++;
+        bk_gpu_line(em, "const long long e = (long long)blk_row * %lld + blk_col;", mg->N);
+        bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
+        mask_and(em, in->opnd[1], "e", m, sizeof m);
+        char m1[64];
+        mask_and(em, in->opnd[1], "e + 1", m1, sizeof m1);
+        bk_gpu_line(em, "blk_full = %s && c%d + 2 <= p_%s.shape[%d]%s%s && ((%s) & 1) == 0;",
+                    ok, I, pp->name, I, m, m1, addr);
+        bk_gpu_line(em, "if (blk_full) {");
+        if (sz == 4) /* one 64-bit value: one 8-byte store */
+            bk_gpu_line(em, "    *(unsigned long long *)&%s[%s] = (unsigned long long)__float_as_uint(var%d[blk_p + 1]) << 32 | __float_as_uint(var%d[blk_p]);",
+                        base, addr, v, v);
+        else
+            bk_gpu_line(em, "    alignas(4) %s blk_vb[2] = {%s, %s}; *(unsigned *)&%s[%s] = *(const unsigned *)blk_vb;",
+                        st, cv0, cv1, base, addr);
+        bk_gpu_line(em, "}");
+        em->indent--;
+        bk_gpu_line(em, "}");
+        bk_gpu_line(em, "if (!blk_full) /* cut by the bounds, the mask or the alignment */");
+    }
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", P);
+    em->indent++;
+    bk_gpu_line(em, "const long long e = (long long)blk_row * %lld + blk_col + blk_j;", mg->N);
+    bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
+    mask_and(em, in->opnd[1], "e", m, sizeof m);
+    char xj[64], cj[128];
+    snprintf(xj, sizeof xj, "var%d[blk_p + blk_j]", v);
+    bk_gpu_to_s(cj, sizeof cj, pp->dtype, xj);
+    bk_gpu_line(em, "if (%s%s) %s[%s] = %s;", ok, m, base, addr, cj);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
     op_done(em);
 }
 

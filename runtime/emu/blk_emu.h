@@ -108,6 +108,7 @@ struct BlkEmuStats {
     long long shuffles;     /* warp shuffles / votes */
     long long cp_async;     /* cp.async (16 B) per thread */
     long long blocks, threads;
+    long long gmem_unique;     /* distinct global 32-byte sectors (DRAM if L2 holds the reuse) */
 };
 
 /* ------------------------------------------------------------ the machine */
@@ -521,6 +522,7 @@ static inline void blk_emu_reg_all(void (*)(A...), void **params, std::index_seq
 {
 #ifdef BLK_EMU_MEMSTATS
     blk_emu_nglobal = 0;
+    blk_emu_seen.clear();
     (blk_emu_reg(*(typename std::remove_reference<A>::type *)params[I]), ...);
 #else
     (void)params;

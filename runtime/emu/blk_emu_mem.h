@@ -13,7 +13,9 @@
  * instructions by (warp, return address, per-lane occurrence number) at
  * the end of each block: a shared group costs the wavefronts of the
  * bank-conflict rule (blk_emu_wavefronts), a global group the distinct
- * 32-byte sectors it touches. cp.async is logged by the wrapper itself
+ * 32-byte sectors it touches (L2 traffic); sectors never touched before
+ * in the launch are counted apart (gmem_unique: DRAM traffic when the L2
+ * holds the reuse). cp.async is logged by the wrapper itself
  * (its global read at issue, its shared write when it lands). Counting
  * changes no result. Included by blk_emu.h only. */
 #ifndef BLK_EMU_MEM_H
@@ -21,6 +23,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 struct BlkEmuAcc {
     uintptr_t pc;
@@ -34,6 +37,7 @@ struct BlkEmuLog {
 };
 static thread_local BlkEmuLog *blk_emu_log;
 static std::vector<BlkEmuLog> blk_emu_logs;     /* per thread of the block */
+static std::unordered_set<long long> blk_emu_seen; /* global sectors of this launch */
 static long long blk_emu_glo[64], blk_emu_ghi[64];
 static int blk_emu_nglobal;
 
@@ -128,6 +132,8 @@ static void blk_emu_mem_block(BlkEmuMachine *m)
                     }
                 }
                 m->st.gmem_sectors += ns;
+                for (int q = 0; q < ns; q++)
+                    m->st.gmem_unique += blk_emu_seen.insert(sec[q]).second;
                 m->st.gmem_requests++;
             }
             i = j;

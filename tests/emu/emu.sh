@@ -13,7 +13,8 @@
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
-#       for examples/matmul.blk and examples/flash_attention.blk
+#       for examples/matmul.blk and examples/flash_attention.blk; exact
+#       counts of a 128 x 128 matmul block (cuda-emu)
 # Exit 77 without a C++ compiler.
 set -u
 MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
@@ -66,6 +67,9 @@ paths)
       one flash_attention "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=130 scale=0.125
       # a 10 x 3 grid: two groups of grouped program ids (GROUP_M = 8)
       one matmul_groups "$EX/matmul.blk" "1e-4 1e-4" C M=600 N=144 K=112
+      # 128 x 128 blocks, the epilogue from registers: column pairs cut by
+      # N = 136 (8-byte stores and the element-by-element tail), M, K tails
+      one matmul_128 "$EX/matmul.blk" "1e-4 1e-4" C -D BM=128 -D BN=128 M=200 N=136 K=72
     fi
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi
@@ -120,6 +124,24 @@ stats-*)
     "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --device="$dev" --stats --out C="$T/m1.npy" >"$T/log" 2>&1 &&
       "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --out C="$T/m2.npy" >"$T/log" 2>&1 &&
       "$NPYCMP" "$T/m1.npy" "$T/m2.npy" 1e-4 1e-4 >"$T/log" 2>&1 || { echo "FAIL matmul --stats result: $(cat "$T/log")"; fail=1; }
+  fi
+  # (gpu_emu.c's search: clang++-15 .. clang++-20, then a clang++ with _Float16)
+  have_clang=
+  for c in clang++-20 clang++-19 clang++-18 clang++-17 clang++-16 clang++-15; do
+    command -v $c >/dev/null 2>&1 && have_clang=1
+  done
+  if [ -n "$have_clang" ] && [ "$dev" = cuda-emu ]; then
+    # one 128 x 128 block, K = 32 (4 warps of 64 x 64): shared memory only
+    # for the operands (ldmatrix.x4 256 + cp.async 128 wavefronts, no
+    # epilogue round trip); global: A, B (512 sectors) and C stored from
+    # the registers as 8-byte column pairs, 32 bytes a row (2048 sectors)
+    "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 --random \
+      --device="$dev" --stats >"$T/log" 2>&1
+    if ! grep -q "shared-memory wavefronts 384 (in 96 requests), global 32-byte sectors 2560 " "$T/log"; then
+      echo "FAIL matmul 128x128 --stats: want 384 wavefronts, 2560 sectors:"; cat "$T/log"; fail=1
+    else
+      echo "ok matmul 128x128 on $dev: $(grep "wavefronts" "$T/log")"
+    fi
   fi
   # no C++ compiler: exit 3, "not supported here"
   CXX=/nonexistent/c++ "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --device="$dev" >"$T/log" 2>&1
