@@ -40,7 +40,10 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
     const char *t = bk_gpu_stype(in->type.dtype);
     char ty[128];
     ir_type_str(&in->type, ty, sizeof ty);
-    if (em->var_of[id] >= 0)
+    if (em->lay[id] == BK_LAY_BLOCKED)
+        bk_gpu_line(em, "alignas(16) %s v%d[%d]; /* %s, blocked: registers, runs of %d */",
+                    t, id, bk_gpu_blk_regs(em, &in->type), ty, bk_gpu_blk_w(&in->type));
+    else if (em->var_of[id] >= 0)
         bk_gpu_line(em, "%s *v%d = var%d; /* %s, reads the var in place */", t,
                     id, em->var_of[id], ty);
     else if (em->alias[id] != id)
@@ -58,10 +61,52 @@ void bk_gpu_loop_open(BkGpuEm *em, const IrType *t)
     em->indent++;
 }
 
+int bk_gpu_blk_w(const IrType *t)
+{
+    return t->rank > 0 && t->shape[t->rank - 1] % 4 == 0 ? 4 : 1;
+}
+
+int bk_gpu_blk_regs(const BkGpuEm *em, const IrType *t)
+{
+    long long W = bk_gpu_blk_w(t), runs = (ir_numel(t) + W - 1) / W;
+    return (int)((runs + em->nt - 1) / em->nt * W);
+}
+
+void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec)
+{
+    long long N = ir_numel(t);
+    int W = bk_gpu_blk_w(t), K = bk_gpu_blk_regs(em, t) / W;
+    bool tail = N % ((long long)em->nt * W) != 0;
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) { /* blocked: runs of %d */", K, W);
+    em->indent++;
+    em->blk = 1;
+    if (vec) {
+        bk_gpu_line(em, "const int e = (blk_tid + blk_k * %d) * %d;", em->nt, W);
+    } else {
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", W);
+        em->indent++;
+        em->blk = 2;
+        bk_gpu_line(em, "const int blk_q = blk_k * %d + blk_j;", W);
+        bk_gpu_line(em, "const int e = (blk_tid + blk_k * %d) * %d + blk_j;", em->nt, W);
+        bk_gpu_line(em, "(void)blk_q; (void)e;");
+    }
+    if (tail) { /* the last runs: only threads inside the tile */
+        bk_gpu_line(em, "if (e >= %lld) continue;", N);
+    }
+}
+
 /* The barrier after a tile op's loop is left to gpu_sync.c when the op was
- * checked (bk_gpu_barrier_before): the next op adds it if it must. */
+ * checked (bk_gpu_barrier_before): the next op adds it if it must. A
+ * blocked loop touches registers (and global memory) only. */
 void bk_gpu_loop_close(BkGpuEm *em)
 {
+    for (; em->blk > 1; em->blk--) {
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    em->blk = 0;
     em->indent--;
     bk_gpu_line(em, "}");
     if (em->nosyncelim || !em->seg_ok)
@@ -76,7 +121,9 @@ static void assign(BkGpuEm *em, int id, const char *x)
     const IrInstr *in = &em->f->ins[id];
     char s[BK_GPU_EXPR];
     bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
-    if (in->type.rank > 0)
+    if (in->type.rank > 0 && em->lay[id] == BK_LAY_BLOCKED)
+        bk_gpu_line(em, "v%d[blk_q] = %s;", id, s);
+    else if (in->type.rank > 0)
         bk_gpu_line(em, "v%d[e] = %s;", id, s);
     else
         bk_gpu_line(em, "const %s v%d = %s;", bk_gpu_stype(in->type.dtype), id, s);
@@ -88,22 +135,27 @@ static void emit_elem(BkGpuEm *em, int id)
     const IrInstr *in = &em->f->ins[id];
     char o[3][BK_GPU_EXPR / 4], x[BK_GPU_EXPR];
     int k = ir_op_nopnd[in->op];
-    for (int i = 0; i < 3; i++)
-        o[i][0] = 0;
-    for (int i = 0; i < k && i < 3; i++)
-        bk_gpu_read(em, in->opnd[i], "e", o[i], sizeof o[i]);
     /* bool & | ^ give int in C++; the assignment converts back */
     if (in->type.rank > 0 && em->virt[id]) {
         bk_gpu_line(em, "/* v%d = %s: fused into its use */", id, ir_op_names[in->op]);
         return;
     }
+    if (in->type.rank > 0) {
+        bk_gpu_decl_tile(em, id);
+        if (em->lay[id] == BK_LAY_BLOCKED)
+            bk_gpu_blk_open(em, &in->type, false);
+        else
+            bk_gpu_loop_open(em, &in->type);
+    }
+    for (int i = 0; i < 3; i++)
+        o[i][0] = 0;
+    for (int i = 0; i < k && i < 3; i++)
+        bk_gpu_read(em, in->opnd[i], "e", o[i], sizeof o[i]);
     bk_gpu_elem_expr(em, id, o[0], o[1], o[2], x, sizeof x);
     if (in->type.rank == 0) {
         assign(em, id, x);
         return;
     }
-    bk_gpu_decl_tile(em, id);
-    bk_gpu_loop_open(em, &in->type);
     assign(em, id, x);
     bk_gpu_loop_close(em);
 }
@@ -189,8 +241,13 @@ static void emit_arange(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     bk_gpu_decl_tile(em, id);
-    bk_gpu_loop_open(em, &in->type);
-    bk_gpu_line(em, "v%d[e] = %lld + e;", id, (long long)in->ival);
+    if (em->lay[id] == BK_LAY_BLOCKED) {
+        bk_gpu_blk_open(em, &in->type, false);
+        bk_gpu_line(em, "v%d[blk_q] = %lld + e;", id, (long long)in->ival);
+    } else {
+        bk_gpu_loop_open(em, &in->type);
+        bk_gpu_line(em, "v%d[e] = %lld + e;", id, (long long)in->ival);
+    }
     bk_gpu_loop_close(em);
 }
 

@@ -320,6 +320,118 @@ static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
     return any_dot;
 }
 
+/* ------------------------------------------------------------ blocked */
+
+static bool same_shape(const IrType *a, const IrType *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+/* Whether a tile op may produce a BLOCKED value: a plain (unpipelined,
+ * unswizzled) load, an arange or a stored elementwise op with storage of
+ * its own. */
+static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (in->dead || regof[x] < 0 || in->type.rank == 0 || em->lay[x] != BK_LAY_SHARED ||
+        em->virt[x] || em->alias[x] != x || em->var_of[x] >= 0 || em->cvt[x] ||
+        em->swz[x] || bk_gpu_blk_regs(em, &in->type) > BK_GPU_BLK_REGS)
+        return false;
+    if (in->op == IR_LOAD)
+        return em->pipe[x] < 0;
+    if (in->op == IR_ARANGE)
+        return true;
+    return (ir_op_flags[in->op] & F_ELEM) != 0;
+}
+
+/* Whether every read of w (x itself, or a fused elementwise expression
+ * over it) is at the reader's own element in x's blocked loop: a BLOCKED
+ * elementwise op of the same shape, the value of a store of that shape or
+ * a whole-tile reduction (both then run in the blocked loop: inblk). */
+static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrType *t = &f->ins[x].type;
+    if (depth > 8)
+        return false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead || regof[u] < 0)
+            continue;
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool reads = false;
+        for (int i = 0; i < k && i < 4; i++)
+            reads |= o->opnd[i] == w;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                if (f->views[o->view].d[d].val == w)
+                    return false; /* a gather index */
+        if (!reads)
+            continue;
+        if ((ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t)) {
+            if (em->virt[u] ? !blk_reads_ok(em, x, u, regof, depth + 1)
+                            : em->lay[u] != BK_LAY_BLOCKED)
+                return false;
+            continue;
+        }
+        if (o->op == IR_STORE && o->opnd[0] == w && o->opnd[1] != w) {
+            IrType vt;
+            memset(&vt, 0, sizeof vt);
+            ir_view_shape(f, &f->views[o->view], &vt);
+            if (same_shape(&vt, t))
+                continue;
+        }
+        if (o->op == IR_REDUCE && o->type.rank == 0 && o->attr != RED_ARGMAX &&
+            o->attr != RED_ARGMIN)
+            continue;
+        return false;
+    }
+    return true;
+}
+
+/* Marks stores and reductions whose value reads BLOCKED tiles (inblk). */
+static bool blk_reads_any(const BkGpuEm *em, int w, int depth)
+{
+    const IrInstr *in = &em->f->ins[w];
+    if (em->lay[w] == BK_LAY_BLOCKED)
+        return true;
+    if (!em->virt[w] || !(ir_op_flags[in->op] & F_ELEM) || depth > 8)
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && blk_reads_any(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* BLOCKED: start from every candidate, drop those read any other way
+ * until nothing changes (dropping one may disqualify its operands). */
+static void blocked(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int x = 0; x < f->nins; x++)
+        if (blk_cand(em, x, regof))
+            em->lay[x] = BK_LAY_BLOCKED;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int x = 0; x < f->nins; x++)
+            if (em->lay[x] == BK_LAY_BLOCKED && !blk_reads_ok(em, x, x, regof, 0)) {
+                em->lay[x] = BK_LAY_SHARED;
+                changed = true;
+            }
+    }
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (!o->dead && regof[u] >= 0 && (o->op == IR_STORE || o->op == IR_REDUCE) &&
+            o->opnd[0] >= 0 && f->ins[o->opnd[0]].type.rank > 0)
+            em->inblk[u] = blk_reads_any(em, o->opnd[0], 0);
+    }
+}
+
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
 {
     const IrFunc *f = em->f;
@@ -329,7 +441,8 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->vmma = calloc((size_t)f->nvars + 1, sizeof(BkGpuMma));
     em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
     em->swz = calloc((size_t)n + 1, sizeof(bool));
-    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz) {
+    em->inblk = calloc((size_t)n + 1, sizeof(bool));
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -364,6 +477,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             }
         }
     }
+    blocked(em, regof);
     return 0;
 }
 
@@ -394,7 +508,11 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     }
     if (in->type.rank == 0 || in->dead)
         return;
-    if (em->lay[id] == BK_LAY_MMA) {
+    if (em->lay[id] == BK_LAY_BLOCKED) {
+        int W = bk_gpu_blk_w(&in->type);
+        snprintf(buf, n, "blocked(runs of %d, %d registers per thread)", W,
+                 bk_gpu_blk_regs(em, &in->type));
+    } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
                  g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
