@@ -3,7 +3,8 @@
  * Both backends turn Core IR into the same kind of C++ source: one
  * `extern "C" __global__` function per kernel; tiles in shared memory (each
  * tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
- * them in registers (dot accumulators, gpu_mma.c). What differs between CUDA C and HIP C
+ * them in registers (dot accumulators, gpu_mma.c; blocked tiles, the
+ * blocked loop of gpu_emit.c). What differs between CUDA C and HIP C
  * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
  * is data in a BkGpuDialect, so the two outputs cannot drift apart.
  *

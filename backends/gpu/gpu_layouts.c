@@ -13,6 +13,24 @@
  *           2(l%4), 2(l%4)+1; HIP MFMA 16x16x16: 16x16, lane l holds rows
  *           4(l/16) .. 4(l/16)+3 of column l%16). See bk_gpu_mma_rowcol.
  *
+ *   BLOCKED in registers, vID[K * W] per thread: runs of W = bk_gpu_blk_w
+ *           (4, or 1 when the last extent is not a multiple of 4); thread t
+ *           owns runs t, t + NT, ...; register k * W + j is flat element
+ *           (t + k * NT) * W + j (the loop of bk_gpu_blk_open; tails skip).
+ *           Global loads / stores move 16-byte vectors straight to / from
+ *           registers where bk_gpu_vec_width == W.
+ *
+ * A tile is BLOCKED (blocked()) when it is a plain load, an arange or a
+ * stored elementwise op, at most BK_GPU_BLK_REGS registers per thread, and
+ * every read of it, directly or through fused elementwise expressions, is
+ * the owner's element: a BLOCKED elementwise op of the same shape, the
+ * value of a store of that shape, a whole-tile sum/max/min (those two run
+ * in the blocked loop: em->inblk). Any other reader (broadcast, axis
+ * reduction, scan, dot, mask, gather index, reshape, var) leaves it
+ * SHARED: the fallback, decided by dropping candidates to a fixpoint. No
+ * conversion op exists between BLOCKED and SHARED; SLICE layouts (axis
+ * reductions in registers) are not built yet.
+ *
  * A tile var is MMA (held in registers across loop iterations) when every
  * var.set (vset_ok) stores
  *   - a splat constant;
@@ -28,7 +46,7 @@
  * and at least one var.set has a dot. Those var.gets and dots are MMA.
  * Every other var.get of an MMA var is SHARED: one explicit conversion,
  * each thread writing its fragments into the value's shared tile
- * (em->cvt). Everything else is SHARED. A kernel with an MMA var also
+ * (em->cvt). Everything else not BLOCKED is SHARED. A kernel with an MMA var also
  * gets grouped program ids (em->group_m, emitted by gpu_emit.c).
  * BLKC_GPU_SMEM=1 turns the pass off (every tile SHARED, the old path).
  * Entry: bk_gpu_layouts. */
