@@ -42,7 +42,7 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
     ir_type_str(&in->type, ty, sizeof ty);
     if (em->lay[id] == BK_LAY_BLOCKED)
         bk_gpu_line(em, "alignas(16) %s v%d[%d]; /* %s, blocked: registers, runs of %d */",
-                    t, id, bk_gpu_blk_regs(em, &in->type), ty, bk_gpu_blk_w(&in->type));
+                    t, id, bk_gpu_blk_regs(em, &in->type), ty, bk_gpu_blk_w(em, &in->type));
     else if (em->var_of[id] >= 0)
         bk_gpu_line(em, "%s *v%d = var%d; /* %s, reads the var in place */", t,
                     id, em->var_of[id], ty);
@@ -61,21 +61,16 @@ void bk_gpu_loop_open(BkGpuEm *em, const IrType *t)
     em->indent++;
 }
 
-int bk_gpu_blk_w(const IrType *t)
-{
-    return t->rank > 0 && t->shape[t->rank - 1] % 4 == 0 ? 4 : 1;
-}
-
 int bk_gpu_blk_regs(const BkGpuEm *em, const IrType *t)
 {
-    long long W = bk_gpu_blk_w(t), runs = (ir_numel(t) + W - 1) / W;
+    long long W = bk_gpu_blk_w(em, t), runs = (ir_numel(t) + W - 1) / W;
     return (int)((runs + em->nt - 1) / em->nt * W);
 }
 
 void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec)
 {
     long long N = ir_numel(t);
-    int W = bk_gpu_blk_w(t), K = bk_gpu_blk_regs(em, t) / W;
+    int W = bk_gpu_blk_w(em, t), K = bk_gpu_blk_regs(em, t) / W;
     bool tail = N % ((long long)em->nt * W) != 0;
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) { /* blocked: runs of %d */", K, W);

@@ -221,8 +221,11 @@ void bk_gpu_loop_close(BkGpuEm *em);
  * vec: one iteration per run (e = q * W, no blk_j / blk_q). Closed by
  * bk_gpu_loop_close. */
 void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec);
-/* elements per run of a BLOCKED tile of type t; registers per thread */
-int bk_gpu_blk_w(const IrType *t);
+/* elements per run of a BLOCKED tile of type t (gpu_layouts.c: 4 when
+ * every global load / store of that shape has 4-element vectors, else 1,
+ * so that element-by-element accesses stay coalesced); registers per
+ * thread */
+int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t);
 int bk_gpu_blk_regs(const BkGpuEm *em, const IrType *t);
 /* __syncthreads(), which also starts a new barrier-free segment */
 void bk_gpu_sync(BkGpuEm *em);

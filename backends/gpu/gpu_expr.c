@@ -135,7 +135,7 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         if (em->blk > 1 && !strcmp(idx, "e"))
             snprintf(buf, n, "v%d[blk_q]", v);
         else if (em->blk == 1 && !strcmp(idx, "e + blk_j"))
-            snprintf(buf, n, "v%d[blk_k * %d + blk_j]", v, bk_gpu_blk_w(&in->type));
+            snprintf(buf, n, "v%d[blk_k * %d + blk_j]", v, bk_gpu_blk_w(em, &in->type));
         else {
             snprintf(buf, n, "0");
             bk_gpu_fail(em, "internal: blocked tile v%d read at %s outside its layout", v, idx);

@@ -14,7 +14,8 @@
  *           4(l/16) .. 4(l/16)+3 of column l%16). See bk_gpu_mma_rowcol.
  *
  *   BLOCKED in registers, vID[K * W] per thread: runs of W = bk_gpu_blk_w
- *           (4, or 1 when the last extent is not a multiple of 4); thread t
+ *           (4 when every global access of the shape moves 16-byte
+ *           vectors of 4, else 1, which keeps scalar accesses coalesced); thread t
  *           owns runs t, t + NT, ...; register k * W + j is flat element
  *           (t + k * NT) * W + j (the loop of bk_gpu_blk_open; tails skip).
  *           Global loads / stores move 16-byte vectors straight to / from
@@ -350,6 +351,24 @@ static bool same_shape(const IrType *a, const IrType *b)
     return true;
 }
 
+int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t)
+{
+    const IrFunc *f = em->f;
+    if (t->rank == 0 || t->shape[t->rank - 1] % 4)
+        return 1;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead || (o->op != IR_LOAD && o->op != IR_STORE) || o->view < 0)
+            continue;
+        IrType vt;
+        memset(&vt, 0, sizeof vt);
+        ir_view_shape(f, &f->views[o->view], &vt);
+        if (same_shape(o->op == IR_LOAD ? &o->type : &vt, t) && bk_gpu_vec_width(em, u) != 4)
+            return 1; /* runs of 4 read one by one: 16-byte lane strides */
+    }
+    return 4;
+}
+
 /* Whether a tile op may produce a BLOCKED value: a plain (unpipelined,
  * unswizzled) load, an arange or a stored elementwise op with storage of
  * its own. */
@@ -527,7 +546,7 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     if (in->type.rank == 0 || in->dead)
         return;
     if (em->lay[id] == BK_LAY_BLOCKED) {
-        int W = bk_gpu_blk_w(&in->type);
+        int W = bk_gpu_blk_w(em, &in->type);
         snprintf(buf, n, "blocked(runs of %d, %d registers per thread)", W,
                  bk_gpu_blk_regs(em, &in->type));
     } else if (em->lay[id] == BK_LAY_MMA) {

@@ -312,7 +312,7 @@ static void vec_open(BkGpuEm *em, long long N, int W, int mask, char *m, size_t 
  * registers (its runs are the 16-byte vectors). */
 static void blk_vec_open(BkGpuEm *em, const IrType *t, int mask, char *m, size_t mn)
 {
-    int W = bk_gpu_blk_w(t);
+    int W = bk_gpu_blk_w(em, t);
     bk_gpu_blk_open(em, t, true);
     m[0] = 0;
     if (mask >= 0 && em->f->ins[mask].type.rank > 0) {
@@ -453,7 +453,7 @@ void bk_gpu_emit_load(BkGpuEm *em, int id)
         return;
     }
     int W = in->type.rank > 0 ? bk_gpu_vec_width(em, id) : 0;
-    if (W && em->lay[id] == BK_LAY_BLOCKED && W != bk_gpu_blk_w(&in->type))
+    if (W && em->lay[id] == BK_LAY_BLOCKED && W != bk_gpu_blk_w(em, &in->type))
         W = 0; /* runs of another width: element by element */
     if (W)
         load_vec(em, id, W);
@@ -485,7 +485,7 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
     }
     char rv[BK_GPU_EXPR];
     int W = bk_gpu_vec_width(em, id);
-    if (em->inblk[id] && W != bk_gpu_blk_w(&vt))
+    if (em->inblk[id] && W != bk_gpu_blk_w(em, &vt))
         W = 0;
     if (!W) {
         if (em->inblk[id])

@@ -111,7 +111,7 @@ static void view_reads(const BkGpuEm *em, Accs *s, const IrInstr *in)
  * blocked loop (thread (e / W) % NT), else 1. */
 static int blk_map(const BkGpuEm *em, int id, const IrType *t)
 {
-    return em->lay[id] == BK_LAY_BLOCKED ? bk_gpu_blk_w(t) : 1;
+    return em->lay[id] == BK_LAY_BLOCKED ? bk_gpu_blk_w(em, t) : 1;
 }
 
 /* 1: emits no memory access (scalar registers, pointer declarations,
@@ -207,7 +207,7 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         if (em->swz[id])
             map = 0; /* swizzled: element e's bytes are elsewhere */
         if (em->lay[id] == BK_LAY_BLOCKED)
-            map = bk_gpu_blk_w(&in->type);
+            map = bk_gpu_blk_w(em, &in->type);
         s->gread = true;
         view_reads(em, s, in);
         if (tile) {
@@ -227,7 +227,7 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         if (!map)
             map = 1;
         if (em->inblk[id])
-            map = bk_gpu_blk_w(&vt);
+            map = bk_gpu_blk_w(em, &vt);
         s->gwrite = true;
         view_reads(em, s, in);
         reads(em, s, in->opnd[0], map, 0);

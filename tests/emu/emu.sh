@@ -107,7 +107,7 @@ layouts)
   want() { # PATTERN: a line of the gpu-ir must match
     grep -Eq "$1" "$T/ir" || { echo "FAIL gpu-ir: no line matches '$1':"; cat "$T/ir"; fail=1; }
   }
-  want 'load X\[%5, %6 \+: 1000\] : f32\[1000\] @ blocked\(runs of 4, 8 registers per thread\)'
+  want 'load X\[%5, %6 \+: 1000\] : f32\[1000\] @ blocked\(runs of 1, 8 registers per thread\)'
   want 'cvt %9 : f32\[1000\] @ blocked'
   want 'arange 0 : i32\[1000\] @ blocked'
   want 'load V\[.*\] : f32\[6, 70\] @ blocked\(runs of 1, 4 registers per thread\)'
