@@ -3,7 +3,8 @@
  * Both backends turn Core IR into the same kind of C++ source: one
  * `extern "C" __global__` function per kernel; tiles in shared memory (each
  * tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
- * them in registers (dot accumulators, gpu_mma.c). What differs between CUDA C and HIP C
+ * them in registers (dot accumulators, gpu_mma.c; blocked tiles, the
+ * blocked loop of gpu_emit.c). What differs between CUDA C and HIP C
  * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
  * is data in a BkGpuDialect, so the two outputs cannot drift apart.
  *
@@ -110,7 +111,10 @@ typedef struct BkGpuAcc {
 #define BK_GPU_MAXACC 64   /* accesses tracked per barrier-free segment */
 
 /* Layouts of tile values (gpu_layouts.c). */
-typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA } BkGpuLay;
+typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED } BkGpuLay;
+
+/* BLOCKED tiles hold at most this many registers per thread. */
+#define BK_GPU_BLK_REGS 64
 
 /* The register layout of an MMA tile var: a wm x wn grid of warps, each
  * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. */
@@ -146,6 +150,10 @@ typedef struct BkGpuEm {
     BkGpuMma *vmma;           /* per var: its register layout, if on */
     int *mvar;                /* MMA values and var.sets: their var, else -1 */
     bool *swz;                /* loads stored swizzled (bk_gpu_swz_idx) */
+    bool *inblk;              /* stores / reductions reading a BLOCKED tile:
+                                 they run in the blocked loop */
+    int blk;                  /* inside a blocked loop: its brace depth
+                                 (bk_gpu_blk_open), else 0 */
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
@@ -207,6 +215,18 @@ void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
 void bk_gpu_decl_tile(BkGpuEm *em, int id);
 void bk_gpu_loop_open(BkGpuEm *em, const IrType *t);
 void bk_gpu_loop_close(BkGpuEm *em);
+/* the loop over the registers of a BLOCKED tile of type t: thread t owns
+ * the runs of W = bk_gpu_blk_w(t) elements q = t + k * NT; declares blk_k,
+ * blk_j, blk_q (register k * W + j) and e (flat element (q * W + j));
+ * vec: one iteration per run (e = q * W, no blk_j / blk_q). Closed by
+ * bk_gpu_loop_close. */
+void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec);
+/* elements per run of a BLOCKED tile of type t (gpu_layouts.c: 4 when
+ * every global load / store of that shape has 4-element vectors, else 1,
+ * so that element-by-element accesses stay coalesced); registers per
+ * thread */
+int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t);
+int bk_gpu_blk_regs(const BkGpuEm *em, const IrType *t);
 /* __syncthreads(), which also starts a new barrier-free segment */
 void bk_gpu_sync(BkGpuEm *em);
 /* identity literals for reductions in compute type */

@@ -130,6 +130,16 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
     } else if (em->lay && em->lay[v] == BK_LAY_MMA && in->op == IR_VGET) {
         /* inside a loop over the var's registers (gpu_mma.c) */
         snprintf(buf, n, "var%d[blk_r]", in->param);
+    } else if (em->lay && em->lay[v] == BK_LAY_BLOCKED) {
+        /* registers: only this thread's own element of a blocked loop */
+        if (em->blk > 1 && !strcmp(idx, "e"))
+            snprintf(buf, n, "v%d[blk_q]", v);
+        else if (em->blk == 1 && !strcmp(idx, "e + blk_j"))
+            snprintf(buf, n, "v%d[blk_k * %d + blk_j]", v, bk_gpu_blk_w(em, &in->type));
+        else {
+            snprintf(buf, n, "0");
+            bk_gpu_fail(em, "internal: blocked tile v%d read at %s outside its layout", v, idx);
+        }
     } else if (em->virt && em->virt[v] && in->op == IR_CONST) {
         char lit[128];
         bk_gpu_literal(lit, sizeof lit, in->type.dtype, in);

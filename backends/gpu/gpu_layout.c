@@ -296,7 +296,8 @@ int bk_gpu_analyze(BkGpuEm *em)
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
-            em->var_of[i] >= 0 || em->virt[i] || em->lay[i] == BK_LAY_MMA)
+            em->var_of[i] >= 0 || em->virt[i] || em->lay[i] == BK_LAY_MMA ||
+            em->lay[i] == BK_LAY_BLOCKED)
             continue;
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
                 ~15LL;
@@ -365,6 +366,7 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->vmma);
     free(em->mvar);
     free(em->swz);
+    free(em->inblk);
     em->mvar = NULL;
     em->swz = NULL;
     em->pipe = NULL;

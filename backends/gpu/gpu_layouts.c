@@ -13,6 +13,25 @@
  *           2(l%4), 2(l%4)+1; HIP MFMA 16x16x16: 16x16, lane l holds rows
  *           4(l/16) .. 4(l/16)+3 of column l%16). See bk_gpu_mma_rowcol.
  *
+ *   BLOCKED in registers, vID[K * W] per thread: runs of W = bk_gpu_blk_w
+ *           (4 when every global access of the shape moves 16-byte
+ *           vectors of 4, else 1, which keeps scalar accesses coalesced); thread t
+ *           owns runs t, t + NT, ...; register k * W + j is flat element
+ *           (t + k * NT) * W + j (the loop of bk_gpu_blk_open; tails skip).
+ *           Global loads / stores move 16-byte vectors straight to / from
+ *           registers where bk_gpu_vec_width == W.
+ *
+ * A tile is BLOCKED (blocked()) when it is a plain load, an arange or a
+ * stored elementwise op, at most BK_GPU_BLK_REGS registers per thread, and
+ * every read of it, directly or through fused elementwise expressions, is
+ * the owner's element: a BLOCKED elementwise op of the same shape, the
+ * value of a store of that shape, a whole-tile sum/max/min (those two run
+ * in the blocked loop: em->inblk). Any other reader (broadcast, axis
+ * reduction, scan, dot, mask, gather index, reshape, var) leaves it
+ * SHARED: the fallback, decided by dropping candidates to a fixpoint. No
+ * conversion op exists between BLOCKED and SHARED; SLICE layouts (axis
+ * reductions in registers) are not built yet.
+ *
  * A tile var is MMA (held in registers across loop iterations) when every
  * var.set (vset_ok) stores
  *   - a splat constant;
@@ -31,7 +50,7 @@
  * 8-byte stores on CUDA), with no shared-memory round trip.
  * Every other var.get of an MMA var is SHARED: one explicit conversion,
  * each thread writing its fragments into the value's shared tile
- * (em->cvt). Everything else is SHARED. A kernel with an MMA var also
+ * (em->cvt). Everything else not BLOCKED is SHARED. A kernel with an MMA var also
  * gets grouped program ids (em->group_m, emitted by gpu_emit.c).
  * BLKC_GPU_SMEM=1 turns the pass off (every tile SHARED, the old path).
  * Entry: bk_gpu_layouts. */
@@ -347,6 +366,136 @@ static bool store_ok(const BkGpuEm *em, int g, int v, const int *regof)
     return true;
 }
 
+/* ------------------------------------------------------------ blocked */
+
+static bool same_shape(const IrType *a, const IrType *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t)
+{
+    const IrFunc *f = em->f;
+    if (t->rank == 0 || t->shape[t->rank - 1] % 4)
+        return 1;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead || (o->op != IR_LOAD && o->op != IR_STORE) || o->view < 0)
+            continue;
+        IrType vt;
+        memset(&vt, 0, sizeof vt);
+        ir_view_shape(f, &f->views[o->view], &vt);
+        if (same_shape(o->op == IR_LOAD ? &o->type : &vt, t) && bk_gpu_vec_width(em, u) != 4)
+            return 1; /* runs of 4 read one by one: 16-byte lane strides */
+    }
+    return 4;
+}
+
+/* Whether a tile op may produce a BLOCKED value: a plain (unpipelined,
+ * unswizzled) load, an arange or a stored elementwise op with storage of
+ * its own. */
+static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (in->dead || regof[x] < 0 || in->type.rank == 0 || em->lay[x] != BK_LAY_SHARED ||
+        em->virt[x] || em->alias[x] != x || em->var_of[x] >= 0 || em->cvt[x] ||
+        em->swz[x] || bk_gpu_blk_regs(em, &in->type) > BK_GPU_BLK_REGS)
+        return false;
+    if (in->op == IR_LOAD)
+        return em->pipe[x] < 0;
+    if (in->op == IR_ARANGE)
+        return true;
+    return (ir_op_flags[in->op] & F_ELEM) != 0;
+}
+
+/* Whether every read of w (x itself, or a fused elementwise expression
+ * over it) is at the reader's own element in x's blocked loop: a BLOCKED
+ * elementwise op of the same shape, the value of a store of that shape or
+ * a whole-tile reduction (both then run in the blocked loop: inblk). */
+static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrType *t = &f->ins[x].type;
+    if (depth > 8)
+        return false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead || regof[u] < 0)
+            continue;
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool reads = false;
+        for (int i = 0; i < k && i < 4; i++)
+            reads |= o->opnd[i] == w;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                if (f->views[o->view].d[d].val == w)
+                    return false; /* a gather index */
+        if (!reads)
+            continue;
+        if ((ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t)) {
+            if (em->virt[u] ? !blk_reads_ok(em, x, u, regof, depth + 1)
+                            : em->lay[u] != BK_LAY_BLOCKED)
+                return false;
+            continue;
+        }
+        if (o->op == IR_STORE && o->opnd[0] == w && o->opnd[1] != w) {
+            IrType vt;
+            memset(&vt, 0, sizeof vt);
+            ir_view_shape(f, &f->views[o->view], &vt);
+            if (same_shape(&vt, t))
+                continue;
+        }
+        if (o->op == IR_REDUCE && o->type.rank == 0 && o->attr != RED_ARGMAX &&
+            o->attr != RED_ARGMIN)
+            continue;
+        return false;
+    }
+    return true;
+}
+
+/* Marks stores and reductions whose value reads BLOCKED tiles (inblk). */
+static bool blk_reads_any(const BkGpuEm *em, int w, int depth)
+{
+    const IrInstr *in = &em->f->ins[w];
+    if (em->lay[w] == BK_LAY_BLOCKED)
+        return true;
+    if (!em->virt[w] || !(ir_op_flags[in->op] & F_ELEM) || depth > 8)
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && blk_reads_any(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* BLOCKED: start from every candidate, drop those read any other way
+ * until nothing changes (dropping one may disqualify its operands). */
+static void blocked(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int x = 0; x < f->nins; x++)
+        if (blk_cand(em, x, regof))
+            em->lay[x] = BK_LAY_BLOCKED;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int x = 0; x < f->nins; x++)
+            if (em->lay[x] == BK_LAY_BLOCKED && !blk_reads_ok(em, x, x, regof, 0)) {
+                em->lay[x] = BK_LAY_SHARED;
+                changed = true;
+            }
+    }
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (!o->dead && regof[u] >= 0 && (o->op == IR_STORE || o->op == IR_REDUCE) &&
+            o->opnd[0] >= 0 && f->ins[o->opnd[0]].type.rank > 0)
+            em->inblk[u] = blk_reads_any(em, o->opnd[0], 0);
+    }
+}
+
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
 {
     const IrFunc *f = em->f;
@@ -356,7 +505,8 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->vmma = calloc((size_t)f->nvars + 1, sizeof(BkGpuMma));
     em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
     em->swz = calloc((size_t)n + 1, sizeof(bool));
-    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz) {
+    em->inblk = calloc((size_t)n + 1, sizeof(bool));
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -396,6 +546,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             }
         }
     }
+    blocked(em, regof);
     return 0;
 }
 
@@ -426,7 +577,11 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     }
     if (in->type.rank == 0 || in->dead)
         return;
-    if (em->lay[id] == BK_LAY_MMA) {
+    if (em->lay[id] == BK_LAY_BLOCKED) {
+        int W = bk_gpu_blk_w(em, &in->type);
+        snprintf(buf, n, "blocked(runs of %d, %d registers per thread)", W,
+                 bk_gpu_blk_regs(em, &in->type));
+    } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
                  g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,

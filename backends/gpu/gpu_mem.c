@@ -308,6 +308,25 @@ static void vec_open(BkGpuEm *em, long long N, int W, int mask, char *m, size_t 
     bk_gpu_line(em, "bool blk_full;");
 }
 
+/* vec_open for a BLOCKED tile of type t: one iteration per run of its
+ * registers (its runs are the 16-byte vectors). */
+static void blk_vec_open(BkGpuEm *em, const IrType *t, int mask, char *m, size_t mn)
+{
+    int W = bk_gpu_blk_w(em, t);
+    bk_gpu_blk_open(em, t, true);
+    m[0] = 0;
+    if (mask >= 0 && em->f->ins[mask].type.rank > 0) {
+        bk_gpu_line(em, "bool blk_mall = true;");
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_mall = blk_mall && v%d[e + blk_j];",
+                    W, mask);
+        snprintf(m, mn, " && blk_mall");
+    } else {
+        mask_term_at(em, mask, "e", m, mn);
+    }
+    bk_gpu_line(em, "bool blk_full;");
+}
+
 /* ------------------------------------------------------------ load / store */
 
 static void load_scalar(BkGpuEm *em, int id)
@@ -336,7 +355,12 @@ static void load_scalar(BkGpuEm *em, int id)
     char se[128];
     bk_gpu_swz_idx(em, id, "e", se, sizeof se);
     bk_gpu_decl_tile(em, id);
-    bk_gpu_loop_open(em, &in->type);
+    if (em->lay[id] == BK_LAY_BLOCKED) {
+        snprintf(se, sizeof se, "blk_q");
+        bk_gpu_blk_open(em, &in->type, false);
+    } else {
+        bk_gpu_loop_open(em, &in->type);
+    }
     bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
     bk_gpu_line(em, "v%d[%s] = (%s%s) ? %s[%s] : %s;", id, se, ok, m, base, addr,
                 pad);
@@ -364,6 +388,10 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     char se[128], sj[128];
     bk_gpu_swz_idx(em, id, "e", se, sizeof se);
     bk_gpu_swz_idx(em, id, "blk_e", sj, sizeof sj);
+    if (em->lay[id] == BK_LAY_BLOCKED) { /* straight into this thread's registers */
+        snprintf(se, sizeof se, "blk_k * %d", W);
+        snprintf(sj, sizeof sj, "blk_k * %d + blk_j", W);
+    }
     if (pad)
         bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[%s] = *(const uint4 *)&%s[%s];",
                     id, se, base, addr);
@@ -404,7 +432,10 @@ static void load_vec(BkGpuEm *em, int id, int W)
     else
         bk_gpu_to_s(pad, sizeof pad, dt, "0");
     bk_gpu_decl_tile(em, id);
-    vec_open(em, ir_numel(&in->type), W, in->opnd[0], m, sizeof m);
+    if (em->lay[id] == BK_LAY_BLOCKED)
+        blk_vec_open(em, &in->type, in->opnd[0], m, sizeof m);
+    else
+        vec_open(em, ir_numel(&in->type), W, in->opnd[0], m, sizeof m);
     vec_access(em, id, W, in->opnd[0], m, base, pad);
 }
 
@@ -422,6 +453,8 @@ void bk_gpu_emit_load(BkGpuEm *em, int id)
         return;
     }
     int W = in->type.rank > 0 ? bk_gpu_vec_width(em, id) : 0;
+    if (W && em->lay[id] == BK_LAY_BLOCKED && W != bk_gpu_blk_w(em, &in->type))
+        W = 0; /* runs of another width: element by element */
     if (W)
         load_vec(em, id, W);
     else
@@ -452,8 +485,13 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
     }
     char rv[BK_GPU_EXPR];
     int W = bk_gpu_vec_width(em, id);
+    if (em->inblk[id] && W != bk_gpu_blk_w(em, &vt))
+        W = 0;
     if (!W) {
-        bk_gpu_loop_open(em, &vt);
+        if (em->inblk[id])
+            bk_gpu_blk_open(em, &vt, false);
+        else
+            bk_gpu_loop_open(em, &vt);
         bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
         bk_gpu_raw(em, val, "e", rv, sizeof rv);
         bk_gpu_line(em, "if (%s%s) %s[%s] = %s;", ok, m, base, addr, rv);
@@ -462,7 +500,10 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
     }
     /* vector form: the W values first (in the tensor's storage type, as the
      * scalar form's assignment converts them), then one 16-byte store */
-    vec_open(em, ir_numel(&vt), W, in->opnd[1], m, sizeof m);
+    if (em->inblk[id])
+        blk_vec_open(em, &vt, in->opnd[1], m, sizeof m);
+    else
+        vec_open(em, ir_numel(&vt), W, in->opnd[1], m, sizeof m);
     bk_gpu_line(em, "alignas(16) %s blk_vb[%d];", bk_gpu_stype(pp->dtype), W);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_raw(em, val, "e + blk_j", rv, sizeof rv);

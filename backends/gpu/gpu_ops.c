@@ -114,12 +114,21 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
          * per-warp results through shared memory; every thread combines them
          * in the same order, so all hold the same value */
         red_open(em, &r);
-        bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {",
-                    (long long)ir_numel(&a->type), em->nt);
-        em->indent++;
+        if (em->inblk[id]) { /* this thread's registers first */
+            bk_gpu_blk_open(em, &a->type, false);
+        } else {
+            bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {",
+                        (long long)ir_numel(&a->type), em->nt);
+            em->indent++;
+        }
         bk_gpu_read(em, in->opnd[0], "e", x, sizeof x);
         bk_gpu_line(em, "const %s x = %s;", r.t, x);
         red_step(em, &r, "x", "e");
+        for (; em->blk > 1; em->blk--) {
+            em->indent--;
+            bk_gpu_line(em, "}");
+        }
+        em->blk = 0;
         em->indent--;
         bk_gpu_line(em, "}");
         red_warp(em, &r);
@@ -131,7 +140,7 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
         if (r.arg)
             bk_gpu_line(em, "    blk_redi%d[blk_warp] = acci;", id);
         bk_gpu_line(em, "}");
-        sync(em);
+        bk_gpu_sync(em);
         bk_gpu_line(em, "acc = blk_red%d[0];", id);
         if (r.arg)
             bk_gpu_line(em, "acci = blk_redi%d[0];", id);
@@ -147,7 +156,9 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
         bk_gpu_line(em, "v%d = %s;", id, s);
         em->indent--;
         bk_gpu_line(em, "}");
-        sync(em);
+        /* blk_red is this reduction's own: only running it again (a loop
+         * back edge, which pays owed barriers) may overwrite it */
+        em->pending = true;
         return;
     }
     /* along one axis: operand viewed as [outer, n, inner] */

@@ -60,6 +60,8 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
         r = em->alias[r];
     int sz = dsl_dtype_bytes(in->type.dtype);
     long long bytes = ir_numel(&in->type) * sz;
+    if (em->lay[r] == BK_LAY_BLOCKED)
+        return; /* registers of the thread that owns the element */
     if (em->var_of[r] >= 0) {
         add(s, em->var_off[em->var_of[r]], bytes, sz, map, write);
     } else if (f->ins[r].op == IR_LOAD && em->pipe[r] >= 0) {
@@ -105,6 +107,13 @@ static void view_reads(const BkGpuEm *em, Accs *s, const IrInstr *in)
             tile_acc(em, s, v->d[d].val, 0, false);
 }
 
+/* The thread map of op id's loop over a tile of type t: runs of W in the
+ * blocked loop (thread (e / W) % NT), else 1. */
+static int blk_map(const BkGpuEm *em, int id, const IrType *t)
+{
+    return em->lay[id] == BK_LAY_BLOCKED ? bk_gpu_blk_w(em, t) : 1;
+}
+
 /* 1: emits no memory access (scalar registers, pointer declarations,
  * fused values); 0: a checked op, accesses in s; -1: anything else. */
 static int classify(const BkGpuEm *em, int id, Accs *s)
@@ -118,7 +127,7 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
             return 1;
         for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
             if (in->opnd[j] >= 0)
-                reads(em, s, in->opnd[j], 1, 0);
+                reads(em, s, in->opnd[j], blk_map(em, id, &in->type), 0);
         tile_acc(em, s, id, 1, true);
         return s->bad ? -1 : 0;
     }
@@ -175,6 +184,12 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
             dsl_dtype_bytes(vt->dtype), 1, true);
         break;
     }
+    case IR_REDUCE: /* whole tile: the operand read by any thread; its own
+                     * barrier before the per-warp results are combined */
+        if (tile || f->ins[in->opnd[0]].type.rank == 0)
+            return -1;
+        reads(em, s, in->opnd[0], 0, 0);
+        break;
     case IR_DOT: /* accumulating in registers: reads its operands only */
         if (em->lay[id] != BK_LAY_MMA)
             return -1;
@@ -191,6 +206,8 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
             map = 1;
         if (em->swz[id])
             map = 0; /* swizzled: element e's bytes are elsewhere */
+        if (em->lay[id] == BK_LAY_BLOCKED)
+            map = bk_gpu_blk_w(em, &in->type);
         s->gread = true;
         view_reads(em, s, in);
         if (tile) {
@@ -209,6 +226,8 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         int map = bk_gpu_vec_width(em, id);
         if (!map)
             map = 1;
+        if (em->inblk[id])
+            map = bk_gpu_blk_w(em, &vt);
         s->gwrite = true;
         view_reads(em, s, in);
         reads(em, s, in->opnd[0], map, 0);

@@ -12,6 +12,11 @@
 #       path; the coverage nvrtc_emu had)
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
+#   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
+#       the SHARED fallback) on cuda-emu and hip-emu against the CPU, the
+#       layouts --emit=gpu-ir reports for it, and no shared-memory tile
+#       round trip left in examples/softmax.blk and layernorm.blk (only
+#       the barriers of their reductions' cross-warp step)
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
 #       for examples/matmul.blk and examples/flash_attention.blk; exact
 #       counts of a 128 x 128 matmul block (cuda-emu)
@@ -73,6 +78,58 @@ paths)
     fi
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi
+  done
+  exit $fail
+  ;;
+layouts)
+  fail=0 F=$SRC/tests/emu/tblocked.blk
+  # KERNEL "OUTS" ARGS...
+  lone() {
+    local k=$1 outs=$2 dev o; shift 2
+    local oc=()
+    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); done
+    if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 "${oc[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $k on the CPU: $(cat "$T/log")"; fail=1; return
+    fi
+    for dev in cuda-emu hip-emu; do
+      local oe=()
+      for o in $outs; do oe+=(--out "$o=$T/e.$o.npy"); done
+      if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 --device=$dev "${oe[@]}" >"$T/log" 2>&1; then
+        echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
+      fi
+      for o in $outs; do
+        "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" 1e-5 1e-5 >"$T/cmp" 2>&1 ||
+          { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
+      done
+      echo "ok $k on $dev"
+    done
+  }
+  lone tblk_tail "Y S" R=3 N=997
+  lone tblk_2d "Y Z W RS CS" M=5 N=71
+  # the layouts chosen: registers where every read is the owner's element
+  "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
+  want() { # PATTERN: a line of the gpu-ir must match
+    grep -Eq "$1" "$T/ir" || { echo "FAIL gpu-ir: no line matches '$1':"; cat "$T/ir"; fail=1; }
+  }
+  want 'load X\[%5, %6 \+: 1000\] : f32\[1000\] @ blocked\(runs of 1, 8 registers per thread\)'
+  want 'cvt %9 : f32\[1000\] @ blocked'
+  want 'arange 0 : i32\[1000\] @ blocked'
+  want 'load V\[.*\] : f32\[6, 70\] @ blocked\(runs of 1, 4 registers per thread\)'
+  want 'load X\[.*\+: 70\] : f32\[6, 70\] @ shared\+'   # read through an axis reduction
+  want 'load B\[.*\] : f32\[70\] @ shared\+'             # read through a broadcast
+  want 'reduce sum %10 axis=1 : f32\[6\] @ shared'
+  [ $fail = 0 ] && echo "ok gpu-ir layouts"
+  # softmax / layernorm: no tile in shared memory, barriers only in the
+  # reductions (plus layernorm's before its store: tensors may alias)
+  for c in "softmax 2" "layernorm 3"; do
+    set -- $c
+    BLKC_CACHE_DIR=$T/cache "$BLKC" compile "$SRC/examples/$1.blk" --target=cuda --emit=cuda >"$T/cu" 2>&1
+    nb=$(sed -n '/^extern "C" __global__/,$p' "$T/cu" | grep -c '__syncthreads()')
+    if grep -q 'blk_smem + ' "$T/cu" || [ "$nb" != "$2" ]; then
+      echo "FAIL $1: $nb barriers (want $2) or a shared tile:"; grep -n 'blk_smem + \|__syncthreads' "$T/cu"; fail=1
+    else
+      echo "ok $1: $nb barriers, no shared-memory tile"
+    fi
   done
   exit $fail
   ;;
