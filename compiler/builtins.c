@@ -47,12 +47,13 @@ static const struct Builtin {
     {"maximum", B_MAXIMUM, 2, 2, "", 0},
     {"minimum", B_MINIMUM, 2, 2, "", 0},
     {"where", B_WHERE, 3, 3, "", 0},
-    {"sum", B_REDUCE, 1, 2, "", RED_SUM},
-    {"max", B_REDUCE, 1, 2, "", RED_MAX},
-    {"min", B_REDUCE, 1, 2, "", RED_MIN},
-    {"argmax", B_REDUCE, 1, 2, "", RED_ARGMAX},
-    {"argmin", B_REDUCE, 1, 2, "", RED_ARGMIN},
-    {"cumsum", B_CUMSUM, 2, 2, "", 0},
+    {"sum", B_REDUCE, 1, 2, "keep_dims", RED_SUM},
+    {"max", B_REDUCE, 1, 2, "keep_dims", RED_MAX},
+    {"min", B_REDUCE, 1, 2, "keep_dims", RED_MIN},
+    {"argmax", B_REDUCE, 1, 2, "keep_dims", RED_ARGMAX},
+    {"argmin", B_REDUCE, 1, 2, "keep_dims", RED_ARGMIN},
+    {"cumsum", B_CUMSUM, 2, 2, "reverse", 0},
+    {"cumprod", B_CUMSUM, 2, 2, "reverse", 1},
     {"dot", B_DOT, 2, 3, "", 0},
     {"atomic_add", B_ATOMIC, 2, 2, "mask", ATOM_ADD},
     {"atomic_max", B_ATOMIC, 2, 2, "mask", ATOM_MAX},
@@ -148,7 +149,7 @@ static bool axis_arg(Lw *L, const Ast *e, int rank, int *axis)
 }
 
 static LwVal b_reduce(Lw *L, const struct Builtin *b, Ast **args, int n,
-                      DslLoc loc)
+                      bool kd, DslLoc loc)
 {
     LwVal x = lw_expr(L, args[0]);
     if (x.bad)
@@ -180,7 +181,15 @@ static LwVal b_reduce(Lw *L, const struct Builtin *b, Ast **args, int n,
         L->f->ins[id].attr = b->sub;
         L->f->ins[id].axis = axis;
     }
-    return lw_ival(id, t);
+    if (!kd || id < 0)
+        return lw_ival(id, t);
+    /* keep_dims: the reduced axes stay with extent 1 */
+    IrType kt = x.type;
+    kt.dtype = (uint8_t)dt;
+    for (int i = 0; i < kt.rank; i++)
+        if (axis < 0 || i == axis)
+            kt.shape[i] = 1;
+    return emit1(L, IR_RESHAPE, kt, id, loc);
 }
 
 static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
@@ -477,12 +486,23 @@ static LwVal b_shape(Lw *L, const struct Builtin *b, Ast **args, int n,
     return r;
 }
 
-LwVal lw_call(Lw *L, const Ast *e)
+LwVal lw_builtin(Lw *L, const Ast *e)
 {
     const struct Builtin *b = NULL;
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (strcmp(builtins[i].name, e->name) == 0)
             b = &builtins[i];
+    LwVal r2;
+    if (!b && lw_call2(L, e, &r2))
+        return r2;
+    const AstFunc *h = b ? NULL : lw_helper(L, e->name);
+    if (h) {
+        if (L->in_grid) {
+            dsl_error(L->diags, e->loc, "helper '%s' cannot be called in grid(...)", e->name);
+            return lw_bad();
+        }
+        return lw_inline(L, e, h);
+    }
     if (!b) {
         LwSym *s = lw_lookup(L, e->name);
         if (s)
@@ -492,7 +512,7 @@ LwVal lw_call(Lw *L, const Ast *e)
         return lw_bad();
     }
     Ast *args[16];
-    const Ast *pad = NULL, *mask = NULL, *op_arg = NULL;
+    const Ast *pad = NULL, *mask = NULL, *op_arg = NULL, *flag = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         Ast *a = e->list[i];
@@ -507,6 +527,8 @@ LwVal lw_call(Lw *L, const Ast *e)
                 mask = a->a;
             else if (strcmp(a->name, "op") == 0)
                 op_arg = a->a;
+            else /* keep_dims / reverse */
+                flag = a->a;
             continue;
         }
         if (n == 16) {
@@ -681,9 +703,18 @@ LwVal lw_call(Lw *L, const Ast *e)
         }
         return lw_ival(id, t);
     }
-    case B_REDUCE:
-        return b_reduce(L, b, args, n, e->loc);
+    case B_REDUCE: {
+        bool kd = false;
+        if (flag && !lw_flag_arg(L, flag, "keep_dims", &kd))
+            return lw_bad();
+        return b_reduce(L, b, args, n, kd, e->loc);
+    }
     case B_CUMSUM: {
+        bool rev = false;
+        if (flag && !lw_flag_arg(L, flag, "reverse", &rev))
+            return lw_bad();
+        if (rev || b->sub == 1)
+            return lw_cumop(L, args[0], args[1], b->sub == 1, rev, e->loc);
         LwVal x = lw_expr(L, args[0]);
         int axis;
         if (!need_tile(L, "cumsum", &x, args[0]) ||

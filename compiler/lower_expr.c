@@ -945,6 +945,12 @@ LwVal lw_expr(Lw *L, const Ast *e)
     case AST_NAMED_ARG:
         dsl_error(L->diags, e->loc, "named argument '%s' outside a call", e->name);
         return lw_bad();
+    case AST_STRING:
+        dsl_error(L->diags, e->loc, "a string literal is only allowed as an argument of print, assert or static_assert");
+        return lw_bad();
+    case AST_TUPLE:
+        dsl_error(L->diags, e->loc, "a tuple (a, b, ...) is only allowed as the first argument of reduce or scan");
+        return lw_bad();
     default:
         dsl_error(L->diags, e->loc, "expected an expression");
         return lw_bad();
