@@ -829,10 +829,15 @@ bool lw_call2(Lw *L, const Ast *e, LwVal *out)
             dsl_error(L->diags, args[1]->loc, "expected a dtype name (f32, i32, ...)");
             return true;
         }
-        if (x.type.dtype == DT_BOOL || dt == DT_BOOL ||
-            dsl_dtype_bytes(x.type.dtype) != dsl_dtype_bytes(dt)) {
-            dsl_error(L->diags, loc, "bitcast of %s to %s: the sizes differ (or bool)",
+        if (x.type.dtype == DT_BOOL || dt == DT_BOOL) {
+            dsl_error(L->diags, loc, "bitcast of %s to %s: bool has no bit pattern to reinterpret",
                       dsl_dtype_name(x.type.dtype), dsl_dtype_name(dt));
+            return true;
+        }
+        if (dsl_dtype_bytes(x.type.dtype) != dsl_dtype_bytes(dt)) {
+            dsl_error(L->diags, loc, "bitcast of %s (%d bytes) to %s (%d bytes): the sizes must be equal",
+                      dsl_dtype_name(x.type.dtype), dsl_dtype_bytes(x.type.dtype),
+                      dsl_dtype_name(dt), dsl_dtype_bytes(dt));
             return true;
         }
         if (dt == x.type.dtype) {
