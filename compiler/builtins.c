@@ -54,7 +54,7 @@ static const struct Builtin {
     {"argmin", B_REDUCE, 1, 2, "keep_dims", RED_ARGMIN},
     {"cumsum", B_CUMSUM, 2, 2, "reverse", 0},
     {"cumprod", B_CUMSUM, 2, 2, "reverse", 1},
-    {"dot", B_DOT, 2, 3, "", 0},
+    {"dot", B_DOT, 2, 3, "precision", 0},
     {"atomic_add", B_ATOMIC, 2, 2, "mask", ATOM_ADD},
     {"atomic_max", B_ATOMIC, 2, 2, "mask", ATOM_MAX},
     {"atomic_min", B_ATOMIC, 2, 2, "mask", ATOM_MIN},
@@ -198,6 +198,19 @@ static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
     char ta[96], tb[96];
     if (!need_tile(L, "dot", &a, args[0]) || !need_tile(L, "dot", &bb, args[1]))
         return lw_bad();
+    /* 1-D operands (§7): [K] x [K, N] -> [N], [M, K] x [K] -> [M], as a
+     * 2-D product with an extent-1 dim that is dropped again */
+    int vec = a.type.rank == 1 && bb.type.rank == 2 ? 1
+            : a.type.rank == 2 && bb.type.rank == 1 ? 2 : 0;
+    if (vec) {
+        LwVal *v = vec == 1 ? &a : &bb;
+        IrType t2 = v->type;
+        t2.rank = 2;
+        t2.shape[vec == 1 ? 0 : 1] = 1;
+        t2.shape[vec == 1 ? 1 : 0] = v->type.shape[0];
+        int id = lw_materialize(L, v, loc);
+        *v = emit1(L, IR_RESHAPE, t2, id, loc);
+    }
     tstr(&a.type, ta, sizeof ta);
     tstr(&bb.type, tb, sizeof tb);
     int r = a.type.rank;
@@ -236,6 +249,12 @@ static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
         LwVal c = lw_expr(L, args[2]);
         if (c.bad)
             return c;
+        if (vec && c.type.rank == 1) {
+            int id = lw_materialize(L, &c, loc);
+            IrType ct = t;
+            ct.dtype = c.type.dtype;
+            c = emit1(L, IR_RESHAPE, ct, id, loc);
+        }
         IrType bs;
         if (!lw_broadcast_shape(&c.type, &t, &bs) || !ir_shape_eq(&bs, &t)) {
             char tc[96], tt[96];
@@ -256,6 +275,12 @@ static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
         L->f->ins[id].opnd[0] = a.id;
         L->f->ins[id].opnd[1] = bb.id;
         L->f->ins[id].opnd[2] = acc;
+    }
+    if (vec) {
+        IrType t1 = ir_scalar(t.dtype);
+        t1.rank = 1;
+        t1.shape[0] = t.shape[vec == 1 ? 1 : 0];
+        return emit1(L, IR_RESHAPE, t1, id, loc);
     }
     return lw_ival(id, t);
 }
@@ -730,6 +755,13 @@ LwVal lw_builtin(Lw *L, const Ast *e)
         return r;
     }
     case B_DOT:
+        if (flag && (flag->kind != AST_IDENT || (strcmp(flag->name, "ieee") &&
+                                                 strcmp(flag->name, "tf32") &&
+                                                 strcmp(flag->name, "tf32x3")))) {
+            dsl_error(L->diags, flag->loc, "dot: precision must be ieee, tf32 or tf32x3");
+            return lw_bad();
+        }
+        /* every backend computes ieee (LANGUAGE.md §7 allows it) */
         return b_dot(L, args, n, e->loc);
     case B_ATOMIC:
         return b_atomic(L, b, args, mask, e->loc);

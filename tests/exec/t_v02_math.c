@@ -1,7 +1,9 @@
 /* t_v02_math.c — the math and bit builtins of LANGUAGE.md §7 against libm
  * in C: pow log1p expm1 tan atan atan2 sinh cosh round (ties to even)
  * trunc clamp isnan isinf umulhi (u32, i32) bitcast (f32 <-> u32/i32),
- * f32 and f16 inputs, 45 elements (a tail), NaN and inf among them. */
+ * f32 and f16 inputs, 45 elements (a tail), NaN and inf among them; and
+ * 1-D dot operands (vector-matrix, matrix-vector with an accumulator,
+ * precision = tf32 computed as ieee). */
 #include "harness.h"
 
 static const char *src =
@@ -30,6 +32,11 @@ static const char *src =
     "    U[0 +: 45] = umulhi(a, b);\n"
     "    S[0 +: 45] = umulhi(bitcast(a, i32), bitcast(b, i32));\n"
     "    I[0 +: 45] = bitcast(clamp(bitcast(a, i32), -1000, 1000000), i32);\n"
+    "}\n"
+    "kernel mv(X: f32[40], Wt: f32[40, 24], V: f32[24, 40], Y: f32[24], Z: f32[24]) {\n"
+    "    let x = X[0 +: 40];\n"
+    "    Y[0 +: 24] = dot(x, Wt[0 +: 40, 0 +: 24], precision = tf32);\n"
+    "    Z[0 +: 24] = dot(V[0 +: 24, 0 +: 40], x, full(f32, 1.5, 24));\n"
     "}\n";
 
 enum { N = 45 };
@@ -105,5 +112,25 @@ int main(void)
     h_check_i("umulhi u32", u, H_U32, ru, N);
     h_check_i("umulhi i32 (signed high word)", s, H_I32, rs, N);
     h_check_i("clamp on i32", ic, H_I32, ri, N);
+
+    enum { K = 40, M = 24 };
+    float *xv = h_array(H_F32, K), *wt = h_array(H_F32, K * M), *vv = h_array(H_F32, M * K);
+    float *yv = h_array(H_F32, M), *zv = h_array(H_F32, M);
+    h_fill(xv, H_F32, K, -1, 1);
+    h_fill(wt, H_F32, K * M, -1, 1);
+    h_fill(vv, H_F32, M * K, -1, 1);
+    H_LAUNCH(h_kernel(m, "mv"), h_ten(h_t1(xv, H_F32, K)), h_ten(h_t2(wt, H_F32, K, M)),
+             h_ten(h_t2(vv, H_F32, M, K)), h_ten(h_t1(yv, H_F32, M)), h_ten(h_t1(zv, H_F32, M)));
+    double ry[M], rz[M];
+    for (int j = 0; j < M; j++) {
+        ry[j] = 0;
+        rz[j] = 1.5;
+        for (int q = 0; q < K; q++) {
+            ry[j] += (double)xv[q] * wt[q * M + j];
+            rz[j] += (double)vv[j * K + q] * xv[q];
+        }
+    }
+    h_check("dot(x: [K], w: [K, N]) -> [N]", yv, H_F32, ry, M, 1e-4, 1e-4);
+    h_check("dot(w: [M, K], x: [K], acc) -> [M]", zv, H_F32, rz, M, 1e-4, 1e-4);
     return h_done();
 }
