@@ -55,11 +55,14 @@ static const struct Builtin {
     {"cumsum", B_CUMSUM, 2, 2, "reverse", 0},
     {"cumprod", B_CUMSUM, 2, 2, "reverse", 1},
     {"dot", B_DOT, 2, 3, "precision", 0},
-    {"atomic_add", B_ATOMIC, 2, 2, "mask", ATOM_ADD},
-    {"atomic_max", B_ATOMIC, 2, 2, "mask", ATOM_MAX},
-    {"atomic_min", B_ATOMIC, 2, 2, "mask", ATOM_MIN},
-    {"atomic_xchg", B_ATOMIC, 2, 2, "mask", ATOM_XCHG},
-    {"atomic_cas", B_ATOMIC, 3, 3, "mask", ATOM_CAS},
+    {"atomic_add", B_ATOMIC, 2, 2, "mask sem scope", ATOM_ADD},
+    {"atomic_max", B_ATOMIC, 2, 2, "mask sem scope", ATOM_MAX},
+    {"atomic_min", B_ATOMIC, 2, 2, "mask sem scope", ATOM_MIN},
+    {"atomic_xchg", B_ATOMIC, 2, 2, "mask sem scope", ATOM_XCHG},
+    {"atomic_cas", B_ATOMIC, 3, 3, "mask sem scope", ATOM_CAS},
+    {"atomic_and", B_ATOMIC, 2, 2, "mask sem scope", ATOM_AND},
+    {"atomic_or", B_ATOMIC, 2, 2, "mask sem scope", ATOM_OR},
+    {"atomic_xor", B_ATOMIC, 2, 2, "mask sem scope", ATOM_XOR},
     {"load", B_LOAD, 1, 1, "pad mask", 0},
     {"store", B_STORE, 2, 2, "mask", 0},
     {"rank", B_RANK, 0, 0, "", IR_RANK},
@@ -351,6 +354,11 @@ static LwVal b_atomic(Lw *L, const struct Builtin *b, Ast **args,
     if (vid < 0)
         return lw_bad();
     int dt = t.dtype;
+    if (b->sub >= ATOM_AND && !dsl_is_int(dt)) {
+        dsl_error(L->diags, loc, "%s needs an integer tensor, got %s", b->name,
+                  dsl_dtype_name(dt));
+        return lw_bad();
+    }
     if (dt != DT_I32 && dt != DT_U32 && dt != DT_I64 && dt != DT_U64 &&
         dt != DT_F32 && dt != DT_F64) {
         dsl_error(L->diags, loc, "%s on %s is not supported (use i32, u32, i64, u64, f32 or f64)",
@@ -552,7 +560,21 @@ LwVal lw_builtin(Lw *L, const Ast *e)
                 mask = a->a;
             else if (strcmp(a->name, "op") == 0)
                 op_arg = a->a;
-            else /* keep_dims / reverse */
+            else if (strcmp(a->name, "sem") == 0 || strcmp(a->name, "scope") == 0) {
+                static const char *const ok[2][4] = {{"relaxed", "acquire", "release", "acq_rel"},
+                                                     {"cta", "gpu", "sys", NULL}};
+                int w = a->name[1] == 'e' ? 0 : 1;
+                bool good = false;
+                for (int j = 0; j < 4 && a->a->kind == AST_IDENT; j++)
+                    good |= ok[w][j] && strcmp(ok[w][j], a->a->name) == 0;
+                if (!good) {
+                    dsl_error(L->diags, a->a->loc, w == 0 ? "sem must be relaxed, acquire, release or acq_rel"
+                                                          : "scope must be cta, gpu or sys");
+                    return lw_bad();
+                }
+                /* every atomic is acq_rel at gpu (or system, for peers)
+                 * scope: at least as strong as any request */
+            } else /* keep_dims / reverse / precision */
                 flag = a->a;
             continue;
         }

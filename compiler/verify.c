@@ -430,7 +430,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
             return fail(v, id, "tensor %s is not marked written",
                         f->params[in->param].name);
         if (op == IR_ATOMIC) {
-            if (in->attr < ATOM_ADD || in->attr > ATOM_CAS)
+            if (in->attr < ATOM_ADD || in->attr > ATOM_XOR)
                 return fail(v, id, "bad atomic kind %d", in->attr);
             if (!ir_type_eq(&vt, rt))
                 return fail(v, id, "result %s, view gives %s", tystr(rt, a),

@@ -80,6 +80,9 @@ static LLVMValueRef atomic_op(MemCtx *c, LLVMValueRef ptr, LLVMValueRef x,
     }
     if (!fl) {
         LLVMAtomicRMWBinOp op = kind == ATOM_ADD ? LLVMAtomicRMWBinOpAdd
+            : kind == ATOM_AND ? LLVMAtomicRMWBinOpAnd
+            : kind == ATOM_OR ? LLVMAtomicRMWBinOpOr
+            : kind == ATOM_XOR ? LLVMAtomicRMWBinOpXor
             : kind == ATOM_MAX ? (s ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax)
             : (s ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin);
         return LLVMBuildAtomicRMW(b, op, ip, x, ar, 0);
