@@ -116,6 +116,11 @@ static LwVal sel(Lw *L, LwVal c, LwVal a, LwVal b, DslLoc loc)
     return lw_ival(id, t);
 }
 
+LwVal lw_select(Lw *L, LwVal c, LwVal a, LwVal b, DslLoc loc)
+{
+    return sel(L, c, a, b, loc);
+}
+
 static LwVal reshape(Lw *L, LwVal v, const IrType *t, DslLoc loc)
 {
     if (v.bad)

@@ -3,7 +3,8 @@
  * trunc clamp isnan isinf umulhi (u32, i32) bitcast (f32 <-> u32/i32),
  * f32 and f16 inputs, 45 elements (a tail), NaN and inf among them; and
  * 1-D dot operands (vector-matrix, matrix-vector with an accumulator,
- * precision = tf32 computed as ieee). */
+ * precision = tf32 computed as ieee); load(view, pad = tile) with a tail,
+ * a mask and an in-bounds NaN. */
 #include "harness.h"
 
 static const char *src =
@@ -37,6 +38,12 @@ static const char *src =
     "    let x = X[0 +: 40];\n"
     "    Y[0 +: 24] = dot(x, Wt[0 +: 40, 0 +: 24], precision = tf32);\n"
     "    Z[0 +: 24] = dot(V[0 +: 24, 0 +: 40], x, full(f32, 1.5, 24));\n"
+    "}\n"
+    "kernel padt(X: f32[N], Y: f32[64], Q: i32[N], QY: i32[4, 16]) {\n"
+    "    let i = arange(0, 64);\n"
+    "    Y[0 +: 64] = load(X[0 +: 64], pad = i as f32 * -1.0, mask = i % 5 != 4);\n"
+    "    QY[0 +: 4, 0 +: 16] = load(Q[(arange(0, 4) * 16)[:, None] + arange(0, 16)[None, :]],\n"
+    "                               pad = arange(100, 116)[None, :]);\n"
     "}\n";
 
 enum { N = 45 };
@@ -132,5 +139,22 @@ int main(void)
     }
     h_check("dot(x: [K], w: [K, N]) -> [N]", yv, H_F32, ry, M, 1e-4, 1e-4);
     h_check("dot(w: [M, K], x: [K], acc) -> [M]", zv, H_F32, rz, M, 1e-4, 1e-4);
+
+    float *py = h_array(H_F32, 64);
+    int32_t *q = h_array(H_I32, N), *qy = h_array(H_I32, 64);
+    for (int i = 0; i < N; i++)
+        q[i] = (int32_t)h_randi(-50, 50);
+    q[7] = 0;
+    q[8] = 1; /* values equal to the pads 0 and 1 stay */
+    H_LAUNCH(h_kernel(m, "padt"), h_ten(h_t1(x, H_F32, N)), h_ten(h_t1(py, H_F32, 64)),
+             h_ten(h_t1(q, H_I32, N)), h_ten(h_t2(qy, H_I32, 4, 16)));
+    double rp[64];
+    int64_t rq[64];
+    for (int i = 0; i < 64; i++) {
+        rp[i] = i < N && i % 5 != 4 ? x[i] : -(double)i;
+        rq[i] = i < N ? q[i] : 100 + i % 16;
+    }
+    h_check("load(X[0 +: 64], pad = tile, mask = m) (in-bounds NaN at [3], inf masked at [4])", py, H_F32, rp, 64, 0, 0);
+    h_check_i("load(gather view, pad = [1, 16] tile) i32", qy, H_I32, rq, 64);
     return h_done();
 }
