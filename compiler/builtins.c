@@ -360,8 +360,9 @@ static LwVal b_atomic(Lw *L, const struct Builtin *b, Ast **args,
         return lw_bad();
     }
     if (dt != DT_I32 && dt != DT_U32 && dt != DT_I64 && dt != DT_U64 &&
-        dt != DT_F32 && dt != DT_F64) {
-        dsl_error(L->diags, loc, "%s on %s is not supported (use i32, u32, i64, u64, f32 or f64)",
+        dt != DT_F32 && dt != DT_F64 &&
+        !(b->sub == ATOM_ADD && (dt == DT_F16 || dt == DT_BF16))) {
+        dsl_error(L->diags, loc, "%s on %s is not supported (use i32, u32, i64, u64, f32 or f64; atomic_add also f16, bf16)",
                   b->name, dsl_dtype_name(dt));
         return lw_bad();
     }

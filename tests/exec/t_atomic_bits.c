@@ -1,7 +1,8 @@
 /* t_atomic_bits.c — atomic_and / atomic_or / atomic_xor (LANGUAGE.md §7)
  * on i32 and u64 tensors from 7 program instances hitting the same 45
  * cells (a tail), with sem = / scope = options; the old values of one
- * instance that runs alone are checked too. Reference in C. */
+ * instance that runs alone are checked too; and atomic_add on f16 and bf16
+ * (quarters, so every order of the adds is exact). Reference in C. */
 #include "harness.h"
 
 static const char *src =
@@ -11,6 +12,11 @@ static const char *src =
     "    atomic_and(A[0 +: 45], v | (1 << (p + 3)), sem = relaxed, scope = gpu);\n"
     "    atomic_or(O[0 +: 45], v & 0x0f0f0f0f, sem = acq_rel, scope = sys);\n"
     "    atomic_xor(X[0 +: 45], W[p, 0 +: 45], scope = cta);\n"
+    "}\n"
+    "kernel hadd(H: f16[N], B: bf16[N], V: f32[P, N]) grid(P) {\n"
+    "    let v = V[program_id(0), 0 +: 45];\n"
+    "    atomic_add(H[0 +: 45], v);\n"
+    "    atomic_add(B[0 +: 45], v);\n"
     "}\n"
     "kernel olds(A: i32[N], R: i32[N]) {\n"
     "    R[0 +: 45] = atomic_xor(A[0 +: 45], 0x55, sem = release);\n"
@@ -57,5 +63,24 @@ int main(void)
     H_LAUNCH(h_kernel(m, "olds"), h_ten(h_t1(a, H_I32, N)), h_ten(h_t1(r, H_I32, N)));
     h_check_i("atomic_xor returns the old values", r, H_I32, rr, N);
     h_check_i("atomic_xor wrote", a, H_I32, ra2, N);
+
+    uint16_t *hf = h_array(H_F16, N), *hb = h_array(H_BF16, N);
+    float *fv = h_array(H_F32, P * N);
+    double rhf[N], rhb[N];
+    for (int i = 0; i < N; i++) {
+        float s0 = (float)h_randi(-8, 8) / 4;
+        hf[i] = h_f32_to_f16(s0);
+        hb[i] = h_f32_to_bf16(s0);
+        rhf[i] = rhb[i] = s0;
+    }
+    for (int i = 0; i < P * N; i++) {
+        fv[i] = (float)h_randi(-8, 8) / 4;
+        rhf[i % N] += fv[i];
+        rhb[i % N] += fv[i];
+    }
+    H_LAUNCH(h_kernel(m, "hadd"), h_ten(h_t1(hf, H_F16, N)), h_ten(h_t1(hb, H_BF16, N)),
+             h_ten(h_t2(fv, H_F32, P, N)));
+    h_check("atomic_add f16 from 7 instances", hf, H_F16, rhf, N, 0, 0);
+    h_check("atomic_add bf16 from 7 instances", hb, H_BF16, rhb, N, 0, 0);
     return h_done();
 }
