@@ -47,18 +47,22 @@ static const struct Builtin {
     {"maximum", B_MAXIMUM, 2, 2, "", 0},
     {"minimum", B_MINIMUM, 2, 2, "", 0},
     {"where", B_WHERE, 3, 3, "", 0},
-    {"sum", B_REDUCE, 1, 2, "", RED_SUM},
-    {"max", B_REDUCE, 1, 2, "", RED_MAX},
-    {"min", B_REDUCE, 1, 2, "", RED_MIN},
-    {"argmax", B_REDUCE, 1, 2, "", RED_ARGMAX},
-    {"argmin", B_REDUCE, 1, 2, "", RED_ARGMIN},
-    {"cumsum", B_CUMSUM, 2, 2, "", 0},
-    {"dot", B_DOT, 2, 3, "", 0},
-    {"atomic_add", B_ATOMIC, 2, 2, "mask", ATOM_ADD},
-    {"atomic_max", B_ATOMIC, 2, 2, "mask", ATOM_MAX},
-    {"atomic_min", B_ATOMIC, 2, 2, "mask", ATOM_MIN},
-    {"atomic_xchg", B_ATOMIC, 2, 2, "mask", ATOM_XCHG},
-    {"atomic_cas", B_ATOMIC, 3, 3, "mask", ATOM_CAS},
+    {"sum", B_REDUCE, 1, 2, "keep_dims", RED_SUM},
+    {"max", B_REDUCE, 1, 2, "keep_dims", RED_MAX},
+    {"min", B_REDUCE, 1, 2, "keep_dims", RED_MIN},
+    {"argmax", B_REDUCE, 1, 2, "keep_dims", RED_ARGMAX},
+    {"argmin", B_REDUCE, 1, 2, "keep_dims", RED_ARGMIN},
+    {"cumsum", B_CUMSUM, 2, 2, "reverse", 0},
+    {"cumprod", B_CUMSUM, 2, 2, "reverse", 1},
+    {"dot", B_DOT, 2, 3, "precision", 0},
+    {"atomic_add", B_ATOMIC, 2, 2, "mask sem scope", ATOM_ADD},
+    {"atomic_max", B_ATOMIC, 2, 2, "mask sem scope", ATOM_MAX},
+    {"atomic_min", B_ATOMIC, 2, 2, "mask sem scope", ATOM_MIN},
+    {"atomic_xchg", B_ATOMIC, 2, 2, "mask sem scope", ATOM_XCHG},
+    {"atomic_cas", B_ATOMIC, 3, 3, "mask sem scope", ATOM_CAS},
+    {"atomic_and", B_ATOMIC, 2, 2, "mask sem scope", ATOM_AND},
+    {"atomic_or", B_ATOMIC, 2, 2, "mask sem scope", ATOM_OR},
+    {"atomic_xor", B_ATOMIC, 2, 2, "mask sem scope", ATOM_XOR},
     {"load", B_LOAD, 1, 1, "pad mask", 0},
     {"store", B_STORE, 2, 2, "mask", 0},
     {"rank", B_RANK, 0, 0, "", IR_RANK},
@@ -148,7 +152,7 @@ static bool axis_arg(Lw *L, const Ast *e, int rank, int *axis)
 }
 
 static LwVal b_reduce(Lw *L, const struct Builtin *b, Ast **args, int n,
-                      DslLoc loc)
+                      bool kd, DslLoc loc)
 {
     LwVal x = lw_expr(L, args[0]);
     if (x.bad)
@@ -180,7 +184,15 @@ static LwVal b_reduce(Lw *L, const struct Builtin *b, Ast **args, int n,
         L->f->ins[id].attr = b->sub;
         L->f->ins[id].axis = axis;
     }
-    return lw_ival(id, t);
+    if (!kd || id < 0)
+        return lw_ival(id, t);
+    /* keep_dims: the reduced axes stay with extent 1 */
+    IrType kt = x.type;
+    kt.dtype = (uint8_t)dt;
+    for (int i = 0; i < kt.rank; i++)
+        if (axis < 0 || i == axis)
+            kt.shape[i] = 1;
+    return emit1(L, IR_RESHAPE, kt, id, loc);
 }
 
 static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
@@ -189,6 +201,19 @@ static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
     char ta[96], tb[96];
     if (!need_tile(L, "dot", &a, args[0]) || !need_tile(L, "dot", &bb, args[1]))
         return lw_bad();
+    /* 1-D operands (§7): [K] x [K, N] -> [N], [M, K] x [K] -> [M], as a
+     * 2-D product with an extent-1 dim that is dropped again */
+    int vec = a.type.rank == 1 && bb.type.rank == 2 ? 1
+            : a.type.rank == 2 && bb.type.rank == 1 ? 2 : 0;
+    if (vec) {
+        LwVal *v = vec == 1 ? &a : &bb;
+        IrType t2 = v->type;
+        t2.rank = 2;
+        t2.shape[vec == 1 ? 0 : 1] = 1;
+        t2.shape[vec == 1 ? 1 : 0] = v->type.shape[0];
+        int id = lw_materialize(L, v, loc);
+        *v = emit1(L, IR_RESHAPE, t2, id, loc);
+    }
     tstr(&a.type, ta, sizeof ta);
     tstr(&bb.type, tb, sizeof tb);
     int r = a.type.rank;
@@ -227,6 +252,12 @@ static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
         LwVal c = lw_expr(L, args[2]);
         if (c.bad)
             return c;
+        if (vec && c.type.rank == 1) {
+            int id = lw_materialize(L, &c, loc);
+            IrType ct = t;
+            ct.dtype = c.type.dtype;
+            c = emit1(L, IR_RESHAPE, ct, id, loc);
+        }
         IrType bs;
         if (!lw_broadcast_shape(&c.type, &t, &bs) || !ir_shape_eq(&bs, &t)) {
             char tc[96], tt[96];
@@ -247,6 +278,12 @@ static LwVal b_dot(Lw *L, Ast **args, int n, DslLoc loc)
         L->f->ins[id].opnd[0] = a.id;
         L->f->ins[id].opnd[1] = bb.id;
         L->f->ins[id].opnd[2] = acc;
+    }
+    if (vec) {
+        IrType t1 = ir_scalar(t.dtype);
+        t1.rank = 1;
+        t1.shape[0] = t.shape[vec == 1 ? 1 : 0];
+        return emit1(L, IR_RESHAPE, t1, id, loc);
     }
     return lw_ival(id, t);
 }
@@ -317,9 +354,15 @@ static LwVal b_atomic(Lw *L, const struct Builtin *b, Ast **args,
     if (vid < 0)
         return lw_bad();
     int dt = t.dtype;
+    if (b->sub >= ATOM_AND && !dsl_is_int(dt)) {
+        dsl_error(L->diags, loc, "%s needs an integer tensor, got %s", b->name,
+                  dsl_dtype_name(dt));
+        return lw_bad();
+    }
     if (dt != DT_I32 && dt != DT_U32 && dt != DT_I64 && dt != DT_U64 &&
-        dt != DT_F32 && dt != DT_F64) {
-        dsl_error(L->diags, loc, "%s on %s is not supported (use i32, u32, i64, u64, f32 or f64)",
+        dt != DT_F32 && dt != DT_F64 &&
+        !(b->sub == ATOM_ADD && (dt == DT_F16 || dt == DT_BF16))) {
+        dsl_error(L->diags, loc, "%s on %s is not supported (use i32, u32, i64, u64, f32 or f64; atomic_add also f16, bf16)",
                   b->name, dsl_dtype_name(dt));
         return lw_bad();
     }
@@ -477,12 +520,23 @@ static LwVal b_shape(Lw *L, const struct Builtin *b, Ast **args, int n,
     return r;
 }
 
-LwVal lw_call(Lw *L, const Ast *e)
+LwVal lw_builtin(Lw *L, const Ast *e)
 {
     const struct Builtin *b = NULL;
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (strcmp(builtins[i].name, e->name) == 0)
             b = &builtins[i];
+    LwVal r2;
+    if (!b && lw_call2(L, e, &r2))
+        return r2;
+    const AstFunc *h = b ? NULL : lw_helper(L, e->name);
+    if (h) {
+        if (L->in_grid) {
+            dsl_error(L->diags, e->loc, "helper '%s' cannot be called in grid(...)", e->name);
+            return lw_bad();
+        }
+        return lw_inline(L, e, h);
+    }
     if (!b) {
         LwSym *s = lw_lookup(L, e->name);
         if (s)
@@ -492,7 +546,7 @@ LwVal lw_call(Lw *L, const Ast *e)
         return lw_bad();
     }
     Ast *args[16];
-    const Ast *pad = NULL, *mask = NULL, *op_arg = NULL;
+    const Ast *pad = NULL, *mask = NULL, *op_arg = NULL, *flag = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         Ast *a = e->list[i];
@@ -507,6 +561,22 @@ LwVal lw_call(Lw *L, const Ast *e)
                 mask = a->a;
             else if (strcmp(a->name, "op") == 0)
                 op_arg = a->a;
+            else if (strcmp(a->name, "sem") == 0 || strcmp(a->name, "scope") == 0) {
+                static const char *const ok[2][4] = {{"relaxed", "acquire", "release", "acq_rel"},
+                                                     {"cta", "gpu", "sys", NULL}};
+                int w = a->name[1] == 'e' ? 0 : 1;
+                bool good = false;
+                for (int j = 0; j < 4 && a->a->kind == AST_IDENT; j++)
+                    good |= ok[w][j] && strcmp(ok[w][j], a->a->name) == 0;
+                if (!good) {
+                    dsl_error(L->diags, a->a->loc, w == 0 ? "sem must be relaxed, acquire, release or acq_rel"
+                                                          : "scope must be cta, gpu or sys");
+                    return lw_bad();
+                }
+                /* every atomic is acq_rel at gpu (or system, for peers)
+                 * scope: at least as strong as any request */
+            } else /* keep_dims / reverse / precision */
+                flag = a->a;
             continue;
         }
         if (n == 16) {
@@ -681,9 +751,18 @@ LwVal lw_call(Lw *L, const Ast *e)
         }
         return lw_ival(id, t);
     }
-    case B_REDUCE:
-        return b_reduce(L, b, args, n, e->loc);
+    case B_REDUCE: {
+        bool kd = false;
+        if (flag && !lw_flag_arg(L, flag, "keep_dims", &kd))
+            return lw_bad();
+        return b_reduce(L, b, args, n, kd, e->loc);
+    }
     case B_CUMSUM: {
+        bool rev = false;
+        if (flag && !lw_flag_arg(L, flag, "reverse", &rev))
+            return lw_bad();
+        if (rev || b->sub == 1)
+            return lw_cumop(L, args[0], args[1], b->sub == 1, rev, e->loc);
         LwVal x = lw_expr(L, args[0]);
         int axis;
         if (!need_tile(L, "cumsum", &x, args[0]) ||
@@ -699,6 +778,13 @@ LwVal lw_call(Lw *L, const Ast *e)
         return r;
     }
     case B_DOT:
+        if (flag && (flag->kind != AST_IDENT || (strcmp(flag->name, "ieee") &&
+                                                 strcmp(flag->name, "tf32") &&
+                                                 strcmp(flag->name, "tf32x3")))) {
+            dsl_error(L->diags, flag->loc, "dot: precision must be ieee, tf32 or tf32x3");
+            return lw_bad();
+        }
+        /* every backend computes ieee (LANGUAGE.md §7 allows it) */
         return b_dot(L, args, n, e->loc);
     case B_ATOMIC:
         return b_atomic(L, b, args, mask, e->loc);

@@ -219,7 +219,8 @@ void ir_type_str(const IrType *t, char *buf, size_t n)
 
 static const char *const red_names[] = {"sum", "max", "min", "argmax", "argmin"};
 static const char *const coll_op_names[] = {"sum", "max", "min", "prod", "avg"};
-static const char *const atom_names[] = {"add", "max", "min", "xchg", "cas"};
+static const char *const atom_names[] = {"add", "max", "min", "xchg", "cas",
+                                          "and", "or", "xor"};
 
 static void print_view_of(DslBuf *o, const IrFunc *f, int param, int view);
 

@@ -42,7 +42,8 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_ARGMAX, RED_ARGMIN } IrRedKind;
  * RED_MAX, RED_MIN, or these two, which Core reductions do not have. The
  * values are the runtime's RT_RED_* (runtime/ranks.h). */
 enum { IR_COLL_PROD = 3, IR_COLL_AVG = 4 };
-typedef enum { ATOM_ADD, ATOM_MAX, ATOM_MIN, ATOM_XCHG, ATOM_CAS } IrAtomKind;
+typedef enum { ATOM_ADD, ATOM_MAX, ATOM_MIN, ATOM_XCHG, ATOM_CAS,
+               ATOM_AND, ATOM_OR, ATOM_XOR /* integers (§7) */ } IrAtomKind;
 typedef enum {
     COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,
     COLL_BROADCAST, COLL_BARRIER,

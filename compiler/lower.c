@@ -192,8 +192,97 @@ static bool need_bool_scalar(Lw *L, LwVal *c, const Ast *e, const char *what)
     return true;
 }
 
+/* `let a, b = f(x);` — the call's several results, one name each. */
+static void lower_let_multi(Lw *L, const Ast *st)
+{
+    int n = st->nlist;
+    LwVal v[LW_MAX_RESULTS];
+    int got = 0;
+    if (st->a->kind != AST_CALL) {
+        dsl_error(L->diags, st->a->loc, "'let' with %d names needs a call that gives %d results",
+                  n, n);
+    } else {
+        L->want_multi = true;
+        L->nmulti = 0;
+        LwVal r = lw_call(L, st->a);
+        L->want_multi = false;
+        got = L->nmulti > 1 ? L->nmulti : r.bad || r.type.dtype == DT_VOID ? 0 : 1;
+        if (L->nmulti > 1)
+            memcpy(v, L->multi, sizeof(LwVal) * (size_t)got);
+        else
+            v[0] = r;
+        L->nmulti = 0;
+        if (!r.bad && got != n) {
+            dsl_error(L->diags, st->loc, "'%s' gives %d result%s, but 'let' binds %d names",
+                      st->a->name, got, got == 1 ? "" : "s", n);
+            got = 0;
+        } else if (r.bad) {
+            got = 0;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const Ast *nm = st->list[i];
+        LwSym *s = lw_declare(L, nm->name, SYM_LET, nm->loc);
+        if (!s)
+            continue;
+        if (i >= got || v[i].bad) {
+            s->kind = SYM_CONST;
+            s->c.dtype = DT_I32;
+        } else if (lw_is_const(&v[i])) {
+            s->kind = SYM_CONST;
+            s->c = v[i].c;
+            s->is_let = true;
+        } else {
+            s->id = v[i].id;
+            s->type = v[i].type;
+        }
+    }
+}
+
+/* `for i in a .. b step s unroll { }`: a, b, s compile-time; the body is
+ * lowered once per value, with i a compile-time constant. */
+#define LW_MAX_UNROLL 4096
+static void lower_for_unroll(Lw *L, const Ast *st)
+{
+    int64_t lo, hi, step = 1;
+    if (!lw_const_int(L, st->a, "an unrolled loop's start", &lo) ||
+        !lw_const_int(L, st->b, "an unrolled loop's end", &hi) ||
+        (st->c && !lw_const_int(L, st->c, "an unrolled loop's step", &step)))
+        return;
+    if (step == 0) {
+        dsl_error(L->diags, st->c->loc, "for-loop step must not be zero");
+        return;
+    }
+    int64_t trips = step > 0 ? (hi > lo ? (hi - lo + step - 1) / step : 0)
+                             : (lo > hi ? (lo - hi - step - 1) / -step : 0);
+    if (trips > LW_MAX_UNROLL) {
+        dsl_error(L->diags, st->loc, "an unrolled loop may run at most %d times, this one runs %lld",
+                  LW_MAX_UNROLL, (long long)trips);
+        return;
+    }
+    int dt = lo == (int32_t)lo && hi == (int32_t)hi ? DT_I32 : DT_I64;
+    for (int64_t k = 0; k < trips && !L->oom && L->diags->nerrors < DSL_MAX_ERRORS; k++) {
+        LwScope sc;
+        memset(&sc, 0, sizeof sc);
+        sc.up = L->scope;
+        L->scope = &sc;
+        LwSym *iv = lw_declare(L, st->name, SYM_CONST, st->loc);
+        if (iv) {
+            iv->c.dtype = dt;
+            iv->c.i = lo + k * step;
+            iv->is_let = true;
+        }
+        lower_block(L, st->body);
+        L->scope = sc.up;
+    }
+}
+
 static void lower_for(Lw *L, const Ast *st)
 {
+    if (st->ival == 1) {
+        lower_for_unroll(L, st);
+        return;
+    }
     LwVal lo = lw_expr(L, st->a), hi = lw_expr(L, st->b);
     LwVal step = st->c ? lw_expr(L, st->c) : lw_cval(DT_I32, 1, 0, true);
     if (lo.bad || hi.bad || step.bad)
@@ -297,10 +386,15 @@ static void lower_if(Lw *L, const Ast *st)
     }
 }
 
-static void lower_stmt(Lw *L, const Ast *st)
+void lw_stmt(Lw *L, const Ast *st)
 {
     switch (st->kind) {
     case AST_LET:
+        if (st->nlist >= 2) {
+            lower_let_multi(L, st);
+            return;
+        }
+        /* fall through */
     case AST_VAR: {
         if (L->device && st->kind == AST_LET && lw_dev_is_alloc(st->a)) {
             lw_dev_alloc(L, st);
@@ -386,6 +480,10 @@ static void lower_stmt(Lw *L, const Ast *st)
     case AST_WHILE: lower_while(L, st); return;
     case AST_IF: lower_if(L, st); return;
     case AST_RETURN:
+        if (L->ninl > 0) {
+            lw_helper_return(L, st);
+            return;
+        }
         if (st->a) {
             dsl_error(L->diags, st->loc, "a %s returns no value",
                       L->device ? "device function" : "kernel");
@@ -426,7 +524,7 @@ static void lower_block(Lw *L, const Ast *b)
     const Ast *const *list = (const Ast *const *)b->list;
     int n = b->kind == AST_BLOCK ? b->nlist : 1;
     for (int i = 0; i < n && !L->oom; i++)
-        lower_stmt(L, b->kind == AST_BLOCK ? list[i] : b);
+        lw_stmt(L, b->kind == AST_BLOCK ? list[i] : b);
     scope_pop(L);
 }
 
@@ -743,6 +841,7 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     }
     LwScope global;
     scope_push(&L, &global);
+    L.global = &global;
     /* Module constants, in order; each may use the ones before it. */
     IrFunc *cf = ir_func_new(m, "__consts"); /* scratch function for folding */
     if (!cf)
@@ -773,6 +872,7 @@ IrModule *ir_lower(const AstProgram *prog, DslDiags *diags,
     free(cf);
     L.prog = prog;
     lw_dev_check_recursion(prog, diags);
+    lw_check_helpers(&L);
     /* kernels first, so that device functions can launch any of them */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < prog->nfuncs && !L.oom; i++) {

@@ -13,6 +13,9 @@ typedef struct LwConst {
     double f;         /* floats */
 } LwConst;
 
+#define LW_MAX_RESULTS 8  /* most results of a helper or builtin */
+#define LW_MAX_INLINE 32  /* deepest nesting of inlined helper calls */
+
 /* The result of lowering an expression. */
 typedef struct LwVal {
     int id;           /* IR value id; -1 while the value is compile-time only */
@@ -58,6 +61,18 @@ typedef struct Lw {
                              collectives are rejected there */
     int depth;            /* loop nesting, for limits */
     bool oom;             /* allocation failed */
+    LwScope *global;      /* module constants: a helper's scope hangs here */
+    /* several results of the last call (helpers, unjoin, topk, reduce of a
+     * tuple): multi[0..nmulti), kept only for `let a, b = f(x);` */
+    LwVal multi[LW_MAX_RESULTS];
+    int nmulti;
+    bool want_multi;      /* the call being lowered is a `let a, b =` RHS */
+    const AstFunc *inl[LW_MAX_INLINE]; /* helpers being inlined, outermost
+                                          first (recursion check) */
+    int ninl;             /* entries in inl */
+    bool ret_ok;          /* lowering a helper's final `return` */
+    LwVal hret[LW_MAX_RESULTS]; /* that return's values */
+    int nhret;            /* how many (-1: not returned yet) */
 } Lw;
 
 /* lower.c */
@@ -114,6 +129,25 @@ void lw_store(Lw *L, const Ast *view, LwVal val, const Ast *mask, DslLoc loc);
 int lw_mask(Lw *L, const Ast *m, const IrType *shape); /* -2 on error */
 
 /* builtins.c */
-LwVal lw_call(Lw *L, const Ast *e);
+LwVal lw_call(Lw *L, const Ast *e);      /* one result (see multi) */
+LwVal lw_builtin(Lw *L, const Ast *e);   /* the table of §4; unknown names
+                                            go to lw_call2 */
+
+/* builtins2.c: the builtins of LANGUAGE.md §7 (math and bits, Philox,
+ * static_assert, keep_dims, histogram) */
+bool lw_call2(Lw *L, const Ast *e, LwVal *out); /* false: not one of them */
+bool lw_flag_arg(Lw *L, const Ast *e, const char *what, bool *out);
+LwVal lw_select(Lw *L, LwVal c, LwVal a, LwVal b, DslLoc loc); /* where() */
+LwVal lw_cumop(Lw *L, const Ast *x, const Ast *axis, bool prod, bool reverse,
+               DslLoc loc);             /* cumsum/cumprod (reverse) */
+
+/* lower_fn.c: helper functions (`fn`), inlined at the call */
+const AstFunc *lw_helper(const Lw *L, const char *name);
+LwVal lw_inline(Lw *L, const Ast *e, const AstFunc *h);
+int lw_inline_vals(Lw *L, const AstFunc *h, const LwVal *args, int n,
+                   DslLoc loc, LwVal *res); /* results in res; -1 on error */
+void lw_check_helpers(Lw *L);             /* names */
+void lw_helper_return(Lw *L, const Ast *st); /* `return a, b;` */
+void lw_stmt(Lw *L, const Ast *st);       /* lower.c: one statement */
 
 #endif

@@ -748,13 +748,23 @@ LwVal lw_load(Lw *L, const Ast *view, const Ast *pad, const Ast *mask,
     int mid = -1, pid = -1;
     if (mask && (mid = lw_mask(L, mask, &t)) == -2)
         return lw_bad();
+    LwVal ptile = lw_bad();
     if (pad) {
         LwVal pv = lw_expr(L, pad);
         if (pv.bad)
             return pv;
-        if (pv.type.rank != 0) {
-            dsl_error(L->diags, pad->loc, "pad must be a scalar");
-            return lw_bad();
+        if (pv.type.rank != 0) { /* a pad tile (§7): see below */
+            IrType bs;
+            if (!lw_broadcast_shape(&pv.type, &t, &bs) || !ir_shape_eq(&bs, &t) ||
+                bs.rank != t.rank) {
+                char a[96], b[96];
+                ir_type_str(&pv.type, a, sizeof a);
+                ir_type_str(&t, b, sizeof b);
+                dsl_error(L->diags, pad->loc, "pad %s does not broadcast to the view's shape %s", a, b);
+                return lw_bad();
+            }
+            ptile = lw_convert(L, pv, t.dtype, pad->loc);
+            pv = lw_cval(DT_I32, 0, 0, true);
         }
         pv = lw_convert(L, pv, t.dtype, pad->loc);
         pid = lw_materialize(L, &pv, pad->loc);
@@ -768,7 +778,29 @@ LwVal lw_load(Lw *L, const Ast *view, const Ast *pad, const Ast *mask,
         in->opnd[1] = pid;
         in->opnd[3] = peer;
     }
-    return lw_ival(id, t);
+    if (ptile.bad)
+        return lw_ival(id, t);
+    /* A pad tile: the view loaded once more with pad 1; where the two loads
+     * differ the element was out of bounds or masked off (NaN reads NaN in
+     * both). */
+    LwVal one = lw_convert(L, lw_cval(DT_I32, 1, 0, true), t.dtype, loc);
+    int pid1 = lw_materialize(L, &one, loc);
+    int id1 = lw_emit(L, IR_LOAD, t, loc);
+    if (id1 >= 0) {
+        IrInstr *in = &L->f->ins[id1];
+        in->param = param;
+        in->view = vid;
+        in->opnd[0] = mid;
+        in->opnd[1] = pid1;
+        in->opnd[3] = peer;
+    }
+    LwVal l0 = lw_ival(id, t), l1 = lw_ival(id1, t);
+    LwVal same = lw_binary(L, OP_EQ, l0, l1, loc);
+    if (dsl_is_float(t.dtype))
+        same = lw_binary(L, OP_LOR, same,
+                         lw_binary(L, OP_LAND, lw_binary(L, OP_NE, l0, l0, loc),
+                                   lw_binary(L, OP_NE, l1, l1, loc), loc), loc);
+    return lw_select(L, same, l0, ptile, loc);
 }
 
 /* store(view, value, mask = m) and T[...] = value */
@@ -944,6 +976,12 @@ LwVal lw_expr(Lw *L, const Ast *e)
         return lw_bad();
     case AST_NAMED_ARG:
         dsl_error(L->diags, e->loc, "named argument '%s' outside a call", e->name);
+        return lw_bad();
+    case AST_STRING:
+        dsl_error(L->diags, e->loc, "a string literal is only allowed as an argument of print, assert or static_assert");
+        return lw_bad();
+    case AST_TUPLE:
+        dsl_error(L->diags, e->loc, "a tuple (a, b, ...) is only allowed as the first argument of reduce or scan");
         return lw_bad();
     default:
         dsl_error(L->diags, e->loc, "expected an expression");

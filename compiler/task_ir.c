@@ -1030,6 +1030,10 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
                 }
                 t->results[r] = x;
             }
+        } else if (st->kind == AST_EXPR_STMT && st->a->kind == AST_CALL &&
+                   (strcmp(st->a->name, "print") == 0 || strcmp(st->a->name, "assert") == 0)) {
+            err_at(&b, st->loc, "'%s' is not allowed in a task body; use it in a kernel the task calls",
+                   st->a->name);
         } else {
             err_at(&b, st->loc, "a task body holds 'let' statements and a 'return'");
         }

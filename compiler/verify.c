@@ -213,6 +213,12 @@ static int check_elem(Ver *v, int id, const IrInstr *in)
     switch (op) {
     case IR_CVT:
         return 0;
+    case IR_BITCAST:
+        if (d0 == DT_BOOL || rd == DT_BOOL ||
+            dsl_dtype_bytes(d0) != dsl_dtype_bytes(rd))
+            return fail(v, id, "bitcast of %s to %s", dsl_dtype_name(d0),
+                        dsl_dtype_name(rd));
+        return 0;
     case IR_NOT:
         if (d0 != DT_BOOL || rd != DT_BOOL)
             return fail(v, id, "not needs bool operand and result");
@@ -256,6 +262,8 @@ static int check_elem(Ver *v, int id, const IrInstr *in)
     }
     if (rd == DT_VOID)
         return fail(v, id, "no result type");
+    if ((op == IR_POW || op == IR_ATAN2) && !dsl_is_float(rd))
+        return fail(v, id, "float math on %s", dsl_dtype_name(rd));
     if ((op == IR_SHL || op == IR_SHR) && !dsl_is_int(rd))
         return fail(v, id, "shift of %s", dsl_dtype_name(rd));
     if ((op == IR_AND || op == IR_OR || op == IR_XOR) && dsl_is_float(rd))
@@ -422,7 +430,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
             return fail(v, id, "tensor %s is not marked written",
                         f->params[in->param].name);
         if (op == IR_ATOMIC) {
-            if (in->attr < ATOM_ADD || in->attr > ATOM_CAS)
+            if (in->attr < ATOM_ADD || in->attr > ATOM_XOR)
                 return fail(v, id, "bad atomic kind %d", in->attr);
             if (!ir_type_eq(&vt, rt))
                 return fail(v, id, "result %s, view gives %s", tystr(rt, a),

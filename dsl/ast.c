@@ -23,6 +23,7 @@ static const char *const kind_names[AST_KIND_COUNT] = {
     [AST_IF] = "if",           [AST_RETURN] = "return",
     [AST_BLOCK] = "block",     [AST_LAUNCH] = "launch",
     [AST_ASYNC] = "async",     [AST_SYNC] = "sync",
+    [AST_STRING] = "string",   [AST_TUPLE] = "tuple",
 };
 
 const char *dsl_ast_kind_name(AstKind k)
@@ -273,7 +274,7 @@ static void print_type(DslBuf *out, const AstParam *p)
 
 static void print_func(DslBuf *out, const AstFunc *f)
 {
-    static const char *const fk[] = {"kernel", "device", "task"};
+    static const char *const fk[] = {"kernel", "device", "task", "fn"};
     indent(out, 1);
     dsl_buf_printf(out, "(%s %s", fk[f->fkind], f->name ? f->name : "?");
     put_loc(out, f->loc);
@@ -343,6 +344,8 @@ void dsl_print_ast(DslBuf *out, const AstProgram *prog)
             }
             dsl_buf_put(out, ")", 1);
         }
+        for (int i = 0; i < prog->nhelpers; i++)
+            print_func(out, prog->helpers[i]);
         for (int i = 0; i < prog->nfuncs; i++)
             print_func(out, prog->funcs[i]);
     }

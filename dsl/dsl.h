@@ -144,12 +144,14 @@ typedef enum {
     AST_IDX_RANGE,/* a +: b  (start a, length b) */
     AST_IDX_FULL, /* `:` */
     /* statements */
-    AST_LET,      /* let name = a; */
+    AST_LET,      /* let name = a;  let n0, n1 = a; (list: AST_IDENT of every
+                     name, nlist >= 2) */
     AST_VAR,      /* var name = a; */
     AST_ASSIGN,   /* a = b;   (a is AST_IDENT or AST_INDEX) */
     AST_OPASSIGN, /* a op= b; op is '+', '-', '*', '/' */
     AST_EXPR_STMT,/* a; */
-    AST_FOR,      /* for name in a .. b [step c] body */
+    AST_FOR,      /* for name in a .. b [step c] [unroll] body; ival 1 =
+                     unroll */
     AST_WHILE,    /* while a body */
     AST_IF,       /* if a body [else els]; els is AST_BLOCK or AST_IF */
     AST_RETURN,   /* return [a[, list...]]; (several: task results) */
@@ -158,6 +160,10 @@ typedef enum {
     AST_LAUNCH,   /* launch name(list...) [grid(list2...)] */
     AST_ASYNC,    /* async body */
     AST_SYNC,     /* sync; */
+    /* v0.2 (LANGUAGE.md §7) */
+    AST_STRING,   /* "..." (name = decoded text); only an argument of
+                     print / assert / static_assert */
+    AST_TUPLE,    /* (a, b, ...) — list; the tiles of reduce((v, i), ...) */
     AST_KIND_COUNT
 } AstKind;
 
@@ -205,7 +211,9 @@ struct AstParam {
     int shard_dim;     /* d of split(d) */
 };
 
-typedef enum { FN_KERNEL, FN_DEVICE, FN_TASK } AstFuncKind;
+/* FN_HELPER: `fn` helpers (LANGUAGE.md §7), kept apart in
+ * AstProgram.helpers; an untyped helper parameter has dtype DT_VOID. */
+typedef enum { FN_KERNEL, FN_DEVICE, FN_TASK, FN_HELPER } AstFuncKind;
 
 struct AstFunc {
     DslLoc loc;         /* of the function name */
@@ -236,6 +244,8 @@ typedef struct AstConst {
 struct AstProgram {
     AstFunc **funcs;   /* in source order */
     int nfuncs;        /* number of functions */
+    AstFunc **helpers; /* `fn` helpers, in source order (inlined at calls) */
+    int nhelpers;      /* number of helpers */
     AstConst *consts;  /* in source order */
     int nconsts;       /* number of constants */
 };

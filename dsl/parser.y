@@ -48,6 +48,8 @@ typedef struct DslParseCtx {
     const DslSource *src;  /* the source being parsed */
     AstFunc **funcs;       /* functions so far */
     int nfuncs, capfuncs;
+    AstFunc **helpers;     /* `fn` helpers so far */
+    int nhelpers, caphelpers;
     AstConst *consts;      /* module constants so far */
     int nconsts, capconsts;
     int line, col;         /* scanner: position of the next byte */
@@ -227,17 +229,20 @@ static void add_func(DslParseCtx *c, AstFunc *f)
 {
     if (!f)
         return;
-    if (c->nfuncs == c->capfuncs) {
-        int ncap = c->capfuncs ? c->capfuncs * 2 : 8;
+    bool h = f->fkind == FN_HELPER;
+    AstFunc ***v = h ? &c->helpers : &c->funcs;
+    int *n = h ? &c->nhelpers : &c->nfuncs, *cap = h ? &c->caphelpers : &c->capfuncs;
+    if (*n == *cap) {
+        int ncap = *cap ? *cap * 2 : 8;
         AstFunc **nv = p_alloc(c, (size_t)ncap * sizeof *nv);
         if (!nv)
             return;
-        if (c->nfuncs)
-            memcpy(nv, c->funcs, (size_t)c->nfuncs * sizeof *nv);
-        c->funcs = nv;
-        c->capfuncs = ncap;
+        if (*n)
+            memcpy(nv, *v, (size_t)*n * sizeof *nv);
+        *v = nv;
+        *cap = ncap;
     }
-    c->funcs[c->nfuncs++] = f;
+    (*v)[(*n)++] = f;
 }
 
 static void add_const(DslParseCtx *c, const char *name, BLKLTYPE l, Ast *v)
@@ -333,7 +338,8 @@ static Ast *assign(DslParseCtx *c, AstKind k, int op, DslExpr a, DslExpr b,
 %token KW_SYMMETRIC "symmetric" KW_SIGNAL "signal" KW_SPLIT "split"
 %token KW_REPLICATED "replicated" KW_ASYNC "async" KW_SYNC "sync"
 %token KW_LAUNCH "launch" KW_TRUE "true" KW_FALSE "false" KW_INF "inf"
-%token KW_NAN "nan"
+%token KW_NAN "nan" KW_FN "fn" KW_UNROLL "unroll"
+%token <str> STRING "string literal"
 %token PLUSCOLON "+:" DOTDOT ".." ARROW "->" ANDAND "&&" OROR "||"
 %token SHL "<<" SHR ">>" EQ "==" NE "!=" LE "<=" GE ">="
 %token ADDEQ "+=" SUBEQ "-=" MULEQ "*=" DIVEQ "/="
@@ -359,7 +365,8 @@ static Ast *assign(DslParseCtx *c, AstKind k, int op, DslExpr a, DslExpr b,
 %type <list> cparam_list dims
 %type <node> arg cparam
 %type <param> type ptype
-%type <params> params_opt param_list results result_list
+%type <params> params_opt param_list results result_list hparams_opt hparam_list
+%type <list> name_list
 %type <func> func kernel_clauses
 
 %%
@@ -384,6 +391,9 @@ func:
           if ($$) $$->body = $8; }
     | KW_DEVICE IDENT cparams_opt '(' params_opt ')' block
         { $$ = func_head(ctx, func_new(ctx), FN_DEVICE, $2, @2, $3, $5);
+          if ($$) $$->body = $7; }
+    | KW_FN IDENT cparams_opt '(' hparams_opt ')' block
+        { $$ = func_head(ctx, func_new(ctx), FN_HELPER, $2, @2, $3, $5);
           if ($$) $$->body = $7; }
     | KW_TASK IDENT '(' params_opt ')' ARROW results block
         { $$ = func_head(ctx, func_new(ctx), FN_TASK, $2, @2, NULL, $4);
@@ -444,6 +454,29 @@ param_list:
           if ($5) { $5->name = $3; $5->loc = LOC(@3); params_push(ctx, $$, $5); } }
     ;
 
+/* helper parameters: a name alone is untyped (dtype DT_VOID) */
+hparams_opt:
+      %empty                        { $$ = NULL; }
+    | hparam_list                   { $$ = $1; }
+    ;
+
+hparam_list:
+      IDENT
+        { $$ = params_new(ctx);
+          AstParam p = {LOC(@1), $1, TY_SCALAR, DT_VOID, NULL, 0, SHARD_NONE, 0};
+          params_push(ctx, $$, &p); }
+    | IDENT ':' ptype
+        { $$ = params_new(ctx);
+          if ($3) { $3->name = $1; $3->loc = LOC(@1); params_push(ctx, $$, $3); } }
+    | hparam_list ',' IDENT
+        { $$ = $1;
+          AstParam p = {LOC(@3), $3, TY_SCALAR, DT_VOID, NULL, 0, SHARD_NONE, 0};
+          params_push(ctx, $$, &p); }
+    | hparam_list ',' IDENT ':' ptype
+        { $$ = $1;
+          if ($5) { $5->name = $3; $5->loc = LOC(@3); params_push(ctx, $$, $5); } }
+    ;
+
 results:
       ptype                         { $$ = params_new(ctx); params_push(ctx, $$, $1); }
     | '(' result_list ')'           { $$ = $2; }
@@ -498,6 +531,10 @@ stmts:
 stmt:
       KW_LET IDENT '=' expr ';'
         { $$ = node(ctx, AST_LET, @1); $$->name = $2; $$->a = $4.n; }
+    | KW_LET name_list '=' expr ';'
+        { $$ = node(ctx, AST_LET, @1); $$->a = $4.n;
+          list_set($2, &$$->list, &$$->nlist);
+          $$->name = $$->nlist ? $$->list[0]->name : "?"; }
     | KW_VAR IDENT '=' expr ';'
         { $$ = node(ctx, AST_VAR, @1); $$->name = $2; $$->a = $4.n; }
     | expr '=' expr ';'             { $$ = assign(ctx, AST_ASSIGN, 0, $1, $3, @1); }
@@ -512,6 +549,12 @@ stmt:
     | KW_FOR IDENT KW_IN expr DOTDOT expr KW_STEP expr block
         { $$ = node(ctx, AST_FOR, @1); $$->name = $2; $$->a = $4.n; $$->b = $6.n;
           $$->c = $8.n; $$->body = $9; }
+    | KW_FOR IDENT KW_IN expr DOTDOT expr KW_UNROLL block
+        { $$ = node(ctx, AST_FOR, @1); $$->name = $2; $$->a = $4.n; $$->b = $6.n;
+          $$->body = $8; $$->ival = 1; }
+    | KW_FOR IDENT KW_IN expr DOTDOT expr KW_STEP expr KW_UNROLL block
+        { $$ = node(ctx, AST_FOR, @1); $$->name = $2; $$->a = $4.n; $$->b = $6.n;
+          $$->c = $8.n; $$->body = $10; $$->ival = 1; }
     | KW_WHILE expr block
         { $$ = node(ctx, AST_WHILE, @1); $$->a = $2.n; $$->body = $3; }
     | if_stmt                       { $$ = $1; }
@@ -533,6 +576,18 @@ stmt:
     | KW_SYNC ';'                   { $$ = node(ctx, AST_SYNC, @1); }
     | ';'                           { $$ = NULL; /* empty statement */ }
     | error ';'                     { $$ = NULL; yyerrok; }
+    ;
+
+/* two or more names: let a, b = f(x); */
+name_list:
+      IDENT ',' IDENT
+        { $$ = list_new(ctx);
+          Ast *a = node(ctx, AST_IDENT, @1), *b = node(ctx, AST_IDENT, @3);
+          a->name = $1; b->name = $3;
+          list_push(ctx, $$, a, 1); list_push(ctx, $$, b, 1); }
+    | name_list ',' IDENT
+        { $$ = $1; Ast *a = node(ctx, AST_IDENT, @3); a->name = $3;
+          list_push(ctx, $$, a, 1); }
     ;
 
 if_stmt:
@@ -646,6 +701,15 @@ primary:
           $$ = expr_of(ctx, n, ($3 ? $3->d : 0) + 1); }
     | KW_REPLICATED     { $$ = leaf(ctx, AST_IDENT, @1); $$.n->name = "replicated"; }
     | '(' expr ')'      { $$ = $2; }
+    | '(' expr ',' arg_list ')'
+        { Ast *n = node(ctx, AST_TUPLE, @1);
+          DslAstList *l = list_new(ctx);
+          list_push(ctx, l, $2.n, $2.d);
+          for (int i = 0; $4 && i < $4->n; i++)
+              list_push(ctx, l, $4->v[i], $4->d);
+          list_set(l, &n->list, &n->nlist);
+          $$ = expr_of(ctx, n, max2($2.d, $4 ? $4->d : 0) + 1); }
+    | STRING            { $$ = leaf(ctx, AST_STRING, @1); $$.n->name = $1; }
     ;
 
 args_opt:

@@ -172,6 +172,16 @@ static LLVMValueRef float_op(CpuGen *g, int op, LLVMValueRef *a, int n)
     case IR_FLOOR: return cpu_intrin1(g, "llvm.floor", a[0]);
     case IR_CEIL: return cpu_intrin1(g, "llvm.ceil", a[0]);
     case IR_SIGMOID: return cpu_vm_sigmoid(g, a[0]);
+    case IR_LOG1P: return cpu_call(g, dbl ? "log1p" : "log1pf", t, a, 1);
+    case IR_EXPM1: return cpu_call(g, dbl ? "expm1" : "expm1f", t, a, 1);
+    case IR_TAN: return cpu_call(g, dbl ? "tan" : "tanf", t, a, 1);
+    case IR_ATAN: return cpu_call(g, dbl ? "atan" : "atanf", t, a, 1);
+    case IR_SINH: return cpu_call(g, dbl ? "sinh" : "sinhf", t, a, 1);
+    case IR_COSH: return cpu_call(g, dbl ? "cosh" : "coshf", t, a, 1);
+    case IR_ROUND: return cpu_intrin1(g, "llvm.roundeven", a[0]);
+    case IR_TRUNC: return cpu_intrin1(g, "llvm.trunc", a[0]);
+    case IR_POW: return cpu_call(g, dbl ? "pow" : "powf", t, a, 2);
+    case IR_ATAN2: return cpu_call(g, dbl ? "atan2" : "atan2f", t, a, 2);
     case IR_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
     case IR_SUB: return LLVMBuildFSub(b, a[0], a[1], "");
     case IR_MUL: return LLVMBuildFMul(b, a[0], a[1], "");
@@ -277,6 +287,10 @@ LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a)
     LLVMValueRef r = NULL;
     switch (op) {
     case IR_CVT: return cpu_cvt(g, a[0], odt, rdt);
+    case IR_BITCAST: {
+        LLVMTypeRef rt = cpu_stype(g, rdt);
+        return LLVMTypeOf(a[0]) == rt ? a[0] : LLVMBuildBitCast(g->b, a[0], rt, "");
+    }
     case IR_SELECT: return LLVMBuildSelect(g->b, a[0], a[1], a[2], "");
     case IR_NOT: return LLVMBuildXor(g->b, a[0], LLVMConstInt(g->i1, 1, 0), "");
     case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:

@@ -65,7 +65,7 @@ static LLVMValueRef atomic_op(MemCtx *c, LLVMValueRef ptr, LLVMValueRef x,
     bool fl = dsl_is_float(dt), s = cpu_is_signed(dt);
     LLVMTypeRef it = LLVMIntTypeInContext(g->ctx, (unsigned)dsl_dtype_bytes(dt) * 8);
     LLVMValueRef ip = fl ? LLVMBuildBitCast(b, ptr, LLVMPointerType(it, 0), "") : ptr;
-    if (fl && kind == ATOM_ADD)
+    if (fl && kind == ATOM_ADD && !cpu_is_narrow(dt))
         return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, ptr, x, ar, 0);
     LLVMValueRef xi = fl ? LLVMBuildBitCast(b, x, it, "") : x;
     if (kind == ATOM_CAS) {
@@ -80,11 +80,15 @@ static LLVMValueRef atomic_op(MemCtx *c, LLVMValueRef ptr, LLVMValueRef x,
     }
     if (!fl) {
         LLVMAtomicRMWBinOp op = kind == ATOM_ADD ? LLVMAtomicRMWBinOpAdd
+            : kind == ATOM_AND ? LLVMAtomicRMWBinOpAnd
+            : kind == ATOM_OR ? LLVMAtomicRMWBinOpOr
+            : kind == ATOM_XOR ? LLVMAtomicRMWBinOpXor
             : kind == ATOM_MAX ? (s ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax)
             : (s ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin);
         return LLVMBuildAtomicRMW(b, op, ip, x, ar, 0);
     }
-    /* float max/min: compare-exchange loop, NaN propagates */
+    /* float max/min (NaN propagates) and f16/bf16 add (in f32, rounded
+     * once): compare-exchange loop */
     LLVMValueRef init = LLVMBuildLoad2(b, it, ip, "");
     LLVMSetOrdering(init, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(init, (unsigned)dsl_dtype_bytes(dt));
@@ -98,7 +102,7 @@ static LLVMValueRef atomic_op(MemCtx *c, LLVMValueRef ptr, LLVMValueRef x,
     LLVMValueRef of = LLVMBuildBitCast(b, old, c->et, "");
     IrInstr fake;
     memset(&fake, 0, sizeof fake);
-    fake.op = kind == ATOM_MAX ? IR_MAX : IR_MIN;
+    fake.op = kind == ATOM_ADD ? IR_ADD : kind == ATOM_MAX ? IR_MAX : IR_MIN;
     fake.type = ir_scalar(dt);
     fake.opnd[0] = c->in->opnd[0];
     LLVMValueRef ops[2] = {of, x};
@@ -451,7 +455,8 @@ int cpu_gen_memop(CpuGen *g, int id)
     if (in->op == IR_ATOMIC) {
         char k = dsl_dtype_kind(c.dt);
         bool okt = k == 'i' || k == 'u' ||
-                   ((c.dt == DT_F32 || c.dt == DT_F64));
+                   c.dt == DT_F32 || c.dt == DT_F64 ||
+                   ((c.dt == DT_F16 || c.dt == DT_BF16) && in->attr == ATOM_ADD);
         if (!okt)
             return cpu_fail(g, "atomic on %s tensors is not supported",
                             dsl_dtype_name(c.dt));

@@ -296,6 +296,16 @@ static const char *fn1(int op, bool dbl)
     case IR_ERF: return dbl ? "erf" : "erff";
     case IR_FLOOR: return dbl ? "floor" : "floorf";
     case IR_CEIL: return dbl ? "ceil" : "ceilf";
+    case IR_LOG1P: return dbl ? "log1p" : "log1pf";
+    case IR_EXPM1: return dbl ? "expm1" : "expm1f";
+    case IR_TAN: return dbl ? "tan" : "tanf";
+    case IR_ATAN: return dbl ? "atan" : "atanf";
+    case IR_SINH: return dbl ? "sinh" : "sinhf";
+    case IR_COSH: return dbl ? "cosh" : "coshf";
+    case IR_ROUND: return dbl ? "rint" : "rintf";
+    case IR_TRUNC: return dbl ? "trunc" : "truncf";
+    case IR_POW: return dbl ? "pow" : "powf";
+    case IR_ATAN2: return dbl ? "atan2" : "atan2f";
     default: return "?";
     }
 }
@@ -326,9 +336,34 @@ void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
         break;
     case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SQRT:
     case IR_RSQRT: case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF:
-    case IR_FLOOR: case IR_CEIL:
+    case IR_FLOOR: case IR_CEIL: case IR_LOG1P: case IR_EXPM1: case IR_TAN:
+    case IR_ATAN: case IR_SINH: case IR_COSH: case IR_ROUND: case IR_TRUNC:
         snprintf(x, n, "%s(%s)", fn1(in->op, dbl), a);
         break;
+    case IR_POW: case IR_ATAN2:
+        snprintf(x, n, "%s(%s, %s)", fn1(in->op, dbl), a, b);
+        break;
+    case IR_BITCAST: {
+        int to = in->type.dtype;
+        int fk = dsl_dtype_kind(dt), tk = dsl_dtype_kind(to);
+        int bytes = dsl_dtype_bytes(to);
+        if (fk != 'f' && tk != 'f')
+            snprintf(x, n, "(%s)%s", bk_gpu_ctype(to), a);
+        else if (bytes == 4 && fk == 'f')
+            snprintf(x, n, "(%s)__float_as_uint(%s)", bk_gpu_ctype(to), a);
+        else if (bytes == 4)
+            snprintf(x, n, "__uint_as_float((unsigned)%s)", a);
+        else if (bytes == 8 && fk == 'f')
+            snprintf(x, n, "(%s)__double_as_longlong(%s)", bk_gpu_ctype(to), a);
+        else if (bytes == 8)
+            snprintf(x, n, "__longlong_as_double((long long)%s)", a);
+        else {
+            bk_gpu_fail(em, "bitcast of %s to %s is not supported on GPUs yet",
+                        dsl_dtype_name(dt), dsl_dtype_name(to));
+            snprintf(x, n, "0");
+        }
+        break;
+    }
     case IR_CVT: {
         int to = in->type.dtype;
         if (to == DT_BOOL)

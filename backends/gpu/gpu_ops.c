@@ -527,8 +527,9 @@ static bool atom_native(int kind, int dt, char *buf, size_t n, const char *p,
     case ATOM_CAS:
         snprintf(buf, n, "blk_cas(%s, %s, %s)", p, cmp, v);
         return true;
+    default: /* and/or/xor: the CAS loop */
+        return false;
     }
-    return false;
 }
 
 void bk_gpu_emit_atomic(BkGpuEm *em, int id)
@@ -584,6 +585,9 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
         case ATOM_ADD: snprintf(x, sizeof x, "%s + %s", a, b); break;
         case ATOM_MAX: snprintf(x, sizeof x, "blk_max(%s, %s)", a, b); break;
         case ATOM_MIN: snprintf(x, sizeof x, "blk_min(%s, %s)", a, b); break;
+        case ATOM_AND: snprintf(x, sizeof x, "(%s & %s)", a, b); break;
+        case ATOM_OR: snprintf(x, sizeof x, "(%s | %s)", a, b); break;
+        case ATOM_XOR: snprintf(x, sizeof x, "(%s ^ %s)", a, b); break;
         default: snprintf(x, sizeof x, "%s", b); break;
         }
         bk_gpu_to_s(s, sizeof s, dt, x);
