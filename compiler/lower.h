@@ -56,6 +56,8 @@ typedef struct Lw {
     bool device;          /* lowering a device function */
     int in_async;         /* nesting of async { } blocks (device functions):
                              collectives are rejected there */
+    int in_exchange;      /* inside exchange { }: send/recv allowed, other
+                             collectives and return not */
     int depth;            /* loop nesting, for limits */
     bool oom;             /* allocation failed */
 } Lw;

@@ -24,6 +24,8 @@ static const struct {
     {"reduce", COLL_REDUCE, 2, 2},   /* (b, root, op = ...) */
     {"gather", COLL_GATHER, 3, 3},   /* (dst, src, root) */
     {"scatter", COLL_SCATTER, 3, 3}, /* (dst, src, root) */
+    {"send", COLL_SEND, 2, 2},       /* (b, to), inside exchange { } */
+    {"recv", COLL_RECV, 2, 2},       /* (b, from), inside exchange { } */
 };
 
 bool lw_dev_is_alloc(const Ast *e)
@@ -261,6 +263,41 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
     L->f->params[dp].written = true;
 }
 
+/* send(b, to) / recv(b, from): collected by the enclosing exchange { }. */
+static void lower_p2p(Lw *L, const Ast *e, const Ast *const *args, int kind)
+{
+    if (!L->in_exchange) {
+        dsl_error(L->diags, e->loc, "'%s' must be inside an 'exchange { }' block "
+                  "(the group that lets a ring of sends and receives progress)", e->name);
+        return;
+    }
+    int b = buffer_arg(L, args[0], e->name);
+    if (b < 0)
+        return;
+    LwVal p = lw_expr(L, args[1]);
+    if (p.bad)
+        return;
+    if (p.type.rank != 0 || !dsl_is_int(p.type.dtype)) {
+        dsl_error(L->diags, args[1]->loc, "%s: the peer must be an integer scalar", e->name);
+        return;
+    }
+    p = lw_convert(L, p, DT_I32, e->loc);
+    int peer = lw_materialize(L, &p, e->loc);
+    int id = lw_emit(L, IR_COLL, ir_scalar(DT_VOID), e->loc);
+    if (id < 0)
+        return;
+    IrInstr *in = &L->f->ins[id];
+    in->attr = kind;
+    in->axis = 0;
+    in->param = b;
+    in->xparam[0] = -1;
+    in->xparam[1] = -1;
+    in->xview[1] = -1;
+    in->opnd[0] = peer;
+    if (kind == COLL_RECV)
+        L->f->params[b].written = true;
+}
+
 void lw_dev_call(Lw *L, const Ast *e)
 {
     int k = -1;
@@ -316,6 +353,15 @@ void lw_dev_call(Lw *L, const Ast *e)
         return;
     }
     int kind = dev_calls[k].kind;
+    if (kind == COLL_SEND || kind == COLL_RECV) {
+        lower_p2p(L, e, args, kind);
+        return;
+    }
+    if (L->in_exchange) {
+        dsl_error(L->diags, e->loc, "'%s' cannot run inside an exchange block: "
+                  "only send and recv are grouped (put it after the block)", e->name);
+        return;
+    }
     if (L->in_async) {
         dsl_error(L->diags, e->loc, "'%s' cannot run inside an async block: "
                   "collectives run on the rank's main stream (put it after "
@@ -711,6 +757,22 @@ void lw_dev_stmt(Lw *L, const Ast *st)
         L->in_async++;
         lw_block_in_region(L, st->body, r);
         L->in_async--;
+        return;
+    }
+    case AST_EXCHANGE: {
+        if (L->in_async || L->in_exchange) {
+            dsl_error(L->diags, st->loc, "an exchange block cannot run inside %s: "
+                      "it is collective over the ranks", L->in_async ? "an async block" : "another exchange block");
+            return;
+        }
+        int id = lw_emit(L, IR_XCHG, ir_scalar(DT_VOID), st->loc);
+        int r = lw_new_region(L);
+        if (id < 0 || r < 0)
+            return;
+        L->f->ins[id].region[0] = r;
+        L->in_exchange++;
+        lw_block_in_region(L, st->body, r);
+        L->in_exchange--;
         return;
     }
     default:

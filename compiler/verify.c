@@ -441,6 +441,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         return check_mask(v, id, in->opnd[op == IR_STORE ? 1 : 2], &vt);
     }
     case IR_ALLOC: case IR_COPY: case IR_LAUNCH: case IR_ASYNC: case IR_SYNC:
+    case IR_XCHG:
     case IR_COLL: case IR_CALL:
         if ((op == IR_ALLOC || op == IR_COPY) &&
             (in->param < 0 || in->param >= f->nparams))

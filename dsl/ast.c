@@ -23,6 +23,7 @@ static const char *const kind_names[AST_KIND_COUNT] = {
     [AST_IF] = "if",           [AST_RETURN] = "return",
     [AST_BLOCK] = "block",     [AST_LAUNCH] = "launch",
     [AST_ASYNC] = "async",     [AST_SYNC] = "sync",
+    [AST_EXCHANGE] = "exchange",
 };
 
 const char *dsl_ast_kind_name(AstKind k)

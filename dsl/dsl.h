@@ -158,6 +158,7 @@ typedef enum {
     AST_LAUNCH,   /* launch name(list...) [grid(list2...)] */
     AST_ASYNC,    /* async body */
     AST_SYNC,     /* sync; */
+    AST_EXCHANGE, /* exchange body: a group of send/recv */
     AST_KIND_COUNT
 } AstKind;
 

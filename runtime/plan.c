@@ -50,7 +50,14 @@ struct Exec {
     int nasync, cap_async;
     bool in_async;                 /* running inside an async block */
     RtGpuCtx *g;                   /* GPU ranks: this thread's stream, or NULL */
+    struct Xchg *xg;               /* the exchange block being collected */
 };
+
+/* The sends and receives of one exchange { } block, run at its end. */
+typedef struct Xchg {
+    RtP2p *ops;
+    int n, cap;
+} Xchg;
 
 static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -546,6 +553,22 @@ static int do_coll(Exec *x, const IrInstr *in)
         }
     }
     switch (in->attr) {
+    case COLL_SEND: case COLL_RECV: {
+        Xchg *g = x->xg;
+        if (!g)
+            return fail(x, in, "send/recv outside an exchange block");
+        if (g->n == g->cap) {
+            int cap = g->cap ? 2 * g->cap : 8;
+            RtP2p *o = realloc(g->ops, sizeof *o * (size_t)cap);
+            if (!o)
+                return fail(x, in, "out of memory");
+            g->ops = o;
+            g->cap = cap;
+        }
+        g->ops[g->n++] = (RtP2p){in->attr == COLL_SEND, (int)vi(x, in->opnd[0]),
+                                 d->data, (size_t)nd * (size_t)dsl_dtype_bytes(d->dtype)};
+        return 0;
+    }
     case COLL_ALL_REDUCE:
         if (x->g)
             return gpu_coll(x, RT_COLL_ALL_REDUCE, d->data, d->data, (size_t)nd,
@@ -620,6 +643,26 @@ static int do_coll(Exec *x, const IrInstr *in)
     return fail(x, in, "unknown collective");
 }
 
+static int exec_region(Exec *x, int reg);
+
+/* exchange { ... }: run the block, collecting its send/recv, then run them
+ * as one group (rank_p2p.c). */
+static int do_xchg(Exec *x, const IrInstr *in)
+{
+    if (x->in_async)
+        return fail(x, in, "an exchange block cannot run inside an async block");
+    if (x->g)
+        return fail(x, in, "send/recv are not implemented on GPU ranks yet");
+    Xchg g = {NULL, 0, 0};
+    x->xg = &g;
+    int rc = exec_region(x, in->region[0]);
+    x->xg = NULL;
+    if (rc == 0 && rt_exchange(x->r, g.ops, g.n))
+        rc = -1;
+    free(g.ops);
+    return rc;
+}
+
 /* Returns 0, 1 after `return`, or -1 on failure. */
 static int exec_region(Exec *x, int reg)
 {
@@ -682,6 +725,7 @@ static int exec_region(Exec *x, int reg)
         case IR_ASYNC: rc = start_async(x, in); break;
         case IR_SYNC: rc = join_asyncs(x); break;
         case IR_COLL: rc = do_coll(x, in); break;
+        case IR_XCHG: rc = do_xchg(x, in); break;
         case IR_NOTIFY: case IR_WAIT: rc = do_signal(x, in); break;
         default:
             if (ir_eval_instr(f, id, &env, x->val, err, sizeof err))
