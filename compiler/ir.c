@@ -362,7 +362,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth,
         if (in->op == IR_LAUNCH)
             dsl_buf_printf(o, "grid%d=", i);
         if (in->op == IR_COLL)
-            dsl_buf_printf(o, in->attr >= COLL_SEND ? "peer=" : "root=");
+            dsl_buf_printf(o, i == 1 ? "group=" : in->attr >= COLL_SEND ? "peer=" : "root=");
         dsl_buf_printf(o, "%%%d", in->opnd[i]);
     }
     if (in->op == IR_PERMUTE) {

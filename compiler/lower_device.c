@@ -263,6 +263,39 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
     L->f->params[dp].written = true;
 }
 
+/* group(color, key) -> IR_GROUP, rank(g) -> IR_GRANK, world(g) ->
+ * IR_GWORLD: n integer scalar operands (converted to i64, i32 handle). */
+static int int_opnd(Lw *L, const Ast *a, int dtype, const char *msg, DslLoc loc)
+{
+    LwVal x = lw_expr(L, a);
+    if (x.bad)
+        return -1;
+    if (x.type.rank != 0 || !dsl_is_int(x.type.dtype)) {
+        dsl_error(L->diags, a->loc, "%s", msg);
+        return -1;
+    }
+    x = lw_convert(L, x, dtype, loc);
+    return lw_materialize(L, &x, loc);
+}
+
+static const char group_msg[] = "expected a group (let g = group(color, key))";
+
+LwVal lw_dev_group_op(Lw *L, int op, const Ast *const *args, int n, DslLoc loc)
+{
+    int v[2];
+    for (int i = 0; i < n; i++)
+        if ((v[i] = int_opnd(L, args[i], op == IR_GROUP ? DT_I64 : DT_I32,
+                             op == IR_GROUP ? "group(color, key) takes integer scalars"
+                                            : group_msg, loc)) < 0)
+            return lw_bad();
+    int id = lw_emit(L, op, ir_scalar(DT_I32), loc);
+    if (id < 0)
+        return lw_bad();
+    for (int i = 0; i < n; i++)
+        L->f->ins[id].opnd[i] = v[i];
+    return lw_ival(id, ir_scalar(DT_I32));
+}
+
 /* send(b, to) / recv(b, from): collected by the enclosing exchange { }. */
 static void lower_p2p(Lw *L, const Ast *e, const Ast *const *args, int kind)
 {
@@ -306,14 +339,17 @@ void lw_dev_call(Lw *L, const Ast *e)
             k = (int)i;
     const Ast *args[4];
     const Ast *op = NULL, *signal = NULL, *sendc = NULL, *recvc = NULL;
-    const Ast *value = NULL;
+    const Ast *value = NULL, *grp = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         const Ast *a = e->list[i];
         if (a->kind == AST_NAMED_ARG) {
             bool a2a = dev_calls[k].kind == COLL_ALL_TO_ALL;
             bool cp = dev_calls[k].kind == -1;
-            bool ok = (strcmp(a->name, "op") == 0 &&
+            bool ok = (strcmp(a->name, "group") == 0 && !cp &&
+                       dev_calls[k].kind != COLL_SEND &&
+                       dev_calls[k].kind != COLL_RECV) ||
+                      (strcmp(a->name, "op") == 0 &&
                        (dev_calls[k].kind == COLL_ALL_REDUCE ||
                         dev_calls[k].kind == COLL_REDUCE_SCATTER ||
                         dev_calls[k].kind == COLL_REDUCE || cp)) ||
@@ -325,7 +361,9 @@ void lw_dev_call(Lw *L, const Ast *e)
                 dsl_error(L->diags, a->loc, "'%s' has no argument named '%s'", e->name, a->name);
                 return;
             }
-            if (strcmp(a->name, "op") == 0)
+            if (strcmp(a->name, "group") == 0)
+                grp = a->a;
+            else if (strcmp(a->name, "op") == 0)
                 op = a->a;
             else if (strcmp(a->name, "signal") == 0)
                 signal = a->a;
@@ -412,12 +450,22 @@ void lw_dev_call(Lw *L, const Ast *e)
         r = lw_convert(L, r, DT_I32, e->loc);
         root = lw_materialize(L, &r, e->loc);
     }
+    int gv = -1; /* group = g: the collective runs within group g */
+    if (grp) {
+        if (counts[0] >= 0) {
+            dsl_error(L->diags, grp->loc, "all_to_all with send_counts does not take a group yet");
+            return;
+        }
+        if ((gv = int_opnd(L, grp, DT_I32, group_msg, grp->loc)) < 0)
+            return;
+    }
     int id = lw_emit(L, IR_COLL, ir_scalar(DT_VOID), e->loc);
     if (id < 0)
         return;
     IrInstr *in = &L->f->ins[id];
     in->attr = kind;
     in->axis = red;
+    in->opnd[1] = gv;
     in->param = dst;
     in->xparam[0] = src;
     in->xparam[1] = counts[0]; /* all_to_all: send counts buffer */

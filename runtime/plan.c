@@ -51,6 +51,11 @@ struct Exec {
     bool in_async;                 /* running inside an async block */
     RtGpuCtx *g;                   /* GPU ranks: this thread's stream, or NULL */
     struct Xchg *xg;               /* the exchange block being collected */
+    RtGroup *groups[32];           /* made by group(color, key) in this
+                                      function; a handle is the index (an
+                                      async block gets the ones made before
+                                      it) */
+    int ngroups;
 };
 
 /* The sends and receives of one exchange { } block, run at its end. */
@@ -442,6 +447,16 @@ static int start_async(Exec *x, const IrInstr *in)
     return 0;
 }
 
+/* The group a handle value names, or NULL with the error recorded. */
+static const RtGroup *group_of(Exec *x, const IrInstr *in, int vid)
+{
+    int64_t h = vi(x, vid);
+    if (h < 0 || h >= x->ngroups)
+        return fail(x, in, "%lld is not a group made in this call of %s",
+                    (long long)h, x->f->name), NULL;
+    return x->groups[h];
+}
+
 /* A collective on GPU ranks (gpu_ranks.h): buffers are device memory. */
 static int gpu_coll(Exec *x, int kind, void *dst, const void *src,
                     size_t count, const size_t *c1, const size_t *c2,
@@ -525,11 +540,97 @@ static int do_all_to_all_v(Exec *x, const IrInstr *in, const Buf *d,
     return rt_all_to_all(r, d->data, rc, s->data, sc, d->dtype);
 }
 
+static int64_t numel(const Buf *b)
+{
+    int64_t n = 1;
+    for (int i = 0; b && i < b->rank; i++)
+        n *= b->shape[i];
+    return n;
+}
+
+static bool contiguous(const Buf *b)
+{
+    int64_t st = 1;
+    for (int i = b->rank - 1; i >= 0; i--) {
+        if (b->shape[i] > 1 && b->stride[i] != st)
+            return false;
+        st *= b->shape[i];
+    }
+    return true;
+}
+
+/* A collective with group = g (rank_group.c): the sizes are checked
+ * against the group's rank count. */
+static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
+{
+    static const int kinds[] = {
+        [COLL_ALL_REDUCE] = RT_COLL_ALL_REDUCE, [COLL_ALL_GATHER] = RT_COLL_ALL_GATHER,
+        [COLL_REDUCE_SCATTER] = RT_COLL_REDUCE_SCATTER,
+        [COLL_ALL_TO_ALL] = RT_COLL_ALL_TO_ALL, [COLL_BROADCAST] = RT_COLL_BROADCAST,
+        [COLL_BARRIER] = RT_COLL_BARRIER, [COLL_REDUCE] = RT_COLL_REDUCE,
+        [COLL_GATHER] = RT_COLL_GATHER, [COLL_SCATTER] = RT_COLL_SCATTER};
+    int G = rt_group_size(grp), q = rt_group_rank(grp);
+    const char *name = rt_rank_coll_name(kinds[in->attr]);
+    RtRankColl d = {.kind = kinds[in->attr], .dtype = -1, .op = -1, .root = -1};
+    if (in->attr != COLL_BARRIER) {
+        const Buf *b = &x->buf[in->param];
+        const Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
+        if (!contiguous(b) || (s && !contiguous(s)))
+            return fail(x, in, "collectives need contiguous buffers");
+        int64_t nd = numel(b), ns = s ? numel(s) : nd;
+        d.dtype = b->dtype;
+        d.dst = b->data;
+        d.src = s ? s->data : b->data;
+        d.count = (size_t)nd;
+        if (in->attr == COLL_ALL_REDUCE || in->attr == COLL_REDUCE ||
+            in->attr == COLL_REDUCE_SCATTER)
+            d.op = in->axis;
+        if (in->attr == COLL_BROADCAST || in->attr == COLL_REDUCE ||
+            in->attr == COLL_GATHER || in->attr == COLL_SCATTER)
+            d.root = (int)vi(x, in->opnd[0]);
+        int64_t whole = 0, part = 0;
+        switch (in->attr) {
+        case COLL_ALL_GATHER: case COLL_GATHER:
+            whole = nd, part = ns, d.count = (size_t)ns;
+            break;
+        case COLL_SCATTER:
+            whole = ns, part = nd, d.count = (size_t)nd;
+            break;
+        case COLL_REDUCE_SCATTER: {
+            int64_t share = ns / G + (q < ns % G ? 1 : 0);
+            if (nd != share)
+                return fail(x, in, "reduce_scatter: dst has %lld elements, but group rank %d's share of %lld is %lld",
+                            (long long)nd, q, (long long)ns, (long long)share);
+            d.count = (size_t)ns;
+            break;
+        }
+        case COLL_ALL_TO_ALL:
+            if (ns % G || nd != ns)
+                return fail(x, in, "all_to_all: src and dst need the same size, divisible by the group's %d ranks", G);
+            d.count = (size_t)(ns / G);
+            break;
+        default: break;
+        }
+        if (whole != part * G)
+            return fail(x, in, "%s: %s has %lld elements, expected %d x %lld (the group's ranks)",
+                        name, in->attr == COLL_SCATTER ? "src" : "dst",
+                        (long long)whole, G, (long long)part);
+    }
+    return rt_group_coll(x->r, grp, &d);
+}
+
 static int do_coll(Exec *x, const IrInstr *in)
 {
     if (x->in_async)
         return fail(x, in, "collectives cannot run inside an async block");
     RtRank *r = x->r;
+    const RtGroup *grp = NULL;
+    if (in->opnd[1] >= 0 && !(grp = group_of(x, in, in->opnd[1])))
+        return -1;
+    if (grp && x->g)
+        return fail(x, in, "collectives in a group are not implemented on GPU ranks yet");
+    if (grp)
+        return group_coll(x, in, grp);
     int W = rt_rank_size(r);
     if (in->attr == COLL_BARRIER)
         return x->g && rt_gpur_finish(x->g, r) ? -1 : rt_barrier(r);
@@ -645,6 +746,24 @@ static int do_coll(Exec *x, const IrInstr *in)
 
 static int exec_region(Exec *x, int reg);
 
+/* let g = group(color, key): the handle is its index in x->groups. */
+static int do_group(Exec *x, const IrInstr *in, int id)
+{
+    if (x->in_async)
+        return fail(x, in, "group() cannot run inside an async block");
+    if (x->g)
+        return fail(x, in, "groups are not implemented on GPU ranks yet");
+    if (x->ngroups == (int)(sizeof x->groups / sizeof x->groups[0]))
+        return fail(x, in, "more than %d groups in one call of %s",
+                    (int)(sizeof x->groups / sizeof x->groups[0]), x->f->name);
+    RtGroup *g;
+    if (rt_group_split(x->r, vi(x, in->opnd[0]), vi(x, in->opnd[1]), &g))
+        return -1;
+    x->groups[x->ngroups] = g;
+    x->val[id].i = x->ngroups++;
+    return 0;
+}
+
 /* exchange { ... }: run the block, collecting its send/recv, then run them
  * as one group (rank_p2p.c). */
 static int do_xchg(Exec *x, const IrInstr *in)
@@ -681,6 +800,14 @@ static int exec_region(Exec *x, int reg)
         switch (in->op) {
         case IR_RANK: x->val[id].i = rt_rank_id(x->r); break;
         case IR_WORLD: x->val[id].i = rt_rank_size(x->r); break;
+        case IR_GROUP: rc = do_group(x, in, id); break;
+        case IR_GRANK: case IR_GWORLD: {
+            const RtGroup *g = group_of(x, in, in->opnd[0]);
+            if (!g)
+                return -1;
+            x->val[id].i = in->op == IR_GRANK ? rt_group_rank(g) : rt_group_size(g);
+            break;
+        }
         case IR_VGET: x->val[id] = x->vars[in->param]; break;
         case IR_VSET: x->vars[in->param] = x->val[in->opnd[0]]; break;
         case IR_YIELD: break;
@@ -795,6 +922,8 @@ out:
             else
                 free(x.buf[p].data);
         }
+    for (int i = 0; i < x.ngroups; i++)
+        rt_group_free(x.groups[i]);
     free(x.asyncs);
     free(x.val);
     free(x.vars);

@@ -284,6 +284,26 @@ typedef struct RtP2p {
  * receive is written. */
 int rt_exchange(RtRank *r, const RtP2p *ops, int n);
 
+/* ------------------------------------------------------------ rank_group.c */
+/* A group of ranks: MPI_Comm_split / ncclCommSplit semantics. */
+typedef struct RtGroup RtGroup;
+/* Collective over the world: the ranks with this rank's color form its
+ * group, ordered by key, ties by world rank. Returns 0 with *out (free
+ * with rt_group_free), or -1 with the error recorded. */
+int rt_group_split(RtRank *r, int64_t color, int64_t key, RtGroup **out);
+void rt_group_free(RtGroup *g);
+int rt_group_size(const RtGroup *g);
+int rt_group_rank(const RtGroup *g);   /* this rank's place in it */
+/* A collective within group g: d->kind (barrier, all_reduce, reduce,
+ * reduce_scatter (count = the source's elements, split as evenly as
+ * possible over the members), broadcast, all_gather, gather, scatter,
+ * all_to_all (count = elements per member)), dtype, op, root (a group
+ * rank), count, src, dst as for the world collectives; results are bitwise
+ * those of the same collective on a world of the members. Runs as one
+ * rt_exchange, so it is collective over the world: every rank must run the
+ * same number of group collectives (any group, any kind). */
+int rt_group_coll(RtRank *r, const RtGroup *g, const RtRankColl *d);
+
 /* ------------------------------------------------------------ rank_mpi.c */
 /* Processes an MPI launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE, ...
  * in the environment), 0 when not launched that way; this process's rank
