@@ -636,23 +636,9 @@ static int do_coll(Exec *x, const IrInstr *in)
         return x->g && rt_gpur_finish(x->g, r) ? -1 : rt_barrier(r);
     Buf *d = &x->buf[in->param];
     Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
-    int64_t nd = 1, ns = 1;
-    for (int i = 0; i < d->rank; i++)
-        nd *= d->shape[i];
-    for (int i = 0; s && i < s->rank; i++)
-        ns *= s->shape[i];
-    const Buf *bs[2] = {d, s};
-    for (int k = 0; k < 2; k++) { /* collectives work on whole, C-order buffers */
-        const Buf *b = bs[k];
-        if (!b)
-            continue;
-        int64_t st = 1;
-        for (int i = b->rank - 1; i >= 0; i--) {
-            if (b->shape[i] > 1 && b->stride[i] != st)
-                return fail(x, in, "collectives need contiguous buffers");
-            st *= b->shape[i];
-        }
-    }
+    int64_t nd = numel(d), ns = numel(s);
+    if (!contiguous(d) || (s && !contiguous(s))) /* whole, C-order buffers */
+        return fail(x, in, "collectives need contiguous buffers");
     switch (in->attr) {
     case COLL_SEND: case COLL_RECV: {
         Xchg *g = x->xg;
