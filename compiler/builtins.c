@@ -9,7 +9,7 @@ typedef enum {
     B_PID, B_NPROG, B_CDIV, B_ARANGE, B_ZEROS, B_FULL, B_RESHAPE, B_TRANS,
     B_PERMUTE, B_BROADCAST, B_MATH, B_FMA, B_MAXIMUM, B_MINIMUM, B_WHERE,
     B_REDUCE, B_CUMSUM, B_DOT, B_ATOMIC, B_LOAD, B_STORE, B_RANK, B_PEER,
-    B_NOTIFY, B_WAIT,
+    B_NOTIFY, B_WAIT, B_GROUP,
 } BuiltinKind;
 
 static const struct Builtin {
@@ -65,8 +65,9 @@ static const struct Builtin {
     {"atomic_xor", B_ATOMIC, 2, 2, "mask sem scope", ATOM_XOR},
     {"load", B_LOAD, 1, 1, "pad mask", 0},
     {"store", B_STORE, 2, 2, "mask", 0},
-    {"rank", B_RANK, 0, 0, "", IR_RANK},
-    {"world", B_RANK, 0, 0, "", IR_WORLD},
+    {"rank", B_RANK, 0, 1, "", IR_RANK},   /* rank(g): in group g */
+    {"world", B_RANK, 0, 1, "", IR_WORLD},
+    {"group", B_GROUP, 2, 2, "", 0},       /* group(color, key) */
     {"peer", B_PEER, 2, 2, "", 0},
     {"notify", B_NOTIFY, 2, 2, "op", 0},
     {"wait", B_WAIT, 1, 1, "", 0},
@@ -599,7 +600,7 @@ LwVal lw_builtin(Lw *L, const Ast *e)
     }
     if (L->device && b->kind != B_CDIV && b->kind != B_MAXIMUM &&
         b->kind != B_MINIMUM && b->kind != B_RANK && b->kind != B_NOTIFY &&
-        b->kind != B_WAIT) {
+        b->kind != B_WAIT && b->kind != B_GROUP) {
         dsl_error(L->diags, e->loc, "'%s' is a kernel builtin; it cannot be used in a device function",
                   b->name);
         return lw_bad();
@@ -802,9 +803,29 @@ LwVal lw_builtin(Lw *L, const Ast *e)
         lw_store(L, args[0], lw_expr(L, args[1]), mask, e->loc);
         return lw_cval(DT_VOID, 0, 0, false);
     case B_RANK: {
-        int id = lw_emit(L, b->sub, ir_scalar(DT_I32), e->loc);
-        return lw_ival(id, ir_scalar(DT_I32));
+        if (n == 0) {
+            int id = lw_emit(L, b->sub, ir_scalar(DT_I32), e->loc);
+            return lw_ival(id, ir_scalar(DT_I32));
+        }
+        if (!L->device) {
+            dsl_error(L->diags, e->loc, "%s(g) of a group is only in device functions", b->name);
+            return lw_bad();
+        }
+        /* rank(g) / world(g): relative to group g */
+        return lw_dev_group_op(L, b->sub == IR_RANK ? IR_GRANK : IR_GWORLD,
+                               (const Ast *const *)args, 1, e->loc);
     }
+    case B_GROUP:
+        if (!L->device) {
+            dsl_error(L->diags, e->loc, "'group' is a device-function builtin");
+            return lw_bad();
+        }
+        if (L->in_async || L->in_exchange) {
+            dsl_error(L->diags, e->loc, "'group' is collective over the ranks; it cannot run inside %s",
+                      L->in_async ? "an async block" : "an exchange block");
+            return lw_bad();
+        }
+        return lw_dev_group_op(L, IR_GROUP, (const Ast *const *)args, 2, e->loc);
     case B_PEER:
         dsl_error(L->diags, e->loc, "peer(T, r) must be indexed: peer(T, r)[i +: n]");
         return lw_bad();

@@ -290,7 +290,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth,
     }
     static const char *const coll_names[] = {"all_reduce", "all_gather",
         "reduce_scatter", "all_to_all", "broadcast", "barrier", "reduce",
-        "gather", "scatter"};
+        "gather", "scatter", "send", "recv"};
     switch (in->op) {
     case IR_ALLOC:
         dsl_buf_printf(o, " %s %s", in->attr == MEM_SYMMETRIC ? "symmetric"
@@ -363,7 +363,7 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth,
         if (in->op == IR_LAUNCH)
             dsl_buf_printf(o, "grid%d=", i);
         if (in->op == IR_COLL)
-            dsl_buf_printf(o, "root=");
+            dsl_buf_printf(o, i == 1 ? "group=" : in->attr >= COLL_SEND ? "peer=" : "root=");
         dsl_buf_printf(o, "%%%d", in->opnd[i]);
     }
     if (in->op == IR_PERMUTE) {

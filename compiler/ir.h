@@ -48,6 +48,7 @@ typedef enum {
     COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,
     COLL_BROADCAST, COLL_BARRIER,
     COLL_REDUCE, COLL_GATHER, COLL_SCATTER, /* to / from a root rank */
+    COLL_SEND, COLL_RECV, /* inside an IR_XCHG region; opnd0 = the peer */
 } IrCollKind;
 
 /* A value's type: a scalar (rank 0) or a tile with a static shape. */

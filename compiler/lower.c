@@ -489,6 +489,10 @@ void lw_stmt(Lw *L, const Ast *st)
                       L->device ? "device function" : "kernel");
             return;
         }
+        if (L->in_exchange) {
+            dsl_error(L->diags, st->loc, "'return' cannot leave an exchange block: its sends and receives run together at the block's end");
+            return;
+        }
         lw_emit(L, IR_RET, ir_scalar(DT_VOID), st->loc);
         return;
     case AST_BLOCK: {
@@ -498,12 +502,14 @@ void lw_stmt(Lw *L, const Ast *st)
     case AST_LAUNCH:
     case AST_ASYNC:
     case AST_SYNC:
+    case AST_EXCHANGE:
         if (L->device) {
             lw_dev_stmt(L, st);
             return;
         }
         dsl_error(L->diags, st->loc, "'%s' is a device-tier statement; it is not allowed in a kernel",
-                  st->kind == AST_LAUNCH ? "launch" : st->kind == AST_ASYNC ? "async" : "sync");
+                  st->kind == AST_LAUNCH ? "launch" : st->kind == AST_ASYNC ? "async"
+                  : st->kind == AST_EXCHANGE ? "exchange" : "sync");
         return;
     default:
         dsl_error(L->diags, st->loc, "expected a statement");

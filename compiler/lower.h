@@ -59,6 +59,8 @@ typedef struct Lw {
     bool device;          /* lowering a device function */
     int in_async;         /* nesting of async { } blocks (device functions):
                              collectives are rejected there */
+    int in_exchange;      /* inside exchange { }: send/recv allowed, other
+                             collectives and return not */
     int depth;            /* loop nesting, for limits */
     bool oom;             /* allocation failed */
     LwScope *global;      /* module constants: a helper's scope hangs here */
@@ -88,6 +90,9 @@ bool lw_dev_is_alloc(const Ast *e);
 bool lw_dev_is_call(const Ast *e);
 void lw_dev_alloc(Lw *L, const Ast *st);    /* let b = empty/symmetric/signals */
 void lw_dev_call(Lw *L, const Ast *e);      /* copy, collectives, barrier */
+/* group(color, key) (op IR_GROUP, 2 args), rank(g) / world(g) (IR_GRANK /
+ * IR_GWORLD, 1 arg): an i32 value */
+LwVal lw_dev_group_op(Lw *L, int op, const Ast *const *args, int n, DslLoc loc);
 void lw_dev_stmt(Lw *L, const Ast *st);     /* launch, async, sync */
 const AstFunc *lw_dev_callee(const Lw *L, const Ast *e); /* device fn called */
 void lw_dev_callfn(Lw *L, const Ast *e, const AstFunc *g); /* g(args); */

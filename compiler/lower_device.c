@@ -24,6 +24,8 @@ static const struct {
     {"reduce", COLL_REDUCE, 2, 2},   /* (b, root, op = ...) */
     {"gather", COLL_GATHER, 3, 3},   /* (dst, src, root) */
     {"scatter", COLL_SCATTER, 3, 3}, /* (dst, src, root) */
+    {"send", COLL_SEND, 2, 2},       /* (b, to), inside exchange { } */
+    {"recv", COLL_RECV, 2, 2},       /* (b, from), inside exchange { } */
 };
 
 bool lw_dev_is_alloc(const Ast *e)
@@ -261,6 +263,74 @@ static void lower_copy(Lw *L, const Ast *e, const Ast *const *args,
     L->f->params[dp].written = true;
 }
 
+/* group(color, key) -> IR_GROUP, rank(g) -> IR_GRANK, world(g) ->
+ * IR_GWORLD: n integer scalar operands (converted to i64, i32 handle). */
+static int int_opnd(Lw *L, const Ast *a, int dtype, const char *msg, DslLoc loc)
+{
+    LwVal x = lw_expr(L, a);
+    if (x.bad)
+        return -1;
+    if (x.type.rank != 0 || !dsl_is_int(x.type.dtype)) {
+        dsl_error(L->diags, a->loc, "%s", msg);
+        return -1;
+    }
+    x = lw_convert(L, x, dtype, loc);
+    return lw_materialize(L, &x, loc);
+}
+
+static const char group_msg[] = "expected a group (let g = group(color, key))";
+
+LwVal lw_dev_group_op(Lw *L, int op, const Ast *const *args, int n, DslLoc loc)
+{
+    int v[2];
+    for (int i = 0; i < n; i++)
+        if ((v[i] = int_opnd(L, args[i], op == IR_GROUP ? DT_I64 : DT_I32,
+                             op == IR_GROUP ? "group(color, key) takes integer scalars"
+                                            : group_msg, loc)) < 0)
+            return lw_bad();
+    int id = lw_emit(L, op, ir_scalar(DT_I32), loc);
+    if (id < 0)
+        return lw_bad();
+    for (int i = 0; i < n; i++)
+        L->f->ins[id].opnd[i] = v[i];
+    return lw_ival(id, ir_scalar(DT_I32));
+}
+
+/* send(b, to) / recv(b, from): collected by the enclosing exchange { }. */
+static void lower_p2p(Lw *L, const Ast *e, const Ast *const *args, int kind)
+{
+    if (!L->in_exchange) {
+        dsl_error(L->diags, e->loc, "'%s' must be inside an 'exchange { }' block "
+                  "(the group that lets a ring of sends and receives progress)", e->name);
+        return;
+    }
+    int b = buffer_arg(L, args[0], e->name);
+    if (b < 0)
+        return;
+    LwVal p = lw_expr(L, args[1]);
+    if (p.bad)
+        return;
+    if (p.type.rank != 0 || !dsl_is_int(p.type.dtype)) {
+        dsl_error(L->diags, args[1]->loc, "%s: the peer must be an integer scalar", e->name);
+        return;
+    }
+    p = lw_convert(L, p, DT_I32, e->loc);
+    int peer = lw_materialize(L, &p, e->loc);
+    int id = lw_emit(L, IR_COLL, ir_scalar(DT_VOID), e->loc);
+    if (id < 0)
+        return;
+    IrInstr *in = &L->f->ins[id];
+    in->attr = kind;
+    in->axis = 0;
+    in->param = b;
+    in->xparam[0] = -1;
+    in->xparam[1] = -1;
+    in->xview[1] = -1;
+    in->opnd[0] = peer;
+    if (kind == COLL_RECV)
+        L->f->params[b].written = true;
+}
+
 void lw_dev_call(Lw *L, const Ast *e)
 {
     int k = -1;
@@ -269,14 +339,17 @@ void lw_dev_call(Lw *L, const Ast *e)
             k = (int)i;
     const Ast *args[4];
     const Ast *op = NULL, *signal = NULL, *sendc = NULL, *recvc = NULL;
-    const Ast *value = NULL;
+    const Ast *value = NULL, *grp = NULL;
     int n = 0;
     for (int i = 0; i < e->nlist; i++) {
         const Ast *a = e->list[i];
         if (a->kind == AST_NAMED_ARG) {
             bool a2a = dev_calls[k].kind == COLL_ALL_TO_ALL;
             bool cp = dev_calls[k].kind == -1;
-            bool ok = (strcmp(a->name, "op") == 0 &&
+            bool ok = (strcmp(a->name, "group") == 0 && !cp &&
+                       dev_calls[k].kind != COLL_SEND &&
+                       dev_calls[k].kind != COLL_RECV) ||
+                      (strcmp(a->name, "op") == 0 &&
                        (dev_calls[k].kind == COLL_ALL_REDUCE ||
                         dev_calls[k].kind == COLL_REDUCE_SCATTER ||
                         dev_calls[k].kind == COLL_REDUCE || cp)) ||
@@ -288,7 +361,9 @@ void lw_dev_call(Lw *L, const Ast *e)
                 dsl_error(L->diags, a->loc, "'%s' has no argument named '%s'", e->name, a->name);
                 return;
             }
-            if (strcmp(a->name, "op") == 0)
+            if (strcmp(a->name, "group") == 0)
+                grp = a->a;
+            else if (strcmp(a->name, "op") == 0)
                 op = a->a;
             else if (strcmp(a->name, "signal") == 0)
                 signal = a->a;
@@ -316,6 +391,15 @@ void lw_dev_call(Lw *L, const Ast *e)
         return;
     }
     int kind = dev_calls[k].kind;
+    if (kind == COLL_SEND || kind == COLL_RECV) {
+        lower_p2p(L, e, args, kind);
+        return;
+    }
+    if (L->in_exchange) {
+        dsl_error(L->diags, e->loc, "'%s' cannot run inside an exchange block: "
+                  "only send and recv are grouped (put it after the block)", e->name);
+        return;
+    }
     if (L->in_async) {
         dsl_error(L->diags, e->loc, "'%s' cannot run inside an async block: "
                   "collectives run on the rank's main stream (put it after "
@@ -366,12 +450,22 @@ void lw_dev_call(Lw *L, const Ast *e)
         r = lw_convert(L, r, DT_I32, e->loc);
         root = lw_materialize(L, &r, e->loc);
     }
+    int gv = -1; /* group = g: the collective runs within group g */
+    if (grp) {
+        if (counts[0] >= 0) {
+            dsl_error(L->diags, grp->loc, "all_to_all with send_counts does not take a group yet");
+            return;
+        }
+        if ((gv = int_opnd(L, grp, DT_I32, group_msg, grp->loc)) < 0)
+            return;
+    }
     int id = lw_emit(L, IR_COLL, ir_scalar(DT_VOID), e->loc);
     if (id < 0)
         return;
     IrInstr *in = &L->f->ins[id];
     in->attr = kind;
     in->axis = red;
+    in->opnd[1] = gv;
     in->param = dst;
     in->xparam[0] = src;
     in->xparam[1] = counts[0]; /* all_to_all: send counts buffer */
@@ -711,6 +805,22 @@ void lw_dev_stmt(Lw *L, const Ast *st)
         L->in_async++;
         lw_block_in_region(L, st->body, r);
         L->in_async--;
+        return;
+    }
+    case AST_EXCHANGE: {
+        if (L->in_async || L->in_exchange) {
+            dsl_error(L->diags, st->loc, "an exchange block cannot run inside %s: "
+                      "it is collective over the ranks", L->in_async ? "an async block" : "another exchange block");
+            return;
+        }
+        int id = lw_emit(L, IR_XCHG, ir_scalar(DT_VOID), st->loc);
+        int r = lw_new_region(L);
+        if (id < 0 || r < 0)
+            return;
+        L->f->ins[id].region[0] = r;
+        L->in_exchange++;
+        lw_block_in_region(L, st->body, r);
+        L->in_exchange--;
         return;
     }
     default:

@@ -289,7 +289,8 @@ static int check_types(Ver *v, int id, const IrInstr *in)
     bool void_op = op == IR_STORE || op == IR_VSET || op == IR_WHILE ||
                    op == IR_IF || op == IR_YIELD || op == IR_RET ||
                    op == IR_NOTIFY || op == IR_WAIT ||
-                   (ir_op_flags[op] & F_DEV);
+                   ((ir_op_flags[op] & F_DEV) && op != IR_GROUP &&
+                    op != IR_GRANK && op != IR_GWORLD);
     if ((ir_op_flags[op] & F_DEV) && !f->is_device)
         return fail(v, id, "device-tier op in a kernel");
     if (void_op != (rt->dtype == DT_VOID))
@@ -449,6 +450,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         return check_mask(v, id, in->opnd[op == IR_STORE ? 1 : 2], &vt);
     }
     case IR_ALLOC: case IR_COPY: case IR_LAUNCH: case IR_ASYNC: case IR_SYNC:
+    case IR_XCHG:
     case IR_COLL: case IR_CALL:
         if ((op == IR_ALLOC || op == IR_COPY) &&
             (in->param < 0 || in->param >= f->nparams))
@@ -478,7 +480,7 @@ static int check_types(Ver *v, int id, const IrInstr *in)
         if (t0->rank != 0 || t0->dtype != DT_I64)
             return fail(v, id, "checkdim value must be an i64 scalar");
         return 0;
-    case IR_RANK: case IR_WORLD:
+    case IR_RANK: case IR_WORLD: case IR_GROUP: case IR_GRANK: case IR_GWORLD:
         if (rt->rank != 0 || rt->dtype != DT_I32)
             return fail(v, id, "result must be i32");
         return 0;

@@ -24,6 +24,7 @@ static const char *const kind_names[AST_KIND_COUNT] = {
     [AST_BLOCK] = "block",     [AST_LAUNCH] = "launch",
     [AST_ASYNC] = "async",     [AST_SYNC] = "sync",
     [AST_STRING] = "string",   [AST_TUPLE] = "tuple",
+    [AST_EXCHANGE] = "exchange",
 };
 
 const char *dsl_ast_kind_name(AstKind k)

@@ -164,6 +164,7 @@ typedef enum {
     AST_STRING,   /* "..." (name = decoded text); only an argument of
                      print / assert / static_assert */
     AST_TUPLE,    /* (a, b, ...) — list; the tiles of reduce((v, i), ...) */
+    AST_EXCHANGE, /* exchange body: a group of send/recv */
     AST_KIND_COUNT
 } AstKind;
 

@@ -336,7 +336,7 @@ static Ast *assign(DslParseCtx *c, AstKind k, int op, DslExpr a, DslExpr b,
 %token KW_WHILE "while" KW_IF "if" KW_ELSE "else" KW_RETURN "return"
 %token KW_AS "as" KW_GRID "grid" KW_WARPS "warps" KW_STAGES "stages"
 %token KW_SYMMETRIC "symmetric" KW_SIGNAL "signal" KW_SPLIT "split"
-%token KW_REPLICATED "replicated" KW_ASYNC "async" KW_SYNC "sync"
+%token KW_REPLICATED "replicated" KW_ASYNC "async" KW_SYNC "sync" KW_EXCHANGE "exchange"
 %token KW_LAUNCH "launch" KW_TRUE "true" KW_FALSE "false" KW_INF "inf"
 %token KW_NAN "nan" KW_FN "fn" KW_UNROLL "unroll"
 %token <str> STRING "string literal"
@@ -574,6 +574,7 @@ stmt:
           list_set($8, &$$->list2, &$$->nlist2); }
     | KW_ASYNC block                { $$ = node(ctx, AST_ASYNC, @1); $$->body = $2; }
     | KW_SYNC ';'                   { $$ = node(ctx, AST_SYNC, @1); }
+    | KW_EXCHANGE block             { $$ = node(ctx, AST_EXCHANGE, @1); $$->body = $2; }
     | ';'                           { $$ = NULL; /* empty statement */ }
     | error ';'                     { $$ = NULL; yyerrok; }
     ;

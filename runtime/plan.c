@@ -50,7 +50,19 @@ struct Exec {
     int nasync, cap_async;
     bool in_async;                 /* running inside an async block */
     RtGpuCtx *g;                   /* GPU ranks: this thread's stream, or NULL */
+    struct Xchg *xg;               /* the exchange block being collected */
+    RtGroup *groups[32];           /* made by group(color, key) in this
+                                      function; a handle is the index (an
+                                      async block gets the ones made before
+                                      it) */
+    int ngroups;
 };
+
+/* The sends and receives of one exchange { } block, run at its end. */
+typedef struct Xchg {
+    RtP2p *ops;
+    int n, cap;
+} Xchg;
 
 static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -435,6 +447,16 @@ static int start_async(Exec *x, const IrInstr *in)
     return 0;
 }
 
+/* The group a handle value names, or NULL with the error recorded. */
+static const RtGroup *group_of(Exec *x, const IrInstr *in, int vid)
+{
+    int64_t h = vi(x, vid);
+    if (h < 0 || h >= x->ngroups)
+        return fail(x, in, "%lld is not a group made in this call of %s",
+                    (long long)h, x->f->name), NULL;
+    return x->groups[h];
+}
+
 /* A collective on GPU ranks (gpu_ranks.h): buffers are device memory. */
 static int gpu_coll(Exec *x, int kind, void *dst, const void *src,
                     size_t count, const size_t *c1, const size_t *c2,
@@ -518,34 +540,122 @@ static int do_all_to_all_v(Exec *x, const IrInstr *in, const Buf *d,
     return rt_all_to_all(r, d->data, rc, s->data, sc, d->dtype);
 }
 
+static int64_t numel(const Buf *b)
+{
+    int64_t n = 1;
+    for (int i = 0; b && i < b->rank; i++)
+        n *= b->shape[i];
+    return n;
+}
+
+static bool contiguous(const Buf *b)
+{
+    int64_t st = 1;
+    for (int i = b->rank - 1; i >= 0; i--) {
+        if (b->shape[i] > 1 && b->stride[i] != st)
+            return false;
+        st *= b->shape[i];
+    }
+    return true;
+}
+
+/* A collective with group = g (rank_group.c): the sizes are checked
+ * against the group's rank count. */
+static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
+{
+    static const int kinds[] = {
+        [COLL_ALL_REDUCE] = RT_COLL_ALL_REDUCE, [COLL_ALL_GATHER] = RT_COLL_ALL_GATHER,
+        [COLL_REDUCE_SCATTER] = RT_COLL_REDUCE_SCATTER,
+        [COLL_ALL_TO_ALL] = RT_COLL_ALL_TO_ALL, [COLL_BROADCAST] = RT_COLL_BROADCAST,
+        [COLL_BARRIER] = RT_COLL_BARRIER, [COLL_REDUCE] = RT_COLL_REDUCE,
+        [COLL_GATHER] = RT_COLL_GATHER, [COLL_SCATTER] = RT_COLL_SCATTER};
+    int G = rt_group_size(grp), q = rt_group_rank(grp);
+    const char *name = rt_rank_coll_name(kinds[in->attr]);
+    RtRankColl d = {.kind = kinds[in->attr], .dtype = -1, .op = -1, .root = -1};
+    if (in->attr != COLL_BARRIER) {
+        const Buf *b = &x->buf[in->param];
+        const Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
+        if (!contiguous(b) || (s && !contiguous(s)))
+            return fail(x, in, "collectives need contiguous buffers");
+        int64_t nd = numel(b), ns = s ? numel(s) : nd;
+        d.dtype = b->dtype;
+        d.dst = b->data;
+        d.src = s ? s->data : b->data;
+        d.count = (size_t)nd;
+        if (in->attr == COLL_ALL_REDUCE || in->attr == COLL_REDUCE ||
+            in->attr == COLL_REDUCE_SCATTER)
+            d.op = in->axis;
+        if (in->attr == COLL_BROADCAST || in->attr == COLL_REDUCE ||
+            in->attr == COLL_GATHER || in->attr == COLL_SCATTER)
+            d.root = (int)vi(x, in->opnd[0]);
+        int64_t whole = 0, part = 0;
+        switch (in->attr) {
+        case COLL_ALL_GATHER: case COLL_GATHER:
+            whole = nd, part = ns, d.count = (size_t)ns;
+            break;
+        case COLL_SCATTER:
+            whole = ns, part = nd, d.count = (size_t)nd;
+            break;
+        case COLL_REDUCE_SCATTER: {
+            int64_t share = ns / G + (q < ns % G ? 1 : 0);
+            if (nd != share)
+                return fail(x, in, "reduce_scatter: dst has %lld elements, but group rank %d's share of %lld is %lld",
+                            (long long)nd, q, (long long)ns, (long long)share);
+            d.count = (size_t)ns;
+            break;
+        }
+        case COLL_ALL_TO_ALL:
+            if (ns % G || nd != ns)
+                return fail(x, in, "all_to_all: src and dst need the same size, divisible by the group's %d ranks", G);
+            d.count = (size_t)(ns / G);
+            break;
+        default: break;
+        }
+        if (whole != part * G)
+            return fail(x, in, "%s: %s has %lld elements, expected %d x %lld (the group's ranks)",
+                        name, in->attr == COLL_SCATTER ? "src" : "dst",
+                        (long long)whole, G, (long long)part);
+    }
+    return rt_group_coll(x->r, grp, &d);
+}
+
 static int do_coll(Exec *x, const IrInstr *in)
 {
     if (x->in_async)
         return fail(x, in, "collectives cannot run inside an async block");
     RtRank *r = x->r;
+    const RtGroup *grp = NULL;
+    if (in->opnd[1] >= 0 && !(grp = group_of(x, in, in->opnd[1])))
+        return -1;
+    if (grp && x->g)
+        return fail(x, in, "collectives in a group are not implemented on GPU ranks yet");
+    if (grp)
+        return group_coll(x, in, grp);
     int W = rt_rank_size(r);
     if (in->attr == COLL_BARRIER)
         return x->g && rt_gpur_finish(x->g, r) ? -1 : rt_barrier(r);
     Buf *d = &x->buf[in->param];
     Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
-    int64_t nd = 1, ns = 1;
-    for (int i = 0; i < d->rank; i++)
-        nd *= d->shape[i];
-    for (int i = 0; s && i < s->rank; i++)
-        ns *= s->shape[i];
-    const Buf *bs[2] = {d, s};
-    for (int k = 0; k < 2; k++) { /* collectives work on whole, C-order buffers */
-        const Buf *b = bs[k];
-        if (!b)
-            continue;
-        int64_t st = 1;
-        for (int i = b->rank - 1; i >= 0; i--) {
-            if (b->shape[i] > 1 && b->stride[i] != st)
-                return fail(x, in, "collectives need contiguous buffers");
-            st *= b->shape[i];
-        }
-    }
+    int64_t nd = numel(d), ns = numel(s);
+    if (!contiguous(d) || (s && !contiguous(s))) /* whole, C-order buffers */
+        return fail(x, in, "collectives need contiguous buffers");
     switch (in->attr) {
+    case COLL_SEND: case COLL_RECV: {
+        Xchg *g = x->xg;
+        if (!g)
+            return fail(x, in, "send/recv outside an exchange block");
+        if (g->n == g->cap) {
+            int cap = g->cap ? 2 * g->cap : 8;
+            RtP2p *o = realloc(g->ops, sizeof *o * (size_t)cap);
+            if (!o)
+                return fail(x, in, "out of memory");
+            g->ops = o;
+            g->cap = cap;
+        }
+        g->ops[g->n++] = (RtP2p){in->attr == COLL_SEND, (int)vi(x, in->opnd[0]),
+                                 d->data, (size_t)nd * (size_t)dsl_dtype_bytes(d->dtype)};
+        return 0;
+    }
     case COLL_ALL_REDUCE:
         if (x->g)
             return gpu_coll(x, RT_COLL_ALL_REDUCE, d->data, d->data, (size_t)nd,
@@ -620,6 +730,44 @@ static int do_coll(Exec *x, const IrInstr *in)
     return fail(x, in, "unknown collective");
 }
 
+static int exec_region(Exec *x, int reg);
+
+/* let g = group(color, key): the handle is its index in x->groups. */
+static int do_group(Exec *x, const IrInstr *in, int id)
+{
+    if (x->in_async)
+        return fail(x, in, "group() cannot run inside an async block");
+    if (x->g)
+        return fail(x, in, "groups are not implemented on GPU ranks yet");
+    if (x->ngroups == (int)(sizeof x->groups / sizeof x->groups[0]))
+        return fail(x, in, "more than %d groups in one call of %s",
+                    (int)(sizeof x->groups / sizeof x->groups[0]), x->f->name);
+    RtGroup *g;
+    if (rt_group_split(x->r, vi(x, in->opnd[0]), vi(x, in->opnd[1]), &g))
+        return -1;
+    x->groups[x->ngroups] = g;
+    x->val[id].i = x->ngroups++;
+    return 0;
+}
+
+/* exchange { ... }: run the block, collecting its send/recv, then run them
+ * as one group (rank_p2p.c). */
+static int do_xchg(Exec *x, const IrInstr *in)
+{
+    if (x->in_async)
+        return fail(x, in, "an exchange block cannot run inside an async block");
+    if (x->g)
+        return fail(x, in, "send/recv are not implemented on GPU ranks yet");
+    Xchg g = {NULL, 0, 0};
+    x->xg = &g;
+    int rc = exec_region(x, in->region[0]);
+    x->xg = NULL;
+    if (rc == 0 && rt_exchange(x->r, g.ops, g.n))
+        rc = -1;
+    free(g.ops);
+    return rc;
+}
+
 /* Returns 0, 1 after `return`, or -1 on failure. */
 static int exec_region(Exec *x, int reg)
 {
@@ -638,6 +786,14 @@ static int exec_region(Exec *x, int reg)
         switch (in->op) {
         case IR_RANK: x->val[id].i = rt_rank_id(x->r); break;
         case IR_WORLD: x->val[id].i = rt_rank_size(x->r); break;
+        case IR_GROUP: rc = do_group(x, in, id); break;
+        case IR_GRANK: case IR_GWORLD: {
+            const RtGroup *g = group_of(x, in, in->opnd[0]);
+            if (!g)
+                return -1;
+            x->val[id].i = in->op == IR_GRANK ? rt_group_rank(g) : rt_group_size(g);
+            break;
+        }
         case IR_VGET: x->val[id] = x->vars[in->param]; break;
         case IR_VSET: x->vars[in->param] = x->val[in->opnd[0]]; break;
         case IR_YIELD: break;
@@ -682,6 +838,7 @@ static int exec_region(Exec *x, int reg)
         case IR_ASYNC: rc = start_async(x, in); break;
         case IR_SYNC: rc = join_asyncs(x); break;
         case IR_COLL: rc = do_coll(x, in); break;
+        case IR_XCHG: rc = do_xchg(x, in); break;
         case IR_NOTIFY: case IR_WAIT: rc = do_signal(x, in); break;
         default:
             if (ir_eval_instr(f, id, &env, x->val, err, sizeof err))
@@ -751,6 +908,8 @@ out:
             else
                 free(x.buf[p].data);
         }
+    for (int i = 0; i < x.ngroups; i++)
+        rt_group_free(x.groups[i]);
     free(x.asyncs);
     free(x.val);
     free(x.vars);

@@ -521,6 +521,11 @@ int rt_mpi_coll_publish(RtMpi *m, const RtRankColl *d, size_t heap_top,
     case RT_COLL_REDUCE: case RT_COLL_GATHER: /* the root reads every src */
         src_b = d->count * es;
         break;
+    case RT_COLL_EXCHANGE: /* a stream of messages and a table of counts */
+        cnt_b = (size_t)m->n * 4 * sizeof(size_t);
+        for (int q = 0; q < m->n; q++)
+            src_b += d->counts[(size_t)q * 4 + 1];
+        break;
     case RT_COLL_SCATTER: /* every rank reads the root's src */
         src_b = d->root == m->me ? d->count * (size_t)m->n * es : 0;
         break;

@@ -388,6 +388,7 @@ const char *rt_rank_coll_name(int kind)
         "barrier",   "all_reduce", "all_gather", "reduce_scatter",
         "all_to_all", "broadcast", "sym_alloc",  "sym_release",
         "leave",      "reduce",    "gather",     "scatter",
+        "exchange",
     };
     return kind >= 0 && kind < RT_COLL_KINDS ? names[kind] : "?";
 }
@@ -396,7 +397,7 @@ static void coll_describe(const RtRankColl *c, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s(", rt_rank_coll_name(c->kind));
     const char *sep = "";
-    if (c->kind != RT_COLL_BARRIER) {
+    if (c->kind != RT_COLL_BARRIER && c->kind != RT_COLL_EXCHANGE) {
         n += snprintf(buf + n, len - (size_t)n, "count %zu", c->count);
         sep = ", ";
     }

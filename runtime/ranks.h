@@ -178,6 +178,7 @@ typedef enum {
     RT_COLL_SYM_ALLOC, RT_COLL_SYM_RELEASE,
     RT_COLL_LEAVE,       /* rt_sym_release_final: the entry has returned */
     RT_COLL_REDUCE, RT_COLL_GATHER, RT_COLL_SCATTER,
+    RT_COLL_EXCHANGE,    /* rt_exchange: a group of sends and receives */
     RT_COLL_KINDS
 } RtRankCollKind;
 
@@ -263,6 +264,45 @@ int rt_scatter(RtRank *r, void *dst, const void *src, size_t count_per_rank,
 void rt_rank_reduce(void *out, const void *const *in, int n, size_t count,
                     int dtype, int op);
 const char *rt_rank_op_name(int op); /* "sum", "max", "min" or "?" */
+
+/* ------------------------------------------------------------ rank_p2p.c */
+/* One send (bytes of buf to rank peer) or receive (bytes from rank peer
+ * into buf) of a group. */
+typedef struct RtP2p {
+    int send;      /* 1: send, 0: receive */
+    int peer;      /* the other rank */
+    void *buf;     /* send: source; receive: destination */
+    size_t bytes;  /* message size */
+} RtP2p;
+/* Run a group of n sends and receives (NCCL's grouped ncclSend/ncclRecv):
+ * collective over the world (every rank calls it, possibly with n == 0),
+ * so it cannot deadlock on the order of a ring and has the collectives'
+ * deadline. Between a pair of ranks the k-th send matches the k-th
+ * receive, with the same size, else every rank fails with "exchange
+ * mismatch: rank S sends N messages (B bytes) to rank D, but rank D
+ * receives M (C bytes) from rank S". All sends are read before any
+ * receive is written. */
+int rt_exchange(RtRank *r, const RtP2p *ops, int n);
+
+/* ------------------------------------------------------------ rank_group.c */
+/* A group of ranks: MPI_Comm_split / ncclCommSplit semantics. */
+typedef struct RtGroup RtGroup;
+/* Collective over the world: the ranks with this rank's color form its
+ * group, ordered by key, ties by world rank. Returns 0 with *out (free
+ * with rt_group_free), or -1 with the error recorded. */
+int rt_group_split(RtRank *r, int64_t color, int64_t key, RtGroup **out);
+void rt_group_free(RtGroup *g);
+int rt_group_size(const RtGroup *g);
+int rt_group_rank(const RtGroup *g);   /* this rank's place in it */
+/* A collective within group g: d->kind (barrier, all_reduce, reduce,
+ * reduce_scatter (count = the source's elements, split as evenly as
+ * possible over the members), broadcast, all_gather, gather, scatter,
+ * all_to_all (count = elements per member)), dtype, op, root (a group
+ * rank), count, src, dst as for the world collectives; results are bitwise
+ * those of the same collective on a world of the members. Runs as one
+ * rt_exchange, so it is collective over the world: every rank must run the
+ * same number of group collectives (any group, any kind). */
+int rt_group_coll(RtRank *r, const RtGroup *g, const RtRankColl *d);
 
 /* ------------------------------------------------------------ rank_mpi.c */
 /* Processes an MPI launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE, ...

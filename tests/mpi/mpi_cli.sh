@@ -4,7 +4,8 @@
 # {rank} inputs) write the same bytes as the same run on local ranks;
 # outputs without {rank} come from rank 0 only; a wait that times out and a
 # rank that returns early, and a peer busy in a kernel while the others
-# wait in all_reduce, end every process with exit 3 and a
+# wait in all_reduce, a send nobody receives and a peer busy while the
+# others wait in an exchange, end every process with exit 3 and a
 # "blkc: error: rank R: ..." line; --ranks other than -np is an error.
 # Exits 77 without MPI or mpirun.
 set -u
@@ -64,6 +65,12 @@ mpi 3 "^blkc: error: rank [0-9]+: " -- run "$F" --entry=early_return --ranks=$NP
 # it, well inside mpi()'s 20 s limit
 BLKC_COLL_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
   run "$F" --entry=busy_peer --ranks=$NP N=16
+# a send nobody receives: every rank names the pair
+P=$SRC/tests/dist/p2p.blk
+mpi 3 "^blkc: error: rank [0-9]+: exchange mismatch: rank 0 sends 1 message \(16 bytes\) to rank 1, but rank 1 receives 0 \(0 bytes\) from rank 0$" -- \
+  run "$P" --entry=lone_send --ranks=$NP N=4
+BLKC_COLL_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): exchange timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
+  run "$P" --entry=busy_ring --ranks=$NP N=16
 mpi 3 "^blkc: error: .*--ranks must equal -np" -- \
   run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$((NP + 1)) N=4 op=0
 

@@ -8,7 +8,11 @@
  * Programs: tests/dist/coll.blk — all_reduce (f32/i64/bf16, on plain
  * parameters, so staged through the heap, and on a symmetric buffer),
  * all_gather, uneven reduce_scatter, all_to_all, broadcast, a peer pull
- * with barriers and a peer push with a signal from an async block; and
+ * with barriers and a peer push with a signal from an async block;
+ * tests/dist/p2p.blk — send/recv in exchange { } blocks (a ring, both
+ * directions with a self message, an in-place rotation, conditional
+ * sends; the messages are staged through the heap); tests/dist/groups.blk
+ * — collectives within groups (group(color, key), reversed keys); and
  * lib/allreduce.blk one-shot and two-shot (peer loads and signals in
  * kernels). Exits 77 when not started by an MPI launcher or built without
  * MPI. */
@@ -18,6 +22,8 @@ static DtMod m;
 static int self; /* this process's rank */
 #include "dist/coll_cases.h"
 #include "dist/allreduce_case.h"
+#include "dist/p2p_cases.h"
+#include "dist/groups_cases.h"
 
 int main(void)
 {
@@ -49,6 +55,21 @@ int main(void)
     gather_scatter("gat_f32", true, W, 257, W - 1);
     gather_scatter("sca_f16", false, W, 33, 0);
     sym_ring_copies(W, 7, 9);
+    dt_free(&m);
+    m = dt_load("tests/dist/p2p.blk", NULL, 0);
+    pc_self = self;
+    ring(W, 1001);
+    both(W, 33, 7);
+    rotate(W, 65, W + 1);
+    star(W, 17);
+    dt_free(&m);
+    m = dt_load("tests/dist/groups.blk", NULL, 0);
+    for (int C = 1; C <= W; C *= 2) {
+        g_allreduce(W, C, 1000);
+        g_coll(W, C, 5, 1);
+        g_mixed(W, C, 33);
+        g_then_world(W, C, 65);
+    }
     dt_free(&m);
     DtMod lm = dt_load("lib/allreduce.blk", NULL, 0);
     for (int op = 0; op < 3; op++) {
