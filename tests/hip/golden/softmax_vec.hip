@@ -1,6 +1,6 @@
 // kernel softmax (.blk line 0): blockDim.x = 256 (4 warps of 64),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 8192 bytes
-extern "C" __constant__ int blk_smem_softmax = 8192;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 0 bytes
+extern "C" __constant__ int blk_smem_softmax = 0;
 extern "C" __global__ void __launch_bounds__(256) softmax(
     BlkTensor<float, 2> p_X,
     BlkTensor<float, 2> p_Y)
@@ -14,32 +14,40 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
     const int v3 = 0;
     // line 3
     const float v4 = __int_as_float(0xff800000);
-    float *v5 = (float *)(blk_smem + 0); /* f32[1024] */
-    for (int e = blk_tid * 4; e < 1024; e += 1024) { /* 4-element (16-byte) vectors */
+    alignas(16) float v5[4]; /* f32[1024], blocked: registers, runs of 4 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+        const int e = (blk_tid + blk_k * 256) * 4;
         bool blk_full;
         {
             const long long c0 = v2;
             const long long c1 = (long long)v3 + e;
             blk_full = c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1] && c1 + 4 <= p_X.shape[1];
-            if (blk_full) *(uint4 *)&v5[e] = *(const uint4 *)&p_X.data[c0 * p_X.stride[0] + c1];
+            if (blk_full) *(uint4 *)&v5[blk_k * 4] = *(const uint4 *)&p_X.data[c0 * p_X.stride[0] + c1];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = v2;
                 const long long c1 = (long long)v3 + blk_e;
-                v5[blk_e] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
+                v5[blk_k * 4 + blk_j] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
             }
         }
     }
     // line 4
-    __syncthreads();
     float v6; /* f32 */
     {
         float acc = __int_as_float(0xff800000);
-        for (int e = blk_tid; e < 1024; e += 256) {
-            const float x = v5[e];
-            acc = blk_max(acc, x);
+        #pragma unroll
+        for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+            #pragma unroll
+            for (int blk_j = 0; blk_j < 4; blk_j++) {
+                const int blk_q = blk_k * 4 + blk_j;
+                const int e = (blk_tid + blk_k * 256) * 4 + blk_j;
+                (void)blk_q; (void)e;
+                const float x = v5[blk_q];
+                acc = blk_max(acc, x);
+            }
         }
         for (int m = 32; m > 0; m >>= 1) {
             const float y = BLK_SHFL_XOR(acc, m);
@@ -56,20 +64,32 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
         }
         v6 = acc;
     }
-    __syncthreads();
     /* v7 = sub: fused into its use */
-    float *v8 = (float *)(blk_smem + 4096); /* f32[1024] */
-    for (int e = blk_tid; e < 1024; e += 256) {
-        v8[e] = expf((v5[e] - v6));
+    alignas(16) float v8[4]; /* f32[1024], blocked: registers, runs of 4 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 4; blk_j++) {
+            const int blk_q = blk_k * 4 + blk_j;
+            const int e = (blk_tid + blk_k * 256) * 4 + blk_j;
+            (void)blk_q; (void)e;
+            v8[blk_q] = expf((v5[blk_q] - v6));
+        }
     }
     // line 5
-    __syncthreads();
     float v9; /* f32 */
     {
         float acc = 0;
-        for (int e = blk_tid; e < 1024; e += 256) {
-            const float x = v8[e];
-            acc = acc + x;
+        #pragma unroll
+        for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+            #pragma unroll
+            for (int blk_j = 0; blk_j < 4; blk_j++) {
+                const int blk_q = blk_k * 4 + blk_j;
+                const int e = (blk_tid + blk_k * 256) * 4 + blk_j;
+                (void)blk_q; (void)e;
+                const float x = v8[blk_q];
+                acc = acc + x;
+            }
         }
         for (int m = 32; m > 0; m >>= 1) {
             const float y = BLK_SHFL_XOR(acc, m);
@@ -86,13 +106,14 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
         }
         v9 = acc;
     }
-    __syncthreads();
     /* v10 = div: fused into its use */
-    for (int e = blk_tid * 4; e < 1024; e += 1024) { /* 4-element (16-byte) vectors */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+        const int e = (blk_tid + blk_k * 256) * 4;
         bool blk_full;
         alignas(16) float blk_vb[4];
         #pragma unroll
-        for (int blk_j = 0; blk_j < 4; blk_j++) blk_vb[blk_j] = (v8[e + blk_j] / v9);
+        for (int blk_j = 0; blk_j < 4; blk_j++) blk_vb[blk_j] = (v8[blk_k * 4 + blk_j] / v9);
         {
             const long long c0 = v2;
             const long long c1 = (long long)v3 + e;

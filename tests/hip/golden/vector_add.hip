@@ -1,6 +1,6 @@
 // kernel vector_add (.blk line 0): blockDim.x = 256 (4 warps of 64),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 2048 bytes
-extern "C" __constant__ int blk_smem_vector_add = 2048;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 0 bytes
+extern "C" __constant__ int blk_smem_vector_add = 0;
 extern "C" __global__ void __launch_bounds__(256) vector_add(
     BlkTensor<float, 1> p_X,
     BlkTensor<float, 1> p_Y,
@@ -15,21 +15,42 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
     const int v7 = 256;
     const int v8 = (v6 * v7);
     // line 4
-    float *v9 = (float *)(blk_smem + 0); /* f32[256] */
-    for (int e = blk_tid; e < 256; e += 256) {
-        const long long c0 = (long long)v8 + e;
-        v9[e] = (c0 >= 0 && c0 < p_X.shape[0]) ? p_X.data[c0 * p_X.stride[0]] : 0;
+    alignas(16) float v9[1]; /* f32[256], blocked: registers, runs of 1 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 1 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_q = blk_k * 1 + blk_j;
+            const int e = (blk_tid + blk_k * 256) * 1 + blk_j;
+            (void)blk_q; (void)e;
+            const long long c0 = (long long)v8 + e;
+            v9[blk_q] = (c0 >= 0 && c0 < p_X.shape[0]) ? p_X.data[c0 * p_X.stride[0]] : 0;
+        }
     }
-    float *v10 = (float *)(blk_smem + 1024); /* f32[256] */
-    for (int e = blk_tid; e < 256; e += 256) {
-        const long long c0 = (long long)v8 + e;
-        v10[e] = (c0 >= 0 && c0 < p_Y.shape[0]) ? p_Y.data[c0 * p_Y.stride[0]] : 0;
+    alignas(16) float v10[1]; /* f32[256], blocked: registers, runs of 1 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 1 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_q = blk_k * 1 + blk_j;
+            const int e = (blk_tid + blk_k * 256) * 1 + blk_j;
+            (void)blk_q; (void)e;
+            const long long c0 = (long long)v8 + e;
+            v10[blk_q] = (c0 >= 0 && c0 < p_Y.shape[0]) ? p_Y.data[c0 * p_Y.stride[0]] : 0;
+        }
     }
     /* v11 = add: fused into its use */
     // line 5
     __syncthreads();
-    for (int e = blk_tid; e < 256; e += 256) {
-        const long long c0 = (long long)v8 + e;
-        if (c0 >= 0 && c0 < p_Z.shape[0]) p_Z.data[c0 * p_Z.stride[0]] = (v9[e] + v10[e]);
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 1 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_q = blk_k * 1 + blk_j;
+            const int e = (blk_tid + blk_k * 256) * 1 + blk_j;
+            (void)blk_q; (void)e;
+            const long long c0 = (long long)v8 + e;
+            if (c0 >= 0 && c0 < p_Z.shape[0]) p_Z.data[c0 * p_Z.stride[0]] = (v9[blk_q] + v10[blk_q]);
+        }
     }
 }

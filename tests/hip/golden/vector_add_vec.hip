@@ -1,6 +1,6 @@
 // kernel vector_add (.blk line 0): blockDim.x = 256 (4 warps of 64),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 2048 bytes
-extern "C" __constant__ int blk_smem_vector_add = 2048;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 0 bytes
+extern "C" __constant__ int blk_smem_vector_add = 0;
 extern "C" __global__ void __launch_bounds__(256) vector_add(
     BlkTensor<float, 1> p_X,
     BlkTensor<float, 1> p_Y,
@@ -15,46 +15,55 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
     const int v7 = 256;
     const int v8 = (v6 * v7);
     // line 4
-    float *v9 = (float *)(blk_smem + 0); /* f32[256] */
-    for (int e = blk_tid * 4; e < 256; e += 1024) { /* 4-element (16-byte) vectors */
+    alignas(16) float v9[4]; /* f32[256], blocked: registers, runs of 4 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+        const int e = (blk_tid + blk_k * 256) * 4;
+        if (e >= 256) continue;
         bool blk_full;
         {
             const long long c0 = (long long)v8 + e;
             blk_full = c0 >= 0 && c0 < p_X.shape[0] && c0 + 4 <= p_X.shape[0];
-            if (blk_full) *(uint4 *)&v9[e] = *(const uint4 *)&p_X.data[c0];
+            if (blk_full) *(uint4 *)&v9[blk_k * 4] = *(const uint4 *)&p_X.data[c0];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                v9[blk_e] = (c0 >= 0 && c0 < p_X.shape[0]) ? p_X.data[c0] : 0;
+                v9[blk_k * 4 + blk_j] = (c0 >= 0 && c0 < p_X.shape[0]) ? p_X.data[c0] : 0;
             }
         }
     }
-    float *v10 = (float *)(blk_smem + 1024); /* f32[256] */
-    for (int e = blk_tid * 4; e < 256; e += 1024) { /* 4-element (16-byte) vectors */
+    alignas(16) float v10[4]; /* f32[256], blocked: registers, runs of 4 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+        const int e = (blk_tid + blk_k * 256) * 4;
+        if (e >= 256) continue;
         bool blk_full;
         {
             const long long c0 = (long long)v8 + e;
             blk_full = c0 >= 0 && c0 < p_Y.shape[0] && c0 + 4 <= p_Y.shape[0];
-            if (blk_full) *(uint4 *)&v10[e] = *(const uint4 *)&p_Y.data[c0];
+            if (blk_full) *(uint4 *)&v10[blk_k * 4] = *(const uint4 *)&p_Y.data[c0];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                v10[blk_e] = (c0 >= 0 && c0 < p_Y.shape[0]) ? p_Y.data[c0] : 0;
+                v10[blk_k * 4 + blk_j] = (c0 >= 0 && c0 < p_Y.shape[0]) ? p_Y.data[c0] : 0;
             }
         }
     }
     /* v11 = add: fused into its use */
     // line 5
     __syncthreads();
-    for (int e = blk_tid * 4; e < 256; e += 1024) { /* 4-element (16-byte) vectors */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 1; blk_k++) { /* blocked: runs of 4 */
+        const int e = (blk_tid + blk_k * 256) * 4;
+        if (e >= 256) continue;
         bool blk_full;
         alignas(16) float blk_vb[4];
         #pragma unroll
-        for (int blk_j = 0; blk_j < 4; blk_j++) blk_vb[blk_j] = (v9[e + blk_j] + v10[e + blk_j]);
+        for (int blk_j = 0; blk_j < 4; blk_j++) blk_vb[blk_j] = (v9[blk_k * 4 + blk_j] + v10[blk_k * 4 + blk_j]);
         {
             const long long c0 = (long long)v8 + e;
             blk_full = c0 >= 0 && c0 < p_Z.shape[0] && c0 + 4 <= p_Z.shape[0];

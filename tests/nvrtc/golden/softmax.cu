@@ -1,6 +1,6 @@
 // kernel softmax (.blk line 0): blockDim.x = 128 (4 warps of 32),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 8192 bytes
-extern "C" __constant__ int blk_smem_softmax = 8192;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 0 bytes
+extern "C" __constant__ int blk_smem_softmax = 0;
 extern "C" __global__ void __launch_bounds__(128) softmax(
     BlkTensor<float, 2> p_X,
     BlkTensor<float, 2> p_Y)
@@ -14,20 +14,33 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
     const int v3 = 0;
     // line 3
     const float v4 = __int_as_float(0xff800000);
-    float *v5 = (float *)(blk_smem + 0); /* f32[1024] */
-    for (int e = blk_tid; e < 1024; e += 128) {
-        const long long c0 = v2;
-        const long long c1 = (long long)v3 + e;
-        v5[e] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1 * p_X.stride[1]] : v4;
+    alignas(16) float v5[8]; /* f32[1024], blocked: registers, runs of 1 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 8; blk_k++) { /* blocked: runs of 1 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_q = blk_k * 1 + blk_j;
+            const int e = (blk_tid + blk_k * 128) * 1 + blk_j;
+            (void)blk_q; (void)e;
+            const long long c0 = v2;
+            const long long c1 = (long long)v3 + e;
+            v5[blk_q] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1 * p_X.stride[1]] : v4;
+        }
     }
     // line 4
-    __syncthreads();
     float v6; /* f32 */
     {
         float acc = __int_as_float(0xff800000);
-        for (int e = blk_tid; e < 1024; e += 128) {
-            const float x = v5[e];
-            acc = blk_max(acc, x);
+        #pragma unroll
+        for (int blk_k = 0; blk_k < 8; blk_k++) { /* blocked: runs of 1 */
+            #pragma unroll
+            for (int blk_j = 0; blk_j < 1; blk_j++) {
+                const int blk_q = blk_k * 1 + blk_j;
+                const int e = (blk_tid + blk_k * 128) * 1 + blk_j;
+                (void)blk_q; (void)e;
+                const float x = v5[blk_q];
+                acc = blk_max(acc, x);
+            }
         }
         for (int m = 16; m > 0; m >>= 1) {
             const float y = BLK_SHFL_XOR(acc, m);
@@ -44,20 +57,32 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
         }
         v6 = acc;
     }
-    __syncthreads();
     /* v7 = sub: fused into its use */
-    float *v8 = (float *)(blk_smem + 4096); /* f32[1024] */
-    for (int e = blk_tid; e < 1024; e += 128) {
-        v8[e] = expf((v5[e] - v6));
+    alignas(16) float v8[8]; /* f32[1024], blocked: registers, runs of 1 */
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 8; blk_k++) { /* blocked: runs of 1 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_q = blk_k * 1 + blk_j;
+            const int e = (blk_tid + blk_k * 128) * 1 + blk_j;
+            (void)blk_q; (void)e;
+            v8[blk_q] = expf((v5[blk_q] - v6));
+        }
     }
     // line 5
-    __syncthreads();
     float v9; /* f32 */
     {
         float acc = 0;
-        for (int e = blk_tid; e < 1024; e += 128) {
-            const float x = v8[e];
-            acc = acc + x;
+        #pragma unroll
+        for (int blk_k = 0; blk_k < 8; blk_k++) { /* blocked: runs of 1 */
+            #pragma unroll
+            for (int blk_j = 0; blk_j < 1; blk_j++) {
+                const int blk_q = blk_k * 1 + blk_j;
+                const int e = (blk_tid + blk_k * 128) * 1 + blk_j;
+                (void)blk_q; (void)e;
+                const float x = v8[blk_q];
+                acc = acc + x;
+            }
         }
         for (int m = 16; m > 0; m >>= 1) {
             const float y = BLK_SHFL_XOR(acc, m);
@@ -74,11 +99,17 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
         }
         v9 = acc;
     }
-    __syncthreads();
     /* v10 = div: fused into its use */
-    for (int e = blk_tid; e < 1024; e += 128) {
-        const long long c0 = v2;
-        const long long c1 = (long long)v3 + e;
-        if (c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1]) p_Y.data[c0 * p_Y.stride[0] + c1 * p_Y.stride[1]] = (v8[e] / v9);
+    #pragma unroll
+    for (int blk_k = 0; blk_k < 8; blk_k++) { /* blocked: runs of 1 */
+        #pragma unroll
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_q = blk_k * 1 + blk_j;
+            const int e = (blk_tid + blk_k * 128) * 1 + blk_j;
+            (void)blk_q; (void)e;
+            const long long c0 = v2;
+            const long long c1 = (long long)v3 + e;
+            if (c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1]) p_Y.data[c0 * p_Y.stride[0] + c1 * p_Y.stride[1]] = (v8[blk_q] / v9);
+        }
     }
 }
