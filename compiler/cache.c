@@ -213,6 +213,19 @@ static void llvm_init(void)
 }
 #endif
 
+/* Which build of blkc made an entry: a hash of the compiler's sources,
+ * made at build time (cmake/build_id.cmake), so that a rebuilt compiler
+ * never serves what an older one compiled; the version string alone does
+ * not change between builds. */
+extern const char jc_build_id[];
+
+/* the GPU emitter's switch that changes its code (gpu_layouts.c) */
+static const char *gpu_switches(void)
+{
+    const char *e = getenv("BLKC_GPU_SMEM");
+    return e && *e && strcmp(e, "0") ? "gpu-smem" : "";
+}
+
 /* the CPU backend's BLKC_CPU_* switches that change its code (cpu.h) */
 static unsigned codegen_switches(void)
 {
@@ -241,6 +254,9 @@ void jc_key_begin(JcSha *s, const JcSrc *src)
     jc_sha_str(s, src->arch);
     jc_sha_i64(s, src->opt_level);
     jc_sha_i64(s, (int64_t)codegen_switches());
+    jc_sha_str(s, jc_build_id);
+    if (src->target && strcmp(src->target, "cpu"))
+        jc_sha_str(s, gpu_switches());
 }
 
 #ifdef BLKC_NO_CPU_BACKEND
