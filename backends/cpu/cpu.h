@@ -22,7 +22,7 @@
     X(NOINPLACE, "loads always copy their tile (fuse.c)")                 \
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
-    X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")
+    X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,

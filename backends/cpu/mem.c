@@ -274,7 +274,8 @@ static void store_range(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0,
  * ownership): 1.5x the traffic of the data. Rows of at least STREAM_CHUNK
  * bytes of a tensor spanning at least STREAM_MIN_BYTES are written with
  * 64-byte aligned non-temporal stores (x86 hosts with AVX, where the
- * target has them; BLKC_CPU_NOSTREAM=1: off): the head up to the first
+ * target has them) when BLKC_CPU_STREAM=1 (off by default: it slows
+ * compiles 10-40% and measured no gain on softmax; benchmarks/README.md): the head up to the first
  * 64-byte boundary and the tail are plain stores; in between, each
  * STREAM_CHUNK bytes of values are computed into an aligned stack buffer
  * (L1) and copied out with vector non-temporal stores. Results are the
@@ -289,7 +290,7 @@ static LLVMValueRef stream_cond(MemCtx *c)
     CpuGen *g = c->g;
     LLVMBuilderRef b = g->b;
     int es = dsl_dtype_bytes(c->dt), R = c->vt.rank;
-    if (g->vecw_bytes < 32 || cpu_switch(CPU_SW_NOSTREAM) || R < 1 || es < 1 ||
+    if (g->vecw_bytes < 32 || !cpu_switch(CPU_SW_STREAM) || R < 1 || es < 1 ||
         64 % es != 0 || c->vt.shape[R - 1] * es < STREAM_CHUNK ||
         c->in->opnd[3] >= 0)
         return NULL;

@@ -57,6 +57,7 @@ static void affine(blkc_module *m, int R, int N, int ld, int off, const char *wh
 
 int main(void)
 {
+    setenv("BLKC_CPU_STREAM", "1", 1); /* opt-in (backends/cpu/mem.c) */
     h_seed(5);
     blkc_module *m = h_compile(src, NULL);
 
@@ -73,7 +74,7 @@ int main(void)
             nt++;
         const char *sm = strstr(ir, "@small(");
 #if defined(__x86_64__) && defined(__GNUC__)
-        bool x86avx = __builtin_cpu_supports("avx") && !getenv("BLKC_CPU_NOSTREAM");
+        bool x86avx = __builtin_cpu_supports("avx");
 #else
         bool x86avx = false;
 #endif
