@@ -720,8 +720,47 @@ static bool same_other_dims(Lw *L, const LwVal *a, const LwVal *b, int axis, Dsl
     return ok;
 }
 
+/* assert(cond, "message"): a tile condition holds when its minimum (as
+ * i32) is non-zero. */
+static LwVal assert_call(Lw *L, const Ast *e)
+{
+    const Ast *m = e->list[1];
+    if (m->kind != AST_STRING) {
+        dsl_error(L->diags, m->loc, "assert needs a string literal message");
+        return lw_bad();
+    }
+    if (e->list[0]->kind == AST_STRING) {
+        dsl_error(L->diags, e->list[0]->loc, "assert needs a bool condition");
+        return lw_bad();
+    }
+    LwVal x = lw_expr(L, e->list[0]);
+    if (x.bad)
+        return x;
+    if (x.type.dtype != DT_BOOL) {
+        dsl_error(L->diags, e->list[0]->loc, "assert needs a bool condition");
+        return lw_bad();
+    }
+    if (x.type.rank > 0) {
+        x = lw_convert(L, x, DT_I32, e->loc);
+        while (x.type.rank > 0 && !x.bad)
+            x = reduce_axis(L, x, RED_MIN, 0, e->loc);
+        x = bin(L, OP_NE, x, lw_cval(DT_I32, 0, 0, false), e->loc);
+    }
+    int c = lw_materialize(L, &x, e->loc);
+    int k = ir_msg_add(L->mod, L->f, m->name);
+    int id = lw_emit(L, IR_ASSERT, ir_scalar(DT_VOID), e->loc);
+    if (id >= 0 && k >= 0) {
+        L->f->ins[id].opnd[0] = c;
+        L->f->ins[id].nopnd = 1;
+        L->f->ins[id].ival = k;
+    }
+    return lw_cval(DT_VOID, 0, 0, false);
+}
+
 static LwVal debug_call(Lw *L, const Ast *e)
 {
+    if (strcmp(e->name, "assert") == 0)
+        return assert_call(L, e);
     dsl_error(L->diags, e->loc, "'%s' is not implemented yet in this build of blkc",
               e->name);
     return lw_bad();

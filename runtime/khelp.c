@@ -152,3 +152,17 @@ KH_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
     }
     return 1;
 }
+
+KH_API void blkc_cpu_assert(BkLaunchCtx *ctx, const int32_t *pid, int32_t msg,
+                            int32_t line)
+{
+    int32_t zero = 0;
+    if (!__atomic_compare_exchange_n(&ctx->assert_failed, &zero, 2, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    ctx->assert_msg = msg;
+    ctx->assert_line = line;
+    for (int a = 0; a < 3; a++)
+        ctx->assert_pid[a] = pid[a];
+    __atomic_store_n(&ctx->assert_failed, 1, __ATOMIC_RELEASE);
+}

@@ -110,7 +110,8 @@ static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
 #endif
         /* helpers with side effects (signals) keep no attributes */
         bool effects = strncmp(name, "blkc_cpu_notify", 15) == 0 ||
-                       strncmp(name, "blkc_cpu_wait", 13) == 0;
+                       strncmp(name, "blkc_cpu_wait", 13) == 0 ||
+                       strncmp(name, "blkc_cpu_assert", 15) == 0;
         for (int i = 0; i < 3 && !effects; i++) {
             unsigned k = LLVMGetEnumAttributeKindForName(attrs[i],
                                                          strlen(attrs[i]));
@@ -493,6 +494,18 @@ static int gen_instr(CpuGen *g, int id)
     }
     case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_NOTIFY: case IR_WAIT:
         return cpu_gen_memop(g, id);
+    case IR_ASSERT: { /* false: record it and end this program instance */
+        LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.fail");
+        LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.ok");
+        LLVMBuildCondBr(b, g->val[in->opnd[0]], ok, bad);
+        LLVMPositionBuilderAtEnd(b, bad);
+        LLVMValueRef a[4] = {cpu_launch_ctx(g), LLVMGetParam(g->fn, 1),
+                             cpu_i32c(g, (int)in->ival), cpu_i32c(g, in->loc.line)};
+        cpu_call(g, "blkc_cpu_assert", g->vd, a, 4);
+        LLVMBuildBr(b, g->exit);
+        LLVMPositionBuilderAtEnd(b, ok);
+        return 0;
+    }
     case IR_RANK: case IR_WORLD: {
         LLVMValueRef p = cpu_gep(g, g->i32, cpu_launch_ctx(g),
                                  cpu_i64(g, in->op == IR_RANK ? 3 : 4));

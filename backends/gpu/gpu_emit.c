@@ -256,7 +256,7 @@ bool bk_gpu_uses_ranks(const IrFunc *f)
         if (in->dead)
             continue;
         if (in->op == IR_RANK || in->op == IR_WORLD || in->op == IR_NOTIFY ||
-            in->op == IR_WAIT)
+            in->op == IR_WAIT || in->op == IR_ASSERT)
             return true;
         if ((in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOMIC) &&
             in->opnd[3] >= 0)
@@ -489,6 +489,14 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_RANK: bk_gpu_line(em, "const int v%d = blk_rc.rank;", id); break;
     case IR_WORLD: bk_gpu_line(em, "const int v%d = blk_rc.world;", id); break;
     case IR_NOTIFY: case IR_WAIT: emit_signal(em, id); break;
+    case IR_ASSERT: /* the condition is uniform over the block: all return */
+        bk_gpu_line(em, "if (!v%d) {", in->opnd[0]);
+        bk_gpu_line(em, "    if (blk_tid == 0) blk_assert(blk_rc, %d, %d, %s, %s, (int)blockIdx.z);",
+                    (int)in->ival, in->loc.line, em->group_m ? "blk_pid0" : "(int)blockIdx.x",
+                    em->group_m ? "blk_pid1" : "(int)blockIdx.y");
+        bk_gpu_line(em, "    return;");
+        bk_gpu_line(em, "}");
+        break;
     default:
         bk_gpu_fail(em, "cuda/hip backend: op %s is not supported", ir_op_names[in->op]);
         break;

@@ -93,6 +93,15 @@ case_missing_source() { expect 3 "cannot read" -- check "$T/nope.blk"; one_line_
 
 # ------------------------------------------------------------ runtime: exit 3
 case_npy_missing() { expect 3 "cannot open" -- run "$DATA/vadd.blk" A=@"$T/none.npy" N=8; one_line_error; }
+case_assert_fails() {
+  "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 -5 6 7
+  expect 3 "assert\\.blk:5: kernel chk: assertion failed in program \\(1, 0, 0\\): A must be non-negative" \
+    -- run "$DATA/assert.blk" A=@"$T/a.npy" --out C="$T/c.npy"
+  one_line_error
+  "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 5 6 7
+  expect 0 "" -- run "$DATA/assert.blk" A=@"$T/a.npy" --out C="$T/c.npy"
+  dump_is "$T/c.npy" "<f4 (8,): 0 1 2 3 4 5 6 7"
+}
 case_npy_garbled() {
   echo "this is not numpy" >"$T/g.npy"
   expect 3 "bad magic" -- run "$DATA/vadd.blk" A=@"$T/g.npy"; one_line_error
