@@ -296,6 +296,13 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth,
     case IR_ATOMIC: dsl_buf_printf(o, " %s", atom_names[in->attr]); break;
     case IR_NOTIFY: dsl_buf_printf(o, " %s", in->attr ? "add" : "set"); break;
     case IR_WAIT: dsl_buf_printf(o, " %s", in->attr ? "==" : ">="); break;
+    case IR_PRINT:
+        if (in->attr == 1)
+            dsl_buf_printf(o, " \"%s\"", in->ival >= 0 && in->ival < f->nmsgs
+                                              ? f->msgs[in->ival] : "?");
+        else if (in->attr != 2)
+            dsl_buf_printf(o, " %s", in->attr == 0 ? "begin" : "end");
+        break;
     case IR_ASSERT:
         dsl_buf_printf(o, " \"%s\"", in->ival >= 0 && in->ival < f->nmsgs
                                           ? f->msgs[in->ival] : "?");

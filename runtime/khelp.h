@@ -14,6 +14,13 @@
 /* a failed assert: records the first one in ctx (the launch reports it) */
 KH_API void blkc_cpu_assert(BkLaunchCtx *ctx, const int32_t *pid, int32_t msg,
                             int32_t line);
+/* print(...): one line per call sequence begin, text/val..., end, built
+ * in a per-thread buffer and written to stderr with one write */
+KH_API void blkc_cpu_print_begin(const int32_t *pid);
+KH_API void blkc_cpu_print_text(const char *s);
+KH_API void blkc_cpu_print_val(const void *p, int32_t dtype, int32_t rank,
+                               const int64_t *shape);
+KH_API void blkc_cpu_print_end(void);
 
 #endif
 
@@ -36,5 +43,12 @@ KH_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
 /* a failed assert: records the first one in ctx (the launch reports it) */
 KH_API void blkc_cpu_assert(BkLaunchCtx *ctx, const int32_t *pid, int32_t msg,
                             int32_t line);
+/* print(...): one line per call sequence begin, text/val..., end, built
+ * in a per-thread buffer and written to stderr with one write */
+KH_API void blkc_cpu_print_begin(const int32_t *pid);
+KH_API void blkc_cpu_print_text(const char *s);
+KH_API void blkc_cpu_print_val(const void *p, int32_t dtype, int32_t rank,
+                               const int64_t *shape);
+KH_API void blkc_cpu_print_end(void);
 
 #endif

@@ -102,6 +102,13 @@ case_assert_fails() {
   expect 0 "" -- run "$DATA/assert.blk" A=@"$T/a.npy" --out C="$T/c.npy"
   dump_is "$T/c.npy" "<f4 (8,): 0 1 2 3 4 5 6 7"
 }
+case_run_print() {
+  "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 -5 6 7
+  expect 0 "" -- run "$DATA/print.blk" A=@"$T/a.npy" --out C="$T/c.npy"
+  local got; got=$(sort "$T/err")
+  [ "$got" = "pid (0, 0, 0): A [0, 1, 2, 3] sum 6
+pid (1, 0, 0): A [4, -5, 6, 7] sum 12" ] || fail "print lines: '$got'"
+}
 case_npy_garbled() {
   echo "this is not numpy" >"$T/g.npy"
   expect 3 "bad magic" -- run "$DATA/vadd.blk" A=@"$T/g.npy"; one_line_error
