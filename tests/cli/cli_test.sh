@@ -106,8 +106,15 @@ case_run_print() {
   "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 -5 6 7
   expect 0 "" -- run "$DATA/print.blk" A=@"$T/a.npy" --out C="$T/c.npy"
   local got; got=$(sort "$T/err")
-  [ "$got" = "pid (0, 0, 0): A [0, 1, 2, 3] sum 6
-pid (1, 0, 0): A [4, -5, 6, 7] sum 12" ] || fail "print lines: '$got'"
+  local want='pid (0, 0, 0): 100% "sum" 6 big false at 0
+pid (1, 0, 0): 100% "sum" 12 big true at 4'
+  [ "$got" = "$want" ] || fail "print lines: '$got'"
+  local dev
+  for dev in cuda-emu hip-emu; do # the device printf: stdout (the host's on the emulators)
+    expect 0 "" -- run "$DATA/print.blk" A=@"$T/a.npy" --out C="$T/c.npy" --device=$dev
+    got=$(sort "$T/all")
+    [ "$got" = "$want" ] || fail "$dev print lines: '$got'"
+  done
 }
 case_npy_garbled() {
   echo "this is not numpy" >"$T/g.npy"
