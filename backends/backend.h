@@ -55,6 +55,10 @@ typedef struct BkLaunchCtx {
                                  barrier timing out elsewhere lets a wait
                                  with its own deadline report first (or
                                  NULL) */
+    /* the first failed assert: set once (atomically) by blkc_cpu_assert */
+    int32_t assert_failed;    /* 0, or 1 once an assert failed */
+    int32_t assert_msg, assert_line; /* IrFunc.msgs index, source line */
+    int32_t assert_pid[3];    /* the failing program instance */
 } BkLaunchCtx;
 
 typedef void (*BkKernelFn)(void *const *args, const int32_t *pid,

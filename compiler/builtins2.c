@@ -720,11 +720,93 @@ static bool same_other_dims(Lw *L, const LwVal *a, const LwVal *b, int axis, Dsl
     return ok;
 }
 
+/* assert(cond, "message"): a tile condition holds when its minimum (as
+ * i32) is non-zero. */
+static LwVal assert_call(Lw *L, const Ast *e)
+{
+    const Ast *m = e->list[1];
+    if (m->kind != AST_STRING) {
+        dsl_error(L->diags, m->loc, "assert needs a string literal message");
+        return lw_bad();
+    }
+    if (e->list[0]->kind == AST_STRING) {
+        dsl_error(L->diags, e->list[0]->loc, "assert needs a bool condition");
+        return lw_bad();
+    }
+    LwVal x = lw_expr(L, e->list[0]);
+    if (x.bad)
+        return x;
+    if (x.type.dtype != DT_BOOL) {
+        dsl_error(L->diags, e->list[0]->loc, "assert needs a bool condition");
+        return lw_bad();
+    }
+    if (x.type.rank > 0) {
+        x = lw_convert(L, x, DT_I32, e->loc);
+        while (x.type.rank > 0 && !x.bad)
+            x = reduce_axis(L, x, RED_MIN, 0, e->loc);
+        x = bin(L, OP_NE, x, lw_cval(DT_I32, 0, 0, false), e->loc);
+    }
+    int c = lw_materialize(L, &x, e->loc);
+    int k = ir_msg_add(L->mod, L->f, m->name);
+    int id = lw_emit(L, IR_ASSERT, ir_scalar(DT_VOID), e->loc);
+    if (id >= 0 && k >= 0) {
+        L->f->ins[id].opnd[0] = c;
+        L->f->ins[id].nopnd = 1;
+        L->f->ins[id].ival = k;
+    }
+    return lw_cval(DT_VOID, 0, 0, false);
+}
+
+/* One IR_PRINT piece (see ops.def). */
+static void print_piece(Lw *L, int attr, int64_t ival, int v, DslLoc loc)
+{
+    int id = lw_emit(L, IR_PRINT, ir_scalar(DT_VOID), loc);
+    if (id < 0)
+        return;
+    L->f->ins[id].attr = attr;
+    L->f->ins[id].ival = ival;
+    L->f->ins[id].opnd[0] = v;
+    L->f->ins[id].nopnd = 1;
+}
+
+/* print(pieces...): strings and values, in order, on one line. */
+static LwVal print_call(Lw *L, const Ast *e)
+{
+    int vals[64];
+    if (e->nlist > 64) {
+        dsl_error(L->diags, e->loc, "print takes at most 64 arguments");
+        return lw_bad();
+    }
+    for (int i = 0; i < e->nlist; i++) { /* evaluate first: one block of pieces */
+        vals[i] = -1;
+        if (e->list[i]->kind == AST_STRING)
+            continue;
+        LwVal x = lw_expr(L, e->list[i]);
+        if (x.bad)
+            return x;
+        if (x.type.dtype == DT_VOID) {
+            dsl_error(L->diags, e->list[i]->loc, "print needs a value");
+            return lw_bad();
+        }
+        vals[i] = lw_materialize(L, &x, e->list[i]->loc);
+    }
+    print_piece(L, 0, 0, -1, e->loc);
+    for (int i = 0; i < e->nlist; i++) {
+        if (vals[i] >= 0) {
+            print_piece(L, 2, 0, vals[i], e->loc);
+            continue;
+        }
+        int k = ir_msg_add(L->mod, L->f, e->list[i]->name);
+        if (k >= 0)
+            print_piece(L, 1, k, -1, e->loc);
+    }
+    print_piece(L, 3, 0, -1, e->loc);
+    return lw_cval(DT_VOID, 0, 0, false);
+}
+
 static LwVal debug_call(Lw *L, const Ast *e)
 {
-    dsl_error(L->diags, e->loc, "'%s' is not implemented yet in this build of blkc",
-              e->name);
-    return lw_bad();
+    return strcmp(e->name, "assert") == 0 ? assert_call(L, e) : print_call(L, e);
 }
 
 /* ------------------------------------------------------------ dispatch */

@@ -138,6 +138,19 @@ int ir_extra_push(IrFunc *f, int32_t x)
     return f->nextra++;
 }
 
+int ir_msg_add(IrModule *m, IrFunc *f, const char *s)
+{
+    const char **nm = dsl_alloc(&m->arena, sizeof(char *) * (size_t)(f->nmsgs + 1));
+    char *c = dsl_strdup(&m->arena, s, strlen(s));
+    if (!nm || !c)
+        return -1;
+    for (int i = 0; i < f->nmsgs; i++)
+        nm[i] = f->msgs[i];
+    nm[f->nmsgs] = c;
+    f->msgs = nm;
+    return f->nmsgs++;
+}
+
 int ir_view_new(IrFunc *f, const IrView *v)
 {
     if (!grow((void **)&f->views, &f->cap_views, f->nviews + 1, sizeof(IrView)))
@@ -283,6 +296,17 @@ static void print_instr(DslBuf *o, const IrFunc *f, int id, int depth,
     case IR_ATOMIC: dsl_buf_printf(o, " %s", atom_names[in->attr]); break;
     case IR_NOTIFY: dsl_buf_printf(o, " %s", in->attr ? "add" : "set"); break;
     case IR_WAIT: dsl_buf_printf(o, " %s", in->attr ? "==" : ">="); break;
+    case IR_PRINT:
+        if (in->attr == 1)
+            dsl_buf_printf(o, " \"%s\"", in->ival >= 0 && in->ival < f->nmsgs
+                                              ? f->msgs[in->ival] : "?");
+        else if (in->attr != 2)
+            dsl_buf_printf(o, " %s", in->attr == 0 ? "begin" : "end");
+        break;
+    case IR_ASSERT:
+        dsl_buf_printf(o, " \"%s\"", in->ival >= 0 && in->ival < f->nmsgs
+                                          ? f->msgs[in->ival] : "?");
+        break;
     case IR_VGET: case IR_VSET:
         dsl_buf_printf(o, " %s", f->vars[in->param].name);
         break;

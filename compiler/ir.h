@@ -168,6 +168,8 @@ typedef struct IrFunc {
     /* the compile-time parameter values this function was built with,
      * for printing and cache keys */
     const char **cparam_names; int64_t *cparam_vals; int ncparams;
+    const char *file;             /* source file name (assert messages) */
+    const char **msgs; int nmsgs; /* ASSERT messages (module arena) */
 } IrFunc;
 
 typedef struct IrModule {
@@ -185,6 +187,7 @@ int ir_region_new(IrFunc *f, int parent);                /* returns id */
 int ir_emit(IrFunc *f, int r, int op, IrType type, DslLoc loc);
 int ir_view_new(IrFunc *f, const IrView *v);
 int ir_extra_push(IrFunc *f, int32_t x);                  /* index or -1 */
+int ir_msg_add(IrModule *m, IrFunc *f, const char *s);   /* index or -1 */
 IrType ir_scalar(int dtype);
 IrType ir_tile(int dtype, int rank, const int32_t *shape);
 int64_t ir_numel(const IrType *t);

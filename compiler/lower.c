@@ -743,6 +743,9 @@ static void lower_kernel(Lw *L, const AstFunc *fn, Define *defs, int ndefs)
     L->f = f;
     L->fn = fn;
     f->loc = fn->loc;
+    if (L->diags && L->diags->src && L->diags->src->name)
+        f->file = dsl_strdup(&L->mod->arena, L->diags->src->name,
+                             strlen(L->diags->src->name));
     f->is_device = L->device;
     if (ir_region_new(f, -1) != 0) { /* region 0: the body */
         L->oom = true;

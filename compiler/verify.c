@@ -91,7 +91,8 @@ static unsigned required_mask(const IrInstr *in)
     case IR_SCAN: case IR_VSET: case IR_IF:
         return 1;
     case IR_DOT: return 3;
-    case IR_STORE: case IR_NOTIFY: case IR_WAIT: return 1;
+    case IR_STORE: case IR_NOTIFY: case IR_WAIT: case IR_ASSERT: return 1;
+    case IR_PRINT: return in->attr == 2;
     case IR_ATOMIC: return in->attr == ATOM_CAS ? 3 : 1;
     case IR_FOR: return 7;
     case IR_YIELD: return (1u << in->nopnd) - 1;
@@ -288,7 +289,8 @@ static int check_types(Ver *v, int id, const IrInstr *in)
     int op = in->op;
     bool void_op = op == IR_STORE || op == IR_VSET || op == IR_WHILE ||
                    op == IR_IF || op == IR_YIELD || op == IR_RET ||
-                   op == IR_NOTIFY || op == IR_WAIT ||
+                   op == IR_NOTIFY || op == IR_WAIT || op == IR_ASSERT ||
+                   op == IR_PRINT ||
                    ((ir_op_flags[op] & F_DEV) && op != IR_GROUP &&
                     op != IR_GRANK && op != IR_GWORLD);
     if ((ir_op_flags[op] & F_DEV) && !f->is_device)
@@ -479,6 +481,17 @@ static int check_types(Ver *v, int id, const IrInstr *in)
             return fail(v, id, "checkdim of a bad param, dim or size");
         if (t0->rank != 0 || t0->dtype != DT_I64)
             return fail(v, id, "checkdim value must be an i64 scalar");
+        return 0;
+    case IR_PRINT:
+        if (in->attr < 0 || in->attr > 3 || (in->attr == 1 && (in->ival < 0 ||
+                                                              in->ival >= f->nmsgs)))
+            return fail(v, id, "bad print piece");
+        return 0;
+    case IR_ASSERT:
+        if (t0->rank != 0 || t0->dtype != DT_BOOL)
+            return fail(v, id, "assert condition must be a bool scalar");
+        if (in->ival < 0 || in->ival >= f->nmsgs)
+            return fail(v, id, "assert message out of range");
         return 0;
     case IR_RANK: case IR_WORLD: case IR_GROUP: case IR_GRANK: case IR_GWORLD:
         if (rt->rank != 0 || rt->dtype != DT_I32)

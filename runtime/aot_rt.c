@@ -159,6 +159,12 @@ RT_API int blkc_rt_cpu_launch(const char *kernel, blkc_rt_range_fn fn,
     char err[256];
     if (rt_pool_run((BkRangeFn)fn, args, g, &ctx, err, sizeof err))
         return blkc_rt_error(BLKC_RT_ERR_RUNTIME, "%s: %s", kernel, err);
+    if (ctx.assert_failed == 1)
+        return blkc_rt_error(BLKC_RT_ERR_RUNTIME, "%s: assertion #%d (line %d) "
+                             "failed in program (%d, %d, %d)", kernel,
+                             (int)ctx.assert_msg, (int)ctx.assert_line,
+                             (int)ctx.assert_pid[0], (int)ctx.assert_pid[1],
+                             (int)ctx.assert_pid[2]);
     if (ctx.failed)
         return blkc_rt_error(BLKC_RT_ERR_RUNTIME, "%s: a wait on signal "
                              "parameter %lld, cell %lld %s (expected %llu, "

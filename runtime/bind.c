@@ -24,6 +24,18 @@ blkc_status rt_fail(blkc_status s, char *err, size_t errlen, const char *fmt,
     return s;
 }
 
+blkc_status rt_assert_fail(const IrFunc *f, const BkLaunchCtx *ctx, char *err,
+                           size_t errlen)
+{
+    const char *msg = ctx->assert_msg >= 0 && ctx->assert_msg < f->nmsgs
+                          ? f->msgs[ctx->assert_msg] : "?";
+    return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "%s:%d: kernel %s: assertion "
+                   "failed in program (%d, %d, %d): %s",
+                   f->file ? f->file : "<input>", (int)ctx->assert_line, f->name,
+                   (int)ctx->assert_pid[0], (int)ctx->assert_pid[1],
+                   (int)ctx->assert_pid[2], msg);
+}
+
 static blkc_status bind_scalar(const IrParam *p, const blkc_arg *a,
                                RtSlot *slot, IrScalarVal *sv, char *err,
                                size_t errlen)

@@ -492,6 +492,19 @@ static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
     return st;
 }
 
+/* The error of a failed assert in the record (as the CPU's). */
+static blkc_status assert_fail(const IrFunc *f, const BkGpuFail *fr, char *err,
+                               size_t errlen)
+{
+    BkLaunchCtx c;
+    memset(&c, 0, sizeof c);
+    c.assert_msg = fr->amsg;
+    c.assert_line = fr->aline;
+    for (int a = 0; a < 3; a++)
+        c.assert_pid[a] = fr->apid[a];
+    return rt_assert_fail(f, &c, err, errlen);
+}
+
 /* Read the failure record after a synchronised launch. */
 static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
                               size_t errlen)
@@ -499,6 +512,8 @@ static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
     BkGpuFail fr;
     if (gm->g->ops->d2h(gm->g->dev, &fr, gm->fail, sizeof fr, err, errlen))
         return BLKC_ERR_RUNTIME;
+    if (fr.asserted)
+        return assert_fail(f, &fr, err, errlen);
     if (!fr.failed)
         return BLKC_OK;
     const char *sig = fr.param >= 0 && fr.param < f->nparams
@@ -766,6 +781,8 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
     BkGpuFail fr;
     if (g->ops->d2h(g->dev, &fr, rc->fail, sizeof fr, err, errlen))
         return BLKC_ERR_RUNTIME;
+    if (fr.asserted)
+        return assert_fail(f, &fr, err, errlen);
     if (!fr.failed)
         return BLKC_OK;
     const char *sig = fr.param >= 0 && fr.param < f->nparams

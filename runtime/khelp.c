@@ -6,6 +6,10 @@
 #include "khelp.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <time.h>
@@ -151,4 +155,127 @@ KH_API int32_t blkc_cpu_wait(BkLaunchCtx *ctx, uint64_t *cell, int32_t cmp,
         ctx->fail_aborted = aborted;
     }
     return 1;
+}
+
+KH_API void blkc_cpu_assert(BkLaunchCtx *ctx, const int32_t *pid, int32_t msg,
+                            int32_t line)
+{
+    int32_t zero = 0;
+    if (!__atomic_compare_exchange_n(&ctx->assert_failed, &zero, 2, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    ctx->assert_msg = msg;
+    ctx->assert_line = line;
+    for (int a = 0; a < 3; a++)
+        ctx->assert_pid[a] = pid[a];
+    __atomic_store_n(&ctx->assert_failed, 1, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------ print */
+
+static _Thread_local char pline[16384];
+static _Thread_local size_t plen;
+
+static void pput(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void pput(const char *fmt, ...)
+{
+    if (plen >= sizeof pline - 8)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(pline + plen, sizeof pline - 8 - plen, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    plen += (size_t)n < sizeof pline - 8 - plen ? (size_t)n : sizeof pline - 8 - plen;
+    if (plen >= sizeof pline - 9)
+        plen += (size_t)snprintf(pline + plen, 8, "...");
+}
+
+KH_API void blkc_cpu_print_begin(const int32_t *pid)
+{
+    plen = 0;
+    pput("pid (%d, %d, %d):", (int)pid[0], (int)pid[1], (int)pid[2]);
+}
+
+KH_API void blkc_cpu_print_text(const char *s)
+{
+    pput(" %s", s);
+}
+
+static void pelem(const unsigned char *p, int dt)
+{
+    switch (dt) {
+    case DT_BOOL: pput("%s", *p ? "true" : "false"); return;
+    case DT_I8: pput("%d", (int)*(const int8_t *)p); return;
+    case DT_I16: pput("%d", (int)*(const int16_t *)p); return;
+    case DT_I32: pput("%d", (int)*(const int32_t *)p); return;
+    case DT_I64: pput("%lld", (long long)*(const int64_t *)p); return;
+    case DT_U8: pput("%u", (unsigned)*p); return;
+    case DT_U16: pput("%u", (unsigned)*(const uint16_t *)p); return;
+    case DT_U32: pput("%u", (unsigned)*(const uint32_t *)p); return;
+    case DT_U64: pput("%llu", (unsigned long long)*(const uint64_t *)p); return;
+    case DT_F16: pput("%g", (double)blkc_cpu_f16_to_f32(*(const uint16_t *)p)); return;
+    case DT_BF16: {
+        uint32_t w = (uint32_t)*(const uint16_t *)p << 16;
+        float f;
+        memcpy(&f, &w, sizeof f);
+        pput("%g", (double)f);
+        return;
+    }
+    case DT_F32: pput("%g", (double)*(const float *)p); return;
+    case DT_F64: pput("%g", *(const double *)p); return;
+    case DT_F8E4M3: pput("%g", (double)blkc_cpu_e4m3_to_f32(*p)); return;
+    case DT_F8E5M2: pput("%g", (double)blkc_cpu_e5m2_to_f32(*p)); return;
+    default: pput("?"); return;
+    }
+}
+
+/* A tile as nested lists, row-major, then its shape when rank >= 2:
+ * [[1, 2], [3, 4]] (shape [2, 2]) */
+KH_API void blkc_cpu_print_val(const void *p, int32_t dtype, int32_t rank,
+                               const int64_t *shape)
+{
+    const unsigned char *b = p;
+    size_t es = dtype == DT_I64 || dtype == DT_U64 || dtype == DT_F64 ? 8
+                : dtype == DT_I32 || dtype == DT_U32 || dtype == DT_F32 ? 4
+                : dtype == DT_I16 || dtype == DT_U16 || dtype == DT_F16 ||
+                          dtype == DT_BF16 ? 2 : 1;
+    pput(" ");
+    if (rank <= 0) {
+        pelem(b, dtype);
+        return;
+    }
+    int64_t n = 1, idx[IR_MAX_RANK] = {0};
+    for (int d = 0; d < rank; d++)
+        n *= shape[d];
+    for (int d = 0; d < rank; d++)
+        pput("[");
+    for (int64_t i = 0; i < n; i++) {
+        pelem(b + (size_t)i * es, dtype);
+        int d = rank - 1;
+        while (d >= 0 && ++idx[d] == shape[d]) {
+            idx[d--] = 0;
+            pput("]");
+        }
+        if (d >= 0) {
+            pput(", ");
+            for (int k = d + 1; k < rank; k++)
+                pput("[");
+        }
+    }
+    if (rank >= 2) {
+        pput(" (shape [");
+        for (int d = 0; d < rank; d++)
+            pput("%s%lld", d ? ", " : "", (long long)shape[d]);
+        pput("])");
+    }
+}
+
+KH_API void blkc_cpu_print_end(void)
+{
+    pline[plen++] = '\n';
+    ssize_t w = write(2, pline, plen);
+    (void)w;
+    plen = 0;
 }

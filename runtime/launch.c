@@ -188,6 +188,8 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
             return BLKC_ERR_RUNTIME;
         }
     }
+    if (__atomic_load_n(&ctx.assert_failed, __ATOMIC_ACQUIRE) == 1)
+        return rt_assert_fail(f, &ctx, err, errlen);
     if (__atomic_load_n(&ctx.failed, __ATOMIC_ACQUIRE)) {
         const char *sig = ctx.fail_param >= 0 && ctx.fail_param < f->nparams
                               ? f->params[ctx.fail_param].name : "?";

@@ -91,6 +91,10 @@ const char *rt_npy_descr(int dtype);
 /* Write fmt into (err, errlen) and return s. */
 blkc_status rt_fail(blkc_status s, char *err, size_t errlen, const char *fmt,
                     ...) __attribute__((format(printf, 4, 5)));
+/* The error of a failed assert recorded in ctx (CPU and GPU launches):
+ * `FILE:LINE: kernel K: assertion failed in program (x, y, z): MESSAGE` */
+blkc_status rt_assert_fail(const IrFunc *f, const BkLaunchCtx *ctx, char *err,
+                           size_t errlen);
 
 /* Kernels with at most this many params and syms bind without the heap. */
 #define RT_BIND_SMALL 32

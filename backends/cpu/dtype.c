@@ -18,6 +18,11 @@ const CpuHelper cpu_helpers[] = {
     {"blkc_cpu_e5m2_to_f32", (void (*)(void))blkc_cpu_e5m2_to_f32},
     {"blkc_cpu_notify", (void (*)(void))blkc_cpu_notify},
     {"blkc_cpu_wait", (void (*)(void))blkc_cpu_wait},
+    {"blkc_cpu_assert", (void (*)(void))blkc_cpu_assert},
+    {"blkc_cpu_print_begin", (void (*)(void))blkc_cpu_print_begin},
+    {"blkc_cpu_print_text", (void (*)(void))blkc_cpu_print_text},
+    {"blkc_cpu_print_val", (void (*)(void))blkc_cpu_print_val},
+    {"blkc_cpu_print_end", (void (*)(void))blkc_cpu_print_end},
     /* compiler-rt names LLVM may call for half conversions without F16C */
     {"__gnu_h2f_ieee", (void (*)(void))blkc_cpu_f16_to_f32},
     {"__extendhfsf2", (void (*)(void))blkc_cpu_f16_to_f32},

@@ -99,7 +99,7 @@ static bool fusible_reduce(CpuGen *g, int r, int L)
 static bool writes_memory(int op)
 {
     return op == IR_STORE || op == IR_ATOMIC || op == IR_NOTIFY ||
-           op == IR_WAIT;
+           op == IR_WAIT || op == IR_ASSERT || op == IR_PRINT;
 }
 
 static bool region_writes(const IrFunc *f, int r)

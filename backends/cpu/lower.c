@@ -96,6 +96,44 @@ LLVMValueRef cpu_elem(CpuGen *g, int id, LLVMValueRef lin)
                      t->dtype);
 }
 
+/* One piece of print(...) (see ops.def): a value is copied to a
+ * row-major buffer and formatted by blkc_cpu_print_val. */
+static int gen_print(CpuGen *g, const IrInstr *in)
+{
+    LLVMBuilderRef b = g->b;
+    if (in->attr == 0) {
+        LLVMValueRef a[1] = {LLVMGetParam(g->fn, 1)};
+        cpu_call(g, "blkc_cpu_print_begin", g->vd, a, 1);
+    } else if (in->attr == 1) {
+        LLVMValueRef a[1] = {LLVMBuildGlobalStringPtr(b, g->f->msgs[in->ival], "")};
+        cpu_call(g, "blkc_cpu_print_text", g->vd, a, 1);
+    } else if (in->attr == 3) {
+        cpu_call(g, "blkc_cpu_print_end", g->vd, NULL, 0);
+    } else {
+        const IrType *t = &g->f->ins[in->opnd[0]].type;
+        int32_t one = 1;
+        IrType bt = t->rank ? *t : ir_tile(t->dtype, 1, &one);
+        int64_t n = ir_numel(&bt);
+        LLVMValueRef buf = cpu_tile_buf(g, &bt);
+        LLVMTypeRef mt = cpu_mtype(g, t->dtype);
+        CpuLoop l;
+        cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, n));
+        cpu_mstore(g, cpu_elem(g, in->opnd[0], l.iv), cpu_gep(g, mt, buf, l.iv), t->dtype);
+        cpu_loop_close(g, &l);
+        LLVMValueRef dims[IR_MAX_RANK];
+        for (int d = 0; d < bt.rank; d++)
+            dims[d] = cpu_i64(g, bt.shape[d]);
+        LLVMTypeRef at = LLVMArrayType(g->i64, (unsigned)bt.rank);
+        LLVMValueRef gv = LLVMAddGlobal(g->mod, at, "");
+        LLVMSetInitializer(gv, LLVMConstArray(g->i64, dims, (unsigned)bt.rank));
+        LLVMSetGlobalConstant(gv, 1);
+        LLVMSetLinkage(gv, LLVMPrivateLinkage);
+        LLVMValueRef a[4] = {buf, cpu_i32c(g, t->dtype), cpu_i32c(g, t->rank), gv};
+        cpu_call(g, "blkc_cpu_print_val", g->vd, a, 4);
+    }
+    return 0;
+}
+
 static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
 {
     LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
@@ -110,7 +148,9 @@ static LLVMValueRef declare(CpuGen *g, const char *name, LLVMTypeRef fty)
 #endif
         /* helpers with side effects (signals) keep no attributes */
         bool effects = strncmp(name, "blkc_cpu_notify", 15) == 0 ||
-                       strncmp(name, "blkc_cpu_wait", 13) == 0;
+                       strncmp(name, "blkc_cpu_wait", 13) == 0 ||
+                       strncmp(name, "blkc_cpu_assert", 15) == 0 ||
+                       strncmp(name, "blkc_cpu_print", 14) == 0;
         for (int i = 0; i < 3 && !effects; i++) {
             unsigned k = LLVMGetEnumAttributeKindForName(attrs[i],
                                                          strlen(attrs[i]));
@@ -493,6 +533,20 @@ static int gen_instr(CpuGen *g, int id)
     }
     case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_NOTIFY: case IR_WAIT:
         return cpu_gen_memop(g, id);
+    case IR_PRINT:
+        return gen_print(g, in);
+    case IR_ASSERT: { /* false: record it and end this program instance */
+        LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.fail");
+        LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.ok");
+        LLVMBuildCondBr(b, g->val[in->opnd[0]], ok, bad);
+        LLVMPositionBuilderAtEnd(b, bad);
+        LLVMValueRef a[4] = {cpu_launch_ctx(g), LLVMGetParam(g->fn, 1),
+                             cpu_i32c(g, (int)in->ival), cpu_i32c(g, in->loc.line)};
+        cpu_call(g, "blkc_cpu_assert", g->vd, a, 4);
+        LLVMBuildBr(b, g->exit);
+        LLVMPositionBuilderAtEnd(b, ok);
+        return 0;
+    }
     case IR_RANK: case IR_WORLD: {
         LLVMValueRef p = cpu_gep(g, g->i32, cpu_launch_ctx(g),
                                  cpu_i64(g, in->op == IR_RANK ? 3 : 4));

@@ -63,11 +63,15 @@ typedef struct BkGpuRankCtx {
                                  kHz); <= 0: 5 s */
 } BkGpuRankCtx;
 
-/* The failure record a timed-out wait writes (generated `struct BlkFail`). */
+/* The failure record a timed-out wait or a failed assert writes
+ * (generated `struct BlkFail`). */
 typedef struct BkGpuFail {
     int32_t failed, aborted;
     int64_t param, cell;      /* signal tensor param, element offset */
     uint64_t expected, seen;
+    int32_t asserted;         /* 1: an assert failed (the first one:) */
+    int32_t amsg, aline;      /* its IrFunc.msgs index and source line */
+    int32_t apid[3];          /* its program id */
 } BkGpuFail;
 
 /* Whether kernel f uses rank builtins (and so takes a BlkRankCtx). */

@@ -93,6 +93,29 @@ case_missing_source() { expect 3 "cannot read" -- check "$T/nope.blk"; one_line_
 
 # ------------------------------------------------------------ runtime: exit 3
 case_npy_missing() { expect 3 "cannot open" -- run "$DATA/vadd.blk" A=@"$T/none.npy" N=8; one_line_error; }
+case_assert_fails() {
+  "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 -5 6 7
+  expect 3 "assert\\.blk:5: kernel chk: assertion failed in program \\(1, 0, 0\\): A must be non-negative" \
+    -- run "$DATA/assert.blk" A=@"$T/a.npy" --out C="$T/c.npy"
+  one_line_error
+  "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 5 6 7
+  expect 0 "" -- run "$DATA/assert.blk" A=@"$T/a.npy" --out C="$T/c.npy"
+  dump_is "$T/c.npy" "<f4 (8,): 0 1 2 3 4 5 6 7"
+}
+case_run_print() {
+  "$NPY" write "$T/a.npy" '<f4' 8 0 1 2 3 4 -5 6 7
+  expect 0 "" -- run "$DATA/print.blk" A=@"$T/a.npy" --out C="$T/c.npy"
+  local got; got=$(sort "$T/err")
+  local want='pid (0, 0, 0): 100% "sum" 6 big false at 0
+pid (1, 0, 0): 100% "sum" 12 big true at 4'
+  [ "$got" = "$want" ] || fail "print lines: '$got'"
+  local dev
+  for dev in cuda-emu hip-emu; do # the device printf: stdout (the host's on the emulators)
+    expect 0 "" -- run "$DATA/print.blk" A=@"$T/a.npy" --out C="$T/c.npy" --device=$dev
+    got=$(sort "$T/all")
+    [ "$got" = "$want" ] || fail "$dev print lines: '$got'"
+  done
+}
 case_npy_garbled() {
   echo "this is not numpy" >"$T/g.npy"
   expect 3 "bad magic" -- run "$DATA/vadd.blk" A=@"$T/g.npy"; one_line_error
