@@ -51,7 +51,10 @@ static void omp_for(void *user, int64_t n, void (*body)(void *, int64_t),
 {
     (void)user;
     __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
-#pragma omp parallel for schedule(dynamic, 1)
+    /* static: each thread of the team owns its share of the items however
+     * the OS schedules them (dynamic let one thread take all of a launch's
+     * items on a loaded machine, and the check below failed in a fresh-check) */
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
         __atomic_or_fetch(&used_mask, 1ul << (omp_get_thread_num() & 63),
                           __ATOMIC_RELAXED);
