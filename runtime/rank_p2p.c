@@ -94,9 +94,9 @@ int rt_exchange(RtRank *r, const RtP2p *ops, int n)
     }
     RtRankColl d = {.kind = RT_COLL_EXCHANGE, .dtype = -1, .op = -1,
                     .root = -1, .count = 0, .src = stream, .counts = tab};
-    if (rt_rank_coll_begin(r, &d)) {
-        free(stream);
-        free(tab);
+    if (rt_rank_coll_begin(r, &d)) { /* peers may have seen d already */
+        rt_rank_keep(r, stream);
+        rt_rank_keep(r, tab);
         return -1;
     }
     int rc = check_pairs(r, N);
@@ -132,7 +132,12 @@ int rt_exchange(RtRank *r, const RtP2p *ops, int n)
     }
     if (rt_rank_coll_end(r))
         rc = -1;
-    free(stream);
-    free(tab);
+    if (rc) { /* a failed end returns before every peer is done reading */
+        rt_rank_keep(r, stream);
+        rt_rank_keep(r, tab);
+    } else {
+        free(stream);
+        free(tab);
+    }
     return rc;
 }

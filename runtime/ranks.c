@@ -39,6 +39,8 @@ struct RtRank {
     unsigned bar_arrived;    /* atomic: 1 + the barrier generation it last
                                 arrived at (who is missing, on a timeout) */
     RtRankColl coll[2];      /* published descriptors, by seq parity */
+    void *kept[4];           /* buffers of failed collectives that peers may
+                                still read (rt_rank_keep): freed with the world */
     pthread_t thread;
     _Alignas(CACHELINE) char pad_[CACHELINE];
 };
@@ -615,6 +617,8 @@ static int world_init(RtWorld *w, int kind, int nranks, char *err,
     w->fail_rank = -1;
     pthread_mutex_init(&w->lock, NULL);
     w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
+    if (w->ranks)
+        memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
     w->heap_base = calloc((size_t)nranks, sizeof(char *));
     if (!w->ranks || !w->heap_base) {
         snprintf(err, errlen, "out of memory creating a world of %d ranks",
@@ -622,7 +626,6 @@ static int world_init(RtWorld *w, int kind, int nranks, char *err,
         rt_world_destroy(w);
         return -1;
     }
-    memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
     return 0;
 }
 
@@ -678,6 +681,15 @@ int rt_world_create(int nranks, size_t heap_bytes, RtWorld **out, char *err,
     return 0;
 }
 
+void rt_rank_keep(RtRank *r, void *p)
+{
+    if (!p)
+        return;
+    free(r->kept[0]); /* the oldest: its collective ended long ago */
+    memmove(&r->kept[0], &r->kept[1], 3 * sizeof r->kept[0]);
+    r->kept[3] = p;
+}
+
 void rt_world_destroy(RtWorld *w)
 {
     if (!w)
@@ -687,6 +699,9 @@ void rt_world_destroy(RtWorld *w)
     else if (w->heap)
         munmap(w->heap, w->heap_stride * (size_t)w->nranks);
     free(w->heap_base);
+    for (int q = 0; w->ranks && q < w->nranks; q++)
+        for (int k = 0; k < 4; k++)
+            free(w->ranks[q].kept[k]);
     free(w->ranks);
     pthread_mutex_destroy(&w->lock);
     free(w);

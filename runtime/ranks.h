@@ -199,6 +199,10 @@ typedef struct RtRankColl {
 
 int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc);
 const RtRankColl *rt_rank_coll_peer(const RtRank *r, int peer);
+/* Hands a buffer that a published descriptor points at to the world when
+ * the collective failed: peers that have not seen the failure yet may
+ * still read it, so it is freed with the world, not now. */
+void rt_rank_keep(RtRank *r, void *p);
 int rt_rank_coll_sync(RtRank *r);
 int rt_rank_coll_end(RtRank *r);
 const char *rt_rank_coll_name(int kind); /* "all_reduce", ... */
