@@ -138,7 +138,7 @@ static int dtype_arg(Lw *L, const Ast *e)
     return dt;
 }
 
-static bool axis_arg(Lw *L, const Ast *e, int rank, int *axis)
+bool lw_axis_arg(Lw *L, const Ast *e, int rank, int *axis)
 {
     int64_t a;
     if (!lw_const_int(L, e, "axis", &a))
@@ -159,7 +159,7 @@ static LwVal b_reduce(Lw *L, const struct Builtin *b, Ast **args, int n,
     if (x.bad)
         return x;
     int axis = -1;
-    if (n == 2 && !axis_arg(L, args[1], x.type.rank ? x.type.rank : 1, &axis))
+    if (n == 2 && !lw_axis_arg(L, args[1], x.type.rank ? x.type.rank : 1, &axis))
         return lw_bad();
     int dt = x.type.dtype;
     if (b->sub == RED_ARGMAX || b->sub == RED_ARGMIN)
@@ -486,7 +486,7 @@ static LwVal b_shape(Lw *L, const struct Builtin *b, Ast **args, int n,
         bool seen[IR_MAX_RANK] = {false};
         for (int i = 1; i < n; i++) {
             int ax;
-            if (!axis_arg(L, args[i], x.type.rank, &ax))
+            if (!lw_axis_arg(L, args[i], x.type.rank, &ax))
                 return lw_bad();
             if (seen[ax]) {
                 dsl_error(L->diags, args[i]->loc, "permute: axis %d given twice", ax);
@@ -767,7 +767,7 @@ LwVal lw_builtin(Lw *L, const Ast *e)
         LwVal x = lw_expr(L, args[0]);
         int axis;
         if (!need_tile(L, "cumsum", &x, args[0]) ||
-            !axis_arg(L, args[1], x.type.rank, &axis))
+            !lw_axis_arg(L, args[1], x.type.rank, &axis))
             return lw_bad();
         IrType t = x.type;
         if (!dsl_is_float(t.dtype) && dsl_dtype_bytes(t.dtype) < 4)

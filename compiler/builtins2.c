@@ -223,20 +223,6 @@ static LwVal take(Lw *L, LwVal x, LwVal idx, int axis, DslLoc loc)
 
 /* ------------------------------------------------------------ arguments */
 
-static bool axis_of(Lw *L, const Ast *e, int rank, int *axis)
-{
-    int64_t a;
-    if (!lw_const_int(L, e, "axis", &a))
-        return false;
-    if (a < -rank || a >= rank) {
-        dsl_error(L->diags, e->loc, "axis %lld is out of range for a tile of rank %d",
-                  (long long)a, rank);
-        return false;
-    }
-    *axis = (int)(a < 0 ? a + rank : a);
-    return true;
-}
-
 bool lw_flag_arg(Lw *L, const Ast *e, const char *what, bool *out)
 {
     LwVal v = lw_expr(L, e);
@@ -532,7 +518,7 @@ static LwVal custom_reduce(Lw *L, Ast **args, int n, DslLoc loc)
             IrType t = ir_tile(v[i].type.dtype, 1, &ne);
             v[i] = reshape(L, v[i], &t, loc);
         }
-    } else if (!axis_of(L, args[1], v[0].type.rank, &axis)) {
+    } else if (!lw_axis_arg(L, args[1], v[0].type.rank, &axis)) {
         return lw_bad();
     }
     LwVal left[32][LW_MAX_RESULTS];
@@ -618,7 +604,7 @@ static LwVal custom_scan(Lw *L, Ast **args, const Ast *rev_arg, DslLoc loc)
     LwVal v[LW_MAX_RESULTS];
     bool rev = false;
     int k = operands(L, args[0], v, "scan"), axis;
-    if (k < 0 || !axis_of(L, args[1], v[0].type.rank, &axis))
+    if (k < 0 || !lw_axis_arg(L, args[1], v[0].type.rank, &axis))
         return lw_bad();
     const AstFunc *h = combiner(L, args[2], k, "scan");
     if (!h || (rev_arg && !lw_flag_arg(L, rev_arg, "reverse", &rev)))
@@ -640,7 +626,7 @@ LwVal lw_cumop(Lw *L, const Ast *xa, const Ast *ax, bool prod, bool reverse,
     LwVal x;
     int axis;
     if (!tile_arg(L, prod ? "cumprod" : "cumsum", &x, xa) ||
-        !axis_of(L, ax, x.type.rank, &axis))
+        !lw_axis_arg(L, ax, x.type.rank, &axis))
         return lw_bad();
     IrType t = x.type;
     if (!dsl_is_float(t.dtype) && dsl_dtype_bytes(t.dtype) < 4)
@@ -992,7 +978,7 @@ bool lw_call2(Lw *L, const Ast *e, LwVal *out)
         return true;
     case B2_SLICE: {
         int64_t st, len;
-        if (!tile_arg(L, "slice", &x, args[0]) || !axis_of(L, args[1], x.type.rank, &axis) ||
+        if (!tile_arg(L, "slice", &x, args[0]) || !lw_axis_arg(L, args[1], x.type.rank, &axis) ||
             !lw_const_int(L, args[2], "slice start", &st) ||
             !lw_const_int(L, args[3], "slice length", &len))
             return true;
@@ -1007,7 +993,7 @@ bool lw_call2(Lw *L, const Ast *e, LwVal *out)
     }
     case B2_CAT:
         if (!tile_arg(L, "cat", &x, args[0]) || !tile_arg(L, "cat", &y, args[1]) ||
-            !axis_of(L, args[2], x.type.rank, &axis) ||
+            !lw_axis_arg(L, args[2], x.type.rank, &axis) ||
             !same_other_dims(L, &x, &y, axis, loc, "cat"))
             return true;
         *out = cat(L, x, y, axis, loc);
@@ -1064,14 +1050,14 @@ bool lw_call2(Lw *L, const Ast *e, LwVal *out)
         return true;
     }
     case B2_FLIP:
-        if (!tile_arg(L, "flip", &x, args[0]) || !axis_of(L, args[1], x.type.rank, &axis))
+        if (!tile_arg(L, "flip", &x, args[0]) || !lw_axis_arg(L, args[1], x.type.rank, &axis))
             return true;
         *out = flip(L, x, axis, loc);
         return true;
     case B2_GATHER: {
         LwVal idx;
         if (!tile_arg(L, "gather", &x, args[0]) || !int_tile(L, "gather", &idx, args[1], false) ||
-            !axis_of(L, args[2], x.type.rank, &axis))
+            !lw_axis_arg(L, args[2], x.type.rank, &axis))
             return true;
         if (idx.type.rank != x.type.rank) {
             dsl_error(L->diags, args[1]->loc, "gather: the index tile must have the rank of x (%d), got %d",
@@ -1090,7 +1076,7 @@ bool lw_call2(Lw *L, const Ast *e, LwVal *out)
     }
     case B2_SORT: {
         bool desc = false;
-        if (!tile_arg(L, "sort", &x, args[0]) || !axis_of(L, args[1], x.type.rank, &axis) ||
+        if (!tile_arg(L, "sort", &x, args[0]) || !lw_axis_arg(L, args[1], x.type.rank, &axis) ||
             (flag && !lw_flag_arg(L, flag, "descending", &desc)))
             return true;
         LwVal rk = ranks(L, x, axis, desc, loc);
@@ -1100,7 +1086,7 @@ bool lw_call2(Lw *L, const Ast *e, LwVal *out)
     case B2_TOPK: {
         int64_t k;
         if (!tile_arg(L, "topk", &x, args[0]) || !lw_const_int(L, args[1], "topk's k", &k) ||
-            !axis_of(L, args[2], x.type.rank, &axis))
+            !lw_axis_arg(L, args[2], x.type.rank, &axis))
             return true;
         int ext = x.type.shape[axis];
         if (k < 1 || k > ext) {

@@ -142,6 +142,8 @@ LwVal lw_builtin(Lw *L, const Ast *e);   /* the table of §4; unknown names
  * static_assert, keep_dims, histogram) */
 bool lw_call2(Lw *L, const Ast *e, LwVal *out); /* false: not one of them */
 bool lw_flag_arg(Lw *L, const Ast *e, const char *what, bool *out);
+/* a compile-time axis in -rank .. rank-1, normalized to 0 .. rank-1 */
+bool lw_axis_arg(Lw *L, const Ast *e, int rank, int *axis);
 LwVal lw_select(Lw *L, LwVal c, LwVal a, LwVal b, DslLoc loc); /* where() */
 LwVal lw_cumop(Lw *L, const Ast *x, const Ast *axis, bool prod, bool reverse,
                DslLoc loc);             /* cumsum/cumprod (reverse) */
