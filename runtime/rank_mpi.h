@@ -67,4 +67,19 @@ void rt_mpi_coll_restage(RtMpi *m);
 int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen);
 int rt_mpi_run_end(RtMpi *m);
 
+/* The RMA path (ranks on several nodes, or BLKC_MPI_RMA=1; see the top of
+ * rank_mpi.c): 1 when this world uses it. */
+int rt_mpi_rma(const RtMpi *m);
+/* memmove where src or dst may lie in a peer's heap range: MPI_Get /
+ * MPI_Put + flush there. 0, or -1 out of memory (peer to peer). */
+int rt_mpi_heap_copy(RtMpi *m, void *dp, const void *sp, size_t bytes);
+/* RMA signal cells on any rank's heap: notify by MPI_Accumulate(REPLACE)
+ * or MPI_Fetch_and_op(SUM), load by MPI_Fetch_and_op(NO_OP), each flushed.
+ * -1 when the cell is not on a heap (or not an RMA world). */
+int rt_mpi_sig_notify(RtMpi *m, uint64_t *cell, uint64_t v, int op);
+int rt_mpi_sig_load(RtMpi *m, const uint64_t *cell, uint64_t *v);
+/* After all_reduce's mid-collective barrier (RMA): fetch the peers'
+ * reduced buffers again. Once per collective, a no-op otherwise. */
+void rt_mpi_coll_refresh(RtMpi *m);
+
 #endif

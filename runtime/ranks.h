@@ -139,6 +139,10 @@ void *rt_sym_ptr(const RtRank *r, size_t offset, int peer);
  * NULL if p is not on the symmetric heap. */
 void *rt_sym_peer_of(const RtRank *r, const void *p, int peer);
 size_t rt_sym_heap_bytes(const RtRank *r);
+/* memmove(dst, src, bytes) where either may be a peer's heap address: in a
+ * world whose ranks are on several nodes (MPI RMA) such a side moves by
+ * MPI_Get / MPI_Put. 0, or -1 with the rank's error set. */
+int rt_sym_copy(RtRank *r, void *dst, const void *src, size_t bytes);
 
 /* Signals: u64 cells, normally on the symmetric heap (any aligned u64
  * works). notify: op RT_SIG_SET stores v, RT_SIG_ADD adds v, both with
