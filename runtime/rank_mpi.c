@@ -198,7 +198,7 @@ static void *prog_main(void *arg)
         int flag;
         MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
                    MPI_STATUS_IGNORE);
-        struct timespec ts = {0, 100 * 1000};
+        struct timespec ts = {0, 200 * 1000};
         nanosleep(&ts, NULL);
     }
     return NULL;
@@ -236,6 +236,18 @@ static int mpi_start(char *err, size_t errlen)
         atexit(mpi_stop);
     }
     return 0;
+}
+
+/* RMA waits poll over the network (each poll a round trip to rank 0's
+ * progress): after a short spin they sleep up to 1 ms between polls. */
+static void rma_backoff(unsigned *round)
+{
+    unsigned k = (*round)++;
+    if (k >= 16) {
+        long us = k < 66 ? 20 * (long)(k - 15) : 1000;
+        struct timespec ts = {0, us * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void backoff(unsigned *round)
@@ -887,7 +899,10 @@ int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
                 c_get(m, &c->bar_gen) == gen)
                 return -2;
         }
-        backoff(&round);
+        if (m->rma)
+            rma_backoff(&round);
+        else
+            backoff(&round);
     }
 }
 
@@ -1081,7 +1096,7 @@ int rt_mpi_run_end(RtMpi *m)
 {
     unsigned round = 0;
     while (c_get(m, &m->ctrl->nleft) < m->n && !failed(m))
-        backoff(&round);
+        rma_backoff(&round);
     if (!failed(m))
         return 0;
     /* the first failing rank prints and aborts the job; should it be stuck

@@ -276,7 +276,10 @@ static int rma_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v)
             return -2;
         if (timeout_ms >= 0 && now_ms() - start >= timeout_ms)
             return -1;
-        backoff(&round);
+        if (round++ >= 16) { /* each poll is a network round trip */
+            struct timespec ts = {0, 200 * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
 }
 
