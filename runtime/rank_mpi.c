@@ -1,6 +1,8 @@
 /* rank_mpi.c — worlds of kind RT_WORLD_MPI: one rank per process under
- * mpirun, on one node, with the symmetric heap and the world's control
- * block in MPI-3 shared-memory windows (see rank_mpi.h for the design).
+ * mpirun, with the symmetric heap and the world's control block in MPI-3
+ * shared-memory windows on one node, or in RMA windows (passive target,
+ * MPI atomics, a progress thread) when the processes are on several nodes
+ * or BLKC_MPI_RMA=1 (see rank_mpi.h and docs/device.md).
  * Without BLKC_HAVE_MPI (MPI not found at build time) only the launcher
  * detection is real and creating a world fails with a clear message. */
 #include "rank_mpi.h"

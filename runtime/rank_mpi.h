@@ -14,6 +14,11 @@
  * used only to start (MPI_Init, the windows), between runs (MPI_Barrier)
  * and to stop everyone on a failure (MPI_Abort).
  *
+ * On several nodes (or with BLKC_MPI_RMA=1) the same entry points work on
+ * RMA windows instead (rank_mpi.c, "the RMA path"): every control-block
+ * access is an MPI atomic on rank 0's window, peers' published buffers are
+ * fetched by MPI_Get, and peers' heaps are PROT_NONE in this process.
+ *
  * Collective buffers that are not on the symmetric heap are staged: copied
  * by their owner into its own heap above the allocation top before the
  * descriptors are published (all_reduce also after its reduce phase), and
@@ -26,7 +31,7 @@
 typedef struct RtMpi RtMpi;
 
 /* Start MPI if needed and build the windows for a world of nranks (must
- * equal the MPI world size, all on one node). heap_bytes is raised to the
+ * equal the MPI world size; shared windows on one node, RMA otherwise). heap_bytes is raised to the
  * largest over the ranks and rounded up to a page (*stride_out, also the
  * usable size *heap_out). heap_base (nranks entries) receives the heaps in
  * this process's mapping. Returns 0, or -1 with err set (the same on every
