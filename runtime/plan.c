@@ -155,17 +155,20 @@ int rt_plan_span_runs(const RtPlanSpan *d, const RtPlanSpan *s, int esz,
     return 0;
 }
 
+/* ctx: the rank (NULL: no world), whose copies may reach a peer's heap
+ * over MPI RMA (ranks on several nodes) */
 static int host_copy(void *ctx, char *dp, char *sp, size_t bytes)
 {
-    (void)ctx;
+    if (ctx)
+        return rt_sym_copy(ctx, dp, sp, bytes);
     memmove(dp, sp, bytes);
     return 0;
 }
 
 /* Copy numel elements between two spans in row-major order. */
-static void span_copy(const Span *d, const Span *s, int esz)
+static int span_copy(RtRank *r, const Span *d, const Span *s, int esz)
 {
-    (void)rt_plan_span_runs(d, s, esz, host_copy, NULL);
+    return rt_plan_span_runs(d, s, esz, host_copy, r);
 }
 
 /* "S[i, j]" (", rank p" for a peer's): the cell of S's view that idx (the
@@ -229,7 +232,8 @@ static int do_copy(Exec *x, const IrInstr *in)
         if (rt_gpur_copy(x->g, x->r, &d, &s, dsl_dtype_bytes(x->buf[in->param].dtype)))
             return -1;
     } else {
-        span_copy(&d, &s, dsl_dtype_bytes(x->buf[in->param].dtype));
+        if (span_copy(x->r, &d, &s, dsl_dtype_bytes(x->buf[in->param].dtype)))
+            return -1;
     }
     if (in->xparam[1] < 0)
         return 0;

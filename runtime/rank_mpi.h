@@ -14,6 +14,11 @@
  * used only to start (MPI_Init, the windows), between runs (MPI_Barrier)
  * and to stop everyone on a failure (MPI_Abort).
  *
+ * On several nodes (or with BLKC_MPI_RMA=1) the same entry points work on
+ * RMA windows instead (rank_mpi.c, "the RMA path"): every control-block
+ * access is an MPI atomic on rank 0's window, peers' published buffers are
+ * fetched by MPI_Get, and peers' heaps are PROT_NONE in this process.
+ *
  * Collective buffers that are not on the symmetric heap are staged: copied
  * by their owner into its own heap above the allocation top before the
  * descriptors are published (all_reduce also after its reduce phase), and
@@ -26,7 +31,7 @@
 typedef struct RtMpi RtMpi;
 
 /* Start MPI if needed and build the windows for a world of nranks (must
- * equal the MPI world size, all on one node). heap_bytes is raised to the
+ * equal the MPI world size; shared windows on one node, RMA otherwise). heap_bytes is raised to the
  * largest over the ranks and rounded up to a page (*stride_out, also the
  * usable size *heap_out). heap_base (nranks entries) receives the heaps in
  * this process's mapping. Returns 0, or -1 with err set (the same on every
@@ -66,5 +71,20 @@ void rt_mpi_coll_restage(RtMpi *m);
  * world failed, never returns (the first failing rank aborts the job). */
 int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen);
 int rt_mpi_run_end(RtMpi *m);
+
+/* The RMA path (ranks on several nodes, or BLKC_MPI_RMA=1; see the top of
+ * rank_mpi.c): 1 when this world uses it. */
+int rt_mpi_rma(const RtMpi *m);
+/* memmove where src or dst may lie in a peer's heap range: MPI_Get /
+ * MPI_Put + flush there. 0, or -1 out of memory (peer to peer). */
+int rt_mpi_heap_copy(RtMpi *m, void *dp, const void *sp, size_t bytes);
+/* RMA signal cells on any rank's heap: notify by MPI_Accumulate(REPLACE)
+ * or MPI_Fetch_and_op(SUM), load by MPI_Fetch_and_op(NO_OP), each flushed.
+ * -1 when the cell is not on a heap (or not an RMA world). */
+int rt_mpi_sig_notify(RtMpi *m, uint64_t *cell, uint64_t v, int op);
+int rt_mpi_sig_load(RtMpi *m, const uint64_t *cell, uint64_t *v);
+/* After all_reduce's mid-collective barrier (RMA): fetch the peers'
+ * reduced buffers again. Once per collective, a no-op otherwise. */
+void rt_mpi_coll_refresh(RtMpi *m);
 
 #endif

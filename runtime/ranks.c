@@ -238,10 +238,61 @@ const char *rt_world_rank_error(const RtWorld *w, int rank)
 
 /* ------------------------------------------------------------ signals */
 
+/* An RMA world (ranks on several nodes): cells on the heap only change by
+ * MPI atomics, so that a peer's notify and this rank's wait see each other. */
+static RtMpi *rma_of(const RtRank *r)
+{
+    RtMpi *m = r->world->mpi;
+    return m && rt_mpi_rma(m) ? m : NULL;
+}
+
 int rt_signal_notify(RtRank *r, uint64_t *cell, uint64_t v, int op)
 {
-    (void)r;
-    rt_signal_notify_cell(cell, v, op);
+    RtMpi *m = rma_of(r);
+    if (!m || rt_mpi_sig_notify(m, cell, v, op))
+        rt_signal_notify_cell(cell, v, op);
+    return 0;
+}
+
+/* The cell's value now (a peer's cell through RMA). */
+static uint64_t sig_peek(const RtRank *r, const volatile uint64_t *cell)
+{
+    RtMpi *m = rma_of(r);
+    uint64_t v;
+    if (m && !rt_mpi_sig_load(m, (const uint64_t *)cell, &v))
+        return v;
+    return __atomic_load_n(cell, __ATOMIC_ACQUIRE);
+}
+
+/* rt_signal_wait_cell over RMA loads: 0, -1 timed out, -2 aborted. */
+static int rma_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v)
+{
+    int64_t start = now_ms(), timeout_ms = r->world->timeout_ms;
+    unsigned round = 0;
+    for (;;) {
+        if (sig_ok(sig_peek(r, cell), cmp, v))
+            return 0;
+        if (rt_rank_failed(r))
+            return -2;
+        if (timeout_ms >= 0 && now_ms() - start >= timeout_ms)
+            return -1;
+        if (round++ >= 16) { /* each poll is a network round trip */
+            struct timespec ts = {0, 200 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+int rt_sym_copy(RtRank *r, void *dst, const void *src, size_t bytes)
+{
+    RtMpi *m = rma_of(r);
+    if (!m) {
+        memmove(dst, src, bytes);
+        return 0;
+    }
+    if (rt_mpi_heap_copy(m, dst, src, bytes))
+        return rt_rank_fail(r, "copy: out of memory staging %zu bytes "
+                            "between two peers", bytes);
     return 0;
 }
 
@@ -262,7 +313,7 @@ int rt_signal_wait_report(RtRank *r, int rc, const volatile uint64_t *cell,
             snprintf(buf, sizeof buf, "at %p", (const void *)cell);
         name = buf;
     }
-    uint64_t seen = __atomic_load_n(cell, __ATOMIC_ACQUIRE);
+    uint64_t seen = sig_peek(r, cell);
     return rt_rank_fail(r,
                         "wait on signal %s timed out after %lld ms: expected "
                         "%s %llu, saw %llu",
@@ -277,8 +328,9 @@ int rt_signal_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v,
     RtWorld *w = r->world;
     int *busy = rt_rank_in_wait(r);
     __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    int rc = rt_signal_wait_cell(cell, cmp, v, w->timeout_ms,
-                                 rt_world_abort_flag(w));
+    int rc = rma_of(r) ? rma_wait(r, cell, cmp, v)
+                       : rt_signal_wait_cell(cell, cmp, v, w->timeout_ms,
+                                             rt_world_abort_flag(w));
     __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
     if (rc == 0)
         return 0;
@@ -512,8 +564,12 @@ int rt_rank_coll_sync(RtRank *r)
 {
     if (r->world->mpi) /* staged copies are what peers read */
         rt_mpi_coll_restage(r->world->mpi);
-    return barrier_wait(r, rt_rank_coll_name(r->coll[(r->coll_seq - 1) & 1]
-                                                 .kind));
+    if (barrier_wait(r, rt_rank_coll_name(r->coll[(r->coll_seq - 1) & 1]
+                                              .kind)))
+        return -1;
+    if (r->world->mpi) /* RMA: all_reduce's second phase reads fresh copies */
+        rt_mpi_coll_refresh(r->world->mpi);
+    return 0;
 }
 
 int rt_rank_coll_end(RtRank *r)

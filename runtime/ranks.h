@@ -38,6 +38,9 @@
  * Differences: rt_world_run runs fn on this process's rank only; the first
  * failure of any rank prints "blkc: error: rank R: ..." on stderr and ends
  * every process with MPI_Abort (exit status 3) instead of returning.
+ * Processes on several nodes (or BLKC_MPI_RMA=1) use MPI RMA windows
+ * instead (rank_mpi.c, docs/device.md): peers' heap ranges are PROT_NONE,
+ * and rt_sym_copy / rt_signal_* reach them by MPI_Get/Put and atomics.
  *
  * Cross-file prefix: rt_rank_ / rt_world_ / rt_sym_ / rt_signal_ and the
  * collectives (rt_barrier, rt_all_reduce, ...); types RtRank / RtWorld. */
@@ -78,7 +81,7 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
 int rt_world_size(const RtWorld *w);
 int rt_world_kind(const RtWorld *w);
 /* A world of nranks ranks, one per process of this mpirun job (nranks
- * must equal the number of processes; one node only), each with
+ * must equal the number of processes; one node or several), each with
  * heap_bytes of symmetric heap (the largest over the processes). Every
  * process calls it. Returns 0, or -1 with err set (also without MPI:
  * "this blkc was built without MPI ..."). */
@@ -139,6 +142,10 @@ void *rt_sym_ptr(const RtRank *r, size_t offset, int peer);
  * NULL if p is not on the symmetric heap. */
 void *rt_sym_peer_of(const RtRank *r, const void *p, int peer);
 size_t rt_sym_heap_bytes(const RtRank *r);
+/* memmove(dst, src, bytes) where either may be a peer's heap address: in a
+ * world whose ranks are on several nodes (MPI RMA) such a side moves by
+ * MPI_Get / MPI_Put. 0, or -1 with the rank's error set. */
+int rt_sym_copy(RtRank *r, void *dst, const void *src, size_t bytes);
 
 /* Signals: u64 cells, normally on the symmetric heap (any aligned u64
  * works). notify: op RT_SIG_SET stores v, RT_SIG_ADD adds v, both with

@@ -28,6 +28,8 @@ if [ "$MAJOR" -ge 16 ]; then RTPKG=libclang-rt-$MAJOR-dev; else RTPKG=libclang-c
 #     tests; hipcc brings its own llvm-15, which blkc ignores)
 #   openmpi-bin libopenmpi-dev: ranks as processes under mpirun
 #     (optional at build time; about 12 MB to download, 53 MB installed)
+#   iproute2 util-linux: ip netns and unshare for the two-host MPI test
+#     (tests/mpi/mpi_hosts.sh; skipped without them or without root)
 # The CUDA toolkit (NVRTC, ptxas) is not a Debian package: found if present.
 PKGS=(
   "build-essential  cc"
@@ -48,6 +50,8 @@ PKGS=(
   "rocm-device-libs -"
   "openmpi-bin      mpirun"
   "libopenmpi-dev   -"
+  "iproute2         ip"
+  "util-linux       unshare"
 )
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
