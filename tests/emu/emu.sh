@@ -20,6 +20,9 @@
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
 #       for examples/matmul.blk and examples/flash_attention.blk; exact
 #       counts of a 128 x 128 matmul block (cuda-emu)
+#   sample-stats  --stats-sample=N: scaled counts equal the full run's on
+#       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
+#       limited by the tensor cores on the H200; --out refused
 # Exit 77 without a C++ compiler.
 set -u
 MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
@@ -208,6 +211,53 @@ stats-*)
   fi
   if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
     echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
+  fi
+  exit $fail
+  ;;
+sample-stats)
+  # --stats-sample=N (blk_emu.h's BLKC_EMU_SAMPLE): N blocks plus the first
+  # and last, counts scaled to the grid. Needs clang++ (load/store counts).
+  have_clang=
+  for c in clang++-20 clang++-19 clang++-18 clang++-17 clang++-16 clang++-15; do
+    command -v $c >/dev/null 2>&1 && have_clang=1
+  done
+  [ -n "$have_clang" ] || { echo "skip: no clang++ for the load/store counts"; exit 77; }
+  fail=0 MM="$SRC/examples/matmul.blk -D BM=128 -D BN=128 -D BK=32"
+  # uniform blocks (512^2, 16 of them): the sample's scaled counts and
+  # bounds equal the full run's
+  # shellcheck disable=SC2086
+  timeout 300 "$BLKC" run $MM M=512 N=512 K=64 --random --device=cuda-emu --stats >"$T/full" 2>&1 &&
+    timeout 300 "$BLKC" run $MM M=512 N=512 K=64 --random --device=cuda-emu --stats-sample=2 >"$T/samp" 2>&1 ||
+    { echo "FAIL: run: $(cat "$T/full" "$T/samp")"; exit 1; }
+  if ! grep -q "sampled 4 of 16 blocks, counts scaled by 4 " "$T/samp" ||
+     ! diff <(grep -E "tensor-core|wavefronts|bound on" "$T/full") \
+            <(grep -E "tensor-core|wavefronts|bound on" "$T/samp") >"$T/d"; then
+    echo "FAIL: sampled counts differ from the full run's:"; cat "$T/d" "$T/samp"; fail=1
+  else
+    echo "ok sampled = full: $(grep "bound on H200" "$T/samp")"
+  fi
+  # the matmul at 1024^3, 128 x 128 x 32, stages 3, 4 warps: tensor-bound
+  # on the H200 (examples/matmul.blk's defaults: warps(4) stages(3))
+  # shellcheck disable=SC2086
+  timeout 500 "$BLKC" run $MM M=1024 N=1024 K=1024 --random --device=cuda-emu --stats-sample=1 >"$T/log" 2>&1 ||
+    { echo "FAIL: matmul 1024^3: $(cat "$T/log")"; exit 1; }
+  if ! grep -q "sampled 3 of 64 blocks" "$T/log" || ! grep -q "tensor-core instructions 524288 " "$T/log" ||
+     ! grep -q "bound on H200: .*limited by tensor cores" "$T/log"; then
+    echo "FAIL: matmul 1024^3 not tensor-bound on H200:"; cat "$T/log"; fail=1
+  else
+    echo "ok matmul 1024^3: $(grep "bound on H200" "$T/log")"
+  fi
+  # the outputs of a sample are partial: --out is refused (usage, exit 2)
+  # shellcheck disable=SC2086
+  "$BLKC" run $MM M=256 N=256 K=32 --device=cuda-emu --stats-sample=1 --out C="$T/c.npy" >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 2 ] || ! grep -q "blkc: error: --stats-sample runs only some blocks, so the outputs are partial: --out is refused" "$T/log"; then
+    echo "FAIL: --stats-sample with --out: exit $rc: $(cat "$T/log")"; fail=1
+  fi
+  "$BLKC" run $MM M=256 N=256 K=32 --device=cuda-emu --stats-sample=0 >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 2 ] || ! grep -q "bad --stats-sample '0': expected a positive integer" "$T/log"; then
+    echo "FAIL: --stats-sample=0: exit $rc: $(cat "$T/log")"; fail=1
   fi
   exit $fail
   ;;
