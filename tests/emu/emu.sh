@@ -20,6 +20,8 @@
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
 #       for examples/matmul.blk and examples/flash_attention.blk; exact
 #       counts of a 128 x 128 matmul block (cuda-emu)
+#   mfma    tests/emu/tmfma.blk and matmul 128 x 128 on hip-emu against
+#       the CPU: MFMA 32x32x8 (whole 32x32 fragments) and 16x16x16
 #   sample-stats  --stats-sample=N: scaled counts equal the full run's on
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
@@ -211,6 +213,37 @@ stats-*)
   fi
   if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
     echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
+  fi
+  exit $fail
+  ;;
+mfma)
+  # HIP register accumulators: MFMA 32x32x8 for warp tiles of whole 32x32
+  # fragments, 16x16x16 otherwise, on hip-emu against the CPU (tails in
+  # M, N, K), and the fragment shapes --emit=gpu-ir reports
+  fail=0 F=$SRC/tests/emu/tmfma.blk
+  # NAME FILE ENTRY-OPTS LAYOUT ARGS...
+  mone() {
+    local name=$1 file=$2 opts=$3 lay=$4; shift 4
+    # shellcheck disable=SC2086
+    "$BLKC" compile "$file" $opts --target=hip --emit=gpu-ir >"$T/ir" 2>&1
+    if ! grep -q "var acc : .*fragments of $lay" "$T/ir"; then
+      echo "FAIL $name: want fragments of $lay:"; grep "var acc" "$T/ir"; fail=1; return
+    fi
+    # shellcheck disable=SC2086
+    if ! timeout 300 "$BLKC" run "$file" $opts "$@" --random --seed=6 --out C="$T/c.npy" >"$T/log" 2>&1 ||
+       ! timeout 300 "$BLKC" run "$file" $opts "$@" --random --seed=6 --device=hip-emu --out C="$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 1e-4 1e-4 >"$T/log" 2>&1; then
+      echo "FAIL $name on hip-emu: $(cat "$T/log")"; fail=1; return
+    fi
+    echo "ok $name ($lay): $(cat "$T/log")"
+  }
+  mone matmul_128 "$SRC/examples/matmul.blk" "-D BM=128 -D BN=128" 32x32 M=200 N=136 K=72
+  mone bf16_64 "$F" --entry=tmfma_bf16 32x32 M=100 N=70 K=40
+  mone f16_48 "$F" --entry=tmfma_f16_48 16x16 M=50 N=97 K=64
+  "$BLKC" compile "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 --target=hip --emit=hip >"$T/hip" 2>&1
+  if ! grep -q "cc = blk_mfma_32x32x8_f16(a\[i\], b\[j\], cc);" "$T/hip" ||
+     ! grep -q "__builtin_amdgcn_mfma_f32_32x32x8f16" "$T/hip"; then
+    echo "FAIL: no MFMA 32x32x8 in the HIP C of matmul 128 x 128"; fail=1
   fi
   exit $fail
   ;;
