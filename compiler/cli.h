@@ -36,6 +36,7 @@ typedef struct Cli {
     uint64_t seed;               /* --seed */
     int bench;                   /* --bench (0 = none) */
     bool stats;                  /* --stats (emulated devices) */
+    int stats_sample;            /* --stats-sample=N: N blocks + first + last, 0 all */
     int64_t grid[3];             /* --grid (all 0 = the kernel's) */
     const char **tunes;          /* --tune NAME=V1,V2,... */
     int ntunes;

@@ -376,6 +376,11 @@ static int run_gpu(IrModule *m, int fi, PArg *pargs, blkc_arg *args)
         cli_die(X_RUNTIME, "out of memory");
     if (cli.stats) /* the emulated device counts loads and stores too */
         setenv("BLKC_EMU_STATS", "1", 1);
+    if (cli.stats_sample) { /* blk_emu.h runs that many blocks */
+        char n[32];
+        snprintf(n, sizeof n, "%d", cli.stats_sample);
+        setenv("BLKC_EMU_SAMPLE", n, 1);
+    }
     blkc_status st = rt_gpu_run_host(cli.device, m, fi, args, f->nparams,
                                      cli.grid, cli.bench, t, &first, grid, err,
                                      sizeof err);
@@ -865,6 +870,9 @@ int cli_cmd_run(void)
     if (cli.stats && (!gpu || !strstr(cli.device, "-emu")))
         cli_die(X_USAGE, "--stats needs an emulated device (--device=cuda-emu or "
                 "hip-emu)");
+    if (cli.stats_sample && cli.nouts)
+        cli_die(X_USAGE, "--stats-sample runs only some blocks, so the outputs are "
+                "partial: --out is refused");
     if (gpu && strncmp(cli.device, "cuda", 4) && strncmp(cli.device, "hip", 3))
         cli_die(X_RUNTIME, "running on %s is not supported (devices: cpu, "
                 "cuda[:N], hip[:N])", cli.device);

@@ -22,7 +22,10 @@
  * dense f16 peak of 989.4 TFLOP/s needs wgmma; blkc emits the sm_80
  * mma.sync, with which Hopper "tops out at around 63% of its peak"
  * (Spector et al., "GPUs Go Brrr", hazyresearch.stanford.edu/blog/
- * 2024-05-12-tk), so 0.63 x 989.4. L2: about 12 TB/s, 50 MB (same post).
+ * 2024-05-12-tk), so 0.63 x 989.4. L2: "50 MB of L2 cache with 12 TB/s
+ * of bandwidth" (same post, its H100 SXM list, rechecked this round; it
+ * gives shared memory + L1 "about 33 TB/s", against which 132 x 1.83 GHz
+ * x 128 B = 30.9 TB/s here is the conservative side).
  * MI250X (2 GCDs, 220 CUs at 1.7 GHz, HBM2e 3.2768 TB/s): MFMA is the
  * native matrix instruction, dense f16 383 TFLOP/s; L2 per GCD 16
  * channels x 128 B per clock, 8 MB (AMD CDNA2 white paper). */
@@ -45,10 +48,33 @@ static const GpuFig gpu_table[] = {
 #define NUNIT 4
 static const char *const unit_name[NUNIT] = {"tensor cores", "shared memory", "L2", "DRAM"};
 
+/* A sampled launch (--stats-sample): each count times grid / run; the
+ * distinct sectors, shared between blocks, at most the sectors the tensor
+ * arguments span (exact when the launch touches them all). */
+static void scale_sample(RtGpuEmuStats *s)
+{
+    double f = (double)s->grid_blocks / (double)s->blocks;
+    long long *c[] = {&s->mma, &s->mma_flops, &s->ldmatrix, &s->smem_wavefronts,
+                      &s->smem_requests, &s->gmem_sectors, &s->gmem_requests,
+                      &s->barriers, &s->shuffles, &s->cp_async};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        *c[i] = (long long)((double)*c[i] * f + 0.5);
+    long long u = (long long)((double)s->gmem_unique * f + 0.5);
+    s->gmem_unique = s->gmem_extent > 0 && u > s->gmem_extent ? s->gmem_extent : u;
+    s->blocks = s->grid_blocks;
+}
+
 void cli_print_emu_stats(const char *kernel)
 {
     RtGpuEmuStats s;
     rt_gpu_emu_last_stats(&s);
+    if (s.blocks > 0 && s.grid_blocks > s.blocks) {
+        printf("%s: stats: sampled %lld of %lld blocks, counts scaled by %.4g "
+               "(distinct sectors capped at the arguments' %lld); results not "
+               "checked: the blocks left out wrote nothing\n", kernel, s.blocks,
+               s.grid_blocks, (double)s.grid_blocks / (double)s.blocks, s.gmem_extent);
+        scale_sample(&s);
+    }
     printf("%s: stats: %lld blocks of %lld threads\n", kernel, s.blocks,
            s.blocks ? s.threads / s.blocks : 0);
     printf("%s: stats: tensor-core instructions %lld (%lld FLOP), ldmatrix %lld\n",

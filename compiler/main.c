@@ -80,7 +80,8 @@ static const char *command_usage(const char *cmd)
         return "usage: blkc run FILE.blk [--entry=NAME]\n"
                "                [--device=cpu|cuda[:N]|hip[:N]|cuda-emu|hip-emu]\n"
                "                [--ranks=N] [-D NAME=VALUE]... [ARG]... [--out NAME=PATH.npy]...\n"
-               "                [--random] [--seed=S] [--bench=N] [--grid=X[,Y[,Z]]] [--stats]\n"
+               "                [--random] [--seed=S] [--bench=N] [--grid=X[,Y[,Z]]]\n"
+               "                [--stats | --stats-sample=N]\n"
                "  --device=D      cuda-emu / hip-emu: the generated CUDA / HIP C on the\n"
                "                  CPU, GPU paths emulated thread by thread (slow)\n"
                "  NAME=VALUE      a scalar parameter or a symbolic size\n"
@@ -94,6 +95,9 @@ static const char *command_usage(const char *cmd)
                "  --stats         (cuda-emu, hip-emu) per-kernel counts: tensor-core\n"
                "                  instructions, shared-memory wavefronts, global sectors,\n"
                "                  barriers, and the bound they imply on H200 and MI250X\n"
+               "  --stats-sample=N  --stats running only N evenly spread blocks plus the\n"
+               "                  first and last, the counts scaled to the grid (outputs\n"
+               "                  partial: --out refused, results not checked)\n"
                "  --tune NAME=V1,V2,...  autotune a compile-time parameter (repeat\n"
                "                  for more); the fastest config per shape bucket is\n"
                "                  cached and used for the run\n";
@@ -206,6 +210,7 @@ static const struct {
     {"--seed", true, C_RUN},
     {"--bench", true, C_RUN},
     {"--stats", false, C_RUN},
+    {"--stats-sample", true, C_RUN},
     {"--grid", true, C_RUN},
     {"--tune", true, C_RUN},
     {"--topology", true, C_PLAN},
@@ -263,6 +268,11 @@ static void set_option(const char *name, char *val)
         cli.bench = (int)v;
     } else if (strcmp(name, "--stats") == 0) {
         cli.stats = true;
+    } else if (strcmp(name, "--stats-sample") == 0) {
+        if (!cli_parse_i64(val, &v) || v < 1 || v > 1000000)
+            cli_die(X_USAGE, "bad --stats-sample '%s': expected a positive integer", val);
+        cli.stats = true;
+        cli.stats_sample = (int)v;
     } else if (strcmp(name, "--grid") == 0) {
         parse_grid(val);
     } else if (strcmp(name, "--tune") == 0) {

@@ -200,6 +200,7 @@ typedef struct RtGpuEmuStats {
     long long barriers, shuffles, cp_async;
     long long blocks, threads;
     long long gmem_unique;
+    long long grid_blocks, gmem_extent; /* blocks < grid_blocks: a sample ran */
 } RtGpuEmuStats;
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t);
 void rt_gpu_emu_last_stats(RtGpuEmuStats *out);

@@ -11,7 +11,10 @@
  *           block, held as mt x nt fragments of fm x fn (CUDA mma.sync
  *           m16n8k16: 16x8, lane l holds rows l/4 and l/4 + 8, columns
  *           2(l%4), 2(l%4)+1; HIP MFMA 16x16x16: 16x16, lane l holds rows
- *           4(l/16) .. 4(l/16)+3 of column l%16). See bk_gpu_mma_rowcol.
+ *           4(l/16) .. 4(l/16)+3 of column l%16; MFMA 32x32x8 when the
+ *           warp tile holds whole 32x32 fragments: lane l holds column
+ *           l%32, element j row 8(j/4) + 4(l/32) + j%4). See
+ *           bk_gpu_mma_rowcol.
  *
  *   BLOCKED in registers, vID[K * W] per thread: runs of W = bk_gpu_blk_w
  *           (4 when every global access of the shape moves 16-byte
@@ -110,6 +113,11 @@ static int pick_grid(BkGpuEm *em, BkGpuMma *g, long long M, long long N)
     }
     if (best < 0)
         return 0;
+    /* HIP: MFMA 32x32x8 where the warp tile holds whole 32x32 fragments:
+     * the same operand loads per warp tile and the same CDNA2 matrix rate,
+     * half the MFMA instructions issued (16K FLOP each, 16x16x16: 8K) */
+    if (em->dl->kind == BK_GPU_HIP && g->WM % 32 == 0 && g->WN % 32 == 0)
+        fm = fn = 32;
     g->fm = fm;
     g->fn = fn;
     g->mt = g->WM / fm;
@@ -559,12 +567,15 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
                  v, mt, i);
         snprintf(col, cn, "(blk_wc%d + (%s) * 8 + (blk_lane & 3) * 2 + ((%s) & 1))",
                  v, nt, i);
+    } else if (g->fm == 32) { /* D[m][n]: lane n + 32 ((m / 4) % 2), element 4 (m / 8) + m % 4 */
+        snprintf(row, rn, "(blk_wr%d + (%s) * 32 + ((%s) >> 2) * 8 + (blk_lane >> 5) * 4 + ((%s) & 3))",
+                 v, mt, i, i);
+        snprintf(col, cn, "(blk_wc%d + (%s) * 32 + (blk_lane & 31))", v, nt);
     } else {
         snprintf(row, rn, "(blk_wr%d + (%s) * 16 + (blk_lane >> 4) * 4 + (%s))", v,
                  mt, i);
         snprintf(col, cn, "(blk_wc%d + (%s) * 16 + (blk_lane & 15))", v, nt);
     }
-    (void)g;
 }
 
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)

@@ -7,26 +7,42 @@
  * the registers (the epilogue), and the one conversion MMA -> shared of a
  * var.get that needs the tile in shared memory.
  * Register blk_r of var v holds element (row, col) of bk_gpu_mma_rowcol
- * with mt = blk_r / (4 nt), nt = blk_r / 4 % nt, i = blk_r % 4 (4 elements
- * per lane in both fragment shapes: 16x8 / 32 lanes, 16x16 / 64 lanes). */
+ * with mt = blk_r / (E nt), nt = blk_r / E % nt, i = blk_r % E, E = the
+ * elements per lane of one fragment (4 for 16x8 / 32 lanes and 16x16 / 64
+ * lanes, 16 for MFMA 32x32 / 64 lanes). */
 #include "gpu_emit.h"
 
 #include <stdio.h>
 #include <string.h>
 
+/* elements per lane of one fragment */
+static int fel(const BkGpuEm *em, const BkGpuMma *g)
+{
+    return g->fm * g->fn / em->dl->warp;
+}
+
 static int regs(const BkGpuMma *g)
 {
-    return g->mt * g->nt * 4;
+    return g->mt * g->nt * (g->fm == 32 ? 16 : 4);
+}
+
+/* the fragment-row, fragment-column and element expressions of register R */
+static void reg_split(const BkGpuEm *em, const BkGpuMma *g, const char *R, char *mt,
+                      char *nt, char *i, size_t n)
+{
+    int E = fel(em, g);
+    snprintf(mt, n, "%s / %d", R, g->nt * E);
+    snprintf(nt, n, "%s / %d %% %d", R, E, g->nt);
+    snprintf(i, n, "%s %% %d", R, E);
 }
 
 /* `for (blk_r ...) {` with blk_row / blk_col of register blk_r of var v */
 static void reg_loop_open(BkGpuEm *em, int v)
 {
     const BkGpuMma *g = &em->vmma[v];
-    char row[256], col[256], mt[64], nt[64];
-    snprintf(mt, sizeof mt, "blk_r / %d", g->nt * 4);
-    snprintf(nt, sizeof nt, "blk_r / 4 %% %d", g->nt);
-    bk_gpu_mma_rowcol(em, v, mt, nt, "blk_r % 4", row, sizeof row, col, sizeof col);
+    char row[256], col[256], mt[64], nt[64], i[64];
+    reg_split(em, g, "blk_r", mt, nt, i, sizeof mt);
+    bk_gpu_mma_rowcol(em, v, mt, nt, i, row, sizeof row, col, sizeof col);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) {", regs(g));
     em->indent++;
@@ -125,7 +141,7 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
             (pp->assume & IR_ASSUME_ALIGN16) &&
             (pp->dtype == DT_F32 || pp->dtype == DT_F16 || pp->dtype == DT_BF16) ? 2 : 1;
     int I = f->views[in->view].ndims - 1;
-    char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64];
+    char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64], fi[64];
     const char *st = bk_gpu_stype(pp->dtype);
     char cv0[128], cv1[128], x0[64], x1[64];
     snprintf(x0, sizeof x0, "var%d[blk_p]", v);
@@ -136,9 +152,8 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     bk_gpu_line(em, "/* store %s from var %s's registers (layout mma), %s */",
                 pp->name, f->vars[v].name,
                 P == 2 ? "column pairs as one store" : "element by element");
-    snprintf(mt, sizeof mt, "blk_p / %d", mg->nt * 4);
-    snprintf(nt, sizeof nt, "blk_p / 4 %% %d", mg->nt);
-    bk_gpu_mma_rowcol(em, v, mt, nt, "blk_p % 4", row, sizeof row, col, sizeof col);
+    reg_split(em, mg, "blk_p", mt, nt, fi, sizeof mt);
+    bk_gpu_mma_rowcol(em, v, mt, nt, fi, row, sizeof row, col, sizeof col);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_p = 0; blk_p < %d; blk_p += %d) {", regs(mg), P);
     em->indent++;
@@ -250,6 +265,40 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "}");
 }
 
+/* HIP with 32x32 fragments: MFMA 32x32x8 per fragment and k step of 8;
+ * lane l reads A row l%32, k 4(l/32)..+3 and B column l%32, the same k
+ * (AMD CDNA2 ISA, v_mfma_f32_32x32x8f16 / bf16_1k); 16 accumulators. */
+static void dot_mfma32(BkGpuEm *em, int v, bool h, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const char *vt = h ? "blk_half4" : "blk_short4";
+    bk_gpu_line(em, "const int r32 = blk_lane & 31, kh = blk_lane >> 5;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 8) {", K);
+    em->indent++;
+    bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr%d + i * 32 + r32) * %lld + k + 4 * kh + j];",
+                v, K);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
+    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kh + j) * %lld + blk_wc%d + i * 32 + r32];",
+                N, v);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 16];", v, g->nt);
+    bk_gpu_line(em, "        blk_float16 cc;");
+    bk_gpu_line(em, "        for (int e = 0; e < 16; e++) cc[e] = c[e];");
+    bk_gpu_line(em, "        cc = blk_mfma_32x32x8_%s(a[i], b[j], cc);", h ? "f16" : "bf16");
+    bk_gpu_line(em, "        for (int e = 0; e < 16; e++) c[e] = cc[e];");
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 /* HIP: MFMA 16x16x16 per fragment; lane l reads A row l%16, k 4(l/16)..+3
  * and B column l%16, the same k (AMD CDNA2 ISA, v_mfma_f32_16x16x16f16). */
 static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
@@ -260,6 +309,10 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
     const char *et = h ? "_Float16" : "short", *vt = h ? "blk_half4" : "blk_short4";
     bk_gpu_line(em, "const %s *blk_Ae = (const %s *)blk_A, *blk_Be = (const %s *)blk_B;",
                 et, et, et);
+    if (g->fm == 32) {
+        dot_mfma32(em, v, h, K, N);
+        return;
+    }
     bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);

@@ -107,8 +107,10 @@ struct BlkEmuStats {
     long long barriers;     /* __syncthreads per block, summed */
     long long shuffles;     /* warp shuffles / votes */
     long long cp_async;     /* cp.async (16 B) per thread */
-    long long blocks, threads;
+    long long blocks, threads; /* blocks run (all, or the sample), threads of the grid */
     long long gmem_unique;     /* distinct global 32-byte sectors (DRAM if L2 holds the reuse) */
+    long long grid_blocks;     /* blocks of the grid: blocks < grid_blocks when sampled */
+    long long gmem_extent;     /* 32-byte sectors spanned by the tensor arguments */
 };
 
 /* ------------------------------------------------------------ the machine */
@@ -529,15 +531,37 @@ static inline void blk_emu_reg_all(void (*)(A...), void **params, std::index_seq
 #endif
 }
 
+/* The blocks a launch runs: all of them, or with $BLKC_EMU_SAMPLE=N
+ * (blkc run --stats-sample=N) the first, the last and N evenly spread
+ * between them, in order (--stats scales the counts by grid / run; the
+ * blocks left out write nothing, so the results are partial). */
+static std::vector<long long> blk_emu_sample(long long nb)
+{
+    std::vector<long long> v;
+    const char *e = getenv("BLKC_EMU_SAMPLE");
+    const long long n = e ? atoll(e) : 0;
+    if (n <= 0 || n + 2 >= nb) {
+        for (long long b = 0; b < nb; b++)
+            v.push_back(b);
+        return v;
+    }
+    for (long long i = 0; i <= n + 1; i++) {
+        const long long b = (long long)((double)i * (double)(nb - 1) / (double)(n + 1) + 0.5);
+        if (v.empty() || v.back() != b)
+            v.push_back(b);
+    }
+    return v;
+}
+
 static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
+                           const std::vector<long long> &blocks,
                            const std::function<void()> &body)
 {
     threadIdx = {(unsigned)t, 0, 0};
 #ifdef BLK_EMU_MEMSTATS
     blk_emu_log = &blk_emu_logs[(size_t)t];
 #endif
-    const long long nb = grid[0] * grid[1] * grid[2];
-    for (long long b = 0; b < nb; b++) {
+    for (long long b : blocks) {
         blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
                     (unsigned)(b / (grid[0] * grid[1]))};
         try {
@@ -606,15 +630,21 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     std::function<void()> body = [&] {
         blk_emu_call(k, params, std::index_sequence_for<A...>{});
     };
+    const std::vector<long long> blocks = blk_emu_sample(grid[0] * grid[1] * grid[2]);
     std::vector<std::thread> pool;
     pool.reserve((size_t)threads);
     for (int t = 0; t < threads; t++)
-        pool.emplace_back(blk_emu_thread, &m, t, grid, std::cref(body));
+        pool.emplace_back(blk_emu_thread, &m, t, grid, std::cref(blocks), std::cref(body));
     for (auto &th : pool)
         th.join();
     blk_emu_m = nullptr;
     free(m.smem);
     m.st.threads = (long long)threads * grid[0] * grid[1] * grid[2];
+    m.st.grid_blocks = grid[0] * grid[1] * grid[2];
+#ifdef BLK_EMU_MEMSTATS
+    for (int i = 0; i < blk_emu_nglobal; i++)
+        m.st.gmem_extent += (blk_emu_ghi[i] - 1) / 32 - blk_emu_glo[i] / 32 + 1;
+#endif
     if (stats)
         *stats = m.st;
     if (m.failed) {

@@ -20,6 +20,11 @@
 #   stats-cuda-emu / stats-hip-emu  --stats shows tensor-core instructions
 #       for examples/matmul.blk and examples/flash_attention.blk; exact
 #       counts of a 128 x 128 matmul block (cuda-emu)
+#   mfma    tests/emu/tmfma.blk and matmul 128 x 128 on hip-emu against
+#       the CPU: MFMA 32x32x8 (whole 32x32 fragments) and 16x16x16
+#   sample-stats  --stats-sample=N: scaled counts equal the full run's on
+#       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
+#       limited by the tensor cores on the H200; --out refused
 # Exit 77 without a C++ compiler.
 set -u
 MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
@@ -208,6 +213,91 @@ stats-*)
   fi
   if "$BLKC" run "$SRC/examples/vector_add.blk" N=10 --stats >"$T/log" 2>&1 || ! grep -q "needs an emulated device" "$T/log"; then
     echo "FAIL: --stats on the CPU: $(cat "$T/log")"; fail=1
+  fi
+  exit $fail
+  ;;
+mfma)
+  # HIP register accumulators: MFMA 32x32x8 for warp tiles of whole 32x32
+  # fragments, 16x16x16 otherwise, on hip-emu against the CPU (tails in
+  # M, N, K), and the fragment shapes --emit=gpu-ir reports
+  fail=0 F=$SRC/tests/emu/tmfma.blk
+  # NAME FILE ENTRY-OPTS LAYOUT ARGS...
+  mone() {
+    local name=$1 file=$2 opts=$3 lay=$4; shift 4
+    # shellcheck disable=SC2086
+    "$BLKC" compile "$file" $opts --target=hip --emit=gpu-ir >"$T/ir" 2>&1
+    if ! grep -q "var acc : .*fragments of $lay" "$T/ir"; then
+      echo "FAIL $name: want fragments of $lay:"; grep "var acc" "$T/ir"; fail=1; return
+    fi
+    # shellcheck disable=SC2086
+    if ! timeout 300 "$BLKC" run "$file" $opts "$@" --random --seed=6 --out C="$T/c.npy" >"$T/log" 2>&1 ||
+       ! timeout 300 "$BLKC" run "$file" $opts "$@" --random --seed=6 --device=hip-emu --out C="$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 1e-4 1e-4 >"$T/log" 2>&1; then
+      echo "FAIL $name on hip-emu: $(cat "$T/log")"; fail=1; return
+    fi
+    echo "ok $name ($lay): $(cat "$T/log")"
+  }
+  mone matmul_128 "$SRC/examples/matmul.blk" "-D BM=128 -D BN=128" 32x32 M=200 N=136 K=72
+  mone bf16_64 "$F" --entry=tmfma_bf16 32x32 M=100 N=70 K=40
+  mone f16_48 "$F" --entry=tmfma_f16_48 16x16 M=50 N=97 K=64
+  "$BLKC" compile "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 --target=hip --emit=hip >"$T/hip" 2>&1
+  if ! grep -q "cc = blk_mfma_32x32x8_f16(a\[i\], b\[j\], cc);" "$T/hip" ||
+     ! grep -q "__builtin_amdgcn_mfma_f32_32x32x8f16" "$T/hip"; then
+    echo "FAIL: no MFMA 32x32x8 in the HIP C of matmul 128 x 128"; fail=1
+  fi
+  exit $fail
+  ;;
+sample-stats)
+  # --stats-sample=N (blk_emu.h's BLKC_EMU_SAMPLE): N blocks plus the first
+  # and last, counts scaled to the grid. Needs clang++ (load/store counts).
+  have_clang=
+  for c in clang++-20 clang++-19 clang++-18 clang++-17 clang++-16 clang++-15; do
+    command -v $c >/dev/null 2>&1 && have_clang=1
+  done
+  [ -n "$have_clang" ] || { echo "skip: no clang++ for the load/store counts"; exit 77; }
+  fail=0 MM="$SRC/examples/matmul.blk -D BM=128 -D BN=128 -D BK=32"
+  # uniform blocks (512^2, 16 of them): the sample's scaled counts and
+  # bounds equal the full run's
+  # shellcheck disable=SC2086
+  timeout 300 "$BLKC" run $MM M=512 N=512 K=64 --random --device=cuda-emu --stats >"$T/full" 2>&1 &&
+    timeout 300 "$BLKC" run $MM M=512 N=512 K=64 --random --device=cuda-emu --stats-sample=2 >"$T/samp" 2>&1 ||
+    { echo "FAIL: run: $(cat "$T/full" "$T/samp")"; exit 1; }
+  if ! grep -q "sampled 4 of 16 blocks, counts scaled by 4 " "$T/samp" ||
+     ! diff <(grep -E "tensor-core|wavefronts|bound on" "$T/full") \
+            <(grep -E "tensor-core|wavefronts|bound on" "$T/samp") >"$T/d"; then
+    echo "FAIL: sampled counts differ from the full run's:"; cat "$T/d" "$T/samp"; fail=1
+  else
+    echo "ok sampled = full: $(grep "bound on H200" "$T/samp")"
+  fi
+  # the matmul at 1024^3, 128 x 128 x 32, stages 3, 4 warps: tensor-bound
+  # on the H200 (examples/matmul.blk's defaults: warps(4) stages(3))
+  # shellcheck disable=SC2086
+  timeout 500 "$BLKC" run $MM M=1024 N=1024 K=1024 --random --device=cuda-emu --stats-sample=1 >"$T/log" 2>&1 ||
+    { echo "FAIL: matmul 1024^3: $(cat "$T/log")"; exit 1; }
+  if ! grep -q "sampled 3 of 64 blocks" "$T/log" || ! grep -q "tensor-core instructions 524288 " "$T/log" ||
+     ! grep -q "bound on H200: .*limited by tensor cores" "$T/log"; then
+    echo "FAIL: matmul 1024^3 not tensor-bound on H200:"; cat "$T/log"; fail=1
+  else
+    echo "ok matmul 1024^3: $(grep "bound on H200" "$T/log")"
+  fi
+  # the margin: the tensor cores' time at least 5% above every other unit's
+  # (128 x 128 x 32 tiles: 1.5 wavefronts per mma against 1.59 clocks of
+  # tensor time, docs/backends.md; L2 at 1024^3 about 9% below)
+  if ! grep "bound on H200" "$T/log" | sed 's/.*H200: tensor cores //; s/ us, shared memory / /; s/ us, L2 / /; s/ us, DRAM / /; s/ us;.*//' |
+       awk '{ m = $2; if ($3 > m) m = $3; if ($4 > m) m = $4; exit !($1 >= 1.05 * m) }'; then
+    echo "FAIL: matmul 1024^3: the tensor cores lead by less than 5%:"; grep "bound on H200" "$T/log"; fail=1
+  fi
+  # the outputs of a sample are partial: --out is refused (usage, exit 2)
+  # shellcheck disable=SC2086
+  "$BLKC" run $MM M=256 N=256 K=32 --device=cuda-emu --stats-sample=1 --out C="$T/c.npy" >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 2 ] || ! grep -q "blkc: error: --stats-sample runs only some blocks, so the outputs are partial: --out is refused" "$T/log"; then
+    echo "FAIL: --stats-sample with --out: exit $rc: $(cat "$T/log")"; fail=1
+  fi
+  "$BLKC" run $MM M=256 N=256 K=32 --device=cuda-emu --stats-sample=0 >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 2 ] || ! grep -q "bad --stats-sample '0': expected a positive integer" "$T/log"; then
+    echo "FAIL: --stats-sample=0: exit $rc: $(cat "$T/log")"; fail=1
   fi
   exit $fail
   ;;

@@ -10,7 +10,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     const int blk_tid = threadIdx.x;
     const int blk_lane = blk_tid % 64, blk_warp = blk_tid / 64;
     (void)blk_lane; (void)blk_warp; (void)blk_smem;
-    /* var acc : f32[64, 64], layout mma(2x2 warps of 32x32, 2x2 fragments of 16x16, 16 registers per thread) */
+    /* var acc : f32[64, 64], layout mma(2x2 warps of 32x32, 1x1 fragments of 32x32, 16 registers per thread) */
     float var0[16];
     const int blk_wr0 = (blk_warp / 2) * 32, blk_wc0 = (blk_warp % 2) * 32;
     (void)blk_wr0; (void)blk_wc0;
@@ -86,30 +86,31 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
             (void)blk_A; (void)blk_B;
 #if BLK_HAVE_MFMA
             const _Float16 *blk_Ae = (const _Float16 *)blk_A, *blk_Be = (const _Float16 *)blk_B;
-            const int r16 = blk_lane & 15, kq = blk_lane >> 4;
+            const int r32 = blk_lane & 31, kh = blk_lane >> 5;
             #pragma unroll
-            for (int k = 0; k < 32; k += 16) {
-                blk_half4 a[2], b[2];
+            for (int k = 0; k < 32; k += 8) {
+                blk_half4 a[1], b[1];
                 #pragma unroll
-                for (int i = 0; i < 2; i++)
-                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 16 + r16) * 32 + k + 4 * kq + j];
+                for (int i = 0; i < 1; i++)
+                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 32 + r32) * 32 + k + 4 * kh + j];
                 #pragma unroll
-                for (int i = 0; i < 2; i++)
-                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kq + j) * 64 + blk_wc0 + i * 16 + r16];
+                for (int i = 0; i < 1; i++)
+                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kh + j) * 64 + blk_wc0 + i * 32 + r32];
                 #pragma unroll
-                for (int i = 0; i < 2; i++)
+                for (int i = 0; i < 1; i++)
                     #pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        float *c = &var0[(i * 2 + j) * 4];
-                        blk_float4 cc = {c[0], c[1], c[2], c[3]};
-                        cc = blk_mfma_16x16x16_f16(a[i], b[j], cc);
-                        c[0] = cc[0]; c[1] = cc[1]; c[2] = cc[2]; c[3] = cc[3];
+                    for (int j = 0; j < 1; j++) {
+                        float *c = &var0[(i * 1 + j) * 16];
+                        blk_float16 cc;
+                        for (int e = 0; e < 16; e++) cc[e] = c[e];
+                        cc = blk_mfma_32x32x8_f16(a[i], b[j], cc);
+                        for (int e = 0; e < 16; e++) c[e] = cc[e];
                     }
             }
 #else
             #pragma unroll
             for (int blk_r = 0; blk_r < 16; blk_r++) {
-                const int blk_row = (blk_wr0 + (blk_r / 8) * 16 + (blk_lane >> 4) * 4 + (blk_r % 4)), blk_col = (blk_wc0 + (blk_r / 4 % 2) * 16 + (blk_lane & 15));
+                const int blk_row = (blk_wr0 + (blk_r / 16) * 32 + ((blk_r % 16) >> 2) * 8 + (blk_lane >> 5) * 4 + ((blk_r % 16) & 3)), blk_col = (blk_wc0 + (blk_r / 16 % 1) * 32 + (blk_lane & 31));
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
@@ -126,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     float *v17 = (float *)(blk_smem + 0); /* f32[64, 64] */
     #pragma unroll
     for (int blk_r = 0; blk_r < 16; blk_r++) {
-        const int blk_row = (blk_wr0 + (blk_r / 8) * 16 + (blk_lane >> 4) * 4 + (blk_r % 4)), blk_col = (blk_wc0 + (blk_r / 4 % 2) * 16 + (blk_lane & 15));
+        const int blk_row = (blk_wr0 + (blk_r / 16) * 32 + ((blk_r % 16) >> 2) * 8 + (blk_lane >> 5) * 4 + ((blk_r % 16) & 3)), blk_col = (blk_wc0 + (blk_r / 16 % 1) * 32 + (blk_lane & 31));
         v17[blk_row * 64 + blk_col] = var0[blk_r];
     }
     /* v18 = cvt: fused into its use */
