@@ -511,6 +511,14 @@ static DotBlock dot_block(int vecw, int64_t M)
     return d;
 }
 
+/* A read prefetch into L2 (never faults, so past a tensor's end is fine) */
+static void prefetch_l2(CpuGen *g, LLVMValueRef p)
+{
+    LLVMValueRef pa[4] = {p, cpu_i32c(g, 0), cpu_i32c(g, 2), cpu_i32c(g, 1)};
+    LLVMTypeRef pt = g->ptr;
+    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
+}
+
 /* Pack rows x cols of B (dtype sdt, row stride ldb) into panels of NR
  * columns, k-major: Bp[(j / NR) * K * NR + k * NR + j % NR], converted to
  * ddt and zero past cols (the last panel). Each source row is prefetched
@@ -529,12 +537,8 @@ static void pack_b(CpuGen *g, LLVMValueRef Bp, LLVMValueRef B, int sdt,
     LLVMValueRef srow = cpu_gep(g, st, B, LLVMBuildMul(b, lk.iv, ldb, ""));
     LLVMValueRef prow = cpu_gep(g, st, B, LLVMBuildMul(b,
         LLVMBuildAdd(b, lk.iv, cpu_i64(g, K), ""), ldb, ""));
-    for (int64_t off = 0; off < cols * sb; off += 64) {
-        LLVMValueRef pa[4] = {cpu_gep(g, g->i8, prow, cpu_i64(g, off)),
-                              cpu_i32c(g, 0), cpu_i32c(g, 2), cpu_i32c(g, 1)};
-        LLVMTypeRef pt = g->ptr;
-        cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
-    }
+    for (int64_t off = 0; off < cols * sb; off += 64)
+        prefetch_l2(g, cpu_gep(g, g->i8, prow, cpu_i64(g, off)));
     LLVMValueRef drow = cpu_gep(g, dt, Bp, LLVMBuildMul(b, lk.iv, cpu_i64(g, NR), ""));
     if (full > 0) {
         cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, full));
@@ -584,6 +588,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     LLVMValueRef A = g->val[in->opnd[0]], B = g->val[in->opnd[1]];
     LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
     LLVMValueRef ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, N);
+    bool ain = g->vld[in->opnd[0]] && ta->dtype == rdt && Mp == M;
     if (ta->dtype != rdt || Mp != M) {
         LLVMValueRef buf = cpu_alloca(g, E, Mp * K);
         if (Mp != M)
@@ -615,6 +620,13 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     CpuLoop li, lj;
     cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, Mp / MR));
     LLVMValueRef i0 = LLVMBuildMul(b, li.iv, cpu_i64(g, MR), "");
+    if (ain) /* these rows' next K step (the usual loop), into L2 */
+        for (int r = 0; r < MR; r++) {
+            LLVMValueRef row = LLVMBuildMul(b, LLVMBuildAdd(b, i0, cpu_i64(g, r), ""), lda, "");
+            LLVMValueRef p = cpu_gep(g, E, A, LLVMBuildAdd(b, row, cpu_i64(g, K), ""));
+            for (int64_t off = 0; off < K * eb; off += 64)
+                prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
+        }
     cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, Np / NR));
     LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
     LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), "");
