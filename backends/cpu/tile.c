@@ -1,8 +1,11 @@
 /* tile.c — tile-shaped ops on the CPU: ARANGE, BCAST / RESHAPE / PERMUTE
  * (strided copies), REDUCE and SCAN (loops with an accumulator slot that
- * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: operands
- * converted once to the accumulation type into padded buffers, then MR rows
- * x NRV vectors of columns accumulated in SSA vectors with k innermost. */
+ * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: a rank-2
+ * DOT packs B into k-major panels of NR columns (converted to the
+ * accumulation type) and reads A in place, then MR rows x NRV vectors of
+ * columns (CPU_DOT_BLOCKS, by the host's vector width) are accumulated in
+ * SSA vectors with k innermost; batched DOTs (and BLKC_CPU_NOPACK=1) use
+ * operands converted into padded row-major buffers. */
 #include "cpu.h"
 
 #include <stdlib.h>
