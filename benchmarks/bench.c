@@ -11,10 +11,13 @@
  *      JIT cache).
  * Every blkc figure alternates with its baseline within the run.
  * Usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK]
- *                   [--softmax=RxN]
+ *                   [--gemm-in=f16|bf16] [--softmax=RxN]
+ * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
+ * OpenBLAS runs cblas_sgemm on the same values converted back to f32.
  * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
 #include <blkc/blkc.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +64,15 @@ static blkc_module *compile(blkc_context *ctx, const char *src, const char *cons
     return m;
 }
 
-static DLTensor tensor2(void *data, int64_t *shape)
+static DLTensor tensor2(void *data, int64_t *shape, int bits, int code)
 {
     DLTensor t;
     memset(&t, 0, sizeof t);
     t.data = data;
     t.device.device_type = kDLCPU;
     t.ndim = 2;
-    t.dtype.code = kDLFloat;
-    t.dtype.bits = 32;
+    t.dtype.code = (uint8_t)code;
+    t.dtype.bits = (uint8_t)bits;
     t.dtype.lanes = 1;
     t.shape = shape;
     return t;
@@ -83,11 +86,54 @@ static void fill(float *p, size_t n, unsigned seed)
     }
 }
 
+/* f32 -> f16 / bf16 bits (round to nearest even; finite inputs in [-1, 1])
+ * and back, for --gemm-in */
+static uint16_t to16(float x, int bf)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if (bf)
+        return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    uint32_t sgn = (u >> 16) & 0x8000u, e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+    if (e < 103)
+        return (uint16_t)sgn; /* below half the smallest f16 subnormal */
+    if (e < 113) {            /* f16 subnormal */
+        m |= 0x800000u;
+        int sh = (int)(126 - e);
+        uint32_t h = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (h & 1u)))
+            h++;
+        return (uint16_t)(sgn | h);
+    }
+    uint32_t h = ((e - 112) << 10) | (m >> 13), rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++;
+    return (uint16_t)(sgn | h);
+}
+
+static float from16(uint16_t h, int bf)
+{
+    uint32_t u;
+    if (bf) {
+        u = (uint32_t)h << 16;
+    } else {
+        uint32_t sgn = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+        if (e == 0) {
+            float f = (float)m * 0x1p-24f;
+            return sgn ? -f : f;
+        }
+        u = sgn | ((e + 112) << 23) | (m << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* blkc (best of the block shapes) against cblas_sgemm on M x N x K, the
  * two alternating: every repetition runs each blkc shape, then OpenBLAS;
  * the best time of each. threads: BLKC_NUM_THREADS as set by the caller
  * and the same number for OpenBLAS. */
-static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K)
+static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K, const char *in)
 {
     const int reps = quick ? 2 : 5;
     const char *thr = getenv("BLKC_NUM_THREADS");
@@ -96,12 +142,33 @@ static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K)
     float *c = malloc(sizeof(float) * M * N), *c2 = malloc(sizeof(float) * M * N);
     fill(a, (size_t)M * K, 1);
     fill(b, (size_t)K * N, 2);
+    int bits = in ? 16 : 32, bf = in && !strcmp(in, "bf16");
+    uint16_t *a16 = NULL, *b16 = NULL;
+    if (in) { /* blkc reads the 16-bit values, OpenBLAS them in f32 */
+        a16 = malloc(2 * (size_t)M * K);
+        b16 = malloc(2 * (size_t)K * N);
+        for (size_t i = 0; i < (size_t)M * K; i++) a[i] = from16(a16[i] = to16(a[i], bf), bf);
+        for (size_t i = 0; i < (size_t)K * N; i++) b[i] = from16(b16[i] = to16(b[i], bf), bf);
+    }
+    int code = bf ? kDLBfloat : kDLFloat;
     int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
-    DLTensor ta = tensor2(a, sa), tb = tensor2(b, sb), tc = tensor2(c, sc);
+    DLTensor ta = tensor2(in ? (void *)a16 : a, sa, bits, code);
+    DLTensor tb = tensor2(in ? (void *)b16 : b, sb, bits, code);
+    DLTensor tc = tensor2(c, sc, 32, kDLFloat);
     blkc_arg args[3];
     for (int i = 0; i < 3; i++) args[i].kind = BLKC_ARG_TENSOR;
     args[0].v.tensor = &ta; args[1].v.tensor = &tb; args[2].v.tensor = &tc;
     char *src = read_file(BLKC_SOURCE_DIR "/benchmarks/gemm_f32.blk");
+    if (in) { /* A: f32[ and B: f32[ become the input dtype (C stays f32) */
+        char *p = strstr(src, "A: f32["), *q = p ? strstr(p, "B: f32[") : NULL;
+        char *s2 = malloc(strlen(src) + 8);
+        if (!q) die("gemm_f32.blk: no A: f32[ / B: f32[");
+        const char *d = bf ? "bf16" : "f16";
+        sprintf(s2, "%.*sA: %s[%.*sB: %s[%s", (int)(p - src), src, d,
+                (int)(q - (p + 7)), p + 7, d, q + 7);
+        free(src);
+        src = s2;
+    }
     static const char *cfgs[][3] = {
         {"BM=64", "BN=64", "BK=32"}, {"BM=32", "BN=64", "BK=32"},
         {"BM=64", "BN=128", "BK=32"}, {"BM=32", "BN=32", "BK=64"},
@@ -153,16 +220,16 @@ static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K)
     for (size_t i = 0; i < (size_t)M * N; i++)
         maxerr = fmax(maxerr, fabs((double)c[i] - c2[i]));
     double gb = flop / tb_best * 1e-9;
-    printf("GEMM f32 %dx%dx%d (%d thread%s): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS %.1f GFLOP/s, "
-           "ratio %.2fx (max abs diff %.1e)\n", M, N, K, nthr, nthr == 1 ? "" : "s", gf,
+    printf("GEMM %s %dx%dx%d (%d thread%s): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS %.1f GFLOP/s, "
+           "ratio %.2fx (max abs diff %.1e)\n", in ? (bf ? "bf16->f32 (OpenBLAS sgemm on the same values)" : "f16->f32 (OpenBLAS sgemm on the same values)") : "f32", M, N, K, nthr, nthr == 1 ? "" : "s", gf,
            cfgs[bestc][0], cfgs[bestc][1], cfgs[bestc][2], gb, gf / gb, maxerr);
 #else
     (void)tb_best;
-    printf("GEMM f32 %dx%dx%d (%d thread%s): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS: not built "
-           "(install libopenblas-dev)\n", M, N, K, nthr, nthr == 1 ? "" : "s", gf,
+    printf("GEMM %s %dx%dx%d (%d thread%s): blkc %.1f GFLOP/s (%s %s %s), OpenBLAS: not built "
+           "(install libopenblas-dev)\n", in ? in : "f32", M, N, K, nthr, nthr == 1 ? "" : "s", gf,
            cfgs[bestc][0], cfgs[bestc][1], cfgs[bestc][2]);
 #endif
-    free(src); free(a); free(b); free(c); free(c2);
+    free(src); free(a); free(b); free(c); free(c2); free(a16); free(b16);
 }
 
 static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
@@ -173,7 +240,7 @@ static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
     fill(x, n, 3);
     memset(y, 0, bytes);
     int64_t sh[2] = {R, C};
-    DLTensor tx = tensor2(x, sh), ty = tensor2(y, sh);
+    DLTensor tx = tensor2(x, sh, 32, kDLFloat), ty = tensor2(y, sh, 32, kDLFloat);
     blkc_arg args[2];
     args[0].kind = args[1].kind = BLKC_ARG_TENSOR;
     args[0].v.tensor = &tx; args[1].v.tensor = &ty;
@@ -267,16 +334,19 @@ int main(int argc, char **argv)
     int quick = 0;
     const char *only = NULL; /* --only=gemm|softmax|compile */
     int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096;
+    const char *gin = NULL; /* --gemm-in=f16|bf16 */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strncmp(argv[i], "--only=", 7)) only = argv[i] + 7;
         else if (!strncmp(argv[i], "--gemm=", 7) &&
                  sscanf(argv[i] + 7, "%dx%dx%d", &gm, &gn, &gk) == 3 && gm > 0 && gn > 0 &&
                  gk > 0) {}
+        else if (!strcmp(argv[i], "--gemm-in=f16") || !strcmp(argv[i], "--gemm-in=bf16"))
+            gin = argv[i] + 10;
         else if (!strncmp(argv[i], "--softmax=", 10) &&
                  sscanf(argv[i] + 10, "%dx%d", &sr, &sc) == 2 && sr > 0 && sc > 0 &&
                  sc <= 65536) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK] [--softmax=RxN]\n"); return 2; }
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -284,7 +354,7 @@ int main(int argc, char **argv)
     if (blkc_context_create("cpu", &ctx) != BLKC_OK) die("context");
     printf("blkc %s benchmarks (BLKC_NUM_THREADS=%s)\n", blkc_version(),
            getenv("BLKC_NUM_THREADS"));
-    if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk);
+    if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk, gin);
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);

@@ -210,18 +210,20 @@ static int inplace_load(CpuGen *g, const int *reg, int v)
             return 0;
     }
     /* strided rows: a 2-D view of two ranges read only as a rank-2 DOT's
-     * A operand (tile.c's micro-kernel takes a row stride). Not B: the
+     * operand (tile.c's micro-kernel takes A's row stride; B is packed
+     * from the tensor into panels). With BLKC_CPU_NOPACK=1 only A: that
      * micro-kernel walks B's rows, which in a tensor lie a large power of
-     * two apart and fight over the same L1 sets; its copy is the packed
-     * panel (BN=128 ran 25-35% slower with B read in place) */
+     * two apart and fight over the same L1 sets (BN=128 ran 25-35% slower
+     * with B read in place); its copy was the panel */
     if (vw->ndims != 2 || vw->d[0].kind != IDX_RANGE || in->type.rank != 2)
         return 1;
+    int maxk = cpu_switch(CPU_SW_NOPACK) ? 0 : 1;
     for (int u = 0; u < f->nins; u++) {
         const IrInstr *o = &f->ins[u];
         if (o->dead)
             continue;
         for (int k = 0; k < 4; k++)
-            if (o->opnd[k] == v && (o->op != IR_DOT || k > 0 ||
+            if (o->opnd[k] == v && (o->op != IR_DOT || k > maxk ||
                                     o->type.rank != 2 || g->inl[u]))
                 return 1;
     }

@@ -1,8 +1,11 @@
 /* tile.c — tile-shaped ops on the CPU: ARANGE, BCAST / RESHAPE / PERMUTE
  * (strided copies), REDUCE and SCAN (loops with an accumulator slot that
- * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: operands
- * converted once to the accumulation type into padded buffers, then MR rows
- * x NRV vectors of columns accumulated in SSA vectors with k innermost. */
+ * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: a rank-2
+ * DOT packs B into k-major panels of NR columns (converted to the
+ * accumulation type) and reads A in place, then MR rows x NRV vectors of
+ * columns (CPU_DOT_BLOCKS, by the host's vector width) are accumulated in
+ * SSA vectors with k innermost; batched DOTs (and BLKC_CPU_NOPACK=1) use
+ * operands converted into padded row-major buffers. */
 #include "cpu.h"
 
 #include <stdlib.h>
@@ -406,13 +409,13 @@ static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
     LLVMSetAlignment(LLVMBuildStore(g->b, v, q), al);
 }
 
-enum { MAXMR = 8, MAXNRV = 2 };
+enum { MAXMR = 16, MAXNRV = 4 };
 
 /* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[i0.., :K] * B[:K, j0..]
  * (row strides lda, ldb: a tile's width, or a tensor's stride when the
  * operand is read in place) */
 static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
-                  LLVMValueRef i0, LLVMValueRef j0, int64_t K,
+                  LLVMValueRef i0, LLVMValueRef j0, int64_t bj, int64_t K,
                   LLVMValueRef lda, LLVMValueRef ldb,
                   int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl)
 {
@@ -431,7 +434,7 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
             acc[r][v] = vload(g, vt, cp[r][v], al);
         }
     }
-    LLVMValueRef bcol = cpu_gep(g, E, B, j0);
+    LLVMValueRef bcol = bj < 0 ? cpu_gep(g, E, B, j0) : cpu_gep(g, E, B, cpu_i64(g, bj));
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k.done");
@@ -475,6 +478,169 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
             vstore(g, nacc[r][v], cp[r][v], al);
 }
 
+/* Register blocks of the packed DOT, keyed by the host's vector width and
+ * vector register count: MR rows x NRV vectors of accumulators, with MR*NRV
+ * + NRV + 1 registers live in the k loop. MR2 is used instead of MR when
+ * MR does not divide the tile's rows (no padded rows) and MR2 does. */
+#define CPU_DOT_BLOCKS(X)                                                  \
+    X(64, 32, 8, 8, 2, "AVX-512: 8x32 f32 (16 of 32 zmm)")                 \
+    X(32, 16, 6, 4, 2, "AVX2: 6x16 f32 (12 of 16 ymm); 4x16 for BM=2^k")  \
+    X(16, 32, 8, 8, 2, "NEON: 8x8 f32 (16 of 32 q registers)")            \
+    X(16, 16, 4, 4, 2, "SSE: 4x8 f32 (8 of 16 xmm)")
+
+typedef struct DotBlock { int vecw, nregs, mr, mr2, nrv; } DotBlock;
+
+static const DotBlock dot_blocks[] = {
+#define X(vecw, nregs, mr, mr2, nrv, doc) {vecw, nregs, mr, mr2, nrv},
+    CPU_DOT_BLOCKS(X)
+#undef X
+};
+
+static DotBlock dot_block(int vecw, int64_t M)
+{
+#if defined(__aarch64__)
+    int nregs = 32;
+#else
+    int nregs = vecw >= 64 ? 32 : 16;
+#endif
+    DotBlock d = {vecw, nregs, 4, 4, 2};
+    for (size_t i = 0; i < sizeof dot_blocks / sizeof dot_blocks[0]; i++)
+        if (dot_blocks[i].vecw == vecw && dot_blocks[i].nregs == nregs) {
+            d = dot_blocks[i];
+            break;
+        }
+    if (M % d.mr != 0 && M % d.mr2 == 0)
+        d.mr = d.mr2;
+    return d;
+}
+
+/* A read prefetch into L2 (never faults, so past a tensor's end is fine) */
+static void prefetch_l2(CpuGen *g, LLVMValueRef p)
+{
+    LLVMValueRef pa[4] = {p, cpu_i32c(g, 0), cpu_i32c(g, 2), cpu_i32c(g, 1)};
+    LLVMTypeRef pt = g->ptr;
+    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
+}
+
+/* Pack rows x cols of B (dtype sdt, row stride ldb) into panels of NR
+ * columns, k-major: Bp[(j / NR) * K * NR + k * NR + j % NR], converted to
+ * ddt and zero past cols (the last panel). Each source row is prefetched
+ * K rows further down (the next K step's tile of the usual loop) into L2:
+ * those rows lie a large stride apart, which the hardware prefetchers do
+ * not follow. */
+static void pack_b(CpuGen *g, LLVMValueRef Bp, LLVMValueRef B, int sdt,
+                   LLVMValueRef ldb, int64_t K, int64_t cols, int NR, int ddt)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef st = cpu_mtype(g, sdt), dt = cpu_mtype(g, ddt);
+    int64_t full = cols / NR, rest = cols % NR;
+    int sb = dsl_dtype_bytes(sdt);
+    CpuLoop lk, lj, lc;
+    cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, K));
+    LLVMValueRef srow = cpu_gep(g, st, B, LLVMBuildMul(b, lk.iv, ldb, ""));
+    LLVMValueRef prow = cpu_gep(g, st, B, LLVMBuildMul(b,
+        LLVMBuildAdd(b, lk.iv, cpu_i64(g, K), ""), ldb, ""));
+    for (int64_t off = 0; off < cols * sb; off += 64)
+        prefetch_l2(g, cpu_gep(g, g->i8, prow, cpu_i64(g, off)));
+    LLVMValueRef drow = cpu_gep(g, dt, Bp, LLVMBuildMul(b, lk.iv, cpu_i64(g, NR), ""));
+    if (full > 0) {
+        cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, full));
+        LLVMValueRef s = cpu_gep(g, st, srow, LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), ""));
+        LLVMValueRef d = cpu_gep(g, dt, drow, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
+        cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, NR));
+        LLVMValueRef v = cpu_mload(g, cpu_gep(g, st, s, lc.iv), sdt);
+        cpu_mstore(g, cpu_cvt(g, v, sdt, ddt), cpu_gep(g, dt, d, lc.iv), ddt);
+        cpu_loop_close(g, &lc);
+        cpu_loop_close(g, &lj);
+    }
+    if (rest > 0) {
+        LLVMValueRef s = cpu_gep(g, st, srow, cpu_i64(g, full * NR));
+        LLVMValueRef d = cpu_gep(g, dt, drow, cpu_i64(g, full * K * NR));
+        for (int64_t c = 0; c < NR; c++) {
+            LLVMValueRef v = c < rest
+                ? cpu_cvt(g, cpu_mload(g, cpu_gep(g, st, s, cpu_i64(g, c)), sdt), sdt, ddt)
+                : cpu_zero(g, ddt);
+            cpu_mstore(g, v, cpu_gep(g, dt, d, cpu_i64(g, c)), ddt);
+        }
+    }
+    cpu_loop_close(g, &lk);
+}
+
+/* A rank-2 DOT on packed B panels (BLKC_CPU_NOPACK=1: the row-major path
+ * below). A is read in place with its row stride when its dtype is the
+ * accumulation type and no rows are padded, else converted into a buffer;
+ * B is packed into NR-column panels (converting f16/bf16 on the way); C
+ * is the accumulator tile itself unless M or N needs padding. */
+static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
+                      LLVMValueRef acc_ptr)
+{
+    LLVMBuilderRef b = g->b;
+    const IrType *ta = &g->f->ins[in->opnd[0]].type;
+    const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
+    int rdt = rt->dtype;
+    int64_t M = rt->shape[0], N = rt->shape[1], K = ta->shape[1];
+    LLVMTypeRef E = cpu_stype(g, rdt);
+    int eb = dsl_dtype_bytes(rdt);
+    int VW = g->vecw_bytes / eb;
+    if (VW < 1)
+        VW = 1;
+    DotBlock blk = dot_block(g->vecw_bytes, M);
+    int MR = blk.mr, NRV = blk.nrv, NR = NRV * VW;
+    int64_t Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR;
+    bool fl = dsl_is_float(rdt);
+    LLVMValueRef A = g->val[in->opnd[0]], B = g->val[in->opnd[1]];
+    LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
+    LLVMValueRef ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, N);
+    bool ain = g->vld[in->opnd[0]] && ta->dtype == rdt && Mp == M;
+    if (ta->dtype != rdt || Mp != M) {
+        LLVMValueRef buf = cpu_alloca(g, E, Mp * K);
+        if (Mp != M)
+            LLVMBuildMemSet(b, buf, LLVMConstInt(g->i8, 0, 0),
+                            cpu_i64(g, Mp * K * eb), 4);
+        convert_block(g, buf, K, A, ta->dtype, lda, M, K, rdt);
+        A = buf;
+        lda = cpu_i64(g, K);
+    }
+    LLVMValueRef Bp = cpu_alloca(g, E, K * Np);
+    LLVMSetAlignment(Bp, 64);
+    pack_b(g, Bp, B, tb->dtype, ldb, K, N, NR, rdt);
+    LLVMValueRef C = dst;
+    int64_t ldc = N;
+    bool padded = Mp != M || Np != N;
+    if (padded) {
+        C = cpu_alloca(g, E, Mp * Np);
+        ldc = Np;
+        LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, Mp * Np * eb), 4);
+        if (acc_ptr)
+            convert_block(g, C, Np, acc_ptr, rdt, cpu_i64(g, N), M, N, rdt);
+    } else if (!acc_ptr) {
+        LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, M * N * eb), 4);
+    } else if (acc_ptr != dst) {
+        LLVMBuildMemCpy(b, C, 4, acc_ptr, 4, cpu_i64(g, M * N * eb));
+    }
+    /* i outer: the whole of Bp (K x Np) stays in L1 while A's MR rows are
+     * swept once per panel */
+    CpuLoop li, lj;
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, Mp / MR));
+    LLVMValueRef i0 = LLVMBuildMul(b, li.iv, cpu_i64(g, MR), "");
+    if (ain) /* these rows' next K step (the usual loop), into L2 */
+        for (int r = 0; r < MR; r++) {
+            LLVMValueRef row = LLVMBuildMul(b, LLVMBuildAdd(b, i0, cpu_i64(g, r), ""), lda, "");
+            LLVMValueRef p = cpu_gep(g, E, A, LLVMBuildAdd(b, row, cpu_i64(g, K), ""));
+            for (int64_t off = 0; off < K * eb; off += 64)
+                prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
+        }
+    cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, Np / NR));
+    LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
+    LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), "");
+    micro(g, A, panel, C, i0, j0, 0, K, lda, cpu_i64(g, NR), ldc, MR, NRV, VW, E, fl);
+    cpu_loop_close(g, &lj);
+    cpu_loop_close(g, &li);
+    if (padded)
+        convert_block(g, dst, N, C, rdt, cpu_i64(g, Np), M, N, rdt);
+    return g->failed ? -1 : 0;
+}
+
 int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {
     LLVMBuilderRef b = g->b;
@@ -485,6 +651,8 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         return cpu_fail(g, "dot needs rank-2 or rank-3 tiles");
     if (rdt != DT_F32 && rdt != DT_F64 && rdt != DT_I32 && rdt != DT_I64)
         return cpu_fail(g, "dot result dtype %s not supported", dsl_dtype_name(rdt));
+    if (R == 2 && !cpu_switch(CPU_SW_NOPACK))
+        return dot_packed(g, in, dst, acc_ptr);
     int64_t NB = R == 3 ? rt->shape[0] : 1;
     int64_t M = rt->shape[R - 2], N = rt->shape[R - 1], K = ta->shape[R - 1];
     LLVMTypeRef E = cpu_stype(g, rdt);
@@ -554,11 +722,11 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         if (nfull > 0) {
             cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nfull));
             LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, 2 * VW), "");
-            micro(g, Ab, Bb, Cb, i0, j0, K, lda, ldb, Np, MR, 2, VW, E, fl);
+            micro(g, Ab, Bb, Cb, i0, j0, -1, K, lda, ldb, Np, MR, 2, VW, E, fl);
             cpu_loop_close(g, &lj);
         }
         if (tail)
-            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), K, lda, ldb, Np, MR, 1,
+            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), -1, K, lda, ldb, Np, MR, 1,
                   VW, E, fl);
         cpu_loop_close(g, &li);
     }
