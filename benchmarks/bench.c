@@ -5,17 +5,23 @@
  *   2. softmax over 4096 x 4096 f32 (--softmax=RxN; examples/softmax.blk,
  *      BLOCK = the power of two >= N) vs
  *      memcpy of the same bytes, GB/s (read + write) and the ratio;
- *   3. compile time per stage of examples/matmul.blk: parse = emit("ast"),
+ *   3. matrix-vector product y = W x, W f32 [M, K] row-major (--matvec=MxK,
+ *      default 4096x4096; the `matvec` kernel of benchmarks/decode_step.blk,
+ *      best of a few block shapes) vs cblas_sgemv and vs a plain read of W
+ *      (the machine's read bandwidth, same run), GB/s of W read and ratios;
+ *   4. compile time per stage of examples/matmul.blk: parse = emit("ast"),
  *      passes = emit("core") - parse, LLVM = module create - emit("core")
  *      (each the minimum of several cold runs; a unique comment defeats the
  *      JIT cache).
  * Every blkc figure alternates with its baseline within the run.
- * Usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK]
- *                   [--gemm-in=f16|bf16] [--softmax=RxN]
+ * Usage: blkc_bench [--quick] [--only=gemm|softmax|matvec|compile]
+ *                   [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]
+ *                   [--matvec=MxK]
  * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
  * OpenBLAS runs cblas_sgemm on the same values converted back to f32.
  * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
 #include <blkc/blkc.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -289,6 +295,134 @@ static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
     free(src); free(x); free(y);
 }
 
+/* the machine's read bandwidth: a sum over p with 4 x 8 independent lanes
+ * (GCC vector extensions, so no -ffast-math is needed to vectorize) */
+typedef float v8f __attribute__((vector_size(32)));
+static float read_all(const float *p, size_t n)
+{
+    v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        v8f x0, x1, x2, x3;
+        memcpy(&x0, p + i, 32); memcpy(&x1, p + i + 8, 32);
+        memcpy(&x2, p + i + 16, 32); memcpy(&x3, p + i + 24, 32);
+        a0 += x0; a1 += x1; a2 += x2; a3 += x3;
+    }
+    v8f a = a0 + a1 + a2 + a3;
+    float s = 0;
+    for (int j = 0; j < 8; j++) s += a[j];
+    for (; i < n; i++) s += p[i];
+    return s;
+}
+
+/* the source of benchmarks/decode_step.blk with weight dtype wt for WT */
+static char *decode_src(const char *wt)
+{
+    char *s = read_file(BLKC_SOURCE_DIR "/benchmarks/decode_step.blk");
+    size_t n = strlen(s), wl = strlen(wt);
+    char *o = malloc(n * (wl + 1) + 1), *q = o;
+    for (const char *p = s; *p;) {
+        if (p[0] == 'W' && p[1] == 'T' && (p == s || !isalnum((unsigned char)p[-1])) &&
+            !isalnum((unsigned char)p[2]) && p[2] != '_') {
+            memcpy(q, wt, wl); q += wl; p += 2;
+        } else {
+            *q++ = *p++;
+        }
+    }
+    *q = 0;
+    free(s);
+    return o;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* y = W x: the block shapes tried once each, then the best one alternating
+ * with a plain read of W and with cblas_sgemv, REPS times; the ratios are
+ * medians of the per-repetition pairs (memory bandwidth on a shared VM
+ * drifts between seconds, a pair measured back to back shares it) */
+static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
+{
+    const int reps = quick ? 5 : 21;
+    const char *thr = getenv("BLKC_NUM_THREADS");
+    int nthr = thr ? atoi(thr) : 1;
+    size_t nw = (size_t)M * K;
+    float *w = malloc(nw * sizeof(float)), *x = malloc((size_t)K * sizeof(float));
+    float *y = malloc((size_t)M * sizeof(float)), *y2 = malloc((size_t)M * sizeof(float));
+    fill(w, nw, 5);
+    fill(x, (size_t)K, 6);
+    char *src = decode_src("f32");
+    static const char *cfgs[][2] = {{"BM=16", "BK=512"}, {"BM=8", "BK=1024"},
+                                    {"BM=8", "BK=4096"}, {"BM=16", "BK=2048"}};
+    enum { NCFG = sizeof cfgs / sizeof cfgs[0], MAXR = 64 };
+    int ncfg = quick ? 1 : NCFG;
+    blkc_module *mods[NCFG];
+    blkc_kernel *ks[NCFG];
+    double tk[NCFG];
+    for (int i = 0; i < ncfg; i++) {
+        mods[i] = compile(ctx, src, cfgs[i], 2);
+        if (blkc_module_get_kernel(mods[i], "matvec", &ks[i]) != BLKC_OK) die("kernel");
+        tk[i] = 1e30;
+        for (int r = 0; r < 3; r++) {
+            double t0 = now();
+            if (blkc_kernel_launchf(ks[i], "f32[#,#] f32[#] f32[#]", w, M, K, x, K, y, M) !=
+                BLKC_OK)
+                die("launch");
+            double t = now() - t0;
+            if (t < tk[i]) tk[i] = t;
+        }
+    }
+    int bc = 0;
+    for (int i = 0; i < ncfg; i++) {
+        printf("  blkc matvec %s %s: %.2f GB/s\n", cfgs[i][0], cfgs[i][1], nw * 4.0 / tk[i] * 1e-9);
+        if (tk[i] < tk[bc]) bc = i;
+    }
+    volatile float sink = 0;
+    double rr[MAXR], rs[MAXR], tkb = 1e30, tr = 1e30, tb = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        blkc_kernel_launchf(ks[bc], "f32[#,#] f32[#] f32[#]", w, M, K, x, K, y, M);
+        double t1 = now();
+        sink += read_all(w, nw);
+        double t2 = now();
+#ifdef BLKC_HAVE_CBLAS
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, 1.0f, w, K, x, 1, 0.0f, y2, 1);
+#endif
+        double t3 = now();
+        rr[r] = (t2 - t1) / (t1 - t0);
+        rs[r] = (t3 - t2) / (t1 - t0);
+        tkb = fmin(tkb, t1 - t0);
+        tr = fmin(tr, t2 - t1);
+        tb = fmin(tb, t3 - t2);
+    }
+    (void)sink;
+    double maxerr = 0;
+    for (int i = 0; i < M; i++) { /* C reference in double */
+        double s = 0;
+        for (int j = 0; j < K; j++) s += (double)w[(size_t)i * K + j] * x[j];
+        maxerr = fmax(maxerr, fabs(y[i] - s));
+    }
+    printf("matvec f32 %dx%d (%d thread%s, %s %s, %d pairs): blkc %.2f GB/s (best %.3f ms), "
+           "read %.2f GB/s, ratio %.2fx read", M, K, nthr, nthr == 1 ? "" : "s", cfgs[bc][0],
+           cfgs[bc][1], reps, nw * 4.0 / tkb * 1e-9, tkb * 1e3, nw * 4.0 / tr * 1e-9,
+           median(rr, reps));
+#ifdef BLKC_HAVE_CBLAS
+    printf(", cblas_sgemv %.2f GB/s, ratio %.2fx sgemv", nw * 4.0 / tb * 1e-9, median(rs, reps));
+#endif
+    printf(" (medians of pairs; max abs err %.1e)\n", maxerr);
+    for (int i = 0; i < ncfg; i++) blkc_module_destroy(mods[i]);
+    free(src); free(w); free(x); free(y); free(y2);
+}
+
 static void bench_compile(blkc_context *ctx, int quick)
 {
     char *base = read_file(BLKC_SOURCE_DIR "/examples/matmul.blk");
@@ -332,8 +466,8 @@ static void bench_compile(blkc_context *ctx, int quick)
 int main(int argc, char **argv)
 {
     int quick = 0;
-    const char *only = NULL; /* --only=gemm|softmax|compile */
-    int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096;
+    const char *only = NULL; /* --only=gemm|softmax|matvec|compile */
+    int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096, mm = 4096, mk = 4096;
     const char *gin = NULL; /* --gemm-in=f16|bf16 */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -346,7 +480,9 @@ int main(int argc, char **argv)
         else if (!strncmp(argv[i], "--softmax=", 10) &&
                  sscanf(argv[i] + 10, "%dx%d", &sr, &sc) == 2 && sr > 0 && sc > 0 &&
                  sc <= 65536) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]\n"); return 2; }
+        else if (!strncmp(argv[i], "--matvec=", 9) &&
+                 sscanf(argv[i] + 9, "%dx%d", &mm, &mk) == 2 && mm > 0 && mk > 0) {}
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|matvec|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -356,6 +492,7 @@ int main(int argc, char **argv)
            getenv("BLKC_NUM_THREADS"));
     if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk, gin);
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
+    if (!only || !strcmp(only, "matvec")) bench_matvec(ctx, quick, mm, mk);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);
     return 0;

@@ -6,6 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BLKC_BENCH:-build/benchmarks/blkc_bench}
+# `run.sh decode [D H [T [reps]]]`: the decode-step benchmark instead
+# (build/benchmarks/decode_step; it runs 1 and 2 threads itself)
+if [ "${1:-}" = decode ]; then
+  shift
+  BIN=build/benchmarks/decode_step
+fi
 if [ ! -x "$BIN" ]; then
   echo "bench: $BIN not found; build first (make build)" >&2
   exit 2

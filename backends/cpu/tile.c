@@ -651,6 +651,8 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         return cpu_fail(g, "dot needs rank-2 or rank-3 tiles");
     if (rdt != DT_F32 && rdt != DT_F64 && rdt != DT_I32 && rdt != DT_I64)
         return cpu_fail(g, "dot result dtype %s not supported", dsl_dtype_name(rdt));
+    if (R == 2 && !cpu_switch(CPU_SW_NOMATVEC) && cpu_matvec_applies(g, in))
+        return cpu_gen_matvec(g, in, dst, acc_ptr);
     if (R == 2 && !cpu_switch(CPU_SW_NOPACK))
         return dot_packed(g, in, dst, acc_ptr);
     int64_t NB = R == 3 ? rt->shape[0] : 1;

@@ -7,7 +7,8 @@
  *
  * Algorithms (Cody-Waite range reduction + Cephes / FreeBSD polynomials):
  *   exp(x)  = 2^n * e^r, n = rint(x*log2(e)), r = x - n*ln2_hi - n*ln2_lo,
- *             e^r = 1 + r + r^2*P(r) (f32: Cephes expf minimax, f64: Taylor
+ *             e^r = 1 + r + r^2*P(r) (f32: Cephes expf minimax, evaluated as
+ *             (P(r)*r + 1)*r + 1 with fused multiply-adds; f64: Taylor
  *             to r^13); 2^n applied as two exact power-of-two factors built
  *             from exponent bits so that subnormal results round once.
  *             x is clamped first (-inf -> 0, +inf -> +inf; NaN passes);
@@ -111,18 +112,11 @@ static LLVMValueRef keep_nan(CpuGen *g, LLVMValueRef x, LLVMValueRef r)
     return fsel(g, LLVMRealUNO, x, x, x, r);
 }
 
-/* e^r - 1 - r = r^2 * P(r) for |r| <= ln2/2 */
+/* f64: e^r - 1 - r = r^2 * P(r) for |r| <= ln2/2 (Taylor) */
 static LLVMValueRef expm1_tail(CpuGen *g, LLVMValueRef r)
 {
     LLVMBuilderRef b = g->b;
-    LLVMTypeRef t = LLVMTypeOf(r);
     LLVMValueRef r2 = LLVMBuildFMul(b, r, r, "");
-    if (t == g->f32) {
-        static const double c[] = {5.0000001201E-1, 1.6666665459E-1,
-                                   4.1665795894E-2, 8.3334519073E-3,
-                                   1.3981999507E-3, 1.9875691500E-4};
-        return LLVMBuildFMul(b, horner(g, r, c, 6), r2, "");
-    }
     double c[12];
     double f = 1.0;
     for (int k = 2; k <= 13; k++) {
@@ -130,6 +124,25 @@ static LLVMValueRef expm1_tail(CpuGen *g, LLVMValueRef r)
         c[k - 2] = 1.0 / f;
     }
     return LLVMBuildFMul(b, horner(g, r, c, 12), r2, "");
+}
+
+/* e^r for |r| <= ln2/2. f32: the Cephes polynomial P (e^r = 1 + r +
+ * r^2 P(r)) evaluated as (P(r) r + 1) r + 1, two fused multiply-adds
+ * instead of r^2, a multiply and two adds (softmax's inner loop is mostly
+ * this); the rounding of P(r) r + 1 is scaled by r, so the error stays
+ * <= 1 ulp (tests/cpu/test_vmath.c). f64: 1 + r + (e^r - 1 - r). */
+static LLVMValueRef exp_r(CpuGen *g, LLVMValueRef r)
+{
+    LLVMTypeRef t = LLVMTypeOf(r);
+    if (t == g->f32) {
+        static const double c[] = {5.0000001201E-1, 1.6666665459E-1,
+                                   4.1665795894E-2, 8.3334519073E-3,
+                                   1.3981999507E-3, 1.9875691500E-4};
+        LLVMValueRef p = horner(g, r, c, 6);
+        return fmuladd(g, fmuladd(g, p, r, K(t, 1.0)), r, K(t, 1.0));
+    }
+    return LLVMBuildFAdd(g->b, LLVMBuildFAdd(g->b, expm1_tail(g, r), r, ""),
+                         K(t, 1.0), "");
 }
 
 LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x)
@@ -146,9 +159,7 @@ LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x)
     /* n*ln2_hi is exact, so fusing or not gives the same r */
     LLVMValueRef r = fmuladd(g, LLVMBuildFNeg(b, nf, ""), K(t, hi), xc);
     r = fmuladd(g, LLVMBuildFNeg(b, nf, ""), K(t, lo), r);
-    LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, expm1_tail(g, r), r, ""),
-                                   K(t, 1.0), "");
-    return scale(g, y, n); /* NaN x -> NaN r -> NaN y */
+    return scale(g, exp_r(g, r), n); /* NaN x -> NaN r -> NaN y */
 }
 
 LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
@@ -174,9 +185,7 @@ LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
         LLVMValueRef s = horner(g, f, c + 1, 13);
         y = LLVMBuildFAdd(b, LLVMBuildFMul(b, s, f, ""), K(t, 1.0), "");
     } else {
-        LLVMValueRef r = LLVMBuildFMul(b, f, K(t, 0.69314718055994530942), "");
-        y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, expm1_tail(g, r), r, ""),
-                          K(t, 1.0), "");
+        y = exp_r(g, LLVMBuildFMul(b, f, K(t, 0.69314718055994530942), ""));
     }
     return scale(g, y, n);
 }

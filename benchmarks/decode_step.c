@@ -1,0 +1,330 @@
+/* decode_step.c — one transformer layer decoding one token (llama-style,
+ * f32 weights [out, in] row-major): RMSNorm, Q/K/V matvecs (K and V written
+ * into the KV cache row), RoPE, attention over T cached positions, output
+ * matvec + residual, RMSNorm, SwiGLU FFN + residual. blkc runs the kernels
+ * of benchmarks/decode_step.blk through libblkc (blkc_kernel_launchf,
+ * grids on this program's OpenMP threads through the context's
+ * parallel_for); the baseline is the same layer as plain C loops, compiled
+ * with this file's flags (-Ofast -march=native -fopenmp), on the same
+ * threads. Every repetition runs blkc then C; the ratio is the median of the
+ * pairs (C time / blkc time: > 1 means blkc is faster).
+ * Usage: decode_step [--check] [D H [T [reps]]]   (default 768 2048 1024)
+ *   --check: small dims (D 64, H 96, T 40, head dim 16), results compared,
+ *   exit 1 when max |blkc - C| > 1e-5 (ctest bench_decode_step_check). */
+#include <blkc/blkc.h>
+#include <ctype.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int nthr = 1;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "decode_step: %s: %s\n", what, blkc_last_error());
+    exit(1);
+}
+
+static void omp_for(void *user, int64_t n, void (*body)(void *, int64_t), void *arg)
+{
+    (void)user;
+#pragma omp parallel for schedule(static) num_threads(nthr)
+    for (int64_t i = 0; i < n; i++)
+        body(arg, i);
+}
+
+/* ------------------------------------------------------------ the model */
+typedef struct Layer {
+    int D, H, T, HD, NH;
+    float *wq, *wk, *wv, *wo, *w1, *w2, *w3, *wa, *wf; /* weights */
+    float *kc, *vc;                                    /* [T, D] caches */
+    float *cs, *sn;                                    /* [D / 2] RoPE */
+    float *x0;                                         /* input token */
+    float *x, *xb, *q, *o, *g, *sc;                    /* activations */
+} Layer;
+
+static unsigned rng = 12345;
+static float frand(float a)
+{
+    rng = rng * 1664525u + 1013904223u;
+    return a * ((float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f);
+}
+
+static float *arr(size_t n, float a)
+{
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!p) { fprintf(stderr, "decode_step: out of memory\n"); exit(1); }
+    for (size_t i = 0; i < n; i++) p[i] = a ? frand(a) : 0;
+    return p;
+}
+
+static void layer_init(Layer *L, int D, int H, int T, int HD)
+{
+    L->D = D; L->H = H; L->T = T; L->HD = HD; L->NH = D / HD;
+    float sd = 1.0f / sqrtf((float)D), sh = 1.0f / sqrtf((float)H);
+    L->wq = arr((size_t)D * D, sd); L->wk = arr((size_t)D * D, sd);
+    L->wv = arr((size_t)D * D, sd); L->wo = arr((size_t)D * D, sd);
+    L->w1 = arr((size_t)H * D, sd); L->w3 = arr((size_t)H * D, sd);
+    L->w2 = arr((size_t)D * H, sh);
+    L->wa = arr((size_t)D, 1); L->wf = arr((size_t)D, 1);
+    for (int i = 0; i < D; i++) { L->wa[i] += 1.5f; L->wf[i] += 1.5f; }
+    L->kc = arr((size_t)T * D, 1); L->vc = arr((size_t)T * D, 1);
+    L->cs = arr((size_t)D / 2, 0); L->sn = arr((size_t)D / 2, 0);
+    int pos = T - 1;
+    for (int i = 0; i < D / 2; i++) {
+        int j = i % (HD / 2);
+        double a = pos * pow(10000.0, -2.0 * j / HD);
+        L->cs[i] = (float)cos(a);
+        L->sn[i] = (float)sin(a);
+    }
+    L->x0 = arr((size_t)D, 1);
+    L->x = arr((size_t)D, 0); L->xb = arr((size_t)D, 0); L->q = arr((size_t)D, 0);
+    L->o = arr((size_t)D, 0); L->g = arr((size_t)H, 0);
+    L->sc = arr((size_t)L->NH * T, 0);
+}
+
+/* ------------------------------------------------------------ plain C */
+static void c_rmsnorm(float *y, const float *x, const float *w, int n)
+{
+    float s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    float r = 1.0f / sqrtf(s / n + 1e-5f);
+    for (int i = 0; i < n; i++) y[i] = x[i] * r * w[i];
+}
+
+static void c_matvec(float *y, const float *w, const float *x, int M, int K, int add)
+{
+#pragma omp parallel for schedule(static) num_threads(nthr)
+    for (int i = 0; i < M; i++) {
+        float s = 0;
+        const float *r = w + (size_t)i * K;
+        for (int j = 0; j < K; j++) s += r[j] * x[j];
+        y[i] = add ? y[i] + s : s;
+    }
+}
+
+static void c_step(Layer *L)
+{
+    int D = L->D, H = L->H, T = L->T, HD = L->HD, NH = L->NH, pos = T - 1;
+    float *kr = L->kc + (size_t)pos * D, *vr = L->vc + (size_t)pos * D;
+    memcpy(L->x, L->x0, sizeof(float) * D);
+    c_rmsnorm(L->xb, L->x, L->wa, D);
+    c_matvec(L->q, L->wq, L->xb, D, D, 0);
+    c_matvec(kr, L->wk, L->xb, D, D, 0);
+    c_matvec(vr, L->wv, L->xb, D, D, 0);
+    for (int i = 0; i < D / 2; i++) {
+        float c = L->cs[i], s = L->sn[i];
+        float q0 = L->q[2 * i], q1 = L->q[2 * i + 1], k0 = kr[2 * i], k1 = kr[2 * i + 1];
+        L->q[2 * i] = q0 * c - q1 * s; L->q[2 * i + 1] = q0 * s + q1 * c;
+        kr[2 * i] = k0 * c - k1 * s; kr[2 * i + 1] = k0 * s + k1 * c;
+    }
+    float scale = 1.0f / sqrtf((float)HD);
+#pragma omp parallel for schedule(static) num_threads(nthr)
+    for (int h = 0; h < NH; h++) {
+        float *p = L->sc + (size_t)h * T, *qh = L->q + h * HD, mx = -INFINITY, sum = 0;
+        for (int t = 0; t < T; t++) {
+            const float *kt = L->kc + (size_t)t * D + h * HD;
+            float s = 0;
+            for (int j = 0; j < HD; j++) s += qh[j] * kt[j];
+            p[t] = s * scale;
+            mx = fmaxf(mx, p[t]);
+        }
+        for (int t = 0; t < T; t++) { p[t] = expf(p[t] - mx); sum += p[t]; }
+        for (int t = 0; t < T; t++) p[t] /= sum;
+        float *oh = L->o + h * HD;
+        for (int j = 0; j < HD; j++) oh[j] = 0;
+        for (int t = 0; t < T; t++) {
+            const float *vt = L->vc + (size_t)t * D + h * HD;
+            for (int j = 0; j < HD; j++) oh[j] += p[t] * vt[j];
+        }
+    }
+    c_matvec(L->x, L->wo, L->o, D, D, 1);
+    c_rmsnorm(L->xb, L->x, L->wf, D);
+#pragma omp parallel for schedule(static) num_threads(nthr)
+    for (int i = 0; i < H; i++) {
+        float a = 0, b = 0;
+        const float *r1 = L->w1 + (size_t)i * D, *r3 = L->w3 + (size_t)i * D;
+        for (int j = 0; j < D; j++) { a += r1[j] * L->xb[j]; b += r3[j] * L->xb[j]; }
+        L->g[i] = a / (1.0f + expf(-a)) * b;
+    }
+    c_matvec(L->x, L->w2, L->g, D, H, 1);
+}
+
+/* ------------------------------------------------------------ blkc */
+typedef struct Blkc {
+    blkc_module *mods[8];
+    int nmods;
+    blkc_kernel *rms, *mv_d, *mv_d_add, *mv_h_add, *ffn, *rope, *scores, *smax, *aout;
+} Blkc;
+
+static char *decode_src(void)
+{
+    FILE *f = fopen(BLKC_SOURCE_DIR "/benchmarks/decode_step.blk", "rb");
+    if (!f) { fprintf(stderr, "decode_step: cannot open decode_step.blk\n"); exit(1); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1), *o = calloc(2, (size_t)n + 1), *q = o;
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) exit(1);
+    fclose(f);
+    for (const char *p = s; *p;) { /* WT -> f32 */
+        if (p[0] == 'W' && p[1] == 'T' && (p == s || !isalnum((unsigned char)p[-1])) &&
+            !isalnum((unsigned char)p[2]) && p[2] != '_') {
+            memcpy(q, "f32", 3); q += 3; p += 2;
+        } else {
+            *q++ = *p++;
+        }
+    }
+    free(s);
+    return o;
+}
+
+static int pow2_ge(int n) { int b = 1; while (b < n) b *= 2; return b; }
+static int blk_of(int K) /* the largest power-of-two block <= 2048 dividing K */
+{
+    for (int b = 2048; b >= 16; b /= 2)
+        if (K % b == 0) return b;
+    return 64;
+}
+
+static blkc_kernel *kern(blkc_context *ctx, Blkc *B, const char *src, const char *name,
+                         const char *d1, const char *d2, const char *d3)
+{
+    const char *defs[3] = {d1, d2, d3};
+    int n = d3 ? 3 : d2 ? 2 : d1 ? 1 : 0;
+    blkc_compile_options o;
+    blkc_compile_options_init(&o);
+    o.defines = defs;
+    o.ndefines = n;
+    blkc_module *m = NULL;
+    if (blkc_module_create(ctx, src, strlen(src), &o, &m) != BLKC_OK) die(name);
+    B->mods[B->nmods++] = m;
+    blkc_kernel *k = NULL;
+    if (blkc_module_get_kernel(m, name, &k) != BLKC_OK) die(name);
+    return k;
+}
+
+static void blkc_setup(blkc_context *ctx, Blkc *B, const Layer *L)
+{
+    char *src = decode_src();
+    char bd[32], bkd[32], bkh[32], hd[32], bt[32], bp[32];
+    snprintf(bd, sizeof bd, "BD=%d", pow2_ge(L->D));
+    snprintf(bkd, sizeof bkd, "BK=%d", blk_of(L->D));
+    snprintf(bkh, sizeof bkh, "BK=%d", blk_of(L->H));
+    snprintf(hd, sizeof hd, "HD=%d", L->HD);
+    snprintf(bt, sizeof bt, "BT=%d", pow2_ge(L->T));
+    snprintf(bp, sizeof bp, "BP=%d", pow2_ge(L->D / 2));
+    memset(B, 0, sizeof *B);
+    B->rms = kern(ctx, B, src, "rmsnorm", bd, NULL, NULL);
+    /* one module per define set: matvec with ADD=0 and ADD=1 */
+    B->mv_d = kern(ctx, B, src, "matvec", bkd, "BM=8", NULL);
+    B->ffn = blkc_module_get_kernel(B->mods[1], "ffn13", &B->ffn) == BLKC_OK ? B->ffn : NULL;
+    B->rope = kern(ctx, B, src, "rope", bp, NULL, NULL);
+    B->mv_d_add = kern(ctx, B, src, "matvec", bkd, "BM=8", "ADD=1");
+    B->mv_h_add = kern(ctx, B, src, "matvec", bkh, "BM=8", "ADD=1");
+    B->scores = kern(ctx, B, src, "scores", hd, "BT=16", NULL);
+    B->smax = kern(ctx, B, src, "softmax", bt, NULL, NULL);
+    B->aout = kern(ctx, B, src, "attnout", hd, "BT=16", NULL);
+    if (!B->ffn) die("ffn13");
+    free(src);
+}
+
+#define L1(k, ...) do { if (blkc_kernel_launchf(k, __VA_ARGS__) != BLKC_OK) die(#k); } while (0)
+
+static void blkc_step(Blkc *B, Layer *L)
+{
+    int D = L->D, H = L->H, T = L->T, NH = L->NH, P = D / 2;
+    float *kr = L->kc + (size_t)(T - 1) * D, *vr = L->vc + (size_t)(T - 1) * D;
+    memcpy(L->x, L->x0, sizeof(float) * D);
+    L1(B->rms, "f32[#] f32[#] f32[#] f", L->x, D, L->wa, D, L->xb, D, 1e-5);
+    L1(B->mv_d, "f32[#,#] f32[#] f32[#]", L->wq, D, D, L->xb, D, L->q, D);
+    L1(B->mv_d, "f32[#,#] f32[#] f32[#]", L->wk, D, D, L->xb, D, kr, D);
+    L1(B->mv_d, "f32[#,#] f32[#] f32[#]", L->wv, D, D, L->xb, D, vr, D);
+    L1(B->rope, "f32[#,2] f32[#,2] f32[#] f32[#]", L->q, P, kr, P, L->cs, P, L->sn, P);
+    L1(B->scores, "f32[#,#] f32[#] f32[#,#] f", L->kc, T, D, L->q, D, L->sc, NH, T,
+       1.0 / sqrt((double)L->HD));
+    L1(B->smax, "f32[#,#]", L->sc, NH, T);
+    L1(B->aout, "f32[#,#] f32[#,#] f32[#]", L->vc, T, D, L->sc, NH, T, L->o, D);
+    L1(B->mv_d_add, "f32[#,#] f32[#] f32[#]", L->wo, D, D, L->o, D, L->x, D);
+    L1(B->rms, "f32[#] f32[#] f32[#] f", L->x, D, L->wf, D, L->xb, D, 1e-5);
+    L1(B->ffn, "f32[#,#] f32[#,#] f32[#] f32[#]", L->w1, H, D, L->w3, H, D, L->xb, D, L->g, H);
+    L1(B->mv_h_add, "f32[#,#] f32[#] f32[#]", L->w2, D, H, L->g, H, L->x, D);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int check = 0, D = 768, H = 2048, T = 1024, reps = 11, HD;
+    int ai = 1;
+    if (ai < argc && !strcmp(argv[ai], "--check")) { check = 1; ai++; }
+    if (check) { D = 64; H = 96; T = 40; reps = 1; }
+    if (ai + 1 < argc) { D = atoi(argv[ai]); H = atoi(argv[ai + 1]); ai += 2; }
+    if (ai < argc) T = atoi(argv[ai++]);
+    if (ai < argc) reps = atoi(argv[ai++]);
+    HD = check ? 16 : D >= 4096 ? 128 : 64;
+    if (D <= 0 || H <= 0 || T <= 0 || reps <= 0 || reps > 99 || D % HD || D % 2) {
+        fprintf(stderr, "usage: decode_step [--check] [D H [T [reps]]] (D a multiple of %d)\n", HD);
+        return 2;
+    }
+    blkc_context_options co;
+    blkc_context_options_init(&co);
+    co.parallel_for = omp_for;
+    blkc_context *ctx = NULL;
+    if (blkc_context_create_ex("cpu", &co, &ctx) != BLKC_OK) die("context");
+    Layer L;
+    layer_init(&L, D, H, T, HD);
+    Blkc B;
+    blkc_setup(ctx, &B, &L);
+    float *xr = arr((size_t)D, 0);
+    double wbytes = 4.0 * (4.0 * D * D + 3.0 * D * H) + 2.0 * 4.0 * T * D;
+    int rc = 0;
+    for (nthr = 1; nthr <= (check ? 2 : 2); nthr++) {
+        c_step(&L); /* warm-up, and the reference */
+        memcpy(xr, L.x, sizeof(float) * D);
+        blkc_step(&B, &L);
+        double err = 0, ref = 0;
+        for (int i = 0; i < D; i++) {
+            err = fmax(err, fabs((double)L.x[i] - xr[i]));
+            ref = fmax(ref, fabs((double)xr[i]));
+        }
+        double tb = 1e30, tc = 1e30, rat[99];
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            blkc_step(&B, &L);
+            double t1 = now();
+            c_step(&L);
+            double t2 = now();
+            tb = fmin(tb, t1 - t0);
+            tc = fmin(tc, t2 - t1);
+            rat[r] = (t2 - t1) / (t1 - t0);
+        }
+        qsort(rat, (size_t)reps, sizeof *rat, cmp_dbl);
+        printf("decode step D=%d H=%d T=%d f32 (%d thread%s, %d pairs): blkc %.3f ms (%.1f steps/s, "
+               "%.1f GB/s), C -Ofast %.3f ms (%.1f steps/s), ratio C/blkc %.2fx (median); "
+               "max |blkc - C| %.1e (max |x| %.2f)\n", D, H, T, nthr, nthr == 1 ? "" : "s", reps,
+               tb * 1e3, 1.0 / tb, wbytes / tb * 1e-9, tc * 1e3, 1.0 / tc, rat[reps / 2], err,
+               ref);
+        if (err > 1e-5 * fmax(1.0, ref)) {
+            fprintf(stderr, "decode_step: blkc and C differ by %.2e\n", err);
+            rc = 1;
+        }
+    }
+    for (int i = 0; i < B.nmods; i++) blkc_module_destroy(B.mods[i]);
+    blkc_context_destroy(ctx);
+    return rc;
+}
