@@ -23,7 +23,7 @@
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)") \
-    X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)")
+    X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector DOTs use the GEMM micro-kernel (matvec.c)")
 
 enum {
