@@ -29,7 +29,7 @@ from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = ("blkc", "blkc_cc", "blkc_cli")
+TARGET = "blkc_python"  # libblkc, blkc-cc and the CLI (CMakeLists.txt)
 # (file in the CMake build directory, name inside the package)
 OUTPUTS = (("libblkc.so", "libblkc.so"), ("blkc-cc", "blkc-cc"),
            ("blkc", "blkc"))
@@ -77,7 +77,7 @@ class BuildWithCMake(build_py):
                 cfg += ["-G", "Ninja"]
             cfg += shlex.split(os.environ.get("BLKC_CMAKE_ARGS", ""))
             _run(cfg)
-        build = ["cmake", "--build", bdir, "--target"] + list(TARGETS)
+        build = ["cmake", "--build", bdir, "--target", TARGET]
         if "CMAKE_BUILD_PARALLEL_LEVEL" not in os.environ:
             build += ["-j", str(os.cpu_count() or 2)]
         _run(build)
