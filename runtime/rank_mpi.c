@@ -412,7 +412,8 @@ int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
         return 0;
     }
     unsigned round = 0;
-    int64_t t0 = rt_now_ms();
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         if (__atomic_load_n(&c->bar_gen, __ATOMIC_ACQUIRE) != gen)
             return 0;
@@ -430,11 +431,14 @@ int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
             }
         }
         if (round >= 64 && timeout_ms >= 0) {
-            int64_t ms = rt_now_ms() - t0;
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 +
+                         (t.tv_nsec - t0.tv_nsec) / 1000000;
             /* as on local ranks: a missing rank in a signal wait (its own
-             * deadline) reports first, within rt_barrier_grace */
+             * deadline) reports first, up to twice the timeout + 1 s */
             int defer = 0;
-            for (int q = 0; q < m->n && rt_barrier_grace(ms, timeout_ms); q++)
+            for (int q = 0; q < m->n && ms < 2 * timeout_ms + 1000; q++)
                 defer |= __atomic_load_n(&m->arrived[q], __ATOMIC_ACQUIRE) != gen + 1 &&
                          __atomic_load_n(&m->in_wait[q], __ATOMIC_ACQUIRE) > 0;
             if (ms >= timeout_ms && !defer && missing(m, gen, miss, misslen) > 0 &&
