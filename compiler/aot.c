@@ -408,6 +408,10 @@ static int gg_instr(Gg *g, int id)
     case IR_PARAM:
         snprintf(e, sizeof e, "%s", pname(f, in->param, nm, sizeof nm));
         break;
+    case IR_RANK: /* an AOT launch is rank 0 of 1, as its kernel sees */
+    case IR_WORLD:
+        snprintf(e, sizeof e, "%d", op == IR_RANK ? 0 : 1);
+        break;
     case IR_SIZE: {
         const IrParam *pr = &f->params[in->param];
         int64_t d = pr->dims[in->attr];

@@ -606,8 +606,12 @@ LwVal lw_builtin(Lw *L, const Ast *e)
         return lw_bad();
     }
     if (L->in_grid && b->kind != B_CDIV && b->kind != B_MAXIMUM &&
-        b->kind != B_MINIMUM) {
-        dsl_error(L->diags, e->loc, "'%s' cannot be used in grid(...)", b->name);
+        b->kind != B_MINIMUM && !(b->kind == B_RANK && n == 0)) {
+        if (b->kind == B_RANK)
+            dsl_error(L->diags, e->loc, "%s(g) of a group cannot be used in grid(...); %s() can",
+                      b->name, b->name);
+        else
+            dsl_error(L->diags, e->loc, "'%s' cannot be used in grid(...)", b->name);
         return lw_bad();
     }
     switch (b->kind) {

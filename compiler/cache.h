@@ -32,6 +32,8 @@ void jc_sha_str(JcSha *s, const char *str);   /* length-prefixed; NULL ok */
 void jc_sha_i64(JcSha *s, int64_t v);
 void jc_sha_done(JcSha *s, uint8_t out[32]);
 void jc_hex(const uint8_t key[32], char out[65]);
+/* 64-bit word-at-a-time hash: disk entry checksums, memory-cache buckets */
+uint64_t jc_fast_hash(uint64_t h, const void *data, size_t n);
 
 /* What a compilation depends on besides the IR (hashed into every key). */
 typedef struct JcSrc {
@@ -47,6 +49,9 @@ typedef struct JcSrc {
 /* Start a key: blkc version, LLVM version, host CPU + features, source,
  * defines, target, arch, opt level. Callers add what else they vary on. */
 void jc_key_begin(JcSha *s, const JcSrc *src);
+/* The CPU backend's BLKC_CPU_* switches that change its code (in the key,
+ * and a unit compiled under other switches is not reused). */
+unsigned jc_codegen_switches(void);
 
 /* ------------------------------------------------------------ code */
 /* Code of an object file linked into its own ORC LLJIT. */
@@ -87,11 +92,9 @@ int jc_cpu_code(const IrModule *m, const BkOptions *o, const JcSrc *src,
                 const char *extra, JcCode **out, bool *hit, char *err,
                 size_t errlen);
 
-/* ------------------------------------------------------------ spec */
+/* ------------------------------------------------------------ cache_mem.c */
 /* The launch facts of arguments are rt_signature / rt_tensor_assume
  * (runtime/rt.h). */
-
-/* ------------------------------------------------------------ units */
 #define JC_MAX_VARIANTS 16
 
 typedef struct JcVariant {

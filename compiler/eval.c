@@ -65,6 +65,12 @@ static int eval_instr(Ev *e, int id)
         r->i = ir_scalar_wrap(dt,
                              (uint64_t)e->env->shapes[in->param][in->attr]);
         return 0;
+    case IR_RANK: /* grid(...) may depend on the rank (LANGUAGE.md §7) */
+        r->i = e->env && e->env->world > 0 ? e->env->rank : 0;
+        return 0;
+    case IR_WORLD:
+        r->i = e->env && e->env->world > 0 ? e->env->world : 1;
+        return 0;
     case IR_CVT: /* float->int out of range: the deterministic pick */
         ir_scalar_cvt(f->ins[in->opnd[0]].type.dtype, dt, e->val[in->opnd[0]],
                       r);

@@ -221,6 +221,9 @@ typedef union { int64_t i; double f; } IrScalarVal;
 typedef struct IrLaunchEnv {
     const IrScalarVal *scalars;          /* indexed by param */
     const int64_t (*shapes)[IR_MAX_RANK]; /* indexed by param */
+    int32_t rank, world;                 /* rank() and world() in the grid;
+                                            world <= 0: a launch outside a
+                                            world (rank 0 of 1) */
 } IrLaunchEnv;
 /* Returns 0 with grid[0..2] set (missing axes are 1), or -1 with a user
  * facing message in err (e.g. a negative grid extent). */

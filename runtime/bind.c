@@ -317,8 +317,9 @@ blkc_status rt_bind_args(RtBind *b, const IrFunc *f, const blkc_arg *args,
 }
 
 blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,
-                         const blkc_launch_options *opts, int64_t grid[3],
-                         char *err, size_t errlen)
+                         const blkc_launch_options *opts, int32_t rank,
+                         int32_t world, int64_t grid[3], char *err,
+                         size_t errlen)
 {
     grid[0] = grid[1] = grid[2] = 1;
     if (opts && (opts->grid[0] || opts->grid[1] || opts->grid[2])) {
@@ -331,7 +332,8 @@ blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,
         }
         return BLKC_OK;
     }
-    IrLaunchEnv env = {b->sv, (const int64_t(*)[IR_MAX_RANK])b->shapes};
+    IrLaunchEnv env = {b->sv, (const int64_t(*)[IR_MAX_RANK])b->shapes,
+                       rank, world};
     char msg[256] = "";
     if (ir_eval_grid(f, &env, grid, msg, sizeof msg) != 0)
         return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s", f->name,

@@ -478,7 +478,8 @@ static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
         pk->params[np] = pk->buf + ctx_off;
     }
     if (st == BLKC_OK)
-        st = rt_bind_grid(&b, f, opts, pk->grid, err, errlen);
+        st = rt_bind_grid(&b, f, opts, rcx ? rcx->rank : 0,
+                          rcx ? rcx->world : 1, pk->grid, err, errlen);
     static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
     for (int a = 0; a < 3 && st == BLKC_OK; a++)
         if (pk->grid[a] > lim[a])

@@ -230,7 +230,8 @@ blkc_status rt_cpu_launch_ranked(const IrFunc *f, BkRangeFn fn,
     blkc_status st = rt_bind_args(&b, f, args, nargs, &host_device, err,
                                   errlen);
     if (st == BLKC_OK)
-        st = rt_bind_grid(&b, f, opts, grid, err, errlen);
+        st = rt_bind_grid(&b, f, opts, wv ? wv->rank : 0,
+                          wv ? wv->world : 1, grid, err, errlen);
     if (st == BLKC_OK) {
         if (grid_out)
             memcpy(grid_out, grid, sizeof grid);

@@ -777,7 +777,8 @@ static int exec_region(Exec *x, int reg)
 {
     const IrFunc *f = x->f;
     const IrRegion *rg = &f->regions[reg];
-    IrLaunchEnv env = {x->scalars, (const int64_t(*)[IR_MAX_RANK])x->shapes};
+    IrLaunchEnv env = {x->scalars, (const int64_t(*)[IR_MAX_RANK])x->shapes,
+                       rt_rank_id(x->r), rt_rank_size(x->r)};
     char err[512];
     for (int k = 0; k < rg->n; k++) {
         int id = rg->ins[k];

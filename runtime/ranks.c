@@ -71,11 +71,16 @@ struct RtWorld {
 
 /* ------------------------------------------------------------ waiting */
 
-static int64_t now_ms(void)
+int64_t rt_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int rt_barrier_grace(int64_t waited_ms, int64_t timeout_ms)
+{
+    return waited_ms < 2 * timeout_ms + 1000;
 }
 
 static inline void cpu_relax(void)
@@ -118,7 +123,7 @@ int rt_signal_wait_cell(const volatile uint64_t *cell, int cmp, uint64_t v,
         if (abort_flag && __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE))
             return -2;
         if (round >= 64) {     /* past the spin phase: watch the clock */
-            int64_t t = now_ms();
+            int64_t t = rt_now_ms();
             if (start < 0)
                 start = t;
             else if (timeout_ms >= 0 && t - start >= timeout_ms)
@@ -348,7 +353,7 @@ static int barrier_timeout(RtRank *r, const char *what, unsigned gen,
                            int64_t waited_ms)
 {
     RtWorld *w = r->world;
-    if (waited_ms < 2 * w->coll_timeout_ms + 1000)
+    if (rt_barrier_grace(waited_ms, w->coll_timeout_ms))
         for (int q = 0; q < w->nranks; q++)
             if (__atomic_load_n(&w->ranks[q].bar_arrived, __ATOMIC_ACQUIRE) != gen + 1 &&
                 __atomic_load_n(&w->ranks[q].in_wait, __ATOMIC_ACQUIRE) > 0)
@@ -403,13 +408,13 @@ static int barrier_wait(RtRank *r, const char *what)
         return 0;
     }
     unsigned round = 0;
-    int64_t start = now_ms();
+    int64_t start = rt_now_ms();
     for (;;) {
         if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
             return 0;
         if (rt_rank_failed(r))
             return rank_aborted(r);
-        int64_t waited = round >= 64 ? now_ms() - start : 0;
+        int64_t waited = round >= 64 ? rt_now_ms() - start : 0;
         if (round >= 64 && w->coll_timeout_ms >= 0 && waited >= w->coll_timeout_ms) {
             int k = barrier_timeout(r, what, gen, waited);
             if (k != 1)
@@ -495,9 +500,9 @@ static int left_early(RtRank *r, const RtRankColl *desc, int leaving, int stayin
     if (desc->kind != RT_COLL_LEAVE)
         return rt_rank_fail(r, "rank %d left the run (returned early) while rank %d waits in %s",
                             leaving, r->id, rt_rank_coll_name(desc->kind));
-    int64_t end = now_ms() + (w->timeout_ms > 0 ? w->timeout_ms : 5000);
+    int64_t end = rt_now_ms() + (w->timeout_ms > 0 ? w->timeout_ms : 5000);
     unsigned round = 0;
-    while (!rt_rank_failed(r) && now_ms() < end)
+    while (!rt_rank_failed(r) && rt_now_ms() < end)
         backoff(&round);
     if (rt_rank_failed(r))
         return rank_aborted(r);

@@ -97,6 +97,15 @@ const char *rt_world_rank_error(const RtWorld *w, int rank);
 char *const *rt_world_heap_bases(const RtWorld *w);
 const volatile int *rt_world_abort_flag(const RtWorld *w);
 int64_t rt_world_timeout_ms(const RtWorld *w);
+/* The timeouts' clock: CLOCK_MONOTONIC in ms (for local and MPI ranks;
+ * rank_mpi.c's barrier still has its own copy, left for after the merge
+ * of branch hosts, which rewrote that function). */
+int64_t rt_now_ms(void);
+/* Whether a barrier that has waited waited_ms, past its timeout_ms, may
+ * still wait for a missing rank that is in a signal wait (whose own
+ * deadline gives the better message): up to twice the timeout plus a
+ * second, on local and MPI ranks alike. */
+int rt_barrier_grace(int64_t waited_ms, int64_t timeout_ms);
 
 int rt_rank_id(const RtRank *r);
 /* The rank's count of signal waits in progress (kernels' and device

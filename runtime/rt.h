@@ -149,10 +149,12 @@ blkc_status rt_bind_args(RtBind *b, const IrFunc *f, const blkc_arg *args,
                          int nargs, const RtBindDevice *dev, char *err,
                          size_t errlen);
 /* The grid of the bound launch: opts->grid when any axis is non-zero (0
- * axes are 1; negative ones are an error), else ir_eval_grid. */
+ * axes are 1; negative ones are an error), else ir_eval_grid on rank of
+ * world (rank() and world() in grid(...); world 1 outside a world). */
 blkc_status rt_bind_grid(const RtBind *b, const IrFunc *f,
-                         const blkc_launch_options *opts, int64_t grid[3],
-                         char *err, size_t errlen);
+                         const blkc_launch_options *opts, int32_t rank,
+                         int32_t world, int64_t grid[3], char *err,
+                         size_t errlen);
 void rt_bind_free(RtBind *b);
 /* Per tensor param: properties of a launch argument (IR_ASSUME_* bits). */
 uint32_t rt_tensor_assume(const IrParam *p, const DLTensor *t);

@@ -24,6 +24,8 @@ if [ "$MAJOR" -ge 16 ]; then RTPKG=libclang-rt-$MAJOR-dev; else RTPKG=libclang-c
 #   libopenblas-dev: the GEMM baseline of blkc_bench (optional there)
 #   python3 python3-numpy python3-pytest: the Python binding's tests and
 #     the numpy references of the test suite
+#   python3-venv python3-pip python3-setuptools python3-wheel: pip install
+#     ./python offline in a venv (ctest python_pip_install)
 #   hipcc libamdhip64-dev rocm-device-libs: HIP C for gfx90a (compile
 #     tests; hipcc brings its own llvm-15, which blkc ignores)
 #   openmpi-bin libopenmpi-dev: ranks as processes under mpirun
@@ -45,6 +47,10 @@ PKGS=(
   "python3          python3"
   "python3-numpy    -"
   "python3-pytest   -"
+  "python3-venv     -"
+  "python3-pip      -"
+  "python3-setuptools -"
+  "python3-wheel    -"
   "hipcc            hipcc"
   "libamdhip64-dev  -"
   "rocm-device-libs -"

@@ -252,6 +252,22 @@ static char *h_read_file(const char *path)
     fclose(f);
     return s;
 }
+/* The blocked matmul `mm` of several tests: C (f32) = A @ B (operands of
+ * dtype DT) with a K loop; BLOCKS are its compile-time params ("BM = 32,
+ * BN = 32, BK = 16"), EXTRA follows its grid (" warps(4)", or ""). */
+#define H_MM_SRC(BLOCKS, DT, EXTRA)                                          \
+    "kernel mm<" BLOCKS ">(A: " DT "[M, K], B: " DT "[K, N], C: f32[M, N])\n"  \
+    "    grid(cdiv(M, BM), cdiv(N, BN))" EXTRA "\n"                          \
+    "{\n"                                                                    \
+    "    let m = program_id(0) * BM;\n"                                      \
+    "    let n = program_id(1) * BN;\n"                                      \
+    "    var acc = zeros(f32, BM, BN);\n"                                    \
+    "    for k in 0 .. K step BK {\n"                                        \
+    "        acc = dot(A[m +: BM, k +: BK], B[k +: BK, n +: BN], acc);\n"    \
+    "    }\n"                                                                \
+    "    C[m +: BM, n +: BN] = acc;\n"                                       \
+    "}\n"
+
 #define H_EXAMPLE(name) h_read_file(BLKC_SOURCE_DIR "/examples/" name)
 
 /* the context: $BLKC_TEST_DEVICE (cuda-emu, hip-emu: tests/exec on the

@@ -17,8 +17,9 @@
     t = blkc.Task(src, "mlp2", ranks=4)                 # compiled once per shape
     y, h = t.run(x, w1, w2)                              # several: a tuple
 
-libblkc.so is found through $BLKC_LIB, next to this package, or in the
-build directory of the source tree (build/libblkc.so). Errors raise
+libblkc.so is found through $BLKC_LIB, next to this package (where
+`pip install ./python` puts it), or in the build directory of the source
+tree (build/libblkc.so). Errors raise
 blkc.Error (CompileError for diagnostics), carrying blkc_last_error().
 Tensors with a __dlpack__ method (torch, jax, cupy on the host, numpy) are
 consumed through the DLPack capsule; numpy arrays are passed directly.

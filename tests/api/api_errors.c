@@ -7,24 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",    \
-                    __FILE__, __LINE__, #cond, blkc_last_error());           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-/* status s and last error containing `sub` */
-#define EXPECT(call, s, sub)                                                 \
-    do {                                                                     \
-        blkc_status st_ = (call);                                            \
-        CHECK(st_ == (s));                                                   \
-        CHECK(strstr(blkc_last_error(), (sub)) != NULL);                     \
-    } while (0)
+#include "api/api_test.h"
 
 static const char *good =
     "kernel addk(X: f32[N], Y: f32[N], M2: f32[N, 4], k: i32) grid(1)\n"

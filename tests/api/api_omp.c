@@ -12,16 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",    \
-                    __FILE__, __LINE__, #cond, blkc_last_error());           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "api/api_test.h"
 
 static const char *src =
     "kernel twice<BLOCK = 64>(X: f32[N], Y: f32[N]) grid(cdiv(N, BLOCK))\n"

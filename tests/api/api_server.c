@@ -12,28 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",    \
-                    __FILE__, __LINE__, #cond, blkc_last_error());           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-/* status s and exactly this last error */
-#define EXPECT_MSG(call, s, msg)                                             \
-    do {                                                                     \
-        blkc_status st_ = (call);                                            \
-        CHECK(st_ == (s));                                                   \
-        if (strcmp(blkc_last_error(), (msg)) != 0) {                         \
-            fprintf(stderr, "%s:%d: message\n  got:  %s\n  want: %s\n",      \
-                    __FILE__, __LINE__, blkc_last_error(), (msg));           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "api/api_test.h"
 
 static const char *scale_src =
     "const HS = 4;\n"

@@ -13,28 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",    \
-                    __FILE__, __LINE__, #cond, blkc_last_error());           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-/* status s and last error containing `sub` */
-#define EXPECT(call, s, sub)                                                 \
-    do {                                                                     \
-        blkc_status st_ = (call);                                            \
-        CHECK(st_ == (s));                                                   \
-        if (!strstr(blkc_last_error(), (sub))) {                             \
-            fprintf(stderr, "%s:%d: expected '%s' in: %s\n", __FILE__,       \
-                    __LINE__, (sub), blkc_last_error());                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "api/api_test.h"
 
 static char *slurp(const char *rel, size_t *len)
 {

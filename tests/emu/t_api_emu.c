@@ -11,18 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *src =
-    "kernel mm<BM = 32, BN = 32, BK = 16>(A: f16[M, K], B: f16[K, N], C: f32[M, N])\n"
-    "    grid(cdiv(M, BM), cdiv(N, BN)) warps(4)\n"
-    "{\n"
-    "    let m = program_id(0) * BM;\n"
-    "    let n = program_id(1) * BN;\n"
-    "    var acc = zeros(f32, BM, BN);\n"
-    "    for k in 0 .. K step BK {\n"
-    "        acc = dot(A[m +: BM, k +: BK], B[k +: BK, n +: BN], acc);\n"
-    "    }\n"
-    "    C[m +: BM, n +: BN] = acc;\n"
-    "}\n";
+#include "harness.h"
+
+static const char *src = H_MM_SRC("BM = 32, BN = 32, BK = 16", "f16", " warps(4)");
 
 static DLTensor tensor(void *p, int64_t *shape, int ndim, int code, int bits)
 {

@@ -3,17 +3,7 @@
  * f16 -> f32 and f32 -> f32 with overridden block sizes. */
 #include "harness.h"
 
-static const char *src =
-    "kernel mm<BM = 32, BN = 32, BK = 16>(A: f32[M, K], B: f32[K, N], C: f32[M, N])\n"
-    "    grid(cdiv(M, BM), cdiv(N, BN)) {\n"
-    "    let m = program_id(0) * BM;\n"
-    "    let n = program_id(1) * BN;\n"
-    "    var acc = zeros(f32, BM, BN);\n"
-    "    for k in 0 .. K step BK {\n"
-    "        acc = dot(A[m +: BM, k +: BK], B[k +: BK, n +: BN], acc);\n"
-    "    }\n"
-    "    C[m +: BM, n +: BN] = acc;\n"
-    "}\n";
+static const char *src = H_MM_SRC("BM = 32, BN = 32, BK = 16", "f32", "");
 
 static void check(blkc_kernel *k, DLDataType ti, int M, int N, int K, const char *what)
 {

@@ -23,16 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",    \
-                    __FILE__, __LINE__, #cond, blkc_last_error());           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "api/api_test.h"
 
 #define EXPECT_ERR(call, sub)                                                \
     do {                                                                     \

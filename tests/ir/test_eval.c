@@ -1,6 +1,7 @@
 /* test_eval.c — ir_eval_grid: cdiv-style grids from symbolic sizes and
- * scalar params, missing axes, int wrap-around, and the launch errors
- * (negative or too large extents, division by zero). */
+ * scalar params, missing axes, int wrap-around, rank() and world() (a
+ * launch outside a world is rank 0 of 1), and the launch errors (negative
+ * or too large extents, division by zero). */
 #include "irtest.h"
 
 static char err[1024];
@@ -160,11 +161,40 @@ static void test_ops(void)
     ir_module_free(m);
 }
 
+/* grid(rank() + 2, cdiv(10, world())): outside a world and on ranks. */
+static void test_rank_grid(void)
+{
+    IrModule *m = ir_module_new();
+    IrFunc *f = t_func(m, "r");
+    f->grid_region = ir_region_new(f, -1);
+    int gr = f->grid_region;
+    int rk = ir_emit(f, gr, IR_RANK, T_S(DT_I32), T_LOC);
+    int wd = ir_emit(f, gr, IR_WORLD, T_S(DT_I32), T_LOC);
+    int s = t_op2(f, gr, IR_ADD, T_S(DT_I32), t_ci(f, gr, T_S(DT_I32), 9), wd);
+    int ys[2] = {t_op2(f, gr, IR_ADD, T_S(DT_I32), rk, t_ci(f, gr, T_S(DT_I32), 2)),
+                 t_op2(f, gr, IR_DIV, T_S(DT_I32), s, wd)};
+    t_yield(f, gr, 2, ys);
+    CHECK(ir_verify(f, IR_VERIFY_FINAL, err, sizeof err) == 0);
+    int64_t g[3];
+    CHECK(ir_eval_grid(f, NULL, g, err, sizeof err) == 0 && g[0] == 2 && g[1] == 10);
+    IrLaunchEnv env = {NULL, NULL, 0, 0};
+    CHECK(ir_eval_grid(f, &env, g, err, sizeof err) == 0 && g[0] == 2 && g[1] == 10);
+    for (int w = 1; w <= 8; w++)
+        for (int r = 0; r < w; r++) {
+            env.rank = r;
+            env.world = w;
+            CHECK(ir_eval_grid(f, &env, g, err, sizeof err) == 0 &&
+                  g[0] == r + 2 && g[1] == (10 + w - 1) / w && g[2] == 1);
+        }
+    ir_module_free(m);
+}
+
 int main(void)
 {
     test_no_grid();
     test_matmul_grid();
     test_errors();
     test_ops();
+    test_rank_grid();
     return t_done();
 }

@@ -229,3 +229,39 @@ device ar2(x: f32[N], y: f32[N]) {
         np.testing.assert_array_equal(y, np.arange(32, dtype=np.float32) * 10)
     with pytest.raises(blkc.Error, match="ar2 takes 2 arguments per rank"):
         k.run_ranks([[xs[0]], [xs[1]]])
+
+
+GRID_RANK = """
+kernel k(Y: i32[8]) grid(world() + 2) {
+    Y[program_id(0)] = num_programs(0) * 10 + rank();
+}
+"""
+
+
+def _grid_rank_ref(rank, world):
+    y = np.full(8, -1, np.int32)
+    y[:world + 2] = (world + 2) * 10 + rank
+    return y
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda-emu", "hip-emu"])
+def test_grid_rank_single_launch(device):
+    """rank() and world() in grid(...) outside a world: rank 0 of 1."""
+    try:
+        c = blkc.Context(device)
+    except blkc.Error as e:
+        if e.status != 6:               # BLKC_ERR_UNSUPPORTED: no C++ here
+            raise
+        pytest.skip("%s: %s" % (device, e))
+    y = np.full(8, -1, np.int32)
+    c.compile(GRID_RANK).kernel("k")(y)
+    np.testing.assert_array_equal(y, _grid_rank_ref(0, 1))
+
+
+def test_grid_rank_run_ranks(ctx):
+    """A kernel whose grid depends on the rank, on 3 local ranks."""
+    k = ctx.compile(GRID_RANK).kernel("k")
+    ys = [np.full(8, -1, np.int32) for _ in range(3)]
+    k.run_ranks([[y] for y in ys])
+    for r, y in enumerate(ys):
+        np.testing.assert_array_equal(y, _grid_rank_ref(r, 3))
