@@ -865,8 +865,7 @@ int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
         return 0;
     }
     unsigned round = 0;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rt_now_ms();
     for (;;) {
         if (c_get(m, &c->bar_gen) != gen) {
             heap_sync(m);
@@ -886,15 +885,12 @@ int rt_mpi_barrier(RtMpi *m, int64_t timeout_ms, char *miss, size_t misslen)
             }
         }
         if (round >= 64 && timeout_ms >= 0) {
-            struct timespec t;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 +
-                         (t.tv_nsec - t0.tv_nsec) / 1000000;
+            int64_t ms = rt_now_ms() - t0;
             /* as on local ranks: a missing rank in a signal wait (its own
              * deadline) reports first, up to twice the timeout + 1 s (the
              * RMA path does not publish waits: it never defers) */
             int defer = 0;
-            for (int q = 0; q < m->n && !m->rma && ms < 2 * timeout_ms + 1000; q++)
+            for (int q = 0; q < m->n && !m->rma && rt_barrier_grace(ms, timeout_ms); q++)
                 defer |= c_get(m, &m->arrived[q]) != gen + 1 &&
                          c_get(m, &m->in_wait[q]) > 0;
             if (ms >= timeout_ms && !defer && missing(m, gen, miss, misslen) > 0 &&

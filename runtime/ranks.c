@@ -272,14 +272,14 @@ static uint64_t sig_peek(const RtRank *r, const volatile uint64_t *cell)
 /* rt_signal_wait_cell over RMA loads: 0, -1 timed out, -2 aborted. */
 static int rma_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v)
 {
-    int64_t start = now_ms(), timeout_ms = r->world->timeout_ms;
+    int64_t start = rt_now_ms(), timeout_ms = r->world->timeout_ms;
     unsigned round = 0;
     for (;;) {
         if (sig_ok(sig_peek(r, cell), cmp, v))
             return 0;
         if (rt_rank_failed(r))
             return -2;
-        if (timeout_ms >= 0 && now_ms() - start >= timeout_ms)
+        if (timeout_ms >= 0 && rt_now_ms() - start >= timeout_ms)
             return -1;
         if (round++ >= 16) { /* each poll is a network round trip */
             struct timespec ts = {0, 200 * 1000};

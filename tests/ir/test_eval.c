@@ -39,7 +39,7 @@ static void test_matmul_grid(void)
     CHECK(ir_verify(f, IR_VERIFY_FINAL, err, sizeof err) == 0);
     IrScalarVal sc[2] = {{.i = 0}, {.i = 5}};
     int64_t shapes[2][IR_MAX_RANK] = {{1000, 33}, {0}};
-    IrLaunchEnv env = {sc, (const int64_t (*)[IR_MAX_RANK])shapes};
+    IrLaunchEnv env = {.scalars = sc, .shapes = (const int64_t (*)[IR_MAX_RANK])shapes};
     int64_t g[3];
     CHECK(ir_eval_grid(f, &env, g, err, sizeof err) == 0);
     CHECK(g[0] == 16 && g[1] == 2 && g[2] == 1);
@@ -69,7 +69,7 @@ static void test_errors(void)
     IrModule *m = ir_module_new();
     IrFunc *f = param_grid(m, DT_I32);
     IrScalarVal sc[1];
-    IrLaunchEnv env = {sc, NULL};
+    IrLaunchEnv env = {.scalars = sc};
     int64_t g[3];
     sc[0].i = 1000;
     CHECK(ir_eval_grid(f, &env, g, err, sizeof err) == 0 && g[0] == 8);
@@ -149,7 +149,7 @@ static void test_ops(void)
     t_yield(f, gr, 3, ys);
     CHECK(ir_verify(f, IR_VERIFY_FINAL, err, sizeof err) == 0);
     IrScalarVal sc[1] = {{.i = 0}};
-    IrLaunchEnv env = {sc, NULL};
+    IrLaunchEnv env = {.scalars = sc};
     int64_t g[3];
     int rc = ir_eval_grid(f, &env, g, err, sizeof err);
     if (rc)
