@@ -297,7 +297,7 @@ int bk_gpu_analyze(BkGpuEm *em)
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
             em->var_of[i] >= 0 || em->virt[i] || em->lay[i] == BK_LAY_MMA ||
-            em->lay[i] == BK_LAY_BLOCKED)
+            em->lay[i] == BK_LAY_BLOCKED || (em->lay[i] == BK_LAY_SLICE && !em->scvt[i]))
             continue;
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
                 ~15LL;
@@ -367,6 +367,11 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->mvar);
     free(em->swz);
     free(em->inblk);
+    free(em->spar);
+    free(em->scvt);
+    em->spar = NULL;
+    em->scvt = NULL;
+    em->inblk = NULL;
     em->mvar = NULL;
     em->swz = NULL;
     em->pipe = NULL;

@@ -396,6 +396,22 @@ int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t)
     return 4;
 }
 
+/* Whether the expression of x (through fused elementwise operands) reads
+ * a SLICE value directly (not through a broadcast). */
+static bool reads_slice(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (depth > 8 || !(ir_op_flags[in->op] & F_ELEM))
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++) {
+        int o = in->opnd[j];
+        if (o >= 0 && (bk_gpu_slice_root(em, o) >= 0 ||
+                       (em->virt[o] && reads_slice(em, o, depth + 1))))
+            return true;
+    }
+    return false;
+}
+
 /* Whether a tile op may produce a BLOCKED value: a plain (unpipelined,
  * unswizzled) load, an arange or a stored elementwise op with storage of
  * its own. */
@@ -410,7 +426,7 @@ static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
         return em->pipe[x] < 0;
     if (in->op == IR_ARANGE)
         return true;
-    return (ir_op_flags[in->op] & F_ELEM) != 0;
+    return (ir_op_flags[in->op] & F_ELEM) != 0 && !reads_slice(em, x, 0);
 }
 
 /* Whether every read of w (x itself, or a fused elementwise expression
@@ -453,6 +469,8 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
         if (o->op == IR_REDUCE && o->type.rank == 0 && o->attr != RED_ARGMAX &&
             o->attr != RED_ARGMIN)
             continue;
+        if (o->op == IR_REDUCE && em->lay[u] == BK_LAY_SLICE)
+            continue; /* reads its operand in the operand's blocked loop */
         return false;
     }
     return true;
@@ -496,6 +514,220 @@ static void blocked(BkGpuEm *em, const int *regof)
     }
 }
 
+/* Whether the expression x (through fused operands) reads an MMA register
+ * tile. */
+static bool has_mma(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (em->lay[x] == BK_LAY_MMA)
+        return true;
+    if (!em->virt[x] || depth > 8)
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && has_mma(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* Whether the expression x (through fused operands) reads a SLICE value. */
+static bool has_slice(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (bk_gpu_slice_root(em, x) >= 0)
+        return true;
+    if (!em->virt[x] || depth > 8 || in->op == IR_CONST)
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && has_slice(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ slice */
+
+int bk_gpu_slice_geom(const BkGpuEm *em, const IrType *p, int *R)
+{
+    if (p->rank < 2 || bk_gpu_blk_regs(em, p) > BK_GPU_BLK_REGS)
+        return 0;
+    long long n = p->shape[p->rank - 1], W = bk_gpu_blk_w(em, p);
+    if (n % W || (em->nt & (em->nt - 1)))
+        return 0;
+    long long r = n / W;
+    if (r < 1 || (r & (r - 1)) || (r > em->nt && r % em->nt))
+        return 0;
+    *R = (int)r;
+    return 1;
+}
+
+int bk_gpu_slice_root(const BkGpuEm *em, int v)
+{
+    if (!em->lay)
+        return -1;
+    for (int k = 0; k < 8 && em->alias[v] != v; k++)
+        v = em->alias[v];
+    return em->lay[v] == BK_LAY_SLICE ? v : -1;
+}
+
+/* Whether reduction x may be SLICE: sum / max / min along the last axis
+ * of a tile whose blocked loop the geometry allows, no MMA register read
+ * in its operand. */
+static bool slice_red_ok(const BkGpuEm *em, int x, const int *regof)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    int R;
+    if (in->dead || regof[x] < 0 || in->op != IR_REDUCE || in->type.rank == 0 ||
+        (in->attr != RED_SUM && in->attr != RED_MAX && in->attr != RED_MIN))
+        return false;
+    const IrType *p = &f->ins[in->opnd[0]].type;
+    return in->axis == p->rank - 1 && bk_gpu_slice_geom(em, p, &R) &&
+           !has_mma(em, in->opnd[0], 0);
+}
+
+/* The parent of the SLICE leaves of elementwise x's expression (through
+ * fused operands), -1 if none or mixed, -2 if a leaf cannot be read in
+ * a slice loop (a register tile of another layout). */
+static int slice_leaves(const BkGpuEm *em, int x, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    int par = -1;
+    if (depth > 8)
+        return -2;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++) {
+        int o = in->opnd[j], p;
+        if (o < 0 || f->ins[o].type.rank == 0)
+            continue;
+        int r = bk_gpu_slice_root(em, o);
+        if (r >= 0) {
+            if (!same_shape(&f->ins[o].type, &in->type))
+                return -2;
+            p = em->spar[r];
+        } else if (em->virt[o] && (ir_op_flags[f->ins[o].op] & F_ELEM)) {
+            p = slice_leaves(em, o, depth + 1);
+            if (p == -2)
+                return -2;
+        } else if (em->lay[o] == BK_LAY_MMA || em->lay[o] == BK_LAY_BLOCKED ||
+                   (em->virt[o] && f->ins[o].op == IR_BCAST &&
+                    has_slice(em, f->ins[o].opnd[0], 0))) {
+            return -2;
+        } else {
+            continue; /* shared tiles, splats, broadcasts of shared tiles */
+        }
+        if (p >= 0 && par >= 0 && !same_shape(&f->ins[p].type, &f->ins[par].type))
+            return -2;
+        if (p >= 0)
+            par = p;
+    }
+    return par;
+}
+
+/* Context of a read of a SLICE value (slice_reads_ok). */
+enum { CTX_SLICE, CTX_RESHAPED, CTX_PARENT };
+
+/* Whether every read of w (the SLICE value s, a fused expression over it,
+ * a reshape or broadcast of it) is one of its registers: a SLICE op of the
+ * same parent, or a broadcast [:, None] to the parent type read in a loop
+ * over the parent's registers (a BLOCKED op, a store or reduction in the
+ * blocked loop, a SLICE reduction). Otherwise s needs its shared copy. */
+static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *regof,
+                           int depth)
+{
+    const IrFunc *f = em->f;
+    const IrType *p = &f->ins[em->spar[s]].type, *t = &f->ins[w].type;
+    if (depth > 8)
+        return false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead || regof[u] < 0)
+            continue;
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool rd = false;
+        for (int i = 0; i < k && i < 4; i++)
+            rd |= o->opnd[i] == w;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                if (f->views[o->view].d[d].val == w)
+                    return false;
+        if (!rd)
+            continue;
+        bool elem = (ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t);
+        if (elem && em->virt[u] && ctx != CTX_RESHAPED) {
+            if (!slice_reads_ok(em, s, u, ctx, regof, depth + 1))
+                return false;
+            continue;
+        }
+        if (ctx == CTX_SLICE) {
+            if (elem && em->lay[u] == BK_LAY_SLICE &&
+                same_shape(&f->ins[em->spar[u]].type, p))
+                continue;
+            if (o->op == IR_RESHAPE && em->alias[u] == w && o->type.rank == p->rank &&
+                o->type.shape[p->rank - 1] == 1 &&
+                slice_reads_ok(em, s, u, CTX_RESHAPED, regof, depth + 1))
+                continue;
+            return false;
+        }
+        if (ctx == CTX_RESHAPED) {
+            if (o->op == IR_BCAST && em->virt[u] && same_shape(&o->type, p) &&
+                slice_reads_ok(em, s, u, CTX_PARENT, regof, depth + 1))
+                continue;
+            return false;
+        }
+        /* CTX_PARENT: a value of the parent type */
+        if (elem && em->lay[u] == BK_LAY_BLOCKED)
+            continue;
+        if (o->op == IR_REDUCE && o->opnd[0] == w &&
+            (em->lay[u] == BK_LAY_SLICE || (o->type.rank == 0 && em->inblk[u])))
+            continue;
+        if (o->op == IR_STORE && o->opnd[0] == w && o->opnd[1] != w && em->inblk[u]) {
+            IrType vt;
+            memset(&vt, 0, sizeof vt);
+            ir_view_shape(f, &f->views[o->view], &vt);
+            if (same_shape(&vt, p))
+                continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+/* SLICE: reductions along the last axis (slice_red_ok), then stored
+ * elementwise ops over SLICE values of one parent (and shared tiles,
+ * scalars); after the BLOCKED pass, the SLICE values read any other way
+ * get a shared copy (scvt). */
+static void slices(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int x = 0; x < f->nins; x++)
+        if (slice_red_ok(em, x, regof)) {
+            em->lay[x] = BK_LAY_SLICE;
+            em->spar[x] = f->ins[x].opnd[0];
+        }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int x = 0; x < f->nins; x++) {
+            const IrInstr *in = &f->ins[x];
+            if (in->dead || regof[x] < 0 || in->type.rank == 0 || em->lay[x] != BK_LAY_SHARED ||
+                em->virt[x] || em->alias[x] != x || em->var_of[x] >= 0 || em->cvt[x] ||
+                !(ir_op_flags[in->op] & F_ELEM))
+                continue;
+            int par = slice_leaves(em, x, 0);
+            if (par < 0)
+                continue;
+            em->lay[x] = BK_LAY_SLICE;
+            em->spar[x] = par;
+            changed = true;
+        }
+    }
+}
+
+static void slice_cvts(BkGpuEm *em, const int *regof)
+{
+    for (int x = 0; x < em->f->nins; x++)
+        if (em->lay[x] == BK_LAY_SLICE)
+            em->scvt[x] = !slice_reads_ok(em, x, x, CTX_SLICE, regof, 0);
+}
+
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
 {
     const IrFunc *f = em->f;
@@ -506,7 +738,10 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
     em->swz = calloc((size_t)n + 1, sizeof(bool));
     em->inblk = calloc((size_t)n + 1, sizeof(bool));
-    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk) {
+    em->spar = malloc(sizeof(int) * ((size_t)n + 1));
+    em->scvt = calloc((size_t)n + 1, sizeof(bool));
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk ||
+        !em->spar || !em->scvt) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -514,6 +749,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     for (int i = 0; i < n; i++) {
         em->lay[i] = f->ins[i].type.rank > 0 ? BK_LAY_SHARED : BK_LAY_NONE;
         em->mvar[i] = -1;
+        em->spar[i] = -1;
     }
     const char *e = getenv("BLKC_GPU_SMEM");
     if (e && *e && strcmp(e, "0"))
@@ -546,7 +782,9 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             }
         }
     }
+    slices(em, regof);
     blocked(em, regof);
+    slice_cvts(em, regof);
     return 0;
 }
 
@@ -581,6 +819,14 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         int W = bk_gpu_blk_w(em, &in->type);
         snprintf(buf, n, "blocked(runs of %d, %d registers per thread)", W,
                  bk_gpu_blk_regs(em, &in->type));
+    } else if (em->lay[id] == BK_LAY_SLICE) {
+        const IrType *p = &em->f->ins[em->spar[id]].type;
+        char pt[96], cv[64] = "";
+        ir_type_str(p, pt, sizeof pt);
+        if (em->scvt[id])
+            snprintf(cv, sizeof cv, "  ; convert slice -> shared+%lld", em->off[id]);
+        snprintf(buf, n, "slice(of %s, %d registers per thread)%s", pt,
+                 bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), cv);
     } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
@@ -592,6 +838,8 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         snprintf(buf, n, "fused (computed where read)");
     } else if (em->var_of[id] >= 0) {
         snprintf(buf, n, "shared = var %s", em->f->vars[em->var_of[id]].name);
+    } else if (em->alias[id] != id && bk_gpu_slice_root(em, id) >= 0) {
+        snprintf(buf, n, "slice = %%%d", bk_gpu_slice_root(em, id));
     } else if (em->alias[id] != id) {
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
@@ -615,6 +863,32 @@ void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n)
                  g->nt, g->fm, g->fn, g->mt * g->nt * g->fm * g->fn / em->dl->warp);
     else
         snprintf(buf, n, "shared+%lld", em->var_off[v]);
+}
+
+/* The launch facts the kernel was specialized for (IrParam.assume): they
+ * decide vector widths and blocked runs, so the text says which code it
+ * describes. */
+static void facts_line(DslBuf *out, const IrFunc *f)
+{
+    bool any = false;
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        if (p->kind != PK_TENSOR || !p->assume)
+            continue;
+        dsl_buf_printf(out, "%s %s:", any ? "," : "// specialized for", p->name);
+        any = true;
+        if (p->assume & IR_ASSUME_ALIGN16)
+            dsl_buf_printf(out, " align16");
+        if (p->assume & IR_ASSUME_UNIT_INNER)
+            dsl_buf_printf(out, " unit_inner");
+        for (int d = 0; d < p->rank; d++) {
+            if (p->assume & IR_ASSUME_STRIDE16(d))
+                dsl_buf_printf(out, " stride16(%d)", d);
+            if (p->assume & IR_ASSUME_DIM16(d))
+                dsl_buf_printf(out, " dim16(%d)", d);
+        }
+    }
+    dsl_buf_printf(out, "%s\n", any ? "" : "// generic: no launch facts (scalar loads and stores)");
 }
 
 int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
@@ -644,6 +918,7 @@ int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
             dsl_buf_printf(out, "%s// kernel %s (%s): blockDim.x = %d (%d warps of %d), "
                            "dynamic shared memory = %lld bytes\n", nk++ ? "\n" : "",
                            f->name, dl->name, em.nt, em.nw, dl->warp, em.smem);
+            facts_line(out, f);
             ir_print_func_notes(out, f, (const char *const *)notes,
                                 (const char *const *)vnotes);
         }

@@ -62,6 +62,11 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
     long long bytes = ir_numel(&in->type) * sz;
     if (em->lay[r] == BK_LAY_BLOCKED)
         return; /* registers of the thread that owns the element */
+    if (em->lay[r] == BK_LAY_SLICE) { /* registers; the copy by any thread */
+        if (em->scvt[r])
+            add(s, em->off[r], bytes, sz, 0, write);
+        return;
+    }
     if (em->var_of[r] >= 0) {
         add(s, em->var_off[em->var_of[r]], bytes, sz, map, write);
     } else if (f->ins[r].op == IR_LOAD && em->pipe[r] >= 0) {
@@ -184,7 +189,13 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
             dsl_dtype_bytes(vt->dtype), 1, true);
         break;
     }
-    case IR_REDUCE: /* whole tile: the operand read by any thread; its own
+    case IR_REDUCE:
+        if (em->lay[id] == BK_LAY_SLICE) { /* registers (the conversion to
+                                           * shared is noted when emitted) */
+            reads(em, s, in->opnd[0], 0, 0);
+            break;
+        }
+        /* whole tile: the operand read by any thread; its own
                      * barrier before the per-warp results are combined */
         if (tile || f->ins[in->opnd[0]].type.rank == 0)
             return -1;
@@ -259,6 +270,24 @@ static bool conflicts(const BkGpuEm *em, const Accs *s)
         }
     }
     return em->nacc + s->n > BK_GPU_MAXACC;
+}
+
+void bk_gpu_note_write(BkGpuEm *em, int id)
+{
+    Accs s;
+    memset(&s, 0, sizeof s);
+    tile_acc(em, &s, id, 0, true);
+    if (s.bad || em->nacc + s.n > BK_GPU_MAXACC || em->nosyncelim) {
+        bk_gpu_sync(em);
+        return;
+    }
+    if (!em->pending) {
+        em->nacc = 0;
+        em->seg_gread = em->seg_gwrite = false;
+    }
+    for (int i = 0; i < s.n; i++)
+        em->acc[em->nacc++] = s.a[i];
+    em->pending = true;
 }
 
 void bk_gpu_barrier_flush(BkGpuEm *em)

@@ -13,7 +13,8 @@
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
-#       the SHARED fallback) on cuda-emu and hip-emu against the CPU, the
+#       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
+#       reductions in registers) on cuda-emu and hip-emu against the CPU, the
 #       layouts --emit=gpu-ir reports for it, and no shared-memory tile
 #       round trip left in examples/softmax.blk and layernorm.blk (only
 #       the barriers of their reductions' cross-warp step)
@@ -106,11 +107,39 @@ layouts)
   }
   lone tblk_tail "Y S" R=3 N=997
   lone tblk_2d "Y Z W RS CS" M=5 N=71
-  # the layouts chosen: registers where every read is the owner's element
+  # SLICE: row reductions in registers (tests/emu/tslice.blk)
+  F=$SRC/tests/emu/tslice.blk
+  lone tsl_softmax Y M=37 N=61
+  lone tsl_rows "Y RS RM" M=7 N=250
+  lone tsl_wide Y M=5 N=1001
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
     grep -Eq "$1" "$T/ir" || { echo "FAIL gpu-ir: no line matches '$1':"; cat "$T/ir"; fail=1; }
   }
+  want 'reduce max %16 axis=1 : f32\[16\] @ slice\(of f32\[16, 64\], 8 registers per thread\)$'
+  want 'exp %19 : f32\[16, 64\] @ blocked'
+  want 'div %22, %21 : f32\[16\] @ slice\(of f32\[16, 64\]'
+  want 'reshape %23 : f32\[16, 1\] @ slice = %23'
+  want 'reduce sum %15 axis=1 : f32\[4\] @ slice\(of f32\[4, 256\], 8 registers per thread\)  ; convert slice -> shared\+0'
+  want 'mul %16, %23 : f32\[4\] @ slice'
+  want 'reduce sum %15 axis=1 : f32\[2\] @ slice\(of f32\[2, 1024\], 16 registers per thread\)$'
+  # barriers: only the cross-warp steps of rows that span warps (CUDA: 64
+  # runs of 1 are two warps; HIP: one wavefront, then the store's barrier
+  # after the load, tensors may alias); no shared tile but the converted rows
+  for c in "cuda tsl_softmax 2 0" "hip tsl_softmax 1 0" "cuda tsl_rows 4 2" "cuda tsl_wide 2 0"; do
+    set -- $c
+    "$BLKC" compile "$F" --target=$1 --emit=$1 >"$T/src" 2>&1 || { cat "$T/src"; exit 1; }
+    sed -n "/__global__ void __launch_bounds__([0-9]*) $2(/,/^}/p" "$T/src" >"$T/k"
+    nb=$(grep -c '__syncthreads()' "$T/k") ns=$(grep -c 'blk_smem + ' "$T/k")
+    if [ "$nb" != "$3" ] || [ "$ns" != "$4" ]; then
+      echo "FAIL $1 $2: $nb barriers (want $3), $ns shared tiles (want $4):"; cat "$T/k"; fail=1
+    else
+      echo "ok $1 $2: $nb barriers, $ns shared tiles"
+    fi
+  done
+  F=$SRC/tests/emu/tblocked.blk
+  # the layouts chosen: registers where every read is the owner's element
+  "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want 'load X\[%5, %6 \+: 1000\] : f32\[1000\] @ blocked\(runs of 1, 8 registers per thread\)'
   want 'cvt %9 : f32\[1000\] @ blocked'
   want 'arange 0 : i32\[1000\] @ blocked'
