@@ -48,8 +48,11 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
         const IrType *p = &em->f->ins[em->spar[id]].type;
         int R = 1;
         bk_gpu_slice_geom(em, p, &R);
-        bk_gpu_line(em, "%s v%d[%d]; /* %s, slice: register k holds row (tid + k * %d) / %d */",
-                    t, id, bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), ty, em->nt, R);
+        if (in->op == IR_VGET && em->var_of[id] >= 0)
+            bk_gpu_line(em, "/* v%d: %s, slice: var%d's registers in place */", id, ty, in->param);
+        else
+            bk_gpu_line(em, "%s v%d[%d]; /* %s, slice: register k holds row (tid + k * %d) / %d */",
+                        t, id, bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), ty, em->nt, R);
         if (em->scvt[id])
             bk_gpu_line(em, "%s *v%d_s = (%s *)(blk_smem + %lld); /* its shared copy */", t, id,
                         t, em->off[id]);
@@ -115,9 +118,22 @@ void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec)
  * blocked loop touches registers (and global memory) only. */
 void bk_gpu_slice_open(BkGpuEm *em, int id)
 {
-    const IrType *p = &em->f->ins[em->spar[id]].type;
+    bk_gpu_slice_open_of(em, em->spar[id], ir_numel(&em->f->ins[id].type));
+}
+
+void bk_gpu_slice_reg(const BkGpuEm *em, int r, char *buf, size_t n)
+{
+    const IrInstr *in = &em->f->ins[r];
+    if (in->op == IR_VGET && em->var_of[r] >= 0)
+        snprintf(buf, n, "var%d", in->param);
+    else
+        snprintf(buf, n, "v%d", r);
+}
+
+void bk_gpu_slice_open_of(BkGpuEm *em, int par, long long M)
+{
+    const IrType *p = &em->f->ins[par].type;
     int R = 1, K = bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p);
-    long long M = ir_numel(&em->f->ins[id].type);
     bk_gpu_slice_geom(em, p, &R);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) { /* slice: its registers */", K);
@@ -142,7 +158,7 @@ void bk_gpu_loop_close(BkGpuEm *em)
     bk_gpu_line(em, "}");
     if (em->nosyncelim || !em->seg_ok)
         sync(em);
-    else
+    else if (!em->seg_none)
         em->pending = true;
 }
 
@@ -175,7 +191,10 @@ static void emit_elem(BkGpuEm *em, int id)
     }
     if (in->type.rank > 0) {
         bk_gpu_decl_tile(em, id);
-        if (em->lay[id] == BK_LAY_BLOCKED)
+        if (em->lay[id] == BK_LAY_SHARED && em->inblk[id])
+            bk_gpu_line(em, "/* layout conversion: blocked -> shared (v%d, written in the "
+                        "blocked loop of its operands) */", id);
+        if (em->lay[id] == BK_LAY_BLOCKED || em->inblk[id])
             bk_gpu_blk_open(em, &in->type, false);
         else if (em->lay[id] == BK_LAY_SLICE)
             bk_gpu_slice_open(em, id);
@@ -510,6 +529,15 @@ static void emit_instr(BkGpuEm *em, int id)
                         id, in->param);
         } else if (em->cvt[id]) {
             bk_gpu_mma_to_shared(em, id);
+        } else if (em->lay[id] == BK_LAY_SLICE) { /* a SLICE var's registers */
+            bk_gpu_decl_tile(em, id);
+            if (em->var_of[id] < 0) {
+                bk_gpu_slice_open(em, id);
+                bk_gpu_line(em, "v%d[blk_k] = var%d[blk_k];", id, in->param);
+                bk_gpu_loop_close(em);
+            }
+            if (em->scvt[id])
+                bk_gpu_slice_to_shared(em, id);
         } else if (in->type.rank == 0) {
             bk_gpu_line(em, "const %s v%d = var%d;", st, id, in->param);
         } else if (em->var_of[id] >= 0) {
@@ -524,6 +552,12 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_VSET:
         if (em->vmma[in->param].on) {
             bk_gpu_mma_vset(em, id);
+        } else if (em->vsl[in->param] >= 0) { /* per slice register */
+            char rv[BK_GPU_EXPR];
+            bk_gpu_slice_open_of(em, em->vsl[in->param], ir_numel(&f->vars[in->param].type));
+            bk_gpu_raw(em, in->opnd[0], "e", rv, sizeof rv);
+            bk_gpu_line(em, "var%d[blk_k] = %s;", in->param, rv);
+            bk_gpu_loop_close(em);
         } else if (f->vars[in->param].type.rank == 0) {
             bk_gpu_line(em, "var%d = v%d;", in->param, in->opnd[0]);
         } else {
@@ -674,6 +708,11 @@ static void emit_func(BkGpuEm *em)
             bk_gpu_line(em, "%s var%d; /* var %s : %s */", t, v, var->name, ty);
         else if (em->vmma[v].on)
             bk_gpu_mma_decl(em, v);
+        else if (em->vsl[v] >= 0)
+            bk_gpu_line(em, "%s var%d[%d]; /* var %s : %s, slice: registers across iterations */",
+                        t, v, bk_gpu_blk_regs(em, &f->ins[em->vsl[v]].type) /
+                            bk_gpu_blk_w(em, &f->ins[em->vsl[v]].type),
+                        var->name, ty);
         else
             bk_gpu_line(em, "%s *var%d = (%s *)(blk_smem + %lld); /* var %s : %s */",
                         t, v, t, em->var_off[v], var->name, ty);

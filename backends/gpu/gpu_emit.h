@@ -160,6 +160,9 @@ typedef struct BkGpuEm {
                                  type (the reduction's operand), else -1 */
     bool *scvt;               /* SLICE values also written to shared memory
                                  (convert slice -> shared, v<id>_s) */
+    int *vsl;                 /* per tile var: held in SLICE registers
+                                 across iterations, a value of the parent
+                                 tile type; else -1 */
     int blk;                  /* inside a blocked loop: its brace depth
                                  (bk_gpu_blk_open), else 0 */
     const IrType *blk_t;      /* inside a blocked loop: its tile type */
@@ -177,6 +180,8 @@ typedef struct BkGpuEm {
                                  of a pipelined FOR), else -1 */
     bool seg_ok;              /* the op being emitted was checked (its loop
                                  may end without a barrier) */
+    bool seg_none;            /* ... and touches no memory another thread
+                                 may touch (registers only): owes nothing */
     int fail;                 /* set once an error was written to err */
     char *err; size_t errlen; /* error route */
 } BkGpuEm;
@@ -241,6 +246,12 @@ int bk_gpu_blk_regs(const BkGpuEm *em, const IrType *t);
  * blk_k over the parent's runs, e = the slice element (row) register
  * blk_k holds; closed by bk_gpu_loop_close */
 void bk_gpu_slice_open(BkGpuEm *em, int id);
+/* the same over the registers of a slice of the tile type of value par
+ * with M elements (var.set of a SLICE var) */
+void bk_gpu_slice_open_of(BkGpuEm *em, int par, long long M);
+/* the C array holding SLICE value r's registers: `v<r>`, or `var<v>` for
+ * a var.get reading a SLICE var in place */
+void bk_gpu_slice_reg(const BkGpuEm *em, int r, char *buf, size_t n);
 /* __syncthreads(), which also starts a new barrier-free segment */
 void bk_gpu_sync(BkGpuEm *em);
 /* identity literals for reductions in compute type */

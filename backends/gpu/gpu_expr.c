@@ -164,7 +164,9 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         if (em->sl_par && em->blk == 1 && !strcmp(idx, "e") &&
             ir_numel(&in->type) == ir_numel(&em->f->ins[r].type) &&
             same_shape(em->sl_par, &em->f->ins[em->spar[r]].type)) {
-            snprintf(buf, n, "v%d[blk_k]", r);
+            char rg[32];
+            bk_gpu_slice_reg(em, r, rg, sizeof rg);
+            snprintf(buf, n, "%s[blk_k]", rg);
         } else if (em->scvt[r]) {
             snprintf(buf, n, "v%d_s[%s]", r, idx);
         } else {
@@ -206,7 +208,9 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
     } else if (em->virt && em->virt[v] && slice_bcast(em, v) >= 0) {
         /* x[:, None] of a SLICE x in its parent's blocked loop: the row of
          * run blk_k is the one register blk_k of the slice holds */
-        snprintf(buf, n, "v%d[blk_k]", slice_bcast(em, v));
+        char rg[32];
+        bk_gpu_slice_reg(em, slice_bcast(em, v), rg, sizeof rg);
+        snprintf(buf, n, "%s[blk_k]", rg);
     } else if (em->virt && em->virt[v]) { /* BCAST: index the operand */
         const IrInstr *a = &em->f->ins[in->opnd[0]];
         char e[300], c[400], ix[1200];

@@ -28,9 +28,20 @@
  * value of a store of that shape, a whole-tile sum/max/min (those two run
  * in the blocked loop: em->inblk). Any other reader (broadcast, axis
  * reduction, scan, dot, mask, gather index, reshape, var) leaves it
- * SHARED: the fallback, decided by dropping candidates to a fixpoint. No
- * conversion op exists between BLOCKED and SHARED; SLICE layouts (axis
- * reductions in registers) are not built yet.
+ * SHARED: the fallback, decided by dropping candidates to a fixpoint. A
+ * stored SHARED elementwise op of the same shape reading it runs in its
+ * blocked loop and writes its shared tile there (convert blocked ->
+ * shared, shared_in_blk), and a SLICE reduction reads it in place.
+ *
+ *   SLICE   the result of sum/max/min along the last axis of a tile of
+ *           type P (slice_red_ok, bk_gpu_slice_geom): vID[K] per thread,
+ *           register k the row of P's run k in P's blocked loop; stored
+ *           elementwise ops over slices of one parent, and tile vars set
+ *           only to such values (slice_vars: held across loop
+ *           iterations). Read from registers in a slice loop or, as
+ *           x[:, None], in a loop over P's registers; any other reader
+ *           reads a shared copy written where the value is made (scvt:
+ *           convert slice -> shared).
  *
  * A tile var is MMA (held in registers across loop iterations) when every
  * var.set (vset_ok) stores
@@ -429,6 +440,17 @@ static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
     return (ir_op_flags[in->op] & F_ELEM) != 0 && !reads_slice(em, x, 0);
 }
 
+/* Whether stored elementwise op u may keep its SHARED tile but run in the
+ * blocked loop of its type, reading BLOCKED operands from registers and
+ * writing its shared tile there (the conversion blocked -> shared). */
+static bool shared_in_blk(const BkGpuEm *em, int u)
+{
+    const IrInstr *in = &em->f->ins[u];
+    return em->lay[u] == BK_LAY_SHARED && !em->virt[u] && em->alias[u] == u &&
+           em->var_of[u] < 0 && !em->cvt[u] && (ir_op_flags[in->op] & F_ELEM) &&
+           in->type.rank > 0 && bk_gpu_blk_regs(em, &in->type) <= BK_GPU_BLK_REGS;
+}
+
 /* Whether every read of w (x itself, or a fused elementwise expression
  * over it) is at the reader's own element in x's blocked loop: a BLOCKED
  * elementwise op of the same shape, the value of a store of that shape or
@@ -455,7 +477,7 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
             continue;
         if ((ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t)) {
             if (em->virt[u] ? !blk_reads_ok(em, x, u, regof, depth + 1)
-                            : em->lay[u] != BK_LAY_BLOCKED)
+                            : !(em->lay[u] == BK_LAY_BLOCKED || shared_in_blk(em, u)))
                 return false;
             continue;
         }
@@ -511,6 +533,10 @@ static void blocked(BkGpuEm *em, const int *regof)
         if (!o->dead && regof[u] >= 0 && (o->op == IR_STORE || o->op == IR_REDUCE) &&
             o->opnd[0] >= 0 && f->ins[o->opnd[0]].type.rank > 0)
             em->inblk[u] = blk_reads_any(em, o->opnd[0], 0);
+        if (!o->dead && regof[u] >= 0 && shared_in_blk(em, u))
+            for (int j = 0; j < 3 && j < ir_op_nopnd[o->op]; j++)
+                if (o->opnd[j] >= 0 && same_shape(&f->ins[o->opnd[j]].type, &o->type))
+                    em->inblk[u] |= blk_reads_any(em, o->opnd[j], 0);
     }
 }
 
@@ -661,6 +687,9 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
             if (elem && em->lay[u] == BK_LAY_SLICE &&
                 same_shape(&f->ins[em->spar[u]].type, p))
                 continue;
+            if (o->op == IR_VSET && o->opnd[0] == w && em->vsl[o->param] >= 0 &&
+                same_shape(&f->ins[em->vsl[o->param]].type, p))
+                continue;
             if (o->op == IR_RESHAPE && em->alias[u] == w && o->type.rank == p->rank &&
                 o->type.shape[p->rank - 1] == 1 &&
                 slice_reads_ok(em, s, u, CTX_RESHAPED, regof, depth + 1))
@@ -674,7 +703,7 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
             return false;
         }
         /* CTX_PARENT: a value of the parent type */
-        if (elem && em->lay[u] == BK_LAY_BLOCKED)
+        if (elem && (em->lay[u] == BK_LAY_BLOCKED || em->inblk[u]))
             continue;
         if (o->op == IR_REDUCE && o->opnd[0] == w &&
             (em->lay[u] == BK_LAY_SLICE || (o->type.rank == 0 && em->inblk[u])))
@@ -721,6 +750,79 @@ static void slices(BkGpuEm *em, const int *regof)
     }
 }
 
+/* Whether the value x stored by a var.set of a SLICE var of parent par
+ * can be computed per slice register: a splat, a SLICE value of that
+ * parent, or a fused elementwise expression of such. */
+static bool slice_set_ok(const BkGpuEm *em, int x, int par)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    if (in->op == IR_CONST && em->virt[x])
+        return true;
+    int r = bk_gpu_slice_root(em, x), p;
+    if (r >= 0)
+        p = em->spar[r];
+    else if (em->virt[x] && (ir_op_flags[in->op] & F_ELEM))
+        p = slice_leaves(em, x, 0);
+    else
+        return false;
+    return p >= 0 && same_shape(&f->ins[p].type, &f->ins[par].type);
+}
+
+/* Tile vars held in SLICE registers across loop iterations: every
+ * var.set stores a splat or a value computed per register of one slice
+ * layout (slice_set_ok, at least one not a splat); its var.gets are then
+ * SLICE values too (reading the var's registers in place, or a copy).
+ * Tried per var; undone when a SLICE op would then mix two parents. */
+static void slice_vars(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int v = 0; v < f->nvars; v++) {
+        const IrType *t = &f->vars[v].type;
+        if (t->rank == 0 || em->vmma[v].on)
+            continue;
+        int par = -1;
+        for (int s = 0; s < f->nins && par < 0; s++) {
+            const IrInstr *in = &f->ins[s];
+            if (in->dead || regof[s] < 0 || in->op != IR_VSET || in->param != v)
+                continue;
+            int r = bk_gpu_slice_root(em, in->opnd[0]);
+            if (r >= 0)
+                par = em->spar[r];
+            else if (em->virt[in->opnd[0]] && (ir_op_flags[f->ins[in->opnd[0]].op] & F_ELEM))
+                par = slice_leaves(em, in->opnd[0], 0);
+        }
+        if (par < 0)
+            continue;
+        for (int g = 0; g < f->nins; g++) /* tentatively */
+            if (!f->ins[g].dead && regof[g] >= 0 && f->ins[g].op == IR_VGET &&
+                f->ins[g].param == v && em->lay[g] == BK_LAY_SHARED) {
+                em->lay[g] = BK_LAY_SLICE;
+                em->spar[g] = par;
+            }
+        em->vsl[v] = par;
+        bool ok = true;
+        for (int s = 0; s < f->nins && ok; s++) {
+            const IrInstr *in = &f->ins[s];
+            if (in->dead || regof[s] < 0)
+                continue;
+            if (in->op == IR_VSET && in->param == v)
+                ok = slice_set_ok(em, in->opnd[0], par);
+            else if (em->lay[s] == BK_LAY_SLICE && in->op != IR_REDUCE && in->op != IR_VGET)
+                ok = slice_leaves(em, s, 0) >= 0 &&
+                     same_shape(&f->ins[slice_leaves(em, s, 0)].type, &f->ins[em->spar[s]].type);
+        }
+        if (!ok) {
+            em->vsl[v] = -1;
+            for (int g = 0; g < f->nins; g++)
+                if (f->ins[g].op == IR_VGET && f->ins[g].param == v && em->lay[g] == BK_LAY_SLICE) {
+                    em->lay[g] = BK_LAY_SHARED;
+                    em->spar[g] = -1;
+                }
+        }
+    }
+}
+
 static void slice_cvts(BkGpuEm *em, const int *regof)
 {
     for (int x = 0; x < em->f->nins; x++)
@@ -740,8 +842,11 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->inblk = calloc((size_t)n + 1, sizeof(bool));
     em->spar = malloc(sizeof(int) * ((size_t)n + 1));
     em->scvt = calloc((size_t)n + 1, sizeof(bool));
+    em->vsl = malloc(sizeof(int) * ((size_t)f->nvars + 1));
+    for (int v = 0; em->vsl && v < f->nvars; v++)
+        em->vsl[v] = -1;
     if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk ||
-        !em->spar || !em->scvt) {
+        !em->spar || !em->scvt || !em->vsl) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -782,6 +887,8 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             }
         }
     }
+    slices(em, regof);
+    slice_vars(em, regof);
     slices(em, regof);
     blocked(em, regof);
     slice_cvts(em, regof);
@@ -834,6 +941,8 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "");
     } else if (em->cvt[id]) {
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
+    } else if (em->inblk[id] && (ir_op_flags[in->op] & F_ELEM)) {
+        snprintf(buf, n, "shared+%lld  ; convert blocked -> shared", em->off[id]);
     } else if (em->virt[id]) {
         snprintf(buf, n, "fused (computed where read)");
     } else if (em->var_of[id] >= 0) {
@@ -857,7 +966,13 @@ void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n)
     const BkGpuMma *g = &em->vmma[v];
     if (em->f->vars[v].type.rank == 0)
         snprintf(buf, n, "register (scalar)");
-    else if (g->on)
+    else if (em->vsl[v] >= 0) {
+        const IrType *p = &em->f->ins[em->vsl[v]].type;
+        char pt[96];
+        ir_type_str(p, pt, sizeof pt);
+        snprintf(buf, n, "slice(of %s, %d registers per thread)", pt,
+                 bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p));
+    } else if (g->on)
         snprintf(buf, n, "mma(%dx%d warps of %dx%d, %dx%d fragments of %dx%d, "
                  "%d registers per thread)", g->wm, g->wn, g->WM, g->WN, g->mt,
                  g->nt, g->fm, g->fn, g->mt * g->nt * g->fm * g->fn / em->dl->warp);

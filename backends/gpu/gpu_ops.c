@@ -99,8 +99,10 @@ void bk_gpu_slice_to_shared(BkGpuEm *em, int id)
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) {", K);
     bk_gpu_line(em, "    const int blk_q = blk_tid + blk_k * %d;", em->nt);
-    bk_gpu_line(em, "    if (blk_q %% %d == 0 && blk_q / %d < %lld) v%d_s[blk_q / %d] = v%d[blk_k];",
-                R, R, (long long)ir_numel(&em->f->ins[id].type), id, R, id);
+    char rg[32];
+    bk_gpu_slice_reg(em, id, rg, sizeof rg);
+    bk_gpu_line(em, "    if (blk_q %% %d == 0 && blk_q / %d < %lld) v%d_s[blk_q / %d] = %s[blk_k];",
+                R, R, (long long)ir_numel(&em->f->ins[id].type), id, R, rg);
     bk_gpu_line(em, "}");
     bk_gpu_note_write(em, id);
 }

@@ -116,7 +116,7 @@ static void view_reads(const BkGpuEm *em, Accs *s, const IrInstr *in)
  * blocked loop (thread (e / W) % NT), else 1. */
 static int blk_map(const BkGpuEm *em, int id, const IrType *t)
 {
-    return em->lay[id] == BK_LAY_BLOCKED ? bk_gpu_blk_w(em, t) : 1;
+    return em->lay[id] == BK_LAY_BLOCKED || em->inblk[id] ? bk_gpu_blk_w(em, t) : 1;
 }
 
 /* 1: emits no memory access (scalar registers, pointer declarations,
@@ -133,7 +133,7 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
             if (in->opnd[j] >= 0)
                 reads(em, s, in->opnd[j], blk_map(em, id, &in->type), 0);
-        tile_acc(em, s, id, 1, true);
+        tile_acc(em, s, id, blk_map(em, id, &in->type), true);
         return s->bad ? -1 : 0;
     }
     switch (in->op) {
@@ -159,6 +159,8 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     }
     case IR_VGET:
+        if (tile && em->lay[id] == BK_LAY_SLICE)
+            return 1; /* registers (a conversion notes its own write) */
         if (tile && em->cvt[id]) { /* registers -> its tile, by fragment */
             tile_acc(em, s, id, 0, true);
             break;
@@ -184,6 +186,10 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         }
         if (vt->rank == 0)
             return 1;
+        if (em->vsl[in->param] >= 0) { /* registers: what its value reads */
+            reads(em, s, in->opnd[0], 0, 0);
+            break;
+        }
         reads(em, s, in->opnd[0], 1, 0);
         add(s, em->var_off[in->param], ir_numel(vt) * dsl_dtype_bytes(vt->dtype),
             dsl_dtype_bytes(vt->dtype), 1, true);
@@ -301,6 +307,11 @@ void bk_gpu_barrier_before(BkGpuEm *em, int id)
     Accs s;
     int k = classify(em, id, &s);
     em->seg_ok = false;
+    em->seg_none = k == 0 && s.n == 0 && !s.gread && !s.gwrite;
+    if (em->seg_none && !em->nosyncelim) {
+        em->seg_ok = true; /* registers only: nothing to record or owe */
+        return;
+    }
     if (k == 1) {
         em->seg_ok = true; /* no loop of its own; nothing to record */
         return;

@@ -112,6 +112,7 @@ layouts)
   lone tsl_softmax Y M=37 N=61
   lone tsl_rows "Y RS RM" M=7 N=250
   lone tsl_wide Y M=5 N=1001
+  lone tsl_online Y M=19 N=75
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
     grep -Eq "$1" "$T/ir" || { echo "FAIL gpu-ir: no line matches '$1':"; cat "$T/ir"; fail=1; }
@@ -123,10 +124,13 @@ layouts)
   want 'reduce sum %15 axis=1 : f32\[4\] @ slice\(of f32\[4, 256\], 8 registers per thread\)  ; convert slice -> shared\+0'
   want 'mul %16, %23 : f32\[4\] @ slice'
   want 'reduce sum %15 axis=1 : f32\[2\] @ slice\(of f32\[2, 1024\], 16 registers per thread\)$'
+  want 'var m_i : f32\[8\] @ slice\(of f32\[8, 32\], 2 registers per thread\)'
+  want 'var l_i : f32\[8\] @ slice\(of f32\[8, 32\], 2 registers per thread\)'
   # barriers: only the cross-warp steps of rows that span warps (CUDA: 64
   # runs of 1 are two warps; HIP: one wavefront, then the store's barrier
   # after the load, tensors may alias); no shared tile but the converted rows
-  for c in "cuda tsl_softmax 2 0" "hip tsl_softmax 1 0" "cuda tsl_rows 4 2" "cuda tsl_wide 2 0"; do
+  for c in "cuda tsl_softmax 2 0" "hip tsl_softmax 1 0" "cuda tsl_rows 4 2" "cuda tsl_wide 2 0" \
+           "cuda tsl_online 2 2"; do
     set -- $c
     "$BLKC" compile "$F" --target=$1 --emit=$1 >"$T/src" 2>&1 || { cat "$T/src"; exit 1; }
     sed -n "/__global__ void __launch_bounds__([0-9]*) $2(/,/^}/p" "$T/src" >"$T/k"
@@ -144,7 +148,8 @@ layouts)
   want 'cvt %9 : f32\[1000\] @ blocked'
   want 'arange 0 : i32\[1000\] @ blocked'
   want 'load V\[.*\] : f32\[6, 70\] @ blocked\(runs of 1, 4 registers per thread\)'
-  want 'load X\[.*\+: 70\] : f32\[6, 70\] @ shared\+'   # read through an axis reduction
+  want 'load X\[.*\+: 70\] : f32\[6, 70\] @ blocked'   # y below is converted from its registers
+  want 'sub %8, %43 : f32\[6, 70\] @ shared\+[0-9]+  ; convert blocked -> shared'  # read by axis reductions
   want 'load B\[.*\] : f32\[70\] @ shared\+'             # read through a broadcast
   want 'reduce sum %10 axis=1 : f32\[6\] @ shared'
   [ $fail = 0 ] && echo "ok gpu-ir layouts"

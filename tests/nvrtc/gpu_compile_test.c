@@ -564,7 +564,7 @@ static void layouts_agree(const IrModule *m, const char *name)
         int na = count_after(ir.data, "blocked(runs of ", a);
         int nb = count_after(c.data, "blocked: registers, runs of ", b);
         int ns = count_after(ir.data, "@ slice(of ", sa);
-        int nc = count_after(c.data, ", slice: register k holds", sb);
+        int nc = count_after(c.data, ", slice: ", sb);
         bool same = na == nb && ns == nc;
         for (int i = 0; same && i < na && i < 64; i++)
             same = a[i] == b[i];
