@@ -40,9 +40,29 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
     const char *t = bk_gpu_stype(in->type.dtype);
     char ty[128];
     ir_type_str(&in->type, ty, sizeof ty);
-    if (em->lay[id] == BK_LAY_BLOCKED)
+    int sr = bk_gpu_slice_root(em, id);
+    if (em->lay[id] == BK_LAY_BLOCKED) {
         bk_gpu_line(em, "alignas(16) %s v%d[%d]; /* %s, blocked: registers, runs of %d */",
                     t, id, bk_gpu_blk_regs(em, &in->type), ty, bk_gpu_blk_w(em, &in->type));
+    } else if (sr == id) {
+        const IrType *p = &em->f->ins[em->spar[id]].type;
+        int R = 1;
+        bk_gpu_slice_geom(em, p, &R);
+        if (in->op == IR_VGET && em->var_of[id] >= 0)
+            bk_gpu_line(em, "/* v%d: %s, slice: var%d's registers in place */", id, ty, in->param);
+        else
+            bk_gpu_line(em, "%s v%d[%d]; /* %s, slice: register k holds row (tid + k * %d) / %d */",
+                        t, id, bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), ty, em->nt, R);
+        if (em->scvt[id])
+            bk_gpu_line(em, "%s *v%d_s = (%s *)(blk_smem + %lld); /* its shared copy */", t, id,
+                        t, em->off[id]);
+    } else if (sr >= 0) {
+        if (em->scvt[sr])
+            bk_gpu_line(em, "%s *v%d = v%d_s; /* %s, reshape of slice v%d's copy */", t, id,
+                        sr, ty, sr);
+        else
+            bk_gpu_line(em, "/* v%d: %s, reshape of slice v%d (its registers) */", id, ty, sr);
+    }
     else if (em->var_of[id] >= 0)
         bk_gpu_line(em, "%s *v%d = var%d; /* %s, reads the var in place */", t,
                     id, em->var_of[id], ty);
@@ -76,6 +96,7 @@ void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec)
     bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) { /* blocked: runs of %d */", K, W);
     em->indent++;
     em->blk = 1;
+    em->blk_t = t;
     if (vec) {
         bk_gpu_line(em, "const int e = (blk_tid + blk_k * %d) * %d;", em->nt, W);
     } else {
@@ -95,6 +116,35 @@ void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec)
 /* The barrier after a tile op's loop is left to gpu_sync.c when the op was
  * checked (bk_gpu_barrier_before): the next op adds it if it must. A
  * blocked loop touches registers (and global memory) only. */
+void bk_gpu_slice_open(BkGpuEm *em, int id)
+{
+    bk_gpu_slice_open_of(em, em->spar[id], ir_numel(&em->f->ins[id].type));
+}
+
+void bk_gpu_slice_reg(const BkGpuEm *em, int r, char *buf, size_t n)
+{
+    const IrInstr *in = &em->f->ins[r];
+    if (in->op == IR_VGET && em->var_of[r] >= 0)
+        snprintf(buf, n, "var%d", in->param);
+    else
+        snprintf(buf, n, "v%d", r);
+}
+
+void bk_gpu_slice_open_of(BkGpuEm *em, int par, long long M)
+{
+    const IrType *p = &em->f->ins[par].type;
+    int R = 1, K = bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p);
+    bk_gpu_slice_geom(em, p, &R);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) { /* slice: its registers */", K);
+    em->indent++;
+    em->blk = 1;
+    em->sl_par = p;
+    bk_gpu_line(em, "const int e = (blk_tid + blk_k * %d) / %d;", em->nt, R);
+    if ((long long)K * em->nt > M * R)
+        bk_gpu_line(em, "if (e >= %lld) continue;", M);
+}
+
 void bk_gpu_loop_close(BkGpuEm *em)
 {
     for (; em->blk > 1; em->blk--) {
@@ -102,11 +152,13 @@ void bk_gpu_loop_close(BkGpuEm *em)
         bk_gpu_line(em, "}");
     }
     em->blk = 0;
+    em->blk_t = NULL;
+    em->sl_par = NULL;
     em->indent--;
     bk_gpu_line(em, "}");
     if (em->nosyncelim || !em->seg_ok)
         sync(em);
-    else
+    else if (!em->seg_none)
         em->pending = true;
 }
 
@@ -118,6 +170,8 @@ static void assign(BkGpuEm *em, int id, const char *x)
     bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
     if (in->type.rank > 0 && em->lay[id] == BK_LAY_BLOCKED)
         bk_gpu_line(em, "v%d[blk_q] = %s;", id, s);
+    else if (in->type.rank > 0 && em->lay[id] == BK_LAY_SLICE)
+        bk_gpu_line(em, "v%d[blk_k] = %s;", id, s);
     else if (in->type.rank > 0)
         bk_gpu_line(em, "v%d[e] = %s;", id, s);
     else
@@ -137,8 +191,13 @@ static void emit_elem(BkGpuEm *em, int id)
     }
     if (in->type.rank > 0) {
         bk_gpu_decl_tile(em, id);
-        if (em->lay[id] == BK_LAY_BLOCKED)
+        if (em->lay[id] == BK_LAY_SHARED && em->inblk[id])
+            bk_gpu_line(em, "/* layout conversion: blocked -> shared (v%d, written in the "
+                        "blocked loop of its operands) */", id);
+        if (em->lay[id] == BK_LAY_BLOCKED || em->inblk[id])
             bk_gpu_blk_open(em, &in->type, false);
+        else if (em->lay[id] == BK_LAY_SLICE)
+            bk_gpu_slice_open(em, id);
         else
             bk_gpu_loop_open(em, &in->type);
     }
@@ -153,6 +212,8 @@ static void emit_elem(BkGpuEm *em, int id)
     }
     assign(em, id, x);
     bk_gpu_loop_close(em);
+    if (em->lay[id] == BK_LAY_SLICE && em->scvt[id])
+        bk_gpu_slice_to_shared(em, id);
 }
 
 static void emit_const(BkGpuEm *em, int id)
@@ -468,6 +529,15 @@ static void emit_instr(BkGpuEm *em, int id)
                         id, in->param);
         } else if (em->cvt[id]) {
             bk_gpu_mma_to_shared(em, id);
+        } else if (em->lay[id] == BK_LAY_SLICE) { /* a SLICE var's registers */
+            bk_gpu_decl_tile(em, id);
+            if (em->var_of[id] < 0) {
+                bk_gpu_slice_open(em, id);
+                bk_gpu_line(em, "v%d[blk_k] = var%d[blk_k];", id, in->param);
+                bk_gpu_loop_close(em);
+            }
+            if (em->scvt[id])
+                bk_gpu_slice_to_shared(em, id);
         } else if (in->type.rank == 0) {
             bk_gpu_line(em, "const %s v%d = var%d;", st, id, in->param);
         } else if (em->var_of[id] >= 0) {
@@ -482,6 +552,12 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_VSET:
         if (em->vmma[in->param].on) {
             bk_gpu_mma_vset(em, id);
+        } else if (em->vsl[in->param] >= 0) { /* per slice register */
+            char rv[BK_GPU_EXPR];
+            bk_gpu_slice_open_of(em, em->vsl[in->param], ir_numel(&f->vars[in->param].type));
+            bk_gpu_raw(em, in->opnd[0], "e", rv, sizeof rv);
+            bk_gpu_line(em, "var%d[blk_k] = %s;", in->param, rv);
+            bk_gpu_loop_close(em);
         } else if (f->vars[in->param].type.rank == 0) {
             bk_gpu_line(em, "var%d = v%d;", in->param, in->opnd[0]);
         } else {
@@ -632,6 +708,11 @@ static void emit_func(BkGpuEm *em)
             bk_gpu_line(em, "%s var%d; /* var %s : %s */", t, v, var->name, ty);
         else if (em->vmma[v].on)
             bk_gpu_mma_decl(em, v);
+        else if (em->vsl[v] >= 0)
+            bk_gpu_line(em, "%s var%d[%d]; /* var %s : %s, slice: registers across iterations */",
+                        t, v, bk_gpu_blk_regs(em, &f->ins[em->vsl[v]].type) /
+                            bk_gpu_blk_w(em, &f->ins[em->vsl[v]].type),
+                        var->name, ty);
         else
             bk_gpu_line(em, "%s *var%d = (%s *)(blk_smem + %lld); /* var %s : %s */",
                         t, v, t, em->var_off[v], var->name, ty);

@@ -115,7 +115,7 @@ typedef struct BkGpuAcc {
 #define BK_GPU_MAXACC 64   /* accesses tracked per barrier-free segment */
 
 /* Layouts of tile values (gpu_layouts.c). */
-typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED } BkGpuLay;
+typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SLICE } BkGpuLay;
 
 /* BLOCKED tiles hold at most this many registers per thread. */
 #define BK_GPU_BLK_REGS 64
@@ -156,8 +156,17 @@ typedef struct BkGpuEm {
     bool *swz;                /* loads stored swizzled (bk_gpu_swz_idx) */
     bool *inblk;              /* stores / reductions reading a BLOCKED tile:
                                  they run in the blocked loop */
+    int *spar;                /* SLICE values: a value of the parent tile
+                                 type (the reduction's operand), else -1 */
+    bool *scvt;               /* SLICE values also written to shared memory
+                                 (convert slice -> shared, v<id>_s) */
+    int *vsl;                 /* per tile var: held in SLICE registers
+                                 across iterations, a value of the parent
+                                 tile type; else -1 */
     int blk;                  /* inside a blocked loop: its brace depth
                                  (bk_gpu_blk_open), else 0 */
+    const IrType *blk_t;      /* inside a blocked loop: its tile type */
+    const IrType *sl_par;     /* inside a slice loop: the parent tile type */
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
@@ -171,6 +180,8 @@ typedef struct BkGpuEm {
                                  of a pipelined FOR), else -1 */
     bool seg_ok;              /* the op being emitted was checked (its loop
                                  may end without a barrier) */
+    bool seg_none;            /* ... and touches no memory another thread
+                                 may touch (registers only): owes nothing */
     int fail;                 /* set once an error was written to err */
     char *err; size_t errlen; /* error route */
 } BkGpuEm;
@@ -231,6 +242,16 @@ void bk_gpu_blk_open(BkGpuEm *em, const IrType *t, bool vec);
  * thread */
 int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t);
 int bk_gpu_blk_regs(const BkGpuEm *em, const IrType *t);
+/* the loop over the registers of SLICE value id (bk_gpu_slice_geom):
+ * blk_k over the parent's runs, e = the slice element (row) register
+ * blk_k holds; closed by bk_gpu_loop_close */
+void bk_gpu_slice_open(BkGpuEm *em, int id);
+/* the same over the registers of a slice of the tile type of value par
+ * with M elements (var.set of a SLICE var) */
+void bk_gpu_slice_open_of(BkGpuEm *em, int par, long long M);
+/* the C array holding SLICE value r's registers: `v<r>`, or `var<v>` for
+ * a var.get reading a SLICE var in place */
+void bk_gpu_slice_reg(const BkGpuEm *em, int r, char *buf, size_t n);
 /* __syncthreads(), which also starts a new barrier-free segment */
 void bk_gpu_sync(BkGpuEm *em);
 /* identity literals for reductions in compute type */
@@ -264,6 +285,13 @@ int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
  * `blk_swz(e, ...)` for a swizzled tile (em->swz: loads read only by
  * register dots through ldmatrix), else `e` itself */
 void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n);
+/* SLICE layouts: the reduction along the last axis of a tile of type p
+ * read in p's blocked loop (runs of W, R = shape[last] / W runs per row,
+ * R and the thread count powers of two): 1 with *R set, else 0 */
+int bk_gpu_slice_geom(const BkGpuEm *em, const IrType *p, int *R);
+/* the SLICE value whose registers v reads (v itself or a reshape of it),
+ * else -1 */
+int bk_gpu_slice_root(const BkGpuEm *em, int v);
 /* the layout of value id / var v as text (--emit=gpu-ir, comments) */
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
 void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
@@ -296,6 +324,9 @@ void bk_gpu_pipe_top(BkGpuEm *em, int forid);
 void bk_gpu_barrier_before(BkGpuEm *em, int id);
 /* a barrier if one was elided (region ends, control flow) */
 void bk_gpu_barrier_flush(BkGpuEm *em);
+/* records a write of tile id's shared storage by any thread (a layout
+ * conversion emitted after the op's own accesses were checked) */
+void bk_gpu_note_write(BkGpuEm *em, int id);
 
 /* ------------------------------------------------------------ gpu_prelude.c */
 extern const char *const bk_gpu_common_prelude[]; /* NULL-terminated */
@@ -303,6 +334,9 @@ extern const char *const bk_gpu_common_prelude[]; /* NULL-terminated */
 /* ------------------------------------------------------------ gpu_ops.c
  * reduce, scan, dot, atomics */
 void bk_gpu_emit_reduce(BkGpuEm *em, int id);
+/* the registers of SLICE value id to its shared copy, one writer per row
+ * (convert slice -> shared) */
+void bk_gpu_slice_to_shared(BkGpuEm *em, int id);
 void bk_gpu_emit_scan(BkGpuEm *em, int id);
 void bk_gpu_emit_dot(BkGpuEm *em, int id);
 void bk_gpu_emit_atomic(BkGpuEm *em, int id);

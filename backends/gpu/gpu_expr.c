@@ -122,11 +122,57 @@ static void put(BkGpuEm *em, char *buf, size_t n, const char *fmt, ...)
              em->f->name);
 }
 
+static bool same_shape(const IrType *a, const IrType *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+/* The SLICE value whose registers the broadcast v reads where it is read:
+ * v = x[:, None] (x reshaped to the parent type with a last dim of 1,
+ * broadcast to the parent type) inside a blocked loop of the parent
+ * type; else -1. */
+static int slice_bcast(const BkGpuEm *em, int v)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[v];
+    if (!em->lay || in->op != IR_BCAST || !em->blk_t || !same_shape(em->blk_t, &in->type))
+        return -1;
+    const IrType *a = &f->ins[in->opnd[0]].type;
+    int r = bk_gpu_slice_root(em, in->opnd[0]);
+    if (r < 0 || a->rank != in->type.rank || a->shape[a->rank - 1] != 1 ||
+        !same_shape(&f->ins[em->spar[r]].type, &in->type))
+        return -1;
+    for (int d = 0; d + 1 < a->rank; d++)
+        if (a->shape[d] != in->type.shape[d])
+            return -1;
+    return r;
+}
+
 void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
 {
     const IrInstr *in = &em->f->ins[v];
     if (in->type.rank == 0) {
         snprintf(buf, n, "v%d", v);
+    } else if (em->lay && bk_gpu_slice_root(em, v) >= 0) {
+        /* a SLICE value: its registers in a loop over them, else its copy */
+        int r = bk_gpu_slice_root(em, v);
+        if (em->sl_par && em->blk == 1 && !strcmp(idx, "e") &&
+            ir_numel(&in->type) == ir_numel(&em->f->ins[r].type) &&
+            same_shape(em->sl_par, &em->f->ins[em->spar[r]].type)) {
+            char rg[32];
+            bk_gpu_slice_reg(em, r, rg, sizeof rg);
+            snprintf(buf, n, "%s[blk_k]", rg);
+        } else if (em->scvt[r]) {
+            snprintf(buf, n, "v%d_s[%s]", r, idx);
+        } else {
+            snprintf(buf, n, "0");
+            bk_gpu_fail(em, "internal: slice tile v%d read at %s outside its layout", r, idx);
+        }
     } else if (em->lay && em->lay[v] == BK_LAY_MMA && in->op == IR_VGET) {
         /* inside a loop over the var's registers (gpu_mma.c) */
         snprintf(buf, n, "var%d[blk_r]", in->param);
@@ -159,6 +205,12 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         char s[BK_GPU_EXPR];
         bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
         put(em, buf, n, "%s", s);
+    } else if (em->virt && em->virt[v] && slice_bcast(em, v) >= 0) {
+        /* x[:, None] of a SLICE x in its parent's blocked loop: the row of
+         * run blk_k is the one register blk_k of the slice holds */
+        char rg[32];
+        bk_gpu_slice_reg(em, slice_bcast(em, v), rg, sizeof rg);
+        snprintf(buf, n, "%s[blk_k]", rg);
     } else if (em->virt && em->virt[v]) { /* BCAST: index the operand */
         const IrInstr *a = &em->f->ins[in->opnd[0]];
         char e[300], c[400], ix[1200];

@@ -271,7 +271,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     long long top = 0;
     for (int v = 0; v < f->nvars; v++) {
         em->var_off[v] = -1;
-        if (f->vars[v].type.rank == 0 || em->vmma[v].on)
+        if (f->vars[v].type.rank == 0 || em->vmma[v].on || em->vsl[v] >= 0)
             continue;
         em->var_off[v] = top;
         top += (ir_numel(&f->vars[v].type) *
@@ -296,8 +296,9 @@ int bk_gpu_analyze(BkGpuEm *em)
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
-            em->var_of[i] >= 0 || em->virt[i] || em->lay[i] == BK_LAY_MMA ||
-            em->lay[i] == BK_LAY_BLOCKED)
+            (em->var_of[i] >= 0 && em->lay[i] != BK_LAY_SLICE) || em->virt[i] ||
+            em->lay[i] == BK_LAY_MMA || em->lay[i] == BK_LAY_BLOCKED ||
+            (em->lay[i] == BK_LAY_SLICE && !em->scvt[i]))
             continue;
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
                 ~15LL;
@@ -367,6 +368,13 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->mvar);
     free(em->swz);
     free(em->inblk);
+    free(em->spar);
+    free(em->scvt);
+    free(em->vsl);
+    em->vsl = NULL;
+    em->spar = NULL;
+    em->scvt = NULL;
+    em->inblk = NULL;
     em->mvar = NULL;
     em->swz = NULL;
     em->pipe = NULL;

@@ -31,9 +31,20 @@
  * value of a store of that shape, a whole-tile sum/max/min (those two run
  * in the blocked loop: em->inblk). Any other reader (broadcast, axis
  * reduction, scan, dot, mask, gather index, reshape, var) leaves it
- * SHARED: the fallback, decided by dropping candidates to a fixpoint. No
- * conversion op exists between BLOCKED and SHARED; SLICE layouts (axis
- * reductions in registers) are not built yet.
+ * SHARED: the fallback, decided by dropping candidates to a fixpoint. A
+ * stored SHARED elementwise op of the same shape reading it runs in its
+ * blocked loop and writes its shared tile there (convert blocked ->
+ * shared, shared_in_blk), and a SLICE reduction reads it in place.
+ *
+ *   SLICE   the result of sum/max/min along the last axis of a tile of
+ *           type P (slice_red_ok, bk_gpu_slice_geom): vID[K] per thread,
+ *           register k the row of P's run k in P's blocked loop; stored
+ *           elementwise ops over slices of one parent, and tile vars set
+ *           only to such values (slice_vars: held across loop
+ *           iterations). Read from registers in a slice loop or, as
+ *           x[:, None], in a loop over P's registers; any other reader
+ *           reads a shared copy written where the value is made (scvt:
+ *           convert slice -> shared).
  *
  * A tile var is MMA (held in registers across loop iterations) when every
  * var.set (vset_ok) stores
@@ -404,6 +415,22 @@ int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t)
     return 4;
 }
 
+/* Whether the expression of x (through fused elementwise operands) reads
+ * a SLICE value directly (not through a broadcast). */
+static bool reads_slice(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (depth > 8 || !(ir_op_flags[in->op] & F_ELEM))
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++) {
+        int o = in->opnd[j];
+        if (o >= 0 && (bk_gpu_slice_root(em, o) >= 0 ||
+                       (em->virt[o] && reads_slice(em, o, depth + 1))))
+            return true;
+    }
+    return false;
+}
+
 /* Whether a tile op may produce a BLOCKED value: a plain (unpipelined,
  * unswizzled) load, an arange or a stored elementwise op with storage of
  * its own. */
@@ -418,7 +445,18 @@ static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
         return em->pipe[x] < 0;
     if (in->op == IR_ARANGE)
         return true;
-    return (ir_op_flags[in->op] & F_ELEM) != 0;
+    return (ir_op_flags[in->op] & F_ELEM) != 0 && !reads_slice(em, x, 0);
+}
+
+/* Whether stored elementwise op u may keep its SHARED tile but run in the
+ * blocked loop of its type, reading BLOCKED operands from registers and
+ * writing its shared tile there (the conversion blocked -> shared). */
+static bool shared_in_blk(const BkGpuEm *em, int u)
+{
+    const IrInstr *in = &em->f->ins[u];
+    return em->lay[u] == BK_LAY_SHARED && !em->virt[u] && em->alias[u] == u &&
+           em->var_of[u] < 0 && !em->cvt[u] && (ir_op_flags[in->op] & F_ELEM) &&
+           in->type.rank > 0 && bk_gpu_blk_regs(em, &in->type) <= BK_GPU_BLK_REGS;
 }
 
 /* Whether every read of w (x itself, or a fused elementwise expression
@@ -447,7 +485,7 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
             continue;
         if ((ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t)) {
             if (em->virt[u] ? !blk_reads_ok(em, x, u, regof, depth + 1)
-                            : em->lay[u] != BK_LAY_BLOCKED)
+                            : !(em->lay[u] == BK_LAY_BLOCKED || shared_in_blk(em, u)))
                 return false;
             continue;
         }
@@ -461,6 +499,8 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
         if (o->op == IR_REDUCE && o->type.rank == 0 && o->attr != RED_ARGMAX &&
             o->attr != RED_ARGMIN)
             continue;
+        if (o->op == IR_REDUCE && em->lay[u] == BK_LAY_SLICE)
+            continue; /* reads its operand in the operand's blocked loop */
         return false;
     }
     return true;
@@ -501,7 +541,301 @@ static void blocked(BkGpuEm *em, const int *regof)
         if (!o->dead && regof[u] >= 0 && (o->op == IR_STORE || o->op == IR_REDUCE) &&
             o->opnd[0] >= 0 && f->ins[o->opnd[0]].type.rank > 0)
             em->inblk[u] = blk_reads_any(em, o->opnd[0], 0);
+        if (!o->dead && regof[u] >= 0 && shared_in_blk(em, u))
+            for (int j = 0; j < 3 && j < ir_op_nopnd[o->op]; j++)
+                if (o->opnd[j] >= 0 && same_shape(&f->ins[o->opnd[j]].type, &o->type))
+                    em->inblk[u] |= blk_reads_any(em, o->opnd[j], 0);
     }
+}
+
+/* Whether the expression x (through fused operands) reads an MMA register
+ * tile. */
+static bool has_mma(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (em->lay[x] == BK_LAY_MMA)
+        return true;
+    if (!em->virt[x] || depth > 8)
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && has_mma(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* Whether the expression x (through fused operands) reads a SLICE value. */
+static bool has_slice(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (bk_gpu_slice_root(em, x) >= 0)
+        return true;
+    if (!em->virt[x] || depth > 8 || in->op == IR_CONST)
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && has_slice(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ slice */
+
+int bk_gpu_slice_geom(const BkGpuEm *em, const IrType *p, int *R)
+{
+    if (p->rank < 2 || bk_gpu_blk_regs(em, p) > BK_GPU_BLK_REGS)
+        return 0;
+    long long n = p->shape[p->rank - 1], W = bk_gpu_blk_w(em, p);
+    if (n % W || (em->nt & (em->nt - 1)))
+        return 0;
+    long long r = n / W;
+    if (r < 1 || (r & (r - 1)) || (r > em->nt && r % em->nt))
+        return 0;
+    *R = (int)r;
+    return 1;
+}
+
+int bk_gpu_slice_root(const BkGpuEm *em, int v)
+{
+    if (!em->lay)
+        return -1;
+    for (int k = 0; k < 8 && em->alias[v] != v; k++)
+        v = em->alias[v];
+    return em->lay[v] == BK_LAY_SLICE ? v : -1;
+}
+
+/* Whether reduction x may be SLICE: sum / max / min along the last axis
+ * of a tile whose blocked loop the geometry allows, no MMA register read
+ * in its operand. */
+static bool slice_red_ok(const BkGpuEm *em, int x, const int *regof)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    int R;
+    if (in->dead || regof[x] < 0 || in->op != IR_REDUCE || in->type.rank == 0 ||
+        (in->attr != RED_SUM && in->attr != RED_MAX && in->attr != RED_MIN))
+        return false;
+    const IrType *p = &f->ins[in->opnd[0]].type;
+    return in->axis == p->rank - 1 && bk_gpu_slice_geom(em, p, &R) &&
+           !has_mma(em, in->opnd[0], 0);
+}
+
+/* The parent of the SLICE leaves of elementwise x's expression (through
+ * fused operands), -1 if none or mixed, -2 if a leaf cannot be read in
+ * a slice loop (a register tile of another layout). */
+static int slice_leaves(const BkGpuEm *em, int x, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    int par = -1;
+    if (depth > 8)
+        return -2;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++) {
+        int o = in->opnd[j], p;
+        if (o < 0 || f->ins[o].type.rank == 0)
+            continue;
+        int r = bk_gpu_slice_root(em, o);
+        if (r >= 0) {
+            if (!same_shape(&f->ins[o].type, &in->type))
+                return -2;
+            p = em->spar[r];
+        } else if (em->virt[o] && (ir_op_flags[f->ins[o].op] & F_ELEM)) {
+            p = slice_leaves(em, o, depth + 1);
+            if (p == -2)
+                return -2;
+        } else if (em->lay[o] == BK_LAY_MMA || em->lay[o] == BK_LAY_BLOCKED ||
+                   (em->virt[o] && f->ins[o].op == IR_BCAST &&
+                    has_slice(em, f->ins[o].opnd[0], 0))) {
+            return -2;
+        } else {
+            continue; /* shared tiles, splats, broadcasts of shared tiles */
+        }
+        if (p >= 0 && par >= 0 && !same_shape(&f->ins[p].type, &f->ins[par].type))
+            return -2;
+        if (p >= 0)
+            par = p;
+    }
+    return par;
+}
+
+/* Context of a read of a SLICE value (slice_reads_ok). */
+enum { CTX_SLICE, CTX_RESHAPED, CTX_PARENT };
+
+/* Whether every read of w (the SLICE value s, a fused expression over it,
+ * a reshape or broadcast of it) is one of its registers: a SLICE op of the
+ * same parent, or a broadcast [:, None] to the parent type read in a loop
+ * over the parent's registers (a BLOCKED op, a store or reduction in the
+ * blocked loop, a SLICE reduction). Otherwise s needs its shared copy. */
+static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *regof,
+                           int depth)
+{
+    const IrFunc *f = em->f;
+    const IrType *p = &f->ins[em->spar[s]].type, *t = &f->ins[w].type;
+    if (depth > 8)
+        return false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead || regof[u] < 0)
+            continue;
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool rd = false;
+        for (int i = 0; i < k && i < 4; i++)
+            rd |= o->opnd[i] == w;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                if (f->views[o->view].d[d].val == w)
+                    return false;
+        if (!rd)
+            continue;
+        bool elem = (ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t);
+        if (elem && em->virt[u] && ctx != CTX_RESHAPED) {
+            if (!slice_reads_ok(em, s, u, ctx, regof, depth + 1))
+                return false;
+            continue;
+        }
+        if (ctx == CTX_SLICE) {
+            if (elem && em->lay[u] == BK_LAY_SLICE &&
+                same_shape(&f->ins[em->spar[u]].type, p))
+                continue;
+            if (o->op == IR_VSET && o->opnd[0] == w && em->vsl[o->param] >= 0 &&
+                same_shape(&f->ins[em->vsl[o->param]].type, p))
+                continue;
+            if (o->op == IR_RESHAPE && em->alias[u] == w && o->type.rank == p->rank &&
+                o->type.shape[p->rank - 1] == 1 &&
+                slice_reads_ok(em, s, u, CTX_RESHAPED, regof, depth + 1))
+                continue;
+            return false;
+        }
+        if (ctx == CTX_RESHAPED) {
+            if (o->op == IR_BCAST && em->virt[u] && same_shape(&o->type, p) &&
+                slice_reads_ok(em, s, u, CTX_PARENT, regof, depth + 1))
+                continue;
+            return false;
+        }
+        /* CTX_PARENT: a value of the parent type */
+        if (elem && (em->lay[u] == BK_LAY_BLOCKED || em->inblk[u]))
+            continue;
+        if (o->op == IR_REDUCE && o->opnd[0] == w &&
+            (em->lay[u] == BK_LAY_SLICE || (o->type.rank == 0 && em->inblk[u])))
+            continue;
+        if (o->op == IR_STORE && o->opnd[0] == w && o->opnd[1] != w && em->inblk[u]) {
+            IrType vt;
+            memset(&vt, 0, sizeof vt);
+            ir_view_shape(f, &f->views[o->view], &vt);
+            if (same_shape(&vt, p))
+                continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+/* SLICE: reductions along the last axis (slice_red_ok), then stored
+ * elementwise ops over SLICE values of one parent (and shared tiles,
+ * scalars); after the BLOCKED pass, the SLICE values read any other way
+ * get a shared copy (scvt). */
+static void slices(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int x = 0; x < f->nins; x++)
+        if (slice_red_ok(em, x, regof)) {
+            em->lay[x] = BK_LAY_SLICE;
+            em->spar[x] = f->ins[x].opnd[0];
+        }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int x = 0; x < f->nins; x++) {
+            const IrInstr *in = &f->ins[x];
+            if (in->dead || regof[x] < 0 || in->type.rank == 0 || em->lay[x] != BK_LAY_SHARED ||
+                em->virt[x] || em->alias[x] != x || em->var_of[x] >= 0 || em->cvt[x] ||
+                !(ir_op_flags[in->op] & F_ELEM))
+                continue;
+            int par = slice_leaves(em, x, 0);
+            if (par < 0)
+                continue;
+            em->lay[x] = BK_LAY_SLICE;
+            em->spar[x] = par;
+            changed = true;
+        }
+    }
+}
+
+/* Whether the value x stored by a var.set of a SLICE var of parent par
+ * can be computed per slice register: a splat, a SLICE value of that
+ * parent, or a fused elementwise expression of such. */
+static bool slice_set_ok(const BkGpuEm *em, int x, int par)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    if (in->op == IR_CONST && em->virt[x])
+        return true;
+    int r = bk_gpu_slice_root(em, x), p;
+    if (r >= 0)
+        p = em->spar[r];
+    else if (em->virt[x] && (ir_op_flags[in->op] & F_ELEM))
+        p = slice_leaves(em, x, 0);
+    else
+        return false;
+    return p >= 0 && same_shape(&f->ins[p].type, &f->ins[par].type);
+}
+
+/* Tile vars held in SLICE registers across loop iterations: every
+ * var.set stores a splat or a value computed per register of one slice
+ * layout (slice_set_ok, at least one not a splat); its var.gets are then
+ * SLICE values too (reading the var's registers in place, or a copy).
+ * Tried per var; undone when a SLICE op would then mix two parents. */
+static void slice_vars(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int v = 0; v < f->nvars; v++) {
+        const IrType *t = &f->vars[v].type;
+        if (t->rank == 0 || em->vmma[v].on)
+            continue;
+        int par = -1;
+        for (int s = 0; s < f->nins && par < 0; s++) {
+            const IrInstr *in = &f->ins[s];
+            if (in->dead || regof[s] < 0 || in->op != IR_VSET || in->param != v)
+                continue;
+            int r = bk_gpu_slice_root(em, in->opnd[0]);
+            if (r >= 0)
+                par = em->spar[r];
+            else if (em->virt[in->opnd[0]] && (ir_op_flags[f->ins[in->opnd[0]].op] & F_ELEM))
+                par = slice_leaves(em, in->opnd[0], 0);
+        }
+        if (par < 0)
+            continue;
+        for (int g = 0; g < f->nins; g++) /* tentatively */
+            if (!f->ins[g].dead && regof[g] >= 0 && f->ins[g].op == IR_VGET &&
+                f->ins[g].param == v && em->lay[g] == BK_LAY_SHARED) {
+                em->lay[g] = BK_LAY_SLICE;
+                em->spar[g] = par;
+            }
+        em->vsl[v] = par;
+        bool ok = true;
+        for (int s = 0; s < f->nins && ok; s++) {
+            const IrInstr *in = &f->ins[s];
+            if (in->dead || regof[s] < 0)
+                continue;
+            if (in->op == IR_VSET && in->param == v)
+                ok = slice_set_ok(em, in->opnd[0], par);
+            else if (em->lay[s] == BK_LAY_SLICE && in->op != IR_REDUCE && in->op != IR_VGET)
+                ok = slice_leaves(em, s, 0) >= 0 &&
+                     same_shape(&f->ins[slice_leaves(em, s, 0)].type, &f->ins[em->spar[s]].type);
+        }
+        if (!ok) {
+            em->vsl[v] = -1;
+            for (int g = 0; g < f->nins; g++)
+                if (f->ins[g].op == IR_VGET && f->ins[g].param == v && em->lay[g] == BK_LAY_SLICE) {
+                    em->lay[g] = BK_LAY_SHARED;
+                    em->spar[g] = -1;
+                }
+        }
+    }
+}
+
+static void slice_cvts(BkGpuEm *em, const int *regof)
+{
+    for (int x = 0; x < em->f->nins; x++)
+        if (em->lay[x] == BK_LAY_SLICE)
+            em->scvt[x] = !slice_reads_ok(em, x, x, CTX_SLICE, regof, 0);
 }
 
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
@@ -514,7 +848,13 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
     em->swz = calloc((size_t)n + 1, sizeof(bool));
     em->inblk = calloc((size_t)n + 1, sizeof(bool));
-    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk) {
+    em->spar = malloc(sizeof(int) * ((size_t)n + 1));
+    em->scvt = calloc((size_t)n + 1, sizeof(bool));
+    em->vsl = malloc(sizeof(int) * ((size_t)f->nvars + 1));
+    for (int v = 0; em->vsl && v < f->nvars; v++)
+        em->vsl[v] = -1;
+    if (!em->lay || !em->cvt || !em->vmma || !em->mvar || !em->swz || !em->inblk ||
+        !em->spar || !em->scvt || !em->vsl) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -522,6 +862,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     for (int i = 0; i < n; i++) {
         em->lay[i] = f->ins[i].type.rank > 0 ? BK_LAY_SHARED : BK_LAY_NONE;
         em->mvar[i] = -1;
+        em->spar[i] = -1;
     }
     const char *e = getenv("BLKC_GPU_SMEM");
     if (e && *e && strcmp(e, "0"))
@@ -554,7 +895,11 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             }
         }
     }
+    slices(em, regof);
+    slice_vars(em, regof);
+    slices(em, regof);
     blocked(em, regof);
+    slice_cvts(em, regof);
     return 0;
 }
 
@@ -592,6 +937,14 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         int W = bk_gpu_blk_w(em, &in->type);
         snprintf(buf, n, "blocked(runs of %d, %d registers per thread)", W,
                  bk_gpu_blk_regs(em, &in->type));
+    } else if (em->lay[id] == BK_LAY_SLICE) {
+        const IrType *p = &em->f->ins[em->spar[id]].type;
+        char pt[96], cv[64] = "";
+        ir_type_str(p, pt, sizeof pt);
+        if (em->scvt[id])
+            snprintf(cv, sizeof cv, "  ; convert slice -> shared+%lld", em->off[id]);
+        snprintf(buf, n, "slice(of %s, %d registers per thread)%s", pt,
+                 bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), cv);
     } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
@@ -599,10 +952,14 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "");
     } else if (em->cvt[id]) {
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
+    } else if (em->inblk[id] && (ir_op_flags[in->op] & F_ELEM)) {
+        snprintf(buf, n, "shared+%lld  ; convert blocked -> shared", em->off[id]);
     } else if (em->virt[id]) {
         snprintf(buf, n, "fused (computed where read)");
     } else if (em->var_of[id] >= 0) {
         snprintf(buf, n, "shared = var %s", em->f->vars[em->var_of[id]].name);
+    } else if (em->alias[id] != id && bk_gpu_slice_root(em, id) >= 0) {
+        snprintf(buf, n, "slice = %%%d", bk_gpu_slice_root(em, id));
     } else if (em->alias[id] != id) {
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
@@ -620,12 +977,44 @@ void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n)
     const BkGpuMma *g = &em->vmma[v];
     if (em->f->vars[v].type.rank == 0)
         snprintf(buf, n, "register (scalar)");
-    else if (g->on)
+    else if (em->vsl[v] >= 0) {
+        const IrType *p = &em->f->ins[em->vsl[v]].type;
+        char pt[96];
+        ir_type_str(p, pt, sizeof pt);
+        snprintf(buf, n, "slice(of %s, %d registers per thread)", pt,
+                 bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p));
+    } else if (g->on)
         snprintf(buf, n, "mma(%dx%d warps of %dx%d, %dx%d fragments of %dx%d, "
                  "%d registers per thread)", g->wm, g->wn, g->WM, g->WN, g->mt,
                  g->nt, g->fm, g->fn, g->mt * g->nt * g->fm * g->fn / em->dl->warp);
     else
         snprintf(buf, n, "shared+%lld", em->var_off[v]);
+}
+
+/* The launch facts the kernel was specialized for (IrParam.assume): they
+ * decide vector widths and blocked runs, so the text says which code it
+ * describes. */
+static void facts_line(DslBuf *out, const IrFunc *f)
+{
+    bool any = false;
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        if (p->kind != PK_TENSOR || !p->assume)
+            continue;
+        dsl_buf_printf(out, "%s %s:", any ? "," : "// specialized for", p->name);
+        any = true;
+        if (p->assume & IR_ASSUME_ALIGN16)
+            dsl_buf_printf(out, " align16");
+        if (p->assume & IR_ASSUME_UNIT_INNER)
+            dsl_buf_printf(out, " unit_inner");
+        for (int d = 0; d < p->rank; d++) {
+            if (p->assume & IR_ASSUME_STRIDE16(d))
+                dsl_buf_printf(out, " stride16(%d)", d);
+            if (p->assume & IR_ASSUME_DIM16(d))
+                dsl_buf_printf(out, " dim16(%d)", d);
+        }
+    }
+    dsl_buf_printf(out, "%s\n", any ? "" : "// generic: no launch facts (scalar loads and stores)");
 }
 
 int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
@@ -655,6 +1044,7 @@ int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
             dsl_buf_printf(out, "%s// kernel %s (%s): blockDim.x = %d (%d warps of %d), "
                            "dynamic shared memory = %lld bytes\n", nk++ ? "\n" : "",
                            f->name, dl->name, em.nt, em.nw, dl->warp, em.smem);
+            facts_line(out, f);
             ir_print_func_notes(out, f, (const char *const *)notes,
                                 (const char *const *)vnotes);
         }

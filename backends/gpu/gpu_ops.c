@@ -90,6 +90,113 @@ static void red_open(BkGpuEm *em, const Red *r)
         bk_gpu_line(em, "int acci = 2147483647;");
 }
 
+void bk_gpu_slice_to_shared(BkGpuEm *em, int id)
+{
+    const IrType *p = &em->f->ins[em->spar[id]].type;
+    int R = 1, K = bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p);
+    bk_gpu_slice_geom(em, p, &R);
+    bk_gpu_line(em, "/* layout conversion: slice -> shared (v%d_s), the first thread of each row */", id);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) {", K);
+    bk_gpu_line(em, "    const int blk_q = blk_tid + blk_k * %d;", em->nt);
+    char rg[32];
+    bk_gpu_slice_reg(em, id, rg, sizeof rg);
+    bk_gpu_line(em, "    if (blk_q %% %d == 0 && blk_q / %d < %lld) v%d_s[blk_q / %d] = %s[blk_k];",
+                R, R, (long long)ir_numel(&em->f->ins[id].type), id, R, rg);
+    bk_gpu_line(em, "}");
+    bk_gpu_note_write(em, id);
+}
+
+/* Reduction along the last axis into a SLICE value: each thread folds the
+ * runs of its parent registers (one row per run), then the c = R / NT
+ * registers of a row it holds, then the G = min(R, NT) threads of a row
+ * with a butterfly over the lanes (G <= warp) and, when a row spans
+ * warps, the per-warp results through shared memory, combined in the same
+ * order by every warp of the row. Every thread ends with its rows. */
+static void reduce_slice(BkGpuEm *em, int id, const Red *r)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *p = &f->ins[in->opnd[0]].type;
+    int R = 1, K = bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), w = em->dl->warp;
+    bk_gpu_slice_geom(em, p, &R);
+    int c = R > em->nt ? R / em->nt : 1, G = R < em->nt ? R : em->nt;
+    char x[BK_GPU_EXPR], s[400];
+    bk_gpu_line(em, "{ /* reduce along the last axis into a slice: %d threads a row */", G);
+    em->indent++;
+    bk_gpu_line(em, "%s blk_p[%d];", r->t, K);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) blk_p[blk_k] = %s;", K, r->ident);
+    bk_gpu_blk_open(em, p, false);
+    bk_gpu_read(em, in->opnd[0], "e", x, sizeof x);
+    bk_gpu_line(em, "const %s x = %s;", r->t, x);
+    bk_gpu_line(em, "%s acc = blk_p[blk_k];", r->t);
+    red_step(em, r, "x", "e");
+    bk_gpu_line(em, "blk_p[blk_k] = acc;");
+    for (; em->blk > 0; em->blk--) {
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    em->blk_t = NULL;
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k += %d) {", K, c);
+    em->indent++;
+    bk_gpu_line(em, "%s acc = blk_p[blk_k];", r->t);
+    if (c > 1) {
+        bk_gpu_line(em, "for (int blk_i = 1; blk_i < %d; blk_i++) {", c);
+        em->indent++;
+        bk_gpu_line(em, "const %s x = blk_p[blk_k + blk_i];", r->t);
+        red_step(em, r, "x", "0");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    int gl = G < w ? G : w;
+    if (gl > 1) {
+        bk_gpu_line(em, "for (int m = %d; m > 0; m >>= 1) {", gl / 2);
+        em->indent++;
+        bk_gpu_line(em, "const %s y = BLK_SHFL_XOR(acc, m);", r->t);
+        red_step(em, r, "y", "0");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    bk_gpu_line(em, "blk_p[blk_k] = acc;");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    if (G > w) { /* a row spans gw warps */
+        int gw = G / w, nk = K / c;
+        bk_gpu_line(em, "__shared__ %s blk_red%d[%d][%d];", r->t, id, nk, em->nw);
+        bk_gpu_line(em, "if (blk_lane == 0)");
+        bk_gpu_line(em, "    for (int blk_k = 0; blk_k < %d; blk_k++) blk_red%d[blk_k][blk_warp] = blk_p[blk_k * %d];",
+                    nk, id, c);
+        bk_gpu_sync(em);
+        bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) {", nk);
+        em->indent++;
+        bk_gpu_line(em, "const int w0 = blk_warp / %d * %d;", gw, gw);
+        bk_gpu_line(em, "%s acc = blk_red%d[blk_k][w0];", r->t, id);
+        bk_gpu_line(em, "for (int blk_i = 1; blk_i < %d; blk_i++) {", gw);
+        em->indent++;
+        char y[96];
+        snprintf(y, sizeof y, "blk_red%d[blk_k][w0 + blk_i]", id);
+        red_step(em, r, y, "0");
+        em->indent--;
+        bk_gpu_line(em, "}");
+        bk_gpu_line(em, "blk_p[blk_k * %d] = acc;", c);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        /* blk_red is this reduction's own (a loop back edge pays the owed
+         * barrier before it is written again) */
+        em->pending = true;
+    }
+    bk_gpu_to_s(s, sizeof s, in->type.dtype, "blk_p[blk_k / C_ * C_]");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) { const int C_ = %d; v%d[blk_k] = %s; }",
+                K, c, id, s);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    if (em->scvt[id])
+        bk_gpu_slice_to_shared(em, id);
+}
+
 void bk_gpu_emit_reduce(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
@@ -100,6 +207,11 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
     char x[300], s[400];
     red_init(&r, in->attr, sdt, rdt);
     const char *res = r.arg ? "acci" : "acc";
+    if (em->lay[id] == BK_LAY_SLICE) {
+        bk_gpu_decl_tile(em, id);
+        reduce_slice(em, id, &r);
+        return;
+    }
     decl_result(em, id);
     if (a->type.rank == 0) { /* reduce of a scalar */
         bk_gpu_read(em, in->opnd[0], "0", x, sizeof x);
@@ -129,6 +241,7 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
             bk_gpu_line(em, "}");
         }
         em->blk = 0;
+        em->blk_t = NULL;
         em->indent--;
         bk_gpu_line(em, "}");
         red_warp(em, &r);

@@ -62,6 +62,11 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
     long long bytes = ir_numel(&in->type) * sz;
     if (em->lay[r] == BK_LAY_BLOCKED)
         return; /* registers of the thread that owns the element */
+    if (em->lay[r] == BK_LAY_SLICE) { /* registers; the copy by any thread */
+        if (em->scvt[r])
+            add(s, em->off[r], bytes, sz, 0, write);
+        return;
+    }
     if (em->var_of[r] >= 0) {
         add(s, em->var_off[em->var_of[r]], bytes, sz, map, write);
     } else if (f->ins[r].op == IR_LOAD && em->pipe[r] >= 0) {
@@ -111,7 +116,7 @@ static void view_reads(const BkGpuEm *em, Accs *s, const IrInstr *in)
  * blocked loop (thread (e / W) % NT), else 1. */
 static int blk_map(const BkGpuEm *em, int id, const IrType *t)
 {
-    return em->lay[id] == BK_LAY_BLOCKED ? bk_gpu_blk_w(em, t) : 1;
+    return em->lay[id] == BK_LAY_BLOCKED || em->inblk[id] ? bk_gpu_blk_w(em, t) : 1;
 }
 
 /* 1: emits no memory access (scalar registers, pointer declarations,
@@ -128,7 +133,7 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
             if (in->opnd[j] >= 0)
                 reads(em, s, in->opnd[j], blk_map(em, id, &in->type), 0);
-        tile_acc(em, s, id, 1, true);
+        tile_acc(em, s, id, blk_map(em, id, &in->type), true);
         return s->bad ? -1 : 0;
     }
     switch (in->op) {
@@ -154,6 +159,8 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     }
     case IR_VGET:
+        if (tile && em->lay[id] == BK_LAY_SLICE)
+            return 1; /* registers (a conversion notes its own write) */
         if (tile && em->cvt[id]) { /* registers -> its tile, by fragment */
             tile_acc(em, s, id, 0, true);
             break;
@@ -179,12 +186,22 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         }
         if (vt->rank == 0)
             return 1;
+        if (em->vsl[in->param] >= 0) { /* registers: what its value reads */
+            reads(em, s, in->opnd[0], 0, 0);
+            break;
+        }
         reads(em, s, in->opnd[0], 1, 0);
         add(s, em->var_off[in->param], ir_numel(vt) * dsl_dtype_bytes(vt->dtype),
             dsl_dtype_bytes(vt->dtype), 1, true);
         break;
     }
-    case IR_REDUCE: /* whole tile: the operand read by any thread; its own
+    case IR_REDUCE:
+        if (em->lay[id] == BK_LAY_SLICE) { /* registers (the conversion to
+                                           * shared is noted when emitted) */
+            reads(em, s, in->opnd[0], 0, 0);
+            break;
+        }
+        /* whole tile: the operand read by any thread; its own
                      * barrier before the per-warp results are combined */
         if (tile || f->ins[in->opnd[0]].type.rank == 0)
             return -1;
@@ -261,6 +278,24 @@ static bool conflicts(const BkGpuEm *em, const Accs *s)
     return em->nacc + s->n > BK_GPU_MAXACC;
 }
 
+void bk_gpu_note_write(BkGpuEm *em, int id)
+{
+    Accs s;
+    memset(&s, 0, sizeof s);
+    tile_acc(em, &s, id, 0, true);
+    if (s.bad || em->nacc + s.n > BK_GPU_MAXACC || em->nosyncelim) {
+        bk_gpu_sync(em);
+        return;
+    }
+    if (!em->pending) {
+        em->nacc = 0;
+        em->seg_gread = em->seg_gwrite = false;
+    }
+    for (int i = 0; i < s.n; i++)
+        em->acc[em->nacc++] = s.a[i];
+    em->pending = true;
+}
+
 void bk_gpu_barrier_flush(BkGpuEm *em)
 {
     if (em->pending)
@@ -272,6 +307,11 @@ void bk_gpu_barrier_before(BkGpuEm *em, int id)
     Accs s;
     int k = classify(em, id, &s);
     em->seg_ok = false;
+    em->seg_none = k == 0 && s.n == 0 && !s.gread && !s.gwrite;
+    if (em->seg_none && !em->nosyncelim) {
+        em->seg_ok = true; /* registers only: nothing to record or owe */
+        return;
+    }
     if (k == 1) {
         em->seg_ok = true; /* no loop of its own; nothing to record */
         return;

@@ -118,7 +118,28 @@ struct BlkEmuStats {
 struct blk_emu_dim3 { unsigned x, y, z; };
 
 /* the vector types generated code copies through (128-bit loads/stores) */
+#ifdef BLK_EMU_MEMSTATS
+/* clang 15 / 16's ThreadSanitizer pass turns a 16-byte struct copy into a
+ * plain call of memcpy, which blk_emu_mem.h's hooks never see (clang 17+
+ * calls __tsan_memcpy); a uint4 is therefore copied as one 16-byte integer,
+ * a __tsan_read16 and a __tsan_write16 with every clang. Instrumented like
+ * the kernel code it is inlined into (outside the no_sanitize region). */
+#pragma clang attribute pop
+typedef unsigned __int128 __attribute__((may_alias)) blk_emu_u128;
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+    uint4() = default;
+    uint4(const uint4 &o) { *(blk_emu_u128 *)this = *(const blk_emu_u128 *)&o; }
+    uint4 &operator=(const uint4 &o)
+    {
+        *(blk_emu_u128 *)this = *(const blk_emu_u128 *)&o;
+        return *this;
+    }
+};
+#pragma clang attribute push(__attribute__((no_sanitize("thread"))), apply_to = function)
+#else
 struct alignas(16) uint4 { unsigned x, y, z, w; };
+#endif
 struct alignas(16) int4 { int x, y, z, w; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(8) uint2 { unsigned x, y; };

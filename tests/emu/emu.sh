@@ -13,7 +13,8 @@
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
-#       the SHARED fallback) on cuda-emu and hip-emu against the CPU, the
+#       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
+#       reductions in registers) on cuda-emu and hip-emu against the CPU, the
 #       layouts --emit=gpu-ir reports for it, and no shared-memory tile
 #       round trip left in examples/softmax.blk and layernorm.blk (only
 #       the barriers of their reductions' cross-warp step)
@@ -111,16 +112,49 @@ layouts)
   }
   lone tblk_tail "Y S" R=3 N=997
   lone tblk_2d "Y Z W RS CS" M=5 N=71
-  # the layouts chosen: registers where every read is the owner's element
+  # SLICE: row reductions in registers (tests/emu/tslice.blk)
+  F=$SRC/tests/emu/tslice.blk
+  lone tsl_softmax Y M=37 N=61
+  lone tsl_rows "Y RS RM" M=7 N=250
+  lone tsl_wide Y M=5 N=1001
+  lone tsl_online Y M=19 N=75
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
     grep -Eq "$1" "$T/ir" || { echo "FAIL gpu-ir: no line matches '$1':"; cat "$T/ir"; fail=1; }
   }
+  want 'reduce max %16 axis=1 : f32\[16\] @ slice\(of f32\[16, 64\], 8 registers per thread\)$'
+  want 'exp %19 : f32\[16, 64\] @ blocked'
+  want 'div %22, %21 : f32\[16\] @ slice\(of f32\[16, 64\]'
+  want 'reshape %23 : f32\[16, 1\] @ slice = %23'
+  want 'reduce sum %15 axis=1 : f32\[4\] @ slice\(of f32\[4, 256\], 8 registers per thread\)  ; convert slice -> shared\+0'
+  want 'mul %16, %23 : f32\[4\] @ slice'
+  want 'reduce sum %15 axis=1 : f32\[2\] @ slice\(of f32\[2, 1024\], 16 registers per thread\)$'
+  want 'var m_i : f32\[8\] @ slice\(of f32\[8, 32\], 2 registers per thread\)'
+  want 'var l_i : f32\[8\] @ slice\(of f32\[8, 32\], 2 registers per thread\)'
+  # barriers: only the cross-warp steps of rows that span warps (CUDA: 64
+  # runs of 1 are two warps; HIP: one wavefront, then the store's barrier
+  # after the load, tensors may alias); no shared tile but the converted rows
+  for c in "cuda tsl_softmax 2 0" "hip tsl_softmax 1 0" "cuda tsl_rows 4 2" "cuda tsl_wide 2 0" \
+           "cuda tsl_online 2 2"; do
+    set -- $c
+    "$BLKC" compile "$F" --target=$1 --emit=$1 >"$T/src" 2>&1 || { cat "$T/src"; exit 1; }
+    sed -n "/__global__ void __launch_bounds__([0-9]*) $2(/,/^}/p" "$T/src" >"$T/k"
+    nb=$(grep -c '__syncthreads()' "$T/k") ns=$(grep -c 'blk_smem + ' "$T/k")
+    if [ "$nb" != "$3" ] || [ "$ns" != "$4" ]; then
+      echo "FAIL $1 $2: $nb barriers (want $3), $ns shared tiles (want $4):"; cat "$T/k"; fail=1
+    else
+      echo "ok $1 $2: $nb barriers, $ns shared tiles"
+    fi
+  done
+  F=$SRC/tests/emu/tblocked.blk
+  # the layouts chosen: registers where every read is the owner's element
+  "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want 'load X\[%5, %6 \+: 1000\] : f32\[1000\] @ blocked\(runs of 1, 8 registers per thread\)'
   want 'cvt %9 : f32\[1000\] @ blocked'
   want 'arange 0 : i32\[1000\] @ blocked'
   want 'load V\[.*\] : f32\[6, 70\] @ blocked\(runs of 1, 4 registers per thread\)'
-  want 'load X\[.*\+: 70\] : f32\[6, 70\] @ shared\+'   # read through an axis reduction
+  want 'load X\[.*\+: 70\] : f32\[6, 70\] @ blocked'   # y below is converted from its registers
+  want 'sub %8, %43 : f32\[6, 70\] @ shared\+[0-9]+  ; convert blocked -> shared'  # read by axis reductions
   want 'load B\[.*\] : f32\[70\] @ shared\+'             # read through a broadcast
   want 'reduce sum %10 axis=1 : f32\[6\] @ shared'
   [ $fail = 0 ] && echo "ok gpu-ir layouts"
@@ -174,9 +208,16 @@ stats-*)
     fi
     echo "ok $f on $dev: $(grep "tensor-core" "$T/log")"
   done
-  # loads/stores (clang++ with blk_emu_mem.h's hooks): 3 f32 tensors of
-  # 1024 elements, coalesced: exactly 384 sectors; --stats changes no result
-  if command -v clang++-19 >/dev/null 2>&1; then
+  # (gpu_emu.c's search: clang++-15 .. clang++-20, then a clang++ with _Float16)
+  have_clang=
+  for c in clang++-20 clang++-19 clang++-18 clang++-17 clang++-16 clang++-15; do
+    command -v $c >/dev/null 2>&1 && have_clang=1
+  done
+  # loads/stores (clang++ with blk_emu_mem.h's hooks; uint4 copies are
+  # 16-byte integer moves, seen by clang 15's TSan pass too): 3 f32
+  # tensors of 1024 elements, coalesced: exactly 384 sectors; --stats
+  # changes no result
+  if [ -n "$have_clang" ]; then
     "$BLKC" run "$SRC/examples/vector_add.blk" N=1024 --random --device="$dev" --stats --out C="$T/e.npy" >"$T/log" 2>&1
     if ! grep -q "global 32-byte sectors 384 " "$T/log"; then
       echo "FAIL vector_add --stats on $dev: want 384 global sectors:"; cat "$T/log"; fail=1
@@ -187,11 +228,6 @@ stats-*)
       "$BLKC" run "$SRC/examples/matmul.blk" M=72 N=40 K=48 --random --out C="$T/m2.npy" >"$T/log" 2>&1 &&
       "$NPYCMP" "$T/m1.npy" "$T/m2.npy" 1e-4 1e-4 >"$T/log" 2>&1 || { echo "FAIL matmul --stats result: $(cat "$T/log")"; fail=1; }
   fi
-  # (gpu_emu.c's search: clang++-15 .. clang++-20, then a clang++ with _Float16)
-  have_clang=
-  for c in clang++-20 clang++-19 clang++-18 clang++-17 clang++-16 clang++-15; do
-    command -v $c >/dev/null 2>&1 && have_clang=1
-  done
   if [ -n "$have_clang" ] && [ "$dev" = cuda-emu ]; then
     # one 128 x 128 block, K = 32 (4 warps of 64 x 64): shared memory only
     # for the operands (ldmatrix.x4 256 + cp.async 128 wavefronts, no

@@ -531,6 +531,56 @@ static IrModule *blk_spec_module(const char *path, const char *const *defs, int 
     return m;
 }
 
+/* The number of occurrences of `pat` in t, and the sorted list of the
+ * integers that follow each (at most 64). */
+static int count_after(const char *t, const char *pat, int *nums)
+{
+    int n = 0;
+    for (const char *q = t; (q = strstr(q, pat)); q += strlen(pat))
+        if (n < 64)
+            nums[n++] = atoi(q + strlen(pat));
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && nums[j - 1] > nums[j]; j--) {
+            int x = nums[j];
+            nums[j] = nums[j - 1];
+            nums[j - 1] = x;
+        }
+    return n;
+}
+
+/* The gpu-ir must describe the code: the blocked run widths and the slice
+ * tiles it reports are the ones the CUDA / HIP C of the same module
+ * declares. */
+static void layouts_agree(const IrModule *m, const char *name)
+{
+    DslBuf ir = {0}, c = {0};
+    char err[2048] = "";
+    if (BK->emit(m, NULL, "gpu-ir", &ir, err, sizeof err) < 0 ||
+        BK->emit(m, NULL, TEXT_STAGE, &c, err, sizeof err) < 0) {
+        printf("FAIL layouts %s: %s\n", name, err);
+        failures++;
+    } else {
+        int a[64], b[64], sa[64], sb[64];
+        int na = count_after(ir.data, "blocked(runs of ", a);
+        int nb = count_after(c.data, "blocked: registers, runs of ", b);
+        int ns = count_after(ir.data, "@ slice(of ", sa);
+        int nc = count_after(c.data, ", slice: ", sb);
+        bool same = na == nb && ns == nc;
+        for (int i = 0; same && i < na && i < 64; i++)
+            same = a[i] == b[i];
+        if (!same) {
+            printf("FAIL layouts %s: gpu-ir has %d blocked tiles (runs of %d..) and %d slices, "
+                   "the %s %d (runs of %d..) and %d\n", name, na, na ? a[0] : 0, ns, TEXT_STAGE,
+                   nb, nb ? b[0] : 0, nc);
+            failures++;
+        } else {
+            printf("ok layouts %s: %d blocked tiles, %d slices in both\n", name, na, ns);
+        }
+    }
+    dsl_buf_free(&ir);
+    dsl_buf_free(&c);
+}
+
 static void gpuir_one(const char *path)
 {
     IrModule *m = blk_spec_module(path, NULL, 0);
@@ -542,6 +592,7 @@ static void gpuir_one(const char *path)
     char *dot = strstr(name, ".blk");
     if (dot)
         *dot = 0;
+    layouts_agree(m, name);
     golden_stage(m, name, "gpu-ir", "gpuir");
 }
 
