@@ -59,9 +59,11 @@
  *   - E + dot(a, b): E per register, then the dot accumulates into the
  *     registers at the var.set (its operands kept live until then);
  * and at least one var.set has a dot. Those var.gets and dots are MMA.
- * A var.get whose only user stores it whole to global memory (store_ok)
- * is MMA too: the epilogue writes each lane's registers (column pairs as
- * 8-byte stores on CUDA), with no shared-memory round trip.
+ * A var.get stored whole to global memory, as is or through a fused
+ * elementwise expression (a cast to bf16 / f16, a scale: store_of), is
+ * MMA too: the epilogue computes the expression per register and writes
+ * each lane's registers (column pairs as 8-byte f32 / 4-byte bf16x2 and
+ * f16x2 stores on CUDA), with no shared-memory round trip.
  * Every other var.get of an MMA var is SHARED: one explicit conversion,
  * each thread writing its fragments into the value's shared tile
  * (em->cvt). Everything else not BLOCKED is SHARED. A kernel with an MMA var also
@@ -361,28 +363,68 @@ static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
     return any_dot;
 }
 
-/* Whether var.get g of MMA var v is stored to global memory as is: its
- * only user a store of it (not as its mask) over the whole M x N tile in
- * the same region, no var.set of v in between. The store then writes
- * each lane's registers directly (bk_gpu_mma_store): no shared tile. */
-static bool store_ok(const BkGpuEm *em, int g, int v, const int *regof)
+/* Whether the store expression x has only var.gets, constants, scalars
+ * and fused elementwise ops (no tile read at the registers' elements: a
+ * slice or shared tile there is left to the shared path). */
+static bool plain_expr(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (depth > 16)
+        return false;
+    if (in->op == IR_VGET || in->op == IR_CONST || in->type.rank == 0)
+        return true;
+    if (!em->virt[x] || !(ir_op_flags[in->op] & F_ELEM))
+        return false;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && !plain_expr(em, in->opnd[j], depth + 1))
+            return false;
+    return true;
+}
+
+/* The store that writes var.get g of MMA var v from the registers, -1 if
+ * none: g, or a fused elementwise expression of it (a cast to bf16 / f16,
+ * a scale; reg_expr: per register, no var.set of v before the store), the
+ * only value of a store (not its mask) over the whole M x N tile in the
+ * same region, its other leaves constants and scalars (plain_expr).
+ * *x = the stored value. mark: its var.gets MMA. The store
+ * then writes each lane's registers directly (bk_gpu_mma_store): no
+ * shared tile. */
+static int store_of(BkGpuEm *em, int g, int v, const int *regof, int *x, bool mark)
 {
     const IrFunc *f = em->f;
-    int u = only_user(f, g);
-    if (u < 0 || f->ins[u].op != IR_STORE || f->ins[u].opnd[0] != g ||
-        f->ins[u].opnd[1] == g || f->ins[u].view < 0 || regof[u] != regof[g])
-        return false;
+    int r = g, u = only_user(f, g);
+    for (int d = 0; d < 16 && u >= 0 && em->virt[u] && (ir_op_flags[f->ins[u].op] & F_ELEM);
+         d++) {
+        r = u;
+        u = only_user(f, u);
+    }
+    if (u < 0 || f->ins[u].op != IR_STORE || f->ins[u].opnd[0] != r ||
+        f->ins[u].opnd[1] == r || f->ins[u].view < 0 || regof[u] != regof[g])
+        return -1;
     IrType vt;
     memset(&vt, 0, sizeof vt);
     ir_view_shape(f, &f->views[f->ins[u].view], &vt);
     if (ir_numel(&vt) != em->vmma[v].M * em->vmma[v].N || vt.rank < 1 ||
         vt.shape[vt.rank - 1] != em->vmma[v].N)
-        return false;
-    for (int s = 0; s < f->nins; s++)
-        if (!f->ins[s].dead && f->ins[s].op == IR_VSET && f->ins[s].param == v &&
-            em->pos[s] > em->pos[g] && em->pos[s] < em->pos[u])
-            return false;
-    return true;
+        return -1;
+    if (r == g) {
+        for (int s = 0; s < f->nins; s++)
+            if (!f->ins[s].dead && f->ins[s].op == IR_VSET && f->ins[s].param == v &&
+                em->pos[s] > em->pos[g] && em->pos[s] < em->pos[u])
+                return -1;
+        if (mark) {
+            em->lay[g] = BK_LAY_MMA;
+            em->mvar[g] = v;
+        }
+    } else if (!plain_expr(em, r, 0) || !reg_expr(em, r, u, v, u, regof, false, 0)) {
+        return -1;
+    } else if (mark) {
+        reg_expr(em, r, u, v, u, regof, true, 0);
+        em->lay[r] = BK_LAY_MMA; /* the store's value: read per register */
+        em->mvar[r] = v;
+    }
+    *x = r;
+    return u;
 }
 
 /* ------------------------------------------------------------ blocked */
@@ -885,11 +927,9 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             const IrInstr *in = &f->ins[i];
             if (!in->dead && regof[i] >= 0 && in->op == IR_VGET && in->param == v &&
                 em->lay[i] != BK_LAY_MMA) {
-                if (store_ok(em, i, v, regof)) { /* the epilogue, from registers */
-                    em->lay[i] = BK_LAY_MMA;
-                    em->mvar[i] = v;
+                int x;
+                if (store_of(em, i, v, regof, &x, true) >= 0) /* the epilogue, from registers */
                     continue;
-                }
                 em->cvt[i] = true; /* mma -> shared */
                 em->var_of[i] = -1;
             }

@@ -122,19 +122,22 @@ void bk_gpu_mma_to_shared(BkGpuEm *em, int id)
     op_done(em);
 }
 
-/* The epilogue: store id of an MMA var.get, each lane writing its own
- * registers to global memory. On CUDA registers 2i, 2i+1 of a lane are
- * columns c, c + 1 of one row, so a pair goes as one 8-byte store (f32;
- * 4 bytes for 16-bit types) when both are in bounds, on, contiguous and
- * aligned: the 4 lanes of a row then cover 32 bytes, one sector. Else
- * (and on HIP, where a lane's registers are rows of one column, 16 lanes
- * in a row covering 64 bytes) element by element with the bounds masks. */
+/* The epilogue: store id of an MMA var.get, or of a fused elementwise
+ * expression of it (gpu_layouts.c store_of: a cast to bf16 / f16, a
+ * scale), each lane computing the value of its own registers and writing
+ * them to global memory. On CUDA registers 2i, 2i+1 of a lane are columns
+ * c, c + 1 of one row, so a pair goes as one 8-byte store (f32; a 4-byte
+ * bf16x2 / f16x2 store for 16-bit types) when both are in bounds, on,
+ * contiguous and aligned: the 4 lanes of a row then cover 32 (16) bytes.
+ * Else (and on HIP, where a lane's registers are rows of one column, 16
+ * lanes in a row covering 64 / 32 bytes) element by element with the
+ * bounds masks. */
 void bk_gpu_mma_store(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
     const IrParam *pp = &f->params[in->param];
-    int g = in->opnd[0], v = f->ins[g].param;
+    int x = in->opnd[0], v = em->mvar[x];
     const BkGpuMma *mg = &em->vmma[v];
     int sz = dsl_dtype_bytes(pp->dtype);
     int P = em->dl->kind == BK_GPU_CUDA && (pp->assume & IR_ASSUME_UNIT_INNER) &&
@@ -143,14 +146,10 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     int I = f->views[in->view].ndims - 1;
     char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64], fi[64];
     const char *st = bk_gpu_stype(pp->dtype);
-    char cv0[128], cv1[128], x0[64], x1[64];
-    snprintf(x0, sizeof x0, "var%d[blk_p]", v);
-    snprintf(x1, sizeof x1, "var%d[blk_p + 1]", v);
-    bk_gpu_to_s(cv0, sizeof cv0, pp->dtype, x0);
-    bk_gpu_to_s(cv1, sizeof cv1, pp->dtype, x1);
+    char rv[BK_GPU_EXPR], cv[BK_GPU_EXPR + 64];
     bk_gpu_base(em, id, base, sizeof base);
-    bk_gpu_line(em, "/* store %s from var %s's registers (layout mma), %s */",
-                pp->name, f->vars[v].name,
+    bk_gpu_line(em, "/* store %s from var %s's registers (layout mma)%s, %s */",
+                pp->name, f->vars[v].name, f->ins[x].op == IR_VGET ? "" : " through a per-register expression",
                 P == 2 ? "column pairs as one store" : "element by element");
     reg_split(em, mg, "blk_p", mt, nt, fi, sizeof mt);
     bk_gpu_mma_rowcol(em, v, mt, nt, fi, row, sizeof row, col, sizeof col);
@@ -158,6 +157,19 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     bk_gpu_line(em, "for (int blk_p = 0; blk_p < %d; blk_p += %d) {", regs(mg), P);
     em->indent++;
     bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+    /* the stored values of registers blk_p .. blk_p + P - 1 */
+    bk_gpu_line(em, "%s blk_x[%d];", st, P);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", P);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_r = blk_p + blk_j;");
+    bk_gpu_line(em, "const long long blk_e = (long long)blk_row * %lld + blk_col + blk_j;", mg->N);
+    bk_gpu_line(em, "(void)blk_r; (void)blk_e;");
+    bk_gpu_read(em, x, "blk_e", rv, sizeof rv);
+    bk_gpu_to_s(cv, sizeof cv, pp->dtype, rv); /* rv: the C type (float) */
+    bk_gpu_line(em, "blk_x[blk_j] = %s;", cv);
+    em->indent--;
+    bk_gpu_line(em, "}");
     if (P == 2) {
         bk_gpu_line(em, "bool blk_full;");
         bk_gpu_line(em, "{");
@@ -171,11 +183,11 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
                     ok, I, pp->name, I, m, m1, addr);
         bk_gpu_line(em, "if (blk_full) {");
         if (sz == 4) /* one 64-bit value: one 8-byte store */
-            bk_gpu_line(em, "    *(unsigned long long *)&%s[%s] = (unsigned long long)__float_as_uint(var%d[blk_p + 1]) << 32 | __float_as_uint(var%d[blk_p]);",
-                        base, addr, v, v);
-        else
-            bk_gpu_line(em, "    alignas(4) %s blk_vb[2] = {%s, %s}; *(unsigned *)&%s[%s] = *(const unsigned *)blk_vb;",
-                        st, cv0, cv1, base, addr);
+            bk_gpu_line(em, "    *(unsigned long long *)&%s[%s] = (unsigned long long)__float_as_uint(blk_x[1]) << 32 | __float_as_uint(blk_x[0]);",
+                        base, addr);
+        else /* a bf16x2 / f16x2 pair: one 4-byte store */
+            bk_gpu_line(em, "    alignas(4) %s blk_vb[2] = {blk_x[0], blk_x[1]}; *(unsigned *)&%s[%s] = *(const unsigned *)blk_vb;",
+                        st, base, addr);
         bk_gpu_line(em, "}");
         em->indent--;
         bk_gpu_line(em, "}");
@@ -186,10 +198,7 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     bk_gpu_line(em, "const long long e = (long long)blk_row * %lld + blk_col + blk_j;", mg->N);
     bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
     mask_and(em, in->opnd[1], "e", m, sizeof m);
-    char xj[64], cj[128];
-    snprintf(xj, sizeof xj, "var%d[blk_p + blk_j]", v);
-    bk_gpu_to_s(cj, sizeof cj, pp->dtype, xj);
-    bk_gpu_line(em, "if (%s%s) %s[%s] = %s;", ok, m, base, addr, cj);
+    bk_gpu_line(em, "if (%s%s) %s[%s] = blk_x[blk_j];", ok, m, base, addr);
     em->indent--;
     bk_gpu_line(em, "}");
     em->indent--;

@@ -81,6 +81,20 @@ paths)
       # 128 x 128 blocks, the epilogue from registers: column pairs cut by
       # N = 136 (8-byte stores and the element-by-element tail), M, K tails
       one matmul_128 "$EX/matmul.blk" "1e-4 1e-4" C -D BM=128 -D BN=128 M=200 N=136 K=72
+      # the bf16 / f16 epilogue from the registers (a cast, a scale and a
+      # cast, per register): bf16x2 / f16x2 pairs and the tails, on both
+      # emulated devices (exact: the same f32 sums rounded once)
+      for k in tepi_bf16 tepi_f16; do
+        for dev in cuda-emu hip-emu; do
+          if ! timeout 200 "$BLKC" run "$SRC/tests/emu/tepi.blk" --entry=$k M=200 N=136 K=72 --random --seed=3 --out C="$T/c.C.npy" >"$T/log" 2>&1 ||
+             ! timeout 200 "$BLKC" run "$SRC/tests/emu/tepi.blk" --entry=$k M=200 N=136 K=72 --random --seed=3 --device=$dev --out C="$T/e.C.npy" >"$T/log" 2>&1 ||
+             ! "$NPYCMP" "$T/e.C.npy" "$T/c.C.npy" 1e-2 1e-2 >"$T/log" 2>&1; then
+            echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1
+          else
+            echo "ok $k on $dev: $(cat "$T/log")"
+          fi
+        done
+      done
     fi
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi
@@ -239,6 +253,19 @@ stats-*)
       echo "FAIL matmul 128x128 --stats: want 384 wavefronts, 2560 sectors:"; cat "$T/log"; fail=1
     else
       echo "ok matmul 128x128 on $dev: $(grep "wavefronts" "$T/log")"
+    fi
+  fi
+  if [ -n "$have_clang" ] && [ "$dev" = cuda-emu ]; then
+    # the same block with a bf16 C (acc as bf16, tests/emu/tepi.blk): the
+    # epilogue from the registers too (bf16x2 4-byte stores, 16 bytes a
+    # row: 2048 sectors, 1536 distinct): the same 384 wavefronts, no
+    # conversion through shared memory (8192 more before)
+    "$BLKC" run "$SRC/tests/emu/tepi.blk" --entry=tepi_bf16 M=128 N=128 K=32 --random \
+      --device="$dev" --stats >"$T/log" 2>&1
+    if ! grep -q "shared-memory wavefronts 384 (in 96 requests), global 32-byte sectors 2560 (in 288 requests), 1536 distinct" "$T/log"; then
+      echo "FAIL tepi_bf16 128x128 --stats: want 384 wavefronts, 2560 sectors:"; cat "$T/log"; fail=1
+    else
+      echo "ok tepi_bf16 128x128 on $dev: $(grep "wavefronts" "$T/log")"
     fi
   fi
   # no C++ compiler: exit 3, "not supported here"
