@@ -1,6 +1,6 @@
 // kernel matmul_f16 (.blk line 0): blockDim.x = 256 (4 warps of 64),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 16384 bytes
-extern "C" __constant__ int blk_smem_matmul_f16 = 16384;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 8192 bytes
+extern "C" __constant__ int blk_smem_matmul_f16 = 8192;
 extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     BlkTensor<blk_f16, 2> p_A,
     BlkTensor<blk_f16, 2> p_B,
@@ -123,33 +123,25 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
         __syncthreads();
     }
     // line 9
-    /* layout conversion: var acc mma (registers) -> shared, row-major */
-    float *v17 = (float *)(blk_smem + 0); /* f32[64, 64] */
-    #pragma unroll
-    for (int blk_r = 0; blk_r < 16; blk_r++) {
-        const int blk_row = (blk_wr0 + (blk_r / 16) * 32 + ((blk_r % 16) >> 2) * 8 + (blk_lane >> 5) * 4 + ((blk_r % 16) & 3)), blk_col = (blk_wc0 + (blk_r / 16 % 1) * 32 + (blk_lane & 31));
-        v17[blk_row * 64 + blk_col] = var0[blk_r];
-    }
+    /* v17 = var0, layout mma: read in place (registers) */
     /* v18 = cvt: fused into its use */
-    __syncthreads();
-    for (int e = blk_tid * 8; e < 4096; e += 2048) { /* 8-element (16-byte) vectors */
-        bool blk_full;
-        alignas(16) blk_f16 blk_vb[8];
+    /* store C from var acc's registers (layout mma) through a per-register expression, element by element */
+    #pragma unroll
+    for (int blk_p = 0; blk_p < 16; blk_p += 1) {
+        const int blk_row = (blk_wr0 + (blk_p / 16) * 32 + ((blk_p % 16) >> 2) * 8 + (blk_lane >> 5) * 4 + ((blk_p % 16) & 3)), blk_col = (blk_wc0 + (blk_p / 16 % 1) * 32 + (blk_lane & 31));
+        blk_f16 blk_x[1];
         #pragma unroll
-        for (int blk_j = 0; blk_j < 8; blk_j++) blk_vb[blk_j] = blk_f32_to_f16((float)v17[e + blk_j]);
-        {
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const int blk_r = blk_p + blk_j;
+            const long long blk_e = (long long)blk_row * 64 + blk_col + blk_j;
+            (void)blk_r; (void)blk_e;
+            blk_x[blk_j] = blk_f32_to_f16(blk_f16_to_f32(blk_f32_to_f16((float)var0[blk_r])));
+        }
+        for (int blk_j = 0; blk_j < 1; blk_j++) {
+            const long long e = (long long)blk_row * 64 + blk_col + blk_j;
             const long long c0 = (long long)v2 + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
-            blk_full = c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1] && c1 + 8 <= p_C.shape[1];
-            if (blk_full) *(uint4 *)&p_C.data[c0 * p_C.stride[0] + c1] = *(const uint4 *)blk_vb;
-        }
-        if (!blk_full) { /* cut by the bounds or the mask */
-            for (int blk_j = 0; blk_j < 8; blk_j++) {
-                const int blk_e = e + blk_j;
-                const long long c0 = (long long)v2 + (blk_e / 64);
-                const long long c1 = (long long)v5 + (blk_e % 64);
-                if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1] = blk_vb[blk_j];
-            }
+            if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1] = blk_x[blk_j];
         }
     }
 }
