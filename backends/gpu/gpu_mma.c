@@ -274,75 +274,45 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "}");
 }
 
-/* HIP with 32x32 fragments: MFMA 32x32x8 per fragment and k step of 8;
- * lane l reads A row l%32, k 4(l/32)..+3 and B column l%32, the same k
- * (AMD CDNA2 ISA, v_mfma_f32_32x32x8f16 / bf16_1k); 16 accumulators. */
-static void dot_mfma32(BkGpuEm *em, int v, bool h, long long K, long long N)
-{
-    const BkGpuMma *g = &em->vmma[v];
-    const char *vt = h ? "blk_half4" : "blk_short4";
-    bk_gpu_line(em, "const int r32 = blk_lane & 31, kh = blk_lane >> 5;");
-    bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 8) {", K);
-    em->indent++;
-    bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);
-    bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr%d + i * 32 + r32) * %lld + k + 4 * kh + j];",
-                v, K);
-    bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
-    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kh + j) * %lld + blk_wc%d + i * 32 + r32];",
-                N, v);
-    bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    bk_gpu_line(em, "    #pragma unroll");
-    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
-    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 16];", v, g->nt);
-    bk_gpu_line(em, "        blk_float16 cc;");
-    bk_gpu_line(em, "        for (int e = 0; e < 16; e++) cc[e] = c[e];");
-    bk_gpu_line(em, "        cc = blk_mfma_32x32x8_%s(a[i], b[j], cc);", h ? "f16" : "bf16");
-    bk_gpu_line(em, "        for (int e = 0; e < 16; e++) c[e] = cc[e];");
-    bk_gpu_line(em, "    }");
-    em->indent--;
-    bk_gpu_line(em, "}");
-}
-
-/* HIP: MFMA 16x16x16 per fragment; lane l reads A row l%16, k 4(l/16)..+3
- * and B column l%16, the same k (AMD CDNA2 ISA, v_mfma_f32_16x16x16f16). */
+/* HIP: one MFMA per fragment (AMD CDNA2 ISA). 16x16 fragments use
+ * v_mfma_f32_16x16x16{f16,bf16_1k}: lane l reads A row l%16, k 4(l/16)..+3
+ * and B column l%16, the same k; 4 accumulators, k step 16. 32x32 fragments
+ * use v_mfma_f32_32x32x8{f16,bf16_1k}: A row l%32, k 4(l/32)..+3, B column
+ * l%32; 16 accumulators, k step 8. */
 static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
     const BkGpuMma *g = &em->vmma[v];
     const IrInstr *in = &em->f->ins[id];
     bool h = em->f->ins[in->opnd[0]].type.dtype == DT_F16;
     const char *et = h ? "_Float16" : "short", *vt = h ? "blk_half4" : "blk_short4";
+    bool big = g->fm == 32;
+    int fm = big ? 32 : 16, ks = big ? 8 : 16, ne = big ? 16 : 4;
     bk_gpu_line(em, "const %s *blk_Ae = (const %s *)blk_A, *blk_Be = (const %s *)blk_B;",
                 et, et, et);
-    if (g->fm == 32) {
-        dot_mfma32(em, v, h, K, N);
-        return;
-    }
-    bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
+    bk_gpu_line(em, "const int blk_fr = blk_lane & %d, blk_fk = 4 * (blk_lane >> %d);",
+                fm - 1, big ? 5 : 4);
     bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += %d) {", K, ks);
     em->indent++;
     bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr%d + i * 16 + r16) * %lld + k + 4 * kq + j];",
-                v, K);
+    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr%d + i * %d + blk_fr) * %lld + k + blk_fk + j];",
+                v, fm, K);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
-    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kq + j) * %lld + blk_wc%d + i * 16 + r16];",
-                N, v);
+    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr];",
+                N, v, fm);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
     bk_gpu_line(em, "    #pragma unroll");
     bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
-    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 4];", v, g->nt);
-    bk_gpu_line(em, "        blk_float4 cc = {c[0], c[1], c[2], c[3]};");
-    bk_gpu_line(em, "        cc = blk_mfma_16x16x16_%s(a[i], b[j], cc);", h ? "f16" : "bf16");
-    bk_gpu_line(em, "        c[0] = cc[0]; c[1] = cc[1]; c[2] = cc[2]; c[3] = cc[3];");
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * %d];", v, g->nt, ne);
+    bk_gpu_line(em, "        blk_float%d cc;", ne);
+    bk_gpu_line(em, "        for (int e = 0; e < %d; e++) cc[e] = c[e];", ne);
+    bk_gpu_line(em, "        cc = blk_mfma_%s_%s(a[i], b[j], cc);", big ? "32x32x8" : "16x16x16",
+                h ? "f16" : "bf16");
+    bk_gpu_line(em, "        for (int e = 0; e < %d; e++) c[e] = cc[e];", ne);
     bk_gpu_line(em, "    }");
     em->indent--;
     bk_gpu_line(em, "}");

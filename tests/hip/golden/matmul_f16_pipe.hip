@@ -86,16 +86,16 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
             (void)blk_A; (void)blk_B;
 #if BLK_HAVE_MFMA
             const _Float16 *blk_Ae = (const _Float16 *)blk_A, *blk_Be = (const _Float16 *)blk_B;
-            const int r32 = blk_lane & 31, kh = blk_lane >> 5;
+            const int blk_fr = blk_lane & 31, blk_fk = 4 * (blk_lane >> 5);
             #pragma unroll
             for (int k = 0; k < 32; k += 8) {
                 blk_half4 a[1], b[1];
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
-                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 32 + r32) * 32 + k + 4 * kh + j];
+                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 32 + blk_fr) * 32 + k + blk_fk + j];
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
-                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + 4 * kh + j) * 64 + blk_wc0 + i * 32 + r32];
+                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * 64 + blk_wc0 + i * 32 + blk_fr];
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
                     #pragma unroll
