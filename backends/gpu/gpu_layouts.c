@@ -490,6 +490,20 @@ static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
     return (ir_op_flags[in->op] & F_ELEM) != 0 && !reads_slice(em, x, 0);
 }
 
+/* How instruction o reads w: 1 as an operand, -1 as a gather index of its
+ * view (no register layout can serve that), 0 not at all. */
+static int reads_of(const IrFunc *f, const IrInstr *o, int w)
+{
+    int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op], reads = 0;
+    for (int i = 0; i < k && i < 4; i++)
+        reads |= o->opnd[i] == w;
+    if (o->view >= 0)
+        for (int d = 0; d < f->views[o->view].ndims; d++)
+            if (f->views[o->view].d[d].val == w)
+                return -1;
+    return reads;
+}
+
 /* Whether stored elementwise op u may keep its SHARED tile but run in the
  * blocked loop of its type, reading BLOCKED operands from registers and
  * writing its shared tile there (the conversion blocked -> shared). */
@@ -515,14 +529,9 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
         const IrInstr *o = &f->ins[u];
         if (o->dead || regof[u] < 0)
             continue;
-        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
-        bool reads = false;
-        for (int i = 0; i < k && i < 4; i++)
-            reads |= o->opnd[i] == w;
-        if (o->view >= 0)
-            for (int d = 0; d < f->views[o->view].ndims; d++)
-                if (f->views[o->view].d[d].val == w)
-                    return false; /* a gather index */
+        int reads = reads_of(f, o, w);
+        if (reads < 0)
+            return false; /* a gather index */
         if (!reads)
             continue;
         if ((ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t)) {
@@ -717,14 +726,9 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
         const IrInstr *o = &f->ins[u];
         if (o->dead || regof[u] < 0)
             continue;
-        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
-        bool rd = false;
-        for (int i = 0; i < k && i < 4; i++)
-            rd |= o->opnd[i] == w;
-        if (o->view >= 0)
-            for (int d = 0; d < f->views[o->view].ndims; d++)
-                if (f->views[o->view].d[d].val == w)
-                    return false;
+        int rd = reads_of(f, o, w);
+        if (rd < 0)
+            return false; /* a gather index */
         if (!rd)
             continue;
         bool elem = (ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t);
