@@ -469,10 +469,12 @@ static char *segv_lo, *segv_hi, *segv_mine;
 static size_t segv_stride;
 static int segv_rank;
 
-static void segv_put(const char *s)
+/* append s to the line being built in buf (async-signal-safe) */
+static size_t segv_put(char *buf, size_t n, size_t cap, const char *s)
 {
-    ssize_t k = write(2, s, strlen(s));
-    (void)k;
+    while (*s && n + 1 < cap)
+        buf[n++] = *s++;
+    return n;
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *uc)
@@ -493,14 +495,19 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
                 num[i][j] = t[k - 1 - j];
             num[i][k] = 0;
         }
-        segv_put("blkc: error: rank ");
-        segv_put(num[0]);
-        segv_put(": a load or store reached rank ");
-        segv_put(num[1]);
-        segv_put("'s symmetric heap directly (peer memory in a kernel or "
-                 "an expression), which needs all ranks on one node; ranks "
-                 "on several nodes share data through collectives, copy "
-                 "and signals\n");
+        /* one write, so lines of several ranks do not interleave */
+        char line[320];
+        size_t n = segv_put(line, 0, sizeof line, "blkc: error: rank ");
+        n = segv_put(line, n, sizeof line, num[0]);
+        n = segv_put(line, n, sizeof line, ": a load or store reached rank ");
+        n = segv_put(line, n, sizeof line, num[1]);
+        n = segv_put(line, n, sizeof line,
+                     "'s symmetric heap directly (peer memory in a kernel or "
+                     "an expression), which needs all ranks on one node; ranks "
+                     "on several nodes share data through collectives, copy "
+                     "and signals\n");
+        ssize_t k = write(2, line, n);
+        (void)k;
         _exit(3);
     }
     signal(sig, SIG_DFL); /* any other fault: the default, on return */

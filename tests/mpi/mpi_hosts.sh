@@ -33,11 +33,20 @@ HA=blkc-h${id}-a HB=blkc-h${id}-b   # their host names
 X=$((id % 200 + 20))                # 10.213.X.0/24
 AA=10.213.$X.1 AB=10.213.$X.2
 DEV=bkh0                            # the veth end's name in each namespace
+# `ip netns add` makes /run/netns a bind mount of itself when it is not one
+# yet; it stays after `ip netns del`. Undo it when this script made it and
+# no namespace is left, so nothing stays mounted (fresh-check's root).
+netns_mounted=0
+mountpoint -q /run/netns 2>/dev/null && netns_mounted=1
 cleanup() {
   for ns in "$NA" "$NB"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
     ip netns del "$ns" 2>/dev/null
   done
+  if [ "$netns_mounted" = 0 ] && [ -z "$(ip netns list 2>/dev/null)" ] &&
+     mountpoint -q /run/netns 2>/dev/null; then
+    umount /run/netns 2>/dev/null || umount -l /run/netns 2>/dev/null
+  fi
   rm -rf "$T"
 }
 trap cleanup EXIT
