@@ -6,6 +6,7 @@
  * queued for the background compiler of spec_bg.c). Entry points:
  * jc_mem_new/free, jc_unit_get/ref/unref, jc_unit_pick/compile/variants. */
 #include "cache.h"
+#include "../runtime/rt.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -320,18 +321,6 @@ blkc_status jc_unit_get(JcMem *mc, const JcSrc *src, const char *filename,
     return st;
 }
 
-static bool spec_enabled(void)
-{
-    static int on = -1; /* benign race: every thread computes the same */
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *s = getenv("BLKC_SPECIALIZE");
-        v = !(s && strcmp(s, "0") == 0);
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
 /* Compile the variant of function fi for sig (kv->lock held). */
 static JcVariant *compile_variant(JcUnit *u, int fi, const uint32_t *sig)
 {
@@ -440,7 +429,7 @@ void jc_unit_pick(JcUnit *u, int fi, const uint32_t *sig, blkc_specialize mode,
     if (!sig || !any_fact(u, fi, sig))
         return;
     if (mode == BLKC_SPECIALIZE_DEFAULT)
-        mode = spec_enabled() ? BLKC_SPECIALIZE_EAGER : BLKC_SPECIALIZE_OFF;
+        mode = rt_specialize_env() ? BLKC_SPECIALIZE_EAGER : BLKC_SPECIALIZE_OFF;
     const JcVariant *best;
     int n;
     const JcVariant *v = find_variant(u, fi, sig, &best, &n);

@@ -373,6 +373,18 @@ uint32_t rt_tensor_assume(const IrParam *p, const DLTensor *t)
     return a;
 }
 
+bool rt_specialize_env(void)
+{
+    static int on = -1; /* benign race: every thread computes the same */
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *s = getenv("BLKC_SPECIALIZE");
+        v = !(s && strcmp(s, "0") == 0);
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 bool rt_signature(const IrFunc *f, const blkc_arg *args, int nargs,
                   uint32_t *sig)
 {

@@ -532,18 +532,6 @@ static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
 
 /* ------------------------------------------------------------ variants */
 
-static bool spec_enabled(void)
-{
-    static int on = -1; /* benign race: every thread computes the same */
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *s = getenv("BLKC_SPECIALIZE");
-        v = !(s && strcmp(s, "0") == 0);
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
 /* Emit and load kernel k specialized for sig (spec_lock held). Returns
  * the entry to publish (NULL: out of memory); v->fn is NULL and err says
  * why when it could not be compiled or loaded. */
@@ -614,7 +602,7 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
     pk->ki = &k->ki;
     const IrFunc *f = k->f;
     uint32_t sig[64];
-    if (!spec_enabled() || f->nparams > 64 ||
+    if (!rt_specialize_env() || f->nparams > 64 ||
         !rt_signature(f, args, nargs, sig))
         return; /* malformed arguments: the launcher reports them */
     bool any = false;

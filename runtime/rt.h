@@ -162,6 +162,9 @@ uint32_t rt_tensor_assume(const IrParam *p, const DLTensor *t);
  * if an argument is malformed (the launcher reports it). */
 bool rt_signature(const IrFunc *f, const blkc_arg *args, int nargs,
                   uint32_t *sig);
+/* Whether specialized variants may be compiled at all: false only under
+ * BLKC_SPECIALIZE=0 (read once; the JIT cache and the GPU launcher). */
+bool rt_specialize_env(void);
 
 /* ------------------------------------------------------------ launch.c */
 /* Check `args` against f's parameters (kinds, DLTensor device/dtype/rank,
