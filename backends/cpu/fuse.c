@@ -42,16 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool same_shape(const IrType *a, const IrType *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->shape[i] != b->shape[i])
-            return false;
-    return true;
-}
-
 static bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /* BCAST whose per-element source index is cheap: a 1-element source, or
@@ -279,7 +269,7 @@ void cpu_fuse_analyze(CpuGen *g)
                 red[o] = i;
             /* a STORE computes an inline value on its way to memory */
             bool st = in->op == IR_STORE && k == 0;
-            if (!st && (!el || !same_shape(&in->type, &f->ins[o].type)))
+            if (!st && (!el || !ir_shape_eq(&in->type, &f->ins[o].type)))
                 elem_only[o] = 0;
         }
         if (in->view >= 0)

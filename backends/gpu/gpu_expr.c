@@ -122,16 +122,6 @@ static void put(BkGpuEm *em, char *buf, size_t n, const char *fmt, ...)
              em->f->name);
 }
 
-static bool same_shape(const IrType *a, const IrType *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
-
 /* The SLICE value whose registers the broadcast v reads where it is read:
  * v = x[:, None] (x reshaped to the parent type with a last dim of 1,
  * broadcast to the parent type) inside a blocked loop of the parent
@@ -140,12 +130,12 @@ static int slice_bcast(const BkGpuEm *em, int v)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[v];
-    if (!em->lay || in->op != IR_BCAST || !em->blk_t || !same_shape(em->blk_t, &in->type))
+    if (!em->lay || in->op != IR_BCAST || !em->blk_t || !ir_shape_eq(em->blk_t, &in->type))
         return -1;
     const IrType *a = &f->ins[in->opnd[0]].type;
     int r = bk_gpu_slice_root(em, in->opnd[0]);
     if (r < 0 || a->rank != in->type.rank || a->shape[a->rank - 1] != 1 ||
-        !same_shape(&f->ins[em->spar[r]].type, &in->type))
+        !ir_shape_eq(&f->ins[em->spar[r]].type, &in->type))
         return -1;
     for (int d = 0; d + 1 < a->rank; d++)
         if (a->shape[d] != in->type.shape[d])
@@ -163,7 +153,7 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         int r = bk_gpu_slice_root(em, v);
         if (em->sl_par && em->blk == 1 && !strcmp(idx, "e") &&
             ir_numel(&in->type) == ir_numel(&em->f->ins[r].type) &&
-            same_shape(em->sl_par, &em->f->ins[em->spar[r]].type)) {
+            ir_shape_eq(em->sl_par, &em->f->ins[em->spar[r]].type)) {
             char rg[32];
             bk_gpu_slice_reg(em, r, rg, sizeof rg);
             snprintf(buf, n, "%s[blk_k]", rg);

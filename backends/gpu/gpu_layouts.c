@@ -429,16 +429,6 @@ static int store_of(BkGpuEm *em, int g, int v, const int *regof, int *x, bool ma
 
 /* ------------------------------------------------------------ blocked */
 
-static bool same_shape(const IrType *a, const IrType *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
-
 int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t)
 {
     const IrFunc *f = em->f;
@@ -451,7 +441,7 @@ int bk_gpu_blk_w(const BkGpuEm *em, const IrType *t)
         IrType vt;
         memset(&vt, 0, sizeof vt);
         ir_view_shape(f, &f->views[o->view], &vt);
-        if (same_shape(o->op == IR_LOAD ? &o->type : &vt, t) && bk_gpu_vec_width(em, u) != 4)
+        if (ir_shape_eq(o->op == IR_LOAD ? &o->type : &vt, t) && bk_gpu_vec_width(em, u) != 4)
             return 1; /* runs of 4 read one by one: 16-byte lane strides */
     }
     return 4;
@@ -534,7 +524,7 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
             return false; /* a gather index */
         if (!reads)
             continue;
-        if ((ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t)) {
+        if ((ir_op_flags[o->op] & F_ELEM) && ir_shape_eq(&o->type, t)) {
             if (em->virt[u] ? !blk_reads_ok(em, x, u, regof, depth + 1)
                             : !(em->lay[u] == BK_LAY_BLOCKED || shared_in_blk(em, u)))
                 return false;
@@ -544,7 +534,7 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
             IrType vt;
             memset(&vt, 0, sizeof vt);
             ir_view_shape(f, &f->views[o->view], &vt);
-            if (same_shape(&vt, t))
+            if (ir_shape_eq(&vt, t))
                 continue;
         }
         if (o->op == IR_REDUCE && o->type.rank == 0 && o->attr != RED_ARGMAX &&
@@ -594,7 +584,7 @@ static void blocked(BkGpuEm *em, const int *regof)
             em->inblk[u] = blk_reads_any(em, o->opnd[0], 0);
         if (!o->dead && regof[u] >= 0 && shared_in_blk(em, u))
             for (int j = 0; j < 3 && j < ir_op_nopnd[o->op]; j++)
-                if (o->opnd[j] >= 0 && same_shape(&f->ins[o->opnd[j]].type, &o->type))
+                if (o->opnd[j] >= 0 && ir_shape_eq(&f->ins[o->opnd[j]].type, &o->type))
                     em->inblk[u] |= blk_reads_any(em, o->opnd[j], 0);
     }
 }
@@ -685,7 +675,7 @@ static int slice_leaves(const BkGpuEm *em, int x, int depth)
             continue;
         int r = bk_gpu_slice_root(em, o);
         if (r >= 0) {
-            if (!same_shape(&f->ins[o].type, &in->type))
+            if (!ir_shape_eq(&f->ins[o].type, &in->type))
                 return -2;
             p = em->spar[r];
         } else if (em->virt[o] && (ir_op_flags[f->ins[o].op] & F_ELEM)) {
@@ -699,7 +689,7 @@ static int slice_leaves(const BkGpuEm *em, int x, int depth)
         } else {
             continue; /* shared tiles, splats, broadcasts of shared tiles */
         }
-        if (p >= 0 && par >= 0 && !same_shape(&f->ins[p].type, &f->ins[par].type))
+        if (p >= 0 && par >= 0 && !ir_shape_eq(&f->ins[p].type, &f->ins[par].type))
             return -2;
         if (p >= 0)
             par = p;
@@ -731,7 +721,7 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
             return false; /* a gather index */
         if (!rd)
             continue;
-        bool elem = (ir_op_flags[o->op] & F_ELEM) && same_shape(&o->type, t);
+        bool elem = (ir_op_flags[o->op] & F_ELEM) && ir_shape_eq(&o->type, t);
         if (elem && em->virt[u] && ctx != CTX_RESHAPED) {
             if (!slice_reads_ok(em, s, u, ctx, regof, depth + 1))
                 return false;
@@ -739,10 +729,10 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
         }
         if (ctx == CTX_SLICE) {
             if (elem && em->lay[u] == BK_LAY_SLICE &&
-                same_shape(&f->ins[em->spar[u]].type, p))
+                ir_shape_eq(&f->ins[em->spar[u]].type, p))
                 continue;
             if (o->op == IR_VSET && o->opnd[0] == w && em->vsl[o->param] >= 0 &&
-                same_shape(&f->ins[em->vsl[o->param]].type, p))
+                ir_shape_eq(&f->ins[em->vsl[o->param]].type, p))
                 continue;
             if (o->op == IR_RESHAPE && em->alias[u] == w && o->type.rank == p->rank &&
                 o->type.shape[p->rank - 1] == 1 &&
@@ -751,7 +741,7 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
             return false;
         }
         if (ctx == CTX_RESHAPED) {
-            if (o->op == IR_BCAST && em->virt[u] && same_shape(&o->type, p) &&
+            if (o->op == IR_BCAST && em->virt[u] && ir_shape_eq(&o->type, p) &&
                 slice_reads_ok(em, s, u, CTX_PARENT, regof, depth + 1))
                 continue;
             return false;
@@ -766,7 +756,7 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
             IrType vt;
             memset(&vt, 0, sizeof vt);
             ir_view_shape(f, &f->views[o->view], &vt);
-            if (same_shape(&vt, p))
+            if (ir_shape_eq(&vt, p))
                 continue;
         }
         return false;
@@ -820,7 +810,7 @@ static bool slice_set_ok(const BkGpuEm *em, int x, int par)
         p = slice_leaves(em, x, 0);
     else
         return false;
-    return p >= 0 && same_shape(&f->ins[p].type, &f->ins[par].type);
+    return p >= 0 && ir_shape_eq(&f->ins[p].type, &f->ins[par].type);
 }
 
 /* Tile vars held in SLICE registers across loop iterations: every
@@ -864,7 +854,7 @@ static void slice_vars(BkGpuEm *em, const int *regof)
                 ok = slice_set_ok(em, in->opnd[0], par);
             else if (em->lay[s] == BK_LAY_SLICE && in->op != IR_REDUCE && in->op != IR_VGET)
                 ok = slice_leaves(em, s, 0) >= 0 &&
-                     same_shape(&f->ins[slice_leaves(em, s, 0)].type, &f->ins[em->spar[s]].type);
+                     ir_shape_eq(&f->ins[slice_leaves(em, s, 0)].type, &f->ins[em->spar[s]].type);
         }
         if (!ok) {
             em->vsl[v] = -1;
