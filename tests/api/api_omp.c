@@ -14,12 +14,7 @@
 
 #include "api/api_test.h"
 
-static const char *src =
-    "kernel twice<BLOCK = 64>(X: f32[N], Y: f32[N]) grid(cdiv(N, BLOCK))\n"
-    "{\n"
-    "    let o = program_id(0) * BLOCK;\n"
-    "    Y[o +: BLOCK] = X[o +: BLOCK] * 2.0 + 1.0;\n"
-    "}\n";
+static const char *src = API_TWICE_SRC;
 
 static int threads_now(void)
 {

@@ -15,6 +15,14 @@
 
 static int failures;
 
+/* Y = 2X + 1 over one 1-D tensor (api_omp, api_pin) */
+#define API_TWICE_SRC                                                        \
+    "kernel twice<BLOCK = 64>(X: f32[N], Y: f32[N]) grid(cdiv(N, BLOCK))\n"  \
+    "{\n"                                                                    \
+    "    let o = program_id(0) * BLOCK;\n"                                   \
+    "    Y[o +: BLOCK] = X[o +: BLOCK] * 2.0 + 1.0;\n"                        \
+    "}\n"
+
 #define CHECK(cond)                                                          \
     do {                                                                     \
         if (!(cond)) {                                                       \
