@@ -9,8 +9,8 @@
  * do not overlap (first fit over linear positions, where a use inside a loop
  * keeps a value defined outside it alive to the loop's end). RESHAPE and,
  * when no store to the var intervenes, VGET of a tile var alias storage.
- * Reductions, scans, dot and atomics are in gpu_ops.c; expressions and
- * type helpers in gpu_expr.c. */
+ * Reductions, scans, dot and atomics are in gpu_ops.c; print in
+ * gpu_print.c; expressions and type helpers in gpu_expr.c. */
 #include "gpu_emit.h"
 
 #include <math.h>
@@ -384,75 +384,7 @@ static void emit_signal(BkGpuEm *em, int id)
 }
 
 /* ------------------------------------------------------------ print
- * print(...)'s pieces (begin, text/value..., end: consecutive ids) become
- * one device printf by thread 0 at the begin piece. Scalars only: a tile
- * value is refused (its elements live in many threads). */
-
-static void print_text(DslBuf *fmt, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '%')
-            dsl_buf_put(fmt, "%%", 2);
-        else if (*s == '"' || *s == '\\')
-            dsl_buf_printf(fmt, "\\%c", *s);
-        else if (*s == '\n')
-            dsl_buf_put(fmt, "\\n", 2);
-        else if (*s == '\t')
-            dsl_buf_put(fmt, "\\t", 2);
-        else if ((unsigned char)*s < 32)
-            dsl_buf_printf(fmt, "\\%03o", (unsigned char)*s);
-        else
-            dsl_buf_put(fmt, s, 1);
-    }
-}
-
-static void emit_print(BkGpuEm *em, int id)
-{
-    const IrFunc *f = em->f;
-    if (f->ins[id].attr != 0)
-        return;
-    DslBuf fmt, args;
-    memset(&fmt, 0, sizeof fmt);
-    memset(&args, 0, sizeof args);
-    dsl_buf_printf(&fmt, "pid (%%d, %%d, %%d):");
-    dsl_buf_printf(&args, ", %s, %s, (int)blockIdx.z",
-                   em->group_m ? "blk_pid0" : "(int)blockIdx.x",
-                   em->group_m ? "blk_pid1" : "(int)blockIdx.y");
-    for (int i = id + 1; i < f->nins && f->ins[i].op == IR_PRINT && f->ins[i].attr != 3; i++) {
-        const IrInstr *p = &f->ins[i];
-        if (p->attr == 1) {
-            dsl_buf_put(&fmt, " ", 1);
-            print_text(&fmt, f->msgs[p->ival]);
-            continue;
-        }
-        const IrType *t = &f->ins[p->opnd[0]].type;
-        int v = p->opnd[0], dt = t->dtype;
-        if (t->rank) {
-            bk_gpu_fail(em, "cuda/hip backend: print of a tile is not supported yet "
-                        "(line %d); print scalars, e.g. sum(x)", p->loc.line);
-            break;
-        }
-        if (dt == DT_BOOL)
-            dsl_buf_printf(&fmt, " %%s"), dsl_buf_printf(&args, ", v%d ? \"true\" : \"false\"", v);
-        else if (dt == DT_I64)
-            dsl_buf_printf(&fmt, " %%lld"), dsl_buf_printf(&args, ", (long long)v%d", v);
-        else if (dt == DT_U64)
-            dsl_buf_printf(&fmt, " %%llu"), dsl_buf_printf(&args, ", (unsigned long long)v%d", v);
-        else if (dt == DT_U32 || dt == DT_U16 || dt == DT_U8)
-            dsl_buf_printf(&fmt, " %%u"), dsl_buf_printf(&args, ", (unsigned)v%d", v);
-        else if (!dsl_is_float(dt))
-            dsl_buf_printf(&fmt, " %%d"), dsl_buf_printf(&args, ", (int)v%d", v);
-        else if (dt == DT_F8E4M3 || dt == DT_F8E5M2)
-            dsl_buf_printf(&fmt, " %%g"), dsl_buf_printf(&args, ", (double)blk_%s_to_f32(v%d)",
-                                                       dsl_dtype_name(dt), v);
-        else
-            dsl_buf_printf(&fmt, " %%g"), dsl_buf_printf(&args, ", (double)(float)v%d", v);
-    }
-    if (!fmt.oom && !args.oom && fmt.data && args.data)
-        bk_gpu_line(em, "if (blk_tid == 0) printf(\"%s\\n\"%s);", fmt.data, args.data);
-    dsl_buf_free(&fmt);
-    dsl_buf_free(&args);
-}
+ * print(...) is in gpu_print.c. */
 
 /* ------------------------------------------------------------ control */
 
@@ -636,7 +568,7 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_RANK: bk_gpu_line(em, "const int v%d = blk_rc.rank;", id); break;
     case IR_WORLD: bk_gpu_line(em, "const int v%d = blk_rc.world;", id); break;
     case IR_NOTIFY: case IR_WAIT: emit_signal(em, id); break;
-    case IR_PRINT: emit_print(em, id); break;
+    case IR_PRINT: bk_gpu_emit_print(em, id); break;
     case IR_ASSERT: /* the condition is uniform over the block: all return */
         bk_gpu_line(em, "if (!v%d) {", in->opnd[0]);
         bk_gpu_line(em, "    if (blk_tid == 0) blk_assert(blk_rc, %d, %d, %s, %s, (int)blockIdx.z);",
@@ -811,6 +743,9 @@ int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
         dsl_buf_put(out, dl->prelude[i], strlen(dl->prelude[i]));
     for (int i = 0; bk_gpu_common_prelude[i]; i++)
         dsl_buf_put(out, bk_gpu_common_prelude[i], strlen(bk_gpu_common_prelude[i]));
+    if (bk_gpu_print_tiles(m))
+        for (int i = 0; bk_gpu_print_prelude[i]; i++)
+            dsl_buf_put(out, bk_gpu_print_prelude[i], strlen(bk_gpu_print_prelude[i]));
     for (int i = 0; i < m->nfuncs; i++) {
         BkGpuEm em;
         if (m->funcs[i]->is_device)

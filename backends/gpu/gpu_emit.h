@@ -331,6 +331,11 @@ void bk_gpu_note_write(BkGpuEm *em, int id);
 /* ------------------------------------------------------------ gpu_prelude.c */
 extern const char *const bk_gpu_common_prelude[]; /* NULL-terminated */
 
+/* ------------------------------------------------------------ gpu_print.c */
+extern const char *const bk_gpu_print_prelude[]; /* NULL-terminated */
+bool bk_gpu_print_tiles(const IrModule *m); /* a print with a tile piece */
+void bk_gpu_emit_print(BkGpuEm *em, int id);
+
 /* ------------------------------------------------------------ gpu_ops.c
  * reduce, scan, dot, atomics */
 void bk_gpu_emit_reduce(BkGpuEm *em, int id);

@@ -23,6 +23,12 @@
 #       counts of a 128 x 128 matmul block (cuda-emu)
 #   mfma    tests/emu/tmfma.blk and matmul 128 x 128 on hip-emu against
 #       the CPU: MFMA 32x32x8 (whole 32x32 fragments) and 16x16x16
+#   debug   tests/gpu/data/tprint.blk: print(...) of f32/f64/f16/bf16/int/
+#       bool tiles and scalars on cuda-emu and hip-emu (device printf, on
+#       stdout) gives exactly the lines of the CPU (glibc's %g, on stderr);
+#       tests/gpu/data/tassert.blk: assert of a 32 x 32 tile whose failing
+#       element sits in a late warp, in the first, a middle and the tail
+#       block: exit 3 and the CPU's exact message; none failing: exit 0
 #   sample-stats  --stats-sample=N: scaled counts equal the full run's on
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
@@ -98,6 +104,39 @@ paths)
     fi
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi
+  done
+  exit $fail
+  ;;
+debug)
+  fail=0 D=$SRC/tests/gpu/data
+  args=(X=@"$D/print_x.npy" W=@"$D/print_w.npy" I=@"$D/print_i.npy")
+  timeout 120 "$BLKC" run "$D/tprint.blk" "${args[@]}" 2>"$T/cpu" >/dev/null ||
+    { echo "FAIL on the CPU: $(cat "$T/cpu")"; exit 1; }
+  grep '^pid ' "$T/cpu" | sort >"$T/want"
+  [ "$(wc -l <"$T/want")" -eq 6 ] || { echo "FAIL: the CPU printed $(wc -l <"$T/want") lines, want 6"; exit 1; }
+  for dev in cuda-emu hip-emu; do
+    if ! timeout 120 "$BLKC" run "$D/tprint.blk" "${args[@]}" --device=$dev >"$T/out" 2>"$T/err"; then
+      echo "FAIL on $dev: $(cat "$T/err")"; fail=1; continue
+    fi
+    grep '^pid ' "$T/out" | sort >"$T/got"
+    if ! cmp -s "$T/got" "$T/want" || grep -q '^pid ' "$T/err"; then
+      echo "FAIL on $dev: lines differ from the CPU's:"; diff "$T/got" "$T/want" | head -20; fail=1; continue
+    fi
+    echo "ok print on $dev ($(wc -l <"$T/got") lines equal to the CPU's)"
+  done
+  for at in 1023 1990 0 -1; do
+    want=0 msg=""
+    if [ "$at" -ge 0 ]; then
+      want=3 msg="blkc: error: $D/tassert.blk:6: kernel chk: assertion failed in program ($((at / 1024)), 0, 0): A must be non-negative"
+    fi
+    for dev in cpu cuda-emu hip-emu; do
+      timeout 120 "$BLKC" run "$D/tassert.blk" N=2000 at="$at" --device=$dev >"$T/out" 2>"$T/err"
+      rc=$? got=$(grep -v ' ms on ' "$T/err")
+      if [ $rc -ne $want ] || [ "$got" != "$msg" ]; then
+        echo "FAIL assert at=$at on $dev: exit $rc (want $want), stderr: $got"; fail=1; continue
+      fi
+      echo "ok assert at=$at on $dev: exit $rc"
+    done
   done
   exit $fail
   ;;
