@@ -268,8 +268,9 @@ static void emit_tile(BkGpuEm *em, int v)
 static void emit_tiles(BkGpuEm *em, int id, const char *p0, const char *p1)
 {
     const IrFunc *f = em->f;
+    /* the barrier owed by the tiles' writes is paid before this op
+     * (bk_gpu_barrier_before: print has no loop of its own) */
     bk_gpu_line(em, "// print (line %d) with tiles: thread 0 builds the line", f->ins[id].loc.line);
-    bk_gpu_sync(em);
     bk_gpu_line(em, "if (blk_tid == 0) {");
     em->indent++;
     bk_gpu_line(em, "BlkPb blk_pb;");
@@ -296,19 +297,14 @@ static void emit_tiles(BkGpuEm *em, int id, const char *p0, const char *p1)
             dsl_buf_free(&s);
             continue;
         }
-        int v = p->opnd[0], dt = f->ins[v].type.dtype;
+        int v = p->opnd[0];
         bk_gpu_line(em, "blk_pb_c(blk_pb, ' ');");
         if (f->ins[v].type.rank > 0) {
             emit_tile(em, v);
         } else {
-            char x[64];
-            if (dt == DT_F8E4M3 || dt == DT_F8E5M2)
-                snprintf(x, sizeof x, "blk_%s_to_f32(v%d)", dsl_dtype_name(dt), v);
-            else if (dt == DT_F16 || dt == DT_BF16)
-                snprintf(x, sizeof x, "(float)v%d", v);
-            else
-                snprintf(x, sizeof x, "v%d", v);
-            put_value(em, dt, x);
+            char x[BK_GPU_EXPR];
+            bk_gpu_read(em, v, "0", x, sizeof x);
+            put_value(em, f->ins[v].type.dtype, x);
         }
     }
     bk_gpu_line(em, "blk_pb_end(blk_pb);");
