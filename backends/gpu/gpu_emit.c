@@ -172,9 +172,11 @@ static void assign(BkGpuEm *em, int id, const char *x)
         bk_gpu_line(em, "v%d[blk_q] = %s;", id, s);
     else if (in->type.rank > 0 && em->lay[id] == BK_LAY_SLICE)
         bk_gpu_line(em, "v%d[blk_k] = %s;", id, s);
-    else if (in->type.rank > 0)
-        bk_gpu_line(em, "v%d[e] = %s;", id, s);
-    else
+    else if (in->type.rank > 0) {
+        char se[256];
+        bk_gpu_swz_idx(em, id, "e", se, sizeof se); /* a dot operand: swizzled */
+        bk_gpu_line(em, "v%d[%s] = %s;", id, se, s);
+    } else
         bk_gpu_line(em, "const %s v%d = %s;", bk_gpu_stype(in->type.dtype), id, s);
 }
 
@@ -251,8 +253,10 @@ static void emit_shape(BkGpuEm *em, int id)
         return;
     }
     if (em->virt[id]) {
-        bk_gpu_line(em, "/* v%d = broadcast of v%d, computed where it is read */",
-                    id, in->opnd[0]);
+        bk_gpu_line(em, "/* v%d = %s of v%d, %s */", id,
+                    in->op == IR_PERMUTE ? "transpose" : "broadcast", in->opnd[0],
+                    in->op == IR_PERMUTE ? "read by the dots in place (ldmatrix without .trans)"
+                                         : "computed where it is read");
         return;
     }
     if (a->type.rank == 0) {
@@ -692,6 +696,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     }
     em->last_line = -1;
     em->noflush_region = -1;
+    em->reg_var = -1;
     /* the old paths stay selectable (docs/backends.md) */
     const char *e;
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");

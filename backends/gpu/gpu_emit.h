@@ -167,6 +167,8 @@ typedef struct BkGpuEm {
                                  (bk_gpu_blk_open), else 0 */
     const IrType *blk_t;      /* inside a blocked loop: its tile type */
     const IrType *sl_par;     /* inside a slice loop: the parent tile type */
+    int reg_var;              /* inside a loop over the registers of MMA var
+                                 (or pseudo-var) reg_var (gpu_mma.c), else -1 */
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
@@ -281,6 +283,21 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
  * var as accumulator) or the dot of x = add(rest, dot) with *rest set;
  * -1 if none */
 int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
+/* Whether dot id runs on the tensor-core register path (gpu_mma.c): a
+ * 2-D f16/bf16 dot with an f32 result whose tile a warp grid of whole
+ * fragments covers. Either an MMA var's dot, or a dot computed in
+ * registers and converted to its shared tile (bk_gpu_mma_dot_value). */
+bool bk_gpu_dot_regs(const BkGpuEm *em, int id);
+/* The pseudo-var under which the registers of register dot id that is not
+ * an MMA var's are laid out and named (em->vmma[P], var<P>, blk_wr<P>) */
+#define BK_GPU_DOT_VAR(em, id) ((em)->f->nvars + (id))
+/* Operand x of a register dot read as the transpose of a shared tile:
+ * x = trans(t), fused (gpu_layout.c: every reader of x is a register dot),
+ * so the dot reads t itself (ldmatrix without .trans). Returns t, or -1. */
+int bk_gpu_dot_tsrc(const BkGpuEm *em, int x);
+/* dot id on the register path, not an MMA var's: registers, then its
+ * shared tile (gpu_mma.c) */
+void bk_gpu_mma_dot_value(BkGpuEm *em, int id);
 /* The shared-memory element index of element `e` of tile v as C text:
  * `blk_swz(e, ...)` for a swizzled tile (em->swz: loads read only by
  * register dots through ldmatrix), else `e` itself */

@@ -164,8 +164,12 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
             bk_gpu_fail(em, "internal: slice tile v%d read at %s outside its layout", r, idx);
         }
     } else if (em->lay && em->lay[v] == BK_LAY_MMA && in->op == IR_VGET) {
-        /* inside a loop over the var's registers (gpu_mma.c) */
+        /* inside a loop over the var's registers (gpu_mma.c), element
+         * blk_r; anywhere else the register would be another element */
         snprintf(buf, n, "var%d[blk_r]", in->param);
+        if (em->reg_var != in->param)
+            bk_gpu_fail(em, "internal: mma var %s read at %s outside its registers' loop",
+                        em->f->vars[in->param].name, idx);
     } else if (em->lay && em->lay[v] == BK_LAY_BLOCKED) {
         /* registers: only this thread's own element of a blocked loop */
         if (em->blk > 1 && !strcmp(idx, "e"))
@@ -201,6 +205,10 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         char rg[32];
         bk_gpu_slice_reg(em, slice_bcast(em, v), rg, sizeof rg);
         snprintf(buf, n, "%s[blk_k]", rg);
+    } else if (em->virt && em->virt[v] && in->op == IR_PERMUTE) {
+        /* read only by register dots, which read its operand (gpu_mma.c) */
+        snprintf(buf, n, "0");
+        bk_gpu_fail(em, "internal: fused transpose v%d read at %s outside a dot", v, idx);
     } else if (em->virt && em->virt[v]) { /* BCAST: index the operand */
         const IrInstr *a = &em->f->ins[in->opnd[0]];
         char e[300], c[400], ix[1200];

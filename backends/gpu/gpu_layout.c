@@ -68,7 +68,8 @@ static void use(BkGpuEm *em, int v, int u, const int *regof, const int *owner)
     if (em->virt[v]) {
         for (int j = 0; j < 3; j++)
             if (f->ins[v].opnd[j] >= 0 &&
-                (f->ins[v].op == IR_BCAST || (ir_op_flags[f->ins[v].op] & F_ELEM)))
+                (f->ins[v].op == IR_BCAST || f->ins[v].op == IR_PERMUTE ||
+                 (ir_op_flags[f->ins[v].op] & F_ELEM)))
                 use(em, f->ins[v].opnd[j], u, regof, owner);
         return;
     }
@@ -82,6 +83,35 @@ static void use(BkGpuEm *em, int v, int u, const int *regof, const int *owner)
     }
     if (q > em->last[root])
         em->last[root] = q;
+}
+
+/* Whether PERMUTE p is trans(t) of a 2-D tile t with its own storage,
+ * read only as operand b of register dots (bk_gpu_dot_regs). */
+static bool tdot_ok(const BkGpuEm *em, int p, const int *regof)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[p];
+    if (regof[p] < 0 || in->dead || in->op != IR_PERMUTE || in->type.rank != 2 ||
+        in->perm[0] != 1 || in->perm[1] != 0 || em->virt[in->opnd[0]] ||
+        f->ins[in->opnd[0]].type.rank != 2)
+        return false;
+    int users = 0;
+    for (int u = 0; u < f->nins; u++) {
+        if (regof[u] < 0 || f->ins[u].dead)
+            continue;
+        int ops[4 + IR_MAX_RANK];
+        int k = operands(f, u, ops);
+        for (int j = 0; j < k; j++) {
+            if (ops[j] != p)
+                continue;
+            const IrInstr *o = &f->ins[u];
+            if (o->op != IR_DOT || o->opnd[1] != p || o->opnd[0] == p || o->opnd[2] == p ||
+                o->view >= 0 || !bk_gpu_dot_regs(em, u))
+                return false;
+            users++;
+        }
+    }
+    return users > 0;
 }
 
 /* How the value computed for x at element e reads value g: 0 not at all,
@@ -198,6 +228,11 @@ int bk_gpu_analyze(BkGpuEm *em)
                 em->virt[v] = false;
         }
     }
+    /* trans(t) read only as an operand b of register dots (gpu_mma.c reads
+     * t itself, ldmatrix without .trans): no storage, no loop */
+    for (int i = 0; i < n; i++)
+        if (tdot_ok(em, i, regof))
+            em->virt[i] = true;
     /* bound the size of fused expressions: at most 3 fused ops deep */
     int *depth = calloc((size_t)n + 1, sizeof(int));
     if (depth) {

@@ -101,7 +101,7 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
 /* The warp grid for an M x N accumulator: every warp owns a block of
  * whole fragments; the squarest block (fewest operand fragments loaded
  * per k step). 0 when none fits. */
-static int pick_grid(BkGpuEm *em, BkGpuMma *g, long long M, long long N)
+static int pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N)
 {
     int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     long long best = -1;
@@ -138,6 +138,33 @@ static int pick_grid(BkGpuEm *em, BkGpuMma *g, long long M, long long N)
     g->M = M;
     g->N = N;
     return 1;
+}
+
+/* Whether the layout pass is off: BLKC_GPU_SMEM=1 keeps every tile SHARED
+ * and every dot on the old shared-memory path (gpu_ops.c). */
+static bool smem_only(void)
+{
+    const char *e = getenv("BLKC_GPU_SMEM");
+    return e && *e && strcmp(e, "0");
+}
+
+bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    BkGpuMma g;
+    if (smem_only() || in->op != IR_DOT || in->dead)
+        return false;
+    if (!dot_ok(em, id, em->dl->kind == BK_GPU_CUDA ? 8 : 16))
+        return false;
+    return pick_grid(em, &g, in->type.shape[0], in->type.shape[1]) != 0;
+}
+
+int bk_gpu_dot_tsrc(const BkGpuEm *em, int x)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (in->op != IR_PERMUTE || !em->virt[x] || in->type.rank != 2)
+        return -1;
+    return in->opnd[0];
 }
 
 /* The single user of value v, or -1 (none or several). */
@@ -309,15 +336,17 @@ static int swz_geom(const IrType *t, int *C, int *rpl, int *pm)
     return 1;
 }
 
-/* Whether load x can be stored swizzled: its own storage, read only by
- * register (MMA) dots, which read it through ldmatrix. */
+/* Whether load or stored elementwise op x (its one write: the load's
+ * copy, assign() in gpu_emit.c) can be stored swizzled: its own storage, read only by
+ * register dots (bk_gpu_dot_regs), directly or as the transposed operand
+ * of a fused permute (bk_gpu_dot_tsrc), which read it through ldmatrix. */
 static bool swz_ok(const BkGpuEm *em, int x)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[x];
     int C, rpl, pm;
-    if (in->op != IR_LOAD || em->alias[x] != x || em->var_of[x] >= 0 || em->virt[x] ||
-        !swz_geom(&in->type, &C, &rpl, &pm))
+    if ((in->op != IR_LOAD && !(ir_op_flags[in->op] & F_ELEM)) || em->alias[x] != x ||
+        em->var_of[x] >= 0 || em->virt[x] || !swz_geom(&in->type, &C, &rpl, &pm))
         return false;
     for (int u = 0; u < f->nins; u++) {
         const IrInstr *o = &f->ins[u];
@@ -330,8 +359,9 @@ static bool swz_ok(const BkGpuEm *em, int x)
         if (o->view >= 0)
             for (int d = 0; d < f->views[o->view].ndims; d++)
                 reads |= f->views[o->view].d[d].val == x;
-        if (reads && !(o->op == IR_DOT && em->lay[u] == BK_LAY_MMA &&
-                       (o->opnd[0] == x || o->opnd[1] == x) && o->opnd[2] != x))
+        if (reads && !(o->op == IR_DOT && bk_gpu_dot_regs(em, u) &&
+                       (o->opnd[0] == x || o->opnd[1] == x) && o->opnd[2] != x) &&
+            !(o->op == IR_PERMUTE && bk_gpu_dot_tsrc(em, u) == x))
             return false;
         if (o->op == IR_RESHAPE && o->opnd[0] == x)
             return false;
@@ -363,15 +393,18 @@ static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
     return any_dot;
 }
 
-/* Whether the store expression x has only var.gets, constants, scalars
- * and fused elementwise ops (no tile read at the registers' elements: a
- * slice or shared tile there is left to the shared path). */
+/* Whether the store expression x has only var.gets, constants, scalars,
+ * broadcasts (x[:, None] of a slice reads its shared copy at the
+ * register's row; gpu_sync.c sees those reads) and fused elementwise ops;
+ * other shared tiles there are left to the shared path. */
 static bool plain_expr(const BkGpuEm *em, int x, int depth)
 {
     const IrInstr *in = &em->f->ins[x];
     if (depth > 16)
         return false;
     if (in->op == IR_VGET || in->op == IR_CONST || in->type.rank == 0)
+        return true;
+    if (em->virt[x] && in->op == IR_BCAST)
         return true;
     if (!em->virt[x] || !(ir_op_flags[in->op] & F_ELEM))
         return false;
@@ -880,7 +913,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     int n = f->nins;
     em->lay = calloc((size_t)n + 1, sizeof(int));
     em->cvt = calloc((size_t)n + 1, sizeof(bool));
-    em->vmma = calloc((size_t)f->nvars + 1, sizeof(BkGpuMma));
+    em->vmma = calloc((size_t)f->nvars + (size_t)n + 1, sizeof(BkGpuMma));
     em->mvar = malloc(sizeof(int) * ((size_t)n + 1));
     em->swz = calloc((size_t)n + 1, sizeof(bool));
     em->inblk = calloc((size_t)n + 1, sizeof(bool));
@@ -900,8 +933,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->mvar[i] = -1;
         em->spar[i] = -1;
     }
-    const char *e = getenv("BLKC_GPU_SMEM");
-    if (e && *e && strcmp(e, "0"))
+    if (smem_only())
         return 0;
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     for (int v = 0; v < f->nvars; v++) {
@@ -912,11 +944,6 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->vmma[v].on = true;
         em->group_m = GROUP_M; /* a dot loop: grouped program ids */
         var_mma(em, v, regof, fn, true);
-        if (em->dl->kind == BK_GPU_CUDA)
-            for (int i = 0; i < n; i++)
-                if (em->lay[i] == BK_LAY_MMA && f->ins[i].op == IR_DOT)
-                    for (int j = 0; j < 2; j++)
-                        em->swz[f->ins[i].opnd[j]] |= swz_ok(em, f->ins[i].opnd[j]);
         for (int i = 0; i < n; i++) {
             const IrInstr *in = &f->ins[i];
             if (!in->dead && regof[i] >= 0 && in->op == IR_VGET && in->param == v &&
@@ -929,11 +956,31 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             }
         }
     }
+    /* the other register dots: computed in registers, then converted to
+     * their shared tile (bk_gpu_mma_dot_value); operands swizzled */
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || !bk_gpu_dot_regs(em, i))
+            continue;
+        if (em->lay[i] != BK_LAY_MMA) {
+            BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
+            pick_grid(em, g, in->type.shape[0], in->type.shape[1]);
+            g->on = true;
+        }
+        for (int j = 0; j < 2 && em->dl->kind == BK_GPU_CUDA; j++) {
+            int x = in->opnd[j];
+            if (bk_gpu_dot_tsrc(em, x) >= 0)
+                x = bk_gpu_dot_tsrc(em, x);
+            em->swz[x] |= swz_ok(em, x);
+        }
+    }
     slices(em, regof);
     slice_vars(em, regof);
     slices(em, regof);
     blocked(em, regof);
     slice_cvts(em, regof);
+    for (int i = 0; i < n; i++) /* only shared tiles are stored swizzled */
+        em->swz[i] &= em->lay[i] == BK_LAY_SHARED;
     return 0;
 }
 
@@ -986,8 +1033,16 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "");
     } else if (em->cvt[id]) {
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
+    } else if (in->op == IR_DOT && em->vmma[BK_GPU_DOT_VAR(em, id)].on) {
+        const BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, id)];
+        snprintf(buf, n, "shared+%lld  ; computed in mma(%dx%d warps, %dx%d fragments of %dx%d, "
+                 "registers), convert mma -> shared", em->off[id], g->wm, g->wn, g->mt, g->nt,
+                 g->fm, g->fn);
+    } else if (em->virt[id] && in->op == IR_PERMUTE) {
+        snprintf(buf, n, "fused (the dots read %%%d transposed)", in->opnd[0]);
     } else if (em->inblk[id] && (ir_op_flags[in->op] & F_ELEM)) {
-        snprintf(buf, n, "shared+%lld  ; convert blocked -> shared", em->off[id]);
+        snprintf(buf, n, "shared+%lld%s  ; convert blocked -> shared", em->off[id],
+                 em->swz[id] ? ", swizzled" : "");
     } else if (em->virt[id]) {
         snprintf(buf, n, "fused (computed where read)");
     } else if (em->var_of[id] >= 0) {

@@ -572,10 +572,14 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
             for (int d = 0; d < v->ndims && ok; d++)
                 ok = v->d[d].kind != IDX_TILE && future_ok(em, v->d[d].val, fr, 0);
             bool feeds_dot = false;
-            for (int u = 0; u < f->nins && ok && !feeds_dot; u++)
-                feeds_dot = !f->ins[u].dead && f->ins[u].op == IR_DOT &&
-                            (f->ins[u].opnd[0] == id || f->ins[u].opnd[1] == id) &&
+            for (int u = 0; u < f->nins && ok && !feeds_dot; u++) {
+                const IrInstr *o = &f->ins[u];
+                int b = o->opnd[1]; /* dot(a, trans(load)) reads the load too */
+                feeds_dot = !o->dead && o->op == IR_DOT &&
+                            (o->opnd[0] == id || b == id ||
+                             (f->ins[b].op == IR_PERMUTE && f->ins[b].opnd[0] == id)) &&
                             em->pos[u] > em->pos[fr] && em->pos[u] <= em->end[fr];
+            }
             if (!ok || !feeds_dot)
                 continue;
             em->pipe[id] = fr;

@@ -47,12 +47,14 @@ static void reg_loop_open(BkGpuEm *em, int v)
     bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) {", regs(g));
     em->indent++;
     bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+    em->reg_var = v;
 }
 
 static void reg_loop_close(BkGpuEm *em)
 {
     em->indent--;
     bk_gpu_line(em, "}");
+    em->reg_var = -1;
 }
 
 /* " && vM[E]" for a mask tile at flat element E, " && vM" for a scalar */
@@ -165,7 +167,9 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     bk_gpu_line(em, "const int blk_r = blk_p + blk_j;");
     bk_gpu_line(em, "const long long blk_e = (long long)blk_row * %lld + blk_col + blk_j;", mg->N);
     bk_gpu_line(em, "(void)blk_r; (void)blk_e;");
+    em->reg_var = v;
     bk_gpu_read(em, x, "blk_e", rv, sizeof rv);
+    em->reg_var = -1;
     bk_gpu_to_s(cv, sizeof cv, pp->dtype, rv); /* rv: the C type (float) */
     bk_gpu_line(em, "blk_x[blk_j] = %s;", cv);
     em->indent--;
@@ -213,10 +217,12 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     char x[512], y[512], ia[256], ib[256];
     reg_loop_open(em, v);
     bk_gpu_line(em, "float blk_s = var%d[blk_r];", v);
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
     bk_gpu_swz_idx(em, in->opnd[0], "blk_row * K_ + k", ia, sizeof ia);
-    bk_gpu_swz_idx(em, in->opnd[1], "k * N_ + blk_col", ib, sizeof ib);
+    bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col",
+                   ib, sizeof ib);
     bk_gpu_read(em, in->opnd[0], ia, x, sizeof x);
-    bk_gpu_read(em, in->opnd[1], ib, y, sizeof y);
+    bk_gpu_read(em, t >= 0 ? t : in->opnd[1], ib, y, sizeof y);
     bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
     bk_gpu_line(em, "for (int k = 0; k < K_; k++)");
     bk_gpu_line(em, "    blk_s = blk_s + (float)%s * (float)%s;", x, y);
@@ -246,24 +252,38 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
     bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
+    /* B = trans(T), T[N][K] row-major: the 8x8 matrices are (n, k) blocks
+     * of T as they are (no .trans): lanes 8i..8i+7 give rows n of matrix
+     * i = (n-tile j + i / 2, k half i % 2), so b0/b1 = k 2q.., k 2q+8.. of
+     * column n = g, the fragment's */
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]), bs = t >= 0 ? t : in->opnd[1];
     if (g->nt >= 2) {
         bk_gpu_line(em, "#pragma unroll");
         bk_gpu_line(em, "for (int j = 0; j + 1 < %d; j += 2) {", g->nt);
         em->indent++;
         bk_gpu_line(em, "unsigned t[4];");
-        snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
-                 N, v);
-        bk_gpu_swz_idx(em, in->opnd[1], e, x, sizeof x);
-        bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, &blk_B[%s]);", x);
+        if (t >= 0)
+            snprintf(e, sizeof e, "(blk_wc%d + j * 8 + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + k + ((blk_lane >> 3) & 1) * 8",
+                     v, K);
+        else
+            snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
+                     N, v);
+        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x4%s(t, &blk_B[%s]);", t >= 0 ? "" : "_trans", x);
         bk_gpu_line(em, "b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];");
         em->indent--;
         bk_gpu_line(em, "}");
     }
     if (g->nt % 2) {
-        snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + %d", N, v,
-                 (g->nt - 1) * 8);
-        bk_gpu_swz_idx(em, in->opnd[1], e, x, sizeof x);
-        bk_gpu_line(em, "blk_ldmatrix_x2_trans(b[%d], &blk_B[%s]);", g->nt - 1, x);
+        if (t >= 0)
+            snprintf(e, sizeof e, "(blk_wc%d + %d + (blk_lane & 7)) * %lld + k + ((blk_lane >> 3) & 1) * 8",
+                     v, (g->nt - 1) * 8, K);
+        else
+            snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + %d", N, v,
+                     (g->nt - 1) * 8);
+        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x2%s(b[%d], &blk_B[%s]);", t >= 0 ? "" : "_trans",
+                    g->nt - 1, x);
     }
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
@@ -301,8 +321,12 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
                 v, fm, K);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
-    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr];",
-                N, v, fm);
+    if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0) /* B = trans(T): T[n][k..k+3] */
+        bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(blk_wc%d + i * %d + blk_fr) * %lld + k + blk_fk + j];",
+                    v, fm, K);
+    else
+        bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr];",
+                    N, v, fm);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
     bk_gpu_line(em, "    #pragma unroll");
@@ -318,16 +342,19 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "}");
 }
 
-void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
+/* The dot id accumulating into the registers of var (or pseudo-var) v. */
+static void dot_regs(BkGpuEm *em, int id, int v)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
     long long K = f->ins[in->opnd[0]].type.shape[1], N = in->type.shape[1];
     const char *st = bk_gpu_stype(f->ins[in->opnd[0]].type.dtype);
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
     bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
-                "operands from shared memory */", v);
+                "operands from shared memory%s */", v, t >= 0 ? ", b read transposed" : "");
     em->indent++;
-    bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0], in->opnd[1]);
+    bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0],
+                t >= 0 ? t : in->opnd[1]);
     bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
@@ -340,7 +367,60 @@ void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
     dsl_buf_printf(em->o, "#endif\n");
     em->indent--;
     bk_gpu_line(em, "}");
+}
+
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
+{
+    dot_regs(em, id, v);
     op_done(em);
+}
+
+/* A dot whose value is not an MMA var's: its registers (the layout of
+ * pseudo-var P) start from the accumulator operand, or 0; the dot
+ * accumulates into them, then each lane writes its registers into the
+ * value's shared tile (column pairs as one 8-byte store on CUDA). The
+ * caller owes the barrier after it. */
+void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int P = BK_GPU_DOT_VAR(em, id);
+    const BkGpuMma *g = &em->vmma[P];
+    bk_gpu_line(em, "{ /* v%d = dot in registers: mma(%dx%d warps, %dx%d fragments of %dx%d), "
+                "then convert mma -> shared */", id, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn);
+    em->indent++;
+    bk_gpu_line(em, "float var%d[%d];", P, regs(g));
+    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                P, g->wn, g->WM, P, g->wn, g->WN);
+    reg_loop_open(em, P);
+    if (in->opnd[2] >= 0) {
+        char idx[128], rv[BK_GPU_EXPR];
+        snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", g->N);
+        bk_gpu_read(em, in->opnd[2], idx, rv, sizeof rv);
+        bk_gpu_line(em, "var%d[blk_r] = %s;", P, rv);
+    } else {
+        bk_gpu_line(em, "var%d[blk_r] = 0.0f;", P);
+    }
+    reg_loop_close(em);
+    dot_regs(em, id, P);
+    if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+        char row[256], col[256], mt[64], nt[64], fi[64];
+        reg_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
+        bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", regs(g));
+        em->indent++;
+        bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+        bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+                    "(unsigned long long)__float_as_uint(var%d[blk_r + 1]) << 32 | __float_as_uint(var%d[blk_r]);",
+                    id, g->N, P, P);
+        reg_loop_close(em);
+    } else {
+        reg_loop_open(em, P);
+        bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, g->N, P);
+        reg_loop_close(em);
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
 }
 
 /* var.set v, x with x = E or add(E, dot(a, b)): E per register, then the

@@ -565,6 +565,11 @@ void bk_gpu_emit_dot(BkGpuEm *em, int id)
     d.abatch = at->rank == 3;
     d.bbatch = bt->rank == 3;
     decl_result(em, id);
+    if (em->vmma[BK_GPU_DOT_VAR(em, id)].on) { /* registers, then the tile */
+        bk_gpu_mma_dot_value(em, id);
+        sync(em);
+        return;
+    }
     bool same = at->dtype == bt->dtype;
     bool tc = false;
     const char *guard = NULL;

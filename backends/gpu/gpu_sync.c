@@ -60,6 +60,8 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
         r = em->alias[r];
     int sz = dsl_dtype_bytes(in->type.dtype);
     long long bytes = ir_numel(&in->type) * sz;
+    if (em->swz && em->swz[r])
+        map = 0; /* swizzled: element e's bytes are elsewhere */
     if (em->lay[r] == BK_LAY_BLOCKED)
         return; /* registers of the thread that owns the element */
     if (em->lay[r] == BK_LAY_SLICE) { /* registers; the copy by any thread */
@@ -82,8 +84,11 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
 static void reads(const BkGpuEm *em, Accs *s, int v, int map, int depth)
 {
     const IrInstr *in = &em->f->ins[v];
-    if (in->type.rank == 0 || em->lay[v] == BK_LAY_MMA)
-        return; /* scalars, registers */
+    if (in->type.rank == 0 || (em->lay[v] == BK_LAY_MMA && !em->virt[v]))
+        return; /* scalars, registers (an MMA var.get, a dot) */
+    if (em->lay[v] == BK_LAY_MMA)
+        map = 0; /* an expression per MMA register: its elements are the
+                  * lane's fragment elements, not the block-strided map */
     if (depth > 8) {
         s->bad = true;
         return;
@@ -91,7 +96,7 @@ static void reads(const BkGpuEm *em, Accs *s, int v, int map, int depth)
     if (em->virt[v]) {
         if (in->op == IR_CONST)
             return;
-        if (in->op == IR_BCAST) { /* the index changes: any thread */
+        if (in->op == IR_BCAST || in->op == IR_PERMUTE) { /* the index changes: any thread */
             reads(em, s, in->opnd[0], 0, depth + 1);
             return;
         }

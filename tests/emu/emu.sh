@@ -157,7 +157,7 @@ layouts)
         echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
       fi
       for o in $outs; do
-        "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" 1e-5 1e-5 >"$T/cmp" 2>&1 ||
+        "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
           { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
       done
       echo "ok $k on $dev"
@@ -171,6 +171,11 @@ layouts)
   lone tsl_rows "Y RS RM" M=7 N=250
   lone tsl_wide Y M=5 N=1001
   lone tsl_online Y M=19 N=75
+  # register dots: values converted to shared, trans(b), swizzled a
+  F=$SRC/tests/emu/tdotv.blk
+  lone tdv_tvar C M=100 N=100 K=72
+  LTOL="2e-3 2e-3" lone tdv_val "S O" M=70 N=100
+  F=$SRC/tests/emu/tslice.blk
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
     grep -Eq "$1" "$T/ir" || { echo "FAIL gpu-ir: no line matches '$1':"; cat "$T/ir"; fail=1; }
@@ -199,6 +204,12 @@ layouts)
       echo "ok $1 $2: $nb barriers, $ns shared tiles"
     fi
   done
+  "$BLKC" compile "$SRC/tests/emu/tdotv.blk" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
+  want 'permute %[0-9]+ perm\(1, 0\) : bf16\[32, 48\] @ fused \(the dots read %[0-9]+ transposed\)'
+  want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 48\] @ mma\(2x2 warps, 2x3 fragments of 16x8, registers\)$'
+  want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 64\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 2x4 fragments of 16x8, registers\), convert mma -> shared'
+  want 'cvt %[0-9]+ : f16\[64, 64\] @ shared\+[0-9]+, swizzled'
+  want 'load K\[.*\] : f16\[64, 32\] @ shared\+[0-9]+, swizzled'
   F=$SRC/tests/emu/tblocked.blk
   # the layouts chosen: registers where every read is the owner's element
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
