@@ -284,7 +284,7 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
  * -1 if none */
 int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
 /* Whether dot id runs on the tensor-core register path (gpu_mma.c): a
- * 2-D f16/bf16 dot with an f32 result whose tile a warp grid of whole
+ * 2-D f16/bf16/f32 dot with an f32 result whose tile a warp grid of whole
  * fragments covers. Either an MMA var's dot, or a dot computed in
  * registers and converted to its shared tile (bk_gpu_mma_dot_value). */
 bool bk_gpu_dot_regs(const BkGpuEm *em, int id);

@@ -91,17 +91,26 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
     if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
-    if (at->dtype != bt->dtype || (at->dtype != DT_F16 && at->dtype != DT_BF16) ||
-        in->type.dtype != DT_F32)
+    if (at->dtype != bt->dtype || in->type.dtype != DT_F32)
+        return false;
+    /* k steps: 16 (f16 / bf16), 8 (f32 as 3xTF32 m16n8k8), 4 (f32 MFMA 16x16x4) */
+    int ks = at->dtype == DT_F32 ? (em->dl->kind == BK_GPU_CUDA ? 8 : 4) : 16;
+    if (at->dtype != DT_F16 && at->dtype != DT_BF16 && at->dtype != DT_F32)
         return false;
     return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
-           at->shape[1] % 16 == 0;
+           at->shape[1] % ks == 0;
+}
+
+/* Whether register dot id (dot_ok) has f32 operands. */
+static bool dot_f32(const BkGpuEm *em, int id)
+{
+    return em->f->ins[em->f->ins[id].opnd[0]].type.dtype == DT_F32;
 }
 
 /* The warp grid for an M x N accumulator: every warp owns a block of
  * whole fragments; the squarest block (fewest operand fragments loaded
  * per k step). 0 when none fits. */
-static int pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N)
+static int pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32)
 {
     int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     long long best = -1;
@@ -126,10 +135,11 @@ static int pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N)
     }
     if (best < 0)
         return 0;
-    /* HIP: MFMA 32x32x8 where the warp tile holds whole 32x32 fragments:
+    /* HIP: MFMA 32x32x8 where the warp tile holds whole 32x32 fragments
+     * (16-bit operands; f32 dots keep 16x16x4):
      * the same operand loads per warp tile and the same CDNA2 matrix rate,
      * half the MFMA instructions issued (16K FLOP each, 16x16x16: 8K) */
-    if (em->dl->kind == BK_GPU_HIP && g->WM % 32 == 0 && g->WN % 32 == 0)
+    if (em->dl->kind == BK_GPU_HIP && g->WM % 32 == 0 && g->WN % 32 == 0 && !f32)
         fm = fn = 32;
     g->fm = fm;
     g->fn = fn;
@@ -156,7 +166,7 @@ bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
         return false;
     if (!dot_ok(em, id, em->dl->kind == BK_GPU_CUDA ? 8 : 16))
         return false;
-    return pick_grid(em, &g, in->type.shape[0], in->type.shape[1]) != 0;
+    return pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id)) != 0;
 }
 
 int bk_gpu_dot_tsrc(const BkGpuEm *em, int x)
@@ -376,6 +386,21 @@ void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n
         snprintf(buf, n, "blk_swz(%s, %d, 8, %d, %d)", e, C, rpl, pm);
     else
         snprintf(buf, n, "%s", e);
+}
+
+/* Whether a dot var v's var.sets accumulate has f32 operands. */
+static bool var_f32(const BkGpuEm *em, int v, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int s = 0; s < f->nins; s++) {
+        int rest, d;
+        if (f->ins[s].dead || regof[s] < 0 || f->ins[s].op != IR_VSET || f->ins[s].param != v)
+            continue;
+        d = bk_gpu_set_dot(em, f->ins[s].opnd[0], &rest);
+        if (d >= 0 && dot_f32(em, d))
+            return true;
+    }
+    return false;
 }
 
 /* Whether var v can be MMA (at least one var.set accumulates a dot). */
@@ -939,7 +964,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
         if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false) ||
-            !pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1]))
+            !pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], var_f32(em, v, regof)))
             continue;
         em->vmma[v].on = true;
         em->group_m = GROUP_M; /* a dot loop: grouped program ids */
@@ -964,7 +989,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             continue;
         if (em->lay[i] != BK_LAY_MMA) {
             BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
-            pick_grid(em, g, in->type.shape[0], in->type.shape[1]);
+            pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
             g->on = true;
         }
         for (int j = 0; j < 2 && em->dl->kind == BK_GPU_CUDA; j++) {

@@ -2,7 +2,8 @@
  * tile var held in registers across loop iterations as tensor-core
  * accumulator fragments, the `dot`s that accumulate into it in place
  * (operands from shared memory through ldmatrix -> mma.sync on CUDA sm_80+,
- * LDS -> MFMA 16x16x16 on gfx90a; an FMA loop per register otherwise), its
+ * LDS -> MFMA 16x16x16 / 32x32x8 on gfx90a; f32 operands as 3xTF32
+ * m16n8k8 / MFMA 16x16x4; an FMA loop per register otherwise), its
  * var.set of a splat constant, the store of the var to global memory from
  * the registers (the epilogue), and the one conversion MMA -> shared of a
  * var.get that needs the tile in shared memory.
@@ -294,6 +295,91 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "}");
 }
 
+/* CUDA, f32 operands: per k step of 8, 3xTF32 (x = hi + lo, both tf32;
+ * a*b ~ lo*hi + hi*lo + hi*hi keeps f32 accuracy) on mma.sync m16n8k8.
+ * PTX ISA fragments of m16n8k8 .tf32: a0..a3 = A (g, q), (g + 8, q),
+ * (g, q + 4), (g + 8, q + 4); b0, b1 = B (k q, n g), (k q + 4, n g);
+ * g = lane / 4, q = lane % 4. Operands read element by element. */
+static void dot_tf32(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    char b0[256], b1[256];
+    if (t >= 0) { /* B = trans(T): T[n][k] */
+        snprintf(b0, sizeof b0, "blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + blk_q]", v, K);
+        snprintf(b1, sizeof b1, "blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + blk_q + 4]", v, K);
+    } else {
+        snprintf(b0, sizeof b0, "blk_B[(k + blk_q) * %lld + blk_wc%d + j * 8 + blk_g]", N, v);
+        snprintf(b1, sizeof b1, "blk_B[(k + blk_q + 4) * %lld + blk_wc%d + j * 8 + blk_g]", N, v);
+    }
+    bk_gpu_line(em, "const int blk_g = blk_lane >> 2, blk_q = blk_lane & 3;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 8) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned ah[%d][4], al[%d][4], bh[%d][2], bl[%d][2];", g->mt, g->mt,
+                g->nt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) {", g->mt);
+    bk_gpu_line(em, "    const float *r = &blk_A[(blk_wr%d + i * 16 + blk_g) * %lld + k + blk_q];", v, K);
+    bk_gpu_line(em, "    blk_tf32_split(r[0], ah[i][0], al[i][0]);");
+    bk_gpu_line(em, "    blk_tf32_split(r[8 * %lld], ah[i][1], al[i][1]);", K);
+    bk_gpu_line(em, "    blk_tf32_split(r[4], ah[i][2], al[i][2]);");
+    bk_gpu_line(em, "    blk_tf32_split(r[8 * %lld + 4], ah[i][3], al[i][3]);", K);
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "    blk_tf32_split(%s, bh[j][0], bl[j][0]);", b0);
+    bk_gpu_line(em, "    blk_tf32_split(%s, bh[j][1], bl[j][1]);", b1);
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 4];", v, g->nt);
+    bk_gpu_line(em, "        blk_mma_tf32(c, al[i], bh[j]);");
+    bk_gpu_line(em, "        blk_mma_tf32(c, ah[i], bl[j]);");
+    bk_gpu_line(em, "        blk_mma_tf32(c, ah[i], bh[j]);");
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* HIP, f32 operands: v_mfma_f32_16x16x4f32 per 16x16 fragment (AMD
+ * CDNA2 ISA): lane l gives A row l%16, k l/16 and B column l%16, the same
+ * k; k steps of 4; the accumulator layout of 16x16x16. */
+static void dot_mfma_f32(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    bk_gpu_line(em, "const int blk_fr = blk_lane & 15, blk_fk = blk_lane >> 4;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 4) {", K);
+    em->indent++;
+    bk_gpu_line(em, "float a[%d], b[%d];", g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) a[i] = blk_A[(blk_wr%d + i * 16 + blk_fr) * %lld + k + blk_fk];",
+                g->mt, v, K);
+    bk_gpu_line(em, "#pragma unroll");
+    if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0)
+        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = blk_B[(blk_wc%d + j * 16 + blk_fr) * %lld + k + blk_fk];",
+                    g->nt, v, K);
+    else
+        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = blk_B[(k + blk_fk) * %lld + blk_wc%d + j * 16 + blk_fr];",
+                    g->nt, N, v);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 4];", v, g->nt);
+    bk_gpu_line(em, "        blk_float4 cc = {c[0], c[1], c[2], c[3]};");
+    bk_gpu_line(em, "        cc = blk_mfma_16x16x4_f32(a[i], b[j], cc);");
+    bk_gpu_line(em, "        for (int e = 0; e < 4; e++) c[e] = cc[e];");
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 /* HIP: one MFMA per fragment (AMD CDNA2 ISA). 16x16 fragments use
  * v_mfma_f32_16x16x16{f16,bf16_1k}: lane l reads A row l%16, k 4(l/16)..+3
  * and B column l%16, the same k; 4 accumulators, k step 16. 32x32 fragments
@@ -358,10 +444,11 @@ static void dot_regs(BkGpuEm *em, int id, int v)
     bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
+    bool f32 = f->ins[in->opnd[0]].type.dtype == DT_F32;
     if (cuda)
-        dot_mma(em, id, v, K, N);
+        (f32 ? dot_tf32 : dot_mma)(em, id, v, K, N);
     else
-        dot_mfma(em, id, v, K, N);
+        (f32 ? dot_mfma_f32 : dot_mfma)(em, id, v, K, N);
     dsl_buf_printf(em->o, "#else\n");
     dot_fma(em, id, v, K, N);
     dsl_buf_printf(em->o, "#endif\n");
