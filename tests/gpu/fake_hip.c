@@ -7,9 +7,12 @@
  * blk_sig_add, recognised by name, arguments read from the packed buffer
  * of hipModuleLaunchKernel's `extra`); any other launch fails with
  * hipErrorNotSupported. Like ROCm 5's libamdhip64 it also carries hiprtc,
- * whose fake "code object" is the source text: the HIP source of a module
- * or of the notify kernels is accepted, never compiled (a real libhiprtc.so
- * found first compiles it; hipModuleLoadData takes either).
+ * whose fake "code object" is the source text behind a marker line: the
+ * HIP source of a module or of the notify kernels is accepted, never
+ * compiled. A real libhiprtc.so found first compiles it (gpu_ranks.sh
+ * does that when the machine has one); hipModuleLoadData takes the fake
+ * hiprtc's text or an AMD GPU ELF (e_machine EM_AMDGPU) and refuses
+ * anything else (hipErrorInvalidImage).
  * $FAKE_HIP_DEVICES sets the number of devices (default 1), $FAKE_HIP_ARCH
  * the gfx arch (default gfx90a). hipDeviceEnablePeerAccess checks that the
  * peer is another device of this process. Nothing about real HIP
@@ -23,7 +26,7 @@ typedef int hipError_t;
 
 enum {
     OK = 0, BAD_VALUE = 1, NO_DEVICE = 100, BAD_DEVICE = 101,
-    NOT_SUPPORTED = 801,
+    BAD_IMAGE = 200, NOT_SUPPORTED = 801,
 };
 
 #define API __attribute__((visibility("default")))
@@ -75,15 +78,19 @@ P(hipError_t, hipGetDeviceProperties, void *props, int d)
 
 typedef struct FakeProg { char *code; } FakeProg;
 
+static const char fake_marker[] = "// fake hiprtc: not compiled\n";
+
 P(int, hiprtcCreateProgram, FakeProg **prog, const char *src, const char *name,
   int nh, const char **headers, const char **names)
 {
     (void)name; (void)nh; (void)headers; (void)names;
     FakeProg *p = calloc(1, sizeof *p);
-    if (!p || !(p->code = strdup(src))) {
+    size_t n = strlen(fake_marker) + strlen(src) + 1;
+    if (!p || !(p->code = malloc(n))) {
         free(p);
         return 1;
     }
+    snprintf(p->code, n, "%s%s", fake_marker, src);
     *prog = p;
     return 0;
 }
@@ -128,8 +135,14 @@ static int nloads; /* module N is (void *)N (atomic) */
 
 P(hipError_t, hipModuleLoadData, void **m, const void *img)
 {
-    if (!img)
+    const unsigned char *p = img;
+    uint16_t machine = 0;
+    if (!p)
         return BAD_VALUE;
+    if (!memcmp(p, "\177ELF", 4))
+        memcpy(&machine, p + 18, 2);
+    if (machine != 224 /* EM_AMDGPU */ && strncmp(img, fake_marker, strlen(fake_marker)))
+        return BAD_IMAGE;
     *m = (void *)(intptr_t)__atomic_add_fetch(&nloads, 1, __ATOMIC_RELAXED);
     return OK;
 }
@@ -256,5 +269,6 @@ P(const char *, hipGetErrorString, hipError_t r)
     return r == NOT_SUPPORTED ? "operation not supported (fake HIP runs no kernels)"
          : r == BAD_DEVICE ? "invalid device ordinal (fake HIP)"
          : r == BAD_VALUE ? "invalid argument (fake HIP)"
+         : r == BAD_IMAGE ? "not an AMD GPU code object (fake HIP)"
                           : "fake HIP error";
 }

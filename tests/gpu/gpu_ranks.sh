@@ -187,6 +187,25 @@ if [ -n "$FAKE" ]; then
     run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device="$DEV"
   expect_fail fake_kernel_in_device "rank [01]: .*launch sig_barrier: $VN: $LAUNCH failed: operation not supported" \
     run "$LIB/allreduce.blk" --entry=allreduce_oneshot N=100 op=0 --ranks=2 --device="$DEV"
+  # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
+  # libamdhip64.so.5 that carries it) compiles the notify kernels and a
+  # module into real code objects, which the fake checks are AMD GPU ELF
+  if [ "$VENDOR" = hip ]; then
+    RTC=
+    for lib in $(ldconfig -p 2>/dev/null | awk '/libhiprtc\.so|libamdhip64\.so\./ {print $NF}'); do
+      if nm -D --defined-only "$lib" 2>/dev/null | grep -q " hiprtcCreateProgram\(@\|$\)"; then RTC=$lib; break; fi
+    done
+    if [ -z "$RTC" ]; then
+      echo "skip real_hiprtc: no hiprtc here"
+    else
+      mkdir -p "$T/rtc" && ln -sf "$RTC" "$T/rtc/libhiprtc.so"
+      LD_LIBRARY_PATH=$FAKE:$T/rtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        run_case "real_hiprtc.r2" 2 "$G" "0 0" y --entry=ring_push N=300
+      LD_LIBRARY_PATH=$FAKE:$T/rtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        expect_fail real_hiprtc_kernel "rank [01]: launch vadd: $VN: $LAUNCH failed: operation not supported" \
+        run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device="$DEV"
+    fi
+  fi
 else
   # the NCCL path: forced on one rank (NCCL refuses two ranks on one GPU);
   # with one GPU per rank (several GPUs) the 2-rank cases above used it
