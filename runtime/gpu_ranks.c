@@ -11,7 +11,8 @@
  * waits with the rank); copies and notifies stay queued. A notify is a
  * one-thread kernel (hand-written below, PTX for CUDA and HIP C for HIP,
  * compiled for the device's gfx arch: a system-scope fence and a release
- * store or atomic add), so it lands after the copy queued before it. A wait from a device function polls the cell from the host with the
+ * store or atomic add), so it lands after the copy queued before it. A
+ * wait from a device function polls the cell from the host with the
  * timeout of ranks.h, and gives up when another rank fails. */
 #include "gpu_ranks.h"
 
