@@ -98,5 +98,11 @@ extern const BkBackend bk_cpu_backend;   /* stages: llvm, llvm-unopt, asm, obj *
 /* ------------------------------------------------------------ cuda/, hip/ */
 extern const BkBackend bk_cuda_backend;  /* stages: cuda, ptx, cubin */
 extern const BkBackend bk_hip_backend;   /* stages: hip, hsaco */
+/* HIP C source -> a code object for arch, compiled as the hsaco stage
+ * compiles a module (hiprtc, else hipcc --genco): 0, or -1 with err ("HIP
+ * not found ..." when neither is there). For hand-written kernels (the
+ * notify kernels of runtime/gpu_ranks.c). */
+int bk_hip_compile(const char *src, const char *arch, DslBuf *out, char *err,
+                   size_t errlen);
 
 #endif

@@ -4,7 +4,8 @@
  *
  *   gpu_cuda.c    the CUDA driver API table (primary context, cubin/PTX
  *                 modules, memory, streams, events, cuLaunchKernel)
- *   gpu_hip.c     the HIP table (hipModuleLoadData, hipModuleLaunchKernel)
+ *   gpu_hip.c     the HIP table (hipModuleLoadData, hipModuleLaunchKernel,
+ *                 streams, peer access and IPC handles for GPU ranks)
  *   gpu_launch.c  devices by name, modules (emit with the cuda/hip backend,
  *                 compile with NVRTC/hiprtc, load), argument checks and
  *                 packing (the kernel ABI of backends/gpu/gpu_emit.h), the
@@ -180,7 +181,7 @@ typedef struct RtGpuOps {
     void (*ipc_close)(void *dev, uint64_t dptr);
 } RtGpuOps;
 
-#define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE */
+#define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE */
 
 const RtGpuOps *rt_gpu_cuda_ops(void); /* gpu_cuda.c */
 /* An opened device's driver table and driver state (gpu_ranks.c). */

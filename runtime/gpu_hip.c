@@ -1,9 +1,11 @@
 /* gpu_hip.c — the HIP runtime, loaded with dlopen("libamdhip64.so") on
  * first use: code objects through hipModuleLoadData, memory, events and
  * hipModuleLaunchKernel (arguments as one packed buffer through `extra`,
- * which every ROCm version accepts). Nothing links libamdhip64; without it
- * (or without a device) open() fails with -2 and a clear message. Every
- * call first selects the device on the calling thread. */
+ * which every ROCm version accepts), and what GPU ranks need (gpu_ranks.c:
+ * non-blocking streams, hipMemcpyAsync between device addresses, peer
+ * access, IPC handles). Nothing links libamdhip64; without it (or without
+ * a device) open() fails with -2 and a clear message. Every call first
+ * selects the device on the calling thread. */
 #include "gpu.h"
 
 #include <dlfcn.h>
@@ -17,10 +19,15 @@ typedef void *hipModule_t;
 typedef void *hipFunction_t;
 typedef void *hipStream_t;
 typedef void *hipEvent_t;
+typedef struct { char reserved[RT_GPU_IPC_BYTES]; } hipIpcMemHandle_t; /* HIP_IPC_HANDLE_SIZE */
 
 enum {
     HIP_SUCCESS = 0,
     HIP_ATTR_CLOCK_INSTRUCTION_RATE = 10000, /* hipDeviceAttributeClockInstructionRate */
+    HIP_ERROR_INVALID_VALUE = 1,             /* hipErrorInvalidValue */
+    HIP_ERROR_PEER_ENABLED = 704,            /* hipErrorPeerAccessAlreadyEnabled */
+    HIP_STREAM_NON_BLOCKING = 1,             /* hipStreamNonBlocking */
+    HIP_MEMCPY_DEFAULT = 4,                  /* hipMemcpyDefault: kind from the addresses */
 };
 #define HIP_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define HIP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
@@ -52,6 +59,13 @@ static struct {
     hipError_t (*ev_sync)(hipEvent_t);
     hipError_t (*ev_ms)(float *, hipEvent_t, hipEvent_t);
     const char *(*errstr)(hipError_t);
+    hipError_t (*stream_new)(hipStream_t *, unsigned);
+    hipError_t (*stream_free)(hipStream_t);
+    hipError_t (*copy_async)(void *, const void *, size_t, int, hipStream_t);
+    hipError_t (*peer_enable)(int, unsigned);
+    hipError_t (*ipc_get)(hipIpcMemHandle_t *, void *);
+    hipError_t (*ipc_open)(void **, hipIpcMemHandle_t, unsigned);
+    hipError_t (*ipc_close)(void *);
 } hp;
 static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
 
@@ -98,6 +112,13 @@ static void hp_load(void)
     SYM(ev_sync, "hipEventSynchronize");
     SYM(ev_ms, "hipEventElapsedTime");
     SYM(errstr, "hipGetErrorString");
+    SYM(stream_new, "hipStreamCreateWithFlags");
+    SYM(stream_free, "hipStreamDestroy");
+    SYM(copy_async, "hipMemcpyAsync");
+    SYM(peer_enable, "hipDeviceEnablePeerAccess");
+    SYM(ipc_get, "hipIpcGetMemHandle");
+    SYM(ipc_open, "hipIpcOpenMemHandle");
+    SYM(ipc_close, "hipIpcCloseMemHandle");
 #undef SYM
 }
 
@@ -345,11 +366,100 @@ static int h_event_ms(void *dev, void *a, void *b, float *ms, char *err,
     return 0;
 }
 
+static int h_count(int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    if (!hp.lib) {
+        snprintf(err, errlen, "%s", hp.why[0] ? hp.why : "HIP runtime not loaded");
+        return -1;
+    }
+    CK(hp.count(n), "hipGetDeviceCount");
+    return 0;
+}
+
+static int h_stream_new(void *dev, void **stream, char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    CK(hp.stream_new((hipStream_t *)stream, HIP_STREAM_NON_BLOCKING),
+       "hipStreamCreateWithFlags");
+    return 0;
+}
+
+static void h_stream_free(void *dev, void *stream)
+{
+    char err[256]; /* discarded: a failed cleanup has no one to tell */
+    if (stream && !cur(dev, err, sizeof err))
+        hp.stream_free(stream);
+}
+
+/* hipMemcpyDefault: the runtime tells device from peer memory by address
+ * (unified addressing), as cuMemcpyAsync does */
+static int h_copy_async(void *dev, uint64_t dst, uint64_t src, size_t n,
+                        void *stream, char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    if (n)
+        CK(hp.copy_async((void *)(uintptr_t)dst, (const void *)(uintptr_t)src,
+                         n, HIP_MEMCPY_DEFAULT, stream),
+           "hipMemcpyAsync");
+    return 0;
+}
+
+static int h_peer_enable(void *dev, void *peer, char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    hipError_t r = hp.peer_enable(((HipDev *)peer)->id, 0);
+    if (r != HIP_SUCCESS && r != HIP_ERROR_PEER_ENABLED)
+        return hp_fail(r, "hipDeviceEnablePeerAccess", err, errlen);
+    return 0;
+}
+
+static int h_ipc_get(void *dev, uint64_t dptr, void *handle, char *err,
+                     size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    hipIpcMemHandle_t h;
+    CK(hp.ipc_get(&h, (void *)(uintptr_t)dptr), "hipIpcGetMemHandle");
+    memcpy(handle, &h, sizeof h);
+    return 0;
+}
+
+/* hipIpcOpenMemHandle accepts exactly hipIpcMemLazyEnablePeerAccess,
+ * which is 0x01 since ROCm 6 and was 0 before: the one, then the other */
+static int h_ipc_open(void *dev, const void *handle, uint64_t *dptr,
+                      char *err, size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    hipIpcMemHandle_t h;
+    memcpy(&h, handle, sizeof h);
+    void *p = NULL;
+    hipError_t r = hp.ipc_open(&p, h, 1);
+    if (r == HIP_ERROR_INVALID_VALUE)
+        r = hp.ipc_open(&p, h, 0);
+    if (r != HIP_SUCCESS)
+        return hp_fail(r, "hipIpcOpenMemHandle", err, errlen);
+    *dptr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
+static void h_ipc_close(void *dev, uint64_t dptr)
+{
+    char err[256]; /* discarded: a failed cleanup has no one to tell */
+    if (dptr && !cur(dev, err, sizeof err))
+        hp.ipc_close((void *)(uintptr_t)dptr);
+}
+
 static const RtGpuOps hip_ops = {
     "HIP", kDLROCM, h_open, h_close, h_alloc, h_free, h_h2d, h_d2h, h_zero,
     h_load, h_unload, h_function, h_launch, h_sync, h_event_new,
-    h_event_free, h_event_record, h_event_ms,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* GPU ranks: not on HIP yet */
+    h_event_free, h_event_record, h_event_ms, h_count, h_stream_new,
+    h_stream_free, h_copy_async, h_peer_enable, h_ipc_get, h_ipc_open,
+    h_ipc_close,
 };
 
 const RtGpuOps *rt_gpu_hip_ops(void)

@@ -9,9 +9,10 @@
  * wait for it); an async block gets a second stream that first waits for
  * the parent's. Kernel launches wait for the kernel (to report timed-out
  * waits with the rank); copies and notifies stay queued. A notify is a
- * one-thread kernel (hand-written PTX below: a system-scope fence and a
- * release store or atomic add), so it lands after the copy queued before
- * it. A wait from a device function polls the cell from the host with the
+ * one-thread kernel (hand-written below, PTX for CUDA and HIP C for HIP,
+ * compiled for the device's gfx arch: a system-scope fence and a release
+ * store or atomic add), so it lands after the copy queued before it. A
+ * wait from a device function polls the cell from the host with the
  * timeout of ranks.h, and gives up when another rank fails. */
 #include "gpu_ranks.h"
 
@@ -34,6 +35,18 @@ static const char sig_ptx[] =
     "    ld.param.u64 %rd1, [cell];\n    ld.param.u64 %rd2, [v];\n"
     "    cvta.to.global.u64 %rd1, %rd1;\n    fence.sc.sys;\n"
     "    atom.release.sys.global.add.u64 %rd3, [%rd1], %rd2;\n    ret;\n}\n";
+/* the same for HIP (hiprtc or hipcc --genco): __threadfence_system is a
+ * system-scope seq_cst fence, and the generic __atomic builtins are
+ * system-scope on AMD GPUs (as blk_sig_set / blk_sig_add of the HIP
+ * prelude, backends/hip/hip.c) */
+static const char sig_hip[] =
+    "#if !defined(__HIPCC_RTC__)\n#include <hip/hip_runtime.h>\n#endif\n"
+    "extern \"C\" __global__ void blk_sig_set(unsigned long long *cell, "
+    "unsigned long long v)\n{\n"
+    "    __threadfence_system();\n    __atomic_store_n(cell, v, __ATOMIC_RELEASE);\n}\n"
+    "extern \"C\" __global__ void blk_sig_add(unsigned long long *cell, "
+    "unsigned long long v)\n{\n"
+    "    __threadfence_system();\n    __atomic_fetch_add(cell, v, __ATOMIC_RELEASE);\n}\n";
 
 #define DEV(c) rt_gpu_dev((c)->k->d->g)
 #define U64(p) ((uint64_t)(uintptr_t)(p))
@@ -272,12 +285,12 @@ int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op)
     char err[512];
     if (!cell)
         return rt_rank_fail(r, "notify: the signal is not on the symmetric heap");
-    uint64_t a = U64(cell);
-    void *params[2] = {&a, &v};
+    uint64_t pk[2] = {U64(cell), v}; /* packed (HIP), and each (CUDA) */
+    void *params[2] = {&pk[0], &pk[1]};
     static const int64_t one[3] = {1, 1, 1};
     if (c->w->ops->launch(rt_gpu_dev(d->g), op == RT_SIG_ADD ? d->sig_add
                                                             : d->sig_set,
-                          one, 1, 0, c->stream, params, NULL, 0, err,
+                          one, 1, 0, c->stream, params, pk, sizeof pk, err,
                           sizeof err))
         return rt_gpur_fail(r, err);
     return 0;
@@ -370,7 +383,7 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
                           &lo);
 }
 
-/* mpirun: every process maps the others' heaps (CUDA IPC handles,
+/* mpirun: every process maps the others' heaps (CUDA / HIP IPC handles,
  * gathered over the host world) and fills its heap table. */
 static int ipc_exchange(RtGpuWorld *w, RtRank *r)
 {
@@ -531,6 +544,36 @@ static void world_free(RtGpuWorld *w)
     free(w);
 }
 
+/* The notify kernels' image for device g: the PTX above, or sig_hip
+ * compiled for g's arch into *hsaco (kept for the next device of the same
+ * arch, *arch). */
+static blkc_status sig_image(RtGpuWorld *w, RtGpu *g, DslBuf *hsaco,
+                             char *arch, size_t archlen, const void **img,
+                             size_t *n, char *err, size_t errlen)
+{
+    if (w->t != BLKC_TARGET_HIP) {
+        *img = sig_ptx;
+        *n = sizeof sig_ptx;
+        return BLKC_OK;
+    }
+    if (!hsaco->len || strcmp(arch, rt_gpu_arch(g))) {
+        char e[2048] = "";
+        dsl_buf_free(hsaco);
+        memset(hsaco, 0, sizeof *hsaco);
+        snprintf(arch, archlen, "%s", rt_gpu_arch(g));
+        if (bk_hip_compile(sig_hip, arch, hsaco, e, sizeof e) || !hsaco->len) {
+            arch[0] = 0;
+            return rt_fail(strstr(e, "not found") ? BLKC_ERR_UNSUPPORTED
+                                                  : BLKC_ERR_RUNTIME,
+                           err, errlen, "compiling the notify kernels for "
+                           "%s: %s", rt_gpu_arch(g), e[0] ? e : "no code");
+        }
+    }
+    *img = hsaco->data;
+    *n = hsaco->len;
+    return BLKC_OK;
+}
+
 /* Open the devices, load the modules, allocate the heaps and tables. */
 static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
                                char *err, size_t errlen)
@@ -564,16 +607,25 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
                                               rt_gpu_dev(w->devs[j].g), err,
                                               errlen))
                 st = BLKC_ERR_RUNTIME;
+    DslBuf hsaco;
+    char hsaco_arch[32] = "";
+    memset(&hsaco, 0, sizeof hsaco);
     for (int j = 0; j < w->ndev && st == BLKC_OK; j++) {
         RtGpurDev *d = &w->devs[j];
         void *dev = rt_gpu_dev(d->g);
+        const void *img = NULL;
+        size_t len = 0;
         st = rt_gpu_module_load(d->g, w->pm.ir, &d->gm, err, errlen);
+        if (st == BLKC_OK)
+            st = sig_image(w, d->g, &hsaco, hsaco_arch, sizeof hsaco_arch,
+                           &img, &len, err, errlen);
         if (st == BLKC_OK &&
-            (w->ops->load(dev, sig_ptx, sizeof sig_ptx, &d->sig_mod, err, errlen) ||
+            (w->ops->load(dev, img, len, &d->sig_mod, err, errlen) ||
              w->ops->function(dev, d->sig_mod, "blk_sig_set", 0, &d->sig_set, err, errlen) ||
              w->ops->function(dev, d->sig_mod, "blk_sig_add", 0, &d->sig_add, err, errlen)))
             st = BLKC_ERR_RUNTIME;
     }
+    dsl_buf_free(&hsaco);
     int64_t *bases = calloc((size_t)w->nranks, sizeof *bases);
     if (st == BLKC_OK && !bases)
         st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
@@ -624,8 +676,8 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
         (mpi && !ops->ipc_get)) {
         rt_gpu_close(first);
         return rt_fail(BLKC_ERR_UNSUPPORTED, err, errlen, "GPU ranks (--ranks "
-                       "or a device function) are not implemented on %s yet; "
-                       "use cuda or cpu", ops->vendor);
+                       "or a device function) are not implemented on %s; "
+                       "use cuda, hip or cpu", ops->vendor);
     }
     RtGpuWorld *w = calloc(1, sizeof *w);
     if (!w) {

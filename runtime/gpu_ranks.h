@@ -17,8 +17,10 @@
  *
  * Under mpirun (rt_mpi_launch_size() > 1) each process runs its own rank
  * on device (N + rank) % ndevices over the MPI host world, and maps the
- * other processes' heaps with CUDA IPC handles.
- * CUDA only for now: on hip the run fails with a clear message.
+ * other processes' heaps with CUDA / HIP IPC handles.
+ * The same on hip:N (gpu_hip.c, RCCL instead of NCCL); a driver table
+ * without the GPU-ranks entries (the emulated devices) fails with a clear
+ * message. Tested over fake drivers (tests/gpu/fake_cuda.c, fake_hip.c).
  * Never run on a GPU (see docs/device.md). Prefix rt_gpur_. */
 #ifndef BLKC_GPU_RANKS_H
 #define BLKC_GPU_RANKS_H
@@ -49,10 +51,12 @@ int rt_plan_span_runs(const RtPlanSpan *d, const RtPlanSpan *s, int esz,
                       int (*copy)(void *ctx, char *dp, char *sp, size_t bytes), void *ctx);
 
 /* Run entry fi (kernel or device function) of pm->ir on nranks GPU ranks
- * of `device` ("cuda:0"): inputs are host buffers as for rt_plan_run; every
- * tensor is copied to its rank's device (symmetric ones onto the heap),
- * and back after the run. Returns BLKC_OK, BLKC_ERR_UNSUPPORTED (no
- * driver, no device, hip) or another error with the message in err. */
+ * of `device` ("cuda:0", "hip:0"): inputs are host buffers as for
+ * rt_plan_run; every tensor is copied to its rank's device (symmetric ones
+ * onto the heap), and back after the run. Returns BLKC_OK,
+ * BLKC_ERR_UNSUPPORTED (no driver, no device, no HIP compiler for the
+ * notify kernels, an emulated device) or another error with the message
+ * in err. */
 blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
                         RtPlanArg *const *args, const int64_t *grid,
                         const char *device, char *err, size_t errlen);

@@ -3,7 +3,8 @@
  * and compilation to an AMD code object with hiprtc (dlopen: libhiprtc.so,
  * or libamdhip64.so which carries hiprtc in ROCm 5), falling back to
  * `hipcc --genco --offload-arch=ARCH` when hiprtc is absent or fails to
- * start. The build links no HIP library.
+ * start (also for hand-written source: bk_hip_compile). The build links
+ * no HIP library.
  *
  * Stages: "gpu-ir" (Core IR with the GPU layouts), "hip" (HIP C text), "hsaco" (the default: a code object).
  * --arch defaults to gfx90a. */
@@ -292,6 +293,20 @@ done:
     return rc;
 }
 
+int bk_hip_compile(const char *src, const char *arch, DslBuf *out, char *err,
+                   size_t errlen)
+{
+    int rc = 1;
+    const char *force = getenv("BLKC_HIP_USE_HIPCC");
+    if (!(force && *force == '1'))
+        rc = hiprtc_compile(src, arch, out, err, errlen);
+    if (rc == 1) { /* hiprtc absent or unusable: the offline compiler */
+        out->len = 0;
+        rc = hipcc_compile(src, arch, out, err, errlen);
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------ backend */
 
 static const char *const hip_stages[] = {"gpu-ir", "hip", "hsaco", NULL};
@@ -339,15 +354,7 @@ static int hip_emit(const IrModule *m, const BkOptions *o, const char *stage,
         dsl_buf_free(&src);
         return -1;
     }
-    const char *text = src.data ? src.data : "";
-    int rc = 1;
-    const char *force = getenv("BLKC_HIP_USE_HIPCC");
-    if (!(force && *force == '1'))
-        rc = hiprtc_compile(text, arch, out, err, errlen);
-    if (rc == 1) { /* hiprtc absent or unusable: the offline compiler */
-        out->len = 0;
-        rc = hipcc_compile(text, arch, out, err, errlen);
-    }
+    int rc = bk_hip_compile(src.data ? src.data : "", arch, out, err, errlen);
     dsl_buf_free(&src);
     return rc;
 }

@@ -12,21 +12,14 @@
  * $FAKE_CUDA_LAUNCH_NOOP is set, a line "launch N" in DIR/launches per
  * launch of another kernel (module N's), which then succeeds doing
  * nothing; from the Nth load on, $FAKE_CUDA_LOAD_FAIL_FROM=N makes
- * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image. Allocations are memfd mappings, so that an IPC
- * handle (pid, fd, size) can be opened by another process of the same
- * user through /proc/PID/fd/FD (GPU ranks under mpirun). It checks nothing
- * about real CUDA semantics (ordering between streams, visibility): that
- * needs a GPU. */
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <pthread.h>
+ * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image.
+ * Memory and IPC handles: fake_mem.h (shared with fake_hip.c). It checks
+ * nothing about real CUDA semantics (ordering between streams,
+ * visibility): that needs a GPU. */
+#include "fake_mem.h"
+
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -130,94 +123,29 @@ P(cuModuleGetFunction, void **f, void *m, const char *name)
     return OK;
 }
 P(cuFuncSetAttribute, void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
-/* the live allocations (and mapped handles): address, size, memfd */
-typedef struct Mem { uintptr_t p; size_t n; int fd; } Mem;
-static Mem mems[4096];
-static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void mem_add(void *p, size_t n, int fd)
-{
-    pthread_mutex_lock(&mem_lock);
-    for (int i = 0; i < 4096; i++)
-        if (!mems[i].p) {
-            mems[i] = (Mem){(uintptr_t)p, n, fd};
-            break;
-        }
-    pthread_mutex_unlock(&mem_lock);
-}
-
-static Mem mem_take(uintptr_t p, int remove)
-{
-    Mem m = {0, 0, -1};
-    pthread_mutex_lock(&mem_lock);
-    for (int i = 0; i < 4096; i++)
-        if (mems[i].p == p) {
-            m = mems[i];
-            if (remove)
-                mems[i].p = 0;
-            break;
-        }
-    pthread_mutex_unlock(&mem_lock);
-    return m;
-}
-
 P(cuMemAlloc_v2, CUdeviceptr *p, size_t n)
 {
-    size_t sz = n ? n : 1;
-    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-    if (fd < 0)
+    uintptr_t q;
+    if (fake_alloc(&q, n))
         return 2;
-    void *q = ftruncate(fd, (off_t)sz) == 0
-                  ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                  : MAP_FAILED;
-    if (q == MAP_FAILED) {
-        close(fd);
-        return 2;
-    }
-    mem_add(q, sz, fd);
-    *p = (CUdeviceptr)(uintptr_t)q;
+    *p = (CUdeviceptr)q;
     return OK;
 }
-P(cuMemFree_v2, CUdeviceptr p)
-{
-    Mem m = mem_take((uintptr_t)p, 1);
-    if (!m.p)
-        return BAD_VALUE;
-    munmap((void *)m.p, m.n);
-    close(m.fd);
-    return OK;
-}
+P(cuMemFree_v2, CUdeviceptr p) { return fake_free((uintptr_t)p) ? BAD_VALUE : OK; }
 
 typedef struct { char reserved[64]; } Handle;
-typedef struct { int32_t pid, fd; uint64_t n; } HandleData;
 
 P(cuIpcGetMemHandle, Handle *h, CUdeviceptr p)
 {
-    Mem m = mem_take((uintptr_t)p, 0);
-    if (!m.p)
-        return BAD_VALUE;
-    HandleData d = {(int32_t)getpid(), m.fd, m.n};
-    memset(h, 0, sizeof *h);
-    memcpy(h->reserved, &d, sizeof d);
-    return OK;
+    return fake_ipc_get(h->reserved, (uintptr_t)p) ? BAD_VALUE : OK;
 }
 P(cuIpcOpenMemHandle_v2, CUdeviceptr *p, Handle h, unsigned flags)
 {
     (void)flags;
-    HandleData d;
-    memcpy(&d, h.reserved, sizeof d);
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)d.pid, (int)d.fd);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
+    uintptr_t q;
+    if (fake_ipc_open(&q, h.reserved))
         return BAD_VALUE;
-    void *q = mmap(NULL, d.n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (q == MAP_FAILED) {
-        close(fd);
-        return BAD_VALUE;
-    }
-    mem_add(q, d.n, fd);
-    *p = (CUdeviceptr)(uintptr_t)q;
+    *p = (CUdeviceptr)q;
     return OK;
 }
 P(cuIpcCloseMemHandle, CUdeviceptr p) { return cuMemFree_v2(p); }
@@ -228,10 +156,7 @@ P(cuMemcpyHtoD_v2, CUdeviceptr d, const void *s, size_t n)
 }
 P(cuMemcpyDtoH_v2, void *d, CUdeviceptr s, size_t n)
 {
-    if (n == 8) /* signal polling: an atomic read */
-        *(uint64_t *)d = __atomic_load_n((uint64_t *)(uintptr_t)s, __ATOMIC_ACQUIRE);
-    else
-        memcpy(d, (void *)(uintptr_t)s, n);
+    fake_read(d, (void *)(uintptr_t)s, n);
     return OK;
 }
 P(cuMemsetD8Async, CUdeviceptr d, unsigned char v, size_t n, void *st)
@@ -261,12 +186,7 @@ P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
         dump("launches", line, (size_t)n, "a");
         return OK;
     }
-    uint64_t *cell = (uint64_t *)(uintptr_t)*(uint64_t *)params[0];
-    uint64_t v = *(uint64_t *)params[1];
-    if (k == 1)
-        __atomic_store_n(cell, v, __ATOMIC_RELEASE);
-    else
-        __atomic_fetch_add(cell, v, __ATOMIC_RELEASE);
+    fake_notify(*(uint64_t *)params[0], *(uint64_t *)params[1], k == 2);
     return OK;
 }
 P(cuStreamSynchronize, void *s) { (void)s; return OK; }

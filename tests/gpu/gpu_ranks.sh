@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_ranks.sh BLKC NPYCMP SRCDIR [FAKEDIR] — GPU ranks (runtime/gpu_ranks.c)
+# gpu_ranks.sh BLKC NPYCMP SRCDIR [FAKEDIR [VENDOR]] — GPU ranks (runtime/gpu_ranks.c)
 # against CPU ranks: every case runs one device function through
 # `blkc run --ranks=N` with the same random inputs on the CPU and on
 # $BLKC_GPU_DEVICE (default cuda:0) and compares every rank's outputs.
@@ -9,21 +9,23 @@
 # allreduce (one-shot, two-shot) and ag_gemm (overlapped, plain) on 2 and
 # 4 ranks (all sharing cuda:0 on a one-GPU machine).
 #
-# With FAKEDIR (label dist): FAKEDIR holds fake_cuda.c's libcuda.so.1,
-# which runs no kernels; only the kernel-free granks.blk cases run, which
-# exercise the host side (heaps, peers, copies, signals, staged
-# collectives, CUDA IPC under mpirun, errors) on 1 and several fake
-# devices; programs with kernels must fail at the launch, cleanly.
+# With FAKEDIR (label dist): FAKEDIR holds fake_cuda.c's libcuda.so.1
+# (VENDOR cuda, the default: on cuda:0) or fake_hip.c's libamdhip64.so
+# (VENDOR hip: on hip:0), which run no kernels; only the kernel-free
+# granks.blk cases run, which exercise the host side (heaps, peers,
+# copies, signals, staged collectives, CUDA/HIP IPC under mpirun, errors)
+# on 1 and several fake devices; programs with kernels must fail at the
+# launch, cleanly.
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
-BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-}
+BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-granks.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 G=$SRC/tests/gpu/data/granks.blk LIB=$SRC/lib
 if [ -n "$FAKE" ]; then
   export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  DEV=cuda:0
+  DEV=$VENDOR:0
 fi
 . "$SRC/tests/gpu/gpu_ref.sh"
 if [ -z "$FAKE" ] && [ -z "$REF_WRITE" ]; then
@@ -150,24 +152,60 @@ expect_fail never_times_out "wait on signal sig\[0\] timed out after 300 ms" \
   run "$G" --entry=never --ranks=2 N=4 --device="$DEV"
 
 if [ -n "$FAKE" ]; then
-  # several devices (rank r on device r % 3), NCCL absent: staged
-  export FAKE_CUDA_DEVICES=3
-  BLKC_NCCL_LIB=/nonexistent/libnccl.so.2 granks_cases 4 ".dev3"
-  BLKC_NCCL_LIB=/nonexistent/libnccl.so.2 BLKC_GPU_COLL=nccl \
-    expect_fail nccl_required "BLKC_GPU_COLL=nccl, but NCCL cannot be used: NCCL not found" \
-    run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
-  BLKC_GPU_COLL=nccl FAKE_CUDA_DEVICES=1 \
-    expect_fail nccl_shared_gpu "NCCL needs one device per rank" \
-    run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
-  FAKE_CUDA_DEVICES=0 \
-    expect_fail no_device "running 2 ranks on cuda:0 is not supported here: no CUDA device" \
-    run "$G" --entry=ar_sum --ranks=2 N=4 --device=cuda:0
-  # kernels compile (NVRTC, sm_90), load and are packed, then the fake
-  # refuses to run them: the launch error names the rank and the kernel
-  expect_fail fake_kernel_entry "rank [01]: launch vadd: CUDA: cuLaunchKernel failed: operation not supported" \
-    run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device=cuda:0
-  expect_fail fake_kernel_in_device "rank [01]: .*launch sig_barrier: CUDA: cuLaunchKernel failed: operation not supported" \
-    run "$LIB/allreduce.blk" --entry=allreduce_oneshot N=100 op=0 --ranks=2 --device=cuda:0
+  # the vendor's names: device count, NCCL/RCCL, launch
+  if [ "$VENDOR" = hip ]; then
+    NDEV=FAKE_HIP_DEVICES LIBVAR=BLKC_RCCL_LIB COLL=RCCL VN=HIP LAUNCH=hipModuleLaunchKernel
+  else
+    NDEV=FAKE_CUDA_DEVICES LIBVAR=BLKC_NCCL_LIB COLL=NCCL VN=CUDA LAUNCH=cuLaunchKernel
+  fi
+  # several devices (rank r on device r % 3), NCCL/RCCL absent: staged
+  # ($NDEV and $LIBVAR are names: exported around the cases that need them)
+  export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
+  granks_cases 4 ".dev3"
+  BLKC_GPU_COLL=nccl \
+    expect_fail nccl_required "BLKC_GPU_COLL=nccl, but NCCL cannot be used: $COLL not found" \
+    run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+  unset "$LIBVAR"
+  export "$NDEV=1"
+  # the refusal once NCCL/RCCL loaded: skipped where it is not installed
+  if BLKC_GPU_COLL=nccl "$BLKC" run "$G" --entry=ar_sum --ranks=2 N=4 \
+       --device="$DEV" 2>&1 | grep -q "$COLL not found"; then
+    echo "skip nccl_shared_gpu: no $COLL library here"
+  else
+    BLKC_GPU_COLL=nccl \
+      expect_fail nccl_shared_gpu "NCCL needs one device per rank" \
+      run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+  fi
+  export "$NDEV=0"
+  expect_fail no_device "running 2 ranks on $DEV is not supported here: no $VN device" \
+    run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+  export "$NDEV=3"
+  # kernels compile (NVRTC for sm_90; the fake hiprtc of fake_hip.c), load
+  # and are packed, then the fake refuses to run them: the launch error
+  # names the rank and the kernel
+  expect_fail fake_kernel_entry "rank [01]: launch vadd: $VN: $LAUNCH failed: operation not supported" \
+    run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device="$DEV"
+  expect_fail fake_kernel_in_device "rank [01]: .*launch sig_barrier: $VN: $LAUNCH failed: operation not supported" \
+    run "$LIB/allreduce.blk" --entry=allreduce_oneshot N=100 op=0 --ranks=2 --device="$DEV"
+  # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
+  # libamdhip64.so.5 that carries it) compiles the notify kernels and a
+  # module into real code objects, which the fake checks are AMD GPU ELF
+  if [ "$VENDOR" = hip ]; then
+    RTC=
+    for lib in $(ldconfig -p 2>/dev/null | awk '/libhiprtc\.so|libamdhip64\.so\./ {print $NF}'); do
+      if nm -D --defined-only "$lib" 2>/dev/null | grep -q " hiprtcCreateProgram\(@\|$\)"; then RTC=$lib; break; fi
+    done
+    if [ -z "$RTC" ]; then
+      echo "skip real_hiprtc: no hiprtc here"
+    else
+      mkdir -p "$T/rtc" && ln -sf "$RTC" "$T/rtc/libhiprtc.so"
+      LD_LIBRARY_PATH=$FAKE:$T/rtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        run_case "real_hiprtc.r2" 2 "$G" "0 0" y --entry=ring_push N=300
+      LD_LIBRARY_PATH=$FAKE:$T/rtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        expect_fail real_hiprtc_kernel "rank [01]: launch vadd: $VN: $LAUNCH failed: operation not supported" \
+        run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device="$DEV"
+    fi
+  fi
 else
   # the NCCL path: forced on one rank (NCCL refuses two ranks on one GPU);
   # with one GPU per rank (several GPUs) the 2-rank cases above used it

@@ -1,0 +1,130 @@
+/* fake_mem.h — the "device memory" of the fake drivers (fake_cuda.c,
+ * fake_hip.c): host memory from memfd mappings, so that an IPC handle
+ * (pid, fd, size: the first bytes of the driver's 64-byte handle) can be
+ * opened by another process of the same user through /proc/PID/fd/FD (GPU
+ * ranks under mpirun). Included once by each fake; every function returns
+ * 0 or -1. */
+#ifndef BLKC_FAKE_MEM_H
+#define BLKC_FAKE_MEM_H
+
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* the live allocations (and mapped handles): address, size, memfd */
+typedef struct FakeMem { uintptr_t p; size_t n; int fd; } FakeMem;
+static FakeMem fake_mems[4096];
+static pthread_mutex_t fake_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fake_mem_add(void *p, size_t n, int fd)
+{
+    pthread_mutex_lock(&fake_mem_lock);
+    for (int i = 0; i < 4096; i++)
+        if (!fake_mems[i].p) {
+            fake_mems[i] = (FakeMem){(uintptr_t)p, n, fd};
+            break;
+        }
+    pthread_mutex_unlock(&fake_mem_lock);
+}
+
+static FakeMem fake_mem_take(uintptr_t p, int remove)
+{
+    FakeMem m = {0, 0, -1};
+    pthread_mutex_lock(&fake_mem_lock);
+    for (int i = 0; i < 4096; i++)
+        if (fake_mems[i].p == p) {
+            m = fake_mems[i];
+            if (remove)
+                fake_mems[i].p = 0;
+            break;
+        }
+    pthread_mutex_unlock(&fake_mem_lock);
+    return m;
+}
+
+static int fake_alloc(uintptr_t *p, size_t n)
+{
+    size_t sz = n ? n : 1;
+    int fd = memfd_create("fake-gpu", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    void *q = ftruncate(fd, (off_t)sz) == 0
+                  ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    if (q == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    fake_mem_add(q, sz, fd);
+    *p = (uintptr_t)q;
+    return 0;
+}
+
+/* frees an allocation or unmaps an opened handle */
+static int fake_free(uintptr_t p)
+{
+    FakeMem m = fake_mem_take(p, 1);
+    if (!m.p)
+        return -1;
+    munmap((void *)m.p, m.n);
+    close(m.fd);
+    return 0;
+}
+
+typedef struct { int32_t pid, fd; uint64_t n; } FakeHandle;
+
+static int fake_ipc_get(char handle[64], uintptr_t p)
+{
+    FakeMem m = fake_mem_take(p, 0);
+    if (!m.p)
+        return -1;
+    FakeHandle d = {(int32_t)getpid(), m.fd, m.n};
+    memset(handle, 0, 64);
+    memcpy(handle, &d, sizeof d);
+    return 0;
+}
+
+static int fake_ipc_open(uintptr_t *p, const char handle[64])
+{
+    FakeHandle d;
+    memcpy(&d, handle, sizeof d);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)d.pid, (int)d.fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    void *q = mmap(NULL, d.n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (q == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    fake_mem_add(q, d.n, fd);
+    *p = (uintptr_t)q;
+    return 0;
+}
+
+/* a read of 8 bytes is signal polling: atomic, as on a GPU */
+static void fake_read(void *dst, const void *src, size_t n)
+{
+    if (n == 8)
+        *(uint64_t *)dst = __atomic_load_n((const uint64_t *)src, __ATOMIC_ACQUIRE);
+    else
+        memcpy(dst, src, n);
+}
+
+/* the notify kernels of gpu_ranks.c: blk_sig_set (add = 0), blk_sig_add */
+static void fake_notify(uint64_t cell, uint64_t v, int add)
+{
+    uint64_t *c = (uint64_t *)(uintptr_t)cell;
+    if (add)
+        __atomic_fetch_add(c, v, __ATOMIC_RELEASE);
+    else
+        __atomic_store_n(c, v, __ATOMIC_RELEASE);
+}
+
+#endif
