@@ -127,8 +127,9 @@ int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
                 (W > 1 || w->coll_mode == RT_GPUR_COLL_NCCL) &&
                 rt_nccl_supports(d->dtype, reduces ? d->op : -1);
     if (w->coll_mode == RT_GPUR_COLL_NCCL && !nccl)
-        return rt_rank_fail(r, "%s on GPU ranks: BLKC_GPU_COLL=nccl, but NCCL "
+        return rt_rank_fail(r, "%s on GPU ranks: BLKC_GPU_COLL=nccl, but %s "
                             "cannot be used: %s", rt_rank_coll_name(d->kind),
+                            w->t == BLKC_TARGET_HIP ? "RCCL" : "NCCL",
                             w->nccl_ok ? "it has no such dtype/op"
                                        : w->nccl_why);
     if (!nccl)

@@ -163,7 +163,7 @@ if [ -n "$FAKE" ]; then
   export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
   granks_cases 4 ".dev3"
   BLKC_GPU_COLL=nccl \
-    expect_fail nccl_required "BLKC_GPU_COLL=nccl, but NCCL cannot be used: $COLL not found" \
+    expect_fail nccl_required "BLKC_GPU_COLL=nccl, but $COLL cannot be used: $COLL not found" \
     run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
   unset "$LIBVAR"
   export "$NDEV=1"
