@@ -91,11 +91,14 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
     if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
-    if (at->dtype != bt->dtype || in->type.dtype != DT_F32)
+    /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA only) */
+    bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32 && em->dl->kind == BK_GPU_CUDA;
+    if (at->dtype != bt->dtype || (in->type.dtype != DT_F32 && !i8))
         return false;
-    /* k steps: 16 (f16 / bf16), 8 (f32 as 3xTF32 m16n8k8), 4 (f32 MFMA 16x16x4) */
-    int ks = at->dtype == DT_F32 ? (em->dl->kind == BK_GPU_CUDA ? 8 : 4) : 16;
-    if (at->dtype != DT_F16 && at->dtype != DT_BF16 && at->dtype != DT_F32)
+    /* k steps: 16 (f16 / bf16), 8 (f32 as 3xTF32 m16n8k8), 4 (f32 MFMA
+     * 16x16x4), 32 (i8) */
+    int ks = at->dtype == DT_F32 ? (em->dl->kind == BK_GPU_CUDA ? 8 : 4) : i8 ? 32 : 16;
+    if (at->dtype != DT_F16 && at->dtype != DT_BF16 && at->dtype != DT_F32 && !i8)
         return false;
     return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
            at->shape[1] % ks == 0;

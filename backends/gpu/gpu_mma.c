@@ -3,7 +3,8 @@
  * accumulator fragments, the `dot`s that accumulate into it in place
  * (operands from shared memory through ldmatrix -> mma.sync on CUDA sm_80+,
  * LDS -> MFMA 16x16x16 / 32x32x8 on gfx90a; f32 operands as 3xTF32
- * m16n8k8 / MFMA 16x16x4; an FMA loop per register otherwise), its
+ * m16n8k8 / MFMA 16x16x4; i8 as m16n8k32 .s8 into int registers on CUDA;
+ * an FMA loop per register otherwise), its
  * var.set of a splat constant, the store of the var to global memory from
  * the registers (the epilogue), and the one conversion MMA -> shared of a
  * var.get that needs the tile in shared memory.
@@ -216,8 +217,9 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
     const IrInstr *in = &em->f->ins[id];
     char x[512], y[512], ia[256], ib[256];
+    const char *ct = bk_gpu_ctype(in->type.dtype); /* float, or int (i8 dots) */
     reg_loop_open(em, v);
-    bk_gpu_line(em, "float blk_s = var%d[blk_r];", v);
+    bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
     bk_gpu_swz_idx(em, in->opnd[0], "blk_row * K_ + k", ia, sizeof ia);
     bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col",
@@ -226,7 +228,7 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_read(em, t >= 0 ? t : in->opnd[1], ib, y, sizeof y);
     bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
     bk_gpu_line(em, "for (int k = 0; k < K_; k++)");
-    bk_gpu_line(em, "    blk_s = blk_s + (float)%s * (float)%s;", x, y);
+    bk_gpu_line(em, "    blk_s = blk_s + (%s)%s * (%s)%s;", ct, x, ct, y);
     bk_gpu_line(em, "var%d[blk_r] = blk_s;", v);
     reg_loop_close(em);
 }
@@ -345,6 +347,50 @@ static void dot_tf32(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "}");
 }
 
+/* CUDA, i8 operands, i32 registers: per k step of 32, mma.sync
+ * m16n8k32 .s8. PTX ISA fragments: a0..a3 = 4 bytes each of A (g, k 4q..),
+ * (g + 8, 4q..), (g, 16 + 4q..), (g + 8, 16 + 4q..); b0, b1 = B (k 4q..
+ * 4q+3, n g), (k 16 + 4q.., n g), packed from 4 rows (blk_pack4), or 4
+ * contiguous bytes of t's row n for b = trans(t). */
+static void dot_s8(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    bk_gpu_line(em, "const int blk_g = blk_lane >> 2, blk_q = blk_lane & 3;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 32) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) {", g->mt);
+    bk_gpu_line(em, "    const signed char *r = &blk_A[(blk_wr%d + i * 16 + blk_g) * %lld + k + 4 * blk_q];",
+                v, K);
+    bk_gpu_line(em, "    a[i][0] = *(const unsigned *)r; a[i][1] = *(const unsigned *)(r + 8 * %lld);", K);
+    bk_gpu_line(em, "    a[i][2] = *(const unsigned *)(r + 16); a[i][3] = *(const unsigned *)(r + 8 * %lld + 16);", K);
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int j = 0; j < %d; j++) {", g->nt);
+    if (t >= 0) {
+        bk_gpu_line(em, "    const signed char *p = &blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + 4 * blk_q];",
+                    v, K);
+        bk_gpu_line(em, "    b[j][0] = *(const unsigned *)p; b[j][1] = *(const unsigned *)(p + 16);");
+    } else {
+        bk_gpu_line(em, "    b[j][0] = blk_pack4(&blk_B[(k + 4 * blk_q) * %lld + blk_wc%d + j * 8 + blk_g], %lld);",
+                    N, v, N);
+        bk_gpu_line(em, "    b[j][1] = blk_pack4(&blk_B[(k + 16 + 4 * blk_q) * %lld + blk_wc%d + j * 8 + blk_g], %lld);",
+                    N, v, N);
+    }
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++)", g->nt);
+    bk_gpu_line(em, "        blk_mma_s8(&var%d[(i * %d + j) * 4], a[i], b[j]);", v, g->nt);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 /* HIP, f32 operands: v_mfma_f32_16x16x4f32 per 16x16 fragment (AMD
  * CDNA2 ISA): lane l gives A row l%16, k l/16 and B column l%16, the same
  * k; k steps of 4; the accumulator layout of 16x16x16. */
@@ -445,7 +491,9 @@ static void dot_regs(BkGpuEm *em, int id, int v)
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
     bool f32 = f->ins[in->opnd[0]].type.dtype == DT_F32;
-    if (cuda)
+    if (cuda && f->ins[in->opnd[0]].type.dtype == DT_I8)
+        dot_s8(em, id, v, K, N);
+    else if (cuda)
         (f32 ? dot_tf32 : dot_mma)(em, id, v, K, N);
     else
         (f32 ? dot_mfma_f32 : dot_mfma)(em, id, v, K, N);
@@ -475,7 +523,8 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     bk_gpu_line(em, "{ /* v%d = dot in registers: mma(%dx%d warps, %dx%d fragments of %dx%d), "
                 "then convert mma -> shared */", id, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn);
     em->indent++;
-    bk_gpu_line(em, "float var%d[%d];", P, regs(g));
+    bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    bk_gpu_line(em, "%s var%d[%d];", i32 ? "int" : "float", P, regs(g));
     bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
                 P, g->wn, g->WM, P, g->wn, g->WN);
     reg_loop_open(em, P);
@@ -485,7 +534,7 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
         bk_gpu_read(em, in->opnd[2], idx, rv, sizeof rv);
         bk_gpu_line(em, "var%d[blk_r] = %s;", P, rv);
     } else {
-        bk_gpu_line(em, "var%d[blk_r] = 0.0f;", P);
+        bk_gpu_line(em, "var%d[blk_r] = 0;", P);
     }
     reg_loop_close(em);
     dot_regs(em, id, P);
@@ -497,9 +546,14 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
         bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", regs(g));
         em->indent++;
         bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
-        bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
-                    "(unsigned long long)__float_as_uint(var%d[blk_r + 1]) << 32 | __float_as_uint(var%d[blk_r]);",
-                    id, g->N, P, P);
+        if (i32)
+            bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+                        "(unsigned long long)(unsigned)var%d[blk_r + 1] << 32 | (unsigned)var%d[blk_r];",
+                        id, g->N, P, P);
+        else
+            bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+                        "(unsigned long long)__float_as_uint(var%d[blk_r + 1]) << 32 | __float_as_uint(var%d[blk_r]);",
+                        id, g->N, P, P);
         reg_loop_close(em);
     } else {
         reg_loop_open(em, P);

@@ -176,6 +176,7 @@ layouts)
   lone tdv_tvar C M=100 N=100 K=72
   LTOL="2e-3 2e-3" lone tdv_val "S O" M=70 N=100
   LTOL="1e-4 1e-4" lone tdv_f32 "C D" M=50 N=40 K=40
+  LTOL="0 0" lone tdv_i8 "C D" M=50 N=40 K=72
   F=$SRC/tests/emu/tslice.blk
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
@@ -211,6 +212,7 @@ layouts)
   want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 64\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 2x4 fragments of 16x8, registers\), convert mma -> shared'
   want 'cvt %[0-9]+ : f16\[64, 64\] @ shared\+[0-9]+, swizzled'
   want 'dot %[0-9]+, %[0-9]+ : f32\[32, 32\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 1x2 fragments of 16x8'
+  want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : i32\[32, 32\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 1x2 fragments of 16x8'
   want 'load K\[.*\] : f16\[64, 32\] @ shared\+[0-9]+, swizzled'
   F=$SRC/tests/emu/tblocked.blk
   # the layouts chosen: registers where every read is the owner's element
