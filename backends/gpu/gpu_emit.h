@@ -85,7 +85,7 @@ int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
 
 /* The `gpu-ir` stage: each kernel's Core IR with the layout the backend
  * chose for every tile value and var (` @ LAYOUT`), the conversions
- * marked. 0, or -1 with a message in err (gpu_layouts.c). */
+ * marked. 0, or -1 with a message in err (gpu_ir.c). */
 int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
                        char *err, size_t errlen);
 
