@@ -24,6 +24,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-granks.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 G=$SRC/tests/gpu/data/granks.blk LIB=$SRC/lib
 if [ -n "$FAKE" ]; then
+  # the fake driver must be there, or the machine's real one answers
+  if [ "$VENDOR" = hip ]; then flib=libamdhip64.so; else flib=libcuda.so.1; fi
+  [ -e "$FAKE/$flib" ] || { echo "FAIL: no fake driver $FAKE/$flib (build its target first)"; exit 1; }
   export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   DEV=$VENDOR:0
 fi
