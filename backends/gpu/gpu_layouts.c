@@ -91,15 +91,15 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
     if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
-    /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA only) */
+    /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA only); else f32 results */
     bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32 && em->dl->kind == BK_GPU_CUDA;
-    if (at->dtype != bt->dtype || (in->type.dtype != DT_F32 && !i8))
+    bool fl = (at->dtype == DT_F16 || at->dtype == DT_BF16 || at->dtype == DT_F32) &&
+              in->type.dtype == DT_F32;
+    if (at->dtype != bt->dtype || !(i8 || fl))
         return false;
     /* k steps: 16 (f16 / bf16), 8 (f32 as 3xTF32 m16n8k8), 4 (f32 MFMA
      * 16x16x4), 32 (i8) */
     int ks = at->dtype == DT_F32 ? (em->dl->kind == BK_GPU_CUDA ? 8 : 4) : i8 ? 32 : 16;
-    if (at->dtype != DT_F16 && at->dtype != DT_BF16 && at->dtype != DT_F32 && !i8)
-        return false;
     return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
            at->shape[1] % ks == 0;
 }
@@ -349,6 +349,13 @@ static int swz_geom(const IrType *t, int *C, int *rpl, int *pm)
     return 1;
 }
 
+/* Whether dot u was put on the register path (bk_gpu_layouts): an MMA
+ * var's, or a dot value with its pseudo-var's registers. */
+static bool reg_dot(const BkGpuEm *em, int u)
+{
+    return em->lay[u] == BK_LAY_MMA || em->vmma[BK_GPU_DOT_VAR(em, u)].on;
+}
+
 /* Whether load or stored elementwise op x (its one write: the load's
  * copy, assign() in gpu_emit.c) can be stored swizzled: its own storage, read only by
  * register dots (bk_gpu_dot_regs), directly or as the transposed operand
@@ -372,7 +379,7 @@ static bool swz_ok(const BkGpuEm *em, int x)
         if (o->view >= 0)
             for (int d = 0; d < f->views[o->view].ndims; d++)
                 reads |= f->views[o->view].d[d].val == x;
-        if (reads && !(o->op == IR_DOT && bk_gpu_dot_regs(em, u) &&
+        if (reads && !(o->op == IR_DOT && reg_dot(em, u) &&
                        (o->opnd[0] == x || o->opnd[1] == x) && o->opnd[2] != x) &&
             !(o->op == IR_PERMUTE && bk_gpu_dot_tsrc(em, u) == x))
             return false;
@@ -988,13 +995,16 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
      * their shared tile (bk_gpu_mma_dot_value); operands swizzled */
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
-        if (regof[i] < 0 || !bk_gpu_dot_regs(em, i))
+        if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !bk_gpu_dot_regs(em, i))
             continue;
-        if (em->lay[i] != BK_LAY_MMA) {
-            BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
-            pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
-            g->on = true;
-        }
+        BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
+        pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
+        g->on = true;
+    }
+    for (int i = 0; i < n; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || in->dead || in->op != IR_DOT || !reg_dot(em, i))
+            continue;
         for (int j = 0; j < 2 && em->dl->kind == BK_GPU_CUDA; j++) {
             int x = in->opnd[j];
             if (bk_gpu_dot_tsrc(em, x) >= 0)
