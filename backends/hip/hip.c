@@ -293,13 +293,20 @@ done:
     return rc;
 }
 
+/* One hiprtc compile at a time: ROCm 5.2's hiprtc shares unguarded string
+ * state between calls (TSan saw two GPU ranks' compiles race inside it). */
+static pthread_mutex_t hiprtc_mu = PTHREAD_MUTEX_INITIALIZER;
+
 int bk_hip_compile(const char *src, const char *arch, DslBuf *out, char *err,
                    size_t errlen)
 {
     int rc = 1;
     const char *force = getenv("BLKC_HIP_USE_HIPCC");
-    if (!(force && *force == '1'))
+    if (!(force && *force == '1')) {
+        pthread_mutex_lock(&hiprtc_mu);
         rc = hiprtc_compile(src, arch, out, err, errlen);
+        pthread_mutex_unlock(&hiprtc_mu);
+    }
     if (rc == 1) { /* hiprtc absent or unusable: the offline compiler */
         out->len = 0;
         rc = hipcc_compile(src, arch, out, err, errlen);
