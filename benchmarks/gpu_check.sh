@@ -228,8 +228,13 @@ bench() {
     log "  below the goal: $name $q < $goal"; skip "$name goal (below: $q)"; fi
 }
 
+# 128x256 blocks, 8 warps of 64x64: per K step the warps read 64 KB of
+# operands through ldmatrix and cp.async writes 24 KB, against 2.1 MFLOP of
+# mma -- the tensor cores limit (blkc run --device=cuda-emu --stats); at
+# 128x128 with 8 warps (64x32 each) shared memory does (512 wavefronts per
+# 1.05 MFLOP, above the H200's mma.sync rate)
 cat >"$T/gemm_bf16.blk" <<'EOF'
-kernel gemm_bf16<BM = 128, BN = 128, BK = 32>(A: bf16[M, K], B: bf16[K, N], C: bf16[M, N])
+kernel gemm_bf16<BM = 128, BN = 256, BK = 32>(A: bf16[M, K], B: bf16[K, N], C: bf16[M, N])
     grid(cdiv(M, BM), cdiv(N, BN)) warps(8) stages(3)
 {
     let m = program_id(0) * BM;
