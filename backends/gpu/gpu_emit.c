@@ -191,6 +191,10 @@ static void emit_elem(BkGpuEm *em, int id)
         bk_gpu_line(em, "/* v%d = %s: fused into its use */", id, ir_op_names[in->op]);
         return;
     }
+    if (BK_GPU_RV(em, id)) { /* per register of an MMA layout */
+        bk_gpu_mma_value(em, id);
+        return;
+    }
     if (in->type.rank > 0) {
         bk_gpu_decl_tile(em, id);
         if (em->lay[id] == BK_LAY_SHARED && em->inblk[id])

@@ -115,7 +115,10 @@ typedef struct BkGpuAcc {
 #define BK_GPU_MAXACC 64   /* accesses tracked per barrier-free segment */
 
 /* Layouts of tile values (gpu_layouts.c). */
-typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SLICE } BkGpuLay;
+/* REG: a register value (gpu_rvals.c) with no shared tile: only the
+ * registers of its pseudo-var (BK_GPU_DOT_VAR), in an MMA layout. */
+typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SLICE,
+               BK_LAY_REG } BkGpuLay;
 
 /* BLOCKED tiles hold at most this many registers per thread. */
 #define BK_GPU_BLK_REGS 64
@@ -163,6 +166,18 @@ typedef struct BkGpuEm {
     int *vsl;                 /* per tile var: held in SLICE registers
                                  across iterations, a value of the parent
                                  tile type; else -1 */
+    int *rroot;               /* register values (gpu_rvals.c): the dot
+                                 value whose MMA layout its pseudo-var's
+                                 registers have (the dot itself), else -1 */
+    bool *rcvt;               /* register values also written to their
+                                 shared tile (convert mma -> shared) */
+    bool *rfb;                /* ... only for the FMA path (#else of the
+                                 tensor cores): read as a dot's operand a
+                                 from registers (em->areg) */
+    bool *rred;               /* reductions along the last axis computed
+                                 from a register value's registers */
+    bool *areg;               /* register dots whose operand a comes from
+                                 a register value's registers (CUDA) */
     int blk;                  /* inside a blocked loop: its brace depth
                                  (bk_gpu_blk_open), else 0 */
     const IrType *blk_t;      /* inside a blocked loop: its tile type */
@@ -313,12 +328,32 @@ int bk_gpu_slice_root(const BkGpuEm *em, int v);
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
 void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
 
+/* ------------------------------------------------------------ gpu_rvals.c */
+/* register values: fills rroot, rcvt, rfb, rred, areg and the layouts
+ * (REG, the grids of their pseudo-vars); after the MMA vars and the dot
+ * values' grids, before slices and blocked tiles. 0 or -1 */
+int bk_gpu_reg_values(BkGpuEm *em, const int *regof);
+/* the root of the register values expression x reads (fused operands
+ * included), -1 none, -2 mixed */
+int bk_gpu_rv_root(const BkGpuEm *em, int x);
+/* whether the pseudo-vars / vars a and b have the same register layout */
+bool bk_gpu_same_grid(const BkGpuEm *em, int a, int b);
+/* whether v is a register value (held in its pseudo-var's registers) */
+#define BK_GPU_RV(em, v) ((em)->rroot && (em)->rroot[v] >= 0)
+/* the pseudo-var whose registers hold register value v */
+#define BK_GPU_RV_VAR(em, v) BK_GPU_DOT_VAR(em, v)
+
 /* ------------------------------------------------------------ gpu_mma.c
  * ops on MMA (register) tiles: declarations, var.set, dot, conversions */
 void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
 void bk_gpu_mma_vset(BkGpuEm *em, int id);     /* var.set of an MMA var */
 void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
 void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
+/* elementwise register value id: per register of its pseudo-var */
+void bk_gpu_mma_value(BkGpuEm *em, int id);
+/* reduction id along the last axis from a register value's registers:
+ * in-lane, then the lanes of a row (shuffles), into its shared tile */
+void bk_gpu_mma_reduce(BkGpuEm *em, int id);
 /* store id of an MMA var.get straight from the registers (the epilogue) */
 void bk_gpu_mma_store(BkGpuEm *em, int id);
 

@@ -148,6 +148,14 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
     const IrInstr *in = &em->f->ins[v];
     if (in->type.rank == 0) {
         snprintf(buf, n, "v%d", v);
+    } else if (BK_GPU_RV(em, v) && !em->virt[v] && em->reg_var >= 0 &&
+               bk_gpu_same_grid(em, em->reg_var, BK_GPU_RV_VAR(em, v))) {
+        /* a register value in a loop over registers of its layout */
+        snprintf(buf, n, "var%d[blk_r]", BK_GPU_RV_VAR(em, v));
+    } else if (em->lay && em->lay[v] == BK_LAY_REG) {
+        snprintf(buf, n, "0");
+        bk_gpu_fail(em, "internal: register value v%d read at %s outside its registers' loop",
+                    v, idx);
     } else if (em->lay && bk_gpu_slice_root(em, v) >= 0) {
         /* a SLICE value: its registers in a loop over them, else its copy */
         int r = bk_gpu_slice_root(em, v);

@@ -20,6 +20,25 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     }
     if (in->type.rank == 0 || in->dead)
         return;
+    if (BK_GPU_RV(em, id) && !em->virt[id]) {
+        const BkGpuMma *g = &em->vmma[BK_GPU_RV_VAR(em, id)];
+        char cv[96] = "";
+        if (em->rcvt[id])
+            snprintf(cv, sizeof cv, "  ; convert mma -> shared+%lld%s", em->off[id],
+                     em->swz[id] ? ", swizzled" : "");
+        else if (em->rfb[id])
+            snprintf(cv, sizeof cv, "  ; a dot reads it as a from registers (FMA path: shared+%lld)",
+                     em->off[id]);
+        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers%s)%s", g->wm, g->wn,
+                 g->mt, g->nt, g->fm, g->fn,
+                 em->rroot[id] == id ? "" : ", per register", cv);
+        return;
+    }
+    if (em->rred && em->rred[id]) {
+        snprintf(buf, n, "shared+%lld  ; from the registers of %%%d (in-lane, then shuffles)",
+                 em->off[id], in->opnd[0]);
+        return;
+    }
     if (em->lay[id] == BK_LAY_BLOCKED) {
         int W = bk_gpu_blk_w(em, &in->type);
         snprintf(buf, n, "blocked(runs of %d, %d registers per thread)", W,
@@ -34,9 +53,10 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), cv);
     } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
-        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s",
+        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s%s",
                  g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
-                 in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "");
+                 in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "",
+                 in->op == IR_DOT && em->areg && em->areg[id] ? ", a from registers" : "");
     } else if (em->cvt[id]) {
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
     } else if (in->op == IR_DOT && em->vmma[BK_GPU_DOT_VAR(em, id)].on) {

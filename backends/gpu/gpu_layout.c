@@ -332,7 +332,7 @@ int bk_gpu_analyze(BkGpuEm *em)
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
             (em->var_of[i] >= 0 && em->lay[i] != BK_LAY_SLICE) || em->virt[i] ||
-            em->lay[i] == BK_LAY_MMA || em->lay[i] == BK_LAY_BLOCKED ||
+            em->lay[i] == BK_LAY_MMA || em->lay[i] == BK_LAY_BLOCKED || em->lay[i] == BK_LAY_REG ||
             (em->lay[i] == BK_LAY_SLICE && !em->scvt[i]))
             continue;
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
@@ -406,6 +406,13 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->spar);
     free(em->scvt);
     free(em->vsl);
+    free(em->rroot);
+    free(em->rcvt);
+    free(em->rfb);
+    free(em->rred);
+    free(em->areg);
+    em->rroot = NULL;
+    em->rcvt = em->rfb = em->rred = em->areg = NULL;
     em->vsl = NULL;
     em->spar = NULL;
     em->scvt = NULL;

@@ -539,7 +539,7 @@ static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
     const IrInstr *in = &em->f->ins[x];
     if (in->dead || regof[x] < 0 || in->type.rank == 0 || em->lay[x] != BK_LAY_SHARED ||
         em->virt[x] || em->alias[x] != x || em->var_of[x] >= 0 || em->cvt[x] ||
-        em->swz[x] || bk_gpu_blk_regs(em, &in->type) > BK_GPU_BLK_REGS)
+        em->swz[x] || BK_GPU_RV(em, x) || bk_gpu_blk_regs(em, &in->type) > BK_GPU_BLK_REGS)
         return false;
     if (in->op == IR_LOAD)
         return em->pipe[x] < 0;
@@ -569,7 +569,7 @@ static bool shared_in_blk(const BkGpuEm *em, int u)
 {
     const IrInstr *in = &em->f->ins[u];
     return em->lay[u] == BK_LAY_SHARED && !em->virt[u] && em->alias[u] == u &&
-           em->var_of[u] < 0 && !em->cvt[u] && (ir_op_flags[in->op] & F_ELEM) &&
+           em->var_of[u] < 0 && !em->cvt[u] && !BK_GPU_RV(em, u) && (ir_op_flags[in->op] & F_ELEM) &&
            in->type.rank > 0 && bk_gpu_blk_regs(em, &in->type) <= BK_GPU_BLK_REGS;
 }
 
@@ -662,7 +662,7 @@ static void blocked(BkGpuEm *em, const int *regof)
 static bool has_mma(const BkGpuEm *em, int x, int depth)
 {
     const IrInstr *in = &em->f->ins[x];
-    if (em->lay[x] == BK_LAY_MMA)
+    if (em->lay[x] == BK_LAY_MMA || BK_GPU_RV(em, x))
         return true;
     if (!em->virt[x] || depth > 8)
         return false;
@@ -750,7 +750,7 @@ static int slice_leaves(const BkGpuEm *em, int x, int depth)
             p = slice_leaves(em, o, depth + 1);
             if (p == -2)
                 return -2;
-        } else if (em->lay[o] == BK_LAY_MMA || em->lay[o] == BK_LAY_BLOCKED ||
+        } else if (em->lay[o] == BK_LAY_MMA || em->lay[o] == BK_LAY_BLOCKED || BK_GPU_RV(em, o) ||
                    (em->virt[o] && f->ins[o].op == IR_BCAST &&
                     has_slice(em, f->ins[o].opnd[0], 0))) {
             return -2;
@@ -850,7 +850,7 @@ static void slices(BkGpuEm *em, const int *regof)
             const IrInstr *in = &f->ins[x];
             if (in->dead || regof[x] < 0 || in->type.rank == 0 || em->lay[x] != BK_LAY_SHARED ||
                 em->virt[x] || em->alias[x] != x || em->var_of[x] >= 0 || em->cvt[x] ||
-                !(ir_op_flags[in->op] & F_ELEM))
+                BK_GPU_RV(em, x) || !(ir_op_flags[in->op] & F_ELEM))
                 continue;
             int par = slice_leaves(em, x, 0);
             if (par < 0)
@@ -1001,6 +1001,8 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
         g->on = true;
     }
+    if (bk_gpu_reg_values(em, regof) < 0)
+        return -1;
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || in->op != IR_DOT || !reg_dot(em, i))

@@ -59,6 +59,17 @@ static void reg_loop_close(BkGpuEm *em)
     em->reg_var = -1;
 }
 
+/* The registers of pseudo-var P (a dot value's, a register value's) in
+ * the current scope, where every reader of the value can see them. */
+static void decl_regs(BkGpuEm *em, int P, const char *ty)
+{
+    const BkGpuMma *g = &em->vmma[P];
+    bk_gpu_line(em, "%s var%d[%d];", ty, P, regs(g));
+    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                P, g->wn, g->WM, P, g->wn, g->WN);
+    bk_gpu_line(em, "(void)blk_wr%d; (void)blk_wc%d;", P, P);
+}
+
 /* " && vM[E]" for a mask tile at flat element E, " && vM" for a scalar */
 static void mask_and(const BkGpuEm *em, int mask, const char *e, char *buf, size_t n)
 {
@@ -254,7 +265,20 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
+    if (em->areg && em->areg[id]) {
+        /* a from register value Q: n-tiles 2k', 2k'+1 of its m16n8 layout
+         * (c0 c1 = row g, c2 c3 = row g + 8) are a0 a1 / a2 a3 of k step k' */
+        int Q = BK_GPU_RV_VAR(em, in->opnd[0]);
+        bk_gpu_line(em, "{ /* a from the registers of v%d (var%d) */", in->opnd[0], Q);
+        bk_gpu_line(em, "    const int blk_f = (i * %d + k / 8) * 4;", em->vmma[Q].nt);
+        bk_gpu_line(em, "    a[i][0] = blk_pack2(var%d[blk_f], var%d[blk_f + 1]); a[i][1] = blk_pack2(var%d[blk_f + 2], var%d[blk_f + 3]);",
+                    Q, Q, Q, Q);
+        bk_gpu_line(em, "    a[i][2] = blk_pack2(var%d[blk_f + 4], var%d[blk_f + 5]); a[i][3] = blk_pack2(var%d[blk_f + 6], var%d[blk_f + 7]);",
+                    Q, Q, Q, Q);
+        bk_gpu_line(em, "}");
+    } else {
+        bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
+    }
     /* B = trans(T), T[N][K] row-major: the 8x8 matrices are (n, k) blocks
      * of T as they are (no .trans): lanes 8i..8i+7 give rows n of matrix
      * i = (n-tile j + i / 2, k half i % 2), so b0/b1 = k 2q.., k 2q+8.. of
@@ -520,13 +544,14 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     const IrInstr *in = &em->f->ins[id];
     int P = BK_GPU_DOT_VAR(em, id);
     const BkGpuMma *g = &em->vmma[P];
-    bk_gpu_line(em, "{ /* v%d = dot in registers: mma(%dx%d warps, %dx%d fragments of %dx%d), "
-                "then convert mma -> shared */", id, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn);
-    em->indent++;
+    bool sh = em->lay[id] == BK_LAY_SHARED;
     bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
-    bk_gpu_line(em, "%s var%d[%d];", i32 ? "int" : "float", P, regs(g));
-    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
-                P, g->wn, g->WM, P, g->wn, g->WN);
+    bk_gpu_line(em, "/* v%d = dot in registers (var%d): mma(%dx%d warps, %dx%d fragments of %dx%d)%s */",
+                id, P, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
+                sh ? ", then convert mma -> shared" : "");
+    decl_regs(em, P, i32 ? "int" : "float");
+    bk_gpu_line(em, "{");
+    em->indent++;
     reg_loop_open(em, P);
     if (in->opnd[2] >= 0) {
         char idx[128], rv[BK_GPU_EXPR];
@@ -538,7 +563,8 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     }
     reg_loop_close(em);
     dot_regs(em, id, P);
-    if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+    if (!sh) {
+    } else if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
         char row[256], col[256], mt[64], nt[64], fi[64];
         reg_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
         bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
@@ -584,4 +610,111 @@ static void vset_expr(BkGpuEm *em, int id)
         bk_gpu_mma_dot(em, d, v);
     else
         op_done(em);
+}
+
+/* Register value id (gpu_rvals.c): its expression per register of its
+ * pseudo-var, reading register values of the same layout in place; its
+ * shared tile written too where other readers need it (convert mma ->
+ * shared), or only for the FMA path of a dot reading it as operand a. */
+void bk_gpu_mma_value(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int P = BK_GPU_RV_VAR(em, id);
+    const BkGpuMma *g = &em->vmma[P];
+    bool sh = em->lay[id] == BK_LAY_SHARED, fb = sh && em->rfb[id] && !em->rcvt[id];
+    bk_gpu_line(em, "/* v%d = %s per register (var%d): mma(%dx%d warps, %dx%d fragments of %dx%d), "
+                "the layout of v%d%s */", id, ir_op_names[in->op], P, g->wm, g->wn, g->mt, g->nt,
+                g->fm, g->fn, em->rroot[id],
+                !sh ? "" : fb ? "; a shared copy for the FMA path" : ", then convert mma -> shared");
+    if (sh)
+        bk_gpu_decl_tile(em, id);
+    decl_regs(em, P, bk_gpu_stype(in->type.dtype));
+    reg_loop_open(em, P);
+    char idx[128], o[3][BK_GPU_EXPR / 4], x[BK_GPU_EXPR], sv[BK_GPU_EXPR];
+    snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", g->N);
+    for (int i = 0; i < 3; i++) {
+        o[i][0] = 0;
+        if (i < ir_op_nopnd[in->op] && in->opnd[i] >= 0)
+            bk_gpu_read(em, in->opnd[i], idx, o[i], sizeof o[i]);
+    }
+    bk_gpu_elem_expr(em, id, o[0], o[1], o[2], x, sizeof x);
+    bk_gpu_to_s(sv, sizeof sv, in->type.dtype, x);
+    bk_gpu_line(em, "var%d[blk_r] = %s;", P, sv);
+    if (sh && !fb) {
+        char se[300];
+        bk_gpu_swz_idx(em, id, idx, se, sizeof se);
+        bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, se, P);
+    }
+    reg_loop_close(em);
+    if (fb) { /* the FMA path's copy, fenced by its own barriers (gpu_sync.c
+               * does not track it: the tensor-core path never touches it) */
+        char se[300];
+        bk_gpu_swz_idx(em, id, idx, se, sizeof se);
+        dsl_buf_printf(em->o, "#if !(__CUDA_ARCH__ >= 800)\n");
+        bk_gpu_line(em, "__syncthreads();");
+        reg_loop_open(em, P);
+        bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, se, P);
+        reg_loop_close(em);
+        bk_gpu_line(em, "__syncthreads();");
+        dsl_buf_printf(em->o, "#endif\n");
+    }
+    op_done(em);
+}
+
+/* Reduction id (sum / max / min, f32) along the last axis of register
+ * value x, whose warps own whole rows (wn = 1): each lane folds its
+ * registers of each of its rows (CUDA m16n8: rows g and g + 8 of each
+ * m-fragment, registers i >> 1; HIP MFMA: one row per register i), then
+ * the lanes sharing the rows (CUDA the 4 of a quad; HIP the fn lanes of a
+ * fragment row group) combine by xor shuffles, and the first of them
+ * writes each row into the reduction's shared tile. */
+void bk_gpu_mma_reduce(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int x = in->opnd[0], P = BK_GPU_DOT_VAR(em, bk_gpu_rv_root(em, x));
+    const BkGpuMma *g = &em->vmma[P];
+    bool cuda = em->dl->kind == BK_GPU_CUDA;
+    int E = fel(em, g), per = cuda ? 2 : E, S = g->mt * per, span = cuda ? 4 : g->fn;
+    char ident[96], slot[160], idx[128], v[BK_GPU_EXPR], c[BK_GPU_EXPR + 64], st[BK_GPU_EXPR];
+    const char *f = in->attr == RED_SUM ? "(%s + %s)" : in->attr == RED_MAX ? "blk_max(%s, %s)"
+                                                                            : "blk_min(%s, %s)";
+    if (in->attr == RED_SUM)
+        snprintf(ident, sizeof ident, "0.0f");
+    else if (in->attr == RED_MAX)
+        bk_gpu_min_lit(ident, sizeof ident, DT_F32);
+    else
+        bk_gpu_max_lit(ident, sizeof ident, DT_F32);
+    snprintf(slot, sizeof slot, cuda ? "blk_r / %d * 2 + (blk_r %% 4 >> 1)" : "blk_r / %d * %d + blk_r %% %d",
+             g->nt * E, E, E);
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_line(em, "{ /* v%d = reduce %s along the last axis from the registers of v%d (var%d): "
+                "in-lane, then the %d lanes of each row; the warps own whole rows */",
+                id, in->attr == RED_SUM ? "sum" : in->attr == RED_MAX ? "max" : "min", x, P, span);
+    em->indent++;
+    bk_gpu_line(em, "float blk_rp[%d];", S);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) blk_rp[blk_s] = %s;", S, ident);
+    reg_loop_open(em, P);
+    snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", g->N);
+    bk_gpu_read(em, x, idx, v, sizeof v);
+    snprintf(c, sizeof c, f, "blk_rp[blk_s]", v);
+    bk_gpu_line(em, "const int blk_s = %s;", slot);
+    bk_gpu_line(em, "blk_rp[blk_s] = %s;", c);
+    reg_loop_close(em);
+    snprintf(c, sizeof c, f, "blk_rp[blk_s]", "blk_y");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++)", S);
+    bk_gpu_line(em, "    for (int m = %d; m > 0; m >>= 1) {", span / 2);
+    bk_gpu_line(em, "        const float blk_y = BLK_SHFL_XOR(blk_rp[blk_s], m);");
+    bk_gpu_line(em, "        blk_rp[blk_s] = %s;", c);
+    bk_gpu_line(em, "    }");
+    reg_loop_open(em, P);
+    bk_gpu_line(em, "const int blk_s = %s;", slot);
+    bk_gpu_to_s(st, sizeof st, in->type.dtype, "blk_rp[blk_s]");
+    bk_gpu_line(em, "if (blk_lane %% %d == 0 && blk_r / %d %% %d == 0%s) v%d[blk_row] = %s;", span, E,
+                g->nt, cuda ? " && (blk_r & 1) == 0" : "", id, st);
+    reg_loop_close(em);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    op_done(em);
 }

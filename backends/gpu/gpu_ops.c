@@ -207,6 +207,10 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
     char x[300], s[400];
     red_init(&r, in->attr, sdt, rdt);
     const char *res = r.arg ? "acci" : "acc";
+    if (em->rred && em->rred[id]) { /* from a register value's registers */
+        bk_gpu_mma_reduce(em, id);
+        return;
+    }
     if (em->lay[id] == BK_LAY_SLICE) {
         bk_gpu_decl_tile(em, id);
         reduce_slice(em, id, &r);
@@ -564,11 +568,15 @@ void bk_gpu_emit_dot(BkGpuEm *em, int id)
     d.B = r == 3 ? in->type.shape[0] : 1;
     d.abatch = at->rank == 3;
     d.bbatch = bt->rank == 3;
-    decl_result(em, id);
     if (em->vmma[BK_GPU_DOT_VAR(em, id)].on) { /* registers, then the tile */
+        if (em->lay[id] == BK_LAY_SHARED)
+            decl_result(em, id);
         bk_gpu_mma_dot_value(em, id);
         sync(em);
         return;
+    }
+    decl_result(em, id);
+    {
     }
     bool same = at->dtype == bt->dtype;
     bool tc = false;

@@ -62,8 +62,12 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
     long long bytes = ir_numel(&in->type) * sz;
     if (em->swz && em->swz[r])
         map = 0; /* swizzled: element e's bytes are elsewhere */
-    if (em->lay[r] == BK_LAY_BLOCKED)
+    if (em->lay[r] == BK_LAY_BLOCKED || em->lay[r] == BK_LAY_REG)
         return; /* registers of the thread that owns the element */
+    if (BK_GPU_RV(em, r) && em->rfb[r] && !em->rcvt[r])
+        return; /* only the FMA path's copy, with barriers of its own */
+    if (BK_GPU_RV(em, r))
+        map = 0; /* written from an MMA layout's registers */
     if (em->lay[r] == BK_LAY_SLICE) { /* registers; the copy by any thread */
         if (em->scvt[r])
             add(s, em->off[r], bytes, sz, 0, write);
@@ -84,8 +88,9 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
 static void reads(const BkGpuEm *em, Accs *s, int v, int map, int depth)
 {
     const IrInstr *in = &em->f->ins[v];
-    if (in->type.rank == 0 || (em->lay[v] == BK_LAY_MMA && !em->virt[v]))
-        return; /* scalars, registers (an MMA var.get, a dot) */
+    if (in->type.rank == 0 || (em->lay[v] == BK_LAY_MMA && !em->virt[v]) ||
+        em->lay[v] == BK_LAY_REG)
+        return; /* scalars, registers (an MMA var.get, a dot, a register value) */
     if (em->lay[v] == BK_LAY_MMA)
         map = 0; /* an expression per MMA register: its elements are the
                   * lane's fragment elements, not the block-strided map */
@@ -106,6 +111,23 @@ static void reads(const BkGpuEm *em, Accs *s, int v, int map, int depth)
         return;
     }
     tile_acc(em, s, v, map, false);
+}
+
+/* reads() of the operand x of a register op (a register value, a
+ * reduction from registers, a dot taking a from registers): the register
+ * values there are read in place, not from their shared copies. */
+static void rv_reads(const BkGpuEm *em, Accs *s, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (BK_GPU_RV(em, x) && !em->virt[x])
+        return;
+    if (!em->virt[x] || in->op == IR_BCAST || depth > 8 || !(ir_op_flags[in->op] & F_ELEM)) {
+        reads(em, s, x, 0, depth);
+        return;
+    }
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0)
+            rv_reads(em, s, in->opnd[j], depth + 1);
 }
 
 /* Gather index tiles of a memory op's view: read at derived indices. */
@@ -135,6 +157,13 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
     if (ir_op_flags[in->op] & F_ELEM) {
         if (!tile || em->virt[id])
             return 1;
+        if (BK_GPU_RV(em, id)) { /* per register: its leaves by any thread */
+            for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+                if (in->opnd[j] >= 0)
+                    rv_reads(em, s, in->opnd[j], 0);
+            tile_acc(em, s, id, 0, true);
+            return s->bad ? -1 : 0;
+        }
         for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
             if (in->opnd[j] >= 0)
                 reads(em, s, in->opnd[j], blk_map(em, id, &in->type), 0);
@@ -201,6 +230,11 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     }
     case IR_REDUCE:
+        if (em->rred && em->rred[id]) { /* registers; one lane writes each row */
+            rv_reads(em, s, in->opnd[0], 0);
+            tile_acc(em, s, id, 0, true);
+            break;
+        }
         if (em->lay[id] == BK_LAY_SLICE) { /* registers (the conversion to
                                            * shared is noted when emitted) */
             reads(em, s, in->opnd[0], 0, 0);

@@ -177,6 +177,7 @@ layouts)
   LTOL="2e-3 2e-3" lone tdv_val "S O" M=70 N=100
   LTOL="1e-4 1e-4" lone tdv_f32 "C D" M=50 N=40 K=40
   LTOL="0 0" lone tdv_i8 "C D" M=50 N=40 K=72
+  LTOL="2e-3 2e-3" lone tdv_rv "MX MN SM O" M=70 N=100
   F=$SRC/tests/emu/tslice.blk
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
@@ -209,9 +210,17 @@ layouts)
   "$BLKC" compile "$SRC/tests/emu/tdotv.blk" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want 'permute %[0-9]+ perm\(1, 0\) : bf16\[32, 48\] @ fused \(the dots read %[0-9]+ transposed\)'
   want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 48\] @ mma\(2x2 warps, 2x3 fragments of 16x8, registers\)$'
-  want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 64\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 2x4 fragments of 16x8, registers\), convert mma -> shared'
-  want 'cvt %[0-9]+ : f16\[64, 64\] @ shared\+[0-9]+, swizzled'
-  want 'dot %[0-9]+, %[0-9]+ : f32\[32, 32\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 1x2 fragments of 16x8'
+  # a dot value read by a store (its shared copy) and by p: warps own whole rows
+  want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 64\] @ mma\(4x1 warps, 1x8 fragments of 16x8, registers\)  ; convert mma -> shared\+[0-9]+$'
+  want 'cvt %[0-9]+ : f16\[64, 64\] @ mma\(4x1 warps, 1x8 fragments of 16x8, registers, per register\)  ; a dot reads it as a from registers'
+  want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 32\] @ mma\(4x1 warps, 1x4 fragments of 16x8, registers\), a from registers$'
+  want 'dot %[0-9]+, %[0-9]+ : f32\[32, 32\] @ mma\(2x2 warps, 1x2 fragments of 16x8, registers\)  ; convert mma -> shared'
+  # tdv_rv: the score tile never in shared memory; reductions from registers
+  want 'dot %[0-9]+, %[0-9]+ : f32\[64, 32\] @ mma\(4x1 warps, 1x4 fragments of 16x8, registers\)$'
+  want 'where %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 32\] @ mma\(4x1 warps, 1x4 fragments of 16x8, registers, per register\)$'
+  want 'reduce max %[0-9]+ axis=1 : f32\[64\] @ shared\+[0-9]+  ; from the registers of %[0-9]+'
+  want 'reduce min %[0-9]+ axis=1 : f32\[64\] @ shared\+[0-9]+  ; from the registers of %[0-9]+'
+  want 'reduce sum %[0-9]+ axis=1 : f32\[64\] @ shared\+[0-9]+  ; from the registers of %[0-9]+'
   want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : i32\[32, 32\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 1x2 fragments of 16x8'
   want 'load K\[.*\] : f16\[64, 32\] @ shared\+[0-9]+, swizzled'
   F=$SRC/tests/emu/tblocked.blk
