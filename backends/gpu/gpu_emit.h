@@ -176,6 +176,11 @@ typedef struct BkGpuEm {
                                  from registers (em->areg) */
     bool *rred;               /* reductions along the last axis computed
                                  from a register value's registers */
+    int *rowc;                /* row (column) broadcasts x[:, None]
+                                 (x[None, :]) loaded once per lane row
+                                 (column) before a loop over the registers
+                                 of (pseudo-)var w: rowc = w + 1 (-1 - w);
+                                 blk_rc<id>; else 0 */
     bool *areg;               /* register dots whose operand a comes from
                                  a register value's registers (CUDA) */
     int blk;                  /* inside a blocked loop: its brace depth
@@ -354,6 +359,11 @@ void bk_gpu_mma_value(BkGpuEm *em, int id);
 /* reduction id along the last axis from a register value's registers:
  * in-lane, then the lanes of a row (shuffles), into its shared tile */
 void bk_gpu_mma_reduce(BkGpuEm *em, int id);
+/* the row slot of register R of (pseudo-)var v: which of the lane's rows
+ * it is on (CUDA: 2 per m-fragment, rows g and g + 8; HIP: one per
+ * element); v = -1 - w: the column slot in w's layout (CUDA: 2 per
+ * n-fragment; HIP: 1); *S = the slots per lane */
+void bk_gpu_mma_slot(const BkGpuEm *em, int v, const char *R, char *buf, size_t n, int *S);
 /* store id of an MMA var.get straight from the registers (the epilogue) */
 void bk_gpu_mma_store(BkGpuEm *em, int id);
 

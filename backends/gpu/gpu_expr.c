@@ -207,6 +207,15 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         char s[BK_GPU_EXPR];
         bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
         put(em, buf, n, "%s", s);
+    } else if (em->rowc && em->rowc[v] &&
+               em->reg_var == (em->rowc[v] > 0 ? em->rowc[v] - 1 : -1 - em->rowc[v])) {
+        /* x[:, None] / x[None, :] per register: this lane's rows / columns,
+         * loaded before the loop */
+        char sl[160];
+        int S;
+        bk_gpu_mma_slot(em, em->rowc[v] > 0 ? em->reg_var : -1 - em->reg_var, "blk_r", sl,
+                        sizeof sl, &S);
+        snprintf(buf, n, "blk_rc%d[%s]", v, sl);
     } else if (em->virt && em->virt[v] && slice_bcast(em, v) >= 0) {
         /* x[:, None] of a SLICE x in its parent's blocked loop: the row of
          * run blk_k is the one register blk_k of the slice holds */

@@ -411,6 +411,8 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->rfb);
     free(em->rred);
     free(em->areg);
+    free(em->rowc);
+    em->rowc = NULL;
     em->rroot = NULL;
     em->rcvt = em->rfb = em->rred = em->areg = NULL;
     em->vsl = NULL;

@@ -59,6 +59,81 @@ static void reg_loop_close(BkGpuEm *em)
     em->reg_var = -1;
 }
 
+void bk_gpu_mma_slot(const BkGpuEm *em, int v, const char *R, char *buf, size_t n, int *S)
+{
+    const BkGpuMma *g = &em->vmma[v < 0 ? -1 - v : v];
+    int E = fel(em, g);
+    if (v < 0) { /* columns: CUDA 2 per n-fragment (2q, 2q + 1); HIP 1 */
+        if (em->dl->kind == BK_GPU_CUDA) {
+            snprintf(buf, n, "(%s) / %d %% %d * 2 + ((%s) & 1)", R, E, g->nt, R);
+            *S = g->nt * 2;
+        } else {
+            snprintf(buf, n, "(%s) / %d %% %d", R, E, g->nt);
+            *S = g->nt;
+        }
+    } else if (em->dl->kind == BK_GPU_CUDA) {
+        snprintf(buf, n, "(%s) / %d * 2 + ((%s) %% 4 >> 1)", R, g->nt * E, R);
+        *S = g->mt * 2;
+    } else {
+        snprintf(buf, n, "(%s) / %d * %d + (%s) %% %d", R, g->nt * E, E, R, E);
+        *S = g->mt * E;
+    }
+}
+
+/* The row broadcasts x[:, None] (of an [M, 1] tile read at the row) in
+ * the fused expression x read per register of v: open: each lane loads
+ * its rows once into blk_rc<B>[slot] (raw reads them there: no shared
+ * load per register); else forgets them after the loop. */
+static void row_caches(BkGpuEm *em, int v, int x, bool open, int depth)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[x];
+    if (!em->rowc || depth > 16 || !em->virt[x] || in->op == IR_CONST || in->type.rank == 0)
+        return;
+    const BkGpuMma *g = &em->vmma[v];
+    if (in->op == IR_BCAST) {
+        const IrType *a = &f->ins[in->opnd[0]].type;
+        bool rows = a->rank == 2 && a->shape[1] == 1 && a->shape[0] == g->M;
+        bool cols = a->rank == 2 && a->shape[0] == 1 && a->shape[1] == g->N;
+        if (in->type.rank != 2 || in->type.shape[0] != g->M || in->type.shape[1] != g->N ||
+            !(rows || cols) || BK_GPU_RV(em, in->opnd[0]))
+            return;
+        if (!open) {
+            em->rowc[x] = 0;
+            return;
+        }
+        char sl[160], mt[200], i[200], row[400], col[400], rv[BK_GPU_EXPR];
+        int S, cuda = em->dl->kind == BK_GPU_CUDA, E = fel(em, g);
+        bk_gpu_mma_slot(em, rows ? v : -1 - v, "blk_r", sl, sizeof sl, &S);
+        if (rows) {
+            snprintf(mt, sizeof mt, "blk_s / %d", cuda ? 2 : E);
+            snprintf(i, sizeof i, cuda ? "blk_s %% 2 * 2" : "blk_s %% %d", E);
+            bk_gpu_mma_rowcol(em, v, mt, "0", i, row, sizeof row, col, sizeof col);
+        } else {
+            snprintf(mt, sizeof mt, cuda ? "blk_s / 2" : "blk_s");
+            snprintf(i, sizeof i, cuda ? "blk_s %% 2" : "0");
+            bk_gpu_mma_rowcol(em, v, "0", mt, i, row, sizeof row, col, sizeof col);
+        }
+        bk_gpu_line(em, "%s blk_rc%d[%d]; /* v%d: this lane's %s */",
+                    bk_gpu_stype(a->dtype), x, S, x, rows ? "rows" : "columns");
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S);
+        em->indent++;
+        bk_gpu_line(em, "const int blk_e = %s;", rows ? row : col);
+        bk_gpu_raw(em, in->opnd[0], "blk_e", rv, sizeof rv);
+        bk_gpu_line(em, "blk_rc%d[blk_s] = %s;", x, rv);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        em->rowc[x] = rows ? v + 1 : -1 - v;
+        return;
+    }
+    if (!(ir_op_flags[in->op] & F_ELEM))
+        return;
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0)
+            row_caches(em, v, in->opnd[j], open, depth + 1);
+}
+
 /* The registers of pseudo-var P (a dot value's, a register value's) in
  * the current scope, where every reader of the value can see them. */
 static void decl_regs(BkGpuEm *em, int P, const char *ty)
@@ -168,6 +243,9 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
                 P == 2 ? "column pairs as one store" : "element by element");
     reg_split(em, mg, "blk_p", mt, nt, fi, sizeof mt);
     bk_gpu_mma_rowcol(em, v, mt, nt, fi, row, sizeof row, col, sizeof col);
+    bk_gpu_line(em, "{");
+    em->indent++;
+    row_caches(em, v, x, true, 0);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_p = 0; blk_p < %d; blk_p += %d) {", regs(mg), P);
     em->indent++;
@@ -218,6 +296,9 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     bk_gpu_line(em, "if (%s%s) %s[%s] = blk_x[blk_j];", ok, m, base, addr);
     em->indent--;
     bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    row_caches(em, v, x, false, 0);
     em->indent--;
     bk_gpu_line(em, "}");
     op_done(em);
@@ -601,11 +682,17 @@ static void vset_expr(BkGpuEm *em, int id)
     char idx[128], rv[BK_GPU_EXPR];
     bk_gpu_line(em, "/* var.set %s, layout mma: per register (row, col)%s */",
                 em->f->vars[v].name, d >= 0 ? ", then the dot accumulates in place" : "");
+    bk_gpu_line(em, "{");
+    em->indent++;
+    row_caches(em, v, e, true, 0);
     reg_loop_open(em, v);
     snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", em->vmma[v].N);
     bk_gpu_read(em, e, idx, rv, sizeof rv);
     bk_gpu_line(em, "var%d[blk_r] = %s;", v, rv);
     reg_loop_close(em);
+    row_caches(em, v, e, false, 0);
+    em->indent--;
+    bk_gpu_line(em, "}");
     if (d >= 0)
         bk_gpu_mma_dot(em, d, v);
     else
@@ -629,6 +716,11 @@ void bk_gpu_mma_value(BkGpuEm *em, int id)
     if (sh)
         bk_gpu_decl_tile(em, id);
     decl_regs(em, P, bk_gpu_stype(in->type.dtype));
+    bk_gpu_line(em, "{");
+    em->indent++;
+    for (int i = 0; i < 3 && i < ir_op_nopnd[in->op]; i++)
+        if (in->opnd[i] >= 0)
+            row_caches(em, P, in->opnd[i], true, 0);
     reg_loop_open(em, P);
     char idx[128], o[3][BK_GPU_EXPR / 4], x[BK_GPU_EXPR], sv[BK_GPU_EXPR];
     snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", g->N);
@@ -646,6 +738,11 @@ void bk_gpu_mma_value(BkGpuEm *em, int id)
         bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, se, P);
     }
     reg_loop_close(em);
+    for (int i = 0; i < 3 && i < ir_op_nopnd[in->op]; i++)
+        if (in->opnd[i] >= 0)
+            row_caches(em, P, in->opnd[i], false, 0);
+    em->indent--;
+    bk_gpu_line(em, "}");
     if (fb) { /* the FMA path's copy, fenced by its own barriers (gpu_sync.c
                * does not track it: the tensor-core path never touches it) */
         char se[300];
@@ -684,8 +781,7 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id)
         bk_gpu_min_lit(ident, sizeof ident, DT_F32);
     else
         bk_gpu_max_lit(ident, sizeof ident, DT_F32);
-    snprintf(slot, sizeof slot, cuda ? "blk_r / %d * 2 + (blk_r %% 4 >> 1)" : "blk_r / %d * %d + blk_r %% %d",
-             g->nt * E, E, E);
+    bk_gpu_mma_slot(em, P, "blk_r", slot, sizeof slot, &S);
     bk_gpu_decl_tile(em, id);
     bk_gpu_line(em, "{ /* v%d = reduce %s along the last axis from the registers of v%d (var%d): "
                 "in-lane, then the %d lanes of each row; the warps own whole rows */",
@@ -694,6 +790,7 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id)
     bk_gpu_line(em, "float blk_rp[%d];", S);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) blk_rp[blk_s] = %s;", S, ident);
+    row_caches(em, P, x, true, 0);
     reg_loop_open(em, P);
     snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", g->N);
     bk_gpu_read(em, x, idx, v, sizeof v);
@@ -701,6 +798,7 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id)
     bk_gpu_line(em, "const int blk_s = %s;", slot);
     bk_gpu_line(em, "blk_rp[blk_s] = %s;", c);
     reg_loop_close(em);
+    row_caches(em, P, x, false, 0);
     snprintf(c, sizeof c, f, "blk_rp[blk_s]", "blk_y");
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++)", S);

@@ -243,8 +243,9 @@ int bk_gpu_reg_values(BkGpuEm *em, const int *regof)
     em->rfb = calloc((size_t)n + 1, sizeof(bool));
     em->rred = calloc((size_t)n + 1, sizeof(bool));
     em->areg = calloc((size_t)n + 1, sizeof(bool));
+    em->rowc = calloc((size_t)n + 1, sizeof(int));
     bool *want = calloc((size_t)n + 1, sizeof(bool));
-    if (!em->rroot || !em->rcvt || !em->rfb || !em->rred || !em->areg || !want) {
+    if (!em->rroot || !em->rcvt || !em->rfb || !em->rred || !em->areg || !em->rowc || !want) {
         free(want);
         bk_gpu_fail(em, "out of memory");
         return -1;

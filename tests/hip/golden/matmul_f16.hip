@@ -102,22 +102,24 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
     /* v17 = var0, layout mma: read in place (registers) */
     /* v18 = cvt: fused into its use */
     /* store C from var acc's registers (layout mma) through a per-register expression, element by element */
-    #pragma unroll
-    for (int blk_p = 0; blk_p < 16; blk_p += 1) {
-        const int blk_row = (blk_wr0 + (blk_p / 16) * 32 + ((blk_p % 16) >> 2) * 8 + (blk_lane >> 5) * 4 + ((blk_p % 16) & 3)), blk_col = (blk_wc0 + (blk_p / 16 % 1) * 32 + (blk_lane & 31));
-        blk_f16 blk_x[1];
+    {
         #pragma unroll
-        for (int blk_j = 0; blk_j < 1; blk_j++) {
-            const int blk_r = blk_p + blk_j;
-            const long long blk_e = (long long)blk_row * 64 + blk_col + blk_j;
-            (void)blk_r; (void)blk_e;
-            blk_x[blk_j] = blk_f32_to_f16(blk_f16_to_f32(blk_f32_to_f16((float)var0[blk_r])));
-        }
-        for (int blk_j = 0; blk_j < 1; blk_j++) {
-            const long long e = (long long)blk_row * 64 + blk_col + blk_j;
-            const long long c0 = (long long)v2 + (e / 64);
-            const long long c1 = (long long)v5 + (e % 64);
-            if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1 * p_C.stride[1]] = blk_x[blk_j];
+        for (int blk_p = 0; blk_p < 16; blk_p += 1) {
+            const int blk_row = (blk_wr0 + (blk_p / 16) * 32 + ((blk_p % 16) >> 2) * 8 + (blk_lane >> 5) * 4 + ((blk_p % 16) & 3)), blk_col = (blk_wc0 + (blk_p / 16 % 1) * 32 + (blk_lane & 31));
+            blk_f16 blk_x[1];
+            #pragma unroll
+            for (int blk_j = 0; blk_j < 1; blk_j++) {
+                const int blk_r = blk_p + blk_j;
+                const long long blk_e = (long long)blk_row * 64 + blk_col + blk_j;
+                (void)blk_r; (void)blk_e;
+                blk_x[blk_j] = blk_f32_to_f16(blk_f16_to_f32(blk_f32_to_f16((float)var0[blk_r])));
+            }
+            for (int blk_j = 0; blk_j < 1; blk_j++) {
+                const long long e = (long long)blk_row * 64 + blk_col + blk_j;
+                const long long c0 = (long long)v2 + (e / 64);
+                const long long c1 = (long long)v5 + (e % 64);
+                if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1 * p_C.stride[1]] = blk_x[blk_j];
+            }
         }
     }
 }
