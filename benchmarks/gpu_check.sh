@@ -251,10 +251,15 @@ bench gemm_bf16 gemm 0.6 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
 # softmax: the ratio of times is the ratio of bandwidths (same bytes)
 bench softmax copy 0.8 '2*8192*8192*4/(t*1e-3)/1e9' 'GB/s read+write' \
   examples/softmax.blk R=8192 N=8192 -D BLOCK=8192 --bench=10
+# flash attention at BM=128 BN=32 (4 warps of 32 query rows: the score tile,
+# p and the row max / sum stay in mma registers; K and V are read once per
+# 32 rows): cuda-emu --stats puts it near the tensor-core bound with ptxas
+# sm_80 spilling 8 bytes; BM=128 BN=64 reads less shared memory but spills
+# 312 bytes; BM=BN=64 reads 1.8x the tensor time
 bench flash_fwd sdpa 0.5 '4*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
-  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 --bench=5
+  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D BM=128 -D BN=32 --bench=5
 bench flash_fwd_causal sdpa_causal 0.5 '2*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
-  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D CAUSAL=true --bench=5
+  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D BM=128 -D BN=32 -D CAUSAL=true --bench=5
 log "results: $RES"
 
 # ------------------------------------------------------------ GPU ranks

@@ -32,5 +32,5 @@ one gemm_bf16 1 "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
 # not instrument 16-byte vector loads/stores, so the vector form counts no
 # sectors there; coalesced scalar accesses touch the same sectors
 BLKC_GPU_NOVEC=1 one softmax 8 "$ROOT/examples/softmax.blk" R=8192 N=8192 -D BLOCK=8192
-one flash_fwd 1 "$ROOT/examples/flash_attention.blk" Z=32 S=4096 scale=0.08838834764831845 -D D=128
-one flash_fwd_causal 4 "$ROOT/examples/flash_attention.blk" Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D CAUSAL=true
+one flash_fwd 1 "$ROOT/examples/flash_attention.blk" Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D BM=128 -D BN=32
+one flash_fwd_causal 4 "$ROOT/examples/flash_attention.blk" Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D BM=128 -D BN=32 -D CAUSAL=true
