@@ -295,6 +295,15 @@ void bk_gpu_em_free(BkGpuEm *em);
 /* fills lay, cvt, vmma (after fusion and var aliases, before shared-memory
  * offsets); regof = region of each instruction; 0 or -1 */
 int bk_gpu_layouts(BkGpuEm *em, const int *regof);
+/* How instruction o reads value w: 1 as an operand, -1 as a gather index
+ * of its view (no register layout can serve that), 0 not at all. */
+int bk_gpu_reads_of(const IrFunc *f, const IrInstr *o, int w);
+/* The warp grid for an M x N accumulator into *g (untouched when none
+ * fits: 0): every warp owns a block of whole fragments, the squarest
+ * (fewest operand fragments loaded per k step); rows: only the grid in
+ * which every warp owns whole rows (wm = warps, wn = 1). */
+int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
+                     bool rows);
 /* C expressions of the row and column of register (mt, nt, i) of MMA var v
  * (i < 4: the element within the fragment this lane holds) */
 void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,

@@ -110,14 +110,13 @@ static bool dot_f32(const BkGpuEm *em, int id)
     return em->f->ins[em->f->ins[id].opnd[0]].type.dtype == DT_F32;
 }
 
-/* The warp grid for an M x N accumulator: every warp owns a block of
- * whole fragments; the squarest block (fewest operand fragments loaded
- * per k step). 0 when none fits. */
-static int pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32)
+/* the warp grid of an accumulator (gpu_emit.h) */
+int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
+                     bool rows)
 {
     int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     long long best = -1;
-    for (int wm = 1; wm <= nw; wm++) {
+    for (int wm = rows ? nw : 1; wm <= nw; wm++) {
         if (nw % wm)
             continue;
         int wn = nw / wm;
@@ -169,7 +168,8 @@ bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
         return false;
     if (!dot_ok(em, id, em->dl->kind == BK_GPU_CUDA ? 8 : 16))
         return false;
-    return pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id)) != 0;
+    return bk_gpu_pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id),
+                            false) != 0;
 }
 
 int bk_gpu_dot_tsrc(const BkGpuEm *em, int x)
@@ -548,9 +548,7 @@ static bool blk_cand(const BkGpuEm *em, int x, const int *regof)
     return (ir_op_flags[in->op] & F_ELEM) != 0 && !reads_slice(em, x, 0);
 }
 
-/* How instruction o reads w: 1 as an operand, -1 as a gather index of its
- * view (no register layout can serve that), 0 not at all. */
-static int reads_of(const IrFunc *f, const IrInstr *o, int w)
+int bk_gpu_reads_of(const IrFunc *f, const IrInstr *o, int w)
 {
     int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op], reads = 0;
     for (int i = 0; i < k && i < 4; i++)
@@ -587,7 +585,7 @@ static bool blk_reads_ok(const BkGpuEm *em, int x, int w, const int *regof, int 
         const IrInstr *o = &f->ins[u];
         if (o->dead || regof[u] < 0)
             continue;
-        int reads = reads_of(f, o, w);
+        int reads = bk_gpu_reads_of(f, o, w);
         if (reads < 0)
             return false; /* a gather index */
         if (!reads)
@@ -784,7 +782,7 @@ static bool slice_reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *
         const IrInstr *o = &f->ins[u];
         if (o->dead || regof[u] < 0)
             continue;
-        int rd = reads_of(f, o, w);
+        int rd = bk_gpu_reads_of(f, o, w);
         if (rd < 0)
             return false; /* a gather index */
         if (!rd)
@@ -974,7 +972,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
         if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false) ||
-            !pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], var_f32(em, v, regof)))
+            !bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], var_f32(em, v, regof), false))
             continue;
         em->vmma[v].on = true;
         em->group_m = GROUP_M; /* a dot loop: grouped program ids */
@@ -998,7 +996,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !bk_gpu_dot_regs(em, i))
             continue;
         BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
-        pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
+        bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i), false);
         g->on = true;
     }
     if (bk_gpu_reg_values(em, regof) < 0)

@@ -166,15 +166,11 @@ static void op_done(BkGpuEm *em)
 
 void bk_gpu_mma_decl(BkGpuEm *em, int v)
 {
-    const BkGpuMma *g = &em->vmma[v];
     char ty[128], lay[256];
     ir_type_str(&em->f->vars[v].type, ty, sizeof ty);
     bk_gpu_var_lay_str(em, v, lay, sizeof lay);
     bk_gpu_line(em, "/* var %s : %s, layout %s */", em->f->vars[v].name, ty, lay);
-    bk_gpu_line(em, "float var%d[%d];", v, regs(g));
-    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
-                v, g->wn, g->WM, v, g->wn, g->WN);
-    bk_gpu_line(em, "(void)blk_wr%d; (void)blk_wc%d;", v, v);
+    decl_regs(em, v, "float");
 }
 
 static void vset_expr(BkGpuEm *em, int id);
@@ -644,8 +640,7 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     }
     reg_loop_close(em);
     dot_regs(em, id, P);
-    if (!sh) {
-    } else if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+    if (sh && em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
         char row[256], col[256], mt[64], nt[64], fi[64];
         reg_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
         bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
@@ -662,7 +657,7 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
                         "(unsigned long long)__float_as_uint(var%d[blk_r + 1]) << 32 | __float_as_uint(var%d[blk_r]);",
                         id, g->N, P, P);
         reg_loop_close(em);
-    } else {
+    } else if (sh) {
         reg_loop_open(em, P);
         bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, g->N, P);
         reg_loop_close(em);
@@ -771,7 +766,7 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id)
     int x = in->opnd[0], P = BK_GPU_DOT_VAR(em, bk_gpu_rv_root(em, x));
     const BkGpuMma *g = &em->vmma[P];
     bool cuda = em->dl->kind == BK_GPU_CUDA;
-    int E = fel(em, g), per = cuda ? 2 : E, S = g->mt * per, span = cuda ? 4 : g->fn;
+    int E = fel(em, g), S, span = cuda ? 4 : g->fn;
     char ident[96], slot[160], idx[128], v[BK_GPU_EXPR], c[BK_GPU_EXPR + 64], st[BK_GPU_EXPR];
     const char *f = in->attr == RED_SUM ? "(%s + %s)" : in->attr == RED_MAX ? "blk_max(%s, %s)"
                                                                             : "blk_min(%s, %s)";

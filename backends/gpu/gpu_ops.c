@@ -568,7 +568,7 @@ void bk_gpu_emit_dot(BkGpuEm *em, int id)
     d.B = r == 3 ? in->type.shape[0] : 1;
     d.abatch = at->rank == 3;
     d.bbatch = bt->rank == 3;
-    if (em->vmma[BK_GPU_DOT_VAR(em, id)].on) { /* registers, then the tile */
+    if (em->vmma[BK_GPU_DOT_VAR(em, id)].on) { /* registers (and its tile if read there) */
         if (em->lay[id] == BK_LAY_SHARED)
             decl_result(em, id);
         bk_gpu_mma_dot_value(em, id);
@@ -576,8 +576,6 @@ void bk_gpu_emit_dot(BkGpuEm *em, int id)
         return;
     }
     decl_result(em, id);
-    {
-    }
     bool same = at->dtype == bt->dtype;
     bool tc = false;
     const char *guard = NULL;

@@ -35,9 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the most accumulator registers per thread (as gpu_layouts.c) */
-#define MAX_REGS 128
-
 bool bk_gpu_same_grid(const BkGpuEm *em, int a, int b)
 {
     const BkGpuMma *x = &em->vmma[a], *y = &em->vmma[b];
@@ -54,30 +51,6 @@ static BkGpuMma *dot_grid(BkGpuEm *em, int d)
 static bool dot_f32(const BkGpuEm *em, int d)
 {
     return em->f->ins[em->f->ins[d].opnd[0]].type.dtype == DT_F32;
-}
-
-/* The grid in which every warp owns whole rows of M x N (wm = warps,
- * wn = 1) into *g; 0 (g untouched) when it does not fit. */
-static int rows_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32)
-{
-    int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
-    if (M % (16LL * nw) || N % fn || (M / nw) * N / em->dl->warp > MAX_REGS)
-        return 0;
-    BkGpuMma r = *g;
-    r.wm = nw;
-    r.wn = 1;
-    r.WM = (int)(M / nw);
-    r.WN = (int)N;
-    if (em->dl->kind == BK_GPU_HIP && r.WM % 32 == 0 && r.WN % 32 == 0 && !f32)
-        fm = fn = 32; /* as pick_grid: MFMA 32x32x8 for whole 32x32 fragments */
-    r.fm = fm;
-    r.fn = fn;
-    r.mt = r.WM / fm;
-    r.nt = r.WN / fn;
-    r.M = M;
-    r.N = N;
-    *g = r;
-    return 1;
 }
 
 /* The root of the register values expression x reads (through fused
@@ -120,19 +93,6 @@ static bool cand(const BkGpuEm *em, int x, const int *regof)
            em->var_of[x] < 0 && !em->cvt[x] && em->rroot[x] < 0;
 }
 
-/* How u reads w: 1 as an operand, -1 through its view, 0 not at all. */
-static int reads_of(const IrFunc *f, const IrInstr *o, int w)
-{
-    int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op], rd = 0;
-    for (int i = 0; i < k && i < 4; i++)
-        rd |= o->opnd[i] == w;
-    if (o->view >= 0)
-        for (int d = 0; d < f->views[o->view].ndims; d++)
-            if (f->views[o->view].d[d].val == w)
-                return -1;
-    return rd;
-}
-
 /* reader kinds */
 enum { RD_REG, RD_RED, RD_DOTA, RD_OTHER };
 
@@ -168,12 +128,12 @@ static int reader(const BkGpuEm *em, int x, int w, int u, int root, const int *r
 {
     const IrFunc *f = em->f;
     const IrInstr *o = &f->ins[u];
-    if (reads_of(f, o, w) < 0 || depth > 16)
+    if (bk_gpu_reads_of(f, o, w) < 0 || depth > 16)
         return RD_OTHER;
     if (em->virt[u] && (ir_op_flags[o->op] & F_ELEM) && o->op != IR_CONST) {
         int k = RD_REG;
         for (int v = 0; v < f->nins; v++) { /* every reader of the fused op */
-            if (f->ins[v].dead || regof[v] < 0 || !reads_of(f, &f->ins[v], u))
+            if (f->ins[v].dead || regof[v] < 0 || !bk_gpu_reads_of(f, &f->ins[v], u))
                 continue;
             int r = reader(em, x, u, v, root, regof, rows, depth + 1);
             if (r == RD_OTHER || r == RD_DOTA)
@@ -212,7 +172,7 @@ static void each_read(BkGpuEm *em, const int *regof, int ph, bool *want)
             continue;
         for (int u = 0; u < f->nins; u++) {
             const IrInstr *o = &f->ins[u];
-            if (o->dead || regof[u] < 0 || !reads_of(f, o, x))
+            if (o->dead || regof[u] < 0 || !bk_gpu_reads_of(f, o, x))
                 continue;
             int kind = reader(em, x, x, u, r, regof, ph == PH_MARK ? want : NULL, 0);
             if (ph == PH_WANT) {
@@ -221,7 +181,8 @@ static void each_read(BkGpuEm *em, const int *regof, int ph, bool *want)
                 if (kind != RD_DOTA || !want[r] || o->type.shape[0] != f->ins[r].type.shape[0])
                     continue;
                 BkGpuMma *g = dot_grid(em, u), t = *g;
-                if (rows_grid(em, &t, o->type.shape[0], o->type.shape[1], dot_f32(em, u)))
+                if (bk_gpu_pick_grid(em, &t, o->type.shape[0], o->type.shape[1], dot_f32(em, u),
+                                     true))
                     *g = t;
             } else if (kind == RD_RED) {
                 /* marked below, with those of fused operands */
@@ -283,7 +244,7 @@ int bk_gpu_reg_values(BkGpuEm *em, const int *regof)
             continue;
         const IrInstr *in = &f->ins[r];
         BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, r)];
-        want[r] = rows_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, r));
+        want[r] = bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, r), true);
     }
     each_read(em, regof, PH_ROWS, want); /* the dots taking a: the same rows */
     for (int x = 0; x < n; x++) /* every register value in its root's grid */
