@@ -265,6 +265,7 @@ struct JcCode {
     int n;
     char **names;
     BkRangeFn *ranges;
+    char jit_error[CPU_JIT_ERROR_LEN]; /* ORC's first error (cpu_lljit) */
 };
 
 void jc_code_free(JcCode *c)
@@ -287,6 +288,7 @@ struct JcCode {
     int n;
     char **names;
     BkRangeFn *ranges;
+    char jit_error[CPU_JIT_ERROR_LEN]; /* ORC's first error (cpu_lljit) */
 };
 
 static int llvm_err(LLVMErrorRef e, const char *what, char *err, size_t errlen)
@@ -295,32 +297,6 @@ static int llvm_err(LLVMErrorRef e, const char *what, char *err, size_t errlen)
     snprintf(err, errlen, "jit cache: %s: %s", what, msg ? msg : "?");
     LLVMDisposeErrorMessage(msg);
     return -1;
-}
-
-static int define_helpers(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd,
-                          char *err, size_t errlen)
-{
-#if LLVM_VERSION_MAJOR >= 15
-    LLVMOrcCSymbolMapPair pairs[32];
-#else
-    LLVMJITCSymbolMapPair pairs[32];
-#endif
-    int n = 0;
-    for (int i = 0; cpu_helpers[i].name && n < 32; i++, n++) {
-        pairs[n].Name = LLVMOrcLLJITMangleAndIntern(jit, cpu_helpers[i].name);
-        pairs[n].Sym.Address =
-            (LLVMOrcJITTargetAddress)(uintptr_t)cpu_helpers[i].addr;
-        pairs[n].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported |
-                                          LLVMJITSymbolGenericFlagsCallable;
-        pairs[n].Sym.Flags.TargetFlags = 0;
-    }
-    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, (size_t)n);
-    LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, mu);
-    if (e) {
-        LLVMOrcDisposeMaterializationUnit(mu);
-        return llvm_err(e, "defining helpers", err, errlen);
-    }
-    return 0;
 }
 
 void jc_code_free(JcCode *c)
@@ -351,29 +327,14 @@ int jc_code_load(const void *obj, size_t len, const IrModule *m,
         jc_code_free(c);
         return snprintf(err, errlen, "out of memory"), -1;
     }
-    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
-    LLVMErrorRef e = LLVMOrcCreateLLJIT(&c->jit, jb);
-    if (e) {
-        c->jit = NULL;
-        jc_code_free(c);
-        return llvm_err(e, "creating the JIT", err, errlen);
-    }
-    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(c->jit);
-    LLVMOrcDefinitionGeneratorRef gen;
-    if (define_helpers(c->jit, jd, err, errlen)) {
+    if (cpu_lljit(NULL, c->jit_error, &c->jit, err, errlen)) {
         jc_code_free(c);
         return -1;
     }
-    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-        &gen, LLVMOrcLLJITGetGlobalPrefix(c->jit), NULL, NULL);
-    if (e) {
-        jc_code_free(c);
-        return llvm_err(e, "process symbols", err, errlen);
-    }
-    LLVMOrcJITDylibAddGenerator(jd, gen);
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(c->jit);
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(
         obj, len, "blkc-cached-object");
-    e = LLVMOrcLLJITAddObjectFile(c->jit, jd, mb);
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(c->jit, jd, mb);
     if (e) {
         jc_code_free(c);
         return llvm_err(e, "adding the object", err, errlen);
@@ -392,8 +353,10 @@ int jc_code_load(const void *obj, size_t len, const IrModule *m,
         LLVMOrcExecutorAddress a = 0;
         e = LLVMOrcLLJITLookup(c->jit, &a, rn);
         if (e) {
+            cpu_lljit_error(e, c->jit_error, "jit cache: linking the object", err,
+                            errlen);
             jc_code_free(c);
-            return llvm_err(e, "linking the object", err, errlen);
+            return -1;
         }
         c->ranges[i] = (BkRangeFn)(uintptr_t)a;
     }

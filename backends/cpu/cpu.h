@@ -10,6 +10,7 @@
 #include "../backend.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/LLJIT.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -138,6 +139,14 @@ LLVMValueRef cpu_const(CpuGen *g, int dt, int64_t ival, double fval);
 LLVMValueRef cpu_zero(CpuGen *g, int dt);
 typedef struct CpuHelper { const char *name; void (*addr)(void); } CpuHelper;
 extern const CpuHelper cpu_helpers[];      /* NULL-terminated */
+
+/* jit.c: an LLJIT with the helpers, the process's symbols and the code
+ * memory probe (the JIT cache links its objects with one too) */
+#define CPU_JIT_ERROR_LEN 256
+int cpu_lljit(LLVMTargetMachineRef tm, char *first_error, LLVMOrcLLJITRef *out,
+              char *err, size_t errlen);
+int cpu_lljit_error(LLVMErrorRef e, const char *first_error, const char *what,
+                    char *err, size_t errlen);
 
 /* ------------------------------------------------------------ mem.c */
 int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC, NOTIFY,

@@ -11,10 +11,12 @@
 #include <llvm-c/Orc.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
+#include <elf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct BkCpuModule {
@@ -23,6 +25,7 @@ struct BkCpuModule {
     char **names;            /* kernel names */
     BkKernelFn *fns;         /* entry points */
     BkRangeFn *ranges;       /* NAME__range entry points */
+    char jit_error[CPU_JIT_ERROR_LEN]; /* ORC's first error (cpu_lljit) */
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -90,10 +93,34 @@ static int llvm_error(LLVMErrorRef e, const char *what, char *err, size_t errlen
     return -1;
 }
 
+/* LLVM cannot fail an allocation: it throws std::bad_alloc or prints "LLVM
+ * ERROR: out of memory", and the process aborts. Compiling a small module
+ * takes LLVM about 4 MB (vadd.blk under `ulimit -v`, faults_alloc_sweep), so
+ * each compile first maps and unmaps twice that as a probe and fails
+ * cleanly when the address space cannot hold it. A probe, not a guarantee:
+ * a large module can need more, and other threads can take the memory
+ * meanwhile (docs/limits.md). */
+#define COMPILE_HEADROOM (8u << 20)
+
+static bool have_headroom(void)
+{
+    void *p = mmap(NULL, COMPILE_HEADROOM, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    munmap(p, COMPILE_HEADROOM);
+    return true;
+}
+
 static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
                                     char *err, size_t errlen)
 {
     pthread_once(&init_once, init_targets);
+    if (!have_headroom()) {
+        snprintf(err, errlen, "cpu backend: out of memory: compiling needs "
+                 "about %u MB of free address space", COMPILE_HEADROOM >> 20);
+        return NULL;
+    }
     if (!init_ok) {
         snprintf(err, errlen, "cpu backend: cannot initialize the native target");
         return NULL;
@@ -194,6 +221,116 @@ static int define_helpers(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd,
     return 0;
 }
 
+/* --------------------------------------------------- code memory guard */
+
+/* RuntimeDyld's section memory manager ends the process (report_fatal_error
+ * "Unable to allocate section memory!") when its mmap for the compiled code
+ * fails, and LLVM 15's C API offers no other memory manager. Every object
+ * passes the JIT's object transform first: there we add up what the manager
+ * will map (each allocated section on its own pages, plus stub and GOT room
+ * per relocation) and map twice that, plus 256 KiB for the linker's heap, as
+ * a probe. If the address space cannot hold it the object is refused with an
+ * error before the manager runs. (A probe, not a reservation: another thread
+ * mapping memory between the probe and the link can still lose the race.) */
+static size_t object_need(const char *b, size_t n)
+{
+    const size_t page = 4096;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)b;
+    if (n < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff > n || eh->e_shnum > (n - eh->e_shoff) / sizeof(Elf64_Shdr))
+        return 2 * n + page; /* not an ELF64 object we can read: its size */
+    size_t need = 0;
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        Elf64_Shdr sh;
+        memcpy(&sh, b + eh->e_shoff + (size_t)i * sizeof sh, sizeof sh);
+        if (sh.sh_flags & SHF_ALLOC)
+            need += (sh.sh_size + sh.sh_addralign + page) / page * page;
+        if ((sh.sh_type == SHT_RELA || sh.sh_type == SHT_REL) && sh.sh_entsize)
+            need += sh.sh_size / sh.sh_entsize * 24; /* a stub and a GOT slot */
+    }
+    return need + page;
+}
+
+static LLVMErrorRef probe_code_memory(void *ctx, LLVMMemoryBufferRef *obj)
+{
+    (void)ctx;
+    size_t need = object_need(LLVMGetBufferStart(*obj), LLVMGetBufferSize(*obj));
+    size_t probe = 2 * need + (256u << 10);
+    void *p = mmap(NULL, probe, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "out of memory mapping the compiled code (%zu bytes)",
+                 need);
+        return LLVMCreateStringError(msg);
+    }
+    munmap(p, probe);
+    return NULL;
+}
+
+/* ORC reports a failed materialization here and the lookup fails with a
+ * generic "Failed to materialize symbols"; keep the first cause for the
+ * lookup's error message (default: printed to stderr as "JIT session
+ * error"). */
+static void report_jit_error(void *ctx, LLVMErrorRef e)
+{
+    char *first = ctx;
+    char *msg = LLVMGetErrorMessage(e);
+    if (!first[0])
+        snprintf(first, CPU_JIT_ERROR_LEN, "%s", msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+}
+
+/* A new LLJIT for the host (tm: its target machine, taken over; NULL: the
+ * default one) with blkc's helpers and the process's symbols defined, the
+ * code memory probe on every object, and ORC's errors kept in first_error
+ * (CPU_JIT_ERROR_LEN bytes, zeroed; it must outlive the JIT). */
+int cpu_lljit(LLVMTargetMachineRef tm, char *first_error, LLVMOrcLLJITRef *out,
+              char *err, size_t errlen)
+{
+    *out = NULL;
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    if (tm)
+        LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+            jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMOrcLLJITRef jit;
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit, jb);
+    if (e)
+        return llvm_error(e, "creating the JIT", err, errlen);
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
+                                            report_jit_error, first_error);
+    LLVMOrcObjectTransformLayerSetTransform(LLVMOrcLLJITGetObjTransformLayer(jit),
+                                            probe_code_memory, NULL);
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
+    if (define_helpers(jit, jd, err, errlen)) {
+        LLVMOrcDisposeLLJIT(jit);
+        return -1;
+    }
+    LLVMOrcDefinitionGeneratorRef gen;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+    if (e) {
+        LLVMOrcDisposeLLJIT(jit);
+        return llvm_error(e, "process symbols", err, errlen);
+    }
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    *out = jit;
+    return 0;
+}
+
+/* "WHAT: why" for a failed lookup: ORC's first reported cause (not its
+ * "Failed to materialize symbols"), else e's message; e is consumed */
+int cpu_lljit_error(LLVMErrorRef e, const char *first_error, const char *what,
+                    char *err, size_t errlen)
+{
+    char *msg = LLVMGetErrorMessage(e);
+    snprintf(err, errlen, "%s: %s", what,
+             first_error[0] ? first_error : msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+    return -1;
+}
+
 int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
                char *err, size_t errlen)
 {
@@ -213,27 +350,12 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
     mod = build(m, o, tm, vecw, ctx, false, err, errlen);
     if (!mod)
         goto fail;
-    /* LLJIT takes ownership of the target machine */
-    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
-        jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
-    tm = NULL;
-    LLVMErrorRef e = LLVMOrcCreateLLJIT(&cm->jit, jb);
-    if (e) {
-        llvm_error(e, "creating the JIT", err, errlen);
+    int rc = cpu_lljit(tm, cm->jit_error, &cm->jit, err, errlen);
+    tm = NULL; /* the JIT took it over, or disposed of it */
+    if (rc)
         goto fail;
-    }
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(cm->jit);
-    if (define_helpers(cm->jit, jd, err, errlen))
-        goto fail;
-    LLVMOrcDefinitionGeneratorRef gen;
-    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-        &gen, LLVMOrcLLJITGetGlobalPrefix(cm->jit), NULL, NULL);
-    if (e) {
-        llvm_error(e, "process symbols", err, errlen);
-        goto fail;
-    }
-    LLVMOrcJITDylibAddGenerator(jd, gen);
+    LLVMErrorRef e;
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
     mod = NULL;
     e = LLVMOrcLLJITAddLLVMIRModule(cm->jit, jd, tsm);
@@ -272,7 +394,7 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
         if (!e)
             e = LLVMOrcLLJITLookup(cm->jit, &a2, rn);
         if (e) {
-            llvm_error(e, "compiling", err, errlen);
+            cpu_lljit_error(e, cm->jit_error, "cpu backend: compiling", err, errlen);
             goto fail;
         }
         cm->fns[i] = (BkKernelFn)(uintptr_t)a1;
