@@ -24,7 +24,8 @@
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)") \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
-    X(NOMATVEC, "matrix-vector DOTs use the GEMM micro-kernel (matvec.c)")
+    X(NOMATVEC, "matrix-vector DOTs use the GEMM micro-kernel (matvec.c)") \
+    X(NOPACKA, "a rank-2 DOT reads A in place, no packed sliver (tile.c)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,

@@ -411,11 +411,12 @@ static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
 
 enum { MAXMR = 16, MAXNRV = 4 };
 
-/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[i0.., :K] * B[:K, j0..]
+/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[ai.., :K] * B[:K, j0..]
  * (row strides lda, ldb: a tile's width, or a tensor's stride when the
- * operand is read in place) */
-static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
-                  LLVMValueRef i0, LLVMValueRef j0, int64_t bj, int64_t K,
+ * operand is read in place; ai: A's first row, i0 or 0 for a packed
+ * sliver) */
+static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
+                  LLVMValueRef C, LLVMValueRef i0, LLVMValueRef j0, int64_t bj, int64_t K,
                   LLVMValueRef lda, LLVMValueRef ldb,
                   int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl)
 {
@@ -427,7 +428,8 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
     LLVMValueRef acc[MAXMR][MAXNRV], cp[MAXMR][MAXNRV], ar[MAXMR];
     for (int r = 0; r < MR; r++) {
         LLVMValueRef row = LLVMBuildAdd(b, i0, cpu_i64(g, r), "");
-        ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, row, lda, ""));
+        ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, LLVMBuildAdd(b, ai, cpu_i64(g, r), ""),
+                                              lda, ""));
         LLVMValueRef crow = cpu_gep(g, E, C, LLVMBuildMul(b, row, cpu_i64(g, ldc), ""));
         for (int v = 0; v < NRV; v++) {
             cp[r][v] = cpu_gep(g, E, crow, LLVMBuildAdd(b, j0, cpu_i64(g, v * VW), ""));
@@ -566,6 +568,20 @@ static void pack_b(CpuGen *g, LLVMValueRef Bp, LLVMValueRef B, int sdt,
     cpu_loop_close(g, &lk);
 }
 
+/* Copy rows r0 .. r0+MR-1 of A (row stride lda, K elements of E each)
+ * into the contiguous sliver S (row stride K). */
+static void copy_sliver(CpuGen *g, LLVMValueRef S, LLVMValueRef A, LLVMValueRef r0,
+                        LLVMValueRef lda, int MR, int64_t K, LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    int64_t eb = (int64_t)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
+    for (int r = 0; r < MR; r++) {
+        LLVMValueRef row = LLVMBuildMul(b, LLVMBuildAdd(b, r0, cpu_i64(g, r), ""), lda, "");
+        LLVMBuildMemCpy(b, cpu_gep(g, E, S, cpu_i64(g, r * K)), 64,
+                        cpu_gep(g, E, A, row), (unsigned)eb, cpu_i64(g, K * eb));
+    }
+}
+
 /* A rank-2 DOT on packed B panels (BLKC_CPU_NOPACK=1: the row-major path
  * below). A is read in place with its row stride when its dtype is the
  * accumulation type and no rows are padded, else converted into a buffer;
@@ -601,8 +617,13 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
         A = buf;
         lda = cpu_i64(g, K);
     }
-    LLVMValueRef Bp = cpu_alloca(g, E, K * Np);
+    LLVMValueRef Bp = cpu_alloca(g, E, K * Np), Ap = NULL;
     LLVMSetAlignment(Bp, 64);
+    if (ain && !cpu_switch(CPU_SW_NOPACKA)) {
+        Ap = cpu_alloca(g, E, 2 * MR * K);
+        LLVMSetAlignment(Ap, 64);
+        copy_sliver(g, Ap, A, cpu_i64(g, 0), lda, MR, K, E);
+    }
     pack_b(g, Bp, B, tb->dtype, ldb, K, N, NR, rdt);
     LLVMValueRef C = dst;
     int64_t ldc = N;
@@ -630,10 +651,30 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
             for (int64_t off = 0; off < K * eb; off += 64)
                 prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
         }
+    /* A read in place: its MR rows are copied into a contiguous sliver (row
+     * stride K, a constant) reused by every panel, so the micro-kernel
+     * addresses all MR rows from one pointer. Two slivers alternate: the
+     * next one is copied while this one is used, so the micro-kernel never
+     * reads stores still in flight (a 4-byte broadcast from a 64-byte
+     * store does not forward) */
+    LLVMValueRef As = A, ai = i0, alda = lda;
+    if (Ap) {
+        LLVMValueRef one = cpu_i64(g, 1);
+        LLVMValueRef nx = LLVMBuildAdd(b, li.iv, one, "");
+        LLVMValueRef last = LLVMBuildICmp(b, LLVMIntSGE, nx, cpu_i64(g, Mp / MR), "");
+        nx = LLVMBuildSelect(b, last, li.iv, nx, "");
+        LLVMValueRef par = LLVMBuildAnd(b, li.iv, one, "");
+        As = cpu_gep(g, E, Ap, LLVMBuildMul(b, par, cpu_i64(g, MR * K), ""));
+        copy_sliver(g, cpu_gep(g, E, Ap, LLVMBuildMul(b, LLVMBuildXor(b, par, one, ""),
+                                                       cpu_i64(g, MR * K), "")),
+                    A, LLVMBuildMul(b, nx, cpu_i64(g, MR), ""), lda, MR, K, E);
+        ai = cpu_i64(g, 0);
+        alda = cpu_i64(g, K);
+    }
     cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, Np / NR));
     LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
     LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), "");
-    micro(g, A, panel, C, i0, j0, 0, K, lda, cpu_i64(g, NR), ldc, MR, NRV, VW, E, fl);
+    micro(g, As, ai, panel, C, i0, j0, 0, K, alda, cpu_i64(g, NR), ldc, MR, NRV, VW, E, fl);
     cpu_loop_close(g, &lj);
     cpu_loop_close(g, &li);
     if (padded)
@@ -724,11 +765,11 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         if (nfull > 0) {
             cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nfull));
             LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, 2 * VW), "");
-            micro(g, Ab, Bb, Cb, i0, j0, -1, K, lda, ldb, Np, MR, 2, VW, E, fl);
+            micro(g, Ab, i0, Bb, Cb, i0, j0, -1, K, lda, ldb, Np, MR, 2, VW, E, fl);
             cpu_loop_close(g, &lj);
         }
         if (tail)
-            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), -1, K, lda, ldb, Np, MR, 1,
+            micro(g, Ab, i0, Bb, Cb, i0, cpu_i64(g, Np - VW), -1, K, lda, ldb, Np, MR, 1,
                   VW, E, fl);
         cpu_loop_close(g, &li);
     }
