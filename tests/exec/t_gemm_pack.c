@@ -4,9 +4,10 @@
  * strided tensors (row strides that are not the width, a column-major B),
  * a transposed A view (trans of a loaded tile), and f16 / bf16 / f64
  * inputs converted during packing; each against a C reference in double.
- * An f32 A read in place is copied into alternating MR-row slivers: odd
- * sliver counts (AVX-512 MR=8: BM=56; AVX2 MR=6: BM=18) check the
- * alternation. ctest also runs this file with BLKC_CPU_NOPACKA=1. */
+ * With BLKC_CPU_PACKA=1 (ctest exec_t_gemm_pack_packa) an f32 A read in
+ * place is copied into alternating MR-row slivers in chunks of a cache
+ * line: odd sliver counts (AVX-512 MR=8: BM=56; AVX2 MR=6: BM=18) check
+ * the alternation, K = 70 and 48 a partial and a whole last chunk. */
 #include "harness.h"
 
 /* A: T[M, K] or (TRANS) At: T[K, M]; B: T[K, N]; C: f32 or f64 [M, N] */
