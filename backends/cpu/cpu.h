@@ -16,7 +16,8 @@
 
 /* Codegen switches, each read from the environment as BLKC_CPU_<NAME>
  * (set and not "0" = on) and each turning one optimization off, for
- * comparisons. The JIT cache keys on cpu_switches(), so code built under
+ * comparisons (STREAM and PACKA instead turn on one that is off by
+ * default). The JIT cache keys on cpu_switches(), so code built under
  * one set of switches is never reused under another. */
 #define CPU_SWITCHES(X)                                                    \
     X(NOFUSE, "no elementwise fusion (fuse.c)")                           \
@@ -25,7 +26,8 @@
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)") \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
-    X(NOMATVEC, "matrix-vector DOTs use the GEMM micro-kernel (matvec.c)")
+    X(NOMATVEC, "matrix-vector DOTs use the GEMM micro-kernel (matvec.c)") \
+    X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,

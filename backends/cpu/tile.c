@@ -411,12 +411,41 @@ static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
 
 enum { MAXMR = 16, MAXNRV = 4 };
 
-/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[i0.., :K] * B[:K, j0..]
+/* One k step of the micro-kernel: acc[r][v] += A(r) * B[v*VW ..], with
+ * ap[r] pointing at A(r) and brow at the k-th row of the B columns. */
+static void micro_k(CpuGen *g, LLVMValueRef *ap, LLVMValueRef brow,
+                    LLVMValueRef (*acc)[MAXNRV], int MR, int NRV, int VW,
+                    LLVMTypeRef E, unsigned al, bool fl)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
+    LLVMValueRef bv[MAXNRV];
+    for (int v = 0; v < NRV; v++)
+        bv[v] = vload(g, vt, cpu_gep(g, E, brow, cpu_i64(g, v * VW)), al);
+    for (int r = 0; r < MR; r++) {
+        LLVMValueRef as = splat(g, LLVMBuildLoad2(b, E, ap[r], ""), VW);
+        for (int v = 0; v < NRV; v++) {
+            if (fl) {
+                LLVMValueRef ops[3] = {as, bv[v], acc[r][v]};
+                acc[r][v] = cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3);
+            } else {
+                acc[r][v] = LLVMBuildAdd(b, LLVMBuildMul(b, as, bv[v], ""),
+                                         acc[r][v], "");
+            }
+        }
+    }
+}
+
+/* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[ai.., :K] * B[:K, j0..]
  * (row strides lda, ldb: a tile's width, or a tensor's stride when the
- * operand is read in place) */
-static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
-                  LLVMValueRef i0, LLVMValueRef j0, int64_t bj, int64_t K,
-                  LLVMValueRef lda, LLVMValueRef ldb,
+ * operand is read in place; ai: A's first row). aw > 0: A is a packed
+ * sliver of MR rows in chunks of aw columns (A(r, k) at
+ * (k / aw) * MR * aw + r * aw + k % aw; lda, ai unused), and the k loop
+ * runs over chunks with aw steps unrolled, so every A and B address in a
+ * chunk is one pointer plus a small constant (an 8-bit displacement). */
+static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
+                  LLVMValueRef C, LLVMValueRef i0, LLVMValueRef j0, int64_t bj, int64_t K,
+                  LLVMValueRef lda, LLVMValueRef ldb, int aw,
                   int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl)
 {
     LLVMBuilderRef b = g->b;
@@ -427,7 +456,9 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
     LLVMValueRef acc[MAXMR][MAXNRV], cp[MAXMR][MAXNRV], ar[MAXMR];
     for (int r = 0; r < MR; r++) {
         LLVMValueRef row = LLVMBuildAdd(b, i0, cpu_i64(g, r), "");
-        ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, row, lda, ""));
+        if (!aw)
+            ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, LLVMBuildAdd(b, ai, cpu_i64(g, r), ""),
+                                                  lda, ""));
         LLVMValueRef crow = cpu_gep(g, E, C, LLVMBuildMul(b, row, cpu_i64(g, ldc), ""));
         for (int v = 0; v < NRV; v++) {
             cp[r][v] = cpu_gep(g, E, crow, LLVMBuildAdd(b, j0, cpu_i64(g, v * VW), ""));
@@ -435,47 +466,62 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
         }
     }
     LLVMValueRef bcol = bj < 0 ? cpu_gep(g, E, B, j0) : cpu_gep(g, E, B, cpu_i64(g, bj));
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k.done");
-    LLVMBuildBr(b, loop);
-    LLVMPositionBuilderAtEnd(b, loop);
-    LLVMValueRef k = LLVMBuildPhi(b, g->i64, "k");
-    LLVMValueRef phi[MAXMR][MAXNRV], bv[MAXNRV], nacc[MAXMR][MAXNRV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NRV; v++)
-            phi[r][v] = LLVMBuildPhi(b, vt, "");
-    LLVMValueRef brow = cpu_gep(g, E, bcol, LLVMBuildMul(b, k, ldb, ""));
-    for (int v = 0; v < NRV; v++)
-        bv[v] = vload(g, vt, cpu_gep(g, E, brow, cpu_i64(g, v * VW)), al);
-    for (int r = 0; r < MR; r++) {
-        LLVMValueRef as = splat(g, LLVMBuildLoad2(b, E, cpu_gep(g, E, ar[r], k), ""), VW);
-        for (int v = 0; v < NRV; v++) {
-            if (fl) {
-                LLVMValueRef ops[3] = {as, bv[v], phi[r][v]};
-                nacc[r][v] = cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3);
-            } else {
-                nacc[r][v] = LLVMBuildAdd(b, LLVMBuildMul(b, as, bv[v], ""),
-                                          phi[r][v], "");
+    int64_t step = aw ? aw : 1, nloop = K / step;
+    if (nloop > 0) {
+        LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+        LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k.done");
+        LLVMBuildBr(b, loop);
+        LLVMPositionBuilderAtEnd(b, loop);
+        LLVMValueRef c = LLVMBuildPhi(b, g->i64, "k");
+        LLVMValueRef phi[MAXMR][MAXNRV], nacc[MAXMR][MAXNRV];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NRV; v++)
+                nacc[r][v] = phi[r][v] = LLVMBuildPhi(b, vt, "");
+        if (!aw) {
+            LLVMValueRef ap[MAXMR];
+            for (int r = 0; r < MR; r++)
+                ap[r] = cpu_gep(g, E, ar[r], c);
+            micro_k(g, ap, cpu_gep(g, E, bcol, LLVMBuildMul(b, c, ldb, "")), nacc,
+                    MR, NRV, VW, E, al, fl);
+        } else {
+            LLVMValueRef abase = cpu_gep(g, E, A, LLVMBuildMul(b, c, cpu_i64(g, MR * aw), ""));
+            LLVMValueRef bbase = cpu_gep(g, E, bcol, LLVMBuildMul(b,
+                LLVMBuildMul(b, c, cpu_i64(g, aw), ""), ldb, ""));
+            for (int kk = 0; kk < aw; kk++) {
+                LLVMValueRef ap[MAXMR];
+                for (int r = 0; r < MR; r++)
+                    ap[r] = cpu_gep(g, E, abase, cpu_i64(g, r * aw + kk));
+                micro_k(g, ap, cpu_gep(g, E, bbase, LLVMBuildMul(b, cpu_i64(g, kk), ldb, "")),
+                        nacc, MR, NRV, VW, E, al, fl);
             }
         }
+        LLVMValueRef cn = LLVMBuildNSWAdd(b, c, cpu_i64(g, 1), "");
+        LLVMValueRef cond = LLVMBuildICmp(b, LLVMIntSLT, cn, cpu_i64(g, nloop), "");
+        LLVMBasicBlockRef end = LLVMGetInsertBlock(b);
+        LLVMValueRef zero = cpu_i64(g, 0);
+        LLVMAddIncoming(c, &zero, &pre, 1);
+        LLVMAddIncoming(c, &cn, &end, 1);
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NRV; v++) {
+                LLVMAddIncoming(phi[r][v], &acc[r][v], &pre, 1);
+                LLVMAddIncoming(phi[r][v], &nacc[r][v], &end, 1);
+                acc[r][v] = nacc[r][v];
+            }
+        LLVMBuildCondBr(b, cond, loop, done);
+        LLVMPositionBuilderAtEnd(b, done);
     }
-    LLVMValueRef kn = LLVMBuildNSWAdd(b, k, cpu_i64(g, 1), "");
-    LLVMValueRef c = LLVMBuildICmp(b, LLVMIntSLT, kn, cpu_i64(g, K), "");
-    LLVMBasicBlockRef end = LLVMGetInsertBlock(b);
-    LLVMValueRef zero = cpu_i64(g, 0);
-    LLVMAddIncoming(k, &zero, &pre, 1);
-    LLVMAddIncoming(k, &kn, &end, 1);
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NRV; v++) {
-            LLVMAddIncoming(phi[r][v], &acc[r][v], &pre, 1);
-            LLVMAddIncoming(phi[r][v], &nacc[r][v], &end, 1);
-        }
-    LLVMBuildCondBr(b, c, loop, done);
-    LLVMPositionBuilderAtEnd(b, done);
+    /* the last K % aw steps of a chunked sliver, unrolled */
+    for (int64_t kk = 0; aw && kk < K % aw; kk++) {
+        LLVMValueRef ap[MAXMR];
+        for (int r = 0; r < MR; r++)
+            ap[r] = cpu_gep(g, E, A, cpu_i64(g, nloop * MR * aw + r * aw + kk));
+        micro_k(g, ap, cpu_gep(g, E, bcol, LLVMBuildMul(b, cpu_i64(g, nloop * aw + kk), ldb, "")),
+                acc, MR, NRV, VW, E, al, fl);
+    }
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NRV; v++)
-            vstore(g, nacc[r][v], cp[r][v], al);
+            vstore(g, acc[r][v], cp[r][v], al);
 }
 
 /* Register blocks of the packed DOT, keyed by the host's vector width and
@@ -566,6 +612,36 @@ static void pack_b(CpuGen *g, LLVMValueRef Bp, LLVMValueRef B, int sdt,
     cpu_loop_close(g, &lk);
 }
 
+/* Copy rows r0 .. r0+MR-1 of A (row stride lda, K elements of E each)
+ * into the sliver S in chunks of aw columns: A(r0 + r, k) goes to
+ * S[(k / aw) * MR * aw + r * aw + k % aw] (one cache line per row and
+ * chunk, for aw = 64 bytes' worth). */
+static void copy_sliver(CpuGen *g, LLVMValueRef S, LLVMValueRef A, LLVMValueRef r0,
+                        LLVMValueRef lda, int MR, int64_t K, int aw, LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    int64_t eb = (int64_t)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
+    int64_t nc = K / aw, rest = K % aw;
+    LLVMValueRef rows[MAXMR];
+    for (int r = 0; r < MR; r++)
+        rows[r] = cpu_gep(g, E, A, LLVMBuildMul(b, LLVMBuildAdd(b, r0, cpu_i64(g, r), ""),
+                                                lda, ""));
+    if (nc > 0) {
+        CpuLoop lc;
+        cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, nc));
+        LLVMValueRef so = LLVMBuildMul(b, lc.iv, cpu_i64(g, MR * aw), "");
+        LLVMValueRef ao = LLVMBuildMul(b, lc.iv, cpu_i64(g, aw), "");
+        for (int r = 0; r < MR; r++)
+            LLVMBuildMemCpy(b, cpu_gep(g, E, S, LLVMBuildAdd(b, so, cpu_i64(g, r * aw), "")), 64,
+                            cpu_gep(g, E, rows[r], ao), (unsigned)eb, cpu_i64(g, aw * eb));
+        cpu_loop_close(g, &lc);
+    }
+    for (int r = 0; rest > 0 && r < MR; r++)
+        LLVMBuildMemCpy(b, cpu_gep(g, E, S, cpu_i64(g, nc * MR * aw + r * aw)), 64,
+                        cpu_gep(g, E, rows[r], cpu_i64(g, nc * aw)), (unsigned)eb,
+                        cpu_i64(g, rest * eb));
+}
+
 /* A rank-2 DOT on packed B panels (BLKC_CPU_NOPACK=1: the row-major path
  * below). A is read in place with its row stride when its dtype is the
  * accumulation type and no rows are padded, else converted into a buffer;
@@ -601,8 +677,17 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
         A = buf;
         lda = cpu_i64(g, K);
     }
-    LLVMValueRef Bp = cpu_alloca(g, E, K * Np);
+    LLVMValueRef Bp = cpu_alloca(g, E, K * Np), Ap = NULL;
     LLVMSetAlignment(Bp, 64);
+    int aw = 64 / eb > 0 ? 64 / eb : 1;          /* sliver chunk: one line */
+    int64_t sl = MR * ((K + aw - 1) / aw * aw);  /* sliver elements */
+    if (ain && cpu_switch(CPU_SW_PACKA)) {
+        Ap = cpu_alloca(g, E, 2 * sl);
+        LLVMSetAlignment(Ap, 64);
+        copy_sliver(g, Ap, A, cpu_i64(g, 0), lda, MR, K, aw, E);
+    } else {
+        aw = 0;
+    }
     pack_b(g, Bp, B, tb->dtype, ldb, K, N, NR, rdt);
     LLVMValueRef C = dst;
     int64_t ldc = N;
@@ -630,10 +715,32 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
             for (int64_t off = 0; off < K * eb; off += 64)
                 prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
         }
+    /* BLKC_CPU_PACKA=1 (off by default): an A read in place has its MR
+     * rows copied into a sliver (chunks of one cache line per row) reused
+     * by every panel, so the micro-kernel addresses all MR rows from one
+     * pointer with 8-bit displacements instead of a chain of adds of the
+     * run-time row stride. Two slivers alternate: the next one is copied
+     * while this one is used, so no broadcast reads a store in flight.
+     * Fewer instructions, but 5-10% slower on the AMD EPYC (Zen 4) VM it
+     * was measured on (benchmarks/README.md, round 6), hence opt-in. */
+    LLVMValueRef As = A, ai = i0, alda = lda;
+    if (Ap) {
+        LLVMValueRef one = cpu_i64(g, 1);
+        LLVMValueRef nx = LLVMBuildAdd(b, li.iv, one, "");
+        LLVMValueRef last = LLVMBuildICmp(b, LLVMIntSGE, nx, cpu_i64(g, Mp / MR), "");
+        nx = LLVMBuildSelect(b, last, li.iv, nx, "");
+        LLVMValueRef par = LLVMBuildAnd(b, li.iv, one, "");
+        As = cpu_gep(g, E, Ap, LLVMBuildMul(b, par, cpu_i64(g, sl), ""));
+        copy_sliver(g, cpu_gep(g, E, Ap, LLVMBuildMul(b, LLVMBuildXor(b, par, one, ""),
+                                                       cpu_i64(g, sl), "")),
+                    A, LLVMBuildMul(b, nx, cpu_i64(g, MR), ""), lda, MR, K, aw, E);
+        ai = cpu_i64(g, 0);
+        alda = cpu_i64(g, K);
+    }
     cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, Np / NR));
     LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
     LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), "");
-    micro(g, A, panel, C, i0, j0, 0, K, lda, cpu_i64(g, NR), ldc, MR, NRV, VW, E, fl);
+    micro(g, As, ai, panel, C, i0, j0, 0, K, alda, cpu_i64(g, NR), aw, ldc, MR, NRV, VW, E, fl);
     cpu_loop_close(g, &lj);
     cpu_loop_close(g, &li);
     if (padded)
@@ -724,11 +831,11 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         if (nfull > 0) {
             cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nfull));
             LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, 2 * VW), "");
-            micro(g, Ab, Bb, Cb, i0, j0, -1, K, lda, ldb, Np, MR, 2, VW, E, fl);
+            micro(g, Ab, i0, Bb, Cb, i0, j0, -1, K, lda, ldb, 0, Np, MR, 2, VW, E, fl);
             cpu_loop_close(g, &lj);
         }
         if (tail)
-            micro(g, Ab, Bb, Cb, i0, cpu_i64(g, Np - VW), -1, K, lda, ldb, Np, MR, 1,
+            micro(g, Ab, i0, Bb, Cb, i0, cpu_i64(g, Np - VW), -1, K, lda, ldb, 0, Np, MR, 1,
                   VW, E, fl);
         cpu_loop_close(g, &li);
     }

@@ -3,7 +3,11 @@
  * register block does not divide (padded rows / a partial last panel),
  * strided tensors (row strides that are not the width, a column-major B),
  * a transposed A view (trans of a loaded tile), and f16 / bf16 / f64
- * inputs converted during packing; each against a C reference in double. */
+ * inputs converted during packing; each against a C reference in double.
+ * With BLKC_CPU_PACKA=1 (ctest exec_t_gemm_pack_packa) an f32 A read in
+ * place is copied into alternating MR-row slivers in chunks of a cache
+ * line: odd sliver counts (AVX-512 MR=8: BM=56; AVX2 MR=6: BM=18) check
+ * the alternation, K = 70 and 48 a partial and a whole last chunk. */
 #include "harness.h"
 
 /* A: T[M, K] or (TRANS) At: T[K, M]; B: T[K, N]; C: f32 or f64 [M, N] */
@@ -86,6 +90,12 @@ int main(void)
     k = build("f32", "f32", false, H_DEFS("BM=64", "BN=128", "BK=32"));
     check(k, H_F32, H_F32, false, 130, 260, 100, compact, compact,
           "f32 130x260x100, 64x128x32");
+    k = build("f32", "f32", false, H_DEFS("BM=56", "BN=64", "BK=24"));
+    check(k, H_F32, H_F32, false, 112, 128, 70, (int64_t[]){75, 1}, compact,
+          "f32 112x128x70, 56x64x24, A row stride 75 (7 slivers of 8)");
+    k = build("f32", "f32", false, H_DEFS("BM=18", "BN=32", "BK=16"));
+    check(k, H_F32, H_F32, false, 54, 64, 48, compact, compact,
+          "f32 54x64x48, 18x32x16 (3 slivers of 6)");
     k = build("f32", "f32", true, H_DEFS("BM=16", "BN=32", "BK=8"));
     check(k, H_F32, H_F32, true, 40, 36, 20, compact, compact,
           "f32 trans(A) 40x36x20, 16x32x8");
