@@ -338,6 +338,9 @@ int bk_gpu_slice_geom(const BkGpuEm *em, const IrType *p, int *R);
 /* the SLICE value whose registers v reads (v itself or a reshape of it),
  * else -1 */
 int bk_gpu_slice_root(const BkGpuEm *em, int v);
+/* gpu_slices.c: the SLICE layouts, before and after the BLOCKED pass */
+void bk_gpu_slices(BkGpuEm *em, const int *regof);
+void bk_gpu_slice_cvts(BkGpuEm *em, const int *regof);
 /* the layout of value id / var v as text (--emit=gpu-ir, comments) */
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n);
 void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n);
