@@ -26,7 +26,7 @@
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)") \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
-    X(NOMATVEC, "matrix-vector DOTs use the GEMM micro-kernel (matvec.c)") \
+    X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)")
 
 enum {
@@ -166,8 +166,9 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
                 LLVMValueRef acc_ptr);
 
 /* ------------------------------------------------------------ matvec.c */
-/* Whether DOT in is a float matrix-vector product [M, K] x [K, 1] that
- * cpu_gen_matvec handles (same contract as cpu_gen_dot). */
+/* Whether DOT in is a float matrix-vector product [M, K] x [K, 1] or a
+ * skinny [M <= 4, K] x [K, N >= one vector] that cpu_gen_matvec handles
+ * (same contract as cpu_gen_dot). */
 bool cpu_matvec_applies(CpuGen *g, const IrInstr *in);
 int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
                    LLVMValueRef acc_ptr);

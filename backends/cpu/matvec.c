@@ -12,10 +12,19 @@
  * Summation order: per row, lane j of accumulator u sums k = j + u*VW
  * (mod U*VW), then the tree, then the tail — not the order of tile.c's
  * micro-kernel (which sums k in order per element); the results differ
- * from it by rounding only. Entry: cpu_gen_matvec. */
+ * from it by rounding only.
+ *
+ * The skinny DOT [M, K] x [K, N] with M <= 4 rows (M = 1: `dot(x: [K],
+ * w: [K, N])`, attention's p V in a decode step; M = 2..4: a few tokens)
+ * is bound by reading w = B once too; tile.c would pack B into panels (a
+ * copy as large as the read) and pad A to 8 rows. Here B is read in place,
+ * row by row, into M x NV vector accumulators (SK_NV registers in all)
+ * that sum k in order from the accumulator: the micro-kernel's order, so
+ * the results equal tile.c's to the bit. Entry: cpu_gen_matvec. */
 #include "cpu.h"
 
 enum { MV_RB = 4, MV_U = 2 };
+enum { SK_NV = 16 }; /* vector accumulators of a skinny DOT (of 32 registers) */
 
 static LLVMValueRef splatv(CpuGen *g, LLVMValueRef x, int vw)
 {
@@ -127,22 +136,164 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
     }
 }
 
+/* the rows x cols operand v (a skinny DOT's A) readable as elements of
+ * type E with row stride *ld: the tile itself, or a converted copy */
+static LLVMValueRef rows_e(CpuGen *g, int v, int64_t rows, int64_t cols, int rdt,
+                           LLVMValueRef *ld)
+{
+    LLVMBuilderRef b = g->b;
+    int dt = g->f->ins[v].type.dtype;
+    LLVMValueRef p = g->val[v];
+    *ld = g->vld[v] ? g->vld[v] : cpu_i64(g, cols);
+    if (dt == rdt)
+        return p;
+    LLVMTypeRef E = cpu_stype(g, rdt);
+    LLVMValueRef buf = cpu_alloca(g, E, rows * cols);
+    for (int64_t r = 0; r < rows; r++) {
+        CpuLoop l;
+        cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, cols));
+        LLVMValueRef i = LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, r), *ld, ""), l.iv, "");
+        LLVMValueRef x = cpu_mload(g, cpu_gep(g, cpu_mtype(g, dt), p, i), dt);
+        LLVMValueRef q = cpu_gep(g, E, buf, LLVMBuildAdd(b, cpu_i64(g, r * cols), l.iv, ""));
+        cpu_mstore(g, cpu_cvt(g, x, dt, rdt), q, rdt);
+        cpu_loop_close(g, &l);
+    }
+    *ld = cpu_i64(g, cols);
+    return buf;
+}
+
+/* dst[m, j0 + v*VW ..] (+)= A[m, :] B[:, j0 + v*VW ..] for m < M, v < NV:
+ * M*NV vector accumulators, each summing k in order from the accumulator
+ * (the GEMM micro-kernel's order: the same results to the bit) */
+static void cols(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, int bdt,
+                 LLVMValueRef ldb, LLVMValueRef dst, LLVMValueRef acc_ptr, int64_t N,
+                 LLVMValueRef j0, int M, int NV, int64_t K, int VW, LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
+    LLVMTypeRef bt = cpu_mtype(g, bdt);
+    unsigned eal = (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
+    LLVMValueRef slot[MV_RB][SK_NV], out[MV_RB][SK_NV];
+    for (int m = 0; m < M; m++)
+        for (int v = 0; v < NV; v++) {
+            LLVMValueRef c = LLVMBuildAdd(b, j0, cpu_i64(g, m * N + (int64_t)v * VW), "");
+            out[m][v] = LLVMBuildBitCast(b, cpu_gep(g, E, dst, c), LLVMPointerType(vt, 0), "");
+            slot[m][v] = cpu_alloca(g, vt, 1);
+            LLVMValueRef init = LLVMConstNull(vt);
+            if (acc_ptr) {
+                LLVMValueRef q = LLVMBuildBitCast(b, cpu_gep(g, E, acc_ptr, c),
+                                                  LLVMPointerType(vt, 0), "");
+                init = LLVMBuildLoad2(b, vt, q, "");
+                LLVMSetAlignment(init, eal);
+            }
+            LLVMBuildStore(b, init, slot[m][v]);
+        }
+    CpuLoop lk;
+    cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, K));
+    LLVMValueRef brow = cpu_gep(g, bt, B, LLVMBuildAdd(b, LLVMBuildMul(b, lk.iv, ldb, ""), j0, ""));
+    LLVMValueRef bv[SK_NV];
+    for (int v = 0; v < NV; v++)
+        bv[v] = load_wide(g, cpu_gep(g, bt, brow, cpu_i64(g, (int64_t)v * VW)), bdt, E, VW);
+    for (int m = 0; m < M; m++) {
+        LLVMValueRef ak = LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, m), lda, ""), lk.iv, "");
+        LLVMValueRef as = splatv(g, LLVMBuildLoad2(b, E, cpu_gep(g, E, A, ak), ""), VW);
+        for (int v = 0; v < NV; v++) {
+            LLVMValueRef ops[3] = {as, bv[v], LLVMBuildLoad2(b, vt, slot[m][v], "")};
+            LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[m][v]);
+        }
+    }
+    cpu_loop_close(g, &lk);
+    for (int m = 0; m < M; m++)
+        for (int v = 0; v < NV; v++)
+            LLVMSetAlignment(LLVMBuildStore(b, LLVMBuildLoad2(b, vt, slot[m][v], ""), out[m][v]),
+                             eal);
+}
+
+/* the last N % VW columns: one scalar accumulator per element, k in order */
+static void col_tail(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, int bdt,
+                     LLVMValueRef ldb, LLVMValueRef dst, LLVMValueRef acc_ptr, int64_t N,
+                     int64_t j, int M, int64_t K, LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef bt = cpu_mtype(g, bdt);
+    for (int m = 0; m < M; m++) {
+        LLVMValueRef c = cpu_i64(g, m * N + j);
+        LLVMValueRef slot = cpu_alloca(g, E, 1);
+        LLVMBuildStore(b, acc_ptr ? LLVMBuildLoad2(b, E, cpu_gep(g, E, acc_ptr, c), "")
+                                  : LLVMConstNull(E), slot);
+        CpuLoop lk;
+        cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, K));
+        LLVMValueRef bk = cpu_widen(g, cpu_mload(g, cpu_gep(g, bt, B,
+                              LLVMBuildAdd(b, LLVMBuildMul(b, lk.iv, ldb, ""), cpu_i64(g, j), "")),
+                              bdt), bdt);
+        if (LLVMTypeOf(bk) != E)
+            bk = LLVMBuildFPExt(b, bk, E, "");
+        LLVMValueRef ak = LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, m), lda, ""), lk.iv, "");
+        LLVMValueRef ops[3] = {LLVMBuildLoad2(b, E, cpu_gep(g, E, A, ak), ""), bk,
+                               LLVMBuildLoad2(b, E, slot, "")};
+        LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &E, 1, ops, 3), slot);
+        cpu_loop_close(g, &lk);
+        LLVMBuildStore(b, LLVMBuildLoad2(b, E, slot, ""), cpu_gep(g, E, dst, c));
+    }
+}
+
+/* a float result, and w (the big operand) of its dtype or a 16-bit float
+ * widened to f32 */
+static bool dtypes_ok(int wdt, int rdt)
+{
+    if (rdt != DT_F32 && rdt != DT_F64)
+        return false;
+    return wdt == rdt || (rdt == DT_F32 && (wdt == DT_BF16 || wdt == DT_F16));
+}
+
 bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
 {
     const IrType *ta = &g->f->ins[in->opnd[0]].type, *rt = &in->type;
-    int adt = ta->dtype, rdt = rt->dtype;
-    if (rt->rank != 2 || rt->shape[1] != 1 || (rdt != DT_F32 && rdt != DT_F64))
+    const IrType *tb = &g->f->ins[in->opnd[1]].type;
+    if (rt->rank != 2)
         return false;
-    if (adt == rdt)
-        return true;
-    return rdt == DT_F32 && (adt == DT_BF16 || adt == DT_F16);
+    if (rt->shape[1] == 1)
+        return dtypes_ok(ta->dtype, rt->dtype);
+    int VW = g->vecw_bytes / dsl_dtype_bytes(rt->dtype);
+    return rt->shape[0] <= MV_RB && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
+           dsl_is_float(ta->dtype);
+}
+
+/* the skinny DOT [M, K] x [K, N], M <= MV_RB: B read once, in place,
+ * SK_NV / M vector columns at a time */
+static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
+{
+    const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
+    int rdt = rt->dtype, M = (int)rt->shape[0];
+    int64_t N = rt->shape[1], K = tb->shape[0];
+    LLVMTypeRef E = cpu_stype(g, rdt);
+    int VW = g->vecw_bytes / dsl_dtype_bytes(rdt);
+    LLVMValueRef lda, ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, N);
+    LLVMValueRef A = rows_e(g, in->opnd[0], M, K, rdt, &lda), B = g->val[in->opnd[1]];
+    int64_t nvec = N / VW;
+    int NV = SK_NV / M < nvec ? SK_NV / M : (int)nvec;
+    int64_t nch = nvec / NV, rest = nvec % NV;
+    if (nch > 0) {
+        CpuLoop lj;
+        cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nch));
+        cols(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N,
+             LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), ""), M, NV, K, VW, E);
+        cpu_loop_close(g, &lj);
+    }
+    if (rest)
+        cols(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, cpu_i64(g, nch * NV * VW), M,
+             (int)rest, K, VW, E);
+    for (int64_t j = nvec * VW; j < N; j++)
+        col_tail(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, j, M, K, E);
+    return g->failed ? -1 : 0;
 }
 
 int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {
     LLVMBuilderRef b = g->b;
-    const IrType *ta = &g->f->ins[in->opnd[0]].type;
-    const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
+    const IrType *ta = &g->f->ins[in->opnd[0]].type, *rt = &in->type;
+    if (rt->shape[1] != 1)
+        return skinny(g, in, dst, acc_ptr);
     int rdt = rt->dtype, adt = ta->dtype;
     int64_t M = rt->shape[0], K = ta->shape[1];
     LLVMTypeRef E = cpu_stype(g, rdt);
@@ -151,6 +302,7 @@ int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef 
         VW = 1;
     LLVMValueRef A = g->val[in->opnd[0]], x = g->val[in->opnd[1]];
     LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
+    const IrType *tb = &g->f->ins[in->opnd[1]].type;
     if (tb->dtype != rdt || g->vld[in->opnd[1]]) { /* x contiguous, type E */
         LLVMValueRef buf = cpu_alloca(g, E, K);
         LLVMValueRef ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, 1);
