@@ -8,19 +8,31 @@
  * with this file's flags (-Ofast -march=native -fopenmp), on the same
  * threads. Every repetition runs blkc then C; the ratio is the median of the
  * pairs (C time / blkc time: > 1 means blkc is faster).
- * Usage: decode_step [--check] [D H [T [reps]]]   (default 768 2048 1024)
+ * Usage: decode_step [--check] [--bf16] [D H [T [reps]]]   (default 768 2048 1024)
  *   --check: small dims (D 64, H 96, T 40, head dim 16), results compared,
- *   exit 1 when max |blkc - C| > 1e-5 (ctest bench_decode_step_check). */
+ *   exit 1 when max |blkc - C| > 1e-5 (ctest bench_decode_step_check).
+ *   --bf16: the seven weight matrices stored as bf16 (both sides read the
+ *   same bf16 bits and widen them to f32; all math f32), half the bytes. */
 #include <blkc/blkc.h>
 #include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 static int nthr = 1;
+static int wbf; /* --bf16: the weight matrices are bf16 */
+
+static inline float bf(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 static double now(void)
 {
@@ -46,7 +58,8 @@ static void omp_for(void *user, int64_t n, void (*body)(void *, int64_t), void *
 /* ------------------------------------------------------------ the model */
 typedef struct Layer {
     int D, H, T, HD, NH;
-    float *wq, *wk, *wv, *wo, *w1, *w2, *w3, *wa, *wf; /* weights */
+    void *wq, *wk, *wv, *wo, *w1, *w2, *w3;            /* f32 or bf16 (wbf) */
+    float *wa, *wf;                                    /* norm weights */
     float *kc, *vc;                                    /* [T, D] caches */
     float *cs, *sn;                                    /* [D / 2] RoPE */
     float *x0;                                         /* input token */
@@ -68,14 +81,31 @@ static float *arr(size_t n, float a)
     return p;
 }
 
+/* an n-element weight matrix: f32, or (wbf) bf16 rounded to nearest even */
+static void *wmat(size_t n, float a)
+{
+    float *w = arr(n, a);
+    if (!wbf)
+        return w;
+    uint16_t *h = aligned_alloc(64, (n * 2 + 63) / 64 * 64);
+    if (!h) { fprintf(stderr, "decode_step: out of memory\n"); exit(1); }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &w[i], sizeof u);
+        h[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    free(w);
+    return h;
+}
+
 static void layer_init(Layer *L, int D, int H, int T, int HD)
 {
     L->D = D; L->H = H; L->T = T; L->HD = HD; L->NH = D / HD;
     float sd = 1.0f / sqrtf((float)D), sh = 1.0f / sqrtf((float)H);
-    L->wq = arr((size_t)D * D, sd); L->wk = arr((size_t)D * D, sd);
-    L->wv = arr((size_t)D * D, sd); L->wo = arr((size_t)D * D, sd);
-    L->w1 = arr((size_t)H * D, sd); L->w3 = arr((size_t)H * D, sd);
-    L->w2 = arr((size_t)D * H, sh);
+    L->wq = wmat((size_t)D * D, sd); L->wk = wmat((size_t)D * D, sd);
+    L->wv = wmat((size_t)D * D, sd); L->wo = wmat((size_t)D * D, sd);
+    L->w1 = wmat((size_t)H * D, sd); L->w3 = wmat((size_t)H * D, sd);
+    L->w2 = wmat((size_t)D * H, sh);
     L->wa = arr((size_t)D, 1); L->wf = arr((size_t)D, 1);
     for (int i = 0; i < D; i++) { L->wa[i] += 1.5f; L->wf[i] += 1.5f; }
     L->kc = arr((size_t)T * D, 1); L->vc = arr((size_t)T * D, 1);
@@ -102,12 +132,22 @@ static void c_rmsnorm(float *y, const float *x, const float *w, int n)
     for (int i = 0; i < n; i++) y[i] = x[i] * r * w[i];
 }
 
-static void c_matvec(float *y, const float *w, const float *x, int M, int K, int add)
+static void c_matvec(float *y, const void *w, const float *x, int M, int K, int add)
 {
+    if (wbf) {
+#pragma omp parallel for schedule(static) num_threads(nthr)
+        for (int i = 0; i < M; i++) {
+            float s = 0;
+            const uint16_t *r = (const uint16_t *)w + (size_t)i * K;
+            for (int j = 0; j < K; j++) s += bf(r[j]) * x[j];
+            y[i] = add ? y[i] + s : s;
+        }
+        return;
+    }
 #pragma omp parallel for schedule(static) num_threads(nthr)
     for (int i = 0; i < M; i++) {
         float s = 0;
-        const float *r = w + (size_t)i * K;
+        const float *r = (const float *)w + (size_t)i * K;
         for (int j = 0; j < K; j++) s += r[j] * x[j];
         y[i] = add ? y[i] + s : s;
     }
@@ -153,8 +193,15 @@ static void c_step(Layer *L)
 #pragma omp parallel for schedule(static) num_threads(nthr)
     for (int i = 0; i < H; i++) {
         float a = 0, b = 0;
-        const float *r1 = L->w1 + (size_t)i * D, *r3 = L->w3 + (size_t)i * D;
-        for (int j = 0; j < D; j++) { a += r1[j] * L->xb[j]; b += r3[j] * L->xb[j]; }
+        if (wbf) {
+            const uint16_t *r1 = (const uint16_t *)L->w1 + (size_t)i * D;
+            const uint16_t *r3 = (const uint16_t *)L->w3 + (size_t)i * D;
+            for (int j = 0; j < D; j++) { a += bf(r1[j]) * L->xb[j]; b += bf(r3[j]) * L->xb[j]; }
+        } else {
+            const float *r1 = (const float *)L->w1 + (size_t)i * D;
+            const float *r3 = (const float *)L->w3 + (size_t)i * D;
+            for (int j = 0; j < D; j++) { a += r1[j] * L->xb[j]; b += r3[j] * L->xb[j]; }
+        }
         L->g[i] = a / (1.0f + expf(-a)) * b;
     }
     c_matvec(L->x, L->w2, L->g, D, H, 1);
@@ -165,6 +212,7 @@ typedef struct Blkc {
     blkc_module *mods[8];
     int nmods;
     blkc_kernel *rms, *mv_d, *mv_d_add, *mv_h_add, *ffn, *rope, *scores, *smax, *aout;
+    char fmv[64], fffn[64]; /* launch formats with the weights' dtype */
 } Blkc;
 
 static char *decode_src(void)
@@ -177,10 +225,11 @@ static char *decode_src(void)
     char *s = calloc(1, (size_t)n + 1), *o = calloc(2, (size_t)n + 1), *q = o;
     if (fread(s, 1, (size_t)n, f) != (size_t)n) exit(1);
     fclose(f);
-    for (const char *p = s; *p;) { /* WT -> f32 */
+    const char *wt = wbf ? "bf16" : "f32";
+    for (const char *p = s; *p;) { /* WT -> f32 / bf16 */
         if (p[0] == 'W' && p[1] == 'T' && (p == s || !isalnum((unsigned char)p[-1])) &&
             !isalnum((unsigned char)p[2]) && p[2] != '_') {
-            memcpy(q, "f32", 3); q += 3; p += 2;
+            memcpy(q, wt, strlen(wt)); q += strlen(wt); p += 2;
         } else {
             *q++ = *p++;
         }
@@ -225,6 +274,9 @@ static void blkc_setup(blkc_context *ctx, Blkc *B, const Layer *L)
     snprintf(bt, sizeof bt, "BT=%d", pow2_ge(L->T));
     snprintf(bp, sizeof bp, "BP=%d", pow2_ge(L->D / 2));
     memset(B, 0, sizeof *B);
+    const char *wt = wbf ? "bf16" : "f32";
+    snprintf(B->fmv, sizeof B->fmv, "%s[#,#] f32[#] f32[#]", wt);
+    snprintf(B->fffn, sizeof B->fffn, "%s[#,#] %s[#,#] f32[#] f32[#]", wt, wt);
     B->rms = kern(ctx, B, src, "rmsnorm", bd, NULL, NULL);
     /* one module per define set: matvec with ADD=0 and ADD=1 */
     B->mv_d = kern(ctx, B, src, "matvec", bkd, "BM=8", NULL);
@@ -247,18 +299,18 @@ static void blkc_step(Blkc *B, Layer *L)
     float *kr = L->kc + (size_t)(T - 1) * D, *vr = L->vc + (size_t)(T - 1) * D;
     memcpy(L->x, L->x0, sizeof(float) * D);
     L1(B->rms, "f32[#] f32[#] f32[#] f", L->x, D, L->wa, D, L->xb, D, 1e-5);
-    L1(B->mv_d, "f32[#,#] f32[#] f32[#]", L->wq, D, D, L->xb, D, L->q, D);
-    L1(B->mv_d, "f32[#,#] f32[#] f32[#]", L->wk, D, D, L->xb, D, kr, D);
-    L1(B->mv_d, "f32[#,#] f32[#] f32[#]", L->wv, D, D, L->xb, D, vr, D);
+    L1(B->mv_d, B->fmv, L->wq, D, D, L->xb, D, L->q, D);
+    L1(B->mv_d, B->fmv, L->wk, D, D, L->xb, D, kr, D);
+    L1(B->mv_d, B->fmv, L->wv, D, D, L->xb, D, vr, D);
     L1(B->rope, "f32[#,2] f32[#,2] f32[#] f32[#]", L->q, P, kr, P, L->cs, P, L->sn, P);
     L1(B->scores, "f32[#,#] f32[#] f32[#,#] f", L->kc, T, D, L->q, D, L->sc, NH, T,
        1.0 / sqrt((double)L->HD));
     L1(B->smax, "f32[#,#]", L->sc, NH, T);
     L1(B->aout, "f32[#,#] f32[#,#] f32[#]", L->vc, T, D, L->sc, NH, T, L->o, D);
-    L1(B->mv_d_add, "f32[#,#] f32[#] f32[#]", L->wo, D, D, L->o, D, L->x, D);
+    L1(B->mv_d_add, B->fmv, L->wo, D, D, L->o, D, L->x, D);
     L1(B->rms, "f32[#] f32[#] f32[#] f", L->x, D, L->wf, D, L->xb, D, 1e-5);
-    L1(B->ffn, "f32[#,#] f32[#,#] f32[#] f32[#]", L->w1, H, D, L->w3, H, D, L->xb, D, L->g, H);
-    L1(B->mv_h_add, "f32[#,#] f32[#] f32[#]", L->w2, D, H, L->g, H, L->x, D);
+    L1(B->ffn, B->fffn, L->w1, H, D, L->w3, H, D, L->xb, D, L->g, H);
+    L1(B->mv_h_add, B->fmv, L->w2, D, H, L->g, H, L->x, D);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -272,13 +324,14 @@ int main(int argc, char **argv)
     int check = 0, D = 768, H = 2048, T = 1024, reps = 11, HD;
     int ai = 1;
     if (ai < argc && !strcmp(argv[ai], "--check")) { check = 1; ai++; }
+    if (ai < argc && !strcmp(argv[ai], "--bf16")) { wbf = 1; ai++; }
     if (check) { D = 64; H = 96; T = 40; reps = 1; }
     if (ai + 1 < argc) { D = atoi(argv[ai]); H = atoi(argv[ai + 1]); ai += 2; }
     if (ai < argc) T = atoi(argv[ai++]);
     if (ai < argc) reps = atoi(argv[ai++]);
     HD = check ? 16 : D >= 4096 ? 128 : 64;
     if (D <= 0 || H <= 0 || T <= 0 || reps <= 0 || reps > 99 || D % HD || D % 2) {
-        fprintf(stderr, "usage: decode_step [--check] [D H [T [reps]]] (D a multiple of %d)\n", HD);
+        fprintf(stderr, "usage: decode_step [--check] [--bf16] [D H [T [reps]]] (D a multiple of %d)\n", HD);
         return 2;
     }
     blkc_context_options co;
@@ -291,7 +344,7 @@ int main(int argc, char **argv)
     Blkc B;
     blkc_setup(ctx, &B, &L);
     float *xr = arr((size_t)D, 0);
-    double wbytes = 4.0 * (4.0 * D * D + 3.0 * D * H) + 2.0 * 4.0 * T * D;
+    double wbytes = (wbf ? 2.0 : 4.0) * (4.0 * D * D + 3.0 * D * H) + 2.0 * 4.0 * T * D;
     int rc = 0;
     for (nthr = 1; nthr <= (check ? 2 : 2); nthr++) {
         c_step(&L); /* warm-up, and the reference */
@@ -314,9 +367,9 @@ int main(int argc, char **argv)
             rat[r] = (t2 - t1) / (t1 - t0);
         }
         qsort(rat, (size_t)reps, sizeof *rat, cmp_dbl);
-        printf("decode step D=%d H=%d T=%d f32 (%d thread%s, %d pairs): blkc %.3f ms (%.1f steps/s, "
+        printf("decode step D=%d H=%d T=%d %s weights (%d thread%s, %d pairs): blkc %.3f ms (%.1f steps/s, "
                "%.1f GB/s), C -Ofast %.3f ms (%.1f steps/s), ratio C/blkc %.2fx (median); "
-               "max |blkc - C| %.1e (max |x| %.2f)\n", D, H, T, nthr, nthr == 1 ? "" : "s", reps,
+               "max |blkc - C| %.1e (max |x| %.2f)\n", D, H, T, wbf ? "bf16" : "f32", nthr, nthr == 1 ? "" : "s", reps,
                tb * 1e3, 1.0 / tb, wbytes / tb * 1e-9, tc * 1e3, 1.0 / tc, rat[reps / 2], err,
                ref);
         if (err > 1e-5 * fmax(1.0, ref)) {
