@@ -93,23 +93,27 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
     if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
-    /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA only); else f32 results */
-    bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32 && em->dl->kind == BK_GPU_CUDA;
+    /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA), v_mfma_i32_16x16x16i8
+     * (HIP); else f32 results */
+    bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32;
     bool fl = (at->dtype == DT_F16 || at->dtype == DT_BF16 || at->dtype == DT_F32) &&
               in->type.dtype == DT_F32;
     if (at->dtype != bt->dtype || !(i8 || fl))
         return false;
-    /* k steps: 16 (f16 / bf16), 8 (f32 as 3xTF32 m16n8k8), 4 (f32 MFMA
-     * 16x16x4), 32 (i8) */
-    int ks = at->dtype == DT_F32 ? (em->dl->kind == BK_GPU_CUDA ? 8 : 4) : i8 ? 32 : 16;
+    /* k steps: 16 (f16 / bf16, HIP i8), 8 (f32 as 3xTF32 m16n8k8), 4 (f32
+     * MFMA 16x16x4), 32 (CUDA i8) */
+    bool cuda = em->dl->kind == BK_GPU_CUDA;
+    int ks = at->dtype == DT_F32 ? (cuda ? 8 : 4) : i8 && cuda ? 32 : 16;
     return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
            at->shape[1] % ks == 0;
 }
 
-/* Whether register dot id (dot_ok) has f32 operands. */
+/* Whether register dot id (dot_ok) keeps 16x16 fragments on HIP: f32
+ * operands (16x16x4) and i8 (16x16x16i8; no 32x32 i8 path). */
 static bool dot_f32(const BkGpuEm *em, int id)
 {
-    return em->f->ins[em->f->ins[id].opnd[0]].type.dtype == DT_F32;
+    int dt = em->f->ins[em->f->ins[id].opnd[0]].type.dtype;
+    return dt == DT_F32 || dt == DT_I8;
 }
 
 /* the warp grid of an accumulator (gpu_emit.h) */

@@ -3,7 +3,7 @@
  * accumulator fragments, the `dot`s that accumulate into it in place
  * (operands from shared memory through ldmatrix -> mma.sync on CUDA sm_80+,
  * LDS -> MFMA 16x16x16 / 32x32x8 on gfx90a; f32 operands as 3xTF32
- * m16n8k8 / MFMA 16x16x4; i8 as m16n8k32 .s8 into int registers on CUDA;
+ * m16n8k8 / MFMA 16x16x4; i8 into int registers as m16n8k32 .s8 on CUDA, MFMA 16x16x16i8 on HIP;
  * an FMA loop per register otherwise), its
  * var.set of a splat constant, the store of the var to global memory from
  * the registers (the epilogue), and the one conversion MMA -> shared of a
@@ -528,16 +528,22 @@ static void dot_mfma_f32(BkGpuEm *em, int id, int v, long long K, long long N)
 }
 
 /* HIP: one MFMA per fragment (AMD CDNA2 ISA). 16x16 fragments use
- * v_mfma_f32_16x16x16{f16,bf16_1k}: lane l reads A row l%16, k 4(l/16)..+3
- * and B column l%16, the same k; 4 accumulators, k step 16. 32x32 fragments
- * use v_mfma_f32_32x32x8{f16,bf16_1k}: A row l%32, k 4(l/32)..+3, B column
+ * v_mfma_f32_16x16x16{f16,bf16_1k} and v_mfma_i32_16x16x16i8: lane l reads
+ * A row l%16, k 4(l/16)..+3 and B column l%16, the same k (i8: the four
+ * bytes packed into one 32-bit register, k%4 in byte k%4); 4 accumulators,
+ * k step 16. 32x32 fragments (16-bit operands) use
+ * v_mfma_f32_32x32x8{f16,bf16_1k}: A row l%32, k 4(l/32)..+3, B column
  * l%32; 16 accumulators, k step 8. */
 static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
     const BkGpuMma *g = &em->vmma[v];
     const IrInstr *in = &em->f->ins[id];
-    bool h = em->f->ins[in->opnd[0]].type.dtype == DT_F16;
-    const char *et = h ? "_Float16" : "short", *vt = h ? "blk_half4" : "blk_short4";
+    int adt = em->f->ins[in->opnd[0]].type.dtype;
+    bool h = adt == DT_F16, i8 = adt == DT_I8;
+    const char *et = h ? "_Float16" : i8 ? "signed char" : "short";
+    const char *vt = h ? "blk_half4" : i8 ? "int" : "blk_short4";
+    const char *ft = i8 ? "int" : "float", *ct = i8 ? "blk_int" : "blk_float";
+    const char *wn = h ? "f16" : i8 ? "i8" : "bf16";
     bool big = g->fm == 32;
     int fm = big ? 32 : 16, ks = big ? 8 : 16, ne = big ? 16 : 4;
     bk_gpu_line(em, "const %s *blk_Ae = (const %s *)blk_A, *blk_Be = (const %s *)blk_B;",
@@ -547,28 +553,35 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int k = 0; k < %lld; k += %d) {", K, ks);
     em->indent++;
+    /* element j of a fragment: a vector lane, or (i8) byte j of an int */
+    const char *pa = i8 ? "    for (int j = 0; j < 4; j++) a[i] |= (int)((unsigned)(unsigned char)%s << (8 * j));"
+                        : "    for (int j = 0; j < 4; j++) a[i][j] = %s;";
+    const char *pb = i8 ? "    for (int j = 0; j < 4; j++) b[i] |= (int)((unsigned)(unsigned char)%s << (8 * j));"
+                        : "    for (int j = 0; j < 4; j++) b[i][j] = %s;";
+    char x[160];
     bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);
+    if (i8)
+        bk_gpu_line(em, "for (int i = 0; i < %d; i++) a[i] = 0; for (int i = 0; i < %d; i++) b[i] = 0;",
+                    g->mt, g->nt);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    bk_gpu_line(em, "    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr%d + i * %d + blk_fr) * %lld + k + blk_fk + j];",
-                v, fm, K);
+    snprintf(x, sizeof x, "blk_Ae[(blk_wr%d + i * %d + blk_fr) * %lld + k + blk_fk + j]", v, fm, K);
+    bk_gpu_line(em, pa, x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
     if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0) /* B = trans(T): T[n][k..k+3] */
-        bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(blk_wc%d + i * %d + blk_fr) * %lld + k + blk_fk + j];",
-                    v, fm, K);
+        snprintf(x, sizeof x, "blk_Be[(blk_wc%d + i * %d + blk_fr) * %lld + k + blk_fk + j]", v, fm, K);
     else
-        bk_gpu_line(em, "    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr];",
-                    N, v, fm);
+        snprintf(x, sizeof x, "blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr]", N, v, fm);
+    bk_gpu_line(em, pb, x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
     bk_gpu_line(em, "    #pragma unroll");
     bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
-    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * %d];", v, g->nt, ne);
-    bk_gpu_line(em, "        blk_float%d cc;", ne);
+    bk_gpu_line(em, "        %s *c = &var%d[(i * %d + j) * %d];", ft, v, g->nt, ne);
+    bk_gpu_line(em, "        %s%d cc;", ct, ne);
     bk_gpu_line(em, "        for (int e = 0; e < %d; e++) cc[e] = c[e];", ne);
-    bk_gpu_line(em, "        cc = blk_mfma_%s_%s(a[i], b[j], cc);", big ? "32x32x8" : "16x16x16",
-                h ? "f16" : "bf16");
+    bk_gpu_line(em, "        cc = blk_mfma_%s_%s(a[i], b[j], cc);", big ? "32x32x8" : "16x16x16", wn);
     bk_gpu_line(em, "        for (int e = 0; e < %d; e++) c[e] = cc[e];", ne);
     bk_gpu_line(em, "    }");
     em->indent--;

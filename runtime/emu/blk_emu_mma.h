@@ -247,6 +247,7 @@ typedef _Float16 blk_half4 __attribute__((vector_size(8)));
 typedef short blk_short4 __attribute__((vector_size(8)));
 typedef float blk_float4 __attribute__((vector_size(16)));
 typedef float blk_float16 __attribute__((vector_size(64)));
+typedef int blk_int4 __attribute__((vector_size(16)));
 
 /* Operand layouts (CDNA2 ISA; AMD matrix instruction calculator), for a
  * wave of 64 lanes, j the element within the lane's register(s):
@@ -258,7 +259,8 @@ typedef float blk_float16 __attribute__((vector_size(64)));
  *     A[m][k]: lane = m + 32 * (k / kpl), element k % kpl
  *     B[k][n]: lane = n + 32 * (k / kpl), element k % kpl
  *     D[m][n]: lane = n + 32 * ((m / 4) % 2), element 4 * (m / 8) + m % 4
- * (kpl: 4 for f16/bf16_1k, 1 for f32). */
+ * (kpl: 4 for f16/bf16_1k and i8 (four bytes of one 32-bit register, k % 4
+ * in bits 8 (k % 4) .. +7), 1 for f32). */
 struct BlkEmuMfmaIn { float a[4], b[4]; };
 
 template <int MN, int K, class V>
@@ -312,6 +314,34 @@ static inline blk_float4 blk_mfma_16x16x16_bf16(blk_short4 a, blk_short4 b, blk_
 static inline blk_float4 blk_mfma_16x16x4_f32(float a, float b, blk_float4 c)
 {
     return blk_emu_mfma<16, 4>(&a, &b, 1, c);
+}
+/* v_mfma_i32_16x16x16i8: the 16x16x16 layouts, four signed bytes per lane
+ * and operand, exact i32 accumulation (wrapping, as the CPU's i32 dot) */
+static inline blk_int4 blk_mfma_16x16x16_i8(int a, int b, blk_int4 c)
+{
+    const int lane = blk_emu_lane();
+    int in[2] = {a, b};
+    if (blk_emu_leader()) {
+        blk_emu_count(blk_emu_m->st.mma, 1);
+        blk_emu_count(blk_emu_m->st.mma_flops, 2LL * 16 * 16 * 16);
+    }
+    blk_int4 d = c;
+    blk_emu_collective(BLK_EMU_TAG_MMA, in, sizeof in, [&](BlkEmuSlot *s) {
+        for (int j = 0; j < 4; j++) {
+            int m = 4 * (lane / 16) + j, n = lane % 16;
+            unsigned acc = (unsigned)c[j];
+            for (int k = 0; k < 16; k++) {
+                int ia[2], ib[2];
+                memcpy(ia, s[blk_emu_alane(m + 16 * (k / 4))].b, sizeof ia);
+                memcpy(ib, s[n + 16 * (k / 4)].b, sizeof ib);
+                int x = (signed char)((unsigned)ia[0] >> (8 * (k % 4)));
+                int y = (signed char)((unsigned)ib[1] >> (8 * (k % 4)));
+                acc += (unsigned)(x * y);
+            }
+            d[j] = (int)acc;
+        }
+    });
+    return d;
 }
 static inline blk_float16 blk_mfma_32x32x8_f16(blk_half4 a, blk_half4 b, blk_float16 c)
 {

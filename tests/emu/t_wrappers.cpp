@@ -252,6 +252,26 @@ template <int MN, int K, int TY> static void k_mfma(int)
         check(d[e] == want, names[MN == 32][TY], lane, e, d[e], want);
     }
 }
+
+/* v_mfma_i32_16x16x16i8: the 16x16x16 tables with four signed bytes per
+ * lane in one 32-bit register, A[i][k] in lane i + 16*(k/4), byte k%4;
+ * B[k][j] in lane j + 16*(k/4), byte k%4; D as f32's, in i32 */
+static void k_mfma_i8(int)
+{
+    const int lane = (int)threadIdx.x, i = lane % 16, kb = lane / 16;
+    unsigned a = 0, b = 0;
+    for (int e = 0; e < 4; e++) {
+        a |= (unsigned)(unsigned char)(signed char)Aval(i, 4 * kb + e) << (8 * e);
+        b |= (unsigned)(unsigned char)(signed char)Bval(4 * kb + e, i) << (8 * e);
+    }
+    blk_int4 c;
+    for (int e = 0; e < 4; e++) c[e] = (int)Cval(4 * (lane / 16) + e, i);
+    c = blk_mfma_16x16x16_i8((int)a, (int)b, c);
+    for (int e = 0; e < 4; e++) {
+        double want = Dref(4 * (lane / 16) + e, i, 16);
+        check(c[e] == want, "mfma 16x16x16 i8", lane, e, c[e], want);
+    }
+}
 #endif
 
 /* shuffles: width 16 segments; up/down keep the lane's value at edges */
@@ -305,6 +325,7 @@ int main()
     run(k_mfma<32, 8, 0>, 64, 0, "mfma 32x32x8 f16");
     run(k_mfma<32, 8, 1>, 64, 0, "mfma 32x32x8 bf16");
     run(k_mfma<32, 2, 2>, 64, 0, "mfma 32x32x2 f32");
+    run(k_mfma_i8, 64, 0, "mfma 16x16x16 i8");
 #endif
     run(k_shfl, 2 * BLK_EMU_WARP, 0, "shuffles");
     {
