@@ -224,10 +224,11 @@ static bool overlaps(const RtP2p *a, const RtP2p *b)
     return a->bytes && b->bytes && p < q + b->bytes && q < p + a->bytes;
 }
 
-/* Everything that can fail on one rank alone (the copies of overlapping
- * sends, the communicator, the sizes) comes before the barrier that ends
- * xchg_sizes: past it, a rank that did not enter NCCL would leave its
- * peers waiting in NCCL without a deadline. */
+/* What can fail on one rank alone (the copies of overlapping sends, the
+ * sizes) comes before the barrier that ends xchg_sizes: past it, a rank
+ * that did not enter NCCL would leave its peers waiting in NCCL without a
+ * deadline. The world's communicator is made after it (its first use, as
+ * in gpu_coll.c), so a rank that never enters is named by the exchange. */
 static int xchg_nccl(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
 {
     RtP2p *h = malloc(sizeof *h * (size_t)n + 1);
@@ -249,7 +250,7 @@ static int xchg_nccl(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
             rc = rt_rank_failed(r) ? -1 : rt_gpur_fail(r, err);
         h[i].buf = tmp[i];
     }
-    if (rc == 0 && (rt_gpur_comm(c, r) || xchg_sizes(r, ops, n)))
+    if (rc == 0 && (xchg_sizes(r, ops, n) || rt_gpur_comm(c, r)))
         rc = -1;
     if (rc == 0 && rt_nccl_exchange(c->w->t, c->k->comm, c->stream, h, n, err,
                                     sizeof err))

@@ -193,6 +193,31 @@ if [ -n "$FAKE" ]; then
   export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
   granks_cases 4 ".dev3"
   pg_cases 4 ".dev3"
+  # the NCCL path over fake_nccl.c (one fake device per rank): the world's
+  # collectives, groups (ncclCommSplit) and exchange blocks (grouped
+  # ncclSend/ncclRecv after the host exchange of the sizes)
+  FN=$FAKE/../fakenccl/libfakenccl.so
+  if [ -e "$FN" ]; then
+    export "$NDEV=4" "$LIBVAR=$FN" FAKE_NCCL_LOG=$T/nccl.log
+    for R in 2 4; do granks_cases "$R" ".nccl$R"; pg_cases "$R" ".nccl$R"; done
+    expect_fail nccl_lone_send "rank 0 sends 1 message (8 bytes) to rank 1, but rank 1 receives 0" \
+      run "$P2P" --entry=lone_send --ranks=2 N=4 --device="$DEV"
+    expect_fail nccl_size_mismatch "exchange mismatch: rank [01] sends 16 bytes to rank [01], but its recv wants 20" \
+      run "$P2P" --entry=size_mismatch --ranks=2 N=4 M=5 --device="$DEV"
+    expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
+      run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+    n=$((n + 1))
+    if grep -q ncclCommSplit "$T/nccl.log" && grep -q ncclSend "$T/nccl.log" &&
+       grep -q ncclAllReduce "$T/nccl.log"; then
+      echo "ok nccl_used ($(sort "$T/nccl.log" | uniq -c | tr -s ' \n' ' '))"
+    else
+      echo "FAIL nccl_used: $COLL calls: $(sort -u "$T/nccl.log" 2>/dev/null | tr '\n' ' ')"; fails=$((fails + 1))
+    fi
+    unset FAKE_NCCL_LOG
+    export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
+  else
+    echo "skip nccl_fake: no $FN"
+  fi
   BLKC_GPU_COLL=nccl \
     expect_fail nccl_required "BLKC_GPU_COLL=nccl, but $COLL cannot be used: $COLL not found" \
     run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
