@@ -2,7 +2,7 @@
  * group(color, key)`, collectives with `group = g`, and the sends and
  * receives of an `exchange { }` block, whose buffers are device memory.
  *
- * Staged (always available; the only path that has run): the bytes go to
+ * Staged (always available): the bytes go to
  * host memory, through the CPU ranks' rt_group_coll / rt_exchange
  * (rank_group.c, rank_p2p.c) and back, so results, ordering and mismatch
  * messages are those of CPU ranks.
@@ -17,8 +17,9 @@
  * ncclCommSplit when the loaded NCCL has it (else its collectives are
  * staged); a collective in it runs there when every rank of the world
  * can (one host vote per collective, because the staged path is
- * collective over the world). The NCCL path has never run: no machine of
- * this project has NCCL and several GPUs. Prefix rt_gpur_. */
+ * collective over the world). The NCCL path has run only against the
+ * fake NCCL of tests/gpu/fake_nccl.c, never a real one (no machine of this
+ * project has NCCL and several GPUs). Prefix rt_gpur_. */
 #include "gpu_ranks.h"
 
 #include <stdlib.h>

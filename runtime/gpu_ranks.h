@@ -17,7 +17,7 @@
  * Groups (`let g = group(...)`, `group = g`) and exchange blocks
  * (gpu_p2p.c) are staged the same way through rank_group.c / rank_p2p.c,
  * or with NCCL run as ncclCommSplit communicators and grouped
- * ncclSend/ncclRecv (that path has never run).
+ * ncclSend/ncclRecv (run only against tests/gpu/fake_nccl.c).
  *
  * Under mpirun (rt_mpi_launch_size() > 1) each process runs its own rank
  * on device (N + rank) % ndevices over the MPI host world, and maps the

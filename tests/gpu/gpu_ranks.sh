@@ -16,7 +16,9 @@
 # granks.blk cases run, which exercise the host side (heaps, peers,
 # copies, signals, staged collectives, CUDA/HIP IPC under mpirun, errors)
 # on 1 and several fake devices; programs with kernels must fail at the
-# launch, cleanly.
+# launch, cleanly. With fake_nccl.c's libfakenccl.so next to FAKEDIR
+# (../fakenccl) the same cases run once more with one fake device per
+# rank, so that the NCCL/RCCL path (and its groups and exchanges) runs.
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
