@@ -50,14 +50,17 @@ int rt_gpur_group(RtGpuCtx *c, RtRank *r, int64_t color, int64_t key,
     for (int i = 1; i < rt_group_size(g); i++)
         if (rt_group_member(g, i) < nc)
             nc = rt_group_member(g, i);
-    char err[512];
-    if (rt_gpur_comm(c, r))
-        return -1;
-    int rc = rt_nccl_comm_split(w->t, c->k->comm, nc, rt_group_rank(g), comm,
+    char err[512] = "";
+    int rc = rt_gpur_comm(c, r) ? -1
+           : rt_nccl_comm_split(w->t, c->k->comm, nc, rt_group_rank(g), comm,
                                 err, sizeof err);
-    if (rc == -1)
-        return rt_gpur_fail(r, err);
-    return 0; /* -2: no ncclCommSplit in this NCCL, staged */
+    if (rc == 0 || rc == -2) /* -2: no ncclCommSplit in this NCCL, staged */
+        return 0;
+    if (err[0]) /* else rt_gpur_comm recorded it */
+        rt_gpur_fail(r, err);
+    rt_group_free(*out);
+    *out = NULL;
+    return -1;
 }
 
 void rt_gpur_group_free(RtGpuCtx *c, RtRank *r, void *comm)
