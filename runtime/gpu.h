@@ -229,6 +229,9 @@ int rt_nccl_supports(int dtype, int op);
 int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
                       void **comm, char *err, size_t errlen);
 void rt_nccl_comm_destroy(blkc_target t, void *comm, int abort_it);
+/* ncclCommSplit(comm, color, key) into *out (-2: this NCCL lacks it). */
+int rt_nccl_comm_split(blkc_target t, void *comm, int color, int key,
+                       void **out, char *err, size_t errlen);
 /* The communicator's asynchronous error, if any. */
 int rt_nccl_check(blkc_target t, void *comm, char *err, size_t errlen);
 
@@ -248,5 +251,10 @@ typedef struct RtNcclColl {
 } RtNcclColl;
 int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
                  char *err, size_t errlen);
+/* The sends and receives of an exchange block (buffers: device addresses)
+ * in one ncclGroupStart / ncclGroupEnd. */
+struct RtP2p; /* ranks.h */
+int rt_nccl_exchange(blkc_target t, void *comm, void *stream, const struct RtP2p *ops,
+                     int n, char *err, size_t errlen);
 
 #endif

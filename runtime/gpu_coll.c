@@ -3,7 +3,8 @@
  * the communicator made at the first collective (rank 0's unique id is
  * broadcast over the host world); otherwise staged through host memory
  * and the CPU collectives of ranks.h (NCCL refuses two ranks on one GPU,
- * and would round f16/bf16/f8 sums at every step). */
+ * and would round f16/bf16/f8 sums at every step). Groups and send/recv:
+ * gpu_p2p.c. */
 #include "gpu_ranks.h"
 
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 
 #define DEV(c) rt_gpu_dev((c)->k->d->g)
 
-static int comm_ready(RtGpuCtx *c, RtRank *r)
+int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
 {
     RtGpuWorld *w = c->w;
     if (c->k->comm)
@@ -135,7 +136,7 @@ int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
     if (!nccl)
         return coll_host(c, r, &x, shares);
     char err[512];
-    if (comm_ready(c, r))
+    if (rt_gpur_comm(c, r))
         return -1;
     if (rt_nccl_coll(w->t, c->k->comm, c->stream, &x, err, sizeof err))
         return rt_gpur_fail(r, err);

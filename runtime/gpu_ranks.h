@@ -14,6 +14,10 @@
  * otherwise (NCCL refuses two ranks on one GPU) they are staged through
  * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
  * makes a missing or unusable NCCL an error, =host always stages.
+ * Groups (`let g = group(...)`, `group = g`) and exchange blocks
+ * (gpu_p2p.c) are staged the same way through rank_group.c / rank_p2p.c,
+ * or with NCCL run as ncclCommSplit communicators and grouped
+ * ncclSend/ncclRecv (run only against tests/gpu/fake_nccl.c).
  *
  * Under mpirun (rt_mpi_launch_size() > 1) each process runs its own rank
  * on device (N + rank) % ndevices over the MPI host world, and maps the
@@ -96,6 +100,19 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
 /* A collective with the meaning of ranks.h's functions: d->kind etc.;
  * pointers are device addresses. */
 int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d);
+/* gpu_p2p.c. let g = group(color, key): rt_group_split over the host
+ * world, and with NCCL a communicator split from the world's (*comm, NULL
+ * when the collectives of g are staged); rt_gpur_group_free releases it. */
+int rt_gpur_group(RtGpuCtx *c, RtRank *r, int64_t color, int64_t key,
+                  RtGroup **out, void **comm);
+void rt_gpur_group_free(RtGpuCtx *c, RtRank *r, void *comm);
+/* A collective in group g (rt_group_coll's meaning, device addresses);
+ * src_bytes / dst_bytes: the sizes of its buffers. */
+int rt_gpur_group_coll(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
+                       const RtRankColl *d, size_t src_bytes, size_t dst_bytes);
+/* The sends and receives of an exchange block (rt_exchange's meaning,
+ * device addresses). */
+int rt_gpur_exchange(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n);
 
 
 /* ---- shared by gpu_ranks.c and gpu_coll.c only */
@@ -150,5 +167,8 @@ struct RtGpuCtx {
 /* Wait for the context's stream; record a message as the rank's error. */
 int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
 int rt_gpur_fail(RtRank *r, const char *msg);
+/* The rank's NCCL communicator over the world, made at the first call
+ * (collective: rank 0's unique id goes over the host world). */
+int rt_gpur_comm(RtGpuCtx *c, RtRank *r);
 
 #endif

@@ -62,6 +62,8 @@ typedef struct NcclLib {
     char why[512];       /* why loading failed ("" when loaded) */
     char path[256];      /* the library that loaded */
     NcclTable t;
+    /* optional (NCCL >= 2.18): NULL when missing, groups are staged */
+    ncclResult_t (*comm_split)(ncclComm_t, int, int, ncclComm_t *, void *);
     pthread_once_t once;
 } NcclLib;
 
@@ -108,6 +110,8 @@ static void nccl_load_into(NcclLib *L, bool rccl)
         }
         memcpy(&slot[i], &p, sizeof p);
     }
+    void *sp = dlsym(L->lib, "ncclCommSplit");
+    memcpy(&L->comm_split, &sp, sizeof sp);
 }
 
 static void load_nccl(void) { nccl_load_into(&libs[0], false); }
@@ -265,6 +269,20 @@ void rt_nccl_comm_destroy(blkc_target t, void *comm, int abort_it)
         L->t.comm_destroy(comm);
 }
 
+int rt_nccl_comm_split(blkc_target t, void *comm, int color, int key,
+                       void **out, char *err, size_t errlen)
+{
+    LIB(t);
+    if (!L->comm_split) {
+        snprintf(err, errlen, "%s lacks ncclCommSplit (NCCL < 2.18)", L->path);
+        return -2;
+    }
+    ncclComm_t c = NULL;
+    NCK(L->comm_split(comm, color, key, &c, NULL), "ncclCommSplit");
+    *out = c;
+    return 0;
+}
+
 int rt_nccl_check(blkc_target t, void *comm, char *err, size_t errlen)
 {
     LIB(t);
@@ -382,4 +400,19 @@ int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
     snprintf(err, errlen, "NCCL: collective %s is not mapped",
              rt_rank_coll_name(c->kind));
     return -1;
+}
+
+int rt_nccl_exchange(blkc_target t, void *comm, void *stream, const RtP2p *ops,
+                     int n, char *err, size_t errlen)
+{
+    LIB(t);
+    NCK(L->t.group_start(), "ncclGroupStart");
+    ncclResult_t r = NCCL_SUCCESS;
+    for (int i = 0; i < n && r == NCCL_SUCCESS; i++) /* bytes as ncclUint8 */
+        r = ops[i].send ? L->t.send(ops[i].buf, ops[i].bytes, 1, ops[i].peer, comm, stream)
+                        : L->t.recv(ops[i].buf, ops[i].bytes, 1, ops[i].peer, comm, stream);
+    ncclResult_t r2 = L->t.group_end();
+    NCK(r, "ncclSend/ncclRecv (exchange)");
+    NCK(r2, "ncclGroupEnd");
+    return 0;
 }

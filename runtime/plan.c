@@ -56,6 +56,8 @@ struct Exec {
                                       async block gets the ones made before
                                       it) */
     int ngroups;
+    void *gcomm[32];               /* GPU ranks: a group's NCCL communicator
+                                      (gpu_p2p.c), or NULL */
 };
 
 /* The sends and receives of one exchange { } block, run at its end. */
@@ -563,8 +565,8 @@ static bool contiguous(const Buf *b)
     return true;
 }
 
-/* A collective with group = g (rank_group.c): the sizes are checked
- * against the group's rank count. */
+/* A collective with group = g (rank_group.c; on GPU ranks gpu_p2p.c):
+ * the sizes are checked against the group's rank count. */
 static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
 {
     static const int kinds[] = {
@@ -576,6 +578,7 @@ static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
     int G = rt_group_size(grp), q = rt_group_rank(grp);
     const char *name = rt_rank_coll_name(kinds[in->attr]);
     RtRankColl d = {.kind = kinds[in->attr], .dtype = -1, .op = -1, .root = -1};
+    size_t sb = 0, db = 0; /* bytes of src and dst (GPU ranks' staging) */
     if (in->attr != COLL_BARRIER) {
         const Buf *b = &x->buf[in->param];
         const Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
@@ -619,6 +622,16 @@ static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
             return fail(x, in, "%s: %s has %lld elements, expected %d x %lld (the group's ranks)",
                         name, in->attr == COLL_SCATTER ? "src" : "dst",
                         (long long)whole, G, (long long)part);
+        size_t es = (size_t)dsl_dtype_bytes(b->dtype);
+        sb = (size_t)ns * es;
+        db = (size_t)nd * es;
+    }
+    if (x->g) {
+        void *comm = NULL; /* the handle's slot: grp is x->groups[i] */
+        for (int i = 0; i < x->ngroups; i++)
+            if (x->groups[i] == grp)
+                comm = x->gcomm[i];
+        return rt_gpur_group_coll(x->g, x->r, grp, comm, &d, sb, db);
     }
     return rt_group_coll(x->r, grp, &d);
 }
@@ -631,8 +644,6 @@ static int do_coll(Exec *x, const IrInstr *in)
     const RtGroup *grp = NULL;
     if (in->opnd[1] >= 0 && !(grp = group_of(x, in, in->opnd[1])))
         return -1;
-    if (grp && x->g)
-        return fail(x, in, "collectives in a group are not implemented on GPU ranks yet");
     if (grp)
         return group_coll(x, in, grp);
     int W = rt_rank_size(r);
@@ -741,13 +752,13 @@ static int do_group(Exec *x, const IrInstr *in, int id)
 {
     if (x->in_async)
         return fail(x, in, "group() cannot run inside an async block");
-    if (x->g)
-        return fail(x, in, "groups are not implemented on GPU ranks yet");
     if (x->ngroups == (int)(sizeof x->groups / sizeof x->groups[0]))
         return fail(x, in, "more than %d groups in one call of %s",
                     (int)(sizeof x->groups / sizeof x->groups[0]), x->f->name);
     RtGroup *g;
-    if (rt_group_split(x->r, vi(x, in->opnd[0]), vi(x, in->opnd[1]), &g))
+    int64_t color = vi(x, in->opnd[0]), key = vi(x, in->opnd[1]);
+    if (x->g ? rt_gpur_group(x->g, x->r, color, key, &g, &x->gcomm[x->ngroups])
+             : rt_group_split(x->r, color, key, &g))
         return -1;
     x->groups[x->ngroups] = g;
     x->val[id].i = x->ngroups++;
@@ -760,13 +771,12 @@ static int do_xchg(Exec *x, const IrInstr *in)
 {
     if (x->in_async)
         return fail(x, in, "an exchange block cannot run inside an async block");
-    if (x->g)
-        return fail(x, in, "send/recv are not implemented on GPU ranks yet");
     Xchg g = {NULL, 0, 0};
     x->xg = &g;
     int rc = exec_region(x, in->region[0]);
     x->xg = NULL;
-    if (rc == 0 && rt_exchange(x->r, g.ops, g.n))
+    if (rc == 0 && (x->g ? rt_gpur_exchange(x->g, x->r, g.ops, g.n)
+                         : rt_exchange(x->r, g.ops, g.n)))
         rc = -1;
     free(g.ops);
     return rc;
@@ -913,8 +923,10 @@ out:
             else
                 free(x.buf[p].data);
         }
-    for (int i = 0; i < x.ngroups; i++)
+    for (int i = 0; i < x.ngroups; i++) {
+        rt_gpur_group_free(x.g, r, x.gcomm[i]);
         rt_group_free(x.groups[i]);
+    }
     free(x.asyncs);
     free(x.val);
     free(x.vars);

@@ -29,6 +29,7 @@ struct RtGroup {
 
 int rt_group_size(const RtGroup *g) { return g->n; }
 int rt_group_rank(const RtGroup *g) { return g->me; }
+int rt_group_member(const RtGroup *g, int i) { return g->members[i]; }
 
 void rt_group_free(RtGroup *g)
 {

@@ -314,6 +314,7 @@ int rt_group_split(RtRank *r, int64_t color, int64_t key, RtGroup **out);
 void rt_group_free(RtGroup *g);
 int rt_group_size(const RtGroup *g);
 int rt_group_rank(const RtGroup *g);   /* this rank's place in it */
+int rt_group_member(const RtGroup *g, int i); /* world rank of member i */
 /* A collective within group g: d->kind (barrier, all_reduce, reduce,
  * reduce_scatter (count = the source's elements, split as evenly as
  * possible over the members), broadcast, all_gather, gather, scatter,

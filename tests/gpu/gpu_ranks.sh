@@ -5,7 +5,8 @@
 # $BLKC_GPU_DEVICE (default cuda:0) and compares every rank's outputs.
 #
 # Without FAKEDIR (ctest label gpu): a real GPU; exit 77 when the device
-# cannot be used here. Runs tests/gpu/data/granks.blk and the lib/ patterns
+# cannot be used here. Runs tests/gpu/data/granks.blk, the groups and
+# send/recv of tests/dist/groups.blk and p2p.blk, and the lib/ patterns
 # allreduce (one-shot, two-shot) and ag_gemm (overlapped, plain) on 2 and
 # 4 ranks (all sharing cuda:0 on a one-GPU machine).
 #
@@ -15,7 +16,9 @@
 # granks.blk cases run, which exercise the host side (heaps, peers,
 # copies, signals, staged collectives, CUDA/HIP IPC under mpirun, errors)
 # on 1 and several fake devices; programs with kernels must fail at the
-# launch, cleanly.
+# launch, cleanly. With fake_nccl.c's libfakenccl.so next to FAKEDIR
+# (../fakenccl) the same cases run once more with one fake device per
+# rank, so that the NCCL/RCCL path (and its groups and exchanges) runs.
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
@@ -130,7 +133,26 @@ granks_cases() { # RANKS SUFFIX
   run_case "sub_copy$s" "$R" "$G" "0 0" y --entry=sub_copy R=6 C=8 r0=2 c0=3
 }
 
-for R in 1 2 4; do granks_cases "$R" ".r$R"; done
+# groups and send/recv (tests/dist/groups.blk, p2p.blk: kernel-free
+# entries), exact: staged through the CPU ranks' code, or NCCL's copies
+P2P=$SRC/tests/dist/p2p.blk GRP=$SRC/tests/dist/groups.blk
+pg_cases() { # RANKS SUFFIX
+  local R=$1 s=$2 C
+  run_case "p2p_ring$s" "$R" "$P2P" "0 0" b --entry=ring N=513
+  run_case "p2p_both$s" "$R" "$P2P" "0 0" "lo hi me" --entry=both N=77 M=33
+  run_case "p2p_rotate$s" "$R" "$P2P" "0 0" b --entry=rotate N=100 s=3
+  run_case "p2p_star$s" "$R" "$P2P" "0 0" g --entry=star N=50
+  for C in 1 2; do
+    [ $((R % C)) = 0 ] || continue
+    local G=$((R / C))
+    run_case "grp_coll.c$C$s" "$R" "$GRP" "0 0" "ag bc red gat sca rs a2b" \
+      --entry=g_coll C=$C S=6 D=$((6 * G)) N=5 root=$((G - 1))
+    run_case "grp_mixed.c$C$s" "$R" "$GRP" "0 0" b --entry=g_mixed N=40 C=$C
+    run_case "grp_then_world.c$C$s" "$R" "$GRP" "0 0" "b w" --entry=g_then_world N=30 C=$C
+  done
+}
+
+for R in 1 2 4; do granks_cases "$R" ".r$R"; pg_cases "$R" ".r$R"; done
 for NP in 2 4; do
   mpi_case "mpi_ring_pull.np$NP" "$NP" "$G" "0 0" y --entry=ring_pull N=513
   mpi_case "mpi_ring_push.np$NP" "$NP" "$G" "0 0" y --entry=ring_push N=300
@@ -153,6 +175,13 @@ if [ ${#MPI[@]} != 0 ] && [ -z "$REF_WRITE" ]; then # a timed-out wait ends ever
 fi
 expect_fail never_times_out "wait on signal sig\[0\] timed out after 300 ms" \
   run "$G" --entry=never --ranks=2 N=4 --device="$DEV"
+# an exchange or group collective that the ranks do not agree on
+expect_fail p2p_lone_send "rank 0 sends 1 message (.* bytes) to rank 1, but rank 1 receives 0" \
+  run "$P2P" --entry=lone_send --ranks=2 N=4 --device="$DEV"
+expect_fail p2p_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
+  run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+expect_fail grp_mismatch "exchange mismatch: rank 0 sends 1 message (20 bytes) to rank 1" \
+  run "$GRP" --entry=g_mismatch --ranks=2 N=4 M=5 --device="$DEV"
 
 if [ -n "$FAKE" ]; then
   # the vendor's names: device count, NCCL/RCCL, launch
@@ -165,6 +194,32 @@ if [ -n "$FAKE" ]; then
   # ($NDEV and $LIBVAR are names: exported around the cases that need them)
   export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
   granks_cases 4 ".dev3"
+  pg_cases 4 ".dev3"
+  # the NCCL path over fake_nccl.c (one fake device per rank): the world's
+  # collectives, groups (ncclCommSplit) and exchange blocks (grouped
+  # ncclSend/ncclRecv after the host exchange of the sizes)
+  FN=$FAKE/../fakenccl/libfakenccl.so
+  if [ -e "$FN" ]; then
+    export "$NDEV=4" "$LIBVAR=$FN" FAKE_NCCL_LOG=$T/nccl.log
+    for R in 2 4; do granks_cases "$R" ".nccl$R"; pg_cases "$R" ".nccl$R"; done
+    expect_fail nccl_lone_send "rank 0 sends 1 message (8 bytes) to rank 1, but rank 1 receives 0" \
+      run "$P2P" --entry=lone_send --ranks=2 N=4 --device="$DEV"
+    expect_fail nccl_size_mismatch "exchange mismatch: rank [01] sends 16 bytes to rank [01], but its recv wants 20" \
+      run "$P2P" --entry=size_mismatch --ranks=2 N=4 M=5 --device="$DEV"
+    expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
+      run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+    n=$((n + 1))
+    if grep -q ncclCommSplit "$T/nccl.log" && grep -q ncclSend "$T/nccl.log" &&
+       grep -q ncclAllReduce "$T/nccl.log"; then
+      echo "ok nccl_used ($(sort "$T/nccl.log" | uniq -c | tr -s ' \n' ' '))"
+    else
+      echo "FAIL nccl_used: $COLL calls: $(sort -u "$T/nccl.log" 2>/dev/null | tr '\n' ' ')"; fails=$((fails + 1))
+    fi
+    unset FAKE_NCCL_LOG
+    export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
+  else
+    echo "skip nccl_fake: no $FN"
+  fi
   BLKC_GPU_COLL=nccl \
     expect_fail nccl_required "BLKC_GPU_COLL=nccl, but $COLL cannot be used: $COLL not found" \
     run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
