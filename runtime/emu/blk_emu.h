@@ -35,6 +35,7 @@
  *     blk_mfma_32x32x8_f16(blk_half4, blk_half4, blk_float16)           v_mfma_f32_32x32x8f16
  *     blk_mfma_32x32x8_bf16(blk_short4, blk_short4, blk_float16)        v_mfma_f32_32x32x8bf16_1k
  *     blk_mfma_32x32x2_f32(float, float, blk_float16)                   v_mfma_f32_32x32x2f32
+ *     blk_mfma_16x16x16_i8(int a, int b, blk_int4 c)                    v_mfma_i32_16x16x16i8
  *     __shfl/_xor/_up/_down (width 64), __ballot/__any/__all, __syncthreads, atomics, clock64
  *
  * Collectives: each lane deposits its operands in its warp's exchange area,
