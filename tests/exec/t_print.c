@@ -1,8 +1,10 @@
 /* t_print.c — print(...) in a kernel (LANGUAGE.md §7): one line per program
  * instance on stderr, `pid (x, y, z):` then the pieces separated by spaces;
  * tiles in full, row-major, with their shape when rank >= 2; floats %g,
- * bools true/false. stderr is redirected to a file and compared line by
- * line (instances may interleave, so each expected line must appear once). */
+ * bools true/false. The stream (stderr on the CPU, stdout from a GPU
+ * device's printf: backends/gpu/gpu_print.c) is redirected to a file and
+ * compared line by line (instances may interleave, so each expected line
+ * must appear once). */
 #include "harness.h"
 
 #include <unistd.h>
@@ -24,16 +26,19 @@ int main(void)
     blkc_kernel *k = h_build(src, NULL);
     float x[N] = {0, 1, 2, 3.5f, -4, 5, 6, 7};
     int32_t y[N];
+    const char *dev = getenv("BLKC_TEST_DEVICE");
+    int sfd = dev && *dev && strcmp(dev, "cpu") ? 1 : 2;
+    FILE *sf = sfd == 1 ? stdout : stderr;
     char path[] = "/tmp/blkc-print-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0)
         h_die("mkstemp");
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
+    fflush(sf);
+    int saved = dup(sfd);
+    dup2(fd, sfd);
     H_LAUNCH(k, h_ten(h_t1(x, H_F32, N)), h_ten(h_t1(y, H_I32, N)));
-    fflush(stderr);
-    dup2(saved, 2);
+    fflush(sf);
+    dup2(saved, sfd);
     close(saved);
     char got[4096] = "";
     ssize_t n = pread(fd, got, sizeof got - 1, 0);
