@@ -179,6 +179,14 @@ typedef struct RtGpuOps {
     int (*ipc_open)(void *dev, const void *handle, uint64_t *dptr, char *err,
                     size_t errlen);
     void (*ipc_close)(void *dev, uint64_t dptr);
+    /* mapped pinned host memory (GPU ranks' abort flag): bytes of zeroed
+     * host memory that every device can read while a kernel runs
+     * (CUDA: cuMemHostAlloc PORTABLE | DEVICEMAP; HIP: hipHostMalloc
+     * Mapped | Portable), its address for dev's kernels, and its release.
+     * NULL where the driver lacks them (then *host = NULL) */
+    int (*host_map)(void *dev, size_t bytes, void **host, char *err, size_t errlen);
+    int (*host_dptr)(void *dev, void *host, uint64_t *dptr, char *err, size_t errlen);
+    void (*host_free)(void *dev, void *host);
 } RtGpuOps;
 
 #define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE */

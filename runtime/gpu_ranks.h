@@ -6,7 +6,12 @@
  * Per rank: a stream (plus one per async block), a symmetric heap that is
  * one device allocation (peer views use the peer's device pointer: same
  * device, or another after cuCtxEnablePeerAccess), u64 signal cells in
- * that heap, and a failure record for its kernels. The Device IR
+ * that heap, and a failure record for its kernels. Per world: an abort
+ * flag in mapped pinned host memory that every rank's kernels get as
+ * BkGpuRankCtx.abort_flag and that the host world sets when any rank
+ * fails (rt_world_set_abort_mirror), so that a kernel waiting on a failed
+ * peer gives up at once; without mapped memory (a driver that lacks it)
+ * the flag is 0 and such a wait runs to its timeout. The Device IR
  * interpreter (plan.c) calls the hooks below when its module has a GPU
  * world (RtPlanModule.gpu); buffers then hold device addresses.
  *
@@ -120,6 +125,7 @@ typedef struct RtGpurDev {
     RtGpu *g;                      /* the device */
     RtGpuModule *gm;               /* the program's kernels on it */
     void *sig_mod, *sig_set, *sig_add; /* the notify kernels */
+    uint64_t abort_dptr;           /* the world's abort flag here, or 0 */
 } RtGpurDev;
 
 typedef struct RtGpurRank {
@@ -149,6 +155,9 @@ struct RtGpuWorld {
     size_t heap_bytes;             /* per rank */
     int coll_mode;                 /* COLL_* (BLKC_GPU_COLL) */
     pthread_mutex_t lock;          /* the ranks' dead lists */
+    int *abort_host;               /* mapped host int: the abort flag the
+                                      kernels poll (ranks.h's mirror), or
+                                      NULL: their waits run to the timeout */
     bool nccl_ok;                  /* NCCL loaded, one device per rank */
     char nccl_why[512];            /* why not */
     RtPlanModule pm;               /* the module, .gpu = this world */
