@@ -73,6 +73,7 @@ static struct {
     CUresult (*host_alloc)(void **, size_t, unsigned);
     CUresult (*host_dptr)(CUdeviceptr *, void *, unsigned);
     CUresult (*host_free)(void *);
+    CUresult (*squery)(CUstream);
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -133,6 +134,7 @@ static void cu_load(void)
     *(void **)&cu.host_alloc = dlsym(cu.lib, "cuMemHostAlloc");
     *(void **)&cu.host_dptr = dlsym(cu.lib, "cuMemHostGetDevicePointer_v2");
     *(void **)&cu.host_free = dlsym(cu.lib, "cuMemFreeHost");
+    *(void **)&cu.squery = dlsym(cu.lib, "cuStreamQuery");
 }
 
 typedef struct CuDev {
@@ -480,12 +482,27 @@ static void c_host_free(void *dev, void *host)
         cu.host_free(host);
 }
 
+static int c_query(void *dev, void *stream, char *err, size_t errlen)
+{
+    if (!cu.squery) {
+        snprintf(err, errlen, "CUDA driver lacks cuStreamQuery");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    CUresult r = cu.squery(stream);
+    if (r == 600) /* CUDA_ERROR_NOT_READY */
+        return 1;
+    CK(r, "cuStreamQuery");
+    return 0;
+}
+
 static const RtGpuOps cuda_ops = {
     "CUDA", kDLCUDA, c_open, c_close, c_alloc, c_free, c_h2d, c_d2h, c_zero,
     c_load, c_unload, c_function, c_launch, c_sync, c_event_new,
     c_event_free, c_event_record, c_event_ms, c_count, c_stream_new,
     c_stream_free, c_copy_async, c_peer_enable, c_ipc_get, c_ipc_open,
-    c_ipc_close, c_host_map, c_host_dptr, c_host_free,
+    c_ipc_close, c_host_map, c_host_dptr, c_host_free, c_query,
 };
 
 const RtGpuOps *rt_gpu_cuda_ops(void)

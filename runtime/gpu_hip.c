@@ -70,6 +70,7 @@ static struct {
     hipError_t (*host_alloc)(void **, size_t, unsigned);
     hipError_t (*host_dptr)(void **, void *, unsigned);
     hipError_t (*host_free)(void *);
+    hipError_t (*squery)(void *);
 } hp;
 static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
 
@@ -127,6 +128,7 @@ static void hp_load(void)
     *(void **)&hp.host_alloc = dlsym(hp.lib, "hipHostMalloc");
     *(void **)&hp.host_dptr = dlsym(hp.lib, "hipHostGetDevicePointer");
     *(void **)&hp.host_free = dlsym(hp.lib, "hipHostFree");
+    *(void **)&hp.squery = dlsym(hp.lib, "hipStreamQuery");
 }
 
 typedef struct HipDev {
@@ -501,12 +503,27 @@ static void h_host_free(void *dev, void *host)
         hp.host_free(host);
 }
 
+static int h_query(void *dev, void *stream, char *err, size_t errlen)
+{
+    if (!hp.squery) {
+        snprintf(err, errlen, "HIP runtime lacks hipStreamQuery");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    hipError_t r = hp.squery(stream);
+    if (r == 600) /* hipErrorNotReady */
+        return 1;
+    CK(r, "hipStreamQuery");
+    return 0;
+}
+
 static const RtGpuOps hip_ops = {
     "HIP", kDLROCM, h_open, h_close, h_alloc, h_free, h_h2d, h_d2h, h_zero,
     h_load, h_unload, h_function, h_launch, h_sync, h_event_new,
     h_event_free, h_event_record, h_event_ms, h_count, h_stream_new,
     h_stream_free, h_copy_async, h_peer_enable, h_ipc_get, h_ipc_open,
-    h_ipc_close, h_host_map, h_host_dptr, h_host_free,
+    h_ipc_close, h_host_map, h_host_dptr, h_host_free, h_query,
 };
 
 const RtGpuOps *rt_gpu_hip_ops(void)

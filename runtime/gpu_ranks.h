@@ -135,6 +135,7 @@ typedef struct RtGpurRank {
     uint64_t table;                /* int64[world] heap bases, on d */
     RtGpuCtx *main;                /* main stream */
     void *comm;                    /* NCCL communicator, made lazily */
+    bool nb;                       /* it (and its splits) is nonblocking */
     uint64_t *priv;                /* private allocations of the runner */
     int npriv;
     bool ipc;                      /* heap is another process's (mpirun) */
@@ -179,5 +180,14 @@ int rt_gpur_fail(RtRank *r, const char *msg);
 /* The rank's NCCL communicator over the world, made at the first call
  * (collective: rank 0's unique id goes over the host world). */
 int rt_gpur_comm(RtGpuCtx *c, RtRank *r);
+/* After NCCL call `what` on *comm (the world's or a split of it): wait for
+ * it. Blocking communicator: the stream, then the asynchronous error.
+ * Nonblocking (k->nb): poll ncclCommGetAsyncError and the stream until
+ * both are done, an error, the world failing, or the collectives'
+ * deadline (BLKC_COLL_TIMEOUT_MS; 4 x BLKC_WAIT_TIMEOUT_MS when only that
+ * is set), which fails the rank with "WHAT did not complete within T ms"
+ * and aborts the world's communicator at once (ncclCommAbort; *comm =
+ * NULL); a group's is aborted when it is freed (rt_gpur_group_free). */
+int rt_gpur_nccl_wait(RtGpuCtx *c, RtRank *r, void **comm, const char *what);
 
 #endif

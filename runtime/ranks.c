@@ -235,6 +235,7 @@ int rt_world_size(const RtWorld *w) { return w->nranks; }
 int rt_world_kind(const RtWorld *w) { return w->kind; }
 char *const *rt_world_heap_bases(const RtWorld *w) { return w->heap_base; }
 int64_t rt_world_timeout_ms(const RtWorld *w) { return w->timeout_ms; }
+int64_t rt_world_coll_timeout_ms(const RtWorld *w) { return w->coll_timeout_ms; }
 
 const volatile int *rt_world_abort_flag(const RtWorld *w)
 {

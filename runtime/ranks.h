@@ -97,6 +97,8 @@ const char *rt_world_rank_error(const RtWorld *w, int rank);
 char *const *rt_world_heap_bases(const RtWorld *w);
 const volatile int *rt_world_abort_flag(const RtWorld *w);
 int64_t rt_world_timeout_ms(const RtWorld *w);
+/* The barrier / collective deadline of the current run (BLKC_COLL_TIMEOUT_MS). */
+int64_t rt_world_coll_timeout_ms(const RtWorld *w);
 /* GPU ranks (gpu_ranks.c): a second abort flag, an int in mapped host
  * memory that running GPU kernels poll. Every failure that sets the
  * world's abort flag also stores 1 there (atomic, release), at the same

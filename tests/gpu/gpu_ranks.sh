@@ -19,6 +19,9 @@
 # launch, cleanly. With fake_nccl.c's libfakenccl.so next to FAKEDIR
 # (../fakenccl) the same cases run once more with one fake device per
 # rank, so that the NCCL/RCCL path (and its groups and exchanges) runs.
+# On the NCCL path also the deadlines of nonblocking communicators
+# (FAKE_NCCL_HANG_RANK: exit 3 at 4 x BLKC_WAIT_TIMEOUT_MS); and a kernel
+# waiting on a failed peer stops at once (gabort.blk, timed_fail).
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
@@ -229,8 +232,22 @@ if [ -n "$FAKE" ]; then
       run "$P2P" --entry=size_mismatch --ranks=2 N=4 M=5 --device="$DEV"
     expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
       run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+    # nonblocking communicators (ncclCommInitRankConfig): a rank whose init,
+    # collective or exchange never completes fails at the collectives'
+    # deadline (4 x 300 ms) and aborts its communicator; exit 3, no hang
+    export FAKE_NCCL_HANG_RANK=1
+    FAKE_NCCL_HANG_AT=init timed_fail nccl_hang_init \
+      "^blkc: error: rank 1: ncclCommInitRankConfig did not complete within 1200 ms" 1200 10000 300 \
+      run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+    FAKE_NCCL_HANG_AT=coll timed_fail nccl_hang_coll \
+      "^blkc: error: rank 1: all_reduce did not complete within 1200 ms" 1200 10000 300 \
+      run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+    FAKE_NCCL_HANG_AT=coll timed_fail nccl_hang_exchange \
+      "^blkc: error: rank 1: exchange (ncclSend/ncclRecv) did not complete within 1200 ms" 1200 10000 300 \
+      run "$P2P" --entry=ring --ranks=2 N=4 --device="$DEV"
+    unset FAKE_NCCL_HANG_RANK
     n=$((n + 1))
-    if grep -q ncclCommSplit "$T/nccl.log" && grep -q ncclSend "$T/nccl.log" &&
+    if grep -q ncclCommInitRankConfig "$T/nccl.log" && grep -q ncclCommSplit "$T/nccl.log" && grep -q ncclSend "$T/nccl.log" &&
        grep -q ncclAllReduce "$T/nccl.log"; then
       echo "ok nccl_used ($(sort "$T/nccl.log" | uniq -c | tr -s ' \n' ' '))"
     else
