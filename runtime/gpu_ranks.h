@@ -18,7 +18,10 @@
  * Collectives: NCCL when it loads and every rank has its own device;
  * otherwise (NCCL refuses two ranks on one GPU) they are staged through
  * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
- * makes a missing or unusable NCCL an error, =host always stages.
+ * makes a missing or unusable NCCL an error, =host always stages. Where
+ * NCCL has ncclCommInitRankConfig the communicators are nonblocking and
+ * every NCCL call is polled against the collectives' deadline
+ * (rt_gpur_nccl_wait); otherwise the calls block as NCCL's do.
  * Groups (`let g = group(...)`, `group = g`) and exchange blocks
  * (gpu_p2p.c) are staged the same way through rank_group.c / rank_p2p.c,
  * or with NCCL run as ncclCommSplit communicators and grouped
