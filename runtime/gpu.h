@@ -179,6 +179,17 @@ typedef struct RtGpuOps {
     int (*ipc_open)(void *dev, const void *handle, uint64_t *dptr, char *err,
                     size_t errlen);
     void (*ipc_close)(void *dev, uint64_t dptr);
+    /* mapped pinned host memory (GPU ranks' abort flag): bytes of zeroed
+     * host memory that every device can read while a kernel runs
+     * (CUDA: cuMemHostAlloc PORTABLE | DEVICEMAP; HIP: hipHostMalloc
+     * Mapped | Portable), its address for dev's kernels, and its release.
+     * NULL where the driver lacks them (then *host = NULL) */
+    int (*host_map)(void *dev, size_t bytes, void **host, char *err, size_t errlen);
+    int (*host_dptr)(void *dev, void *host, uint64_t *dptr, char *err, size_t errlen);
+    void (*host_free)(void *dev, void *host);
+    /* whether the stream's work is done: 0 done, 1 still running, -1 an
+     * error (or the driver lacks cuStreamQuery / hipStreamQuery) */
+    int (*query)(void *dev, void *stream, char *err, size_t errlen);
 } RtGpuOps;
 
 #define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE */
@@ -226,10 +237,22 @@ int rt_nccl_unique_id(blkc_target t, void *id, char *err, size_t errlen);
 int rt_nccl_dtype(int dtype);
 int rt_nccl_op(int op);
 int rt_nccl_supports(int dtype, int op);
+/* The communicator of rank `rank`. Where the loaded NCCL has
+ * ncclCommInitRankConfig (NCCL >= 2.14) it is nonblocking (config.blocking
+ * = 0; *nonblocking = 1): its init, and every call on it, may still be in
+ * progress on return, and the caller polls rt_nccl_pending until it is
+ * done (or aborts it at its deadline). Otherwise ncclCommInitRank, which
+ * blocks until every rank joined (*nonblocking = 0). */
 int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
-                      void **comm, char *err, size_t errlen);
+                      void **comm, int *nonblocking, char *err, size_t errlen);
+/* ncclCommGetAsyncError of a nonblocking communicator: 0 with *pending 1
+ * while its last call is in progress, 0 with *pending 0 when it is done,
+ * -1 with the message when it failed. */
+int rt_nccl_pending(blkc_target t, void *comm, int *pending, char *err,
+                    size_t errlen);
 void rt_nccl_comm_destroy(blkc_target t, void *comm, int abort_it);
-/* ncclCommSplit(comm, color, key) into *out (-2: this NCCL lacks it). */
+/* ncclCommSplit(comm, color, key) into *out (-2: this NCCL lacks it); the
+ * new communicator inherits comm's blocking mode (poll it likewise). */
 int rt_nccl_comm_split(blkc_target t, void *comm, int color, int key,
                        void **out, char *err, size_t errlen);
 /* The communicator's asynchronous error, if any. */

@@ -69,6 +69,11 @@ static struct {
     CUresult (*ipc_get)(CUipcMemHandle *, CUdeviceptr);
     CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned);
     CUresult (*ipc_close)(CUdeviceptr);
+    /* optional (GPU ranks' abort flag): NULL when missing */
+    CUresult (*host_alloc)(void **, size_t, unsigned);
+    CUresult (*host_dptr)(CUdeviceptr *, void *, unsigned);
+    CUresult (*host_free)(void *);
+    CUresult (*squery)(CUstream);
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -126,6 +131,10 @@ static void cu_load(void)
     SYM(ipc_open, "cuIpcOpenMemHandle_v2");
     SYM(ipc_close, "cuIpcCloseMemHandle");
 #undef SYM
+    *(void **)&cu.host_alloc = dlsym(cu.lib, "cuMemHostAlloc");
+    *(void **)&cu.host_dptr = dlsym(cu.lib, "cuMemHostGetDevicePointer_v2");
+    *(void **)&cu.host_free = dlsym(cu.lib, "cuMemFreeHost");
+    *(void **)&cu.squery = dlsym(cu.lib, "cuStreamQuery");
 }
 
 typedef struct CuDev {
@@ -435,12 +444,65 @@ static void c_ipc_close(void *dev, uint64_t dptr)
         cu.ipc_close(dptr);
 }
 
+/* mapped pinned host memory: CU_MEMHOSTALLOC_PORTABLE (every context)
+ * | CU_MEMHOSTALLOC_DEVICEMAP (kernels read it while they run) */
+static int c_host_map(void *dev, size_t bytes, void **host, char *err,
+                      size_t errlen)
+{
+    *host = NULL;
+    if (!cu.host_alloc || !cu.host_dptr || !cu.host_free) {
+        snprintf(err, errlen, "CUDA driver lacks cuMemHostAlloc, "
+                 "cuMemHostGetDevicePointer_v2 or cuMemFreeHost");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    void *p = NULL;
+    CK(cu.host_alloc(&p, bytes, 0x01 | 0x02), "cuMemHostAlloc");
+    memset(p, 0, bytes);
+    *host = p;
+    return 0;
+}
+
+static int c_host_dptr(void *dev, void *host, uint64_t *dptr, char *err,
+                       size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    CUdeviceptr p = 0;
+    CK(cu.host_dptr(&p, host, 0), "cuMemHostGetDevicePointer");
+    *dptr = p;
+    return 0;
+}
+
+static void c_host_free(void *dev, void *host)
+{
+    char err[8];
+    if (host && cu.host_free && !cur(dev, err, sizeof err))
+        cu.host_free(host);
+}
+
+static int c_query(void *dev, void *stream, char *err, size_t errlen)
+{
+    if (!cu.squery) {
+        snprintf(err, errlen, "CUDA driver lacks cuStreamQuery");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    CUresult r = cu.squery(stream);
+    if (r == 600) /* CUDA_ERROR_NOT_READY */
+        return 1;
+    CK(r, "cuStreamQuery");
+    return 0;
+}
+
 static const RtGpuOps cuda_ops = {
     "CUDA", kDLCUDA, c_open, c_close, c_alloc, c_free, c_h2d, c_d2h, c_zero,
     c_load, c_unload, c_function, c_launch, c_sync, c_event_new,
     c_event_free, c_event_record, c_event_ms, c_count, c_stream_new,
     c_stream_free, c_copy_async, c_peer_enable, c_ipc_get, c_ipc_open,
-    c_ipc_close,
+    c_ipc_close, c_host_map, c_host_dptr, c_host_free, c_query,
 };
 
 const RtGpuOps *rt_gpu_cuda_ops(void)

@@ -424,13 +424,13 @@ static const RtGpuOps emu_cuda_ops = {
     "cuda-emu", kDLCPU, e_open_cuda, e_close, e_alloc, e_free, e_h2d, e_d2h,
     e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
     e_event_free, e_event_record, e_event_ms,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 static const RtGpuOps emu_hip_ops = {
     "hip-emu", kDLCPU, e_open_hip, e_close, e_alloc, e_free, e_h2d, e_d2h,
     e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
     e_event_free, e_event_record, e_event_ms,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t)

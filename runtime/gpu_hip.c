@@ -66,6 +66,11 @@ static struct {
     hipError_t (*ipc_get)(hipIpcMemHandle_t *, void *);
     hipError_t (*ipc_open)(void **, hipIpcMemHandle_t, unsigned);
     hipError_t (*ipc_close)(void *);
+    /* optional (GPU ranks' abort flag): NULL when missing */
+    hipError_t (*host_alloc)(void **, size_t, unsigned);
+    hipError_t (*host_dptr)(void **, void *, unsigned);
+    hipError_t (*host_free)(void *);
+    hipError_t (*squery)(void *);
 } hp;
 static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
 
@@ -120,6 +125,10 @@ static void hp_load(void)
     SYM(ipc_open, "hipIpcOpenMemHandle");
     SYM(ipc_close, "hipIpcCloseMemHandle");
 #undef SYM
+    *(void **)&hp.host_alloc = dlsym(hp.lib, "hipHostMalloc");
+    *(void **)&hp.host_dptr = dlsym(hp.lib, "hipHostGetDevicePointer");
+    *(void **)&hp.host_free = dlsym(hp.lib, "hipHostFree");
+    *(void **)&hp.squery = dlsym(hp.lib, "hipStreamQuery");
 }
 
 typedef struct HipDev {
@@ -454,12 +463,67 @@ static void h_ipc_close(void *dev, uint64_t dptr)
         hp.ipc_close((void *)(uintptr_t)dptr);
 }
 
+/* mapped pinned host memory: hipHostMallocPortable (every device) |
+ * hipHostMallocMapped (kernels read it while they run) |
+ * hipHostMallocCoherent (not cached on the device: a host store is seen
+ * by a kernel that is running; HIP's default depends on HIP_HOST_COHERENT) */
+static int h_host_map(void *dev, size_t bytes, void **host, char *err,
+                      size_t errlen)
+{
+    *host = NULL;
+    if (!hp.host_alloc || !hp.host_dptr || !hp.host_free) {
+        snprintf(err, errlen, "HIP runtime lacks hipHostMalloc, "
+                 "hipHostGetDevicePointer or hipHostFree");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    void *p = NULL;
+    CK(hp.host_alloc(&p, bytes, 0x1 | 0x2 | 0x40000000), "hipHostMalloc");
+    memset(p, 0, bytes);
+    *host = p;
+    return 0;
+}
+
+static int h_host_dptr(void *dev, void *host, uint64_t *dptr, char *err,
+                       size_t errlen)
+{
+    if (cur(dev, err, errlen))
+        return -1;
+    void *p = NULL;
+    CK(hp.host_dptr(&p, host, 0), "hipHostGetDevicePointer");
+    *dptr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
+static void h_host_free(void *dev, void *host)
+{
+    char err[256]; /* discarded, as in h_ipc_close */
+    if (host && hp.host_free && !cur(dev, err, sizeof err))
+        hp.host_free(host);
+}
+
+static int h_query(void *dev, void *stream, char *err, size_t errlen)
+{
+    if (!hp.squery) {
+        snprintf(err, errlen, "HIP runtime lacks hipStreamQuery");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    hipError_t r = hp.squery(stream);
+    if (r == 600) /* hipErrorNotReady */
+        return 1;
+    CK(r, "hipStreamQuery");
+    return 0;
+}
+
 static const RtGpuOps hip_ops = {
     "HIP", kDLROCM, h_open, h_close, h_alloc, h_free, h_h2d, h_d2h, h_zero,
     h_load, h_unload, h_function, h_launch, h_sync, h_event_new,
     h_event_free, h_event_record, h_event_ms, h_count, h_stream_new,
     h_stream_free, h_copy_async, h_peer_enable, h_ipc_get, h_ipc_open,
-    h_ipc_close,
+    h_ipc_close, h_host_map, h_host_dptr, h_host_free, h_query,
 };
 
 const RtGpuOps *rt_gpu_hip_ops(void)

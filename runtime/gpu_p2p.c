@@ -54,6 +54,11 @@ int rt_gpur_group(RtGpuCtx *c, RtRank *r, int64_t color, int64_t key,
     int rc = rt_gpur_comm(c, r) ? -1
            : rt_nccl_comm_split(w->t, c->k->comm, nc, rt_group_rank(g), comm,
                                 err, sizeof err);
+    if (rc == 0 && c->k->nb && rt_gpur_nccl_wait(c, r, comm, "ncclCommSplit")) {
+        rt_nccl_comm_destroy(w->t, *comm, 1);
+        *comm = NULL;
+        rc = -1;
+    }
     if (rc == 0 || rc == -2) /* -2: no ncclCommSplit in this NCCL, staged */
         return 0;
     if (err[0]) /* else rt_gpur_comm recorded it */
@@ -121,10 +126,9 @@ static int group_nccl(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
     x.counts = cnt;
     x.counts2 = cnt;
     char err[512];
-    if (rt_nccl_coll(c->w->t, comm, c->stream, &x, err, sizeof err) ||
-        rt_nccl_check(c->w->t, comm, err, sizeof err))
+    if (rt_nccl_coll(c->w->t, comm, c->stream, &x, err, sizeof err))
         return rt_gpur_fail(r, err);
-    return rt_gpur_finish(c, r);
+    return rt_gpur_nccl_wait(c, r, &comm, rt_rank_coll_name(d->kind));
 }
 
 int rt_gpur_group_coll(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
@@ -260,7 +264,7 @@ static int xchg_nccl(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
                                     sizeof err))
         rc = rt_gpur_fail(r, err);
     if (rc == 0)
-        rc = rt_gpur_finish(c, r);
+        rc = rt_gpur_nccl_wait(c, r, &c->k->comm, "exchange (ncclSend/ncclRecv)");
     for (int i = 0; tmp && i < n; i++)
         rt_gpur_free(c, tmp[i]);
     free(tmp);

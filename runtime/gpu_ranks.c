@@ -357,6 +357,7 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
     rc.world = rt_rank_size(r);
     rc.heap_base = c->k->table;
     rc.fail = c->fail;
+    rc.abort_flag = d->abort_dptr;
     char err[1024];
     if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, err, sizeof err) !=
         BLKC_OK)
@@ -529,6 +530,8 @@ static void world_free(RtGpuWorld *w)
         if (k->d && k->table)
             w->ops->free(rt_gpu_dev(k->d->g), k->table);
     }
+    if (w->abort_host)
+        w->ops->host_free(rt_gpu_dev(w->devs[0].g), w->abort_host);
     for (int j = 0; w->devs && j < w->ndev; j++) {
         RtGpurDev *d = &w->devs[j];
         if (!d->g)
@@ -574,6 +577,28 @@ static blkc_status sig_image(RtGpuWorld *w, RtGpu *g, DslBuf *hsaco,
     return BLKC_OK;
 }
 
+/* The abort flag the kernels poll: one mapped host int for the world and
+ * its address on each device. Where it cannot be had, no flag (0): a
+ * kernel's wait on a failed peer then runs to its timeout. */
+static void abort_flag_setup(RtGpuWorld *w)
+{
+    char err[512];
+    void *host = NULL;
+    if (!w->ops->host_map ||
+        w->ops->host_map(rt_gpu_dev(w->devs[0].g), sizeof(int), &host, err,
+                         sizeof err) || !host)
+        return;
+    for (int j = 0; j < w->ndev; j++)
+        if (w->ops->host_dptr(rt_gpu_dev(w->devs[j].g), host,
+                              &w->devs[j].abort_dptr, err, sizeof err)) {
+            for (int i = 0; i < w->ndev; i++)
+                w->devs[i].abort_dptr = 0;
+            w->ops->host_free(rt_gpu_dev(w->devs[0].g), host);
+            return;
+        }
+    w->abort_host = host;
+}
+
 /* Open the devices, load the modules, allocate the heaps and tables. */
 static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
                                char *err, size_t errlen)
@@ -607,6 +632,8 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
                                               rt_gpu_dev(w->devs[j].g), err,
                                               errlen))
                 st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK)
+        abort_flag_setup(w);
     DslBuf hsaco;
     char hsaco_arch[32] = "";
     memset(&hsaco, 0, sizeof hsaco);
@@ -731,6 +758,8 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
         (mpi ? rt_world_create_mpi(nranks, w->heap_bytes, &hw, err, errlen)
              : rt_world_create(nranks, (size_t)1 << 16, &hw, err, errlen)))
         st = BLKC_ERR_RUNTIME;
+    if (st == BLKC_OK) /* set (and reset) with the host world's abort flag */
+        rt_world_set_abort_mirror(hw, w->abort_host);
     if (st == BLKC_OK && rt_world_run(hw, rank_main, w, err, errlen))
         st = BLKC_ERR_RUNTIME;
     rt_world_destroy(hw);

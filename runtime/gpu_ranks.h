@@ -6,14 +6,22 @@
  * Per rank: a stream (plus one per async block), a symmetric heap that is
  * one device allocation (peer views use the peer's device pointer: same
  * device, or another after cuCtxEnablePeerAccess), u64 signal cells in
- * that heap, and a failure record for its kernels. The Device IR
+ * that heap, and a failure record for its kernels. Per world: an abort
+ * flag in mapped pinned host memory that every rank's kernels get as
+ * BkGpuRankCtx.abort_flag and that the host world sets when any rank
+ * fails (rt_world_set_abort_mirror), so that a kernel waiting on a failed
+ * peer gives up at once; without mapped memory (a driver that lacks it)
+ * the flag is 0 and such a wait runs to its timeout. The Device IR
  * interpreter (plan.c) calls the hooks below when its module has a GPU
  * world (RtPlanModule.gpu); buffers then hold device addresses.
  *
  * Collectives: NCCL when it loads and every rank has its own device;
  * otherwise (NCCL refuses two ranks on one GPU) they are staged through
  * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
- * makes a missing or unusable NCCL an error, =host always stages.
+ * makes a missing or unusable NCCL an error, =host always stages. Where
+ * NCCL has ncclCommInitRankConfig the communicators are nonblocking and
+ * every NCCL call is polled against the collectives' deadline
+ * (rt_gpur_nccl_wait); otherwise the calls block as NCCL's do.
  * Groups (`let g = group(...)`, `group = g`) and exchange blocks
  * (gpu_p2p.c) are staged the same way through rank_group.c / rank_p2p.c,
  * or with NCCL run as ncclCommSplit communicators and grouped
@@ -120,6 +128,7 @@ typedef struct RtGpurDev {
     RtGpu *g;                      /* the device */
     RtGpuModule *gm;               /* the program's kernels on it */
     void *sig_mod, *sig_set, *sig_add; /* the notify kernels */
+    uint64_t abort_dptr;           /* the world's abort flag here, or 0 */
 } RtGpurDev;
 
 typedef struct RtGpurRank {
@@ -129,6 +138,7 @@ typedef struct RtGpurRank {
     uint64_t table;                /* int64[world] heap bases, on d */
     RtGpuCtx *main;                /* main stream */
     void *comm;                    /* NCCL communicator, made lazily */
+    bool nb;                       /* it (and its splits) is nonblocking */
     uint64_t *priv;                /* private allocations of the runner */
     int npriv;
     bool ipc;                      /* heap is another process's (mpirun) */
@@ -149,6 +159,9 @@ struct RtGpuWorld {
     size_t heap_bytes;             /* per rank */
     int coll_mode;                 /* COLL_* (BLKC_GPU_COLL) */
     pthread_mutex_t lock;          /* the ranks' dead lists */
+    int *abort_host;               /* mapped host int: the abort flag the
+                                      kernels poll (ranks.h's mirror), or
+                                      NULL: their waits run to the timeout */
     bool nccl_ok;                  /* NCCL loaded, one device per rank */
     char nccl_why[512];            /* why not */
     RtPlanModule pm;               /* the module, .gpu = this world */
@@ -170,5 +183,14 @@ int rt_gpur_fail(RtRank *r, const char *msg);
 /* The rank's NCCL communicator over the world, made at the first call
  * (collective: rank 0's unique id goes over the host world). */
 int rt_gpur_comm(RtGpuCtx *c, RtRank *r);
+/* After NCCL call `what` on *comm (the world's or a split of it): wait for
+ * it. Blocking communicator: the stream, then the asynchronous error.
+ * Nonblocking (k->nb): poll ncclCommGetAsyncError and the stream until
+ * both are done, an error, the world failing, or the collectives'
+ * deadline (BLKC_COLL_TIMEOUT_MS; 4 x BLKC_WAIT_TIMEOUT_MS when only that
+ * is set), which fails the rank with "WHAT did not complete within T ms"
+ * and aborts the world's communicator at once (ncclCommAbort; *comm =
+ * NULL); a group's is aborted when it is freed (rt_gpur_group_free). */
+int rt_gpur_nccl_wait(RtGpuCtx *c, RtRank *r, void **comm, const char *what);
 
 #endif

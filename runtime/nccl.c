@@ -6,6 +6,11 @@
  * (libnccl.so.2) lacks ncclX". RCCL has the same C API (and names), so one
  * table type serves both; each target has its own instance.
  *
+ * Communicators are nonblocking where the library has
+ * ncclCommInitRankConfig (config.blocking = 0): calls may answer
+ * ncclInProgress, and gpu_coll.c polls ncclCommGetAsyncError
+ * (rt_nccl_pending) against a deadline instead of blocking for ever.
+ *
  * BLKC_NCCL_LIB / BLKC_RCCL_LIB name the library to load instead of the
  * default search (libnccl.so.2, then /usr/local/cuda/lib64/libnccl.so.2;
  * librccl.so, then /opt/rocm/lib/librccl.so). */
@@ -14,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +70,9 @@ typedef struct NcclLib {
     NcclTable t;
     /* optional (NCCL >= 2.18): NULL when missing, groups are staged */
     ncclResult_t (*comm_split)(ncclComm_t, int, int, ncclComm_t *, void *);
+    /* optional (NCCL >= 2.14): NULL when missing, communicators block */
+    ncclResult_t (*init_config)(ncclComm_t *, int, ncclUniqueId, int, void *);
+    int version;         /* ncclGetVersion */
     pthread_once_t once;
 } NcclLib;
 
@@ -112,6 +121,10 @@ static void nccl_load_into(NcclLib *L, bool rccl)
     }
     void *sp = dlsym(L->lib, "ncclCommSplit");
     memcpy(&L->comm_split, &sp, sizeof sp);
+    sp = dlsym(L->lib, "ncclCommInitRankConfig");
+    memcpy(&L->init_config, &sp, sizeof sp);
+    if (L->t.get_version(&L->version) != NCCL_SUCCESS)
+        L->version = 0;
 }
 
 static void load_nccl(void) { nccl_load_into(&libs[0], false); }
@@ -138,10 +151,12 @@ static int nfail(NcclLib *L, ncclResult_t r, const char *what, char *err,
     return -1;
 }
 
+/* ncclInProgress is a nonblocking communicator's "queued" */
+#define NOK(r) ((r) == NCCL_SUCCESS || (r) == NCCL_IN_PROGRESS)
 #define NCK(call, what)                                                      \
     do {                                                                     \
         ncclResult_t r_ = (call);                                            \
-        if (r_ != NCCL_SUCCESS)                                              \
+        if (r_ != NCCL_SUCCESS && r_ != NCCL_IN_PROGRESS)                    \
             return nfail(L, r_, what, err, errlen);                          \
     } while (0)
 
@@ -245,15 +260,52 @@ int rt_nccl_supports(int dtype, int op)
 
 /* ------------------------------------------------------------ comms */
 
+/* ncclConfig_t as of NCCL 2.28 (nccl.h): size, magic and version let an
+ * older or newer NCCL read the fields it knows; everything but blocking
+ * is NCCL_CONFIG_UNDEF_INT / _PTR (its default) */
+typedef struct NcclConfig {
+    size_t size;
+    unsigned magic, version;
+    int blocking, cga_cluster_size, min_ctas, max_ctas;
+    const char *net_name;
+    int split_share, traffic_class;
+    const char *comm_name;
+    int collnet_enable, cta_policy, shrink_share, nvls_ctas,
+        nchannels_per_net_peer, nvlink_centric_sched;
+} NcclConfig;
+
 int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
-                      void **comm, char *err, size_t errlen)
+                      void **comm, int *nonblocking, char *err, size_t errlen)
 {
     LIB(t);
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
     ncclComm_t c = NULL;
-    NCK(L->t.comm_init_rank(&c, nranks, u, rank), "ncclCommInitRank");
+    *nonblocking = 0;
+    if (L->init_config) {
+        const int U = INT32_MIN;
+        NcclConfig cfg = {sizeof cfg, 0xcafebeef, (unsigned)L->version, 0, U,
+                          U, U, NULL, U, U, NULL, U, U, U, U, U, U};
+        NCK(L->init_config(&c, nranks, u, rank, &cfg), "ncclCommInitRankConfig");
+        *nonblocking = 1;
+    } else {
+        NCK(L->t.comm_init_rank(&c, nranks, u, rank), "ncclCommInitRank");
+    }
     *comm = c;
+    return 0;
+}
+
+int rt_nccl_pending(blkc_target t, void *comm, int *pending, char *err,
+                    size_t errlen)
+{
+    LIB(t);
+    ncclResult_t a = NCCL_SUCCESS;
+    *pending = 0;
+    NCK(L->t.comm_get_async_error(comm, &a), "ncclCommGetAsyncError");
+    if (a == NCCL_IN_PROGRESS)
+        *pending = 1;
+    else if (a != NCCL_SUCCESS)
+        return nfail(L, a, "NCCL (asynchronous error)", err, errlen);
     return 0;
 }
 
@@ -344,7 +396,7 @@ int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
         NCK(L->t.group_start(), "ncclGroupStart");
         size_t off = 0;
         ncclResult_t r = NCCL_SUCCESS;
-        for (int q = 0; q < c->nranks && r == NCCL_SUCCESS; q++) {
+        for (int q = 0; q < c->nranks && NOK(r); q++) {
             r = L->t.reduce(PTR(c->src + off * esz), PTR(c->dst), c->counts[q],
                             nd, no, q, comm, stream);
             off += c->counts[q];
@@ -366,10 +418,10 @@ int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
         int me = c->rank;
         NCK(L->t.group_start(), "ncclGroupStart");
         ncclResult_t r = NCCL_SUCCESS;
-        for (int q = 0; q < c->nranks && r == NCCL_SUCCESS && me == c->root; q++)
+        for (int q = 0; q < c->nranks && NOK(r) && me == c->root; q++)
             r = g ? L->t.recv(PTR(c->dst + (size_t)q * blk), c->count, nd, q, comm, stream)
                   : L->t.send(PTR(c->src + (size_t)q * blk), c->count, nd, q, comm, stream);
-        if (r == NCCL_SUCCESS)
+        if (NOK(r))
             r = g ? L->t.send(PTR(c->src), c->count, nd, c->root, comm, stream)
                   : L->t.recv(PTR(c->dst), c->count, nd, c->root, comm, stream);
         ncclResult_t r2 = L->t.group_end();
@@ -381,11 +433,11 @@ int rt_nccl_coll(blkc_target t, void *comm, void *stream, const RtNcclColl *c,
         NCK(L->t.group_start(), "ncclGroupStart");
         size_t so = 0, ro = 0;
         ncclResult_t r = NCCL_SUCCESS;
-        for (int q = 0; q < c->nranks && r == NCCL_SUCCESS; q++) {
+        for (int q = 0; q < c->nranks && NOK(r); q++) {
             if (c->counts[q])
                 r = L->t.send(PTR(c->src + so * esz), c->counts[q], nd, q,
                               comm, stream);
-            if (r == NCCL_SUCCESS && c->counts2[q])
+            if (NOK(r) && c->counts2[q])
                 r = L->t.recv(PTR(c->dst + ro * esz), c->counts2[q], nd, q,
                               comm, stream);
             so += c->counts[q];
@@ -408,7 +460,7 @@ int rt_nccl_exchange(blkc_target t, void *comm, void *stream, const RtP2p *ops,
     LIB(t);
     NCK(L->t.group_start(), "ncclGroupStart");
     ncclResult_t r = NCCL_SUCCESS;
-    for (int i = 0; i < n && r == NCCL_SUCCESS; i++) /* bytes as ncclUint8 */
+    for (int i = 0; i < n && NOK(r); i++) /* bytes as ncclUint8 */
         r = ops[i].send ? L->t.send(ops[i].buf, ops[i].bytes, 1, ops[i].peer, comm, stream)
                         : L->t.recv(ops[i].buf, ops[i].bytes, 1, ops[i].peer, comm, stream);
     ncclResult_t r2 = L->t.group_end();

@@ -64,6 +64,7 @@ struct RtWorld {
     int fail_rank;           /* first failing rank (-1: none, -2: runtime) */
     char fail_msg[RT_RANK_ERRLEN]; /* its message without "rank Q: " */
     _Alignas(CACHELINE) int failed; /* atomic abort flag */
+    volatile int *mirror;    /* rt_world_set_abort_mirror, or NULL */
     _Alignas(CACHELINE) int nleft;  /* atomic: ranks whose fn returned */
     _Alignas(CACHELINE) unsigned bar_count; /* atomic: arrivals */
     _Alignas(CACHELINE) unsigned bar_gen;   /* atomic: completed barriers */
@@ -145,6 +146,14 @@ void rt_signal_notify_cell(volatile uint64_t *cell, uint64_t v, int op)
 
 /* ------------------------------------------------------------ errors */
 
+/* Mark the world failed: its abort flag and the GPU ranks' mirror. */
+static void set_failed(RtWorld *w)
+{
+    __atomic_store_n(&w->failed, 1, __ATOMIC_RELEASE);
+    if (w->mirror)
+        __atomic_store_n(w->mirror, 1, __ATOMIC_RELEASE);
+}
+
 static void rank_vfail(RtRank *r, const char *fmt, va_list ap)
 {
     RtWorld *w = r->world;
@@ -164,7 +173,7 @@ static void rank_vfail(RtRank *r, const char *fmt, va_list ap)
         snprintf(w->fail_msg, sizeof w->fail_msg, "%s", msg);
     }
     pthread_mutex_unlock(&w->lock);
-    __atomic_store_n(&w->failed, 1, __ATOMIC_RELEASE);
+    set_failed(w);
     if (w->mpi) /* the first failure of the job prints and aborts it */
         rt_mpi_fail(w->mpi, r->id, msg);
 }
@@ -226,12 +235,18 @@ int rt_world_size(const RtWorld *w) { return w->nranks; }
 int rt_world_kind(const RtWorld *w) { return w->kind; }
 char *const *rt_world_heap_bases(const RtWorld *w) { return w->heap_base; }
 int64_t rt_world_timeout_ms(const RtWorld *w) { return w->timeout_ms; }
+int64_t rt_world_coll_timeout_ms(const RtWorld *w) { return w->coll_timeout_ms; }
 
 const volatile int *rt_world_abort_flag(const RtWorld *w)
 {
     if (w->mpi)
         return rt_mpi_abort_flag(w->mpi);
     return &w->failed;
+}
+
+void rt_world_set_abort_mirror(RtWorld *w, volatile int *flag)
+{
+    w->mirror = flag;
 }
 
 const char *rt_world_rank_error(const RtWorld *w, int rank)
@@ -851,6 +866,8 @@ static void begin_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg)
     w->timeout_ms = env_timeout_ms();
     w->coll_timeout_ms = env_coll_timeout_ms();
     __atomic_store_n(&w->failed, 0, __ATOMIC_RELEASE);
+    if (w->mirror)
+        __atomic_store_n(w->mirror, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
 }
 
@@ -890,7 +907,7 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                          strerror(e));
             }
             pthread_mutex_unlock(&w->lock);
-            __atomic_store_n(&w->failed, 1, __ATOMIC_RELEASE);
+            set_failed(w);
             break;
         }
     }

@@ -97,6 +97,15 @@ const char *rt_world_rank_error(const RtWorld *w, int rank);
 char *const *rt_world_heap_bases(const RtWorld *w);
 const volatile int *rt_world_abort_flag(const RtWorld *w);
 int64_t rt_world_timeout_ms(const RtWorld *w);
+/* The barrier / collective deadline of the current run (BLKC_COLL_TIMEOUT_MS). */
+int64_t rt_world_coll_timeout_ms(const RtWorld *w);
+/* GPU ranks (gpu_ranks.c): a second abort flag, an int in mapped host
+ * memory that running GPU kernels poll. Every failure that sets the
+ * world's abort flag also stores 1 there (atomic, release), at the same
+ * moment; each run starts by storing 0. NULL (the default) clears it. Set
+ * it between runs only. Under mpirun only this process's failures reach
+ * it: the first failure of the job ends every process (MPI_Abort). */
+void rt_world_set_abort_mirror(RtWorld *w, volatile int *flag);
 /* The timeouts' clock: CLOCK_MONOTONIC in ms (for local and MPI ranks;
  * rank_mpi.c's barrier still has its own copy, left for after the merge
  * of branch hosts, which rewrote that function). */

@@ -13,7 +13,9 @@
  * launch of another kernel (module N's), which then succeeds doing
  * nothing; from the Nth load on, $FAKE_CUDA_LOAD_FAIL_FROM=N makes
  * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image.
- * Memory and IPC handles: fake_mem.h (shared with fake_hip.c). It checks
+ * Memory, IPC handles, mapped host memory (cuMemHostAlloc; fails with
+ * $FAKE_GPU_NO_HOSTMAP=1) and the waiting kernel ($FAKE_GPU_WAIT_KERNEL):
+ * fake_mem.h (shared with fake_hip.c). It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
 #include "fake_mem.h"
@@ -114,11 +116,13 @@ P(cuModuleLoadData, void **m, const void *img)
     return OK;
 }
 P(cuModuleUnload, void *m) { (void)m; return OK; }
-/* blk_sig_set 1, blk_sig_add 2, any other kernel of module N: N * 256 + 3 */
+/* blk_sig_set 1, blk_sig_add 2, the waiting kernel 4 (fake_mem.h), any
+ * other kernel of module N: N * 256 + 3 */
 P(cuModuleGetFunction, void **f, void *m, const char *name)
 {
     *f = (void *)(intptr_t)(!strcmp(name, "blk_sig_set") ? 1
                             : !strcmp(name, "blk_sig_add") ? 2
+                            : fake_is_wait_kernel(name) ? 4
                             : (intptr_t)m * 256 + 3);
     return OK;
 }
@@ -177,6 +181,16 @@ P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
     (void)smem; (void)st; (void)extra;
     intptr_t k = (intptr_t)f;
+    if (k == 4) { /* the rank context is the last argument (the runtime's
+                     params array ends with NULL) */
+        int n = 0;
+        while (params[n])
+            n++;
+        if (n == 0)
+            return BAD_VALUE;
+        fake_wait_kernel(params[n - 1], 1e6); /* %globaltimer: ns */
+        return OK;
+    }
     if (k != 1 && k != 2) {
         const char *noop = getenv("FAKE_CUDA_LAUNCH_NOOP");
         if (!noop || !*noop)
@@ -189,6 +203,19 @@ P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     fake_notify(*(uint64_t *)params[0], *(uint64_t *)params[1], k == 2);
     return OK;
 }
+P(cuMemHostAlloc, void **p, size_t n, unsigned flags)
+{
+    (void)flags;
+    return fake_host_alloc(p, n) ? NOT_SUPPORTED : OK;
+}
+P(cuMemHostGetDevicePointer_v2, CUdeviceptr *d, void *p, unsigned flags)
+{
+    (void)flags;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return OK;
+}
+P(cuMemFreeHost, void *p) { free(p); return OK; }
+P(cuStreamQuery, void *s) { (void)s; return OK; }
 P(cuStreamSynchronize, void *s) { (void)s; return OK; }
 P(cuCtxSynchronize, void) { return OK; }
 P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = malloc(1); return *s ? OK : 2; }

@@ -6,7 +6,9 @@
  * kernels that run are gpu_ranks.c's notify kernels (blk_sig_set /
  * blk_sig_add, recognised by name, arguments read from the packed buffer
  * of hipModuleLaunchKernel's `extra`); any other launch fails with
- * hipErrorNotSupported. Like ROCm 5's libamdhip64 it also carries hiprtc,
+ * hipErrorNotSupported, but for the waiting kernel and mapped host
+ * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP).
+ * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
  * compiled. A real libhiprtc.so found first compiles it (gpu_ranks.sh
@@ -152,7 +154,8 @@ P(hipError_t, hipModuleGetFunction, void **f, void *m, const char *name)
 {
     (void)m;
     *f = (void *)(intptr_t)(!strcmp(name, "blk_sig_set") ? 1
-                            : !strcmp(name, "blk_sig_add") ? 2 : 3);
+                            : !strcmp(name, "blk_sig_add") ? 2
+                            : fake_is_wait_kernel(name) ? 4 : 3);
     return OK;
 }
 
@@ -167,7 +170,7 @@ P(hipError_t, hipModuleLaunchKernel, void *f, unsigned gx, unsigned gy,
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
     (void)smem; (void)st; (void)params;
     intptr_t k = (intptr_t)f;
-    if (k != 1 && k != 2)
+    if (k != 1 && k != 2 && k != 4)
         return NOT_SUPPORTED;
     const uint64_t *buf = NULL;
     size_t size = 0;
@@ -179,6 +182,14 @@ P(hipError_t, hipModuleLaunchKernel, void *f, unsigned gx, unsigned gy,
         else
             return BAD_VALUE;
     }
+    if (k == 4) { /* the rank context ends the packed arguments */
+        if (!buf || size < sizeof(FakeRankCtx))
+            return BAD_VALUE;
+        fake_wait_kernel((const FakeRankCtx *)((const char *)buf + size -
+                                               sizeof(FakeRankCtx)),
+                         100000); /* hipDeviceGetAttribute's clock, kHz */
+        return OK;
+    }
     if (!buf || size != 16) /* (u64 *cell, u64 v) */
         return BAD_VALUE;
     fake_notify(buf[0], buf[1], k == 2);
@@ -186,6 +197,19 @@ P(hipError_t, hipModuleLaunchKernel, void *f, unsigned gx, unsigned gy,
 }
 
 /* ------------------------------------------------------------ memory */
+
+P(hipError_t, hipHostMalloc, void **p, size_t n, unsigned flags)
+{
+    (void)flags;
+    return fake_host_alloc(p, n) ? NOT_SUPPORTED : OK;
+}
+P(hipError_t, hipHostGetDevicePointer, void **d, void *p, unsigned flags)
+{
+    (void)flags;
+    *d = p;
+    return OK;
+}
+P(hipError_t, hipHostFree, void *p) { free(p); return OK; }
 
 P(hipError_t, hipMalloc, void **p, size_t n)
 {
@@ -246,6 +270,7 @@ P(hipError_t, hipStreamCreateWithFlags, void **s, unsigned f)
     return *s ? OK : 2;
 }
 P(hipError_t, hipStreamDestroy, void *s) { free(s); return OK; }
+P(hipError_t, hipStreamQuery, void *s) { (void)s; return OK; }
 P(hipError_t, hipStreamSynchronize, void *s) { (void)s; return OK; }
 P(hipError_t, hipDeviceEnablePeerAccess, int peer, unsigned f)
 {

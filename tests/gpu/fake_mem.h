@@ -2,13 +2,16 @@
  * fake_hip.c): host memory from memfd mappings, so that an IPC handle
  * (pid, fd, size: the first bytes of the driver's 64-byte handle) can be
  * opened by another process of the same user through /proc/PID/fd/FD (GPU
- * ranks under mpirun). Included once by each fake; every function returns
- * 0 or -1. */
+ * ranks under mpirun); mapped pinned host memory; the notify kernels and
+ * a stand-in for a generated kernel that waits (fake_wait_kernel).
+ * Included once by each fake; every int function returns 0 or -1. */
 #ifndef BLKC_FAKE_MEM_H
 #define BLKC_FAKE_MEM_H
 
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,6 +128,86 @@ static void fake_notify(uint64_t cell, uint64_t v, int add)
         __atomic_fetch_add(c, v, __ATOMIC_RELEASE);
     else
         __atomic_store_n(c, v, __ATOMIC_RELEASE);
+}
+
+/* Mapped pinned host memory (cuMemHostAlloc / hipHostMalloc): plain
+ * host memory whose "device address" is itself. $FAKE_GPU_NO_HOSTMAP=1
+ * makes the allocation fail (a driver without it). */
+static int fake_host_alloc(void **p, size_t n)
+{
+    const char *no = getenv("FAKE_GPU_NO_HOSTMAP");
+    if (no && *no && strcmp(no, "0"))
+        return -1;
+    *p = calloc(1, n ? n : 1);
+    return *p ? 0 : -1;
+}
+
+/* The waiting kernel: the kernel named $FAKE_GPU_WAIT_KERNEL runs as a
+ * stand-in for a generated kernel that waits on a signal nobody sets,
+ * except on rank $FAKE_GPU_FAIL_RANK (default 1), where it fails an
+ * assert at once (the first message of the kernel, line 0). rc is its
+ * BkGpuRankCtx (backends/gpu/gpu_emit.h, the last 40 bytes of the packed
+ * arguments). The wait polls rc->abort_flag with a volatile load, as
+ * blk_wait of backends/gpu/gpu_prelude.c does, and gives up when it is
+ * non-zero (aborted) or after rc->timeout ticks of ticks_per_ms (the
+ * device clock the driver reports), writing the failure record as
+ * blk_wait does. "Device memory" is host memory: the pointers are used as
+ * they are. */
+typedef struct FakeRankCtx {
+    int32_t rank, world;
+    uint64_t heap_base, fail, abort_flag;
+    int64_t timeout;
+} FakeRankCtx;
+typedef struct FakeFail {
+    int32_t failed, aborted;
+    int64_t param, cell;
+    uint64_t expected, seen;
+    int32_t asserted, amsg, aline, apid[3];
+} FakeFail;
+
+static int fake_is_wait_kernel(const char *name)
+{
+    const char *w = getenv("FAKE_GPU_WAIT_KERNEL");
+    return w && *w && !strcmp(w, name);
+}
+
+static void fake_wait_kernel(const FakeRankCtx *rcp, double ticks_per_ms)
+{
+    FakeRankCtx rc;
+    memcpy(&rc, rcp, sizeof rc);
+    FakeFail *fr = (FakeFail *)(uintptr_t)rc.fail;
+    const char *fs = getenv("FAKE_GPU_FAIL_RANK");
+    int fail_rank = fs && *fs ? atoi(fs) : 1;
+    if (rc.rank == fail_rank) {
+        if (fr)
+            __atomic_store_n(&fr->asserted, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    const volatile int *af = (const volatile int *)(uintptr_t)rc.abort_flag;
+    double limit = rc.timeout > 0 ? (double)rc.timeout / ticks_per_ms : 5000;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int aborted = 0;
+    for (long i = 0;; i++) {
+        if (af && *af) {
+            aborted = 1;
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) * 1e3 +
+                (double)(t.tv_nsec - t0.tv_nsec) * 1e-6 > limit)
+            break;
+        struct timespec nap = {0, 100000}; /* 0.1 ms */
+        nanosleep(&nap, NULL);
+    }
+    if (fr) {
+        fr->aborted = aborted;
+        fr->param = 0;
+        fr->cell = 0;
+        fr->expected = 1;
+        fr->seen = 0;
+        __atomic_store_n(&fr->failed, 1, __ATOMIC_RELEASE);
+    }
 }
 
 #endif

@@ -17,7 +17,11 @@
  * first member hands out the new communicator. Only one process: not for
  * mpirun. $FAKE_NCCL_LOG names a file that gets one line per call
  * (ncclSend, ncclAllReduce, ...). ncclCommAbort wakes waiting receives,
- * which then fail. */
+ * which then fail. ncclCommInitRankConfig with config.blocking = 0 makes a
+ * nonblocking communicator (its splits too): calls still run at once but
+ * answer ncclInProgress where NCCL may, and ncclCommGetAsyncError says
+ * when they are done; $FAKE_NCCL_HANG_RANK makes one rank's never be
+ * (hang_here). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,7 +49,38 @@ typedef struct Shared {            /* one communicator, all its ranks */
     Msg **head, **tail;            /* [from * n + to] */
 } Shared;
 
-typedef struct Comm { Shared *s; int rank; } Comm;
+typedef struct Comm {
+    Shared *s;
+    int rank;
+    int nb;                        /* nonblocking (ncclCommInitRankConfig) */
+    int hang;                      /* its async error stays ncclInProgress */
+} Comm;
+
+enum { IN_PROGRESS = 7 };
+
+/* $FAKE_NCCL_HANG_RANK=R: rank R's nonblocking communicator never
+ * completes its init ($FAKE_NCCL_HANG_AT=init, the default) or its first
+ * collective (=coll): the call returns ncclInProgress and
+ * ncclCommGetAsyncError keeps answering ncclInProgress (a peer that died
+ * or hangs, as a real NCCL would show it). Blocking communicators ignore
+ * it. */
+static int hang_here(const Comm *c, const char *at)
+{
+    const char *r = getenv("FAKE_NCCL_HANG_RANK");
+    const char *a = getenv("FAKE_NCCL_HANG_AT");
+    if (!c->nb || !r || !*r || atoi(r) != c->rank)
+        return 0;
+    return !strcmp(a && *a ? a : "init", at);
+}
+
+/* the first collective call of a hanging rank: nothing happens */
+#define HANG_COLL(c)                                                         \
+    do {                                                                     \
+        if (hang_here(c, "coll")) {                                          \
+            ((Comm *)(c))->hang = 1;                                         \
+            return IN_PROGRESS;                                              \
+        }                                                                    \
+    } while (0)
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static Shared *reg[64];            /* communicators still being joined */
@@ -294,9 +329,34 @@ API int ncclGetUniqueId(ncclUniqueId *id)
     return OK;
 }
 
+static int comm_init(Comm **out, int n, ncclUniqueId id, int rank, int nb);
+
 API int ncclCommInitRank(Comm **out, int n, ncclUniqueId id, int rank)
 {
     logcall("ncclCommInitRank");
+    return comm_init(out, n, id, rank, 0);
+}
+
+/* the head of ncclConfig_t (nccl.h): size, magic, version, blocking */
+typedef struct Config { size_t size; unsigned magic, version; int blocking; } Config;
+
+API int ncclCommInitRankConfig(Comm **out, int n, ncclUniqueId id, int rank,
+                               Config *cfg)
+{
+    logcall("ncclCommInitRankConfig");
+    if (cfg && (cfg->magic != 0xcafebeef || cfg->size < sizeof *cfg))
+        return INVALID_ARG;
+    int rc = comm_init(out, n, id, rank, cfg && cfg->blocking == 0);
+    if (rc == OK && (*out)->nb) {
+        if (hang_here(*out, "init"))
+            (*out)->hang = 1;
+        return IN_PROGRESS; /* "done" is for ncclCommGetAsyncError to say */
+    }
+    return rc;
+}
+
+static int comm_init(Comm **out, int n, ncclUniqueId id, int rank, int nb)
+{
     long long k;
     memcpy(&k, id.internal, sizeof k);
     if (n < 1 || rank < 0 || rank >= n)
@@ -326,6 +386,8 @@ API int ncclCommInitRank(Comm **out, int n, ncclUniqueId id, int rank)
     }
     c->s = s;
     c->rank = rank;
+    c->nb = nb;
+    c->hang = 0;
     *out = c;
     return OK;
 }
@@ -374,6 +436,8 @@ API int ncclCommSplit(Comm *c, int color, int key, Comm **out, void *config)
         if (rc == OK) {
             nc->s = s;
             nc->rank = at;
+            nc->nb = c->nb; /* config NULL: the parent's */
+            nc->hang = 0;
             *out = nc;
         } else {
             free(nc);
@@ -408,8 +472,7 @@ API int ncclCommAbort(Comm *c)
 
 API int ncclCommGetAsyncError(Comm *c, int *e)
 {
-    (void)c;
-    *e = OK;
+    *e = c && c->hang ? IN_PROGRESS : OK;
     return OK;
 }
 
@@ -432,6 +495,7 @@ API int ncclSend(const void *buf, size_t count, int dt, int peer, Comm *c,
 {
     (void)stream;
     logcall("ncclSend");
+    HANG_COLL(c);
     return add_op(1, peer, (void *)buf, count * dt_size(dt), c);
 }
 
@@ -440,6 +504,7 @@ API int ncclRecv(void *buf, size_t count, int dt, int peer, Comm *c,
 {
     (void)stream;
     logcall("ncclRecv");
+    HANG_COLL(c);
     return add_op(0, peer, buf, count * dt_size(dt), c);
 }
 
@@ -448,6 +513,7 @@ API int ncclAllReduce(const void *src, void *dst, size_t count, int dt, int op,
 {
     (void)stream;
     logcall("ncclAllReduce");
+    HANG_COLL(c);
     return reduce_to(c, src, dst, count, 0, dt, op, -1);
 }
 
@@ -456,6 +522,7 @@ API int ncclReduce(const void *src, void *dst, size_t count, int dt, int op,
 {
     (void)stream;
     logcall("ncclReduce");
+    HANG_COLL(c);
     if (root < 0 || root >= c->s->n)
         return INVALID_ARG;
     return reduce_to(c, src, dst, count, 0, dt, op, root);
@@ -466,6 +533,7 @@ API int ncclReduceScatter(const void *src, void *dst, size_t count, int dt,
 {
     (void)stream;
     logcall("ncclReduceScatter");
+    HANG_COLL(c);
     return reduce_to(c, src, dst, count, count, dt, op, -1); /* q's block to q */
 }
 
@@ -474,6 +542,7 @@ API int ncclAllGather(const void *src, void *dst, size_t count, int dt,
 {
     (void)stream;
     logcall("ncclAllGather");
+    HANG_COLL(c);
     int n = c->s->n, rc = OK;
     size_t bytes = count * dt_size(dt);
     if (!dt_size(dt))
@@ -490,6 +559,7 @@ API int ncclBroadcast(const void *src, void *dst, size_t count, int dt,
 {
     (void)stream;
     logcall("ncclBroadcast");
+    HANG_COLL(c);
     int n = c->s->n, rc = OK;
     size_t bytes = count * dt_size(dt);
     if (!dt_size(dt) || root < 0 || root >= n)

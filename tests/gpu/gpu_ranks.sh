@@ -19,6 +19,9 @@
 # launch, cleanly. With fake_nccl.c's libfakenccl.so next to FAKEDIR
 # (../fakenccl) the same cases run once more with one fake device per
 # rank, so that the NCCL/RCCL path (and its groups and exchanges) runs.
+# On the NCCL path also the deadlines of nonblocking communicators
+# (FAKE_NCCL_HANG_RANK: exit 3 at 4 x BLKC_WAIT_TIMEOUT_MS); and a kernel
+# waiting on a failed peer stops at once (gabort.blk, timed_fail).
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
@@ -115,6 +118,27 @@ expect_fail() {
   echo "ok $name ($(cat "$T/log"))"
 }
 
+# timed_fail NAME PATTERN MIN_MS MAX_MS TIMEOUT_MS ARGS...: exit 3 and one
+# line matching PATTERN, with BLKC_WAIT_TIMEOUT_MS=TIMEOUT_MS, in MIN_MS to
+# MAX_MS of wall time (the run is killed after 60 s)
+timed_fail() {
+  local name=$1 pat=$2 lo=$3 hi=$4 tmo=$5 rc t0 ms; shift 5
+  [ -z "$REF_WRITE" ] || return 0
+  n=$((n + 1))
+  t0=$(date +%s%N)
+  BLKC_WAIT_TIMEOUT_MS=$tmo timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  if [ $rc -ne 3 ] || ! grep -q "$pat" "$T/log" || [ "$(wc -l <"$T/log")" -ne 1 ] ||
+     [ $ms -lt "$lo" ] || [ $ms -gt "$hi" ]; then
+    echo "FAIL $name: wanted exit 3, one line with '$pat' in $lo..$hi ms, got $rc in $ms ms: $(cat "$T/log")"
+    fails=$((fails + 1)); return
+  fi
+  echo "ok $name ($ms ms: $(cat "$T/log"))"
+}
+# a kernel waiting on a failed peer (tests/gpu/data/gabort.blk) gives up at
+# once: 3 ranks, rank 1 asserts, ranks 0 and 2 wait with a 20 s timeout
+ABORT_PAT="^blkc: error: rank 1: launch wait_fail: .*kernel wait_fail: assertion failed in program (0, 0, 0): rank 1 fails at once$"
+
 granks_cases() { # RANKS SUFFIX
   local R=$1 s=$2
   run_case "ar_sum$s" "$R" "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
@@ -208,8 +232,22 @@ if [ -n "$FAKE" ]; then
       run "$P2P" --entry=size_mismatch --ranks=2 N=4 M=5 --device="$DEV"
     expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
       run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+    # nonblocking communicators (ncclCommInitRankConfig): a rank whose init,
+    # collective or exchange never completes fails at the collectives'
+    # deadline (4 x 300 ms) and aborts its communicator; exit 3, no hang
+    export FAKE_NCCL_HANG_RANK=1
+    FAKE_NCCL_HANG_AT=init timed_fail nccl_hang_init \
+      "^blkc: error: rank 1: ncclCommInitRankConfig did not complete within 1200 ms" 1200 10000 300 \
+      run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+    FAKE_NCCL_HANG_AT=coll timed_fail nccl_hang_coll \
+      "^blkc: error: rank 1: all_reduce did not complete within 1200 ms" 1200 10000 300 \
+      run "$G" --entry=ar_sum --ranks=2 N=4 --device="$DEV"
+    FAKE_NCCL_HANG_AT=coll timed_fail nccl_hang_exchange \
+      "^blkc: error: rank 1: exchange (ncclSend/ncclRecv) did not complete within 1200 ms" 1200 10000 300 \
+      run "$P2P" --entry=ring --ranks=2 N=4 --device="$DEV"
+    unset FAKE_NCCL_HANG_RANK
     n=$((n + 1))
-    if grep -q ncclCommSplit "$T/nccl.log" && grep -q ncclSend "$T/nccl.log" &&
+    if grep -q ncclCommInitRankConfig "$T/nccl.log" && grep -q ncclCommSplit "$T/nccl.log" && grep -q ncclSend "$T/nccl.log" &&
        grep -q ncclAllReduce "$T/nccl.log"; then
       echo "ok nccl_used ($(sort "$T/nccl.log" | uniq -c | tr -s ' \n' ' '))"
     else
@@ -245,6 +283,15 @@ if [ -n "$FAKE" ]; then
     run "$SRC/tests/cli/data/vadd.blk" N=4 --ranks=2 --device="$DEV"
   expect_fail fake_kernel_in_device "rank [01]: .*launch sig_barrier: $VN: $LAUNCH failed: operation not supported" \
     run "$LIB/allreduce.blk" --entry=allreduce_oneshot N=100 op=0 --ranks=2 --device="$DEV"
+  # the fake's stand-in for wait_fail polls BkGpuRankCtx.abort_flag (the
+  # world's flag in the fake's mapped host memory) as blk_wait does
+  export FAKE_GPU_WAIT_KERNEL=wait_fail
+  timed_fail abort_flag_wait "$ABORT_PAT" 0 5000 20000 \
+    run "$SRC/tests/gpu/data/gabort.blk" --entry=abort_wait N=4 --ranks=3 --device="$DEV"
+  # without mapped host memory the flag is 0: the waits run to their timeout
+  FAKE_GPU_NO_HOSTMAP=1 timed_fail abort_flag_absent "$ABORT_PAT" 1500 20000 1500 \
+    run "$SRC/tests/gpu/data/gabort.blk" --entry=abort_wait N=4 --ranks=3 --device="$DEV"
+  unset FAKE_GPU_WAIT_KERNEL
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
@@ -270,6 +317,8 @@ else
   BLKC_GPU_COLL=nccl run_case nccl_ar_sum.r1 1 "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
   BLKC_GPU_COLL=nccl run_case nccl_ag.r1 1 "$G" "0 0" dst --entry=ag S=37 D=37
   BLKC_GPU_COLL=nccl run_case nccl_a2a.r1 1 "$G" "0 0" dst --entry=a2a S=6
+  timed_fail abort_flag_wait "$ABORT_PAT" 0 5000 20000 \
+    run "$SRC/tests/gpu/data/gabort.blk" --entry=abort_wait N=4 --ranks=3 --device="$DEV"
   for R in 2 4; do
     run_case "allreduce_oneshot.r$R" "$R" "$LIB/allreduce.blk" "1e-5 1e-5" y \
       --entry=allreduce_oneshot N=1000 op=0
