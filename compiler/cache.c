@@ -265,7 +265,6 @@ struct JcCode {
     int n;
     char **names;
     BkRangeFn *ranges;
-    char jit_error[CPU_JIT_ERROR_LEN]; /* ORC's first error (cpu_lljit) */
 };
 
 void jc_code_free(JcCode *c)

@@ -164,6 +164,10 @@ int cpu_gen_tileop(CpuGen *g, int id);     /* BCAST RESHAPE PERMUTE REDUCE
  * place), another buffer, or NULL (zero). */
 int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
                 LLVMValueRef acc_ptr);
+/* rows x scols of src (dtype sdt, row stride sld) converted into dst
+ * (dtype ddt, row stride dcols) */
+void cpu_convert_block(CpuGen *g, LLVMValueRef dst, int64_t dcols, LLVMValueRef src,
+                       int sdt, LLVMValueRef sld, int64_t rows, int64_t scols, int ddt);
 
 /* ------------------------------------------------------------ matvec.c */
 /* Whether DOT in is a float matrix-vector product [M, K] x [K, 1] or a

@@ -355,10 +355,9 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
     if (rc)
         goto fail;
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(cm->jit);
-    LLVMErrorRef e;
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
     mod = NULL;
-    e = LLVMOrcLLJITAddLLVMIRModule(cm->jit, jd, tsm);
+    LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(cm->jit, jd, tsm);
     if (e) {
         LLVMOrcDisposeThreadSafeModule(tsm);
         llvm_error(e, "adding the module", err, errlen);

@@ -137,27 +137,16 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
 }
 
 /* the rows x cols operand v (a skinny DOT's A) readable as elements of
- * type E with row stride *ld: the tile itself, or a converted copy */
+ * type rdt with row stride *ld: the tile itself, or a converted copy */
 static LLVMValueRef rows_e(CpuGen *g, int v, int64_t rows, int64_t cols, int rdt,
                            LLVMValueRef *ld)
 {
-    LLVMBuilderRef b = g->b;
     int dt = g->f->ins[v].type.dtype;
-    LLVMValueRef p = g->val[v];
     *ld = g->vld[v] ? g->vld[v] : cpu_i64(g, cols);
     if (dt == rdt)
-        return p;
-    LLVMTypeRef E = cpu_stype(g, rdt);
-    LLVMValueRef buf = cpu_alloca(g, E, rows * cols);
-    for (int64_t r = 0; r < rows; r++) {
-        CpuLoop l;
-        cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, cols));
-        LLVMValueRef i = LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, r), *ld, ""), l.iv, "");
-        LLVMValueRef x = cpu_mload(g, cpu_gep(g, cpu_mtype(g, dt), p, i), dt);
-        LLVMValueRef q = cpu_gep(g, E, buf, LLVMBuildAdd(b, cpu_i64(g, r * cols), l.iv, ""));
-        cpu_mstore(g, cpu_cvt(g, x, dt, rdt), q, rdt);
-        cpu_loop_close(g, &l);
-    }
+        return g->val[v];
+    LLVMValueRef buf = cpu_alloca(g, cpu_stype(g, rdt), rows * cols);
+    cpu_convert_block(g, buf, cols, g->val[v], dt, *ld, rows, cols, rdt);
     *ld = cpu_i64(g, cols);
     return buf;
 }
@@ -303,15 +292,10 @@ int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef 
     LLVMValueRef A = g->val[in->opnd[0]], x = g->val[in->opnd[1]];
     LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
     const IrType *tb = &g->f->ins[in->opnd[1]].type;
-    if (tb->dtype != rdt || g->vld[in->opnd[1]]) { /* x contiguous, type E */
-        LLVMValueRef buf = cpu_alloca(g, E, K);
+    if (tb->dtype != rdt || g->vld[in->opnd[1]]) { /* x contiguous, type E: */
+        LLVMValueRef buf = cpu_alloca(g, E, K);  /* K rows of one element */
         LLVMValueRef ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, 1);
-        CpuLoop l;
-        cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, K));
-        LLVMValueRef v = cpu_mload(g, cpu_gep(g, cpu_mtype(g, tb->dtype), x,
-                                              LLVMBuildMul(b, l.iv, ldb, "")), tb->dtype);
-        cpu_mstore(g, cpu_cvt(g, v, tb->dtype, rdt), cpu_gep(g, E, buf, l.iv), rdt);
-        cpu_loop_close(g, &l);
+        cpu_convert_block(g, buf, 1, x, tb->dtype, ldb, K, 1, rdt);
         x = buf;
     }
     int64_t nb = M / MV_RB;

@@ -369,7 +369,7 @@ int cpu_gen_tileop(CpuGen *g, int id)
 
 /* Convert rows x cols of src (dtype sdt, row stride scols) into dst of type
  * E with row stride dcols; the padding was zeroed before. */
-static void convert_block(CpuGen *g, LLVMValueRef dst, int64_t dcols,
+void cpu_convert_block(CpuGen *g, LLVMValueRef dst, int64_t dcols,
                           LLVMValueRef src, int sdt, LLVMValueRef sld,
                           int64_t rows, int64_t scols, int ddt)
 {
@@ -673,7 +673,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
         if (Mp != M)
             LLVMBuildMemSet(b, buf, LLVMConstInt(g->i8, 0, 0),
                             cpu_i64(g, Mp * K * eb), 4);
-        convert_block(g, buf, K, A, ta->dtype, lda, M, K, rdt);
+        cpu_convert_block(g, buf, K, A, ta->dtype, lda, M, K, rdt);
         A = buf;
         lda = cpu_i64(g, K);
     }
@@ -697,7 +697,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
         ldc = Np;
         LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, Mp * Np * eb), 4);
         if (acc_ptr)
-            convert_block(g, C, Np, acc_ptr, rdt, cpu_i64(g, N), M, N, rdt);
+            cpu_convert_block(g, C, Np, acc_ptr, rdt, cpu_i64(g, N), M, N, rdt);
     } else if (!acc_ptr) {
         LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, M * N * eb), 4);
     } else if (acc_ptr != dst) {
@@ -744,7 +744,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     cpu_loop_close(g, &lj);
     cpu_loop_close(g, &li);
     if (padded)
-        convert_block(g, dst, N, C, rdt, cpu_i64(g, Np), M, N, rdt);
+        cpu_convert_block(g, dst, N, C, rdt, cpu_i64(g, Np), M, N, rdt);
     return g->failed ? -1 : 0;
 }
 
@@ -785,7 +785,7 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
             LLVMBuildMemSet(b, buf, LLVMConstInt(g->i8, 0, 0),
                             cpu_i64(g, NB * Mp * K * eb), 4);
         for (int64_t bi = 0; bi < NB; bi++)
-            convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * Mp * K)), K,
+            cpu_convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * Mp * K)), K,
                           cpu_gep(g, cpu_mtype(g, ta->dtype), A, cpu_i64(g, bi * M * K)),
                           ta->dtype, lda, M, K, rdt);
         A = buf;
@@ -797,7 +797,7 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
             LLVMBuildMemSet(b, buf, LLVMConstInt(g->i8, 0, 0),
                             cpu_i64(g, NB * K * Np * eb), 4);
         for (int64_t bi = 0; bi < NB; bi++)
-            convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * K * Np)), Np,
+            cpu_convert_block(g, cpu_gep(g, E, buf, cpu_i64(g, bi * K * Np)), Np,
                           cpu_gep(g, cpu_mtype(g, tb->dtype), B, cpu_i64(g, bi * K * N)),
                           tb->dtype, ldb, K, N, rdt);
         B = buf;
@@ -810,7 +810,7 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         LLVMBuildMemSet(b, C, LLVMConstInt(g->i8, 0, 0), cpu_i64(g, NB * Mp * Np * eb), 4);
         if (acc_ptr)
             for (int64_t bi = 0; bi < NB; bi++)
-                convert_block(g, cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), Np,
+                cpu_convert_block(g, cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), Np,
                               cpu_gep(g, E, acc_ptr, cpu_i64(g, bi * M * N)), rdt,
                               cpu_i64(g, N), M, N,
                               rdt);
@@ -841,7 +841,7 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
     }
     if (padded)
         for (int64_t bi = 0; bi < NB; bi++)
-            convert_block(g, cpu_gep(g, E, dst, cpu_i64(g, bi * M * N)), N,
+            cpu_convert_block(g, cpu_gep(g, E, dst, cpu_i64(g, bi * M * N)), N,
                           cpu_gep(g, E, C, cpu_i64(g, bi * Mp * Np)), rdt,
                           cpu_i64(g, Np), M, N, rdt);
     return g->failed ? -1 : 0;
