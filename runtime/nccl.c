@@ -284,7 +284,9 @@ int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
     *nonblocking = 0;
     if (L->init_config) {
         const int U = INT32_MIN;
-        NcclConfig cfg = {sizeof cfg, 0xcafebeef, (unsigned)L->version, 0, U,
+        /* the version says which fields the struct has: at most 2.28's */
+        unsigned ver = L->version > 22809 ? 22809u : (unsigned)L->version;
+        NcclConfig cfg = {sizeof cfg, 0xcafebeef, ver, 0, U,
                           U, U, NULL, U, U, NULL, U, U, U, U, U, U};
         NCK(L->init_config(&c, nranks, u, rank, &cfg), "ncclCommInitRankConfig");
         *nonblocking = 1;
