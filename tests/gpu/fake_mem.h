@@ -189,7 +189,9 @@ static void fake_wait_kernel(const FakeRankCtx *rcp, double ticks_per_ms)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int aborted = 0;
     for (long i = 0;; i++) {
-        if (af && *af) {
+        /* The host sets the flag with an atomic store (ranks.c); this
+         * thread stands in for the device, so it reads it atomically. */
+        if (af && __atomic_load_n(af, __ATOMIC_ACQUIRE)) {
             aborted = 1;
             break;
         }
