@@ -41,12 +41,14 @@ demo: build
 
 # The whole suite (with the 60 s fuzz smoke run, label fuzz), then again
 # under ASan+UBSan, then the runtime and threading tests under TSan.
+# ASan leaves out fuzz, bench and emu_exec (the tests/exec programs rerun on
+# the emulated devices: the emulator's own tests, label emu, stay in).
 # Test runs use a private JIT cache (never the user's ~/.cache/blkc).
 export BLKC_CACHE_DIR ?= $(CURDIR)/build/test-cache
 
 test: build build-asan
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 300
-	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 600 -LE 'fuzz|bench'
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 600 -LE 'fuzz|bench|emu_exec'
 	@$(MAKE) --no-print-directory test-tsan
 
 test-fast: build
