@@ -217,7 +217,10 @@ int bk_gpu_analyze(BkGpuEm *em)
             bool ok = (ir_op_flags[in->op] & F_ELEM) || in->op == IR_VSET ||
                       in->op == IR_REDUCE || in->op == IR_SCAN ||
                       in->op == IR_BCAST || in->op == IR_PERMUTE ||
-                      (in->op == IR_STORE && v == in->opnd[0] && v != in->opnd[1]);
+                      (in->op == IR_STORE && v == in->opnd[0] && v != in->opnd[1]) ||
+                      /* a splat accumulator: the dot starts from its value */
+                      (in->op == IR_DOT && v == in->opnd[2] && v != in->opnd[0] &&
+                       v != in->opnd[1] && f->ins[v].op == IR_CONST);
             if (in->view >= 0 && in->op != IR_STORE)
                 ok = false;
             if (in->view >= 0) /* a gather index is read directly */

@@ -398,6 +398,16 @@ typedef struct Dot {
     int adt, rdt;               /* operand and result dtypes */
 } Dot;
 
+/* The accumulator of d as a literal when it is a fused splat constant
+ * (gpu_layout.c: no storage, read as its value), else false. */
+static bool acc_splat(BkGpuEm *em, const Dot *d, char *buf, size_t n)
+{
+    if (d->acc < 0 || !em->virt[d->acc] || em->f->ins[d->acc].op != IR_CONST)
+        return false;
+    bk_gpu_read(em, d->acc, "0", buf, n);
+    return true;
+}
+
 /* FMA fallback: one thread per output element. */
 static void dot_fma(BkGpuEm *em, const Dot *d)
 {
@@ -446,7 +456,10 @@ static void dot_mma(BkGpuEm *em, const Dot *d)
                 d->bbatch ? "bb * " : "0 * ", K * N);
     bk_gpu_line(em, "%s *C = v%d + bb * %lld;", bk_gpu_stype(d->rdt), d->id, M * N);
     bk_gpu_line(em, "const int g = blk_lane >> 2, q = blk_lane & 3;");
-    if (d->acc >= 0) {
+    char lit[BK_GPU_EXPR];
+    if (acc_splat(em, d, lit, sizeof lit)) {
+        bk_gpu_line(em, "%s c[4] = {%s, %s, %s, %s};", ct, lit, lit, lit, lit);
+    } else if (d->acc >= 0) {
         bk_gpu_line(em, "const %s *C0 = v%d + bb * %lld;", bk_gpu_stype(d->rdt),
                     d->acc, M * N);
         bk_gpu_line(em, "%s c[4] = {C0[(tm + g) * %lld + tn + 2 * q], C0[(tm + g) * %lld + tn + 2 * q + 1],",
@@ -516,7 +529,10 @@ static void dot_mfma(BkGpuEm *em, const Dot *d)
     bk_gpu_line(em, "float *C = v%d + bb * %lld;", d->id, M * N);
     bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
     bk_gpu_line(em, "blk_float4 c;");
-    if (d->acc >= 0)
+    char lit[BK_GPU_EXPR];
+    if (acc_splat(em, d, lit, sizeof lit))
+        bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = %s;", lit);
+    else if (d->acc >= 0)
         bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = v%d[bb * %lld + (tm + 4 * kq + j) * %lld + tn + r16];",
                     d->acc, M * N, N);
     else
