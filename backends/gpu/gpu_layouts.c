@@ -70,7 +70,9 @@
  * gets grouped program ids (em->group_m, emitted by gpu_emit.c).
  * BLKC_GPU_SMEM=1 turns the pass off (every tile SHARED, the old path).
  * The SLICE part is gpu_slices.c (bk_gpu_slices before the BLOCKED pass,
- * bk_gpu_slice_cvts after it); register values are gpu_rvals.c.
+ * bk_gpu_slice_cvts after it); register values are gpu_rvals.c, row
+ * values of MMA tiles (MROW) gpu_mrows.c (before SLICE; their shared
+ * copies after BLOCKED).
  * Entry: bk_gpu_layouts. */
 #include "gpu_emit.h"
 
@@ -688,7 +690,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->spar[i] = -1;
     }
     if (smem_only())
-        return 0;
+        return bk_gpu_mrows(em, NULL); /* none */
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
@@ -733,9 +735,12 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             em->swz[x] |= swz_ok(em, x);
         }
     }
+    if (bk_gpu_mrows(em, regof) < 0)
+        return -1;
     bk_gpu_slices(em, regof);
     blocked(em, regof);
     bk_gpu_slice_cvts(em, regof);
+    bk_gpu_mrow_cvts(em, regof);
     for (int i = 0; i < n; i++) /* only shared tiles are stored swizzled */
         em->swz[i] &= em->lay[i] == BK_LAY_SHARED;
     return 0;
