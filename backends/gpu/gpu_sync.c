@@ -18,7 +18,9 @@
  *    addresses arbitrarily, so a global write conflicts with any earlier
  *    global access of the segment, a global read with an earlier write.
  * Reads through a broadcast, a permute, a gather index or a reduction are
- * map 0 (any thread), so they conflict with writes of the segment: dot,
+ * map 0 (any thread), so they conflict with writes of the segment. A dot
+ * into registers (an MMA var's, or a register value with no shared tile)
+ * only reads its operands; other dots,
  * reductions, scans, atomics, signals and scalar stores keep their own
  * barriers and are never merged into a segment (bk_gpu_barrier_before puts
  * the owed barrier before them). Control flow (for, while, if, return)
@@ -258,6 +260,15 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         reads(em, s, in->opnd[0], 0, 0);
         break;
     case IR_DOT: /* accumulating in registers: reads its operands only */
+        if (em->lay[id] == BK_LAY_REG) { /* a register value: no shared tile */
+            for (int j = 0; j < 3; j++) {
+                if (in->opnd[j] >= 0 && BK_GPU_RV(em, in->opnd[j]) && em->rfb[in->opnd[j]])
+                    return -1; /* the FMA path reads a copy gpu_sync.c does not track */
+                if (in->opnd[j] >= 0)
+                    reads(em, s, in->opnd[j], 0, 0);
+            }
+            break;
+        }
         if (em->lay[id] != BK_LAY_MMA)
             return -1;
         if (in->opnd[2] < 0)
