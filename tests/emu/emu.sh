@@ -251,6 +251,13 @@ layouts)
     if grep -E 'f32\[[0-9]+\] @ (shared|slice)|convert (mma rows|slice) -> shared' "$T/ir"; then
       echo "FAIL flash_attention $sh: a row value in shared memory"; fail=1
     fi
+    # HIP too: the accumulator's warps own whole rows (4x1), as the score tile's
+    "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=hip --emit=gpu-ir >"$T/irh" 2>&1 ||
+      { cat "$T/irh"; exit 1; }
+    if ! grep -Eq 'var acc : .* @ mma\(4x1 warps' "$T/irh" ||
+       grep -E 'f32\[[0-9]+\] @ (shared|slice)|convert (mma rows|slice) -> shared' "$T/irh"; then
+      echo "FAIL flash_attention $sh on HIP: a row value in shared memory:"; cat "$T/irh"; fail=1
+    fi
     "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
       { cat "$T/src"; exit 1; }
     nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
