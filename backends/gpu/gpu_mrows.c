@@ -283,18 +283,20 @@ int bk_gpu_mrows(BkGpuEm *em, const int *regof)
  * expression of its shape), its [M, 1] reshape, a broadcast [M, N]. */
 enum { CTX_ROWS, CTX_RESHAPED, CTX_BCAST };
 
-/* The (pseudo-)var whose registers reader u's expression is computed
- * per register of, if u reads a broadcast there: a register value, an
- * MMA var.set, the epilogue store, a reduction from registers; else -1. */
-static int reg_loop_of(const BkGpuEm *em, int u)
+/* The (pseudo-)var whose registers reader u computes its value w per
+ * register of: a register value, an MMA var.set, the epilogue store (its
+ * value, not its mask), a reduction from registers; else -1. */
+static int reg_loop_of(const BkGpuEm *em, int u, int w)
 {
     const IrInstr *o = &em->f->ins[u];
     if (BK_GPU_RV(em, u) && !em->virt[u])
         return BK_GPU_RV_VAR(em, u);
+    if (o->opnd[0] != w)
+        return -1;
     if (o->op == IR_VSET && em->vmma[o->param].on)
         return o->param;
-    if (o->op == IR_STORE && em->lay[o->opnd[0]] == BK_LAY_MMA)
-        return em->mvar[o->opnd[0]];
+    if (o->op == IR_STORE && o->opnd[1] != w && em->lay[w] == BK_LAY_MMA)
+        return em->mvar[w];
     if (o->op == IR_REDUCE && em->rred[u]) {
         int r = bk_gpu_rv_root(em, o->opnd[0]);
         return r >= 0 ? BK_GPU_DOT_VAR(em, r) : -1;
@@ -345,7 +347,7 @@ static bool reads_ok(const BkGpuEm *em, int s, int w, int ctx, const int *regof,
             return false;
         }
         /* CTX_BCAST: read per register of an MMA tile of the same rows */
-        int L = reg_loop_of(em, u);
+        int L = reg_loop_of(em, u, w);
         if (L >= 0 && bk_gpu_same_rows(em, L, P))
             continue;
         return false;
