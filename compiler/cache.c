@@ -220,11 +220,21 @@ static void llvm_init(void)
  * not change between builds. */
 extern const char jc_build_id[];
 
-/* the GPU emitter's switch that changes its code (gpu_layouts.c) */
+static bool gpu_switch(const char *name)
+{
+    const char *e = getenv(name);
+    return e && *e && strcmp(e, "0");
+}
+
+/* the GPU emitter's switches that change its code (gpu_layouts.c,
+ * gpu_rvals.c, gpu_mrows.c) */
 static const char *gpu_switches(void)
 {
-    const char *e = getenv("BLKC_GPU_SMEM");
-    return e && *e && strcmp(e, "0") ? "gpu-smem" : "";
+    static const char *const names[8] = {
+        "", "gpu-smem", "gpu-norv", "gpu-smem|gpu-norv", "gpu-nomrow", "gpu-smem|gpu-nomrow",
+        "gpu-norv|gpu-nomrow", "gpu-smem|gpu-norv|gpu-nomrow"};
+    return names[gpu_switch("BLKC_GPU_SMEM") | gpu_switch("BLKC_GPU_NORV") << 1 |
+                 gpu_switch("BLKC_GPU_NOMROW") << 2];
 }
 
 /* the CPU backend's BLKC_CPU_* switches that change its code (cpu.h) */

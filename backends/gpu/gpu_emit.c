@@ -41,7 +41,9 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
     char ty[128];
     ir_type_str(&in->type, ty, sizeof ty);
     int sr = bk_gpu_slice_root(em, id);
-    if (em->lay[id] == BK_LAY_BLOCKED) {
+    if (bk_gpu_mrow_root(em, id) >= 0) {
+        bk_gpu_mrow_decl(em, id);
+    } else if (em->lay[id] == BK_LAY_BLOCKED) {
         bk_gpu_line(em, "alignas(16) %s v%d[%d]; /* %s, blocked: registers, runs of %d */",
                     t, id, bk_gpu_blk_regs(em, &in->type), ty, bk_gpu_blk_w(em, &in->type));
     } else if (sr == id) {
@@ -193,6 +195,10 @@ static void emit_elem(BkGpuEm *em, int id)
     }
     if (BK_GPU_RV(em, id)) { /* per register of an MMA layout */
         bk_gpu_mma_value(em, id);
+        return;
+    }
+    if (em->lay[id] == BK_LAY_MROW) { /* per row register of an MMA layout */
+        bk_gpu_mrow_elem(em, id);
         return;
     }
     if (in->type.rank > 0) {
@@ -469,6 +475,8 @@ static void emit_instr(BkGpuEm *em, int id)
                         id, in->param);
         } else if (em->cvt[id]) {
             bk_gpu_mma_to_shared(em, id);
+        } else if (em->lay[id] == BK_LAY_MROW) { /* an MROW var's registers */
+            bk_gpu_mrow_vget(em, id);
         } else if (em->lay[id] == BK_LAY_SLICE) { /* a SLICE var's registers */
             bk_gpu_decl_tile(em, id);
             if (em->var_of[id] < 0) {
@@ -492,6 +500,8 @@ static void emit_instr(BkGpuEm *em, int id)
     case IR_VSET:
         if (em->vmma[in->param].on) {
             bk_gpu_mma_vset(em, id);
+        } else if (em->vmrow[in->param] >= 0) { /* per row register */
+            bk_gpu_mrow_vset(em, id);
         } else if (em->vsl[in->param] >= 0) { /* per slice register */
             char rv[BK_GPU_EXPR];
             bk_gpu_slice_open_of(em, em->vsl[in->param], ir_numel(&f->vars[in->param].type));
@@ -648,6 +658,8 @@ static void emit_func(BkGpuEm *em)
             bk_gpu_line(em, "%s var%d; /* var %s : %s */", t, v, var->name, ty);
         else if (em->vmma[v].on)
             bk_gpu_mma_decl(em, v);
+        else if (em->vmrow[v] >= 0)
+            bk_gpu_mrow_var_decl(em, v);
         else if (em->vsl[v] >= 0)
             bk_gpu_line(em, "%s var%d[%d]; /* var %s : %s, slice: registers across iterations */",
                         t, v, bk_gpu_blk_regs(em, &f->ins[em->vsl[v]].type) /
@@ -701,6 +713,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->last_line = -1;
     em->noflush_region = -1;
     em->reg_var = -1;
+    em->mr_loop = -1;
     /* the old paths stay selectable (docs/backends.md) */
     const char *e;
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");

@@ -117,8 +117,11 @@ typedef struct BkGpuAcc {
 /* Layouts of tile values (gpu_layouts.c). */
 /* REG: a register value (gpu_rvals.c) with no shared tile: only the
  * registers of its pseudo-var (BK_GPU_DOT_VAR), in an MMA layout. */
+/* MROW: a row value (sum / max / min along the last axis of a register
+ * MMA tile, elementwise ops and vars over such) in registers: each lane
+ * holds its rows of that MMA layout (gpu_mrows.c). */
 typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SLICE,
-               BK_LAY_REG } BkGpuLay;
+               BK_LAY_REG, BK_LAY_MROW } BkGpuLay;
 
 /* BLOCKED tiles hold at most this many registers per thread. */
 #define BK_GPU_BLK_REGS 64
@@ -183,6 +186,15 @@ typedef struct BkGpuEm {
                                  blk_rc<id>; else 0 */
     bool *areg;               /* register dots whose operand a comes from
                                  a register value's registers (CUDA) */
+    int *mrow;                /* MROW values (gpu_mrows.c): the (pseudo-)var
+                                 whose MMA layout's rows they hold, else -1 */
+    bool *mrcvt;              /* MROW values also written to their shared
+                                 tile v<id>_s (convert mma rows -> shared) */
+    int *vmrow;               /* per tile var: held in MROW registers across
+                                 iterations, the (pseudo-)var of its rows;
+                                 else -1 */
+    int mr_loop;              /* inside a loop over the row registers of
+                                 MROW values of (pseudo-)var mr_loop, else -1 */
     int blk;                  /* inside a blocked loop: its brace depth
                                  (bk_gpu_blk_open), else 0 */
     const IrType *blk_t;      /* inside a blocked loop: its tile type */
@@ -360,6 +372,35 @@ bool bk_gpu_same_grid(const BkGpuEm *em, int a, int b);
 /* the pseudo-var whose registers hold register value v */
 #define BK_GPU_RV_VAR(em, v) BK_GPU_DOT_VAR(em, v)
 
+/* ------------------------------------------------------------ gpu_mrows.c
+ * row values of MMA tiles in registers (BK_LAY_MROW) */
+/* the MROW layouts: after bk_gpu_reg_values, before the SLICE pass; the
+ * shared copies after the BLOCKED pass (regof NULL: none, the arrays
+ * only). 0 or -1 */
+int bk_gpu_mrows(BkGpuEm *em, const int *regof);
+void bk_gpu_mrow_cvts(BkGpuEm *em, const int *regof);
+/* the MROW value whose registers v reads (v itself or a reshape of it),
+ * else -1 */
+int bk_gpu_mrow_root(const BkGpuEm *em, int v);
+/* whether (pseudo-)vars a and b hold the same rows in every lane */
+bool bk_gpu_same_rows(const BkGpuEm *em, int a, int b);
+/* registers per lane of the rows of (pseudo-)var v */
+int bk_gpu_mrow_regs(const BkGpuEm *em, int v);
+/* the C text of MROW value r's registers: `v<r>`, or `var<v>` for a
+ * var.get reading an MROW var in place */
+void bk_gpu_mrow_reg(const BkGpuEm *em, int r, char *buf, size_t n);
+/* declaration of MROW value id (or a reshape of one) */
+void bk_gpu_mrow_decl(BkGpuEm *em, int id);
+/* elementwise MROW op id; var.get / var.set of an MROW var; its decl */
+void bk_gpu_mrow_elem(BkGpuEm *em, int id);
+void bk_gpu_mrow_vget(BkGpuEm *em, int id);
+void bk_gpu_mrow_vset(BkGpuEm *em, int id);
+void bk_gpu_mrow_var_decl(BkGpuEm *em, int v);
+/* the registers of MROW value id to its shared copy (one lane per row) */
+void bk_gpu_mrow_to_shared(BkGpuEm *em, int id);
+/* the layout of MROW value id / var v as text */
+void bk_gpu_mrow_str(const BkGpuEm *em, int P, char *buf, size_t n);
+
 /* ------------------------------------------------------------ gpu_mma.c
  * ops on MMA (register) tiles: declarations, var.set, dot, conversions */
 void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
@@ -369,7 +410,8 @@ void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
 /* elementwise register value id: per register of its pseudo-var */
 void bk_gpu_mma_value(BkGpuEm *em, int id);
 /* reduction id along the last axis from a register value's registers:
- * in-lane, then the lanes of a row (shuffles), into its shared tile */
+ * in-lane, then the lanes of a row (shuffles), into its row registers
+ * (MROW), else its shared tile */
 void bk_gpu_mma_reduce(BkGpuEm *em, int id);
 /* the row slot of register R of (pseudo-)var v: which of the lane's rows
  * it is on (CUDA: 2 per m-fragment, rows g and g + 8; HIP: one per

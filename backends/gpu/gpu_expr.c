@@ -143,6 +143,23 @@ static int slice_bcast(const BkGpuEm *em, int v)
     return r;
 }
 
+/* The MROW value whose row registers the broadcast v = x[:, None] (x an
+ * [M, 1] reshape of it, v [M, N]) reads in a loop over the registers of
+ * an MMA tile of the same rows (em->reg_var); else -1. */
+static int mrow_bcast(const BkGpuEm *em, int v)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[v];
+    if (!em->lay || !em->mrow || in->op != IR_BCAST || em->reg_var < 0 || in->type.rank != 2)
+        return -1;
+    const IrType *a = &f->ins[in->opnd[0]].type;
+    int r = bk_gpu_mrow_root(em, in->opnd[0]);
+    if (r < 0 || a->rank != 2 || a->shape[1] != 1 || a->shape[0] != in->type.shape[0] ||
+        !bk_gpu_same_rows(em, em->reg_var, em->mrow[r]))
+        return -1;
+    return r;
+}
+
 void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
 {
     const IrInstr *in = &em->f->ins[v];
@@ -156,6 +173,22 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         snprintf(buf, n, "0");
         bk_gpu_fail(em, "internal: register value v%d read at %s outside its registers' loop",
                     v, idx);
+    } else if (bk_gpu_mrow_root(em, v) >= 0) {
+        /* an MROW value: its registers in a loop over rows of its layout,
+         * else its shared copy */
+        int r = bk_gpu_mrow_root(em, v);
+        char rg[32];
+        bk_gpu_mrow_reg(em, r, rg, sizeof rg);
+        if (em->mr_loop >= 0 && !strcmp(idx, "e") &&
+            ir_numel(&in->type) == ir_numel(&em->f->ins[r].type) &&
+            bk_gpu_same_rows(em, em->mr_loop, em->mrow[r])) {
+            snprintf(buf, n, "%s[blk_s]", rg);
+        } else if (em->mrcvt[r]) {
+            snprintf(buf, n, "v%d_s[%s]", r, idx);
+        } else {
+            snprintf(buf, n, "0");
+            bk_gpu_fail(em, "internal: row value v%d read at %s outside its layout", r, idx);
+        }
     } else if (em->lay && bk_gpu_slice_root(em, v) >= 0) {
         /* a SLICE value: its registers in a loop over them, else its copy */
         int r = bk_gpu_slice_root(em, v);
@@ -207,6 +240,14 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         char s[BK_GPU_EXPR];
         bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
         put(em, buf, n, "%s", s);
+    } else if (em->virt && em->virt[v] && mrow_bcast(em, v) >= 0) {
+        /* x[:, None] of an MROW x per register of an MMA tile of the same
+         * rows: the register of that register's row */
+        char sl[160], rg[32];
+        int S;
+        bk_gpu_mma_slot(em, em->reg_var, "blk_r", sl, sizeof sl, &S);
+        bk_gpu_mrow_reg(em, mrow_bcast(em, v), rg, sizeof rg);
+        snprintf(buf, n, "%s[%s]", rg, sl);
     } else if (em->rowc && em->rowc[v] &&
                em->reg_var == (em->rowc[v] > 0 ? em->rowc[v] - 1 : -1 - em->rowc[v])) {
         /* x[:, None] / x[None, :] per register: this lane's rows / columns,

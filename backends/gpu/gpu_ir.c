@@ -34,6 +34,21 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  em->rroot[id] == id ? "" : ", per register", cv);
         return;
     }
+    if (bk_gpu_mrow_root(em, id) == id) {
+        char lay[160], fr[96] = "", cv[64] = "";
+        bk_gpu_mrow_str(em, em->mrow[id], lay, sizeof lay);
+        if (em->rred[id])
+            snprintf(fr, sizeof fr, "  ; from the registers of %%%d (in-lane, then shuffles)",
+                     in->opnd[0]);
+        if (em->mrcvt[id])
+            snprintf(cv, sizeof cv, "  ; convert mma rows -> shared+%lld", em->off[id]);
+        snprintf(buf, n, "%s%s%s", lay, fr, cv);
+        return;
+    }
+    if (bk_gpu_mrow_root(em, id) >= 0) {
+        snprintf(buf, n, "rows = %%%d", bk_gpu_mrow_root(em, id));
+        return;
+    }
     if (em->rred && em->rred[id]) {
         snprintf(buf, n, "shared+%lld  ; from the registers of %%%d (in-lane, then shuffles)",
                  em->off[id], in->opnd[0]);
@@ -92,6 +107,8 @@ void bk_gpu_var_lay_str(const BkGpuEm *em, int v, char *buf, size_t n)
     const BkGpuMma *g = &em->vmma[v];
     if (em->f->vars[v].type.rank == 0)
         snprintf(buf, n, "register (scalar)");
+    else if (em->vmrow[v] >= 0)
+        bk_gpu_mrow_str(em, em->vmrow[v], buf, n);
     else if (em->vsl[v] >= 0) {
         const IrType *p = &em->f->ins[em->vsl[v]].type;
         char pt[96];

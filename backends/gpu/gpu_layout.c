@@ -309,7 +309,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     long long top = 0;
     for (int v = 0; v < f->nvars; v++) {
         em->var_off[v] = -1;
-        if (f->vars[v].type.rank == 0 || em->vmma[v].on || em->vsl[v] >= 0)
+        if (f->vars[v].type.rank == 0 || em->vmma[v].on || em->vsl[v] >= 0 || em->vmrow[v] >= 0)
             continue;
         em->var_off[v] = top;
         top += (ir_numel(&f->vars[v].type) *
@@ -334,9 +334,10 @@ int bk_gpu_analyze(BkGpuEm *em)
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead || !is_tile(in) || em->alias[i] != i ||
-            (em->var_of[i] >= 0 && em->lay[i] != BK_LAY_SLICE) || em->virt[i] ||
+            (em->var_of[i] >= 0 && em->lay[i] != BK_LAY_SLICE && em->lay[i] != BK_LAY_MROW) || em->virt[i] ||
             em->lay[i] == BK_LAY_MMA || em->lay[i] == BK_LAY_BLOCKED || em->lay[i] == BK_LAY_REG ||
-            (em->lay[i] == BK_LAY_SLICE && !em->scvt[i]))
+            (em->lay[i] == BK_LAY_SLICE && !em->scvt[i]) ||
+            (em->lay[i] == BK_LAY_MROW && !em->mrcvt[i]))
             continue;
         sz[i] = (ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype) + 15) &
                 ~15LL;
@@ -415,6 +416,11 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->rred);
     free(em->areg);
     free(em->rowc);
+    free(em->mrow);
+    free(em->mrcvt);
+    free(em->vmrow);
+    em->mrow = em->vmrow = NULL;
+    em->mrcvt = NULL;
     em->rowc = NULL;
     em->rroot = NULL;
     em->rcvt = em->rfb = em->rred = em->areg = NULL;

@@ -59,6 +59,9 @@
  *   - E + dot(a, b): E per register, then the dot accumulates into the
  *     registers at the var.set (its operands kept live until then);
  * and at least one var.set has a dot. Those var.gets and dots are MMA.
+ * A var whose var.set scales its rows (acc * alpha[:, None]) gets the
+ * grid of whole rows per warp (wn = 1) when it fits, so that row values
+ * held in registers (MROW, gpu_mrows.c) are read there in place.
  * A var.get stored whole to global memory, as is or through a fused
  * elementwise expression (a cast to bf16 / f16, a scale: store_of), is
  * MMA too: the epilogue computes the expression per register and writes
@@ -70,7 +73,9 @@
  * gets grouped program ids (em->group_m, emitted by gpu_emit.c).
  * BLKC_GPU_SMEM=1 turns the pass off (every tile SHARED, the old path).
  * The SLICE part is gpu_slices.c (bk_gpu_slices before the BLOCKED pass,
- * bk_gpu_slice_cvts after it); register values are gpu_rvals.c.
+ * bk_gpu_slice_cvts after it); register values are gpu_rvals.c, row
+ * values of MMA tiles (MROW) gpu_mrows.c (before SLICE; their shared
+ * copies after BLOCKED).
  * Entry: bk_gpu_layouts. */
 #include "gpu_emit.h"
 
@@ -419,6 +424,36 @@ static bool var_f32(const BkGpuEm *em, int v, const int *regof)
     return false;
 }
 
+/* Whether the fused expression x reads a row broadcast x[:, None] of an
+ * [M, 1] tile onto the M x N tile. */
+static bool has_rowbcast(const BkGpuEm *em, int x, int depth)
+{
+    const IrInstr *in = &em->f->ins[x];
+    if (!em->virt[x] || depth > 16 || in->op == IR_CONST)
+        return false;
+    if (in->op == IR_BCAST) {
+        const IrType *a = &em->f->ins[in->opnd[0]].type;
+        return a->rank == 2 && a->shape[1] == 1 && in->type.rank == 2 && in->type.shape[1] > 1;
+    }
+    for (int j = 0; j < 3 && j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && has_rowbcast(em, in->opnd[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* Whether a var.set of var v scales its rows (acc * alpha[:, None], the
+ * online softmax): its warps should own whole rows, so that a row value
+ * held in registers (gpu_mrows.c) is read there without shared memory. */
+static bool var_rows(const BkGpuEm *em, int v, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int s = 0; s < f->nins; s++)
+        if (!f->ins[s].dead && regof[s] >= 0 && f->ins[s].op == IR_VSET &&
+            f->ins[s].param == v && has_rowbcast(em, f->ins[s].opnd[0], 0))
+            return true;
+    return false;
+}
+
 /* Whether var v can be MMA (at least one var.set accumulates a dot). */
 static bool var_mma(BkGpuEm *em, int v, const int *regof, int fn, bool mark)
 {
@@ -688,12 +723,16 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->spar[i] = -1;
     }
     if (smem_only())
-        return 0;
+        return bk_gpu_mrows(em, NULL); /* none */
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
-        if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false) ||
-            !bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], var_f32(em, v, regof), false))
+        if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false))
+            continue;
+        bool f32 = var_f32(em, v, regof);
+        if (!(var_rows(em, v, regof) &&
+              bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], f32, true)) &&
+            !bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], f32, false))
             continue;
         em->vmma[v].on = true;
         em->group_m = GROUP_M; /* a dot loop: grouped program ids */
@@ -733,9 +772,12 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             em->swz[x] |= swz_ok(em, x);
         }
     }
+    if (bk_gpu_mrows(em, regof) < 0)
+        return -1;
     bk_gpu_slices(em, regof);
     blocked(em, regof);
     bk_gpu_slice_cvts(em, regof);
+    bk_gpu_mrow_cvts(em, regof);
     for (int i = 0; i < n; i++) /* only shared tiles are stored swizzled */
         em->swz[i] &= em->lay[i] == BK_LAY_SHARED;
     return 0;

@@ -98,6 +98,9 @@ static void row_caches(BkGpuEm *em, int v, int x, bool open, int depth)
         if (in->type.rank != 2 || in->type.shape[0] != g->M || in->type.shape[1] != g->N ||
             !(rows || cols) || BK_GPU_RV(em, in->opnd[0]))
             return;
+        int mr = bk_gpu_mrow_root(em, in->opnd[0]);
+        if (rows && mr >= 0 && bk_gpu_same_rows(em, v, em->mrow[mr]))
+            return; /* an MROW value: read from its registers (gpu_mrows.c) */
         if (!open) {
             em->rowc[x] = 0;
             return;
@@ -771,8 +774,9 @@ void bk_gpu_mma_value(BkGpuEm *em, int id)
  * registers of each of its rows (CUDA m16n8: rows g and g + 8 of each
  * m-fragment, registers i >> 1; HIP MFMA: one row per register i), then
  * the lanes sharing the rows (CUDA the 4 of a quad; HIP the fn lanes of a
- * fragment row group) combine by xor shuffles, and the first of them
- * writes each row into the reduction's shared tile. */
+ * fragment row group) combine by xor shuffles. An MROW result
+ * (gpu_mrows.c) keeps them: every lane its rows' registers; else the
+ * first lane of each row writes it into the reduction's shared tile. */
 void bk_gpu_mma_reduce(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
@@ -814,9 +818,19 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id)
     bk_gpu_line(em, "        const float blk_y = BLK_SHFL_XOR(blk_rp[blk_s], m);");
     bk_gpu_line(em, "        blk_rp[blk_s] = %s;", c);
     bk_gpu_line(em, "    }");
+    bk_gpu_to_s(st, sizeof st, in->type.dtype, "blk_rp[blk_s]");
+    if (em->lay[id] == BK_LAY_MROW) { /* the slots are its row registers */
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) v%d[blk_s] = %s;", S, id, st);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        if (em->mrcvt[id])
+            bk_gpu_mrow_to_shared(em, id);
+        op_done(em);
+        return;
+    }
     reg_loop_open(em, P);
     bk_gpu_line(em, "const int blk_s = %s;", slot);
-    bk_gpu_to_s(st, sizeof st, in->type.dtype, "blk_rp[blk_s]");
     bk_gpu_line(em, "if (blk_lane %% %d == 0 && blk_r / %d %% %d == 0%s) v%d[blk_row] = %s;", span, E,
                 g->nt, cuda ? " && (blk_r & 1) == 0" : "", id, st);
     reg_loop_close(em);

@@ -588,7 +588,10 @@ void bk_gpu_emit_dot(BkGpuEm *em, int id)
         if (em->lay[id] == BK_LAY_SHARED)
             decl_result(em, id);
         bk_gpu_mma_dot_value(em, id);
-        sync(em);
+        if (em->lay[id] == BK_LAY_REG && em->seg_ok && !em->nosyncelim)
+            em->pending = true; /* registers only: gpu_sync.c saw its reads */
+        else
+            sync(em);
         return;
     }
     decl_result(em, id);

@@ -15,8 +15,8 @@
  *     elementwise expressions: per register, no shared memory;
  *   - a sum / max / min along the last axis (f32): per lane over its
  *     registers of each row, then the lanes that share the row (shuffles),
- *     into the reduction's shared tile (em->rred) — when the root's warps
- *     each own whole rows (wn = 1);
+ *     into each lane's row registers (em->rred; layout MROW, gpu_mrows.c)
+ *     — when the root's warps each own whole rows (wn = 1);
  *   - operand a of a register dot (CUDA, f16 / bf16): the m16n8 accumulator
  *     pair (row g | g + 8, columns 2q, 2q + 1) of n-tiles 2k, 2k + 1 is the
  *     m16k16 A fragment a0..a3 of k step k (PTX ISA, mma.m16n8k16), so

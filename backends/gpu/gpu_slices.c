@@ -107,6 +107,7 @@ static int slice_leaves(const BkGpuEm *em, int x, int depth)
             if (p == -2)
                 return -2;
         } else if (em->lay[o] == BK_LAY_MMA || em->lay[o] == BK_LAY_BLOCKED || BK_GPU_RV(em, o) ||
+                   bk_gpu_mrow_root(em, o) >= 0 ||
                    (em->virt[o] && f->ins[o].op == IR_BCAST &&
                     has_slice(em, f->ins[o].opnd[0], 0))) {
             return -2;
@@ -246,7 +247,7 @@ static void slice_vars(BkGpuEm *em, const int *regof)
     const IrFunc *f = em->f;
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
-        if (t->rank == 0 || em->vmma[v].on)
+        if (t->rank == 0 || em->vmma[v].on || em->vmrow[v] >= 0)
             continue;
         int par = -1;
         for (int s = 0; s < f->nins && par < 0; s++) {

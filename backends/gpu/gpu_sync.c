@@ -18,7 +18,9 @@
  *    addresses arbitrarily, so a global write conflicts with any earlier
  *    global access of the segment, a global read with an earlier write.
  * Reads through a broadcast, a permute, a gather index or a reduction are
- * map 0 (any thread), so they conflict with writes of the segment: dot,
+ * map 0 (any thread), so they conflict with writes of the segment. A dot
+ * into registers (an MMA var's, or a register value with no shared tile)
+ * only reads its operands; other dots,
  * reductions, scans, atomics, signals and scalar stores keep their own
  * barriers and are never merged into a segment (bk_gpu_barrier_before puts
  * the owed barrier before them). Control flow (for, while, if, return)
@@ -68,6 +70,11 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
         return; /* only the FMA path's copy, with barriers of its own */
     if (BK_GPU_RV(em, r))
         map = 0; /* written from an MMA layout's registers */
+    if (em->lay[r] == BK_LAY_MROW) { /* registers; the copy by one lane a row */
+        if (em->mrcvt[r])
+            add(s, em->off[r], bytes, sz, 0, write);
+        return;
+    }
     if (em->lay[r] == BK_LAY_SLICE) { /* registers; the copy by any thread */
         if (em->scvt[r])
             add(s, em->off[r], bytes, sz, 0, write);
@@ -143,6 +150,8 @@ static void view_reads(const BkGpuEm *em, Accs *s, const IrInstr *in)
  * blocked loop (thread (e / W) % NT), else 1. */
 static int blk_map(const BkGpuEm *em, int id, const IrType *t)
 {
+    if (em->lay[id] == BK_LAY_MROW)
+        return 0; /* a lane's rows: shared tiles read there by any thread */
     return em->lay[id] == BK_LAY_BLOCKED || em->inblk[id] ? bk_gpu_blk_w(em, t) : 1;
 }
 
@@ -193,7 +202,11 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         break;
     }
     case IR_VGET:
-        if (tile && em->lay[id] == BK_LAY_SLICE)
+        if (tile && em->lay[id] == BK_LAY_MROW && em->mrcvt[id]) {
+            tile_acc(em, s, id, 0, true); /* registers -> its copy, one lane a row */
+            break;
+        }
+        if (tile && (em->lay[id] == BK_LAY_SLICE || em->lay[id] == BK_LAY_MROW))
             return 1; /* registers (a conversion notes its own write) */
         if (tile && em->cvt[id]) { /* registers -> its tile, by fragment */
             tile_acc(em, s, id, 0, true);
@@ -220,7 +233,7 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         }
         if (vt->rank == 0)
             return 1;
-        if (em->vsl[in->param] >= 0) { /* registers: what its value reads */
+        if (em->vsl[in->param] >= 0 || em->vmrow[in->param] >= 0) { /* registers: what its value reads */
             reads(em, s, in->opnd[0], 0, 0);
             break;
         }
@@ -247,6 +260,15 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         reads(em, s, in->opnd[0], 0, 0);
         break;
     case IR_DOT: /* accumulating in registers: reads its operands only */
+        if (em->lay[id] == BK_LAY_REG) { /* a register value: no shared tile */
+            for (int j = 0; j < 3; j++) {
+                if (in->opnd[j] >= 0 && BK_GPU_RV(em, in->opnd[j]) && em->rfb[in->opnd[j]])
+                    return -1; /* the FMA path reads a copy gpu_sync.c does not track */
+                if (in->opnd[j] >= 0)
+                    reads(em, s, in->opnd[j], 0, 0);
+            }
+            break;
+        }
         if (em->lay[id] != BK_LAY_MMA)
             return -1;
         if (in->opnd[2] < 0)

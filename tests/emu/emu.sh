@@ -178,6 +178,11 @@ layouts)
   LTOL="1e-4 1e-4" lone tdv_f32 "C D" M=50 N=40 K=40
   LTOL="0 0" lone tdv_i8 "C D" M=50 N=40 K=72
   LTOL="2e-3 2e-3" lone tdv_rv "MX MN SM O" M=70 N=100
+  # MROW: row reductions of MMA tiles in registers (tests/emu/tmrow.blk)
+  F=$SRC/tests/emu/tmrow.blk
+  LTOL="2e-3 2e-3" lone tmr_rows "MX MN SM P" M=100 N=27
+  LTOL="2e-3 2e-3" lone tmr_split "MX P" M=40 N=50
+  LTOL="2e-3 2e-3" lone tmr_loop "L O" M=70 N=100
   F=$SRC/tests/emu/tslice.blk
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match
@@ -218,11 +223,50 @@ layouts)
   # tdv_rv: the score tile never in shared memory; reductions from registers
   want 'dot %[0-9]+, %[0-9]+ : f32\[64, 32\] @ mma\(4x1 warps, 1x4 fragments of 16x8, registers\)$'
   want 'where %[0-9]+, %[0-9]+, %[0-9]+ : f32\[64, 32\] @ mma\(4x1 warps, 1x4 fragments of 16x8, registers, per register\)$'
-  want 'reduce max %[0-9]+ axis=1 : f32\[64\] @ shared\+[0-9]+  ; from the registers of %[0-9]+'
-  want 'reduce min %[0-9]+ axis=1 : f32\[64\] @ shared\+[0-9]+  ; from the registers of %[0-9]+'
-  want 'reduce sum %[0-9]+ axis=1 : f32\[64\] @ shared\+[0-9]+  ; from the registers of %[0-9]+'
+  # ... into the lanes' row registers (MROW), the vars mx, mn, sm too
+  R='rows of mma\(4x1 warps of 16 rows, fragments of 16\), 2 registers per thread'
+  want "reduce max %[0-9]+ axis=1 : f32\\[64\\] @ $R  ; from the registers of %[0-9]+ \\(in-lane, then shuffles\\)\$"
+  want "reduce min %[0-9]+ axis=1 : f32\\[64\\] @ $R  ; from the registers of %[0-9]+ \\(in-lane, then shuffles\\)\$"
+  want "reduce sum %[0-9]+ axis=1 : f32\\[64\\] @ $R  ; from the registers of %[0-9]+ \\(in-lane, then shuffles\\)\$"
+  want "var mx : f32\\[64\\] @ $R\$"
   want 'dot %[0-9]+, %[0-9]+, %[0-9]+ : i32\[32, 32\] @ shared\+[0-9]+  ; computed in mma\(2x2 warps, 1x2 fragments of 16x8'
   want 'load K\[.*\] : f16\[64, 32\] @ shared\+[0-9]+, swizzled'
+  "$BLKC" compile "$SRC/tests/emu/tmrow.blk" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
+  want "div %[0-9]+, %[0-9]+ : f32\\[64\\] @ $R  ; convert mma rows -> shared\\+[0-9]+\$"
+  want 'reduce max %[0-9]+ axis=1 : f32\[16\] @ shared\+[0-9]+$'  # tmr_split: 1x4 warps, rows span warps
+  want "var mi : f32\\[64\\] @ $R\$"
+  want "var li : f32\\[64\\] @ $R\$"
+  # flash attention (CUDA; BM = 64 and BM = 128, BN = 32, D = 128): the
+  # running max / sum and both row reductions in registers, no row value
+  # in shared memory, 7 barriers in the kernel (4 per KV step on sm_80+,
+  # 2 more only on the FMA path; 11 with the row values in shared memory)
+  for sh in "" "-D BM=128 -D BN=32 -D D=128"; do
+    "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 ||
+      { cat "$T/ir"; exit 1; }
+    FR='rows of mma\(4x1 warps of (16|32) rows, fragments of 16\), (2|4) registers per thread'
+    want "var m_i : f32\\[[0-9]+\\] @ $FR\$"
+    want "var l_i : f32\\[[0-9]+\\] @ $FR\$"
+    want "reduce max %[0-9]+ axis=1 : f32\\[[0-9]+\\] @ $FR  ; from the registers of %[0-9]+ \\(in-lane, then shuffles\\)\$"
+    want "reduce sum %[0-9]+ axis=1 : f32\\[[0-9]+\\] @ $FR  ; from the registers of %[0-9]+ \\(in-lane, then shuffles\\)\$"
+    if grep -E 'f32\[[0-9]+\] @ (shared|slice)|convert (mma rows|slice) -> shared' "$T/ir"; then
+      echo "FAIL flash_attention $sh: a row value in shared memory"; fail=1
+    fi
+    # HIP too: the accumulator's warps own whole rows (4x1), as the score tile's
+    "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=hip --emit=gpu-ir >"$T/irh" 2>&1 ||
+      { cat "$T/irh"; exit 1; }
+    if ! grep -Eq 'var acc : .* @ mma\(4x1 warps' "$T/irh" ||
+       grep -E 'f32\[[0-9]+\] @ (shared|slice)|convert (mma rows|slice) -> shared' "$T/irh"; then
+      echo "FAIL flash_attention $sh on HIP: a row value in shared memory:"; cat "$T/irh"; fail=1
+    fi
+    "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
+      { cat "$T/src"; exit 1; }
+    nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
+    if [ "$nb" != 7 ]; then
+      echo "FAIL flash_attention $sh: $nb barriers (want 7)"; fail=1
+    else
+      echo "ok flash_attention $sh: row values in registers, $nb barriers"
+    fi
+  done
   F=$SRC/tests/emu/tblocked.blk
   # the layouts chosen: registers where every read is the owner's element
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
