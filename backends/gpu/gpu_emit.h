@@ -124,12 +124,17 @@ typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SL
 #define BK_GPU_BLK_REGS 64
 
 /* The register layout of an MMA tile var: a wm x wn grid of warps, each
- * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. */
+ * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. A
+ * batched dot ([B, M, N], bk_gpu_pick_batch) has wb groups of wm x wn
+ * warps; group w computes the batch indices w, w + wb, ... one after the
+ * other, each into the same registers. */
 typedef struct BkGpuMma {
     bool on;                  /* the var is held in registers */
     int wm, wn, WM, WN;
     int fm, fn, mt, nt;
     long long M, N;
+    int wb;                   /* warp groups over the batch (0: no batch) */
+    long long B;              /* batch size (0: no batch) */
 } BkGpuMma;
 
 typedef struct BkGpuEm {
@@ -304,6 +309,11 @@ int bk_gpu_reads_of(const IrFunc *f, const IrInstr *o, int w);
  * which every warp owns whole rows (wm = warps, wn = 1). */
 int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
                      bool rows);
+/* The same for a batched [B, M, N] dot: the warps split into wb groups
+ * (a divisor of the warp count), each with a grid of the rest over M x
+ * N, the fewest fragment-steps per warp over its batch indices; 0 if none */
+int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, long long N,
+                      bool f32);
 /* C expressions of the row and column of register (mt, nt, i) of MMA var v
  * (i < 4: the element within the fragment this lane holds) */
 void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
@@ -313,8 +323,9 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
  * -1 if none */
 int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
 /* Whether dot id runs on the tensor-core register path (gpu_mma.c): a
- * 2-D f16/bf16/f32 dot with an f32 result whose tile a warp grid of whole
- * fragments covers. Either an MMA var's dot, or a dot computed in
+ * 2-D f16/bf16/f32 dot with an f32 result (i8: i32) whose tile a warp grid
+ * of whole fragments covers, or a batched one ([B, M, N], either operand
+ * batched) whose M x N tile a group of the warps covers. Either an MMA var's dot, or a dot computed in
  * registers and converted to its shared tile (bk_gpu_mma_dot_value). */
 bool bk_gpu_dot_regs(const BkGpuEm *em, int id);
 /* The pseudo-var under which the registers of register dot id that is not

@@ -85,6 +85,8 @@
 /* The most accumulator registers one thread may hold (f32 each). */
 #define MAX_ACC_REGS 128
 
+static bool dot_types_ok(const BkGpuEm *em, int id, int fn);
+
 /* Whether dot id can accumulate in registers on this dialect. */
 static bool dot_ok(const BkGpuEm *em, int id, int fn)
 {
@@ -93,6 +95,30 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
     if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
+    return dot_types_ok(em, id, fn);
+}
+
+/* Whether batched dot id ([B, M, N] from [B, M, K] or [M, K] times
+ * [B, K, N] or [K, N]) can accumulate in registers, a batch index at a
+ * time. */
+static bool dot_batch_ok(const BkGpuEm *em, int id, int fn)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
+    if (in->type.rank != 3 || at->rank < 2 || at->rank > 3 || bt->rank < 2 || bt->rank > 3 ||
+        (at->rank == 2 && bt->rank == 2))
+        return false;
+    return dot_types_ok(em, id, fn);
+}
+
+/* The dtypes and the M, N, K steps of dot id (of rank 2 or 3) */
+static bool dot_types_ok(const BkGpuEm *em, int id, int fn)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
+    int r = in->type.rank;
     /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA), v_mfma_i32_16x16x16i8
      * (HIP); else f32 results */
     bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32;
@@ -104,8 +130,8 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
      * MFMA 16x16x4), 32 (CUDA i8) */
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     int ks = at->dtype == DT_F32 ? (cuda ? 8 : 4) : i8 && cuda ? 32 : 16;
-    return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
-           at->shape[1] % ks == 0;
+    return in->type.shape[r - 2] % 16 == 0 && in->type.shape[r - 1] % fn == 0 &&
+           at->shape[at->rank - 1] % ks == 0;
 }
 
 /* Whether register dot id (dot_ok) keeps 16x16 fragments on HIP: f32
@@ -117,10 +143,10 @@ static bool dot_f32(const BkGpuEm *em, int id)
 }
 
 /* the warp grid of an accumulator (gpu_emit.h) */
-int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
-                     bool rows)
+static int pick_grid_nw(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
+                        bool rows, int nw, long long *costp)
 {
-    int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    int fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     long long best = -1;
     for (int wm = rows ? nw : 1; wm <= nw; wm++) {
         if (nw % wm)
@@ -155,7 +181,38 @@ int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, b
     g->nt = g->WN / fn;
     g->M = M;
     g->N = N;
+    if (costp)
+        *costp = best;
     return 1;
+}
+
+int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
+                     bool rows)
+{
+    return pick_grid_nw(em, g, M, N, f32, rows, em->nw, NULL);
+}
+
+int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, long long N,
+                      bool f32)
+{
+    long long best = -1;
+    for (int wb = 1; wb <= em->nw; wb++) {
+        BkGpuMma t = {0};
+        long long c;
+        if (em->nw % wb || !pick_grid_nw(em, &t, M, N, f32, false, em->nw / wb, &c))
+            continue;
+        /* per warp: its batch indices times its fragments' operand
+         * loads plus mma steps per k step */
+        long long bw = (B + wb - 1) / wb;
+        c = bw * (c + (long long)t.mt * t.nt);
+        if (best < 0 || c < best) {
+            best = c;
+            *g = t;
+            g->wb = wb;
+            g->B = B;
+        }
+    }
+    return best >= 0;
 }
 
 /* Whether the layout pass is off: BLKC_GPU_SMEM=1 keeps every tile SHARED
@@ -172,7 +229,12 @@ bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
     BkGpuMma g;
     if (smem_only() || in->op != IR_DOT || in->dead)
         return false;
-    if (!dot_ok(em, id, em->dl->kind == BK_GPU_CUDA ? 8 : 16))
+    int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    if (in->type.rank == 3)
+        return dot_batch_ok(em, id, fn) &&
+               bk_gpu_pick_batch(em, &g, in->type.shape[0], in->type.shape[1],
+                                 in->type.shape[2], dot_f32(em, id));
+    if (!dot_ok(em, id, fn))
         return false;
     return bk_gpu_pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id),
                             false) != 0;
@@ -717,7 +779,12 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !bk_gpu_dot_regs(em, i))
             continue;
         BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
-        bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i), false);
+        if (in->type.rank == 3) /* batched: a batch index at a time per warp group */
+            bk_gpu_pick_batch(em, g, in->type.shape[0], in->type.shape[1], in->type.shape[2],
+                              dot_f32(em, i));
+        else
+            bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i),
+                             false);
         g->on = true;
     }
     if (bk_gpu_reg_values(em, regof) < 0)

@@ -140,8 +140,12 @@ static void decl_regs(BkGpuEm *em, int P, const char *ty)
 {
     const BkGpuMma *g = &em->vmma[P];
     bk_gpu_line(em, "%s var%d[%d];", ty, P, regs(g));
-    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
-                P, g->wn, g->WM, P, g->wn, g->WN);
+    if (g->wb > 1) /* batched: the warp's place in its group of wm x wn */
+        bk_gpu_line(em, "const int blk_wr%d = (blk_warp %% %d / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                    P, g->wm * g->wn, g->wn, g->WM, P, g->wn, g->WN);
+    else
+        bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                    P, g->wn, g->WM, P, g->wn, g->WN);
     bk_gpu_line(em, "(void)blk_wr%d; (void)blk_wc%d;", P, P);
 }
 
@@ -300,6 +304,17 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     op_done(em);
 }
 
+/* The flat offset of batch index blk_b in operand x of batched dot id
+ * ("blk_b * <matrix size> + "), "" where x has no batch dim (its one
+ * matrix serves every batch index) or the dot none. */
+static void batch_off(const BkGpuEm *em, int id, int x, char *buf, size_t n)
+{
+    const IrType *t = &em->f->ins[x].type;
+    buf[0] = 0;
+    if (em->f->ins[id].type.rank == 3 && t->rank == 3)
+        snprintf(buf, n, "blk_b * %lld + ", (long long)t->shape[1] * t->shape[2]);
+}
+
 /* The per-register FMA form (no tensor cores, and under #else). */
 static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
@@ -309,9 +324,13 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     reg_loop_open(em, v);
     bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
-    bk_gpu_swz_idx(em, in->opnd[0], "blk_row * K_ + k", ia, sizeof ia);
-    bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col",
-                   ib, sizeof ib);
+    char oa[64], ob[64], ea[128], eb[128];
+    batch_off(em, id, in->opnd[0], oa, sizeof oa);
+    batch_off(em, id, in->opnd[1], ob, sizeof ob);
+    snprintf(ea, sizeof ea, "%sblk_row * K_ + k", oa);
+    snprintf(eb, sizeof eb, "%s%s", ob, t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col");
+    bk_gpu_swz_idx(em, in->opnd[0], ea, ia, sizeof ia);
+    bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], eb, ib, sizeof ib);
     bk_gpu_read(em, in->opnd[0], ia, x, sizeof x);
     bk_gpu_read(em, t >= 0 ? t : in->opnd[1], ib, y, sizeof y);
     bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
@@ -593,14 +612,23 @@ static void dot_regs(BkGpuEm *em, int id, int v)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    long long K = f->ins[in->opnd[0]].type.shape[1], N = in->type.shape[1];
-    const char *st = bk_gpu_stype(f->ins[in->opnd[0]].type.dtype);
+    const IrType *at = &f->ins[in->opnd[0]].type;
+    long long K = at->shape[at->rank - 1], N = in->type.shape[in->type.rank - 1];
+    const char *st = bk_gpu_stype(at->dtype);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    char oa[64], ob[64];
+    batch_off(em, id, in->opnd[0], oa, sizeof oa);
+    batch_off(em, id, in->opnd[1], ob, sizeof ob);
     bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
-                "operands from shared memory%s */", v, t >= 0 ? ", b read transposed" : "");
+                "operands from shared memory%s%s */", v, t >= 0 ? ", b read transposed" : "",
+                in->type.rank == 3 ? "; batch index blk_b" : "");
     em->indent++;
-    bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0],
-                t >= 0 ? t : in->opnd[1]);
+    if (in->type.rank == 3) /* batched: the matrices of batch index blk_b */
+        bk_gpu_line(em, "const %s *blk_A = v%d + %s0, *blk_B = v%d + %s0;", st, in->opnd[0], oa,
+                    t >= 0 ? t : in->opnd[1], ob);
+    else
+        bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0],
+                    t >= 0 ? t : in->opnd[1]);
     bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
@@ -629,6 +657,58 @@ void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
  * accumulates into them, then each lane writes its registers into the
  * value's shared tile (column pairs as one 8-byte store on CUDA). The
  * caller owes the barrier after it. */
+/* Batched dot id ([B, M, N], gpu_layouts.c bk_gpu_pick_batch): warp
+ * group w of wb takes batch indices blk_b = w, w + wb, ...: per index its
+ * registers start from the accumulator's matrix blk_b (or 0), the dot of
+ * matrices blk_b of the batched operands accumulates into them (an
+ * unbatched operand's one matrix for every index), and the lanes write
+ * them into matrix blk_b of the value's shared tile. */
+static void dot_value_batched(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int P = BK_GPU_DOT_VAR(em, id);
+    const BkGpuMma *g = &em->vmma[P];
+    bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    long long MN = g->M * g->N;
+    char idx[160], rv[BK_GPU_EXPR];
+    snprintf(idx, sizeof idx, "blk_b * %lld + blk_row * %lld + blk_col", MN, g->N);
+    bk_gpu_line(em, "/* v%d = dot in registers (var%d), a batch index at a time: %d groups of "
+                "mma(%dx%d warps, %dx%d fragments of %dx%d) over %lld, then convert mma -> shared */",
+                id, P, g->wb, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn, g->B);
+    bk_gpu_line(em, "for (int blk_b = blk_warp / %d; blk_b < %lld; blk_b += %d) {",
+                g->wm * g->wn, g->B, g->wb);
+    em->indent++;
+    decl_regs(em, P, i32 ? "int" : "float");
+    reg_loop_open(em, P);
+    if (in->opnd[2] >= 0) {
+        bk_gpu_read(em, in->opnd[2], idx, rv, sizeof rv);
+        bk_gpu_line(em, "var%d[blk_r] = %s;", P, rv);
+    } else {
+        bk_gpu_line(em, "var%d[blk_r] = 0;", P);
+    }
+    reg_loop_close(em);
+    dot_regs(em, id, P);
+    if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+        char row[256], col[256], mt[64], nt[64], fi[64];
+        reg_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
+        bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", regs(g));
+        em->indent++;
+        bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+        bk_gpu_line(em, "*(unsigned long long *)&v%d[%s] = (unsigned long long)%s(var%d[blk_r + 1]) << 32 | %s(var%d[blk_r]);",
+                    id, idx, i32 ? "(unsigned)" : "__float_as_uint", P,
+                    i32 ? "(unsigned)" : "__float_as_uint", P);
+        reg_loop_close(em);
+    } else {
+        reg_loop_open(em, P);
+        bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, idx, P);
+        reg_loop_close(em);
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
@@ -636,6 +716,10 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     const BkGpuMma *g = &em->vmma[P];
     bool sh = em->lay[id] == BK_LAY_SHARED;
     bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    if (g->wb > 0) {
+        dot_value_batched(em, id);
+        return;
+    }
     bk_gpu_line(em, "/* v%d = dot in registers (var%d): mma(%dx%d warps, %dx%d fragments of %dx%d)%s */",
                 id, P, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
                 sh ? ", then convert mma -> shared" : "");
