@@ -125,16 +125,19 @@ typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SL
 
 /* The register layout of an MMA tile var: a wm x wn grid of warps, each
  * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. A
- * batched dot ([B, M, N], bk_gpu_pick_batch) has wb groups of wm x wn
- * warps; group w computes the batch indices w, w + wb, ... one after the
- * other, each into the same registers. */
+ * dot computed a part at a time (bk_gpu_pick_batch: batched [B, M, N],
+ * or a tile too small or too large for one grid of every warp) is B parts
+ * of M x N each: cm parts of M rows per matrix (cm per batch index), and
+ * wb groups of wm x wn warps; group w computes the parts w, w + wb, ...
+ * one after the other, each into the same registers. */
 typedef struct BkGpuMma {
     bool on;                  /* the var is held in registers */
     int wm, wn, WM, WN;
     int fm, fn, mt, nt;
     long long M, N;
-    int wb;                   /* warp groups over the batch (0: no batch) */
-    long long B;              /* batch size (0: no batch) */
+    int wb;                   /* warp groups over the parts (0: one grid) */
+    long long B;              /* parts (batch size times cm) */
+    int cm;                   /* parts of M rows per matrix */
 } BkGpuMma;
 
 typedef struct BkGpuEm {
@@ -309,9 +312,11 @@ int bk_gpu_reads_of(const IrFunc *f, const IrInstr *o, int w);
  * which every warp owns whole rows (wm = warps, wn = 1). */
 int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
                      bool rows);
-/* The same for a batched [B, M, N] dot: the warps split into wb groups
- * (a divisor of the warp count), each with a grid of the rest over M x
- * N, the fewest fragment-steps per warp over its batch indices; 0 if none */
+/* The same for a dot of B matrices of M x N (B = 1 unbatched) a part at
+ * a time: the matrices split into cm parts of M / cm rows, the warps into
+ * wb groups (a divisor of the warp count, some idle if the parts are too
+ * few), each with a grid of the rest over a part; the fewest
+ * fragment-steps per warp over its parts; 0 if none */
 int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, long long N,
                       bool f32);
 /* C expressions of the row and column of register (mt, nt, i) of MMA var v

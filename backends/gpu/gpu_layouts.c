@@ -196,20 +196,25 @@ int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, 
                       bool f32)
 {
     long long best = -1;
-    for (int wb = 1; wb <= em->nw; wb++) {
-        BkGpuMma t = {0};
-        long long c;
-        if (em->nw % wb || !pick_grid_nw(em, &t, M, N, f32, false, em->nw / wb, &c))
+    for (int cm = 1; cm <= M / 16; cm++) {
+        if (M % cm || (M / cm) % 16)
             continue;
-        /* per warp: its batch indices times its fragments' operand
-         * loads plus mma steps per k step */
-        long long bw = (B + wb - 1) / wb;
-        c = bw * (c + (long long)t.mt * t.nt);
-        if (best < 0 || c < best) {
-            best = c;
-            *g = t;
-            g->wb = wb;
-            g->B = B;
+        for (int wb = 1; wb <= em->nw; wb++) {
+            BkGpuMma t = {0};
+            long long c;
+            if (em->nw % wb || !pick_grid_nw(em, &t, M / cm, N, f32, false, em->nw / wb, &c))
+                continue;
+            /* per warp: its parts times its fragments' operand loads
+             * plus mma steps per k step */
+            long long bw = (B * cm + wb - 1) / wb;
+            c = bw * (c + (long long)t.mt * t.nt);
+            if (best < 0 || c < best) {
+                best = c;
+                *g = t;
+                g->wb = wb;
+                g->B = B * cm;
+                g->cm = cm;
+            }
         }
     }
     return best >= 0;
@@ -237,7 +242,8 @@ bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
     if (!dot_ok(em, id, fn))
         return false;
     return bk_gpu_pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id),
-                            false) != 0;
+                            false) ||
+           bk_gpu_pick_batch(em, &g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, id));
 }
 
 int bk_gpu_dot_tsrc(const BkGpuEm *em, int x)
@@ -782,9 +788,9 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         if (in->type.rank == 3) /* batched: a batch index at a time per warp group */
             bk_gpu_pick_batch(em, g, in->type.shape[0], in->type.shape[1], in->type.shape[2],
                               dot_f32(em, i));
-        else
-            bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i),
-                             false);
+        else if (!bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1],
+                                   dot_f32(em, i), false)) /* a part at a time */
+            bk_gpu_pick_batch(em, g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
         g->on = true;
     }
     if (bk_gpu_reg_values(em, regof) < 0)
@@ -799,6 +805,12 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
                 x = bk_gpu_dot_tsrc(em, x);
             em->swz[x] |= swz_ok(em, x);
         }
+    }
+    for (int i = 0; i < n; i++) { /* a part of A's rows: ldmatrix from an offset */
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] >= 0 && !in->dead && in->op == IR_DOT && em->lay[i] != BK_LAY_MMA &&
+            em->vmma[BK_GPU_DOT_VAR(em, i)].on && em->vmma[BK_GPU_DOT_VAR(em, i)].cm > 1)
+            em->swz[in->opnd[0]] = false;
     }
     bk_gpu_slices(em, regof);
     blocked(em, regof);

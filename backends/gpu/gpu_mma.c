@@ -304,15 +304,28 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     op_done(em);
 }
 
-/* The flat offset of batch index blk_b in operand x of batched dot id
- * ("blk_b * <matrix size> + "), "" where x has no batch dim (its one
- * matrix serves every batch index) or the dot none. */
-static void batch_off(const BkGpuEm *em, int id, int x, char *buf, size_t n)
+/* The flat offset of part blk_b (gpu_emit.h BkGpuMma: B parts, cm per
+ * matrix) in operand j (0: a, 1: b) of dot id computed a part at a time
+ * in the registers of v ("blk_b * <elements> + "): a part is M rows of a
+ * (its matrix blk_b / cm, rows blk_b % cm); b is its matrix blk_b / cm, or
+ * the one matrix (no batch dim); "" for a dot in one grid. */
+static void batch_off(const BkGpuEm *em, int id, int v, int j, char *buf, size_t n)
 {
-    const IrType *t = &em->f->ins[x].type;
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    const IrType *t = &em->f->ins[in->opnd[j]].type;
+    long long K = em->f->ins[in->opnd[0]].type.shape[em->f->ins[in->opnd[0]].type.rank - 1];
     buf[0] = 0;
-    if (em->f->ins[id].type.rank == 3 && t->rank == 3)
-        snprintf(buf, n, "blk_b * %lld + ", (long long)t->shape[1] * t->shape[2]);
+    if (g->wb <= 0)
+        return;
+    if (j == 0 && (t->rank == 3 || in->type.rank == 2))
+        snprintf(buf, n, "blk_b * %lld + ", g->M * K); /* parts in row order */
+    else if (j == 0 && g->cm > 1)
+        snprintf(buf, n, "blk_b %% %d * %lld + ", g->cm, g->M * K);
+    else if (j == 1 && t->rank == 3 && g->cm > 1)
+        snprintf(buf, n, "blk_b / %d * %lld + ", g->cm, K * g->N);
+    else if (j == 1 && t->rank == 3)
+        snprintf(buf, n, "blk_b * %lld + ", K * g->N);
 }
 
 /* The per-register FMA form (no tensor cores, and under #else). */
@@ -325,8 +338,8 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
     char oa[64], ob[64], ea[128], eb[128];
-    batch_off(em, id, in->opnd[0], oa, sizeof oa);
-    batch_off(em, id, in->opnd[1], ob, sizeof ob);
+    batch_off(em, id, v, 0, oa, sizeof oa);
+    batch_off(em, id, v, 1, ob, sizeof ob);
     snprintf(ea, sizeof ea, "%sblk_row * K_ + k", oa);
     snprintf(eb, sizeof eb, "%s%s", ob, t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col");
     bk_gpu_swz_idx(em, in->opnd[0], ea, ia, sizeof ia);
@@ -617,13 +630,14 @@ static void dot_regs(BkGpuEm *em, int id, int v)
     const char *st = bk_gpu_stype(at->dtype);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
     char oa[64], ob[64];
-    batch_off(em, id, in->opnd[0], oa, sizeof oa);
-    batch_off(em, id, in->opnd[1], ob, sizeof ob);
+    bool part = em->vmma[v].wb > 0;
+    batch_off(em, id, v, 0, oa, sizeof oa);
+    batch_off(em, id, v, 1, ob, sizeof ob);
     bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
                 "operands from shared memory%s%s */", v, t >= 0 ? ", b read transposed" : "",
-                in->type.rank == 3 ? "; batch index blk_b" : "");
+                part ? "; part blk_b" : "");
     em->indent++;
-    if (in->type.rank == 3) /* batched: the matrices of batch index blk_b */
+    if (part) /* a part at a time: the rows of a and the matrix b of part blk_b */
         bk_gpu_line(em, "const %s *blk_A = v%d + %s0, *blk_B = v%d + %s0;", st, in->opnd[0], oa,
                     t >= 0 ? t : in->opnd[1], ob);
     else
@@ -657,13 +671,14 @@ void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
  * accumulates into them, then each lane writes its registers into the
  * value's shared tile (column pairs as one 8-byte store on CUDA). The
  * caller owes the barrier after it. */
-/* Batched dot id ([B, M, N], gpu_layouts.c bk_gpu_pick_batch): warp
- * group w of wb takes batch indices blk_b = w, w + wb, ...: per index its
- * registers start from the accumulator's matrix blk_b (or 0), the dot of
- * matrices blk_b of the batched operands accumulates into them (an
- * unbatched operand's one matrix for every index), and the lanes write
- * them into matrix blk_b of the value's shared tile. */
-static void dot_value_batched(BkGpuEm *em, int id)
+/* Dot id computed a part at a time (gpu_layouts.c bk_gpu_pick_batch: a
+ * batched dot, or one whose tile no grid of every warp covers): warp group
+ * w of wb takes parts blk_b = w, w + wb, ... (M rows of a matrix of the
+ * result each): per part its registers start from the accumulator's
+ * elements (or 0), the dot of the part's rows of a and its matrix of b
+ * accumulates into them, and the lanes write them into the part of the
+ * value's shared tile (column pairs as 8-byte stores on CUDA). */
+static void dot_value_parts(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     int P = BK_GPU_DOT_VAR(em, id);
@@ -672,9 +687,10 @@ static void dot_value_batched(BkGpuEm *em, int id)
     long long MN = g->M * g->N;
     char idx[160], rv[BK_GPU_EXPR];
     snprintf(idx, sizeof idx, "blk_b * %lld + blk_row * %lld + blk_col", MN, g->N);
-    bk_gpu_line(em, "/* v%d = dot in registers (var%d), a batch index at a time: %d groups of "
-                "mma(%dx%d warps, %dx%d fragments of %dx%d) over %lld, then convert mma -> shared */",
-                id, P, g->wb, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn, g->B);
+    bk_gpu_line(em, "/* v%d = dot in registers (var%d), a part at a time: %d group%s of "
+                "mma(%dx%d warps, %dx%d fragments of %dx%d) over %lld part%s of %lldx%lld, "
+                "then convert mma -> shared */", id, P, g->wb, g->wb > 1 ? "s" : "", g->wm, g->wn,
+                g->mt, g->nt, g->fm, g->fn, g->B, g->B > 1 ? "s" : "", g->M, g->N);
     bk_gpu_line(em, "for (int blk_b = blk_warp / %d; blk_b < %lld; blk_b += %d) {",
                 g->wm * g->wn, g->B, g->wb);
     em->indent++;
@@ -717,7 +733,7 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     bool sh = em->lay[id] == BK_LAY_SHARED;
     bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
     if (g->wb > 0) {
-        dot_value_batched(em, id);
+        dot_value_parts(em, id);
         return;
     }
     bk_gpu_line(em, "/* v%d = dot in registers (var%d): mma(%dx%d warps, %dx%d fragments of %dx%d)%s */",
