@@ -196,43 +196,51 @@ int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, 
                       bool f32)
 {
     long long best = -1;
-    for (int cm = 1; cm <= M / 16; cm++) {
-        if (M % cm || (M / cm) % 16)
-            continue;
-        for (int wb = 1; wb <= em->nw; wb++) {
-            BkGpuMma t = {0};
-            long long c;
-            if (em->nw % wb || !pick_grid_nw(em, &t, M / cm, N, f32, false, em->nw / wb, &c))
+    int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    for (int cn = 1; cn <= N / fn; cn++)
+        for (int cm = 1; cm <= M / 16; cm++) {
+            if (M % cm || (M / cm) % 16 || N % cn || (N / cn) % fn)
                 continue;
-            /* per warp: its parts times its fragments' operand loads
-             * plus mma steps per k step */
-            long long bw = (B * cm + wb - 1) / wb;
-            c = bw * (c + (long long)t.mt * t.nt);
-            if (best < 0 || c < best) {
-                best = c;
-                *g = t;
-                g->wb = wb;
-                g->B = B * cm;
-                g->cm = cm;
+            for (int wb = 1; wb <= em->nw; wb++) {
+                BkGpuMma t = {0};
+                long long c;
+                if (em->nw % wb ||
+                    !pick_grid_nw(em, &t, M / cm, N / cn, f32, false, em->nw / wb, &c))
+                    continue;
+                /* per warp: its parts times its fragments' operand loads
+                 * plus mma steps per k step */
+                long long bw = (B * cm * cn + wb - 1) / wb;
+                c = bw * (c + (long long)t.mt * t.nt);
+                if (best < 0 || c < best) {
+                    best = c;
+                    *g = t;
+                    g->wb = wb;
+                    g->B = B * cm * cn;
+                    g->cm = cm;
+                    g->cn = cn;
+                }
             }
         }
-    }
     return best >= 0;
 }
 
 /* Whether the layout pass is off: BLKC_GPU_SMEM=1 keeps every tile SHARED
- * and every dot on the old shared-memory path (gpu_ops.c). */
+ * (the old path; a dot is still computed in registers from and into its
+ * shared tiles, dot_values). */
 static bool smem_only(void)
 {
     const char *e = getenv("BLKC_GPU_SMEM");
     return e && *e && strcmp(e, "0");
 }
 
-bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
+/* Whether dot id fits the register path (bk_gpu_dot_regs without the
+ * switch): with dot_ok / dot_batch_ok, some part always fits (16 x fn
+ * parts on one warp). */
+static bool dot_fits(const BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     BkGpuMma g;
-    if (smem_only() || in->op != IR_DOT || in->dead)
+    if (in->op != IR_DOT || in->dead)
         return false;
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     if (in->type.rank == 3)
@@ -244,6 +252,11 @@ bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
     return bk_gpu_pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id),
                             false) ||
            bk_gpu_pick_batch(em, &g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, id));
+}
+
+bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
+{
+    return !smem_only() && dot_fits(em, id);
 }
 
 int bk_gpu_dot_tsrc(const BkGpuEm *em, int x)
@@ -729,6 +742,28 @@ static void blocked(BkGpuEm *em, const int *regof)
     }
 }
 
+/* The register grids of the dots that are not an mma var's: every dot
+ * that fits is computed in registers (bk_gpu_mma_dot_value), in one grid
+ * of every warp or a part at a time (batched, or a tile no such grid
+ * covers). */
+static void dot_values(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int i = 0; i < f->nins; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !dot_fits(em, i))
+            continue;
+        BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
+        if (in->type.rank == 3) /* batched: parts per warp group */
+            bk_gpu_pick_batch(em, g, in->type.shape[0], in->type.shape[1], in->type.shape[2],
+                              dot_f32(em, i));
+        else if (!bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1],
+                                   dot_f32(em, i), false)) /* a part at a time */
+            bk_gpu_pick_batch(em, g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
+        g->on = true;
+    }
+}
+
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
 {
     const IrFunc *f = em->f;
@@ -755,8 +790,10 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->mvar[i] = -1;
         em->spar[i] = -1;
     }
-    if (smem_only())
+    if (smem_only()) {
+        dot_values(em, regof);
         return 0;
+    }
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
@@ -780,19 +817,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     }
     /* the other register dots: computed in registers, then converted to
      * their shared tile (bk_gpu_mma_dot_value); operands swizzled */
-    for (int i = 0; i < n; i++) {
-        const IrInstr *in = &f->ins[i];
-        if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !bk_gpu_dot_regs(em, i))
-            continue;
-        BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
-        if (in->type.rank == 3) /* batched: a batch index at a time per warp group */
-            bk_gpu_pick_batch(em, g, in->type.shape[0], in->type.shape[1], in->type.shape[2],
-                              dot_f32(em, i));
-        else if (!bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1],
-                                   dot_f32(em, i), false)) /* a part at a time */
-            bk_gpu_pick_batch(em, g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
-        g->on = true;
-    }
+    dot_values(em, regof);
     if (bk_gpu_reg_values(em, regof) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
@@ -806,11 +831,17 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             em->swz[x] |= swz_ok(em, x);
         }
     }
-    for (int i = 0; i < n; i++) { /* a part of A's rows: ldmatrix from an offset */
+    for (int i = 0; i < n; i++) { /* parts of A's rows / B's columns: ldmatrix from an offset */
         const IrInstr *in = &f->ins[i];
-        if (regof[i] >= 0 && !in->dead && in->op == IR_DOT && em->lay[i] != BK_LAY_MMA &&
-            em->vmma[BK_GPU_DOT_VAR(em, i)].on && em->vmma[BK_GPU_DOT_VAR(em, i)].cm > 1)
+        const BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
+        if (regof[i] < 0 || in->dead || in->op != IR_DOT || em->lay[i] == BK_LAY_MMA || !g->on)
+            continue;
+        if (g->cm > 1)
             em->swz[in->opnd[0]] = false;
+        if (g->cn > 1) {
+            int b = bk_gpu_dot_tsrc(em, in->opnd[1]);
+            em->swz[b >= 0 ? b : in->opnd[1]] = false;
+        }
     }
     bk_gpu_slices(em, regof);
     blocked(em, regof);

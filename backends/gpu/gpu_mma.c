@@ -7,7 +7,9 @@
  * an FMA loop per register otherwise), its
  * var.set of a splat constant, the store of the var to global memory from
  * the registers (the epilogue), and the one conversion MMA -> shared of a
- * var.get that needs the tile in shared memory.
+ * var.get that needs the tile in shared memory; a dot value in registers,
+ * in one grid or a part at a time (batched dots, tiles no grid of every
+ * warp covers), written to its shared tile.
  * Register blk_r of var v holds element (row, col) of bk_gpu_mma_rowcol
  * with mt = blk_r / (E nt), nt = blk_r / E % nt, i = blk_r % E, E = the
  * elements per lane of one fragment (4 for 16x8 / 32 lanes and 16x16 / 64
@@ -140,7 +142,7 @@ static void decl_regs(BkGpuEm *em, int P, const char *ty)
 {
     const BkGpuMma *g = &em->vmma[P];
     bk_gpu_line(em, "%s var%d[%d];", ty, P, regs(g));
-    if (g->wb > 1) /* batched: the warp's place in its group of wm x wn */
+    if (g->wb > 1) /* a part at a time: the warp's place in its group of wm x wn */
         bk_gpu_line(em, "const int blk_wr%d = (blk_warp %% %d / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
                     P, g->wm * g->wn, g->wn, g->WM, P, g->wn, g->WN);
     else
@@ -304,28 +306,48 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     op_done(em);
 }
 
-/* The flat offset of part blk_b (gpu_emit.h BkGpuMma: B parts, cm per
- * matrix) in operand j (0: a, 1: b) of dot id computed a part at a time
- * in the registers of v ("blk_b * <elements> + "): a part is M rows of a
- * (its matrix blk_b / cm, rows blk_b % cm); b is its matrix blk_b / cm, or
- * the one matrix (no batch dim); "" for a dot in one grid. */
+/* Append "E * S + " to buf (E = blk_b / D % R, the parts simplified away) */
+static void off_term(char *buf, size_t n, long long D, long long R, long long S)
+{
+    size_t l = strlen(buf);
+    if (R == 1 || S == 0)
+        return;
+    char e[64];
+    if (D == 1)
+        snprintf(e, sizeof e, "blk_b");
+    else
+        snprintf(e, sizeof e, "blk_b / %lld", D);
+    if (R > 0)
+        snprintf(e + strlen(e), sizeof e - strlen(e), " %% %lld", R);
+    snprintf(buf + l, n - l, "%s * %lld + ", e, S);
+}
+
+/* The flat offset of part blk_b (gpu_emit.h BkGpuMma: B parts, cm x cn
+ * per matrix) in operand j (0: a, 1: b, 2: the result and accumulator) of
+ * dot id computed a part at a time in the registers of v ("... + "):
+ * matrix blk_b / (cm cn) (a, b: if batched), rows blk_b / cn % cm (a, the
+ * result), columns blk_b % cn (b, the result); "" for a dot in one grid. */
 static void batch_off(const BkGpuEm *em, int id, int v, int j, char *buf, size_t n)
 {
     const BkGpuMma *g = &em->vmma[v];
     const IrInstr *in = &em->f->ins[id];
-    const IrType *t = &em->f->ins[in->opnd[j]].type;
-    long long K = em->f->ins[in->opnd[0]].type.shape[em->f->ins[in->opnd[0]].type.rank - 1];
+    const IrType *at = &em->f->ins[in->opnd[0]].type, *rt = &in->type;
+    long long K = at->shape[at->rank - 1], M = rt->shape[rt->rank - 2],
+              N = rt->shape[rt->rank - 1];
+    long long per = (long long)g->cm * g->cn, nb = g->B / per;
+    bool tb = bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0;
     buf[0] = 0;
     if (g->wb <= 0)
         return;
-    if (j == 0 && (t->rank == 3 || in->type.rank == 2))
-        snprintf(buf, n, "blk_b * %lld + ", g->M * K); /* parts in row order */
-    else if (j == 0 && g->cm > 1)
-        snprintf(buf, n, "blk_b %% %d * %lld + ", g->cm, g->M * K);
-    else if (j == 1 && t->rank == 3 && g->cm > 1)
-        snprintf(buf, n, "blk_b / %d * %lld + ", g->cm, K * g->N);
-    else if (j == 1 && t->rank == 3)
-        snprintf(buf, n, "blk_b * %lld + ", K * g->N);
+    bool bat = j == 2 || em->f->ins[in->opnd[j < 2 ? j : 0]].type.rank == 3;
+    long long smat = j == 0 ? M * K : j == 1 ? K * N : M * N;
+    if (bat && nb > 1) /* the matrix; the last term needs no % */
+        off_term(buf, n, per, -1, smat);
+    if (j != 1)
+        off_term(buf, n, g->cn, g->cm == 1 || nb > 1 ? g->cm : -1, g->M * (j == 0 ? K : N));
+    if (j != 0)
+        off_term(buf, n, 1, g->cn == 1 || nb > 1 || g->cm > 1 ? g->cn : -1,
+                 g->N * (j == 1 && tb ? K : 1));
 }
 
 /* The per-register FMA form (no tensor cores, and under #else). */
@@ -337,7 +359,7 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     reg_loop_open(em, v);
     bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
-    char oa[64], ob[64], ea[128], eb[128];
+    char oa[160], ob[160], ea[256], eb[256];
     batch_off(em, id, v, 0, oa, sizeof oa);
     batch_off(em, id, v, 1, ob, sizeof ob);
     snprintf(ea, sizeof ea, "%sblk_row * K_ + k", oa);
@@ -629,7 +651,7 @@ static void dot_regs(BkGpuEm *em, int id, int v)
     long long K = at->shape[at->rank - 1], N = in->type.shape[in->type.rank - 1];
     const char *st = bk_gpu_stype(at->dtype);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
-    char oa[64], ob[64];
+    char oa[160], ob[160];
     bool part = em->vmma[v].wb > 0;
     batch_off(em, id, v, 0, oa, sizeof oa);
     batch_off(em, id, v, 1, ob, sizeof ob);
@@ -684,9 +706,10 @@ static void dot_value_parts(BkGpuEm *em, int id)
     int P = BK_GPU_DOT_VAR(em, id);
     const BkGpuMma *g = &em->vmma[P];
     bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
-    long long MN = g->M * g->N;
-    char idx[160], rv[BK_GPU_EXPR];
-    snprintf(idx, sizeof idx, "blk_b * %lld + blk_row * %lld + blk_col", MN, g->N);
+    char off[160], idx[256], rv[BK_GPU_EXPR];
+    batch_off(em, id, P, 2, off, sizeof off);
+    snprintf(idx, sizeof idx, "%sblk_row * %lld + blk_col", off,
+             (long long)in->type.shape[in->type.rank - 1]);
     bk_gpu_line(em, "/* v%d = dot in registers (var%d), a part at a time: %d group%s of "
                 "mma(%dx%d warps, %dx%d fragments of %dx%d) over %lld part%s of %lldx%lld, "
                 "then convert mma -> shared */", id, P, g->wb, g->wb > 1 ? "s" : "", g->wm, g->wn,
