@@ -127,12 +127,20 @@ typedef enum { BK_LAY_NONE, BK_LAY_SHARED, BK_LAY_MMA, BK_LAY_BLOCKED, BK_LAY_SL
 #define BK_GPU_BLK_REGS 64
 
 /* The register layout of an MMA tile var: a wm x wn grid of warps, each
- * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. */
+ * owning WM x WN of the M x N tile as mt x nt fragments of fm x fn. A
+ * dot computed a part at a time (bk_gpu_pick_batch: batched [B, M, N],
+ * or a tile too small or too large for one grid of every warp) is B parts
+ * of M x N each: cm x cn parts (row-major) per matrix of its result, and
+ * wb groups of wm x wn warps; group w computes the parts w, w + wb, ...
+ * one after the other, each into the same registers. */
 typedef struct BkGpuMma {
     bool on;                  /* the var is held in registers */
     int wm, wn, WM, WN;
     int fm, fn, mt, nt;
     long long M, N;
+    int wb;                   /* warp groups over the parts (0: one grid) */
+    long long B;              /* parts (batch size times cm) */
+    int cm, cn;               /* parts per matrix: cm of M rows by cn of N columns */
 } BkGpuMma;
 
 typedef struct BkGpuEm {
@@ -316,6 +324,14 @@ int bk_gpu_reads_of(const IrFunc *f, const IrInstr *o, int w);
  * which every warp owns whole rows (wm = warps, wn = 1). */
 int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
                      bool rows);
+/* The same for a dot of B matrices of M x N (B = 1 unbatched) a part at
+ * a time: the matrices split into cm x cn parts of M / cm rows by N / cn
+ * columns, the warps into
+ * wb groups (a divisor of the warp count, some idle if the parts are too
+ * few), each with a grid of the rest over a part; the fewest
+ * fragment-steps per warp over its parts; 0 if none */
+int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, long long N,
+                      bool f32);
 /* C expressions of the row and column of register (mt, nt, i) of MMA var v
  * (i < 4: the element within the fragment this lane holds) */
 void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
@@ -325,9 +341,11 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
  * -1 if none */
 int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
 /* Whether dot id runs on the tensor-core register path (gpu_mma.c): a
- * 2-D f16/bf16/f32 dot with an f32 result whose tile a warp grid of whole
- * fragments covers. Either an MMA var's dot, or a dot computed in
- * registers and converted to its shared tile (bk_gpu_mma_dot_value). */
+ * 2-D or batched f16/bf16/f32 dot with an f32 result (i8: i32) of whole
+ * fragments and k steps, in one grid of every warp or a part at a time
+ * (bk_gpu_pick_batch); false under BLKC_GPU_SMEM=1. Either an MMA var's
+ * dot, or a dot computed in registers and converted to its shared tile
+ * (bk_gpu_mma_dot_value). */
 bool bk_gpu_dot_regs(const BkGpuEm *em, int id);
 /* The pseudo-var under which the registers of register dot id that is not
  * an MMA var's are laid out and named (em->vmma[P], var<P>, blk_wr<P>) */

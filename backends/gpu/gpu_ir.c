@@ -76,9 +76,13 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
     } else if (in->op == IR_DOT && em->vmma[BK_GPU_DOT_VAR(em, id)].on) {
         const BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, id)];
-        snprintf(buf, n, "shared+%lld  ; computed in mma(%dx%d warps, %dx%d fragments of %dx%d, "
-                 "registers), convert mma -> shared", em->off[id], g->wm, g->wn, g->mt, g->nt,
-                 g->fm, g->fn);
+        char parts[96] = "";
+        if (g->wb > 0)
+            snprintf(parts, sizeof parts, " %d group%s over %lld part%s of %lldx%lld,", g->wb,
+                     g->wb > 1 ? "s" : "", g->B, g->B > 1 ? "s" : "", g->M, g->N);
+        snprintf(buf, n, "shared+%lld  ; computed in%s mma(%dx%d warps, %dx%d fragments of %dx%d, "
+                 "registers), convert mma -> shared", em->off[id], parts, g->wm, g->wn, g->mt,
+                 g->nt, g->fm, g->fn);
     } else if (em->virt[id] && in->op == IR_PERMUTE) {
         snprintf(buf, n, "fused (the dots read %%%d transposed)", in->opnd[0]);
     } else if (em->inblk[id] && (ir_op_flags[in->op] & F_ELEM)) {

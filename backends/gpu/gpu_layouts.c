@@ -90,6 +90,8 @@
 /* The most accumulator registers one thread may hold (f32 each). */
 #define MAX_ACC_REGS 128
 
+static bool dot_types_ok(const BkGpuEm *em, int id, int fn);
+
 /* Whether dot id can accumulate in registers on this dialect. */
 static bool dot_ok(const BkGpuEm *em, int id, int fn)
 {
@@ -98,6 +100,30 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
     const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
     if (in->type.rank != 2 || at->rank != 2 || bt->rank != 2)
         return false;
+    return dot_types_ok(em, id, fn);
+}
+
+/* Whether batched dot id ([B, M, N] from [B, M, K] or [M, K] times
+ * [B, K, N] or [K, N]) can accumulate in registers, a batch index at a
+ * time. */
+static bool dot_batch_ok(const BkGpuEm *em, int id, int fn)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
+    if (in->type.rank != 3 || at->rank < 2 || at->rank > 3 || bt->rank < 2 || bt->rank > 3 ||
+        (at->rank == 2 && bt->rank == 2))
+        return false;
+    return dot_types_ok(em, id, fn);
+}
+
+/* The dtypes and the M, N, K steps of dot id (of rank 2 or 3) */
+static bool dot_types_ok(const BkGpuEm *em, int id, int fn)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type, *bt = &f->ins[in->opnd[1]].type;
+    int r = in->type.rank;
     /* i8 -> i32: mma.sync m16n8k32 .s8 (CUDA), v_mfma_i32_16x16x16i8
      * (HIP); else f32 results */
     bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32;
@@ -109,8 +135,8 @@ static bool dot_ok(const BkGpuEm *em, int id, int fn)
      * MFMA 16x16x4), 32 (CUDA i8) */
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     int ks = at->dtype == DT_F32 ? (cuda ? 8 : 4) : i8 && cuda ? 32 : 16;
-    return in->type.shape[0] % 16 == 0 && in->type.shape[1] % fn == 0 &&
-           at->shape[1] % ks == 0;
+    return in->type.shape[r - 2] % 16 == 0 && in->type.shape[r - 1] % fn == 0 &&
+           at->shape[at->rank - 1] % ks == 0;
 }
 
 /* Whether register dot id (dot_ok) keeps 16x16 fragments on HIP: f32
@@ -122,10 +148,10 @@ static bool dot_f32(const BkGpuEm *em, int id)
 }
 
 /* the warp grid of an accumulator (gpu_emit.h) */
-int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
-                     bool rows)
+static int pick_grid_nw(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
+                        bool rows, int nw, long long *costp)
 {
-    int nw = em->nw, fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    int fm = 16, fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     long long best = -1;
     for (int wm = rows ? nw : 1; wm <= nw; wm++) {
         if (nw % wm)
@@ -160,27 +186,82 @@ int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, b
     g->nt = g->WN / fn;
     g->M = M;
     g->N = N;
+    if (costp)
+        *costp = best;
     return 1;
 }
 
+int bk_gpu_pick_grid(const BkGpuEm *em, BkGpuMma *g, long long M, long long N, bool f32,
+                     bool rows)
+{
+    return pick_grid_nw(em, g, M, N, f32, rows, em->nw, NULL);
+}
+
+int bk_gpu_pick_batch(const BkGpuEm *em, BkGpuMma *g, long long B, long long M, long long N,
+                      bool f32)
+{
+    long long best = -1;
+    int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    for (int cn = 1; cn <= N / fn; cn++)
+        for (int cm = 1; cm <= M / 16; cm++) {
+            if (M % cm || (M / cm) % 16 || N % cn || (N / cn) % fn)
+                continue;
+            for (int wb = 1; wb <= em->nw; wb++) {
+                BkGpuMma t = {0};
+                long long c;
+                if (em->nw % wb ||
+                    !pick_grid_nw(em, &t, M / cm, N / cn, f32, false, em->nw / wb, &c))
+                    continue;
+                /* per warp: its parts times its fragments' operand loads
+                 * plus mma steps per k step */
+                long long bw = (B * cm * cn + wb - 1) / wb;
+                c = bw * (c + (long long)t.mt * t.nt);
+                if (best < 0 || c < best) {
+                    best = c;
+                    *g = t;
+                    g->wb = wb;
+                    g->B = B * cm * cn;
+                    g->cm = cm;
+                    g->cn = cn;
+                }
+            }
+        }
+    return best >= 0;
+}
+
 /* Whether the layout pass is off: BLKC_GPU_SMEM=1 keeps every tile SHARED
- * and every dot on the old shared-memory path (gpu_ops.c). */
+ * (the old path; a dot is still computed in registers from and into its
+ * shared tiles, dot_values). */
 static bool smem_only(void)
 {
     const char *e = getenv("BLKC_GPU_SMEM");
     return e && *e && strcmp(e, "0");
 }
 
-bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
+/* Whether dot id fits the register path (bk_gpu_dot_regs without the
+ * switch): with dot_ok / dot_batch_ok, some part always fits (16 x fn
+ * parts on one warp). */
+static bool dot_fits(const BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     BkGpuMma g;
-    if (smem_only() || in->op != IR_DOT || in->dead)
+    if (in->op != IR_DOT || in->dead)
         return false;
-    if (!dot_ok(em, id, em->dl->kind == BK_GPU_CUDA ? 8 : 16))
+    int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
+    if (in->type.rank == 3)
+        return dot_batch_ok(em, id, fn) &&
+               bk_gpu_pick_batch(em, &g, in->type.shape[0], in->type.shape[1],
+                                 in->type.shape[2], dot_f32(em, id));
+    if (!dot_ok(em, id, fn))
         return false;
     return bk_gpu_pick_grid(em, &g, in->type.shape[0], in->type.shape[1], dot_f32(em, id),
-                            false) != 0;
+                            false) ||
+           bk_gpu_pick_batch(em, &g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, id));
+}
+
+bool bk_gpu_dot_regs(const BkGpuEm *em, int id)
+{
+    return !smem_only() && dot_fits(em, id);
 }
 
 int bk_gpu_dot_tsrc(const BkGpuEm *em, int x)
@@ -696,6 +777,28 @@ static void blocked(BkGpuEm *em, const int *regof)
     }
 }
 
+/* The register grids of the dots that are not an mma var's: every dot
+ * that fits is computed in registers (bk_gpu_mma_dot_value), in one grid
+ * of every warp or a part at a time (batched, or a tile no such grid
+ * covers). */
+static void dot_values(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    for (int i = 0; i < f->nins; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !dot_fits(em, i))
+            continue;
+        BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
+        if (in->type.rank == 3) /* batched: parts per warp group */
+            bk_gpu_pick_batch(em, g, in->type.shape[0], in->type.shape[1], in->type.shape[2],
+                              dot_f32(em, i));
+        else if (!bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1],
+                                   dot_f32(em, i), false)) /* a part at a time */
+            bk_gpu_pick_batch(em, g, 1, in->type.shape[0], in->type.shape[1], dot_f32(em, i));
+        g->on = true;
+    }
+}
+
 int bk_gpu_layouts(BkGpuEm *em, const int *regof)
 {
     const IrFunc *f = em->f;
@@ -722,8 +825,10 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         em->mvar[i] = -1;
         em->spar[i] = -1;
     }
-    if (smem_only())
+    if (smem_only()) {
+        dot_values(em, regof);
         return bk_gpu_mrows(em, NULL); /* none */
+    }
     int fn = em->dl->kind == BK_GPU_CUDA ? 8 : 16;
     for (int v = 0; v < f->nvars; v++) {
         const IrType *t = &f->vars[v].type;
@@ -751,14 +856,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     }
     /* the other register dots: computed in registers, then converted to
      * their shared tile (bk_gpu_mma_dot_value); operands swizzled */
-    for (int i = 0; i < n; i++) {
-        const IrInstr *in = &f->ins[i];
-        if (regof[i] < 0 || em->lay[i] == BK_LAY_MMA || !bk_gpu_dot_regs(em, i))
-            continue;
-        BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
-        bk_gpu_pick_grid(em, g, in->type.shape[0], in->type.shape[1], dot_f32(em, i), false);
-        g->on = true;
-    }
+    dot_values(em, regof);
     if (bk_gpu_reg_values(em, regof) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
@@ -770,6 +868,18 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
             if (bk_gpu_dot_tsrc(em, x) >= 0)
                 x = bk_gpu_dot_tsrc(em, x);
             em->swz[x] |= swz_ok(em, x);
+        }
+    }
+    for (int i = 0; i < n; i++) { /* parts of A's rows / B's columns: ldmatrix from an offset */
+        const IrInstr *in = &f->ins[i];
+        const BkGpuMma *g = &em->vmma[BK_GPU_DOT_VAR(em, i)];
+        if (regof[i] < 0 || in->dead || in->op != IR_DOT || em->lay[i] == BK_LAY_MMA || !g->on)
+            continue;
+        if (g->cm > 1)
+            em->swz[in->opnd[0]] = false;
+        if (g->cn > 1) {
+            int b = bk_gpu_dot_tsrc(em, in->opnd[1]);
+            em->swz[b >= 0 ? b : in->opnd[1]] = false;
         }
     }
     if (bk_gpu_mrows(em, regof) < 0)

@@ -7,7 +7,9 @@
  * an FMA loop per register otherwise), its
  * var.set of a splat constant, the store of the var to global memory from
  * the registers (the epilogue), and the one conversion MMA -> shared of a
- * var.get that needs the tile in shared memory.
+ * var.get that needs the tile in shared memory; a dot value in registers,
+ * in one grid or a part at a time (batched dots, tiles no grid of every
+ * warp covers), written to its shared tile.
  * Register blk_r of var v holds element (row, col) of bk_gpu_mma_rowcol
  * with mt = blk_r / (E nt), nt = blk_r / E % nt, i = blk_r % E, E = the
  * elements per lane of one fragment (4 for 16x8 / 32 lanes and 16x16 / 64
@@ -143,8 +145,12 @@ static void decl_regs(BkGpuEm *em, int P, const char *ty)
 {
     const BkGpuMma *g = &em->vmma[P];
     bk_gpu_line(em, "%s var%d[%d];", ty, P, regs(g));
-    bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
-                P, g->wn, g->WM, P, g->wn, g->WN);
+    if (g->wb > 1) /* a part at a time: the warp's place in its group of wm x wn */
+        bk_gpu_line(em, "const int blk_wr%d = (blk_warp %% %d / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                    P, g->wm * g->wn, g->wn, g->WM, P, g->wn, g->WN);
+    else
+        bk_gpu_line(em, "const int blk_wr%d = (blk_warp / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
+                    P, g->wn, g->WM, P, g->wn, g->WN);
     bk_gpu_line(em, "(void)blk_wr%d; (void)blk_wc%d;", P, P);
 }
 
@@ -303,6 +309,50 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     op_done(em);
 }
 
+/* Append "E * S + " to buf (E = blk_b / D % R, the parts simplified away) */
+static void off_term(char *buf, size_t n, long long D, long long R, long long S)
+{
+    size_t l = strlen(buf);
+    if (R == 1 || S == 0)
+        return;
+    char e[64];
+    if (D == 1)
+        snprintf(e, sizeof e, "blk_b");
+    else
+        snprintf(e, sizeof e, "blk_b / %lld", D);
+    if (R > 0)
+        snprintf(e + strlen(e), sizeof e - strlen(e), " %% %lld", R);
+    snprintf(buf + l, n - l, "%s * %lld + ", e, S);
+}
+
+/* The flat offset of part blk_b (gpu_emit.h BkGpuMma: B parts, cm x cn
+ * per matrix) in operand j (0: a, 1: b, 2: the result and accumulator) of
+ * dot id computed a part at a time in the registers of v ("... + "):
+ * matrix blk_b / (cm cn) (a, b: if batched), rows blk_b / cn % cm (a, the
+ * result), columns blk_b % cn (b, the result); "" for a dot in one grid. */
+static void batch_off(const BkGpuEm *em, int id, int v, int j, char *buf, size_t n)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    const IrType *at = &em->f->ins[in->opnd[0]].type, *rt = &in->type;
+    long long K = at->shape[at->rank - 1], M = rt->shape[rt->rank - 2],
+              N = rt->shape[rt->rank - 1];
+    long long per = (long long)g->cm * g->cn, nb = g->B / per;
+    bool tb = bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0;
+    buf[0] = 0;
+    if (g->wb <= 0)
+        return;
+    bool bat = j == 2 || em->f->ins[in->opnd[j < 2 ? j : 0]].type.rank == 3;
+    long long smat = j == 0 ? M * K : j == 1 ? K * N : M * N;
+    if (bat && nb > 1) /* the matrix; the last term needs no % */
+        off_term(buf, n, per, -1, smat);
+    if (j != 1)
+        off_term(buf, n, g->cn, g->cm == 1 || nb > 1 ? g->cm : -1, g->M * (j == 0 ? K : N));
+    if (j != 0)
+        off_term(buf, n, 1, g->cn == 1 || nb > 1 || g->cm > 1 ? g->cn : -1,
+                 g->N * (j == 1 && tb ? K : 1));
+}
+
 /* The per-register FMA form (no tensor cores, and under #else). */
 static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
@@ -312,9 +362,13 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     reg_loop_open(em, v);
     bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
-    bk_gpu_swz_idx(em, in->opnd[0], "blk_row * K_ + k", ia, sizeof ia);
-    bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col",
-                   ib, sizeof ib);
+    char oa[160], ob[160], ea[256], eb[256];
+    batch_off(em, id, v, 0, oa, sizeof oa);
+    batch_off(em, id, v, 1, ob, sizeof ob);
+    snprintf(ea, sizeof ea, "%sblk_row * K_ + k", oa);
+    snprintf(eb, sizeof eb, "%s%s", ob, t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col");
+    bk_gpu_swz_idx(em, in->opnd[0], ea, ia, sizeof ia);
+    bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], eb, ib, sizeof ib);
     bk_gpu_read(em, in->opnd[0], ia, x, sizeof x);
     bk_gpu_read(em, t >= 0 ? t : in->opnd[1], ib, y, sizeof y);
     bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
@@ -596,14 +650,24 @@ static void dot_regs(BkGpuEm *em, int id, int v)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    long long K = f->ins[in->opnd[0]].type.shape[1], N = in->type.shape[1];
-    const char *st = bk_gpu_stype(f->ins[in->opnd[0]].type.dtype);
+    const IrType *at = &f->ins[in->opnd[0]].type;
+    long long K = at->shape[at->rank - 1], N = in->type.shape[in->type.rank - 1];
+    const char *st = bk_gpu_stype(at->dtype);
     int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    char oa[160], ob[160];
+    bool part = em->vmma[v].wb > 0;
+    batch_off(em, id, v, 0, oa, sizeof oa);
+    batch_off(em, id, v, 1, ob, sizeof ob);
     bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
-                "operands from shared memory%s */", v, t >= 0 ? ", b read transposed" : "");
+                "operands from shared memory%s%s */", v, t >= 0 ? ", b read transposed" : "",
+                part ? "; part blk_b" : "");
     em->indent++;
-    bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0],
-                t >= 0 ? t : in->opnd[1]);
+    if (part) /* a part at a time: the rows of a and the matrix b of part blk_b */
+        bk_gpu_line(em, "const %s *blk_A = v%d + %s0, *blk_B = v%d + %s0;", st, in->opnd[0], oa,
+                    t >= 0 ? t : in->opnd[1], ob);
+    else
+        bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0],
+                    t >= 0 ? t : in->opnd[1]);
     bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
     bool cuda = em->dl->kind == BK_GPU_CUDA;
     dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
@@ -632,6 +696,61 @@ void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
  * accumulates into them, then each lane writes its registers into the
  * value's shared tile (column pairs as one 8-byte store on CUDA). The
  * caller owes the barrier after it. */
+/* Dot id computed a part at a time (gpu_layouts.c bk_gpu_pick_batch: a
+ * batched dot, or one whose tile no grid of every warp covers): warp group
+ * w of wb takes parts blk_b = w, w + wb, ... (M rows of a matrix of the
+ * result each): per part its registers start from the accumulator's
+ * elements (or 0), the dot of the part's rows of a and its matrix of b
+ * accumulates into them, and the lanes write them into the part of the
+ * value's shared tile (column pairs as 8-byte stores on CUDA). */
+static void dot_value_parts(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int P = BK_GPU_DOT_VAR(em, id);
+    const BkGpuMma *g = &em->vmma[P];
+    bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    char off[160], idx[256], rv[BK_GPU_EXPR];
+    batch_off(em, id, P, 2, off, sizeof off);
+    snprintf(idx, sizeof idx, "%sblk_row * %lld + blk_col", off,
+             (long long)in->type.shape[in->type.rank - 1]);
+    bk_gpu_line(em, "/* v%d = dot in registers (var%d), a part at a time: %d group%s of "
+                "mma(%dx%d warps, %dx%d fragments of %dx%d) over %lld part%s of %lldx%lld, "
+                "then convert mma -> shared */", id, P, g->wb, g->wb > 1 ? "s" : "", g->wm, g->wn,
+                g->mt, g->nt, g->fm, g->fn, g->B, g->B > 1 ? "s" : "", g->M, g->N);
+    bk_gpu_line(em, "for (int blk_b = blk_warp / %d; blk_b < %lld; blk_b += %d) {",
+                g->wm * g->wn, g->B, g->wb);
+    em->indent++;
+    decl_regs(em, P, i32 ? "int" : "float");
+    reg_loop_open(em, P);
+    if (in->opnd[2] >= 0) {
+        bk_gpu_read(em, in->opnd[2], idx, rv, sizeof rv);
+        bk_gpu_line(em, "var%d[blk_r] = %s;", P, rv);
+    } else {
+        bk_gpu_line(em, "var%d[blk_r] = 0;", P);
+    }
+    reg_loop_close(em);
+    dot_regs(em, id, P);
+    if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+        char row[256], col[256], mt[64], nt[64], fi[64];
+        reg_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
+        bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", regs(g));
+        em->indent++;
+        bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+        bk_gpu_line(em, "*(unsigned long long *)&v%d[%s] = (unsigned long long)%s(var%d[blk_r + 1]) << 32 | %s(var%d[blk_r]);",
+                    id, idx, i32 ? "(unsigned)" : "__float_as_uint", P,
+                    i32 ? "(unsigned)" : "__float_as_uint", P);
+        reg_loop_close(em);
+    } else {
+        reg_loop_open(em, P);
+        bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, idx, P);
+        reg_loop_close(em);
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
@@ -639,6 +758,10 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
     const BkGpuMma *g = &em->vmma[P];
     bool sh = em->lay[id] == BK_LAY_SHARED;
     bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    if (g->wb > 0) {
+        dot_value_parts(em, id);
+        return;
+    }
     bk_gpu_line(em, "/* v%d = dot in registers (var%d): mma(%dx%d warps, %dx%d fragments of %dx%d)%s */",
                 id, P, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
                 sh ? ", then convert mma -> shared" : "");

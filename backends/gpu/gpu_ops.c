@@ -1,6 +1,6 @@
 /* gpu_ops.c — the tile ops of the GPU emitter that need more than one loop:
- * reductions (warp shuffles + shared memory), scans, dot (tensor cores:
- * mma.sync on CUDA sm_80+, MFMA on gfx90a/gfx94x; FMA loops otherwise) and
+ * reductions (warp shuffles + shared memory), scans, dot (its dispatch:
+ * tensor-core dots to gpu_mma.c's registers, an FMA loop for the rest) and
  * atomics (native atomics where the type allows, else a CAS loop).
  * Shared by the CUDA and HIP backends through BkGpuEm (gpu_emit.h). */
 #include "gpu_emit.h"
@@ -398,16 +398,6 @@ typedef struct Dot {
     int adt, rdt;               /* operand and result dtypes */
 } Dot;
 
-/* The accumulator of d as a literal when it is a fused splat constant
- * (gpu_layout.c: no storage, read as its value), else false. */
-static bool acc_splat(BkGpuEm *em, const Dot *d, char *buf, size_t n)
-{
-    if (d->acc < 0 || !em->virt[d->acc] || em->f->ins[d->acc].op != IR_CONST)
-        return false;
-    bk_gpu_read(em, d->acc, "0", buf, n);
-    return true;
-}
-
 /* FMA fallback: one thread per output element. */
 static void dot_fma(BkGpuEm *em, const Dot *d)
 {
@@ -434,132 +424,6 @@ static void dot_fma(BkGpuEm *em, const Dot *d)
     bk_gpu_line(em, "    acc = acc + (%s)%s * (%s)%s;", t, x, t, y);
     bk_gpu_to_s(s, sizeof s, d->rdt, "acc");
     bk_gpu_line(em, "v%d[e] = %s;", d->id, s);
-    em->indent--;
-    bk_gpu_line(em, "}");
-}
-
-/* CUDA: mma.sync with fragments of 16x8 outputs (c0,c1 at row g, cols
- * 2q, 2q+1; c2,c3 at row g+8). */
-static void dot_mma(BkGpuEm *em, const Dot *d)
-{
-    long long M = d->M, N = d->N, K = d->K;
-    int acc_int = d->adt == DT_I8;
-    const char *ct = acc_int ? "int" : "float";
-    bk_gpu_line(em, "for (int t = blk_warp; t < %lld; t += %d) {",
-                d->B * (M / 16) * (N / 8), em->nw);
-    em->indent++;
-    bk_gpu_line(em, "const int bb = t / %lld, tm = (t / %lld) %% %lld * 16, tn = t %% %lld * 8;",
-                (M / 16) * (N / 8), N / 8, M / 16, N / 8);
-    bk_gpu_line(em, "const %s *A = v%d + %s%lld;", bk_gpu_stype(d->adt), d->a,
-                d->abatch ? "bb * " : "0 * ", M * K);
-    bk_gpu_line(em, "const %s *B = v%d + %s%lld;", bk_gpu_stype(d->adt), d->b,
-                d->bbatch ? "bb * " : "0 * ", K * N);
-    bk_gpu_line(em, "%s *C = v%d + bb * %lld;", bk_gpu_stype(d->rdt), d->id, M * N);
-    bk_gpu_line(em, "const int g = blk_lane >> 2, q = blk_lane & 3;");
-    char lit[BK_GPU_EXPR];
-    if (acc_splat(em, d, lit, sizeof lit)) {
-        bk_gpu_line(em, "%s c[4] = {%s, %s, %s, %s};", ct, lit, lit, lit, lit);
-    } else if (d->acc >= 0) {
-        bk_gpu_line(em, "const %s *C0 = v%d + bb * %lld;", bk_gpu_stype(d->rdt),
-                    d->acc, M * N);
-        bk_gpu_line(em, "%s c[4] = {C0[(tm + g) * %lld + tn + 2 * q], C0[(tm + g) * %lld + tn + 2 * q + 1],",
-                    ct, N, N);
-        bk_gpu_line(em, "            C0[(tm + g + 8) * %lld + tn + 2 * q], C0[(tm + g + 8) * %lld + tn + 2 * q + 1]};",
-                    N, N);
-    } else {
-        bk_gpu_line(em, "%s c[4] = {0, 0, 0, 0};", ct);
-    }
-    if (d->adt == DT_F16 || d->adt == DT_BF16) {
-        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
-        em->indent++;
-        bk_gpu_line(em, "unsigned a[4], b[2];");
-        bk_gpu_line(em, "blk_ldmatrix_x4(a, &A[(tm + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8]);", K);
-        bk_gpu_line(em, "blk_ldmatrix_x2_trans(b, &B[(k + (blk_lane & 15)) * %lld + tn]);", N);
-        bk_gpu_line(em, "blk_mma_%s(c, a, b);", d->adt == DT_F16 ? "f16" : "bf16");
-    } else if (d->adt == DT_F32) {
-        /* 3xTF32: x = hi + lo, a*b ~ hi*hi + hi*lo + lo*hi (f32 accuracy) */
-        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 8) {", K);
-        em->indent++;
-        bk_gpu_line(em, "unsigned ah[4], al[4], bh[2], bl[2];");
-        bk_gpu_line(em, "blk_tf32_split(A[(tm + g) * %lld + k + q], ah[0], al[0]);", K);
-        bk_gpu_line(em, "blk_tf32_split(A[(tm + g + 8) * %lld + k + q], ah[1], al[1]);", K);
-        bk_gpu_line(em, "blk_tf32_split(A[(tm + g) * %lld + k + q + 4], ah[2], al[2]);", K);
-        bk_gpu_line(em, "blk_tf32_split(A[(tm + g + 8) * %lld + k + q + 4], ah[3], al[3]);", K);
-        bk_gpu_line(em, "blk_tf32_split(B[(k + q) * %lld + tn + g], bh[0], bl[0]);", N);
-        bk_gpu_line(em, "blk_tf32_split(B[(k + q + 4) * %lld + tn + g], bh[1], bl[1]);", N);
-        bk_gpu_line(em, "blk_mma_tf32(c, al, bh);");
-        bk_gpu_line(em, "blk_mma_tf32(c, ah, bl);");
-        bk_gpu_line(em, "blk_mma_tf32(c, ah, bh);");
-    } else { /* i8 -> i32 */
-        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 32) {", K);
-        em->indent++;
-        bk_gpu_line(em, "unsigned a[4], b[2];");
-        bk_gpu_line(em, "a[0] = *(const unsigned *)&A[(tm + g) * %lld + k + 4 * q];", K);
-        bk_gpu_line(em, "a[1] = *(const unsigned *)&A[(tm + g + 8) * %lld + k + 4 * q];", K);
-        bk_gpu_line(em, "a[2] = *(const unsigned *)&A[(tm + g) * %lld + k + 16 + 4 * q];", K);
-        bk_gpu_line(em, "a[3] = *(const unsigned *)&A[(tm + g + 8) * %lld + k + 16 + 4 * q];", K);
-        bk_gpu_line(em, "b[0] = blk_pack4(&B[(k + 4 * q) * %lld + tn + g], %lld);", N, N);
-        bk_gpu_line(em, "b[1] = blk_pack4(&B[(k + 16 + 4 * q) * %lld + tn + g], %lld);", N, N);
-        bk_gpu_line(em, "blk_mma_s8(c, a, b);");
-    }
-    em->indent--;
-    bk_gpu_line(em, "}");
-    bk_gpu_line(em, "C[(tm + g) * %lld + tn + 2 * q] = c[0];", N);
-    bk_gpu_line(em, "C[(tm + g) * %lld + tn + 2 * q + 1] = c[1];", N);
-    bk_gpu_line(em, "C[(tm + g + 8) * %lld + tn + 2 * q] = c[2];", N);
-    bk_gpu_line(em, "C[(tm + g + 8) * %lld + tn + 2 * q + 1] = c[3];", N);
-    em->indent--;
-    bk_gpu_line(em, "}");
-}
-
-/* HIP: MFMA 16x16 output tiles per wavefront (lane l holds rows 4*(l/16)+j,
- * column l%16 of the output; A row l%16, B column l%16). */
-static void dot_mfma(BkGpuEm *em, const Dot *d)
-{
-    long long M = d->M, N = d->N, K = d->K;
-    bk_gpu_line(em, "for (int t = blk_warp; t < %lld; t += %d) {",
-                d->B * (M / 16) * (N / 16), em->nw);
-    em->indent++;
-    bk_gpu_line(em, "const int bb = t / %lld, tm = (t / %lld) %% %lld * 16, tn = t %% %lld * 16;",
-                (M / 16) * (N / 16), N / 16, M / 16, N / 16);
-    bk_gpu_line(em, "const %s *A = v%d + %s%lld;", bk_gpu_stype(d->adt), d->a,
-                d->abatch ? "bb * " : "0 * ", M * K);
-    bk_gpu_line(em, "const %s *B = v%d + %s%lld;", bk_gpu_stype(d->adt), d->b,
-                d->bbatch ? "bb * " : "0 * ", K * N);
-    bk_gpu_line(em, "float *C = v%d + bb * %lld;", d->id, M * N);
-    bk_gpu_line(em, "const int r16 = blk_lane & 15, kq = blk_lane >> 4;");
-    bk_gpu_line(em, "blk_float4 c;");
-    char lit[BK_GPU_EXPR];
-    if (acc_splat(em, d, lit, sizeof lit))
-        bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = %s;", lit);
-    else if (d->acc >= 0)
-        bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = v%d[bb * %lld + (tm + 4 * kq + j) * %lld + tn + r16];",
-                    d->acc, M * N, N);
-    else
-        bk_gpu_line(em, "for (int j = 0; j < 4; j++) c[j] = 0.0f;");
-    if (d->adt == DT_F32) {
-        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 4)", K);
-        bk_gpu_line(em, "    c = blk_mfma_16x16x4_f32(A[(tm + r16) * %lld + k + kq], B[(k + kq) * %lld + tn + r16], c);",
-                    K, N);
-    } else {
-        bool h = d->adt == DT_F16;
-        bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
-        em->indent++;
-        bk_gpu_line(em, "%s a, b;", h ? "blk_half4" : "blk_short4");
-        bk_gpu_line(em, "const %s *Ab = (const %s *)A, *Bb = (const %s *)B;",
-                    h ? "_Float16" : "short", h ? "_Float16" : "short",
-                    h ? "_Float16" : "short");
-        bk_gpu_line(em, "for (int j = 0; j < 4; j++) {");
-        bk_gpu_line(em, "    a[j] = Ab[(tm + r16) * %lld + k + 4 * kq + j];", K);
-        bk_gpu_line(em, "    b[j] = Bb[(k + 4 * kq + j) * %lld + tn + r16];", N);
-        bk_gpu_line(em, "}");
-        bk_gpu_line(em, "c = blk_mfma_16x16x16_%s(a, b, c);",
-                    h ? "f16" : "bf16");
-        em->indent--;
-        bk_gpu_line(em, "}");
-    }
-    bk_gpu_line(em, "for (int j = 0; j < 4; j++) C[(tm + 4 * kq + j) * %lld + tn + r16] = c[j];",
-                N);
     em->indent--;
     bk_gpu_line(em, "}");
 }
@@ -594,42 +458,12 @@ void bk_gpu_emit_dot(BkGpuEm *em, int id)
             sync(em);
         return;
     }
+    /* every tensor-core dtype and shape is on the register path
+     * (bk_gpu_dot_regs, also under BLKC_GPU_SMEM=1); the rest (f64, f16 or
+     * bf16 results, mixed dtypes, shapes off the fragment steps) is one
+     * FMA loop per output element */
     decl_result(em, id);
-    bool same = at->dtype == bt->dtype;
-    bool tc = false;
-    const char *guard = NULL;
-    if (em->dl->kind == BK_GPU_CUDA && same && d.M % 16 == 0 && d.N % 8 == 0) {
-        if ((d.adt == DT_F16 || d.adt == DT_BF16) && d.K % 16 == 0 &&
-            d.rdt == DT_F32)
-            tc = true;
-        else if (d.adt == DT_F32 && d.rdt == DT_F32 && d.K % 8 == 0)
-            tc = true;
-        else if (d.adt == DT_I8 && d.rdt == DT_I32 && d.K % 32 == 0)
-            tc = true;
-        guard = "#if __CUDA_ARCH__ >= 800";
-    } else if (em->dl->kind == BK_GPU_HIP && same && d.M % 16 == 0 &&
-               d.N % 16 == 0 && d.rdt == DT_F32) {
-        if ((d.adt == DT_F16 || d.adt == DT_BF16) && d.K % 16 == 0)
-            tc = true;
-        else if (d.adt == DT_F32 && d.K % 4 == 0)
-            tc = true;
-        guard = "#if BLK_HAVE_MFMA";
-    }
-    if (tc) {
-        dsl_buf_printf(em->o, "%s\n", guard);
-        bk_gpu_line(em, "/* tensor cores: %s */",
-                    em->dl->kind == BK_GPU_CUDA ? "mma.sync, operands in shared memory"
-                                                : "MFMA 16x16, operands in shared memory");
-        if (em->dl->kind == BK_GPU_CUDA)
-            dot_mma(em, &d);
-        else
-            dot_mfma(em, &d);
-        dsl_buf_printf(em->o, "#else\n");
-        dot_fma(em, &d);
-        dsl_buf_printf(em->o, "#endif\n");
-    } else {
-        dot_fma(em, &d);
-    }
+    dot_fma(em, &d);
     sync(em);
 }
 

@@ -106,7 +106,8 @@ static bool dota(const BkGpuEm *em, int x, int u)
         o->opnd[1] == x || o->opnd[2] == x || em->virt[x] ||
         (xi->type.dtype != DT_F16 && xi->type.dtype != DT_BF16))
         return false;
-    return em->lay[u] == BK_LAY_MMA || em->vmma[BK_GPU_DOT_VAR(em, u)].on;
+    return em->lay[u] == BK_LAY_MMA ||
+           (em->vmma[BK_GPU_DOT_VAR(em, u)].on && em->vmma[BK_GPU_DOT_VAR(em, u)].wb == 0);
 }
 
 /* Whether reduction u of w can run from the registers of root (as far as
@@ -217,7 +218,8 @@ int bk_gpu_reg_values(BkGpuEm *em, const int *regof)
         const IrInstr *in = &f->ins[i];
         em->rroot[i] = -1;
         if (on && !in->dead && regof[i] >= 0 && in->op == IR_DOT && em->lay[i] != BK_LAY_MMA &&
-            in->type.dtype == DT_F32 && em->vmma[BK_GPU_DOT_VAR(em, i)].on)
+            in->type.dtype == DT_F32 && em->vmma[BK_GPU_DOT_VAR(em, i)].on &&
+            em->vmma[BK_GPU_DOT_VAR(em, i)].wb == 0)
             em->rroot[i] = i;
     }
     for (bool changed = true; changed;) {
