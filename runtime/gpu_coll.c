@@ -188,6 +188,16 @@ int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
                                        : w->nccl_why);
     if (!nccl)
         return coll_host(c, r, &x, shares);
+    /* NCCL does not compare what the ranks call: a size, dtype, op or root
+     * that differs would hang it or corrupt memory. Agree on the host
+     * first, with the CPU ranks' checks and messages. */
+    bool rooted = d->kind == RT_COLL_BROADCAST || d->kind == RT_COLL_REDUCE ||
+                  d->kind == RT_COLL_GATHER || d->kind == RT_COLL_SCATTER;
+    RtRankColl a = {.kind = d->kind, .dtype = d->dtype,
+                    .op = reduces ? d->op : -1, .root = rooted ? d->root : -1,
+                    .count = d->count, .counts = x.counts, .counts2 = x.counts2};
+    if (rt_coll_agree(r, &a))
+        return -1;
     char err[512];
     if (rt_gpur_comm(c, r))
         return -1;

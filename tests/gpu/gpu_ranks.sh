@@ -206,6 +206,20 @@ expect_fail p2p_skip "rank 1 left the run (returned early) while rank 0 waits in
   run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
 expect_fail grp_mismatch "exchange mismatch: rank 0 sends 1 message (20 bytes) to rank 1" \
   run "$GRP" --entry=g_mismatch --ranks=2 N=4 M=5 --device="$DEV"
+# world collectives the ranks disagree on (granks.blk mm_*): the CPU
+# ranks' message, on every path (staged here; NCCL below)
+MM="^blkc: error: rank [01]: collective mismatch: rank 0 called"
+mm_cases() { # SUFFIX
+  expect_fail "mm_size$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 80, f32, sum)\$" \
+    run "$G" --entry=mm_size --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_dtype$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 100, i32, sum)\$" \
+    run "$G" --entry=mm_dtype --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_op$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 100, f32, max)\$" \
+    run "$G" --entry=mm_op --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_root$1" "$MM broadcast(count 100, f32, root 0) but rank 1 called broadcast(count 100, f32, root 1)\$" \
+    run "$G" --entry=mm_root --ranks=2 N=100 --device="$DEV"
+}
+mm_cases ""
 
 if [ -n "$FAKE" ]; then
   # the vendor's names: device count, NCCL/RCCL, launch
@@ -232,6 +246,15 @@ if [ -n "$FAKE" ]; then
       run "$P2P" --entry=size_mismatch --ranks=2 N=4 M=5 --device="$DEV"
     expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
       run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+    # a world collective the ranks disagree on fails on the host before
+    # NCCL is called (a real NCCL would hang or corrupt): no NCCL call at all
+    FAKE_NCCL_LOG=$T/mm.log mm_cases .nccl
+    n=$((n + 1))
+    if [ -s "$T/mm.log" ]; then
+      echo "FAIL nccl_mm_no_call: $COLL was called: $(sort -u "$T/mm.log" | tr '\n' ' ')"; fails=$((fails + 1))
+    else
+      echo "ok nccl_mm_no_call"
+    fi
     # nonblocking communicators (ncclCommInitRankConfig): a rank whose init,
     # collective or exchange never completes fails at the collectives'
     # deadline (4 x 300 ms) and aborts its communicator; exit 3, no hang
