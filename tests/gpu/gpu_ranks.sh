@@ -315,6 +315,20 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_NO_HOSTMAP=1 timed_fail abort_flag_absent "$ABORT_PAT" 1500 20000 1500 \
     run "$SRC/tests/gpu/data/gabort.blk" --entry=abort_wait N=4 --ranks=3 --device="$DEV"
   unset FAKE_GPU_WAIT_KERNEL
+  # a copy from a peer that waits for it in a barrier while the peer is
+  # stuck in a waiting kernel (tests/gpu/data/gstuck.blk): the waiting rank
+  # fails at the collectives' deadline naming itself, the barrier and the
+  # peer, and the abort flag stops the peer's kernel long before its own
+  # 5 s timeout; with only BLKC_WAIT_TIMEOUT_MS the stuck kernel's wait
+  # ends first (the barrier's deadline is 4 x) and names rank 1
+  export FAKE_GPU_WAIT_KERNEL=stuck FAKE_GPU_FAIL_RANK=-1
+  BLKC_COLL_TIMEOUT_MS=300 timed_fail pull_stuck \
+    "^blkc: error: rank 0: barrier timed out after 300 ms: rank 0 waits, rank 1 did not arrive$" 300 4500 5000 \
+    run "$SRC/tests/gpu/data/gstuck.blk" --entry=pull_stuck N=4 --random --ranks=2 --device="$DEV"
+  timed_fail pull_stuck_wait \
+    "^blkc: error: rank 1: launch stuck: kernel stuck: wait on S\[0\] timed out after 300 ms (waiting for 1, saw 0)$" 300 4500 300 \
+    run "$SRC/tests/gpu/data/gstuck.blk" --entry=pull_stuck N=4 --random --ranks=2 --device="$DEV"
+  unset FAKE_GPU_WAIT_KERNEL FAKE_GPU_FAIL_RANK
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
