@@ -3,8 +3,11 @@
  * the communicator made at the first collective (rank 0's unique id is
  * broadcast over the host world); otherwise staged through host memory
  * and the CPU collectives of ranks.h (NCCL refuses two ranks on one GPU,
- * and would round f16/bf16/f8 sums at every step). Groups and send/recv:
- * gpu_p2p.c. */
+ * and would round f16/bf16/f8 sums at every step). Before every NCCL
+ * collective the ranks agree on the host (rt_coll_agree of rank_coll.c:
+ * kind, dtype, op, root, count), since NCCL would hang or corrupt on a
+ * mismatch; the staged path gets the same check from the CPU collectives.
+ * Groups and send/recv: gpu_p2p.c. */
 #include "gpu_ranks.h"
 
 #include <stdlib.h>

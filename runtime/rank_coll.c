@@ -1,7 +1,8 @@
 /* rank_coll.c — collectives over the ranks of a world (barrier, all_reduce,
  * all_gather, reduce_scatter, all_to_all, broadcast; reduce, gather and
- * scatter to and from a root) and the element-wise
- * reductions they use, for every dtype.
+ * scatter to and from a root), the element-wise reductions they use, for
+ * every dtype, and rt_coll_agree: their checks and agreement alone, for
+ * collectives that another library runs (NCCL on GPU ranks).
  *
  * Every collective is built on the staging of ranks.c: each rank publishes
  * its buffer pointers, a barrier makes them visible, every rank reads its

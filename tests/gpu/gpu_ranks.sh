@@ -21,7 +21,10 @@
 # rank, so that the NCCL/RCCL path (and its groups and exchanges) runs.
 # On the NCCL path also the deadlines of nonblocking communicators
 # (FAKE_NCCL_HANG_RANK: exit 3 at 4 x BLKC_WAIT_TIMEOUT_MS); and a kernel
-# waiting on a failed peer stops at once (gabort.blk, timed_fail).
+# waiting on a failed peer stops at once (gabort.blk, timed_fail); a rank
+# that waits in a barrier before a copy from a stuck peer ends at the
+# deadline (gstuck.blk). World collectives the ranks disagree on (mm_*)
+# fail with the CPU ranks' "collective mismatch", also before NCCL.
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
