@@ -231,6 +231,9 @@ void rt_rank_keep(RtRank *r, void *p);
 int rt_rank_coll_sync(RtRank *r);
 int rt_rank_coll_end(RtRank *r);
 const char *rt_rank_coll_name(int kind); /* "all_reduce", ... */
+/* "all_reduce(count 100, f32, sum)": kind, count, dtype, op, root of c
+ * as the mismatch message spells them. */
+void rt_rank_coll_describe(const RtRankColl *c, char *buf, size_t len);
 
 /* ------------------------------------------------------------ rank_coll.c */
 /* Collectives over all ranks of the world, for any world size >= 1 and any

@@ -250,10 +250,15 @@ if [ -n "$FAKE" ]; then
     expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
       run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
     # a world collective the ranks disagree on fails on the host before
-    # NCCL is called (a real NCCL would hang or corrupt): no NCCL call at all
+    # NCCL is called (a real NCCL would hang or corrupt): no NCCL
+    # collective call (nccl_mm_no_call; only the group's setup)
     FAKE_NCCL_LOG=$T/mm.log mm_cases .nccl
+    # in a group on its ncclCommSplit communicator: agreed within the group
+    FAKE_NCCL_LOG=$T/mm.log expect_fail nccl_grp_mismatch \
+      "^blkc: error: rank [01]: collective mismatch in a group: group rank 0 (rank 0) called all_reduce(count 5, f32, sum) but group rank 1 (rank 1) called all_reduce(count 4, f32, sum)\$" \
+      run "$GRP" --entry=g_mismatch --ranks=2 N=4 M=5 --device="$DEV"
     n=$((n + 1))
-    if [ -s "$T/mm.log" ]; then
+    if grep -qv "ncclGetUniqueId\|ncclCommInitRankConfig\|ncclCommSplit\|ncclCommAbort\|ncclCommDestroy" "$T/mm.log" 2>/dev/null; then
       echo "FAIL nccl_mm_no_call: $COLL was called: $(sort -u "$T/mm.log" | tr '\n' ' ')"; fails=$((fails + 1))
     else
       echo "ok nccl_mm_no_call"
