@@ -3,8 +3,11 @@
  * the communicator made at the first collective (rank 0's unique id is
  * broadcast over the host world); otherwise staged through host memory
  * and the CPU collectives of ranks.h (NCCL refuses two ranks on one GPU,
- * and would round f16/bf16/f8 sums at every step). Groups and send/recv:
- * gpu_p2p.c. */
+ * and would round f16/bf16/f8 sums at every step). Before every NCCL
+ * collective the ranks agree on the host (rt_coll_agree of rank_coll.c:
+ * kind, dtype, op, root, count), since NCCL would hang or corrupt on a
+ * mismatch; the staged path gets the same check from the CPU collectives.
+ * Groups and send/recv: gpu_p2p.c. */
 #include "gpu_ranks.h"
 
 #include <stdlib.h>
@@ -188,6 +191,16 @@ int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
                                        : w->nccl_why);
     if (!nccl)
         return coll_host(c, r, &x, shares);
+    /* NCCL does not compare what the ranks call: a size, dtype, op or root
+     * that differs would hang it or corrupt memory. Agree on the host
+     * first, with the CPU ranks' checks and messages. */
+    bool rooted = d->kind == RT_COLL_BROADCAST || d->kind == RT_COLL_REDUCE ||
+                  d->kind == RT_COLL_GATHER || d->kind == RT_COLL_SCATTER;
+    RtRankColl a = {.kind = d->kind, .dtype = d->dtype,
+                    .op = reduces ? d->op : -1, .root = rooted ? d->root : -1,
+                    .count = d->count, .counts = x.counts, .counts2 = x.counts2};
+    if (rt_coll_agree(r, &a))
+        return -1;
     char err[512];
     if (rt_gpur_comm(c, r))
         return -1;

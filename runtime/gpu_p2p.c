@@ -17,7 +17,8 @@
  * ncclCommSplit when the loaded NCCL has it (else its collectives are
  * staged); a collective in it runs there when every rank of the world
  * can (one host vote per collective, because the staged path is
- * collective over the world). The NCCL path has run only against the
+ * collective over the world), after its members agree on what they call
+ * (group_agree: NCCL would hang or corrupt on a difference). The NCCL path has run only against the
  * fake NCCL of tests/gpu/fake_nccl.c, never a real one (no machine of this
  * project has NCCL and several GPUs). Prefix rt_gpur_. */
 #include "gpu_ranks.h"
@@ -131,6 +132,44 @@ static int group_nccl(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
     return rt_gpur_nccl_wait(c, r, &comm, rt_rank_coll_name(d->kind));
 }
 
+/* NCCL does not compare what the members call: they all-gather kind,
+ * dtype, op, root and count within the group first (a staged group
+ * collective, as collective over the world as the vote before it), and
+ * every member fails alike on a difference. */
+static int group_agree(RtRank *r, const RtGroup *g, const RtRankColl *d,
+                       bool reduces)
+{
+    int G = rt_group_size(g);
+    bool rooted = d->kind == RT_COLL_BROADCAST || d->kind == RT_COLL_REDUCE ||
+                  d->kind == RT_COLL_GATHER || d->kind == RT_COLL_SCATTER;
+    int64_t mine[5] = {d->kind, d->dtype, reduces ? d->op : -1,
+                       rooted ? d->root : -1, (int64_t)d->count};
+    int64_t *all = malloc(sizeof mine * (size_t)G);
+    if (!all)
+        return rt_rank_fail(r, "%s: out of memory", rt_rank_coll_name(d->kind));
+    RtRankColl h = {.kind = RT_COLL_ALL_GATHER, .dtype = DT_I64, .op = -1,
+                    .root = -1, .count = 5, .src = mine, .dst = all};
+    int rc = rt_group_coll(r, g, &h);
+    for (int q = 1; q < G && rc == 0; q++) {
+        const int64_t *a = all, *b = all + 5 * q;
+        if (!memcmp(a, b, sizeof mine))
+            continue;
+        RtRankColl x = {.kind = (int)a[0], .dtype = (int)a[1], .op = (int)a[2],
+                        .root = (int)a[3], .count = (size_t)a[4]};
+        RtRankColl y = {.kind = (int)b[0], .dtype = (int)b[1], .op = (int)b[2],
+                        .root = (int)b[3], .count = (size_t)b[4]};
+        char sa[160], sb[160];
+        rt_rank_coll_describe(&x, sa, sizeof sa);
+        rt_rank_coll_describe(&y, sb, sizeof sb);
+        rc = rt_rank_fail(r, "collective mismatch in a group: group rank 0 "
+                          "(rank %d) called %s but group rank %d (rank %d) "
+                          "called %s", rt_group_member(g, 0), sa, q,
+                          rt_group_member(g, q), sb);
+    }
+    free(all);
+    return rc < 0 ? -1 : 0;
+}
+
 int rt_gpur_group_coll(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
                        const RtRankColl *d, size_t src_bytes, size_t dst_bytes)
 {
@@ -147,7 +186,8 @@ int rt_gpur_group_coll(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
         if (rt_all_reduce(r, &ok, 1, DT_I32, RT_RED_MIN))
             return -1;
         if (ok)
-            return group_nccl(c, r, g, comm, d);
+            return group_agree(r, g, d, reduces) ? -1
+                                                  : group_nccl(c, r, g, comm, d);
     }
     return group_host(c, r, g, d, src_bytes, dst_bytes);
 }

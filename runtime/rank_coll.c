@@ -1,7 +1,8 @@
 /* rank_coll.c — collectives over the ranks of a world (barrier, all_reduce,
  * all_gather, reduce_scatter, all_to_all, broadcast; reduce, gather and
- * scatter to and from a root) and the element-wise
- * reductions they use, for every dtype.
+ * scatter to and from a root), the element-wise reductions they use, for
+ * every dtype, and rt_coll_agree: their checks and agreement alone, for
+ * collectives that another library runs (NCCL on GPU ranks).
  *
  * Every collective is built on the staging of ranks.c: each rank publishes
  * its buffer pointers, a barrier makes them visible, every rank reads its
@@ -536,6 +537,21 @@ int rt_reduce_scatter(RtRank *r, void *dst, const void *src, size_t total,
     return rt_rank_coll_end(r);
 }
 
+/* Inside all_to_all's staging: recv_counts[q] (NULL: anything) must be
+ * what rank q sends here. */
+static int a2a_counts_agree(RtRank *r, const size_t *recv_counts)
+{
+    int N = rt_rank_size(r), me = rt_rank_id(r);
+    for (int q = 0; q < N && recv_counts; q++) {
+        size_t n = rt_rank_coll_peer(r, q)->counts[me];
+        if (recv_counts[q] != n)
+            return rt_rank_fail(r, "all_to_all: rank %d sends %zu elements to "
+                                "rank %d but rank %d expects %zu",
+                                q, n, me, me, recv_counts[q]);
+    }
+    return 0;
+}
+
 int rt_all_to_all(RtRank *r, void *dst, const size_t *recv_counts,
                   const void *src, const size_t *send_counts, int dtype)
 {
@@ -550,17 +566,14 @@ int rt_all_to_all(RtRank *r, void *dst, const size_t *recv_counts,
                     .counts = send_counts, .counts2 = recv_counts};
     if (rt_rank_coll_begin(r, &d))
         return -1;
+    if (a2a_counts_agree(r, recv_counts)) {
+        rt_rank_coll_end(r);
+        return -1;
+    }
     size_t doff = 0;
     for (int q = 0; q < N; q++) {
         const RtRankColl *p = rt_rank_coll_peer(r, q);
         size_t n = p->counts[me];
-        if (recv_counts && recv_counts[q] != n) {
-            rt_rank_fail(r, "all_to_all: rank %d sends %zu elements to rank "
-                         "%d but rank %d expects %zu",
-                         q, n, me, me, recv_counts[q]);
-            rt_rank_coll_end(r);
-            return -1;
-        }
         size_t soff = 0;
         for (int k = 0; k < me; k++)
             soff += p->counts[k];
@@ -677,4 +690,35 @@ int rt_scatter(RtRank *r, void *dst, const void *src, size_t count_per_rank,
     if (bytes && s + (size_t)me * bytes != (const char *)dst)
         memmove(dst, s + (size_t)me * bytes, bytes);
     return rt_rank_coll_end(r);
+}
+
+/* ------------------------------------------------------------ agreement */
+
+int rt_coll_agree(RtRank *r, const RtRankColl *desc)
+{
+    RtRankColl d = *desc; /* peers read only the descriptor */
+    d.src = NULL;
+    d.dst = NULL;
+    const char *what = rt_rank_coll_name(d.kind);
+    int a2a = d.kind == RT_COLL_ALL_TO_ALL;
+    if (!a2a) {
+        d.counts = NULL;
+        d.counts2 = NULL;
+    }
+    if (d.kind != RT_COLL_BARRIER &&
+        check_dtype(r, what, d.dtype, d.count, 1, NULL))
+        return -1;
+    if (d.op != -1 && check_op(r, what, d.op, d.dtype))
+        return -1;
+    if (d.root != -1 && check_root(r, what, d.root))
+        return -1;
+    if (a2a && !d.counts)
+        return rt_rank_fail(r, "all_to_all: send_counts is NULL");
+    if (rt_rank_coll_begin(r, &d))
+        return -1;
+    int rc = a2a ? a2a_counts_agree(r, d.counts2) : 0;
+    /* peers read this rank's counts until every rank has checked */
+    if (rt_rank_coll_end(r))
+        return -1;
+    return rc;
 }

@@ -467,7 +467,7 @@ const char *rt_rank_coll_name(int kind)
     return kind >= 0 && kind < RT_COLL_KINDS ? names[kind] : "?";
 }
 
-static void coll_describe(const RtRankColl *c, char *buf, size_t len)
+void rt_rank_coll_describe(const RtRankColl *c, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s(", rt_rank_coll_name(c->kind));
     const char *sep = "";
@@ -557,8 +557,8 @@ int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
         if (coll_same(c0, cq))
             continue;
         char a[160], b[160];
-        coll_describe(c0, a, sizeof a);
-        coll_describe(cq, b, sizeof b);
+        rt_rank_coll_describe(c0, a, sizeof a);
+        rt_rank_coll_describe(cq, b, sizeof b);
         if (c0->seq != cq->seq)
             return rt_rank_fail(r,
                                 "collective mismatch: rank 0 is at "

@@ -231,6 +231,9 @@ void rt_rank_keep(RtRank *r, void *p);
 int rt_rank_coll_sync(RtRank *r);
 int rt_rank_coll_end(RtRank *r);
 const char *rt_rank_coll_name(int kind); /* "all_reduce", ... */
+/* "all_reduce(count 100, f32, sum)": kind, count, dtype, op, root of c
+ * as the mismatch message spells them. */
+void rt_rank_coll_describe(const RtRankColl *c, char *buf, size_t len);
 
 /* ------------------------------------------------------------ rank_coll.c */
 /* Collectives over all ranks of the world, for any world size >= 1 and any
@@ -287,6 +290,16 @@ int rt_gather(RtRank *r, void *dst, const void *src, size_t count_per_rank,
               int dtype, int root);
 int rt_scatter(RtRank *r, void *dst, const void *src, size_t count_per_rank,
                int dtype, int root);
+/* The agreement alone of a collective that something else carries out
+ * (GPU ranks' NCCL collectives, gpu_coll.c): the checks of the collective
+ * above (dtype, op, root), then its staging with desc's kind, dtype, op,
+ * root and count (src and dst are not published), so that ranks that
+ * disagree all fail with "collective mismatch: rank 0 called ... but rank
+ * Q called ..." (or a missing rank is named by the deadline) instead of
+ * entering the other library; all_to_all also checks every counts2[q]
+ * against rank q's counts[me] as rt_all_to_all does. Two barriers. Returns
+ * 0, or -1 with the error recorded. */
+int rt_coll_agree(RtRank *r, const RtRankColl *desc);
 /* Element-wise reduction used by the collectives, exposed for tests and
  * for plans: out[i] = in[0][i] op in[1][i] op ... op in[n-1][i] (n >= 1)
  * with the rules above; out may alias any in[k]. */

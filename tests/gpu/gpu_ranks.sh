@@ -21,7 +21,10 @@
 # rank, so that the NCCL/RCCL path (and its groups and exchanges) runs.
 # On the NCCL path also the deadlines of nonblocking communicators
 # (FAKE_NCCL_HANG_RANK: exit 3 at 4 x BLKC_WAIT_TIMEOUT_MS); and a kernel
-# waiting on a failed peer stops at once (gabort.blk, timed_fail).
+# waiting on a failed peer stops at once (gabort.blk, timed_fail); a rank
+# that waits in a barrier before a copy from a stuck peer ends at the
+# deadline (gstuck.blk). World collectives the ranks disagree on (mm_*)
+# fail with the CPU ranks' "collective mismatch", also before NCCL.
 # The CPU side can come from saved references (gpu_ref.sh).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
@@ -206,6 +209,20 @@ expect_fail p2p_skip "rank 1 left the run (returned early) while rank 0 waits in
   run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
 expect_fail grp_mismatch "exchange mismatch: rank 0 sends 1 message (20 bytes) to rank 1" \
   run "$GRP" --entry=g_mismatch --ranks=2 N=4 M=5 --device="$DEV"
+# world collectives the ranks disagree on (granks.blk mm_*): the CPU
+# ranks' message, on every path (staged here; NCCL below)
+MM="^blkc: error: rank [01]: collective mismatch: rank 0 called"
+mm_cases() { # SUFFIX
+  expect_fail "mm_size$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 80, f32, sum)\$" \
+    run "$G" --entry=mm_size --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_dtype$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 100, i32, sum)\$" \
+    run "$G" --entry=mm_dtype --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_op$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 100, f32, max)\$" \
+    run "$G" --entry=mm_op --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_root$1" "$MM broadcast(count 100, f32, root 0) but rank 1 called broadcast(count 100, f32, root 1)\$" \
+    run "$G" --entry=mm_root --ranks=2 N=100 --device="$DEV"
+}
+mm_cases ""
 
 if [ -n "$FAKE" ]; then
   # the vendor's names: device count, NCCL/RCCL, launch
@@ -232,6 +249,20 @@ if [ -n "$FAKE" ]; then
       run "$P2P" --entry=size_mismatch --ranks=2 N=4 M=5 --device="$DEV"
     expect_fail nccl_skip "rank 1 left the run (returned early) while rank 0 waits in exchange" \
       run "$P2P" --entry=skip --ranks=2 N=4 --device="$DEV"
+    # a world collective the ranks disagree on fails on the host before
+    # NCCL is called (a real NCCL would hang or corrupt): no NCCL
+    # collective call (nccl_mm_no_call; only the group's setup)
+    FAKE_NCCL_LOG=$T/mm.log mm_cases .nccl
+    # in a group on its ncclCommSplit communicator: agreed within the group
+    FAKE_NCCL_LOG=$T/mm.log expect_fail nccl_grp_mismatch \
+      "^blkc: error: rank [01]: collective mismatch in a group: group rank 0 (rank 0) called all_reduce(count 5, f32, sum) but group rank 1 (rank 1) called all_reduce(count 4, f32, sum)\$" \
+      run "$GRP" --entry=g_mismatch --ranks=2 N=4 M=5 --device="$DEV"
+    n=$((n + 1))
+    if grep -qv "ncclGetUniqueId\|ncclCommInitRankConfig\|ncclCommSplit\|ncclCommAbort\|ncclCommDestroy" "$T/mm.log" 2>/dev/null; then
+      echo "FAIL nccl_mm_no_call: $COLL was called: $(sort -u "$T/mm.log" | tr '\n' ' ')"; fails=$((fails + 1))
+    else
+      echo "ok nccl_mm_no_call"
+    fi
     # nonblocking communicators (ncclCommInitRankConfig): a rank whose init,
     # collective or exchange never completes fails at the collectives'
     # deadline (4 x 300 ms) and aborts its communicator; exit 3, no hang
@@ -292,6 +323,20 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_NO_HOSTMAP=1 timed_fail abort_flag_absent "$ABORT_PAT" 1500 20000 1500 \
     run "$SRC/tests/gpu/data/gabort.blk" --entry=abort_wait N=4 --ranks=3 --device="$DEV"
   unset FAKE_GPU_WAIT_KERNEL
+  # a copy from a peer that waits for it in a barrier while the peer is
+  # stuck in a waiting kernel (tests/gpu/data/gstuck.blk): the waiting rank
+  # fails at the collectives' deadline naming itself, the barrier and the
+  # peer, and the abort flag stops the peer's kernel long before its own
+  # 5 s timeout; with only BLKC_WAIT_TIMEOUT_MS the stuck kernel's wait
+  # ends first (the barrier's deadline is 4 x) and names rank 1
+  export FAKE_GPU_WAIT_KERNEL=stuck FAKE_GPU_FAIL_RANK=-1
+  BLKC_COLL_TIMEOUT_MS=300 timed_fail pull_stuck \
+    "^blkc: error: rank 0: barrier timed out after 300 ms: rank 0 waits, rank 1 did not arrive$" 300 4500 5000 \
+    run "$SRC/tests/gpu/data/gstuck.blk" --entry=pull_stuck N=4 --random --ranks=2 --device="$DEV"
+  timed_fail pull_stuck_wait \
+    "^blkc: error: rank 1: launch stuck: kernel stuck: wait on S\[0\] timed out after 300 ms (waiting for 1, saw 0)$" 300 4500 300 \
+    run "$SRC/tests/gpu/data/gstuck.blk" --entry=pull_stuck N=4 --random --ranks=2 --device="$DEV"
+  unset FAKE_GPU_WAIT_KERNEL FAKE_GPU_FAIL_RANK
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
