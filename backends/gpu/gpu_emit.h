@@ -340,7 +340,7 @@ void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,
  * var as accumulator) or the dot of x = add(rest, dot) with *rest set;
  * -1 if none */
 int bk_gpu_set_dot(const BkGpuEm *em, int x, int *rest);
-/* Whether dot id runs on the tensor-core register path (gpu_mma.c): a
+/* Whether dot id runs on the tensor-core register path (gpu_mmadot.c): a
  * 2-D or batched f16/bf16/f32 dot with an f32 result (i8: i32) of whole
  * fragments and k steps, in one grid of every warp or a part at a time
  * (bk_gpu_pick_batch); false under BLKC_GPU_SMEM=1. Either an MMA var's
@@ -355,7 +355,7 @@ bool bk_gpu_dot_regs(const BkGpuEm *em, int id);
  * so the dot reads t itself (ldmatrix without .trans). Returns t, or -1. */
 int bk_gpu_dot_tsrc(const BkGpuEm *em, int x);
 /* dot id on the register path, not an MMA var's: registers, then its
- * shared tile (gpu_mma.c) */
+ * shared tile (gpu_mmadot.c) */
 void bk_gpu_mma_dot_value(BkGpuEm *em, int id);
 /* The shared-memory element index of element `e` of tile v as C text:
  * `blk_swz(e, ...)` for a swizzled tile (em->swz: loads read only by
@@ -420,11 +420,25 @@ void bk_gpu_mrow_to_shared(BkGpuEm *em, int id);
 void bk_gpu_mrow_str(const BkGpuEm *em, int P, char *buf, size_t n);
 
 /* ------------------------------------------------------------ gpu_mma.c
- * ops on MMA (register) tiles: declarations, var.set, dot, conversions */
+ * ops on MMA (register) tiles: declarations, var.set, conversions */
 void bk_gpu_mma_decl(BkGpuEm *em, int v);      /* at the kernel's top */
 void bk_gpu_mma_vset(BkGpuEm *em, int id);     /* var.set of an MMA var */
-void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
 void bk_gpu_mma_to_shared(BkGpuEm *em, int id); /* converting var.get */
+/* shared with gpu_mmadot.c: registers per lane of g; the fragment-row,
+ * fragment-column and element expressions of register R; `for (blk_r ...)
+ * {` over var v's registers with blk_row / blk_col, and its close; the
+ * registers of pseudo-var P in the current scope; the end of an op whose
+ * accesses gpu_sync.c recorded */
+int bk_gpu_mma_nregs(const BkGpuMma *g);
+void bk_gpu_mma_split(const BkGpuEm *em, const BkGpuMma *g, const char *R, char *mt,
+                      char *nt, char *i, size_t n);
+void bk_gpu_mma_loop_open(BkGpuEm *em, int v);
+void bk_gpu_mma_loop_close(BkGpuEm *em);
+void bk_gpu_mma_decl_regs(BkGpuEm *em, int P, const char *ty);
+void bk_gpu_mma_op_done(BkGpuEm *em);
+
+/* ------------------------------------------------------------ gpu_mmadot.c */
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
 /* elementwise register value id: per register of its pseudo-var */
 void bk_gpu_mma_value(BkGpuEm *em, int id);
 /* reduction id along the last axis from a register value's registers:

@@ -231,7 +231,7 @@ int bk_gpu_analyze(BkGpuEm *em)
                 em->virt[v] = false;
         }
     }
-    /* trans(t) read only as an operand b of register dots (gpu_mma.c reads
+    /* trans(t) read only as an operand b of register dots (gpu_mmadot.c reads
      * t itself, ldmatrix without .trans): no storage, no loop */
     for (int i = 0; i < n; i++)
         if (tdot_ok(em, i, regof))

@@ -1,6 +1,6 @@
 /* gpu_ops.c — the tile ops of the GPU emitter that need more than one loop:
  * reductions (warp shuffles + shared memory), scans, dot (its dispatch:
- * tensor-core dots to gpu_mma.c's registers, an FMA loop for the rest) and
+ * tensor-core dots to gpu_mmadot.c's registers, an FMA loop for the rest) and
  * atomics (native atomics where the type allows, else a CAS loop).
  * Shared by the CUDA and HIP backends through BkGpuEm (gpu_emit.h). */
 #include "gpu_emit.h"

@@ -1,0 +1,510 @@
+/* gpu_mmadot.c — the dots on MMA-layout registers (gpu_layouts.c chose
+ * them): bk_gpu_mma_dot accumulates into an MMA var's registers in place,
+ * bk_gpu_mma_dot_value computes a dot value in registers, in one warp grid
+ * or a part at a time (batched dots, tiles no grid of every warp covers),
+ * and writes it to its shared tile where it has one. Operands come from
+ * shared memory: ldmatrix -> mma.sync m16n8k16 on CUDA sm_80+, LDS -> MFMA
+ * 16x16x16 / 32x32x8 on gfx90a; f32 operands as 3xTF32 m16n8k8 / MFMA
+ * 16x16x4; i8 into int registers as m16n8k32 .s8 on CUDA, MFMA 16x16x16i8
+ * on HIP; an FMA loop per register under the arch guard's #else. Register
+ * numbering: gpu_mma.c. */
+#include "gpu_emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Append "E * S + " to buf (E = blk_b / D % R, the parts simplified away) */
+static void off_term(char *buf, size_t n, long long D, long long R, long long S)
+{
+    size_t l = strlen(buf);
+    if (R == 1 || S == 0)
+        return;
+    char e[64];
+    if (D == 1)
+        snprintf(e, sizeof e, "blk_b");
+    else
+        snprintf(e, sizeof e, "blk_b / %lld", D);
+    if (R > 0)
+        snprintf(e + strlen(e), sizeof e - strlen(e), " %% %lld", R);
+    snprintf(buf + l, n - l, "%s * %lld + ", e, S);
+}
+
+/* The flat offset of part blk_b (gpu_emit.h BkGpuMma: B parts, cm x cn
+ * per matrix) in operand j (0: a, 1: b, 2: the result and accumulator) of
+ * dot id computed a part at a time in the registers of v ("... + "):
+ * matrix blk_b / (cm cn) (a, b: if batched), rows blk_b / cn % cm (a, the
+ * result), columns blk_b % cn (b, the result); "" for a dot in one grid. */
+static void batch_off(const BkGpuEm *em, int id, int v, int j, char *buf, size_t n)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    const IrType *at = &em->f->ins[in->opnd[0]].type, *rt = &in->type;
+    long long K = at->shape[at->rank - 1], M = rt->shape[rt->rank - 2],
+              N = rt->shape[rt->rank - 1];
+    long long per = (long long)g->cm * g->cn, nb = g->B / per;
+    bool tb = bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0;
+    buf[0] = 0;
+    if (g->wb <= 0)
+        return;
+    bool bat = j == 2 || em->f->ins[in->opnd[j < 2 ? j : 0]].type.rank == 3;
+    long long smat = j == 0 ? M * K : j == 1 ? K * N : M * N;
+    if (bat && nb > 1) /* the matrix; the last term needs no % */
+        off_term(buf, n, per, -1, smat);
+    if (j != 1)
+        off_term(buf, n, g->cn, g->cm == 1 || nb > 1 ? g->cm : -1, g->M * (j == 0 ? K : N));
+    if (j != 0)
+        off_term(buf, n, 1, g->cn == 1 || nb > 1 || g->cm > 1 ? g->cn : -1,
+                 g->N * (j == 1 && tb ? K : 1));
+}
+
+/* The per-register FMA form (no tensor cores, and under #else). */
+static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const IrInstr *in = &em->f->ins[id];
+    char x[512], y[512], ia[256], ib[256];
+    const char *ct = bk_gpu_ctype(in->type.dtype); /* float, or int (i8 dots) */
+    bk_gpu_mma_loop_open(em, v);
+    bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    char oa[160], ob[160], ea[256], eb[256];
+    batch_off(em, id, v, 0, oa, sizeof oa);
+    batch_off(em, id, v, 1, ob, sizeof ob);
+    snprintf(ea, sizeof ea, "%sblk_row * K_ + k", oa);
+    snprintf(eb, sizeof eb, "%s%s", ob, t >= 0 ? "blk_col * K_ + k" : "k * N_ + blk_col");
+    bk_gpu_swz_idx(em, in->opnd[0], ea, ia, sizeof ia);
+    bk_gpu_swz_idx(em, t >= 0 ? t : in->opnd[1], eb, ib, sizeof ib);
+    bk_gpu_read(em, in->opnd[0], ia, x, sizeof x);
+    bk_gpu_read(em, t >= 0 ? t : in->opnd[1], ib, y, sizeof y);
+    bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
+    bk_gpu_line(em, "for (int k = 0; k < K_; k++)");
+    bk_gpu_line(em, "    blk_s = blk_s + (%s)%s * (%s)%s;", ct, x, ct, y);
+    bk_gpu_line(em, "var%d[blk_r] = blk_s;", v);
+    bk_gpu_mma_loop_close(em);
+}
+
+/* CUDA: per k step of 16, the warp's A fragments (ldmatrix.x4, rows of
+ * A[M][K]) and B fragments (ldmatrix.x4.trans: two n-tiles of B[K][N] at
+ * once; .x2.trans for an odd last one), then mt x nt mma.sync m16n8k16.
+ * PTX ISA fragment tables: a0..a3 = (rows g, g+8) x (k 2q.., k 2q+8..) are
+ * the 8x8 matrices delivered by lanes 0-7, 8-15, 16-23, 24-31; b0, b1 =
+ * k rows 0-7 / 8-15 of column g, transposed from row-major B. */
+static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    const char *ab = em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
+    char e[256], x[512];
+    snprintf(e, sizeof e, "(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8",
+             v, K);
+    bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    if (em->areg && em->areg[id]) {
+        /* a from register value Q: n-tiles 2k', 2k'+1 of its m16n8 layout
+         * (c0 c1 = row g, c2 c3 = row g + 8) are a0 a1 / a2 a3 of k step k' */
+        int Q = BK_GPU_RV_VAR(em, in->opnd[0]);
+        bk_gpu_line(em, "{ /* a from the registers of v%d (var%d) */", in->opnd[0], Q);
+        bk_gpu_line(em, "    const int blk_f = (i * %d + k / 8) * 4;", em->vmma[Q].nt);
+        bk_gpu_line(em, "    a[i][0] = blk_pack2(var%d[blk_f], var%d[blk_f + 1]); a[i][1] = blk_pack2(var%d[blk_f + 2], var%d[blk_f + 3]);",
+                    Q, Q, Q, Q);
+        bk_gpu_line(em, "    a[i][2] = blk_pack2(var%d[blk_f + 4], var%d[blk_f + 5]); a[i][3] = blk_pack2(var%d[blk_f + 6], var%d[blk_f + 7]);",
+                    Q, Q, Q, Q);
+        bk_gpu_line(em, "}");
+    } else {
+        bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
+    }
+    /* B = trans(T), T[N][K] row-major: the 8x8 matrices are (n, k) blocks
+     * of T as they are (no .trans): lanes 8i..8i+7 give rows n of matrix
+     * i = (n-tile j + i / 2, k half i % 2), so b0/b1 = k 2q.., k 2q+8.. of
+     * column n = g, the fragment's */
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]), bs = t >= 0 ? t : in->opnd[1];
+    if (g->nt >= 2) {
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int j = 0; j + 1 < %d; j += 2) {", g->nt);
+        em->indent++;
+        bk_gpu_line(em, "unsigned t[4];");
+        if (t >= 0)
+            snprintf(e, sizeof e, "(blk_wc%d + j * 8 + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + k + ((blk_lane >> 3) & 1) * 8",
+                     v, K);
+        else
+            snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
+                     N, v);
+        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x4%s(t, &blk_B[%s]);", t >= 0 ? "" : "_trans", x);
+        bk_gpu_line(em, "b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+    if (g->nt % 2) {
+        if (t >= 0)
+            snprintf(e, sizeof e, "(blk_wc%d + %d + (blk_lane & 7)) * %lld + k + ((blk_lane >> 3) & 1) * 8",
+                     v, (g->nt - 1) * 8, K);
+        else
+            snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + %d", N, v,
+                     (g->nt - 1) * 8);
+        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x2%s(b[%d], &blk_B[%s]);", t >= 0 ? "" : "_trans",
+                    g->nt - 1, x);
+    }
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++)", g->nt);
+    bk_gpu_line(em, "        blk_mma_%s(&var%d[(i * %d + j) * 4], a[i], b[j]);", ab, v, g->nt);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* CUDA, f32 operands: per k step of 8, 3xTF32 (x = hi + lo, both tf32;
+ * a*b ~ lo*hi + hi*lo + hi*hi keeps f32 accuracy) on mma.sync m16n8k8.
+ * PTX ISA fragments of m16n8k8 .tf32: a0..a3 = A (g, q), (g + 8, q),
+ * (g, q + 4), (g + 8, q + 4); b0, b1 = B (k q, n g), (k q + 4, n g);
+ * g = lane / 4, q = lane % 4. Operands read element by element. */
+static void dot_tf32(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    char b0[256], b1[256];
+    if (t >= 0) { /* B = trans(T): T[n][k] */
+        snprintf(b0, sizeof b0, "blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + blk_q]", v, K);
+        snprintf(b1, sizeof b1, "blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + blk_q + 4]", v, K);
+    } else {
+        snprintf(b0, sizeof b0, "blk_B[(k + blk_q) * %lld + blk_wc%d + j * 8 + blk_g]", N, v);
+        snprintf(b1, sizeof b1, "blk_B[(k + blk_q + 4) * %lld + blk_wc%d + j * 8 + blk_g]", N, v);
+    }
+    bk_gpu_line(em, "const int blk_g = blk_lane >> 2, blk_q = blk_lane & 3;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 8) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned ah[%d][4], al[%d][4], bh[%d][2], bl[%d][2];", g->mt, g->mt,
+                g->nt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) {", g->mt);
+    bk_gpu_line(em, "    const float *r = &blk_A[(blk_wr%d + i * 16 + blk_g) * %lld + k + blk_q];", v, K);
+    bk_gpu_line(em, "    blk_tf32_split(r[0], ah[i][0], al[i][0]);");
+    bk_gpu_line(em, "    blk_tf32_split(r[8 * %lld], ah[i][1], al[i][1]);", K);
+    bk_gpu_line(em, "    blk_tf32_split(r[4], ah[i][2], al[i][2]);");
+    bk_gpu_line(em, "    blk_tf32_split(r[8 * %lld + 4], ah[i][3], al[i][3]);", K);
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "    blk_tf32_split(%s, bh[j][0], bl[j][0]);", b0);
+    bk_gpu_line(em, "    blk_tf32_split(%s, bh[j][1], bl[j][1]);", b1);
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 4];", v, g->nt);
+    bk_gpu_line(em, "        blk_mma_tf32(c, al[i], bh[j]);");
+    bk_gpu_line(em, "        blk_mma_tf32(c, ah[i], bl[j]);");
+    bk_gpu_line(em, "        blk_mma_tf32(c, ah[i], bh[j]);");
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* CUDA, i8 operands, i32 registers: per k step of 32, mma.sync
+ * m16n8k32 .s8. PTX ISA fragments: a0..a3 = 4 bytes each of A (g, k 4q..),
+ * (g + 8, 4q..), (g, 16 + 4q..), (g + 8, 16 + 4q..); b0, b1 = B (k 4q..
+ * 4q+3, n g), (k 16 + 4q.., n g), packed from 4 rows (blk_pack4), or 4
+ * contiguous bytes of t's row n for b = trans(t). */
+static void dot_s8(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    bk_gpu_line(em, "const int blk_g = blk_lane >> 2, blk_q = blk_lane & 3;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 32) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) {", g->mt);
+    bk_gpu_line(em, "    const signed char *r = &blk_A[(blk_wr%d + i * 16 + blk_g) * %lld + k + 4 * blk_q];",
+                v, K);
+    bk_gpu_line(em, "    a[i][0] = *(const unsigned *)r; a[i][1] = *(const unsigned *)(r + 8 * %lld);", K);
+    bk_gpu_line(em, "    a[i][2] = *(const unsigned *)(r + 16); a[i][3] = *(const unsigned *)(r + 8 * %lld + 16);", K);
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int j = 0; j < %d; j++) {", g->nt);
+    if (t >= 0) {
+        bk_gpu_line(em, "    const signed char *p = &blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + 4 * blk_q];",
+                    v, K);
+        bk_gpu_line(em, "    b[j][0] = *(const unsigned *)p; b[j][1] = *(const unsigned *)(p + 16);");
+    } else {
+        bk_gpu_line(em, "    b[j][0] = blk_pack4(&blk_B[(k + 4 * blk_q) * %lld + blk_wc%d + j * 8 + blk_g], %lld);",
+                    N, v, N);
+        bk_gpu_line(em, "    b[j][1] = blk_pack4(&blk_B[(k + 16 + 4 * blk_q) * %lld + blk_wc%d + j * 8 + blk_g], %lld);",
+                    N, v, N);
+    }
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++)", g->nt);
+    bk_gpu_line(em, "        blk_mma_s8(&var%d[(i * %d + j) * 4], a[i], b[j]);", v, g->nt);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* HIP, f32 operands: v_mfma_f32_16x16x4f32 per 16x16 fragment (AMD
+ * CDNA2 ISA): lane l gives A row l%16, k l/16 and B column l%16, the same
+ * k; k steps of 4; the accumulator layout of 16x16x16. */
+static void dot_mfma_f32(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    bk_gpu_line(em, "const int blk_fr = blk_lane & 15, blk_fk = blk_lane >> 4;");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 4) {", K);
+    em->indent++;
+    bk_gpu_line(em, "float a[%d], b[%d];", g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) a[i] = blk_A[(blk_wr%d + i * 16 + blk_fr) * %lld + k + blk_fk];",
+                g->mt, v, K);
+    bk_gpu_line(em, "#pragma unroll");
+    if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0)
+        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = blk_B[(blk_wc%d + j * 16 + blk_fr) * %lld + k + blk_fk];",
+                    g->nt, v, K);
+    else
+        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = blk_B[(k + blk_fk) * %lld + blk_wc%d + j * 16 + blk_fr];",
+                    g->nt, N, v);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        float *c = &var%d[(i * %d + j) * 4];", v, g->nt);
+    bk_gpu_line(em, "        blk_float4 cc = {c[0], c[1], c[2], c[3]};");
+    bk_gpu_line(em, "        cc = blk_mfma_16x16x4_f32(a[i], b[j], cc);");
+    bk_gpu_line(em, "        for (int e = 0; e < 4; e++) c[e] = cc[e];");
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* HIP: one MFMA per fragment (AMD CDNA2 ISA). 16x16 fragments use
+ * v_mfma_f32_16x16x16{f16,bf16_1k} and v_mfma_i32_16x16x16i8: lane l reads
+ * A row l%16, k 4(l/16)..+3 and B column l%16, the same k (i8: the four
+ * bytes packed into one 32-bit register, k%4 in byte k%4); 4 accumulators,
+ * k step 16. 32x32 fragments (16-bit operands) use
+ * v_mfma_f32_32x32x8{f16,bf16_1k}: A row l%32, k 4(l/32)..+3, B column
+ * l%32; 16 accumulators, k step 8. */
+static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    int adt = em->f->ins[in->opnd[0]].type.dtype;
+    bool h = adt == DT_F16, i8 = adt == DT_I8;
+    const char *et = h ? "_Float16" : i8 ? "signed char" : "short";
+    const char *vt = h ? "blk_half4" : i8 ? "int" : "blk_short4";
+    const char *ft = i8 ? "int" : "float", *ct = i8 ? "blk_int" : "blk_float";
+    const char *wn = h ? "f16" : i8 ? "i8" : "bf16";
+    bool big = g->fm == 32;
+    int fm = big ? 32 : 16, ks = big ? 8 : 16, ne = big ? 16 : 4;
+    bk_gpu_line(em, "const %s *blk_Ae = (const %s *)blk_A, *blk_Be = (const %s *)blk_B;",
+                et, et, et);
+    bk_gpu_line(em, "const int blk_fr = blk_lane & %d, blk_fk = 4 * (blk_lane >> %d);",
+                fm - 1, big ? 5 : 4);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += %d) {", K, ks);
+    em->indent++;
+    /* element j of a fragment: a vector lane, or (i8) byte j of an int */
+    const char *pa = i8 ? "    for (int j = 0; j < 4; j++) a[i] |= (int)((unsigned)(unsigned char)%s << (8 * j));"
+                        : "    for (int j = 0; j < 4; j++) a[i][j] = %s;";
+    const char *pb = i8 ? "    for (int j = 0; j < 4; j++) b[i] |= (int)((unsigned)(unsigned char)%s << (8 * j));"
+                        : "    for (int j = 0; j < 4; j++) b[i][j] = %s;";
+    char x[160];
+    bk_gpu_line(em, "%s a[%d], b[%d];", vt, g->mt, g->nt);
+    if (i8)
+        bk_gpu_line(em, "for (int i = 0; i < %d; i++) a[i] = 0; for (int i = 0; i < %d; i++) b[i] = 0;",
+                    g->mt, g->nt);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    snprintf(x, sizeof x, "blk_Ae[(blk_wr%d + i * %d + blk_fr) * %lld + k + blk_fk + j]", v, fm, K);
+    bk_gpu_line(em, pa, x);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
+    if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0) /* B = trans(T): T[n][k..k+3] */
+        snprintf(x, sizeof x, "blk_Be[(blk_wc%d + i * %d + blk_fr) * %lld + k + blk_fk + j]", v, fm, K);
+    else
+        snprintf(x, sizeof x, "blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr]", N, v, fm);
+    bk_gpu_line(em, pb, x);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int j = 0; j < %d; j++) {", g->nt);
+    bk_gpu_line(em, "        %s *c = &var%d[(i * %d + j) * %d];", ft, v, g->nt, ne);
+    bk_gpu_line(em, "        %s%d cc;", ct, ne);
+    bk_gpu_line(em, "        for (int e = 0; e < %d; e++) cc[e] = c[e];", ne);
+    bk_gpu_line(em, "        cc = blk_mfma_%s_%s(a[i], b[j], cc);", big ? "32x32x8" : "16x16x16", wn);
+    bk_gpu_line(em, "        for (int e = 0; e < %d; e++) c[e] = cc[e];", ne);
+    bk_gpu_line(em, "    }");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* The dot id accumulating into the registers of var (or pseudo-var) v. */
+static void dot_regs(BkGpuEm *em, int id, int v)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrType *at = &f->ins[in->opnd[0]].type;
+    long long K = at->shape[at->rank - 1], N = in->type.shape[in->type.rank - 1];
+    const char *st = bk_gpu_stype(at->dtype);
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    char oa[160], ob[160];
+    bool part = em->vmma[v].wb > 0;
+    batch_off(em, id, v, 0, oa, sizeof oa);
+    batch_off(em, id, v, 1, ob, sizeof ob);
+    bk_gpu_line(em, "{ /* dot, layout mma: accumulates in place in var%d (registers); "
+                "operands from shared memory%s%s */", v, t >= 0 ? ", b read transposed" : "",
+                part ? "; part blk_b" : "");
+    em->indent++;
+    if (part) /* a part at a time: the rows of a and the matrix b of part blk_b */
+        bk_gpu_line(em, "const %s *blk_A = v%d + %s0, *blk_B = v%d + %s0;", st, in->opnd[0], oa,
+                    t >= 0 ? t : in->opnd[1], ob);
+    else
+        bk_gpu_line(em, "const %s *blk_A = v%d, *blk_B = v%d;", st, in->opnd[0],
+                    t >= 0 ? t : in->opnd[1]);
+    bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
+    bool cuda = em->dl->kind == BK_GPU_CUDA;
+    dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
+    bool f32 = f->ins[in->opnd[0]].type.dtype == DT_F32;
+    if (cuda && f->ins[in->opnd[0]].type.dtype == DT_I8)
+        dot_s8(em, id, v, K, N);
+    else if (cuda)
+        (f32 ? dot_tf32 : dot_mma)(em, id, v, K, N);
+    else
+        (f32 ? dot_mfma_f32 : dot_mfma)(em, id, v, K, N);
+    dsl_buf_printf(em->o, "#else\n");
+    dot_fma(em, id, v, K, N);
+    dsl_buf_printf(em->o, "#endif\n");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_mma_dot(BkGpuEm *em, int id, int v)
+{
+    dot_regs(em, id, v);
+    bk_gpu_mma_op_done(em);
+}
+
+/* A dot whose value is not an MMA var's: its registers (the layout of
+ * pseudo-var P) start from the accumulator operand, or 0; the dot
+ * accumulates into them, then each lane writes its registers into the
+ * value's shared tile (column pairs as one 8-byte store on CUDA). The
+ * caller owes the barrier after it. */
+/* Dot id computed a part at a time (gpu_layouts.c bk_gpu_pick_batch: a
+ * batched dot, or one whose tile no grid of every warp covers): warp group
+ * w of wb takes parts blk_b = w, w + wb, ... (M rows of a matrix of the
+ * result each): per part its registers start from the accumulator's
+ * elements (or 0), the dot of the part's rows of a and its matrix of b
+ * accumulates into them, and the lanes write them into the part of the
+ * value's shared tile (column pairs as 8-byte stores on CUDA). */
+static void dot_value_parts(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int P = BK_GPU_DOT_VAR(em, id);
+    const BkGpuMma *g = &em->vmma[P];
+    bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    char off[160], idx[256], rv[BK_GPU_EXPR];
+    batch_off(em, id, P, 2, off, sizeof off);
+    snprintf(idx, sizeof idx, "%sblk_row * %lld + blk_col", off,
+             (long long)in->type.shape[in->type.rank - 1]);
+    bk_gpu_line(em, "/* v%d = dot in registers (var%d), a part at a time: %d group%s of "
+                "mma(%dx%d warps, %dx%d fragments of %dx%d) over %lld part%s of %lldx%lld, "
+                "then convert mma -> shared */", id, P, g->wb, g->wb > 1 ? "s" : "", g->wm, g->wn,
+                g->mt, g->nt, g->fm, g->fn, g->B, g->B > 1 ? "s" : "", g->M, g->N);
+    bk_gpu_line(em, "for (int blk_b = blk_warp / %d; blk_b < %lld; blk_b += %d) {",
+                g->wm * g->wn, g->B, g->wb);
+    em->indent++;
+    bk_gpu_mma_decl_regs(em, P, i32 ? "int" : "float");
+    bk_gpu_mma_loop_open(em, P);
+    if (in->opnd[2] >= 0) {
+        bk_gpu_read(em, in->opnd[2], idx, rv, sizeof rv);
+        bk_gpu_line(em, "var%d[blk_r] = %s;", P, rv);
+    } else {
+        bk_gpu_line(em, "var%d[blk_r] = 0;", P);
+    }
+    bk_gpu_mma_loop_close(em);
+    dot_regs(em, id, P);
+    if (em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+        char row[256], col[256], mt[64], nt[64], fi[64];
+        bk_gpu_mma_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
+        bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", bk_gpu_mma_nregs(g));
+        em->indent++;
+        bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+        bk_gpu_line(em, "*(unsigned long long *)&v%d[%s] = (unsigned long long)%s(var%d[blk_r + 1]) << 32 | %s(var%d[blk_r]);",
+                    id, idx, i32 ? "(unsigned)" : "__float_as_uint", P,
+                    i32 ? "(unsigned)" : "__float_as_uint", P);
+        bk_gpu_mma_loop_close(em);
+    } else {
+        bk_gpu_mma_loop_open(em, P);
+        bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, idx, P);
+        bk_gpu_mma_loop_close(em);
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    int P = BK_GPU_DOT_VAR(em, id);
+    const BkGpuMma *g = &em->vmma[P];
+    bool sh = em->lay[id] == BK_LAY_SHARED;
+    bool i32 = in->type.dtype == DT_I32; /* an i8 dot */
+    if (g->wb > 0) {
+        dot_value_parts(em, id);
+        return;
+    }
+    bk_gpu_line(em, "/* v%d = dot in registers (var%d): mma(%dx%d warps, %dx%d fragments of %dx%d)%s */",
+                id, P, g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
+                sh ? ", then convert mma -> shared" : "");
+    bk_gpu_mma_decl_regs(em, P, i32 ? "int" : "float");
+    bk_gpu_line(em, "{");
+    em->indent++;
+    bk_gpu_mma_loop_open(em, P);
+    if (in->opnd[2] >= 0) {
+        char idx[128], rv[BK_GPU_EXPR];
+        snprintf(idx, sizeof idx, "blk_row * %lld + blk_col", g->N);
+        bk_gpu_read(em, in->opnd[2], idx, rv, sizeof rv);
+        bk_gpu_line(em, "var%d[blk_r] = %s;", P, rv);
+    } else {
+        bk_gpu_line(em, "var%d[blk_r] = 0;", P);
+    }
+    bk_gpu_mma_loop_close(em);
+    dot_regs(em, id, P);
+    if (sh && em->dl->kind == BK_GPU_CUDA) { /* registers 2i, 2i + 1: columns c, c + 1 */
+        char row[256], col[256], mt[64], nt[64], fi[64];
+        bk_gpu_mma_split(em, g, "blk_r", mt, nt, fi, sizeof mt);
+        bk_gpu_mma_rowcol(em, P, mt, nt, fi, row, sizeof row, col, sizeof col);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", bk_gpu_mma_nregs(g));
+        em->indent++;
+        bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+        if (i32)
+            bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+                        "(unsigned long long)(unsigned)var%d[blk_r + 1] << 32 | (unsigned)var%d[blk_r];",
+                        id, g->N, P, P);
+        else
+            bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+                        "(unsigned long long)__float_as_uint(var%d[blk_r + 1]) << 32 | __float_as_uint(var%d[blk_r]);",
+                        id, g->N, P, P);
+        bk_gpu_mma_loop_close(em);
+    } else if (sh) {
+        bk_gpu_mma_loop_open(em, P);
+        bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, g->N, P);
+        bk_gpu_mma_loop_close(em);
+    }
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
