@@ -27,7 +27,8 @@
     X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)") \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
-    X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)")
+    X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
+    X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,

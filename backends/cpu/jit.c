@@ -136,10 +136,19 @@ static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
     }
     const char *cpu = host_cpu, *feat = host_features;
     *vecw = host_vecw;
+    char *nofeat = NULL;
     if (o && o->arch && o->arch[0]) {
         cpu = o->arch;
         feat = "";
         *vecw = 16;
+    } else if (cpu_switch(CPU_SW_NOAVX512) && strstr(feat, "+avx512")) {
+        /* every +avx512* feature turned off: code valgrind can run */
+        nofeat = strdup(feat);
+        for (char *p = nofeat; p && (p = strstr(p, "+avx512")); p++)
+            *p = '-';
+        feat = nofeat ? nofeat : feat;
+        if (*vecw > 32)
+            *vecw = 32;
     }
     int ol = o ? o->opt_level : 3;
     LLVMCodeGenOptLevel cl = ol <= 0 ? LLVMCodeGenLevelNone
@@ -148,6 +157,7 @@ static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
                                      : LLVMCodeGenLevelAggressive;
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
         target, triple, cpu, feat, cl, LLVMRelocPIC, LLVMCodeModelJITDefault);
+    free(nofeat);
     LLVMDisposeMessage(triple);
     if (!tm)
         snprintf(err, errlen, "cpu backend: cannot create a target machine");
