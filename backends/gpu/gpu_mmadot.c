@@ -41,11 +41,11 @@ static void batch_off(const BkGpuEm *em, int id, int v, int j, char *buf, size_t
     const IrType *at = &em->f->ins[in->opnd[0]].type, *rt = &in->type;
     long long K = at->shape[at->rank - 1], M = rt->shape[rt->rank - 2],
               N = rt->shape[rt->rank - 1];
+    buf[0] = 0;
+    if (g->wb <= 0) /* one grid: cm, cn are 0 */
+        return;
     long long per = (long long)g->cm * g->cn, nb = g->B / per;
     bool tb = bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0;
-    buf[0] = 0;
-    if (g->wb <= 0)
-        return;
     bool bat = j == 2 || em->f->ins[in->opnd[j < 2 ? j : 0]].type.rank == 3;
     long long smat = j == 0 ? M * K : j == 1 ? K * N : M * N;
     if (bat && nb > 1) /* the matrix; the last term needs no % */
