@@ -32,7 +32,8 @@ endfunction()
 #                    plus lib/), and of tests/gpu/data, tests/cli/data and
 #                    lib/ through the whole pipeline
 #   PREFIX_gpuir     --emit=gpu-ir goldens of examples matmul, softmax,
-#                    flash_attention and tests/emu/tslice.blk, each checked
+#                    flash_attention, tests/emu/tslice.blk and tparts.blk
+#                    (dots a part at a time), each checked
 #                    against the C of the same module (LABEL and golden)
 #   PREFIX_regcheck  (CUDA) the static checks of the register-resident
 #                    matmul main loop: ptxas -v spills, PTX shared traffic
@@ -58,7 +59,8 @@ function(blkc_gpu_compile_tests prefix label)
            ${PROJECT_SOURCE_DIR}/examples/matmul.blk
            ${PROJECT_SOURCE_DIR}/examples/softmax.blk
            ${PROJECT_SOURCE_DIR}/examples/flash_attention.blk
-           ${PROJECT_SOURCE_DIR}/tests/emu/tslice.blk)
+           ${PROJECT_SOURCE_DIR}/tests/emu/tslice.blk
+           ${PROJECT_SOURCE_DIR}/tests/emu/tparts.blk)
   set_tests_properties(${prefix}_gpuir PROPERTIES LABELS "${label};golden"
                        SKIP_RETURN_CODE 77)
   if(NOT "HIP" IN_LIST ARGN)

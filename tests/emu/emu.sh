@@ -14,7 +14,9 @@
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
 #       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
-#       reductions in registers) on cuda-emu and hip-emu against the CPU, the
+#       reductions in registers), tmrow.blk (row values of MMA tiles) and
+#       tparts.blk (register dots a part at a time) on cuda-emu and hip-emu
+#       against the CPU, the
 #       layouts --emit=gpu-ir reports for it, and no shared-memory tile
 #       round trip left in examples/softmax.blk and layernorm.blk (only
 #       the barriers of their reductions' cross-warp step)
@@ -183,6 +185,12 @@ layouts)
   LTOL="2e-3 2e-3" lone tmr_rows "MX MN SM P" M=100 N=27
   LTOL="2e-3 2e-3" lone tmr_split "MX P" M=40 N=50
   LTOL="2e-3 2e-3" lone tmr_loop "L O" M=70 N=100
+  # register dots a part at a time (tests/emu/tparts.blk; gpu-ir goldens too)
+  F=$SRC/tests/emu/tparts.blk
+  LTOL="1e-4 1e-4" lone tpt_small C M=40 N=40 K=32
+  LTOL="1e-4 1e-4" lone tpt_rows C M=70 N=256 K=16
+  LTOL="1e-4 1e-4" lone tpt_cols C M=20 N=320 K=16
+  LTOL="1e-4 1e-4" lone tpt_batch C Z=3 M=16 N=32 K=32
   F=$SRC/tests/emu/tslice.blk
   "$BLKC" compile "$F" --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 || { cat "$T/ir"; exit 1; }
   want() { # PATTERN: a line of the gpu-ir must match

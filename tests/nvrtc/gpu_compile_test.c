@@ -108,7 +108,9 @@ static void golden_stage(IrModule *m, const char *name, const char *stage,
         ir_module_free(m);
         return;
     }
-    const char *body = strstr(out.data, "\n// kernel ");
+    /* from the first kernel on (the C text has a prelude before it; the
+     * gpu-ir starts with it) */
+    const char *body = strncmp(out.data, "// kernel ", 10) ? strstr(out.data, "\n// kernel ") : NULL;
     body = body ? body + 1 : out.data;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/%s.%s", BLKC_SOURCE_DIR, GOLDEN_DIR, name,
