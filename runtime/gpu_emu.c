@@ -8,7 +8,8 @@
  * and loaded with dlopen; with $BLKC_EMU_STATS=1 (blkc run --stats) by
  * clang++ with blk_emu_mem.h's load/store counting, when clang++ is on
  * PATH. A launch runs the grid's blocks one after
- * another, the threads of a block as host threads (blk_emu.h), and keeps
+ * another, the threads of a block as fibers on the calling thread
+ * (blk_emu.h), and keeps
  * the launch's counts (rt_gpu_emu_last_stats). */
 #include "gpu.h"
 #include "rt.h"

@@ -1,9 +1,9 @@
 /* blk_emu.h - the emulated GPU devices cuda-emu and hip-emu: just enough of
  * the CUDA / HIP device environment to compile the CUDA C / HIP C that blkc
- * generates with the host C++ compiler and run it on the CPU, one host
- * thread per GPU thread, with the GPU code paths (tensor cores, ldmatrix,
- * cp.async, shuffles, atomics) emulated lane by lane from the vendors'
- * instruction specifications. runtime/gpu_emu.c compiles every module with
+ * generates with the host C++ compiler and run it on the CPU, each GPU
+ * thread a fiber on the launching host thread, with the GPU code paths
+ * (tensor cores, ldmatrix, cp.async, shuffles, atomics) emulated lane by
+ * lane from the vendors' instruction specifications. runtime/gpu_emu.c compiles every module with
  *   -include blk_emu.h -DBLK_EMU=1 -D__CUDA_ARCH__=800      (cuda-emu)
  *   -include blk_emu.h -DBLK_EMU=1 -DBLK_EMU_HIP=1 -D__gfx90a__=1 (hip-emu)
  * and the dialect preludes (backends/cuda/cuda.c, backends/hip/hip.c) leave
@@ -44,11 +44,11 @@
  * barrier (warp, block, the end of a block) is bounded: lanes arriving at
  * different collectives, threads waiting at __syncthreads while others
  * finished the block, or all threads blocked with no barrier complete are
- * reported ("barrier mismatch", "deadlock") instead of hanging; any wait
- * gives up after BLKC_EMU_TIMEOUT_S seconds (default 60). What is NOT
- * modelled: memory ordering between threads (host memory is coherent and
- * host-ordered), timing, warp divergence/reconvergence order, and warps
- * that are partial or have exited lanes (collectives need every lane).
+ * reported ("barrier mismatch", "deadlock") instead of hanging. What is NOT
+ * modelled: memory ordering between threads (one host thread runs them
+ * all, switching only where a thread waits), timing, warp divergence /
+ * reconvergence order, and warps that are partial or have exited lanes
+ * (collectives need every lane).
  *
  * One translation unit per module: everything is static. */
 #ifndef BLK_EMU_H
@@ -57,7 +57,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <cstdint>
@@ -68,6 +67,16 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
+/* the fiber switch: x86-64 assembly, else (or with -DBLK_EMU_UCONTEXT, as
+ * tests/emu/emu.sh builds it once) ucontext */
+#if defined(__x86_64__) && !defined(BLK_EMU_UCONTEXT)
+#define BLK_EMU_FIBER_ASM 1
+#else
+#include <ucontext.h>
+#endif
 
 /* the emulator itself is not instrumented for --stats (blk_emu_mem.h) */
 #if defined(__clang__)
@@ -147,19 +156,15 @@ struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(8) int2 { int x, y; };
 struct alignas(8) float2 { float x, y; };
 
-struct BlkEmuAbort {}; /* thrown out of a thread's kernel on an error */
-
 enum { BLK_EMU_TAG_NONE, BLK_EMU_TAG_SYNC, BLK_EMU_TAG_END, BLK_EMU_TAG_SHFL,
        BLK_EMU_TAG_VOTE, BLK_EMU_TAG_SYNCWARP, BLK_EMU_TAG_LDMATRIX, BLK_EMU_TAG_MMA };
 static const char *const blk_emu_tag_name[] = {
     "?", "__syncthreads", "the end of the kernel", "a warp shuffle",
     "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma"};
 
-struct BlkEmuBar {             /* guarded by its own mutex */
-    std::mutex mu;
+struct BlkEmuBar {
     int count = 0, tag = 0, width = 0;
     unsigned gen = 0;
-    std::condition_variable cv;
 };
 
 struct alignas(16) BlkEmuSlot { unsigned char b[128]; };
@@ -170,17 +175,15 @@ struct BlkEmuWarp {
 };
 
 struct BlkEmuMachine {
-    std::mutex err_mu;             /* err */
     int nthreads = 0, nwarps = 0;
     /* threads not blocked at a barrier: a completed barrier adds its
-     * waiters back before waking them, so 0 means all blocked for good */
-    std::atomic<int> running{0};
+     * waiters back, so 0 means all blocked for good */
+    int running = 0;
     BlkEmuBar block;               /* __syncthreads and the end of a block */
     BlkEmuWarp *warps = nullptr;
-    std::atomic<int> *where = nullptr; /* per thread: the tag it waits at, 0 running */
-    std::atomic<bool> failed{false};
+    int *where = nullptr;          /* per thread: the tag it waits at, 0 running */
+    bool failed = false;
     char err[512] = "";
-    double timeout_s = 60;
     unsigned char *smem = nullptr;
     long long smem_bytes = 0;
     BlkEmuStats st{};
@@ -188,7 +191,8 @@ struct BlkEmuMachine {
 
 static BlkEmuMachine *blk_emu_m;   /* the launch in progress (one at a time) */
 static std::mutex blk_emu_launch_mu;
-static thread_local blk_emu_dim3 threadIdx, blockIdx;
+/* the running fiber's (blk_emu_resume sets them) */
+static blk_emu_dim3 threadIdx, blockIdx;
 static blk_emu_dim3 gridDim, blockDim;
 static unsigned char *blk_emu_smem_base;
 
@@ -196,18 +200,115 @@ static inline int blk_emu_tid() { return (int)threadIdx.x; }
 static inline int blk_emu_lane() { return (int)threadIdx.x % BLK_EMU_WARP; }
 static inline BlkEmuWarp &blk_emu_warp() { return blk_emu_m->warps[threadIdx.x / BLK_EMU_WARP]; }
 
-/* Record the first error; waiters see `failed` within a wait slice. */
-static void blk_emu_fail_locked(BlkEmuMachine *m, const char *msg)
+/* ------------------------------------------------------------ fibers */
+
+/* Every GPU thread of a launch is a fiber on the launching host thread:
+ * its own stack, run until it waits (a barrier, a warp collective, a
+ * signal poll, __nanosleep), then the scheduler (blk_emu_run_block)
+ * resumes the next thread that can go on, round robin. A switch saves
+ * the callee-saved registers on the old stack and loads the new stack
+ * pointer (x86-64: the System V ABI's rbx, rbp, r12-r15; elsewhere
+ * ucontext). A thread that fails is abandoned where it stands, never
+ * unwound: nothing the emulator or generated code holds at a wait
+ * owns a resource. */
+enum { BLK_EMU_STACK = 2 << 20 };  /* bytes per fiber, a guard page below */
+
+struct BlkEmuFiber {
+    void *sp;                      /* saved stack pointer (x86-64) */
+    unsigned char *stack;          /* BLK_EMU_STACK bytes above a guard page */
+    blk_emu_dim3 bid;
+    bool done;
+#if !defined(BLK_EMU_FIBER_ASM)
+    ucontext_t uc;
+#endif
+};
+
+static BlkEmuFiber *blk_emu_fibers; /* of the launch in progress, one per thread */
+static BlkEmuFiber *blk_emu_cur;    /* running, or nullptr in the scheduler */
+static void *blk_emu_sched_sp;
+#if !defined(BLK_EMU_FIBER_ASM)
+static ucontext_t blk_emu_sched_uc;
+#endif
+
+#if defined(BLK_EMU_FIBER_ASM)
+extern "C" __attribute__((visibility("hidden"))) void blk_emu_swap(void **save_sp, void *to_sp);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".type blk_emu_swap,@function\n"
+        ".hidden blk_emu_swap\n"
+        "blk_emu_swap:\n"          /* rdi: where to save this rsp, rsi: the rsp to load */
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size blk_emu_swap, .-blk_emu_swap\n");
+#endif
+
+/* Give the host thread back to the scheduler. */
+static inline void blk_emu_yield()
 {
-    std::lock_guard<std::mutex> lk(m->err_mu);
+    BlkEmuFiber *f = blk_emu_cur;
+#if defined(BLK_EMU_FIBER_ASM)
+    blk_emu_swap(&f->sp, blk_emu_sched_sp);
+#else
+    swapcontext(&f->uc, &blk_emu_sched_uc);
+#endif
+}
+
+static inline void blk_emu_mem_thread(int t); /* blk_emu_mem.h: whose accesses count (-1 none) */
+
+/* A wait that is not a barrier (a signal poll, __nanosleep): the other
+ * threads run meanwhile; a failed launch ends the wait. */
+[[noreturn]] static void blk_emu_abandon();
+static inline void blk_emu_pause();
+
+/* The scheduler: run fiber t until it yields. */
+static inline void blk_emu_resume(int t)
+{
+    BlkEmuFiber *f = &blk_emu_fibers[t];
+    threadIdx = {(unsigned)t, 0, 0};
+    blockIdx = f->bid;
+    blk_emu_cur = f;
+    blk_emu_mem_thread(t);
+#if defined(BLK_EMU_FIBER_ASM)
+    blk_emu_swap(&blk_emu_sched_sp, f->sp);
+#else
+    swapcontext(&blk_emu_sched_uc, &f->uc);
+#endif
+    blk_emu_cur = nullptr;
+    blk_emu_mem_thread(-1); /* the scheduler's own accesses are not the kernel's */
+}
+
+/* Record the first error; waiting threads see `failed` when resumed. */
+static void blk_emu_fail(BlkEmuMachine *m, const char *msg)
+{
     if (!m->failed) {
         snprintf(m->err, sizeof m->err, "%s", msg);
         m->failed = true;
     }
 }
 
+/* The running thread stops for good (after an error). */
+[[noreturn]] static void blk_emu_abandon()
+{
+    BlkEmuMachine *m = blk_emu_m;
+    m->running--;
+    blk_emu_fail(m, "aborted");
+    blk_emu_cur->done = true;
+    for (;;)
+        blk_emu_yield();
+}
+
+static inline void blk_emu_pause()
+{
+    blk_emu_yield();
+    if (blk_emu_m->failed)
+        blk_emu_abandon();
+}
+
 /* What every blocked thread waits at, for a deadlock report. */
-static void blk_emu_deadlock_locked(BlkEmuMachine *m)
+static void blk_emu_deadlock(BlkEmuMachine *m)
 {
     char msg[512];
     int n = snprintf(msg, sizeof msg, "deadlock in block (%u, %u, %u): every thread waits and no "
@@ -215,21 +316,21 @@ static void blk_emu_deadlock_locked(BlkEmuMachine *m)
     int shown = 0;
     for (int t = 0; t < m->nthreads && shown < 4 && n < (int)sizeof msg - 80; t++) {
         const int wt = m->where[t];
-        if (t > 0 && wt == m->where[t - 1] && t % BLK_EMU_WARP)
+        if (wt == 0 || (t > 0 && wt == m->where[t - 1] && t % BLK_EMU_WARP))
             continue;
         n += snprintf(msg + n, sizeof msg - (size_t)n, "%s thread %d at %s", shown ? "," : "",
                       t, blk_emu_tag_name[wt]);
         shown++;
     }
-    blk_emu_fail_locked(m, msg);
+    blk_emu_fail(m, msg);
 }
 
-/* Wait at barrier b of `width` threads with tag (b.mu held through lk). */
-static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int width, int tag)
+/* Wait at barrier b of `width` threads with tag. */
+static void blk_emu_bar_wait(BlkEmuBar &b, int width, int tag)
 {
     BlkEmuMachine *m = blk_emu_m;
     if (m->failed)
-        throw BlkEmuAbort();
+        blk_emu_abandon();
     if (b.count == 0) {
         b.tag = tag;
         b.width = width;
@@ -238,8 +339,8 @@ static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int
         snprintf(msg, sizeof msg, "barrier mismatch in block (%u, %u, %u): thread %d reached %s "
                  "while others wait at %s", blockIdx.x, blockIdx.y, blockIdx.z, blk_emu_tid(),
                  blk_emu_tag_name[tag], blk_emu_tag_name[b.tag]);
-        blk_emu_fail_locked(m, msg);
-        throw BlkEmuAbort();
+        blk_emu_fail(m, msg);
+        blk_emu_abandon();
     }
     if (++b.count == width) {
         b.count = 0;
@@ -248,36 +349,23 @@ static void blk_emu_bar_wait(std::unique_lock<std::mutex> &lk, BlkEmuBar &b, int
         const int t0 = &b == &m->block ? 0 : (int)threadIdx.x / BLK_EMU_WARP * BLK_EMU_WARP;
         for (int t = t0; t < t0 + width; t++)
             m->where[t] = 0;
-        b.cv.notify_all();
         return;
     }
-    unsigned gen = b.gen;
+    const unsigned gen = b.gen;
     m->where[blk_emu_tid()] = tag;
     if (--m->running == 0) {
-        blk_emu_deadlock_locked(m);
-        throw BlkEmuAbort();
+        blk_emu_deadlock(m);
+        blk_emu_abandon();
     }
-    auto until = std::chrono::steady_clock::now() +
-                 std::chrono::duration<double>(m->timeout_s);
-    while (b.gen == gen && !m->failed) {
-        b.cv.wait_for(lk, std::chrono::milliseconds(50));
-        if (b.gen == gen && !m->failed && std::chrono::steady_clock::now() > until) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "barrier timeout in block (%u, %u, %u): thread %d waited "
-                     "%g s at %s", blockIdx.x, blockIdx.y, blockIdx.z, blk_emu_tid(),
-                     m->timeout_s, blk_emu_tag_name[tag]);
-            blk_emu_fail_locked(m, msg);
-        }
-    }
-    if (b.gen == gen) /* failed */
-        throw BlkEmuAbort();
+    while (b.gen == gen && !m->failed)
+        blk_emu_yield();   /* the scheduler resumes it once released */
+    if (b.gen == gen)      /* failed */
+        blk_emu_abandon();
 }
 
 static inline void blk_emu_warp_bar(int tag)
 {
-    BlkEmuBar &b = blk_emu_warp().bar;
-    std::unique_lock<std::mutex> lk(b.mu);
-    blk_emu_bar_wait(lk, b, BLK_EMU_WARP, tag);
+    blk_emu_bar_wait(blk_emu_warp().bar, BLK_EMU_WARP, tag);
 }
 
 /* A warp collective: deposit `n` bytes, meet, f(slots) computes this lane's
@@ -331,6 +419,7 @@ static int blk_emu_wavefronts(const long long *addr, int n, int bytes)
 #include "blk_emu_mem.h"
 #else
 static inline void blk_emu_note(uintptr_t, long long, int, bool) {}
+static inline void blk_emu_mem_thread(int) {}
 #endif
 
 /* ------------------------------------------------------------ block barrier */
@@ -338,10 +427,9 @@ static inline void blk_emu_note(uintptr_t, long long, int, bool) {}
 static inline void __syncthreads()
 {
     BlkEmuMachine *m = blk_emu_m;
-    std::unique_lock<std::mutex> lk(m->block.mu);
     if (m->block.count == 0)
         m->st.barriers++;
-    blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_SYNC);
+    blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_SYNC);
 }
 static inline void __syncwarp(unsigned mask = 0xffffffffu)
 {
@@ -351,7 +439,11 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu)
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+static inline void __nanosleep(unsigned ns) /* the other threads run meanwhile */
+{
+    blk_emu_pause();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+}
 static inline long long clock64()
 {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -454,8 +546,10 @@ BLK_EMU_BITS(long long)
 static inline float atomicExch(float *p, float v) { return blk_emu_atomic_op(p, v, 3); }
 
 /* signals (rank builtins) */
+/* a signal poll lets the block's other threads run (blk_wait spins on it) */
 static inline unsigned long long blk_sig_load(const unsigned long long *p)
 {
+    blk_emu_pause();
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 static inline void blk_sig_set(unsigned long long *p, unsigned long long v)
@@ -575,37 +669,95 @@ static std::vector<long long> blk_emu_sample(long long nb)
     return v;
 }
 
-static void blk_emu_thread(BlkEmuMachine *m, int t, const long long grid[3],
-                           const std::vector<long long> &blocks,
-                           const std::function<void()> &body)
+/* What the fibers of the launch in progress run. */
+static const long long *blk_emu_grid;
+static const std::vector<long long> *blk_emu_blocks;
+static const std::function<void()> *blk_emu_body;
+
+/* A fiber's whole life: thread threadIdx.x of every block the launch runs. */
+static void blk_emu_fiber_main()
 {
-    threadIdx = {(unsigned)t, 0, 0};
+    BlkEmuMachine *m = blk_emu_m;
+    BlkEmuFiber *f = blk_emu_cur;
+    const int t = blk_emu_tid();
+    const long long *grid = blk_emu_grid;
+    for (long long b : *blk_emu_blocks) {
+        f->bid = blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
+                             (unsigned)(b / (grid[0] * grid[1]))};
+        (*blk_emu_body)();
+        blk_emu_cp_drop();
+        blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_END);
+        if (t == 0) { /* a fresh block: shared memory is garbage again */
 #ifdef BLK_EMU_MEMSTATS
-    blk_emu_log = &blk_emu_logs[(size_t)t];
+            blk_emu_mem_block(m);
 #endif
-    for (long long b : blocks) {
-        blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
-                    (unsigned)(b / (grid[0] * grid[1]))};
-        try {
-            body();
-            blk_emu_cp_drop();
-            std::unique_lock<std::mutex> lk(m->block.mu);
-            blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
-            if (t == 0) { /* a fresh block: shared memory is garbage again */
-#ifdef BLK_EMU_MEMSTATS
-                blk_emu_mem_block(m);
-#endif
-                memset(m->smem, 0x7f, (size_t)m->smem_bytes);
-                m->st.blocks++;
-            }
-            blk_emu_bar_wait(lk, m->block, m->nthreads, BLK_EMU_TAG_END);
-        } catch (const BlkEmuAbort &) {
-            m->running--;
-            blk_emu_fail_locked(m, "aborted");
-            return;
+            memset(m->smem, 0x7f, (size_t)m->smem_bytes);
+            m->st.blocks++;
         }
+        blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_END);
     }
     m->running--;
+    f->done = true;
+    for (;;)
+        blk_emu_yield();
+}
+
+/* Fiber stacks, kept for the module's next launches: mapped on first
+ * use, pages touched only as deep as a thread's frames go. */
+static unsigned char *blk_emu_stacks[1024];
+
+static bool blk_emu_fiber_init(BlkEmuFiber *f, int t)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!blk_emu_stacks[t]) {
+        void *p = mmap(nullptr, BLK_EMU_STACK + page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        mprotect(p, page, PROT_NONE); /* an overflow faults instead of running on */
+        blk_emu_stacks[t] = (unsigned char *)p + page;
+    }
+    f->stack = blk_emu_stacks[t];
+    f->done = false;
+    f->bid = {0, 0, 0};
+#if defined(BLK_EMU_FIBER_ASM)
+    /* what blk_emu_swap pops: six registers, then the return address; the
+     * slot above stands for the caller's return address (rsp % 16 == 8 at
+     * the entry, as after a call) */
+    void **sp = (void **)(((uintptr_t)(f->stack + BLK_EMU_STACK) & ~(uintptr_t)15) - 64);
+    for (int i = 0; i < 8; i++)
+        sp[i] = nullptr;
+    sp[6] = (void *)blk_emu_fiber_main;
+    f->sp = sp;
+#else
+    if (getcontext(&f->uc) != 0)
+        return false;
+    f->uc.uc_stack.ss_sp = f->stack;
+    f->uc.uc_stack.ss_size = BLK_EMU_STACK;
+    f->uc.uc_link = nullptr;
+    makecontext(&f->uc, blk_emu_fiber_main, 0);
+#endif
+    return true;
+}
+
+/* Round robin over the threads that can go on (not waiting, or the
+ * launch failed: they abandon) until every one is done. */
+static void blk_emu_schedule(BlkEmuMachine *m)
+{
+    int live = m->nthreads;
+    while (live > 0) {
+        bool ran = false;
+        for (int t = 0; t < m->nthreads; t++) {
+            BlkEmuFiber *f = &blk_emu_fibers[t];
+            if (f->done || (m->where[t] && !m->failed))
+                continue;
+            blk_emu_resume(t);
+            ran = true;
+            live -= f->done;
+        }
+        if (!ran && !m->failed) /* bar_wait reports this first; kept as a net */
+            blk_emu_deadlock(m);
+    }
 }
 
 /* Run kernel k on `grid` blocks of `threads` threads with smem bytes of
@@ -622,18 +774,19 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
         return -1;
     }
     BlkEmuMachine m;
-    const char *to = getenv("BLKC_EMU_TIMEOUT_S");
-    if (to && atof(to) > 0)
-        m.timeout_s = atof(to);
     m.nthreads = threads;
     m.nwarps = threads / BLK_EMU_WARP;
     m.running = threads;
     std::vector<BlkEmuWarp> warps((size_t)m.nwarps);
-    std::unique_ptr<std::atomic<int>[]> where(new std::atomic<int>[(size_t)threads]);
+    std::vector<int> where((size_t)threads, 0);
+    std::vector<BlkEmuFiber> fibers((size_t)threads);
     for (int t = 0; t < threads; t++)
-        where[t] = 0;
+        if (!blk_emu_fiber_init(&fibers[(size_t)t], t)) {
+            snprintf(err, errlen, "emu: out of memory for thread stacks");
+            return -1;
+        }
     m.warps = warps.data();
-    m.where = where.get();
+    m.where = where.data();
     m.smem_bytes = smem;
     m.smem = (unsigned char *)aligned_alloc(128, (size_t)((smem + 127) / 128 * 128) + 128);
     if (!m.smem) {
@@ -653,12 +806,14 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
         blk_emu_call(k, params, std::index_sequence_for<A...>{});
     };
     const std::vector<long long> blocks = blk_emu_sample(grid[0] * grid[1] * grid[2]);
-    std::vector<std::thread> pool;
-    pool.reserve((size_t)threads);
+    blk_emu_grid = grid;
+    blk_emu_blocks = &blocks;
+    blk_emu_body = &body;
+    blk_emu_fibers = fibers.data();
     for (int t = 0; t < threads; t++)
-        pool.emplace_back(blk_emu_thread, &m, t, grid, std::cref(blocks), std::cref(body));
-    for (auto &th : pool)
-        th.join();
+        blk_emu_cp_reset(t);
+    blk_emu_schedule(&m);
+    blk_emu_fibers = nullptr;
     blk_emu_m = nullptr;
     free(m.smem);
     m.st.threads = (long long)threads * grid[0] * grid[1] * grid[2];

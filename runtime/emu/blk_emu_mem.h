@@ -35,11 +35,16 @@ struct BlkEmuLog {
     std::unordered_map<uintptr_t, unsigned> occ;
     std::vector<BlkEmuAcc> v;
 };
-static thread_local BlkEmuLog *blk_emu_log;
+static BlkEmuLog *blk_emu_log;                  /* the running thread's (blk_emu_resume) */
 static std::vector<BlkEmuLog> blk_emu_logs;     /* per thread of the block */
 static std::unordered_set<long long> blk_emu_seen; /* global sectors of this launch */
 static long long blk_emu_glo[64], blk_emu_ghi[64];
 static int blk_emu_nglobal;
+
+static inline void blk_emu_mem_thread(int t)
+{
+    blk_emu_log = t < 0 ? nullptr : &blk_emu_logs[(size_t)t];
+}
 
 static inline void blk_emu_note(uintptr_t pc, long long a, int size, bool shared)
 {

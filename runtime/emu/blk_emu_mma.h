@@ -193,8 +193,10 @@ static inline void blk_tf32_split(float x, unsigned &hi, unsigned &lo)
  * so a read before the matching wait sees the old contents. Copies not
  * yet committed belong to no group and no wait completes them. */
 struct BlkEmuCopy { unsigned char *dst; unsigned char data[16]; long long group; };
-static thread_local std::vector<BlkEmuCopy> blk_emu_copies;
-static thread_local long long blk_emu_committed;
+struct BlkEmuCopies { std::vector<BlkEmuCopy> v; long long committed; };
+static BlkEmuCopies blk_emu_cps[1024]; /* per thread of the block */
+#define blk_emu_copies (blk_emu_cps[threadIdx.x].v)
+#define blk_emu_committed (blk_emu_cps[threadIdx.x].committed)
 
 static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
 {
@@ -237,6 +239,16 @@ static inline void blk_emu_cp_drop(void)
 #ifndef BLK_EMU_HIP
     blk_emu_copies.clear();
     blk_emu_committed = 0;
+#endif
+}
+/* At a launch: thread t starts with no copies (one failed midway may have left some). */
+static inline void blk_emu_cp_reset(int t)
+{
+#ifndef BLK_EMU_HIP
+    blk_emu_cps[t].v.clear();
+    blk_emu_cps[t].committed = 0;
+#else
+    (void)t;
 #endif
 }
 

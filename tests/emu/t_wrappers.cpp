@@ -5,8 +5,10 @@
  * and its D fragment is compared with D = A*B + C computed by a scalar
  * loop; ldmatrix (which lane receives which elements, plain and .trans),
  * cp.async groups (a read before the matching wait sees the old data),
- * shuffles with width, and a thread skipping __syncthreads (reported as a
- * barrier mismatch, not a hang). Built twice by emu.sh: CUDA (this file
+ * shuffles with width, a thread skipping __syncthreads (reported as a
+ * barrier mismatch, not a hang), a deadlock (reported with where the
+ * threads wait) and a signal poll that a later thread ends (the fibers
+ * switch at a poll). Built twice by emu.sh: CUDA (this file
  * with -D__CUDA_ARCH__=800) and HIP (-DBLK_EMU_HIP); with
  * -DBLK_EMU_BREAK_LAYOUT (two lanes of the A table swapped in the header)
  * it must fail. Exit 0 when every check holds. */
@@ -299,6 +301,31 @@ static void k_skip_barrier(int)
         __syncthreads();
 }
 
+/* A thread polling a signal that a later thread of the block sets: the
+ * poll must let the other threads run (one host thread runs them all). */
+static unsigned long long flag;
+static int seen;
+static void k_poll(int)
+{
+    if (threadIdx.x == 0) {
+        while (blk_sig_load(&flag) == 0) {
+        }
+        seen = 1;
+    }
+    if (threadIdx.x == blockDim.x - 1)
+        blk_sig_set(&flag, 1);
+}
+
+/* Every thread waits at a warp shuffle except one at __syncthreads: no
+ * barrier can complete, reported as a deadlock with where they wait. */
+static void k_deadlock(int)
+{
+    if (threadIdx.x == 0)
+        __syncthreads();
+    else
+        (void)__shfl_xor_sync(0xffffffffu, 1, 1);
+}
+
 int main()
 {
 #ifndef BLK_EMU_HIP
@@ -337,6 +364,25 @@ int main()
                                 sizeof err);
         if (rc == 0 || !strstr(err, "barrier mismatch")) {
             printf("FAIL skipped __syncthreads: rc %d, '%s'\n", rc, err);
+            fails++;
+        }
+    }
+    run(k_poll, 2 * BLK_EMU_WARP, 0, "signal poll");
+    if (!seen) {
+        printf("FAIL signal poll: thread 0 never saw the flag\n");
+        fails++;
+    }
+    {
+        int arg = 0;
+        void *params[1] = {&arg};
+        long long grid[3] = {1, 1, 1};
+        char err[512] = "";
+        int rc = blk_emu_launch(k_deadlock, grid, BLK_EMU_WARP, 0, params, nullptr, err,
+                                sizeof err);
+        const char *want = "deadlock in block (0, 0, 0): every thread waits and no barrier "
+                           "can complete: thread 0 at __syncthreads, thread 1 at a warp shuffle";
+        if (rc == 0 || strcmp(err, want)) {
+            printf("FAIL deadlock: rc %d, '%s'\n", rc, err);
             fails++;
         }
     }
