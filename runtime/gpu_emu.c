@@ -114,9 +114,11 @@ static int cache_dir(char *out, size_t n)
     return 0;
 }
 
-/* Run the compiler: src -> so; its output into log. 0 ok. */
-static int run_cxx(const EmuDev *d, const char *dir, const char *src,
-                   const char *so, const char *log)
+/* Run the compiler: src -> out (a shared object, or with pch the
+ * precompiled header of src); its output into log. The module includes
+ * `include` (blk_emu.h) first; the other headers are found in dir. 0 ok. */
+static int run_cxx(const EmuDev *d, const char *dir, const char *include, bool pch,
+                   const char *src, const char *out, const char *log)
 {
     char inc[600];
     snprintf(inc, sizeof inc, "-I%s", dir);
@@ -126,7 +128,6 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *src,
     argv[a++] = "-std=c++17";
     argv[a++] = "-O1";
     argv[a++] = "-fPIC";
-    argv[a++] = "-shared";
     argv[a++] = "-pthread";
     argv[a++] = "-w";
     argv[a++] = "-fno-strict-aliasing";
@@ -147,11 +148,17 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *src,
         argv[a++] = "-D__CUDA_ARCH__=800";
     }
     argv[a++] = inc;
-    argv[a++] = "-include";
-    argv[a++] = "blk_emu.h";
+    if (pch) {
+        argv[a++] = "-x";
+        argv[a++] = "c++-header";
+    } else {
+        argv[a++] = "-shared";
+        argv[a++] = "-include";
+        argv[a++] = include;
+    }
     argv[a++] = src;
     argv[a++] = "-o";
-    argv[a++] = so;
+    argv[a++] = out;
     argv[a] = NULL;
     fflush(NULL);
     pid_t pid = fork();
@@ -165,6 +172,61 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *src,
     if (pid < 0 || waitpid(pid, &st, 0) < 0)
         return -1;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Write path through a unique temporary: a reader never sees half. */
+static int write_atomic(const char *path, const char *text)
+{
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    if (write_file(tmp, text, strlen(text)) || rename(tmp, path)) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* The headers of this build for this compiler and dialect, shared by the
+ * modules: sub holds them; sub/pch/blk_emu.h (a copy) sits next to its
+ * precompiled form blk_emu.h.gch (GCC and clang use it for -include of
+ * that path, flags matching), which halves a module's compile time: most
+ * of it is the header. *pch_inc is that path, or "" when no precompiled
+ * header could be made (the plain header then). 0 ok. */
+static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n)
+{
+    char p[700], gch[700], bad[700], pdir[640];
+    snprintf(pdir, sizeof pdir, "%s/pch", sub);
+    snprintf(pch_inc, n, "%s/blk_emu.h", pdir);
+    snprintf(gch, sizeof gch, "%s/blk_emu.h.gch", pdir);
+    snprintf(bad, sizeof bad, "%s/nopch", pdir);
+    if (access(gch, R_OK) == 0)
+        return 0;
+    mkdir(sub, 0755);
+    mkdir(pdir, 0755);
+    snprintf(p, sizeof p, "%s/blk_emu.h", sub);
+    int rc = write_atomic(p, rt_emu_header);
+    snprintf(p, sizeof p, "%s/blk_emu_mma.h", sub);
+    rc |= write_atomic(p, rt_emu_header_mma);
+    snprintf(p, sizeof p, "%s/blk_emu_mem.h", sub);
+    rc |= write_atomic(p, rt_emu_header_mem);
+    rc |= write_atomic(pch_inc, rt_emu_header);
+    if (rc)
+        return -1;
+    if (access(bad, F_OK) == 0) { /* an earlier try failed: no retry */
+        pch_inc[0] = 0;
+        return 0;
+    }
+    char tmp[720], log[740];
+    snprintf(tmp, sizeof tmp, "%s.%d", gch, (int)getpid());
+    snprintf(log, sizeof log, "%s.log", tmp);
+    if (run_cxx(d, sub, NULL, true, pch_inc, tmp, log) == 0 && rename(tmp, gch) == 0) {
+        unlink(log);
+        return 0;
+    }
+    unlink(tmp);
+    rename(log, bad); /* why, for whoever looks */
+    pch_inc[0] = 0;
+    return 0;
 }
 
 /* ------------------------------------------------------------ driver */
@@ -276,27 +338,28 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
         snprintf(err, errlen, "emu: cannot create the cache directory %s", dir);
         return -1;
     }
-    uint64_t h = 1469598103934665603ull;
-    h = fnv(h, d->hip ? "hip" : "cuda", d->hip ? 3 : 4);
-    h = fnv(h, d->cxx, strlen(d->cxx));
-    h = fnv(h, rt_emu_header, strlen(rt_emu_header));
-    h = fnv(h, rt_emu_header_mma, strlen(rt_emu_header_mma));
-    h = fnv(h, rt_emu_header_mem, strlen(rt_emu_header_mem));
-    h = fnv(h, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
-    h = fnv(h, image, n);
+    /* the headers' key: dialect, compiler (its size and time: an upgrade
+     * invalidates precompiled headers), header texts, counting */
+    uint64_t hh = 1469598103934665603ull;
+    hh = fnv(hh, d->hip ? "hip" : "cuda", d->hip ? 3 : 4);
+    hh = fnv(hh, d->cxx, strlen(d->cxx));
+    struct stat cst;
+    if (stat(d->cxx, &cst) == 0) {
+        hh = fnv(hh, (const char *)&cst.st_size, sizeof cst.st_size);
+        hh = fnv(hh, (const char *)&cst.st_mtime, sizeof cst.st_mtime);
+    }
+    hh = fnv(hh, rt_emu_header, strlen(rt_emu_header));
+    hh = fnv(hh, rt_emu_header_mma, strlen(rt_emu_header_mma));
+    hh = fnv(hh, rt_emu_header_mem, strlen(rt_emu_header_mem));
+    hh = fnv(hh, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
+    const uint64_t h = fnv(hh, image, n);
     snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)h);
     void *lib = access(so, R_OK) == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (!lib) {
-        /* the headers of this build, then the module; unique temporaries */
-        char sub[560];
-        snprintf(sub, sizeof sub, "%s/h%016llx", dir, (unsigned long long)h);
-        mkdir(sub, 0755);
+        char sub[560], pch_inc[700];
+        snprintf(sub, sizeof sub, "%s/h%016llx", dir, (unsigned long long)hh);
+        int rc = emu_headers(d, sub, pch_inc, sizeof pch_inc);
         snprintf(hp, sizeof hp, "%s/blk_emu.h", sub);
-        int rc = write_file(hp, rt_emu_header, strlen(rt_emu_header));
-        snprintf(hp, sizeof hp, "%s/blk_emu_mma.h", sub);
-        rc |= write_file(hp, rt_emu_header_mma, strlen(rt_emu_header_mma));
-        snprintf(hp, sizeof hp, "%s/blk_emu_mem.h", sub);
-        rc |= write_file(hp, rt_emu_header_mem, strlen(rt_emu_header_mem));
         snprintf(src, sizeof src, "%s/k%016llx.%d.cpp", dir, (unsigned long long)h,
                  (int)getpid());
         snprintf(tmp, sizeof tmp, "%s.%d.so", so, (int)getpid());
@@ -306,7 +369,21 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
             snprintf(err, errlen, "emu: cannot write into %s", dir);
             return -1;
         }
-        if (run_cxx(d, sub, src, tmp, log)) {
+        /* with the precompiled header; once more with the plain one if
+         * that fails (a precompiled header the compiler rejects must not
+         * fail a module: then it is set aside for good) */
+        bool ok = pch_inc[0] && run_cxx(d, sub, pch_inc, false, src, tmp, log) == 0;
+        if (!ok && run_cxx(d, sub, hp, false, src, tmp, log) == 0) {
+            ok = true;
+            if (pch_inc[0]) {
+                char bad[720];
+                snprintf(bad, sizeof bad, "%s/pch/nopch", sub);
+                write_file(bad, "rejected\n", 9);
+                snprintf(bad, sizeof bad, "%s.gch", pch_inc);
+                unlink(bad);
+            }
+        }
+        if (!ok) {
             char text[1500] = "";
             FILE *f = fopen(log, "rb");
             if (f) {

@@ -34,6 +34,10 @@
 #   sample-stats  --stats-sample=N: scaled counts equal the full run's on
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
+#   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
+#       fresh cache gets one per compiler and dialect; a damaged one
+#       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
+#       module, with the host compiler and with clang++ (--stats)
 # Exit 77 without a C++ compiler.
 set -u
 MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
@@ -433,6 +437,29 @@ mfma)
      ! grep -q "__builtin_amdgcn_mfma_f32_32x32x8f16" "$T/hip"; then
     echo "FAIL: no MFMA 32x32x8 in the HIP C of matmul 128 x 128"; fail=1
   fi
+  exit $fail
+  ;;
+pch)
+  fail=0
+  for st in 0 1; do
+    export BLKC_CACHE_DIR=$T/c$st
+    what=plain; sa=()
+    if [ $st = 1 ]; then what="--stats (clang++)"; sa=(--stats); fi
+    if ! "$BLKC" run "$SRC/examples/vector_add.blk" N=100 --random --device=cuda-emu "${sa[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $what: first run: $(cat "$T/log")"; fail=1; continue
+    fi
+    gs=$(ls "$BLKC_CACHE_DIR"/emu/h*/pch/blk_emu.h.gch 2>/dev/null)
+    if [ -z "$gs" ]; then echo "FAIL $what: no precompiled header in $BLKC_CACHE_DIR/emu"; fail=1; continue; fi
+    for g in $gs; do echo damaged >"$g"; done
+    rm -f "$BLKC_CACHE_DIR"/emu/k*.so "$BLKC_CACHE_DIR"/*.blkc  # compiled again
+    "$BLKC" run "$SRC/examples/vector_add.blk" N=4100 --random --seed=5 --out C="$T/cpu.npy" >/dev/null 2>&1
+    if ! "$BLKC" run "$SRC/examples/vector_add.blk" N=4100 --random --seed=5 --device=cuda-emu "${sa[@]}" \
+           --out C="$T/emu.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/emu.npy" "$T/cpu.npy" 0 0 >/dev/null; then
+      echo "FAIL $what: a damaged precompiled header failed a module: $(cat "$T/log")"; fail=1; continue
+    fi
+    echo "ok $what: a damaged precompiled header did not fail a module ($(cd "$BLKC_CACHE_DIR/emu" && echo h*/pch/*))"
+  done
   exit $fail
   ;;
 sample-stats)
