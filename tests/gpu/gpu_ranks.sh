@@ -212,6 +212,21 @@ expect_fail grp_mismatch "exchange mismatch: rank 0 sends 1 message (20 bytes) t
 # world collectives the ranks disagree on (granks.blk mm_*): the CPU
 # ranks' message, on every path (staged here; NCCL below)
 MM="^blkc: error: rank [01]: collective mismatch: rank 0 called"
+# npy_i64 PATH V...: a 1-D little-endian int64 .npy of small non-negative values
+npy_i64() {
+  local path=$1 v h hl; shift
+  h="{'descr': '<i8', 'fortran_order': False, 'shape': ($#,), }"
+  while [ $(((10 + ${#h} + 1) % 64)) -ne 0 ]; do h="$h "; done
+  hl=$((${#h} + 1))
+  {
+    printf '\x93NUMPY\x01\x00'
+    printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
+    printf '%s\n' "$h"
+    for v in "$@"; do printf "\\x$(printf %02x "$v")\\x00\\x00\\x00\\x00\\x00\\x00\\x00"; done
+  } >"$path"
+}
+npy_i64 "$T/a2a_sc.npy" 3 3
+npy_i64 "$T/a2a_rc.npy" 3 2
 mm_cases() { # SUFFIX
   expect_fail "mm_size$1" "$MM all_reduce(count 100, f32, sum) but rank 1 called all_reduce(count 80, f32, sum)\$" \
     run "$G" --entry=mm_size --ranks=2 N=100 --device="$DEV"
@@ -221,6 +236,9 @@ mm_cases() { # SUFFIX
     run "$G" --entry=mm_op --ranks=2 N=100 --device="$DEV"
   expect_fail "mm_root$1" "$MM broadcast(count 100, f32, root 0) but rank 1 called broadcast(count 100, f32, root 1)\$" \
     run "$G" --entry=mm_root --ranks=2 N=100 --device="$DEV"
+  # all_to_all's receive counts: rank 1 sends 3 elements where 2 are expected
+  expect_fail "mm_a2a$1" "^blkc: error: rank [01]: all_to_all: rank 1 sends 3 elements to rank [01] but rank [01] expects 2\$" \
+    run "$G" --entry=mm_a2a --ranks=2 S=6 D=5 sc=@"$T/a2a_sc.npy" rc=@"$T/a2a_rc.npy" --random --device="$DEV"
 }
 mm_cases ""
 
