@@ -227,14 +227,19 @@ static bool gpu_switch(const char *name)
 }
 
 /* the GPU emitter's switches that change its code (gpu_layouts.c,
- * gpu_rvals.c, gpu_mrows.c) */
-static const char *gpu_switches(void)
+ * gpu_rvals.c, gpu_mrows.c): one bit each in the key */
+#define JC_GPU_SWITCHES(X) X(BLKC_GPU_SMEM) X(BLKC_GPU_NORV) X(BLKC_GPU_NOMROW)
+
+static int64_t gpu_switches(void)
 {
-    static const char *const names[8] = {
-        "", "gpu-smem", "gpu-norv", "gpu-smem|gpu-norv", "gpu-nomrow", "gpu-smem|gpu-nomrow",
-        "gpu-norv|gpu-nomrow", "gpu-smem|gpu-norv|gpu-nomrow"};
-    return names[gpu_switch("BLKC_GPU_SMEM") | gpu_switch("BLKC_GPU_NORV") << 1 |
-                 gpu_switch("BLKC_GPU_NOMROW") << 2];
+    int64_t bits = 0, bit = 1;
+#define X(name)                \
+    if (gpu_switch(#name))     \
+        bits |= bit;           \
+    bit <<= 1;
+    JC_GPU_SWITCHES(X)
+#undef X
+    return bits;
 }
 
 /* the CPU backend's BLKC_CPU_* switches that change its code (cpu.h) */
@@ -267,7 +272,7 @@ void jc_key_begin(JcSha *s, const JcSrc *src)
     jc_sha_i64(s, (int64_t)jc_codegen_switches());
     jc_sha_str(s, jc_build_id);
     if (src->target && strcmp(src->target, "cpu"))
-        jc_sha_str(s, gpu_switches());
+        jc_sha_i64(s, gpu_switches());
 }
 
 #ifdef BLKC_NO_CPU_BACKEND
