@@ -5,6 +5,10 @@
  * nearest even), element access by dtype, comparisons with tolerances that
  * print the first mismatch, and the closing `N passed, N failed` line.
  *
+ * On a real GPU (BLKC_TEST_DEVICE=cuda:N or hip:N) every launch mirrors its
+ * tensors' host memory in device memory: copied in before the launch and
+ * back after it (h_launch), so the tests stay written over C arrays.
+ *
  * Everything is static: include it from exactly one test file. Memory from
  * h_alloc/h_read_file and every module are released by h_done(), so the
  * tests stay clean under ASan's leak checker. */
@@ -12,6 +16,7 @@
 #define BLKC_TESTS_HARNESS_H
 
 #include <blkc/blkc.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -270,15 +275,256 @@ static char *h_read_file(const char *path)
 
 #define H_EXAMPLE(name) h_read_file(BLKC_SOURCE_DIR "/examples/" name)
 
+/* ------------------------------------------------------------ GPU mirrors
+ * A real GPU reads device memory only: for such a device, h_launch copies
+ * each host range its tensor arguments span (overlapping ranges merged, so
+ * aliased or in-place arguments stay one buffer) to fresh device memory,
+ * launches on views of it, and copies the ranges back. The driver comes
+ * through dlopen, as libblkc's own runtime does; the CUDA side uses the
+ * primary context, which libblkc uses too. */
+typedef struct HGpu {
+    int kind; /* 0: none (CPU, emulated devices), 1: CUDA, 2: HIP,
+                 3: host memory (BLKC_TEST_MIRROR=1 on the CPU) */
+    int id;
+    void *ctx;
+    int (*set_ctx)(void *);
+    int (*alloc)(uint64_t *, size_t);
+    int (*to_dev)(uint64_t, const void *, size_t);
+    int (*to_host)(void *, uint64_t, size_t);
+    int (*sync)(void);
+    int (*free_)(uint64_t);
+    /* HIP's entry points, wrapped to the shapes above */
+    int (*hmalloc)(void **, size_t);
+    int (*hmemcpy)(void *, const void *, size_t, int);
+    int (*hset)(int);
+} HGpu;
+static HGpu h_gpu_;
+
+static int h_hip_alloc(uint64_t *p, size_t n)
+{
+    void *q = NULL;
+    int r = h_gpu_.hmalloc(&q, n);
+    *p = (uint64_t)(uintptr_t)q;
+    return r;
+}
+static int h_hip_to_dev(uint64_t d, const void *h, size_t n)
+{
+    return h_gpu_.hmemcpy((void *)(uintptr_t)d, h, n, 1 /* HostToDevice */);
+}
+static int h_hip_to_host(void *h, uint64_t d, size_t n)
+{
+    return h_gpu_.hmemcpy(h, (const void *)(uintptr_t)d, n, 2 /* DeviceToHost */);
+}
+static int h_hip_set(void *ctx)
+{
+    (void)ctx;
+    return h_gpu_.hset(h_gpu_.id);
+}
+
+#define H_SYM(lib, f, name)                                              \
+    do {                                                                 \
+        *(void **)&(f) = dlsym(lib, name);                               \
+        if (!(f))                                                        \
+            h_die("GPU mirror: %s has no %s", #lib, name);               \
+    } while (0)
+
+/* BLKC_TEST_MIRROR=1 on the CPU: the same mirrors in other host memory,
+ * which checks the mirroring itself where no GPU is */
+static int h_host_alloc(uint64_t *p, size_t n)
+{
+    *p = (uint64_t)(uintptr_t)malloc(n);
+    return !*p;
+}
+static int h_host_to_dev(uint64_t d, const void *h, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, h, n);
+    return 0;
+}
+static int h_host_to_host(void *h, uint64_t d, size_t n)
+{
+    memcpy(h, (const void *)(uintptr_t)d, n);
+    return 0;
+}
+static int h_host_free(uint64_t d)
+{
+    free((void *)(uintptr_t)d);
+    return 0;
+}
+static int h_host_nop(void) { return 0; }
+static int h_host_set(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+/* called once by h_ctx with the device's name */
+static void h_gpu_open(const char *dev)
+{
+    const char *m = getenv("BLKC_TEST_MIRROR");
+    if (!strcmp(dev, "cpu") && m && !strcmp(m, "1")) {
+        h_gpu_ = (HGpu){.kind = 3, .set_ctx = h_host_set, .alloc = h_host_alloc,
+                        .to_dev = h_host_to_dev, .to_host = h_host_to_host,
+                        .sync = h_host_nop, .free_ = h_host_free};
+        return;
+    }
+    int cuda = !strncmp(dev, "cuda", 4) && strcmp(dev, "cuda-emu");
+    int hip = !strncmp(dev, "hip", 3) && strcmp(dev, "hip-emu");
+    if (!cuda && !hip)
+        return;
+    const char *c = strchr(dev, ':');
+    h_gpu_.id = c ? atoi(c + 1) : 0;
+    if (cuda) {
+        void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+        if (!cu)
+            h_die("GPU mirror: dlopen(libcuda.so.1): %s", dlerror());
+        int (*init)(unsigned), (*get)(int *, int), (*retain)(void **, int);
+        H_SYM(cu, init, "cuInit");
+        H_SYM(cu, get, "cuDeviceGet");
+        H_SYM(cu, retain, "cuDevicePrimaryCtxRetain");
+        H_SYM(cu, h_gpu_.set_ctx, "cuCtxSetCurrent");
+        H_SYM(cu, h_gpu_.alloc, "cuMemAlloc_v2");
+        H_SYM(cu, h_gpu_.to_dev, "cuMemcpyHtoD_v2");
+        H_SYM(cu, h_gpu_.to_host, "cuMemcpyDtoH_v2");
+        H_SYM(cu, h_gpu_.sync, "cuCtxSynchronize");
+        H_SYM(cu, h_gpu_.free_, "cuMemFree_v2");
+        int d = 0;
+        if (init(0) || get(&d, h_gpu_.id) || retain(&h_gpu_.ctx, d))
+            h_die("GPU mirror: no CUDA context on %s", dev);
+        h_gpu_.kind = 1;
+    } else {
+        void *hl = dlopen("libamdhip64.so", RTLD_NOW);
+        if (!hl)
+            hl = dlopen("libamdhip64.so.6", RTLD_NOW);
+        if (!hl)
+            h_die("GPU mirror: dlopen(libamdhip64.so): %s", dlerror());
+        H_SYM(hl, h_gpu_.hmalloc, "hipMalloc");
+        H_SYM(hl, h_gpu_.hmemcpy, "hipMemcpy");
+        H_SYM(hl, h_gpu_.hset, "hipSetDevice");
+        H_SYM(hl, h_gpu_.sync, "hipDeviceSynchronize");
+        H_SYM(hl, h_gpu_.free_, "hipFree");
+        h_gpu_.alloc = h_hip_alloc;
+        h_gpu_.to_dev = h_hip_to_dev;
+        h_gpu_.to_host = h_hip_to_host;
+        h_gpu_.set_ctx = h_hip_set;
+        h_gpu_.kind = 2;
+    }
+}
+
+/* the host bytes [lo, hi) that tensor t's elements span */
+static void h_span(const DLTensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    size_t es = (size_t)((t->dtype.bits * t->dtype.lanes + 7) / 8);
+    intptr_t first = 0, last = 0, stride = 1;
+    int empty = 0;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        intptr_t st = t->strides ? (intptr_t)t->strides[i] : stride;
+        if (t->shape[i] == 0)
+            empty = 1;
+        else if (st < 0)
+            first += st * (intptr_t)(t->shape[i] - 1);
+        else
+            last += st * (intptr_t)(t->shape[i] - 1);
+        stride *= (intptr_t)t->shape[i];
+    }
+    uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    *lo = base + (uintptr_t)(first * (intptr_t)es);
+    *hi = empty ? *lo + 1 : base + (uintptr_t)(last * (intptr_t)es) + es;
+}
+
+/* Launch k; on a real GPU through device mirrors of its tensors' memory.
+ * Returns the launch's status (the mirrors' own failures exit 1). */
+static blkc_status h_launch(blkc_kernel *k, const blkc_arg *args, int n,
+                            const blkc_launch_options *o)
+{
+    if (!h_gpu_.kind)
+        return blkc_kernel_launch(k, args, n, o);
+    enum { MAXA = 64 };
+    if (n > MAXA)
+        h_die("GPU mirror: %d arguments (at most %d)", n, MAXA);
+    blkc_arg a[MAXA];
+    DLTensor dl[MAXA];
+    uintptr_t lo[MAXA], hi[MAXA];
+    int blk[MAXA], nb = 0;
+    uintptr_t blo[MAXA], bhi[MAXA];
+    uint64_t dev[MAXA];
+    if (h_gpu_.set_ctx(h_gpu_.ctx))
+        h_die("GPU mirror: cannot make the device current");
+    for (int i = 0; i < n; i++) {
+        a[i] = args[i];
+        blk[i] = -1;
+        if (args[i].kind != BLKC_ARG_TENSOR || !args[i].v.tensor)
+            continue;
+        h_span(args[i].v.tensor, &lo[i], &hi[i]);
+        blk[i] = nb;
+        blo[nb] = lo[i];
+        bhi[nb] = hi[i];
+        nb++;
+    }
+    /* merge overlapping blocks until none overlap */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int x = 0; x < nb; x++)
+            for (int y = x + 1; y < nb; y++) {
+                if (blo[y] >= bhi[x] || blo[x] >= bhi[y])
+                    continue;
+                blo[x] = blo[x] < blo[y] ? blo[x] : blo[y];
+                bhi[x] = bhi[x] > bhi[y] ? bhi[x] : bhi[y];
+                for (int i = 0; i < n; i++)
+                    if (blk[i] == y)
+                        blk[i] = x;
+                    else if (blk[i] == nb - 1)
+                        blk[i] = y;
+                blo[y] = blo[nb - 1];
+                bhi[y] = bhi[nb - 1];
+                nb--;
+                changed = 1;
+                y--;
+            }
+    }
+    for (int b = 0; b < nb; b++)
+        if (h_gpu_.alloc(&dev[b], bhi[b] - blo[b]) ||
+            h_gpu_.to_dev(dev[b], (const void *)blo[b], bhi[b] - blo[b]))
+            h_die("GPU mirror: device memory of %zu bytes", (size_t)(bhi[b] - blo[b]));
+    for (int i = 0; i < n; i++) {
+        if (blk[i] < 0)
+            continue;
+        dl[i] = *args[i].v.tensor;
+        dl[i].data = (void *)(uintptr_t)(dev[blk[i]] + ((uintptr_t)args[i].v.tensor->data - blo[blk[i]]));
+        if (h_gpu_.kind != 3) {
+            dl[i].device.device_type = h_gpu_.kind == 1 ? kDLCUDA : kDLROCM;
+            dl[i].device.device_id = h_gpu_.id;
+        }
+        a[i].v.tensor = &dl[i];
+    }
+    blkc_status s = blkc_kernel_launch(k, a, n, o);
+    if (h_gpu_.sync())
+        h_die("GPU mirror: synchronize after the launch failed");
+    for (int b = 0; b < nb; b++) {
+        if (h_gpu_.to_host((void *)blo[b], dev[b], bhi[b] - blo[b]))
+            h_die("GPU mirror: copy back of %zu bytes", (size_t)(bhi[b] - blo[b]));
+        h_gpu_.free_(dev[b]);
+    }
+    return s;
+}
+
 /* the context: $BLKC_TEST_DEVICE (cuda-emu, hip-emu: tests/exec on the
- * emulated devices, label emu), else cpu */
+ * emulated devices, label emu; cuda:0 in the GPU build, label gpu), else
+ * cpu. A device not supported here (no driver, no GPU) exits 77, a skip. */
 static blkc_context *h_ctx(void)
 {
     const char *dev = getenv("BLKC_TEST_DEVICE");
     if (!dev || !*dev)
         dev = "cpu";
-    if (!h_ctx_ && blkc_context_create(dev, &h_ctx_) != BLKC_OK)
-        h_die("blkc_context_create(%s): %s", dev, blkc_last_error());
+    if (!h_ctx_) {
+        blkc_status st = blkc_context_create(dev, &h_ctx_);
+        if (st == BLKC_ERR_UNSUPPORTED) { /* no driver or device: a skip */
+            printf("skip: %s\n", blkc_last_error());
+            exit(77);
+        }
+        if (st != BLKC_OK)
+            h_die("blkc_context_create(%s): %s", dev, blkc_last_error());
+        h_gpu_open(dev);
+    }
     return h_ctx_;
 }
 
@@ -407,7 +653,7 @@ static void h_launch_grid(blkc_kernel *k, const blkc_arg *args, int n,
     if (grid)
         for (int i = 0; i < 3; i++)
             o.grid[i] = grid[i];
-    blkc_status s = blkc_kernel_launch(k, args, n, &o);
+    blkc_status s = h_launch(k, args, n, &o);
     if (s != BLKC_OK)
         h_die("launch failed (%s): %s", blkc_status_string(s), blkc_last_error());
 }

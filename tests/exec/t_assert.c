@@ -17,7 +17,7 @@ static const char *src =
 
 static blkc_status run(blkc_kernel *k, float *x, float *y, int n, int bad)
 {
-    return blkc_kernel_launch(k, H_ARGS(h_ten(h_t1(x, H_F32, n)),
+    return h_launch(k, H_ARGS(h_ten(h_t1(x, H_F32, n)),
                                         h_ten(h_t1(y, H_F32, n)), h_int(bad)),
                               3, NULL);
 }

@@ -23,7 +23,7 @@ static void *worker(void *arg)
     DLTensor y = {ys[t], {kDLCPU, 0}, 1, H_F32, shape, NULL, 0};
     for (int r = 0; r < REPS; r++) {
         blkc_arg args[3] = {h_ten(&x), h_ten(&y), h_flt(t + 1)};
-        if (blkc_kernel_launch(kern, args, 3, NULL) != BLKC_OK) {
+        if (h_launch(kern, args, 3, NULL) != BLKC_OK) {
             fprintf(stderr, "thread %d: %s\n", t, blkc_last_error());
             thread_fail[t] = 1;
         }
