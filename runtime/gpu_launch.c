@@ -211,11 +211,39 @@ static blkc_status emu_image(RtGpu *g, const IrModule *m, DslBuf *img,
                     : BLKC_OK;
 }
 
+/* BLKC_GPU_DUMP=DIR: the CUDA / HIP C of every module (each specialized
+ * variant too) that is compiled, not found in the cache, written to
+ * DIR/KERNEL.N.cu (.hip); a debugging aid (docs/gpu.md), errors ignored */
+static void dump_source(RtGpu *g, const IrModule *m)
+{
+    const char *dir = getenv("BLKC_GPU_DUMP");
+    if (!dir || !*dir || !m->nfuncs)
+        return;
+    static int seq;
+    bool hip = g->target == BLKC_TARGET_HIP;
+    BkOptions o = {g->info.arch, 3};
+    DslBuf src;
+    memset(&src, 0, sizeof src);
+    char e[256], path[4096];
+    if ((hip ? bk_hip_backend : bk_cuda_backend).emit(m, &o, hip ? "hip" : "cuda",
+                                                      &src, e, sizeof e) == 0) {
+        snprintf(path, sizeof path, "%s/%s.%d.%s", dir, m->funcs[0]->name,
+                 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED), hip ? "hip" : "cu");
+        FILE *fp = fopen(path, "w");
+        if (fp) {
+            fwrite(src.data, 1, src.len, fp);
+            fclose(fp);
+        }
+    }
+    dsl_buf_free(&src);
+}
+
 /* The loadable image of m for g's arch. */
 static blkc_status emit_image(RtGpu *g, const IrModule *m, DslBuf *img,
                               char *err, size_t errlen)
 {
     char e[4096] = "";
+    dump_source(g, m);
     if (g->id == RT_GPU_EMU)
         return emu_image(g, m, img, err, errlen);
     if (g->target == BLKC_TARGET_HIP) {
