@@ -76,10 +76,27 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
                     em->off[id], ty);
 }
 
+void bk_gpu_for_e(BkGpuEm *em, int W, long long N, const char *note)
+{
+    long long step = (long long)em->nt * W, trips = (N + step - 1) / step;
+    if (trips > 16) { /* a long walk: a plain loop */
+        bk_gpu_line(em, "for (int e = blk_tid * %d; e < %lld; e += %lld) {%s", W,
+                    N, step, note);
+        return;
+    }
+    /* a fixed trip count the compiler unrolls: no loop control, and the
+     * addresses of every trip computed once outside the kernel's loops */
+    char cond[64] = "";
+    if (N % step)
+        snprintf(cond, sizeof cond, " && e < %lld", N);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_i = 0, e = blk_tid * %d; blk_i < %lld%s; blk_i++, e += %lld) {%s",
+                W, trips, cond, step, note);
+}
+
 void bk_gpu_loop_open(BkGpuEm *em, const IrType *t)
 {
-    bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {",
-                (long long)ir_numel(t), em->nt);
+    bk_gpu_for_e(em, 1, (long long)ir_numel(t), "");
     em->indent++;
 }
 

@@ -271,6 +271,10 @@ void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
  * end of such a loop (a barrier unless gpu_sync.c may elide it) */
 void bk_gpu_decl_tile(BkGpuEm *em, int id);
 void bk_gpu_loop_open(BkGpuEm *em, const IrType *t);
+/* opens a loop over flat index e = blk_tid * W, + nt * W, ... below N
+ * (note: text after its brace); a short walk gets a fixed trip count
+ * under #pragma unroll (blk_i), a long one a plain loop */
+void bk_gpu_for_e(BkGpuEm *em, int W, long long N, const char *note);
 void bk_gpu_loop_close(BkGpuEm *em);
 /* the loop over the registers of a BLOCKED tile of type t: thread t owns
  * the runs of W = bk_gpu_blk_w(t) elements q = t + k * NT; declares blk_k,

@@ -292,8 +292,9 @@ static void mask_term_at(BkGpuEm *em, int mask, const char *ename, char *buf,
  * blk_mall = the mask is on for all W elements (" && blk_mall" in m). */
 static void vec_open(BkGpuEm *em, long long N, int W, int mask, char *m, size_t mn)
 {
-    bk_gpu_line(em, "for (int e = blk_tid * %d; e < %lld; e += %d) { /* %d-element (16-byte) vectors */",
-                W, N, em->nt * W, W);
+    char note[64];
+    snprintf(note, sizeof note, " /* %d-element (16-byte) vectors */", W);
+    bk_gpu_for_e(em, W, N, note);
     em->indent++;
     m[0] = 0;
     if (mask >= 0 && em->f->ins[mask].type.rank > 0) {
@@ -613,8 +614,7 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
         em->indent++;
         bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
                     em->off[id], slot, bk_gpu_pipe_slot(em, id));
-        bk_gpu_line(em, "for (int e = blk_tid * %d; e < %lld; e += %d) {", W,
-                    (long long)ir_numel(&in->type), em->nt * W);
+        bk_gpu_for_e(em, W, (long long)ir_numel(&in->type), "");
         em->indent++;
         bk_gpu_view_at(em, id, "e", fr, iv, ok, sizeof ok, addr, sizeof addr);
         /* c%d is a multiple of W: in bounds at its start means the first

@@ -45,13 +45,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
         // line 7
         /* v12 = var0, layout mma: read in place (registers) */
         blk_f16 *v13 = (blk_f16 *)(blk_smem + 0); /* f16[64, 32] */
-        for (int e = blk_tid; e < 2048; e += 256) {
+        #pragma unroll
+        for (int blk_i = 0, e = blk_tid * 1; blk_i < 8; blk_i++, e += 256) {
             const long long c0 = (long long)v2 + (e / 32);
             const long long c1 = (long long)v11 + (e % 32);
             v13[e] = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
         }
         blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
-        for (int e = blk_tid; e < 2048; e += 256) {
+        #pragma unroll
+        for (int blk_i = 0, e = blk_tid * 1; blk_i < 8; blk_i++, e += 256) {
             const long long c0 = (long long)v11 + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
             v14[e] = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);

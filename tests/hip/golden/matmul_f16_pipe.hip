@@ -45,7 +45,8 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
         // line 7
         /* v12 = var0, layout mma: read in place (registers) */
         blk_f16 *v13 = (blk_f16 *)(blk_smem + 0); /* f16[64, 32] */
-        for (int e = blk_tid * 8; e < 2048; e += 2048) { /* 8-element (16-byte) vectors */
+        #pragma unroll
+        for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) { /* 8-element (16-byte) vectors */
             bool blk_full;
             {
                 const long long c0 = (long long)v2 + (e / 32);
@@ -63,7 +64,8 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
             }
         }
         blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
-        for (int e = blk_tid * 8; e < 2048; e += 2048) { /* 8-element (16-byte) vectors */
+        #pragma unroll
+        for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) { /* 8-element (16-byte) vectors */
             bool blk_full;
             {
                 const long long c0 = (long long)v11 + (e / 64);

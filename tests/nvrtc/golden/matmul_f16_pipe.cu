@@ -48,7 +48,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             const int blk_fiv = (int)blk_fl;
             { /* v13: A */
                 unsigned char *const blk_ring = blk_smem + 0 + (long long)(blk_s) * 4096;
-                for (int e = blk_tid * 8; e < 2048; e += 1024) {
+                #pragma unroll
+                for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                     const long long c0 = (long long)v2 + (e / 32);
                     const long long c1 = (long long)blk_fiv + (e % 32);
                     const int blk_nb = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? (int)(p_A.shape[1] - c1 >= 8 ? 8 : p_A.shape[1] - c1) * 2 : 0;
@@ -57,7 +58,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             }
             { /* v14: B */
                 unsigned char *const blk_ring = blk_smem + 12288 + (long long)(blk_s) * 4096;
-                for (int e = blk_tid * 8; e < 2048; e += 1024) {
+                #pragma unroll
+                for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                     const long long c0 = (long long)blk_fiv + (e / 64);
                     const long long c1 = (long long)v5 + (e % 64);
                     const int blk_nb = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? (int)(p_B.shape[1] - c1 >= 8 ? 8 : p_B.shape[1] - c1) * 2 : 0;
@@ -76,7 +78,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 const int blk_fiv = (int)blk_fl;
                 { /* v13: A */
                     unsigned char *const blk_ring = blk_smem + 0 + (long long)((blk_it11 + 2) % 3) * 4096;
-                    for (int e = blk_tid * 8; e < 2048; e += 1024) {
+                    #pragma unroll
+                    for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const long long c0 = (long long)v2 + (e / 32);
                         const long long c1 = (long long)blk_fiv + (e % 32);
                         const int blk_nb = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? (int)(p_A.shape[1] - c1 >= 8 ? 8 : p_A.shape[1] - c1) * 2 : 0;
@@ -85,7 +88,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 }
                 { /* v14: B */
                     unsigned char *const blk_ring = blk_smem + 12288 + (long long)((blk_it11 + 2) % 3) * 4096;
-                    for (int e = blk_tid * 8; e < 2048; e += 1024) {
+                    #pragma unroll
+                    for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const long long c0 = (long long)blk_fiv + (e / 64);
                         const long long c1 = (long long)v5 + (e % 64);
                         const int blk_nb = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? (int)(p_B.shape[1] - c1 >= 8 ? 8 : p_B.shape[1] - c1) * 2 : 0;
