@@ -25,6 +25,12 @@
 #      softmax, flash_fwd, flash_fwd_causal), else "predicted: n/a".
 #   4. GPU ranks (tests/gpu/gpu_ranks.sh) case by case, for the record
 #
+# GPU_CHECK_PARTS (default "tests old ratios sweep ranks"; the build always
+# runs) picks the steps: tests = ctest -L gpu (gpu_exec, gpu_ranks,
+# gpu_vec_exec and every tests/exec program on the GPU, gpux_*), old = the
+# old-path rerun, ratios = the goals above, sweep = bf16 GEMM 4096^3 and
+# flash attention at several block shapes / warps / stages (blkc alone,
+# TFLOP/s: the data to choose defaults from), ranks = step 4.
 # GPU_CHECK_SKIP_BUILD=1 reuses an existing build-gpu/ (a rerun);
 # GPU_CHECK_PRESET=default builds the full tree instead (needs LLVM).
 # Results go to benchmarks/results/gpu-<date>.txt and, when $OUT is set, to
@@ -44,6 +50,8 @@ BLKC=$B/blkc
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
 ROUNDS=${GPU_CHECK_ROUNDS:-3}
 PREDICTED=${GPU_CHECK_PREDICTED:-$ROOT/benchmarks/predicted-bounds.txt}
+PARTS=" ${GPU_CHECK_PARTS:-tests old ratios sweep ranks} "
+want() { case $PARTS in *" $1 "*) return 0 ;; esac; return 1; }
 export BLKC_CACHE_DIR=${BLKC_CACHE_DIR:-$B/test-cache}
 START=$(date +%s)
 BUDGET=${GPU_CHECK_BUDGET_S:-460}
@@ -64,7 +72,11 @@ finish() {
   log "summary: failed: $(join "${FAILED[@]}")"
   log "summary: skipped: $(join "${SKIPPED[@]}")"
   log "gpu-check: $([ $status = 0 ] && echo PASS || echo FAIL) in $(elapsed) s (${#PASSED[@]} passed, ${#FAILED[@]} failed, ${#SKIPPED[@]} skipped)"
-  if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$RES" "$OUT/gpu-check.txt"; fi
+  if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT" && cp "$RES" "$OUT/gpu-check.txt"
+    # every step's log (build, ctest, blkc and torch runs) for a later look
+    tar -czf "$OUT/gpu-check-logs.tar.gz" -C "$T" . 2>/dev/null
+  fi
   rm -rf "$T"
   exit "$status"
 }
@@ -115,12 +127,20 @@ ctest_run() {
   for t in $(sed -n 's/^.*Test *#[0-9]*: *\([^ ]*\) .*\*\*\*Skipped.*/\1/p' "$lg"); do skip "$name:$t"; done
   grep -E 'Skipped|Not Run' "$lg" | sed 's/^/  note: /' | tee -a "$RES"
 }
-ctest_run "ctest -L gpu" "$T/ctest.log" -L gpu --timeout 180
+if want tests; then
+  # without the ranks step, its ctest twin gpu_ranks is left out too
+  ex=(); want ranks || ex=(-E '^gpu_ranks$')
+  ctest_run "ctest -L gpu" "$T/ctest.log" -L gpu "${ex[@]}" --timeout 180
+else
+  log "SKIP: ctest -L gpu (GPU_CHECK_PARTS)"; skip "ctest -L gpu"
+fi
 
 # the same GPU execution tests on the old code paths (docs/backends.md):
 # scalar loads/stores, no cp.async, a barrier after every tile op. A result
 # that differs only here or only above points at the new paths.
-if [ "$(left 150)" -ge 30 ]; then
+if ! want old; then
+  log "SKIP: old-path rerun of the GPU tests (GPU_CHECK_PARTS)"; skip "old-path rerun"
+elif [ "$(left 150)" -ge 30 ]; then
   # BLKC_CACHE_DISABLE: cached GPU modules do not key on these variables
   BLKC_CACHE_DISABLE=1 BLKC_GPU_NOVEC=1 BLKC_GPU_NOPIPE=1 BLKC_GPU_NOSYNCELIM=1 \
     ctest_run "ctest -L gpu old paths" "$T/ctest-old.log" -R '^gpu_' -L gpu --timeout 140
@@ -153,7 +173,10 @@ predicted_bound() {
 blkc_ms() {
   local to=$1; shift
   if [ "$(left "$to")" -lt 10 ]; then echo "budget" >"$T/blkc.log"; return 1; fi
-  timeout "$(left "$to")" "$BLKC" run "$@" --device="$DEV" --random >"$T/blkc.log" 2>&1 || return 1
+  local rc=0
+  timeout "$(left "$to")" "$BLKC" run "$@" --device="$DEV" --random >"$T/blkc.log" 2>&1 || rc=$?
+  { echo "== blkc run $* (exit $rc)"; cat "$T/blkc.log"; } >>"$T/blkc-all.log"
+  [ $rc = 0 ] || return 1
   sed -n 's/.*median \([0-9.eE+-]*\) ms.*/\1/p' "$T/blkc.log" | tail -1
 }
 # torch_ms WHAT: median ms of a PyTorch reference (gemm, copy, sdpa, sdpa_causal)
@@ -234,8 +257,8 @@ bench() {
 # 128x128 with 8 warps (64x32 each) shared memory does (512 wavefronts per
 # 1.05 MFLOP, above the H200's mma.sync rate)
 cat >"$T/gemm_bf16.blk" <<'EOF'
-kernel gemm_bf16<BM = 128, BN = 256, BK = 32>(A: bf16[M, K], B: bf16[K, N], C: bf16[M, N])
-    grid(cdiv(M, BM), cdiv(N, BN)) warps(8) stages(3)
+kernel gemm_bf16<BM = 128, BN = 256, BK = 32, W = 8, S = 3>(A: bf16[M, K], B: bf16[K, N], C: bf16[M, N])
+    grid(cdiv(M, BM), cdiv(N, BN)) warps(W) stages(S)
 {
     let m = program_id(0) * BM;
     let n = program_id(1) * BN;
@@ -246,27 +269,74 @@ kernel gemm_bf16<BM = 128, BN = 256, BK = 32>(A: bf16[M, K], B: bf16[K, N], C: b
     C[m +: BM, n +: BN] = acc as bf16;
 }
 EOF
-bench gemm_bf16 gemm 0.6 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
-  "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 --bench=10
-# softmax: the ratio of times is the ratio of bandwidths (same bytes)
-bench softmax copy 0.8 '2*8192*8192*4/(t*1e-3)/1e9' 'GB/s read+write' \
-  examples/softmax.blk R=8192 N=8192 -D BLOCK=8192 --bench=10
-# flash attention at BM=128 BN=32 (4 warps of 32 query rows: the score tile,
-# p and the row max / sum stay in mma registers; K and V are read once per
-# 32 rows): cuda-emu --stats puts it near the tensor-core bound with ptxas
-# sm_80 spilling 8 bytes; BM=128 BN=64 reads less shared memory but spills
-# 312 bytes; BM=BN=64 reads 1.8x the tensor time
-bench flash_fwd sdpa 0.5 '4*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
-  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D BM=128 -D BN=32 --bench=5
-bench flash_fwd_causal sdpa_causal 0.5 '2*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
-  examples/flash_attention.blk Z=32 S=4096 scale=0.08838834764831845 -D D=128 -D BM=128 -D BN=32 -D CAUSAL=true --bench=5
+# examples/flash_attention.blk with its warps and stages as parameters W and
+# ST (the example leaves them to the defaults, 4 warps and 2 stages)
+sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' -e 's/grid(cdiv(S, BM), Z)$/grid(cdiv(S, BM), Z) warps(W) stages(ST)/' \
+  examples/flash_attention.blk >"$T/flash_w.blk"
+grep -q 'warps(W)' "$T/flash_w.blk" || cp examples/flash_attention.blk "$T/flash_w.blk"
+# the configurations of the ratios below (GPU_CHECK_GEMM / GPU_CHECK_FLASH:
+# -D lists, e.g. from the sweep's best line of an earlier run)
+read -r -a GEMM_DEFS <<<"${GPU_CHECK_GEMM:--D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3}"
+read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=32 -D W=4}"
+FLASH_ARGS=(Z=32 S=4096 scale=0.08838834764831845 -D D=128)
+
+if want ratios; then
+  bench gemm_bf16 gemm 0.6 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
+    "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 "${GEMM_DEFS[@]}" --bench=10
+  # softmax: the ratio of times is the ratio of bandwidths (same bytes)
+  bench softmax copy 0.8 '2*8192*8192*4/(t*1e-3)/1e9' 'GB/s read+write' \
+    examples/softmax.blk R=8192 N=8192 -D BLOCK=8192 --bench=10
+  # flash attention at BM=128 BN=32 (4 warps of 32 query rows: the score
+  # tile, p and the row max / sum stay in mma registers; K and V are read
+  # once per 32 rows)
+  bench flash_fwd sdpa 0.5 '4*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
+    "$T/flash_w.blk" "${FLASH_ARGS[@]}" "${FLASH_DEFS[@]}" --bench=5
+  bench flash_fwd_causal sdpa_causal 0.5 '2*32*4096*4096*128/(t*1e-3)/1e12' TFLOP/s \
+    "$T/flash_w.blk" "${FLASH_ARGS[@]}" "${FLASH_DEFS[@]}" -D CAUSAL=true --bench=5
+else
+  log "SKIP: ratios (GPU_CHECK_PARTS)"; skip ratios
+fi
+
+# sweep NAME WORK-EXPR CONFIG-LIST FILE ARGS...: blkc alone at each
+# configuration (";"-separated -D lists), TFLOP/s each, then the best
+sweep() {
+  local name=$1 work=$2 list=$3 file=$4; shift 4
+  local cfg t rate best="" bestt="" cfgs=()
+  IFS=';' read -r -a cfgs <<<"$list"
+  for cfg in "${cfgs[@]}"; do
+    local defs=()
+    read -r -a defs <<<"$cfg"
+    if t=$(blkc_ms 60 "$file" "$@" "${defs[@]}" --bench=5) && [ -n "$t" ]; then
+      rate=$(awk -v t="$t" "BEGIN { printf \"%.1f\", $work }")
+      log "sweep $name: $cfg: $t ms, $rate TFLOP/s"
+      if [ -z "$bestt" ] || awk -v a="$t" -v b="$bestt" 'BEGIN { exit !(a < b) }'; then
+        best=$cfg bestt=$t
+      fi
+    else
+      log "sweep $name: $cfg: failed: $(grep -v '^ *$' "$T/blkc.log" | tail -2 | tr '\n' ' ' | head -c 300)"
+    fi
+  done
+  [ -z "$best" ] || log "sweep $name: best $best ($bestt ms)"
+}
+if want sweep; then
+  sweep gemm_bf16 '2*4096^3/(t*1e-3)/1e12' \
+    "-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4;-D BM=64 -D BN=256 -D BK=64 -D W=4 -D S=4" \
+    "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
+  sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
+    "-D BM=128 -D BN=32 -D W=4;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=64 -D W=4;-D BM=128 -D BN=64 -D W=4 -D ST=3;-D BM=128 -D BN=64 -D W=8;-D BM=64 -D BN=64 -D W=4;-D BM=128 -D BN=128 -D W=8;-D BM=64 -D BN=32 -D W=4;-D BM=64 -D BN=128 -D W=4" \
+    "$T/flash_w.blk" "${FLASH_ARGS[@]}"
+else
+  log "SKIP: sweep (GPU_CHECK_PARTS)"; skip sweep
+fi
 log "results: $RES"
 
 # ------------------------------------------------------------ GPU ranks
 # tests/gpu/gpu_ranks.sh (also ctest gpu_ranks above): device functions
 # and lib/ patterns on 1, 2 and 4 ranks of $DEV vs the CPU references,
 # each case's line in the results; NCCL is forced on one rank.
-if [ "$(left 200)" -lt 60 ]; then
+if ! want ranks; then
+  log "SKIP: GPU ranks (GPU_CHECK_PARTS)"; skip "GPU ranks"
+elif [ "$(left 200)" -lt 60 ]; then
   log "SKIP: GPU ranks (budget)"; skip "GPU ranks"
 else
   refs=()
