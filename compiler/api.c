@@ -911,8 +911,13 @@ BLKC_API blkc_status blkc_emit(const char *source, size_t len,
                         opts ? opts->ndefines : 0, tname, bo.arch,
                         bo.opt_level, opts ? opts->isolate : 0,
                         opts ? opts->compile_mem_mb : 0};
+            blkc_status fail = BLKC_ERR_RUNTIME;
+#ifdef BLKC_NO_CPU_BACKEND
+            if (strcmp(tname, "cpu") == 0) /* backends/nocpu: not here */
+                fail = BLKC_ERR_UNSUPPORTED;
+#endif
             if (iso_emit(be, m, &bo, stage, &js, &buf, err, sizeof err) != 0)
-                st = api_err(BLKC_ERR_RUNTIME, "%s: %s", stage,
+                st = api_err(fail, "%s: %s", stage,
                              err[0] ? err : "emit failed");
         }
         ir_module_free(m);

@@ -356,6 +356,8 @@ static int nvrtc_compile(const IrModule *m, const char *src, const char *arch,
     int nopt = 0;
     opts[nopt++] = archopt;
     opts[nopt++] = "--std=c++17";
+    if (bk_gpu_nofma())
+        opts[nopt++] = "--fmad=false";
     if (nv.include[0])
         opts[nopt++] = nv.include;
     nvrtcProgram prog;

@@ -76,6 +76,12 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
                     em->off[id], ty);
 }
 
+bool bk_gpu_nofma(void)
+{
+    const char *e = getenv("BLKC_GPU_NOFMA");
+    return e && *e && strcmp(e, "0");
+}
+
 void bk_gpu_for_e(BkGpuEm *em, int W, long long N, const char *note)
 {
     long long step = (long long)em->nt * W, trips = (N + step - 1) / step;

@@ -270,6 +270,10 @@ void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
 /* declares tile id's storage pointer; block-strided loop over t's elements;
  * end of such a loop (a barrier unless gpu_sync.c may elide it) */
 void bk_gpu_decl_tile(BkGpuEm *em, int id);
+/* BLKC_GPU_NOFMA=1: the GPU compilers do not contract a * b + c into one
+ * fma (NVRTC --fmad=false, HIP -ffp-contract=off), so elementwise results
+ * round as the CPU backend's do (docs/backends.md); by default they may */
+bool bk_gpu_nofma(void);
 void bk_gpu_loop_open(BkGpuEm *em, const IrType *t);
 /* opens a loop over flat index e = blk_tid * W, + nt * W, ... below N
  * (note: text after its brace); a short walk gets a fixed trip count

@@ -168,11 +168,11 @@ static int hiprtc_compile(const char *src, const char *arch, DslBuf *out,
         return 1;
     char archopt[64];
     snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
-    const char *opts[] = {archopt, "-std=c++17", "-O3"};
+    const char *opts[] = {archopt, "-std=c++17", "-O3", "-ffp-contract=off"};
     hiprtcProgram prog;
     if (hr.create(&prog, src, "blkc.hip", 0, NULL, NULL))
         return 1;
-    if (hr.compile(prog, 3, opts)) {
+    if (hr.compile(prog, bk_gpu_nofma() ? 4 : 3, opts)) {
         size_t n = 0;
         char *log = NULL;
         if (!hr.log_size(prog, &n) && n && (log = malloc(n + 1))) {
@@ -257,8 +257,9 @@ static int hipcc_compile(const char *src, const char *arch, DslBuf *out,
         (void)lf;
         if (!freopen(logp, "a", stdout))
             _exit(127);
-        execl(hipcc, hipcc, "--genco", archopt, "-O3", "-std=c++17", in, "-o",
-              obj, (char *)NULL);
+        execl(hipcc, hipcc, "--genco", archopt, "-O3", "-std=c++17",
+              bk_gpu_nofma() ? "-ffp-contract=off" : "-O3", in, "-o", obj,
+              (char *)NULL);
         _exit(127);
     }
     int st = 0;
