@@ -276,8 +276,12 @@ sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' -e 's/grid(cdiv(S, 
 grep -q 'warps(W)' "$T/flash_w.blk" || cp examples/flash_attention.blk "$T/flash_w.blk"
 # the configurations of the ratios below (GPU_CHECK_GEMM / GPU_CHECK_FLASH:
 # -D lists, e.g. from the sweep's best line of an earlier run)
-read -r -a GEMM_DEFS <<<"${GPU_CHECK_GEMM:--D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3}"
-read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=32 -D W=4}"
+# The defaults are the best of the H200 sweep of 2026-12-04
+# (benchmarks/results/gpu-20261204-162946.txt): GEMM 128x128x32 on 4 warps
+# with 4 stages (0.446 ms; 128x256x32 on 8 warps, 3 stages: 0.509 ms),
+# flash attention BM=128 BN=64 on 8 warps (1.526 ms; BN=32 on 4: 1.709 ms)
+read -r -a GEMM_DEFS <<<"${GPU_CHECK_GEMM:--D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4}"
+read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=64 -D W=8}"
 FLASH_ARGS=(Z=32 S=4096 scale=0.08838834764831845 -D D=128)
 
 if want ratios; then
@@ -320,10 +324,10 @@ sweep() {
 }
 if want sweep; then
   sweep gemm_bf16 '2*4096^3/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4;-D BM=64 -D BN=256 -D BK=64 -D W=4 -D S=4" \
+    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3" \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
   sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=32 -D W=4;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=64 -D W=4;-D BM=128 -D BN=64 -D W=4 -D ST=3;-D BM=128 -D BN=64 -D W=8;-D BM=64 -D BN=64 -D W=4;-D BM=128 -D BN=128 -D W=8;-D BM=64 -D BN=32 -D W=4;-D BM=64 -D BN=128 -D W=4" \
+    "-D BM=128 -D BN=64 -D W=8;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1" \
     "$T/flash_w.blk" "${FLASH_ARGS[@]}"
 else
   log "SKIP: sweep (GPU_CHECK_PARTS)"; skip sweep

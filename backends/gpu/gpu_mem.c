@@ -241,9 +241,10 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
             break;
         }
         }
+        /* 0 <= c < shape as one unsigned compare (shapes are >= 0) */
         ko += (size_t)snprintf(ok + ko, okn > ko ? okn - ko : 0,
-                               "%sc%d >= 0 && c%d < p_%s.shape[%d]",
-                               d ? " && " : "", d, d, p, d);
+                               "%s(unsigned long long)c%d < (unsigned long long)p_%s.shape[%d]",
+                               d ? " && " : "", d, p, d);
         /* IR_ASSUME_UNIT_INNER: the launch guarantees stride[R-1] == 1 */
         if (d == v->ndims - 1 && (pp->assume & IR_ASSUME_UNIT_INNER))
             ka += (size_t)snprintf(addr + ka, addrn > ka ? addrn - ka : 0,
@@ -384,8 +385,13 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     bk_gpu_line(em, "{");
     em->indent++;
     bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
-    bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I, W, p,
-                I, m);
+    /* c is a multiple of W: with the innermost extent a multiple of 16
+     * (IR_ASSUME_DIM16), c < shape already means c + W <= shape */
+    if (f->params[in->param].assume & IR_ASSUME_DIM16(I))
+        bk_gpu_line(em, "blk_full = %s%s;", ok, m);
+    else
+        bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d]%s;", ok, I,
+                    W, p, I, m);
     char se[128], sj[128];
     bk_gpu_swz_idx(em, id, "e", se, sizeof se);
     bk_gpu_swz_idx(em, id, "blk_e", sj, sizeof sj);
@@ -619,8 +625,11 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
         bk_gpu_view_at(em, id, "e", fr, iv, ok, sizeof ok, addr, sizeof addr);
         /* c%d is a multiple of W: in bounds at its start means the first
          * min(W, shape - c) elements are; cp.async zero-fills the rest */
-        bk_gpu_line(em, "const int blk_nb = (%s) ? (int)(p_%s.shape[%d] - c%d >= %d ? %d : p_%s.shape[%d] - c%d) * %d : 0;",
-                    ok, p->name, I, I, W, W, p->name, I, I, sz);
+        if (p->assume & IR_ASSUME_DIM16(I)) /* the W all in, as in vec_access */
+            bk_gpu_line(em, "const int blk_nb = (%s) ? %d : 0;", ok, W * sz);
+        else
+            bk_gpu_line(em, "const int blk_nb = (%s) ? (int)(p_%s.shape[%d] - c%d >= %d ? %d : p_%s.shape[%d] - c%d) * %d : 0;",
+                        ok, p->name, I, I, W, W, p->name, I, I, sz);
         char se[128];
         bk_gpu_swz_idx(em, id, "e", se, sizeof se);
         bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, blk_nb ? (const void *)&%s[%s] : (const void *)%s, blk_nb);",

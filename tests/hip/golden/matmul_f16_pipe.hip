@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
             {
                 const long long c0 = (long long)v2 + (e / 32);
                 const long long c1 = (long long)v11 + (e % 32);
-                blk_full = c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1] && c1 + 8 <= p_A.shape[1];
+                blk_full = (unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1];
                 if (blk_full) *(uint4 *)&v13[e] = *(const uint4 *)&p_A.data[c0 * p_A.stride[0] + c1];
             }
             if (!blk_full) { /* cut by the bounds or the mask */
@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                     const int blk_e = e + blk_j;
                     const long long c0 = (long long)v2 + (blk_e / 32);
                     const long long c1 = (long long)v11 + (blk_e % 32);
-                    v13[blk_e] = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
+                    v13[blk_e] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
                 }
             }
         }
@@ -70,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
             {
                 const long long c0 = (long long)v11 + (e / 64);
                 const long long c1 = (long long)v5 + (e % 64);
-                blk_full = c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1] && c1 + 8 <= p_B.shape[1];
+                blk_full = (unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1];
                 if (blk_full) *(uint4 *)&v14[e] = *(const uint4 *)&p_B.data[c0 * p_B.stride[0] + c1];
             }
             if (!blk_full) { /* cut by the bounds or the mask */
@@ -78,7 +78,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                     const int blk_e = e + blk_j;
                     const long long c0 = (long long)v11 + (blk_e / 64);
                     const long long c1 = (long long)v5 + (blk_e % 64);
-                    v14[blk_e] = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
+                    v14[blk_e] = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
                 }
             }
         }
@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 const long long e = (long long)blk_row * 64 + blk_col + blk_j;
                 const long long c0 = (long long)v2 + (e / 64);
                 const long long c1 = (long long)v5 + (e % 64);
-                if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1] = blk_x[blk_j];
+                if ((unsigned long long)c0 < (unsigned long long)p_C.shape[0] && (unsigned long long)c1 < (unsigned long long)p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1] = blk_x[blk_j];
             }
         }
     }

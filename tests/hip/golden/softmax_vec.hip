@@ -22,7 +22,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
         {
             const long long c0 = v2;
             const long long c1 = (long long)v3 + e;
-            blk_full = c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1] && c1 + 4 <= p_X.shape[1];
+            blk_full = (unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1];
             if (blk_full) *(uint4 *)&v5[blk_k * 4] = *(const uint4 *)&p_X.data[c0 * p_X.stride[0] + c1];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
                 const int blk_e = e + blk_j;
                 const long long c0 = v2;
                 const long long c1 = (long long)v3 + blk_e;
-                v5[blk_k * 4 + blk_j] = (c0 >= 0 && c0 < p_X.shape[0] && c1 >= 0 && c1 < p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
+                v5[blk_k * 4 + blk_j] = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
             }
         }
     }
@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
         {
             const long long c0 = v2;
             const long long c1 = (long long)v3 + e;
-            blk_full = c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1] && c1 + 4 <= p_Y.shape[1];
+            blk_full = (unsigned long long)c0 < (unsigned long long)p_Y.shape[0] && (unsigned long long)c1 < (unsigned long long)p_Y.shape[1];
             if (blk_full) *(uint4 *)&p_Y.data[c0 * p_Y.stride[0] + c1] = *(const uint4 *)blk_vb;
         }
         if (!blk_full) { /* cut by the bounds or the mask */
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax(
                 const int blk_e = e + blk_j;
                 const long long c0 = v2;
                 const long long c1 = (long long)v3 + blk_e;
-                if (c0 >= 0 && c0 < p_Y.shape[0] && c1 >= 0 && c1 < p_Y.shape[1]) p_Y.data[c0 * p_Y.stride[0] + c1] = blk_vb[blk_j];
+                if ((unsigned long long)c0 < (unsigned long long)p_Y.shape[0] && (unsigned long long)c1 < (unsigned long long)p_Y.shape[1]) p_Y.data[c0 * p_Y.stride[0] + c1] = blk_vb[blk_j];
             }
         }
     }

@@ -23,14 +23,14 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
         bool blk_full;
         {
             const long long c0 = (long long)v8 + e;
-            blk_full = c0 >= 0 && c0 < p_X.shape[0] && c0 + 4 <= p_X.shape[0];
+            blk_full = (unsigned long long)c0 < (unsigned long long)p_X.shape[0];
             if (blk_full) *(uint4 *)&v9[blk_k * 4] = *(const uint4 *)&p_X.data[c0];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                v9[blk_k * 4 + blk_j] = (c0 >= 0 && c0 < p_X.shape[0]) ? p_X.data[c0] : 0;
+                v9[blk_k * 4 + blk_j] = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0]) ? p_X.data[c0] : 0;
             }
         }
     }
@@ -42,14 +42,14 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
         bool blk_full;
         {
             const long long c0 = (long long)v8 + e;
-            blk_full = c0 >= 0 && c0 < p_Y.shape[0] && c0 + 4 <= p_Y.shape[0];
+            blk_full = (unsigned long long)c0 < (unsigned long long)p_Y.shape[0];
             if (blk_full) *(uint4 *)&v10[blk_k * 4] = *(const uint4 *)&p_Y.data[c0];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                v10[blk_k * 4 + blk_j] = (c0 >= 0 && c0 < p_Y.shape[0]) ? p_Y.data[c0] : 0;
+                v10[blk_k * 4 + blk_j] = ((unsigned long long)c0 < (unsigned long long)p_Y.shape[0]) ? p_Y.data[c0] : 0;
             }
         }
     }
@@ -66,14 +66,14 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
         for (int blk_j = 0; blk_j < 4; blk_j++) blk_vb[blk_j] = (v9[blk_k * 4 + blk_j] + v10[blk_k * 4 + blk_j]);
         {
             const long long c0 = (long long)v8 + e;
-            blk_full = c0 >= 0 && c0 < p_Z.shape[0] && c0 + 4 <= p_Z.shape[0];
+            blk_full = (unsigned long long)c0 < (unsigned long long)p_Z.shape[0];
             if (blk_full) *(uint4 *)&p_Z.data[c0] = *(const uint4 *)blk_vb;
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                if (c0 >= 0 && c0 < p_Z.shape[0]) p_Z.data[c0] = blk_vb[blk_j];
+                if ((unsigned long long)c0 < (unsigned long long)p_Z.shape[0]) p_Z.data[c0] = blk_vb[blk_j];
             }
         }
     }

@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                     const long long c0 = (long long)v2 + (e / 32);
                     const long long c1 = (long long)blk_fiv + (e % 32);
-                    const int blk_nb = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? (int)(p_A.shape[1] - c1 >= 8 ? 8 : p_A.shape[1] - c1) * 2 : 0;
+                    const int blk_nb = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? 16 : 0;
                     blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, blk_nb ? (const void *)&p_A.data[c0 * p_A.stride[0] + c1] : (const void *)p_A.data, blk_nb);
                 }
             }
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                     const long long c0 = (long long)blk_fiv + (e / 64);
                     const long long c1 = (long long)v5 + (e % 64);
-                    const int blk_nb = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? (int)(p_B.shape[1] - c1 >= 8 ? 8 : p_B.shape[1] - c1) * 2 : 0;
+                    const int blk_nb = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? 16 : 0;
                     blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, blk_nb ? (const void *)&p_B.data[c0 * p_B.stride[0] + c1] : (const void *)p_B.data, blk_nb);
                 }
             }
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const long long c0 = (long long)v2 + (e / 32);
                         const long long c1 = (long long)blk_fiv + (e % 32);
-                        const int blk_nb = (c0 >= 0 && c0 < p_A.shape[0] && c1 >= 0 && c1 < p_A.shape[1]) ? (int)(p_A.shape[1] - c1 >= 8 ? 8 : p_A.shape[1] - c1) * 2 : 0;
+                        const int blk_nb = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? 16 : 0;
                         blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, blk_nb ? (const void *)&p_A.data[c0 * p_A.stride[0] + c1] : (const void *)p_A.data, blk_nb);
                     }
                 }
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const long long c0 = (long long)blk_fiv + (e / 64);
                         const long long c1 = (long long)v5 + (e % 64);
-                        const int blk_nb = (c0 >= 0 && c0 < p_B.shape[0] && c1 >= 0 && c1 < p_B.shape[1]) ? (int)(p_B.shape[1] - c1 >= 8 ? 8 : p_B.shape[1] - c1) * 2 : 0;
+                        const int blk_nb = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? 16 : 0;
                         blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, blk_nb ? (const void *)&p_B.data[c0 * p_B.stride[0] + c1] : (const void *)p_B.data, blk_nb);
                     }
                 }
@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 const long long e = (long long)blk_row * 64 + blk_col;
                 const long long c0 = (long long)v2 + (e / 64);
                 const long long c1 = (long long)v5 + (e % 64);
-                blk_full = c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1] && c1 + 2 <= p_C.shape[1] && ((c0 * p_C.stride[0] + c1) & 1) == 0;
+                blk_full = (unsigned long long)c0 < (unsigned long long)p_C.shape[0] && (unsigned long long)c1 < (unsigned long long)p_C.shape[1] && c1 + 2 <= p_C.shape[1] && ((c0 * p_C.stride[0] + c1) & 1) == 0;
                 if (blk_full) {
                     alignas(4) blk_f16 blk_vb[2] = {blk_x[0], blk_x[1]}; *(unsigned *)&p_C.data[c0 * p_C.stride[0] + c1] = *(const unsigned *)blk_vb;
                 }
@@ -171,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 const long long e = (long long)blk_row * 64 + blk_col + blk_j;
                 const long long c0 = (long long)v2 + (e / 64);
                 const long long c1 = (long long)v5 + (e % 64);
-                if (c0 >= 0 && c0 < p_C.shape[0] && c1 >= 0 && c1 < p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1] = blk_x[blk_j];
+                if ((unsigned long long)c0 < (unsigned long long)p_C.shape[0] && (unsigned long long)c1 < (unsigned long long)p_C.shape[1]) p_C.data[c0 * p_C.stride[0] + c1] = blk_x[blk_j];
             }
         }
     }
