@@ -30,7 +30,8 @@
 # gpu_vec_exec and every tests/exec program on the GPU, gpux_*), old = the
 # old-path rerun, ratios = the goals above, sweep = bf16 GEMM 4096^3 and
 # flash attention at several block shapes / warps / stages (blkc alone,
-# TFLOP/s: the data to choose defaults from), ranks = step 4.
+# TFLOP/s: the data to choose defaults from), ranks = step 4; ncu (not in
+# the default) = Nsight Compute sections of one GEMM and one flash launch.
 # GPU_CHECK_SKIP_BUILD=1 reuses an existing build-gpu/ (a rerun);
 # GPU_CHECK_PRESET=default builds the full tree instead (needs LLVM).
 # Results go to benchmarks/results/gpu-<date>.txt and, when $OUT is set, to
@@ -324,13 +325,40 @@ sweep() {
 }
 if want sweep; then
   sweep gemm_bf16 '2*4096^3/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3" \
+    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5" \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
   sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
     "-D BM=128 -D BN=64 -D W=8;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1" \
     "$T/flash_w.blk" "${FLASH_ARGS[@]}"
 else
   log "SKIP: sweep (GPU_CHECK_PARTS)"; skip sweep
+fi
+# ncu: Nsight Compute's Speed Of Light, warp-state and memory sections of
+# one launch of the ratios' GEMM and flash attention (GPU_CHECK_PARTS
+# "ncu"; where the toolkit has ncu), into $OUT/ncu-*.txt: which unit
+# limits on the real GPU, beside the emulator's prediction
+if want ncu; then
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -z "$NCU" ]; then
+    log "SKIP: ncu (no Nsight Compute here)"; skip ncu
+  else
+    for w in gemm flash; do
+      if [ "$(left 90)" -lt 30 ]; then log "SKIP: ncu $w (budget)"; skip "ncu $w"; continue; fi
+      if [ $w = gemm ]; then a=("$T/gemm_bf16.blk" M=4096 N=4096 K=4096 "${GEMM_DEFS[@]}");
+      else a=("$T/flash_w.blk" "${FLASH_ARGS[@]}" "${FLASH_DEFS[@]}"); fi
+      timeout "$(left 90)" "$NCU" --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+        --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
+        --section Occupancy "$BLKC" run "${a[@]}" --bench=2 --device="$DEV" --random >"$T/ncu-$w.txt" 2>&1
+      rc=$?
+      [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$T/ncu-$w.txt" "$OUT/ncu-$w.txt"
+      if [ $rc = 0 ]; then
+        log "ncu $w: $(grep -E 'Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Registers Per Thread|Achieved Occupancy' "$T/ncu-$w.txt" | tr -s ' ' | tr '\n' ';' | head -c 600)"
+        pass "ncu $w"
+      else
+        log "ncu $w: exit $rc: $(tail -3 "$T/ncu-$w.txt" | tr '\n' ' ' | head -c 300)"; skip "ncu $w"
+      fi
+    done
+  fi
 fi
 log "results: $RES"
 

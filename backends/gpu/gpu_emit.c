@@ -287,7 +287,8 @@ static void emit_shape(BkGpuEm *em, int id)
     }
     if (em->virt[id]) {
         bk_gpu_line(em, "/* v%d = %s of v%d, %s */", id,
-                    in->op == IR_PERMUTE ? "transpose" : "broadcast", in->opnd[0],
+                    in->op == IR_PERMUTE ? "transpose"
+                    : in->op == IR_RESHAPE ? "reshape" : "broadcast", in->opnd[0],
                     in->op == IR_PERMUTE ? "read by the dots in place (ldmatrix without .trans)"
                                          : "computed where it is read");
         return;
@@ -333,6 +334,11 @@ static void emit_shape(BkGpuEm *em, int id)
 static void emit_arange(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
+    if (em->virt[id]) {
+        bk_gpu_line(em, "/* v%d = arange from %lld, computed where it is read */", id,
+                    (long long)in->ival);
+        return;
+    }
     bk_gpu_decl_tile(em, id);
     if (em->lay[id] == BK_LAY_BLOCKED) {
         bk_gpu_blk_open(em, &in->type, false);

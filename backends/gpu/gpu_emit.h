@@ -274,6 +274,9 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id);
  * fma (NVRTC --fmad=false, HIP -ffp-contract=off), so elementwise results
  * round as the CPU backend's do (docs/backends.md); by default they may */
 bool bk_gpu_nofma(void);
+/* x is virtual index arithmetic any thread computes at any element: a
+ * splat, an arange, a reshape of such (gpu_layout.c) */
+bool bk_gpu_free_leaf(const BkGpuEm *em, int x);
 void bk_gpu_loop_open(BkGpuEm *em, const IrType *t);
 /* opens a loop over flat index e = blk_tid * W, + nt * W, ... below N
  * (note: text after its brace); a short walk gets a fixed trip count

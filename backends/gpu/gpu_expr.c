@@ -225,6 +225,10 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         char lit[128];
         bk_gpu_literal(lit, sizeof lit, in->type.dtype, in);
         bk_gpu_to_s(buf, n, in->type.dtype, lit);
+    } else if (em->virt && em->virt[v] && in->op == IR_ARANGE) {
+        snprintf(buf, n, "(%lld + (int)(%s))", (long long)in->ival, idx);
+    } else if (em->virt && em->virt[v] && in->op == IR_RESHAPE) {
+        bk_gpu_raw(em, in->opnd[0], idx, buf, n); /* the same flat element */
     } else if (em->virt && em->virt[v] && (ir_op_flags[in->op] & F_ELEM)) {
         /* fused elementwise op: its expression over its operands at idx */
         char o[3][BK_GPU_EXPR / 4], x[BK_GPU_EXPR];

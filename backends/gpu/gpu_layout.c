@@ -69,7 +69,7 @@ static void use(BkGpuEm *em, int v, int u, const int *regof, const int *owner)
         for (int j = 0; j < 3; j++)
             if (f->ins[v].opnd[j] >= 0 &&
                 (f->ins[v].op == IR_BCAST || f->ins[v].op == IR_PERMUTE ||
-                 (ir_op_flags[f->ins[v].op] & F_ELEM)))
+                 f->ins[v].op == IR_RESHAPE || (ir_op_flags[f->ins[v].op] & F_ELEM)))
                 use(em, f->ins[v].opnd[j], u, regof, owner);
         return;
     }
@@ -137,6 +137,28 @@ static int reads_at(const BkGpuEm *em, int x, int g)
     return worst;
 }
 
+/* v is index arithmetic: aranges, splats and scalars under elementwise
+ * ops (a reshape of one reads no layout's registers: any thread can
+ * compute any element) */
+static bool index_expr(const IrFunc *f, int v, int depth)
+{
+    const IrInstr *in = &f->ins[v];
+    if (in->type.rank == 0 || in->op == IR_ARANGE || in->op == IR_CONST)
+        return true;
+    if (!(ir_op_flags[in->op] & F_ELEM) || depth > 4)
+        return false;
+    for (int j = 0; j < ir_op_nopnd[in->op]; j++)
+        if (in->opnd[j] >= 0 && !index_expr(f, in->opnd[j], depth + 1))
+            return false;
+    return true;
+}
+
+bool bk_gpu_free_leaf(const BkGpuEm *em, int x)
+{
+    int op = em->f->ins[x].op;
+    return em->virt[x] && (op == IR_CONST || op == IR_ARANGE || op == IR_RESHAPE);
+}
+
 int bk_gpu_analyze(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
@@ -197,7 +219,14 @@ int bk_gpu_analyze(BkGpuEm *em)
     for (int i = 0; i < n; i++) {
         const IrInstr *in = &f->ins[i];
         bool live = regof[i] >= 0 && !in->dead && is_tile(in);
-        em->virt[i] = live && (in->op == IR_CONST || in->op == IR_BCAST);
+        /* an arange and a reshape of a tile are index arithmetic too: an
+         * arange's element e is start + e, a reshape's its operand's
+         * element e (e.g. flash attention's `cols = n + arange(BN)` read as
+         * cols[None, :] by a mask: no shared tile, no barrier) */
+        em->virt[i] = live && (in->op == IR_CONST || in->op == IR_BCAST ||
+                               in->op == IR_ARANGE ||
+                               (in->op == IR_RESHAPE && is_tile(&f->ins[in->opnd[0]]) &&
+                                index_expr(f, in->opnd[0], 0)));
         /* an elementwise tile used once, in its own region: fused into the
          * expression of its user */
         if (live && (ir_op_flags[in->op] & F_ELEM) && uses[i] == 1 &&
@@ -206,6 +235,10 @@ int bk_gpu_analyze(BkGpuEm *em)
     }
     free(uses);
     free(user);
+    /* until nothing changes: a reshape reads its operand by element index
+     * only while it is virtual itself (else it shares the storage) */
+    for (bool changed = true; changed;) {
+    changed = false;
     for (int u = 0; u < n; u++) {
         const IrInstr *in = &f->ins[u];
         if (regof[u] < 0 || in->dead)
@@ -215,6 +248,7 @@ int bk_gpu_analyze(BkGpuEm *em)
         for (int j = 0; j < k; j++) {
             int v = ops[j];
             bool ok = (ir_op_flags[in->op] & F_ELEM) || in->op == IR_VSET ||
+                      (in->op == IR_RESHAPE && em->virt[u]) ||
                       in->op == IR_REDUCE || in->op == IR_SCAN ||
                       in->op == IR_BCAST || in->op == IR_PERMUTE ||
                       (in->op == IR_STORE && v == in->opnd[0] && v != in->opnd[1]) ||
@@ -227,9 +261,12 @@ int bk_gpu_analyze(BkGpuEm *em)
                 for (int d = 0; d < f->views[in->view].ndims; d++)
                     if (f->views[in->view].d[d].val == v)
                         ok = false;
-            if (!ok)
+            if (!ok && em->virt[v]) {
                 em->virt[v] = false;
+                changed = true;
+            }
         }
+    }
     }
     /* trans(t) read only as an operand b of register dots (gpu_mmadot.c reads
      * t itself, ldmatrix without .trans): no storage, no loop */
@@ -248,7 +285,9 @@ int bk_gpu_analyze(BkGpuEm *em)
                 if (v >= 0 && v < i && em->virt[v] && depth[v] > dmax)
                     dmax = depth[v];
             }
-            depth[i] = dmax + 1;
+            /* an arange is a leaf like a splat; a reshape adds no op */
+            depth[i] = f->ins[i].op == IR_ARANGE ? 0
+                       : f->ins[i].op == IR_RESHAPE ? dmax : dmax + 1;
             if (depth[i] > 3 && f->ins[i].op != IR_CONST) {
                 em->virt[i] = false;
                 depth[i] = 0;
@@ -262,7 +301,8 @@ int bk_gpu_analyze(BkGpuEm *em)
         const IrInstr *in = &f->ins[i];
         if (regof[i] < 0 || in->dead)
             continue;
-        if (in->op == IR_RESHAPE && is_tile(in) && is_tile(&f->ins[in->opnd[0]]))
+        if (in->op == IR_RESHAPE && is_tile(in) && is_tile(&f->ins[in->opnd[0]]) &&
+            !em->virt[i])
             em->alias[i] = in_root(em, in->opnd[0]);
         em->last[i] = em->pos[i];
     }

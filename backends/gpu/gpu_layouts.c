@@ -338,7 +338,7 @@ static bool reg_expr(BkGpuEm *em, int x, int parent, int v, int s, const int *re
     }
     if (!em->virt[x])
         return in->op != IR_DOT; /* a shared tile, read at (row, col) */
-    if (in->op == IR_CONST)
+    if (bk_gpu_free_leaf(em, x))
         return true;
     if (in->op == IR_BCAST)
         return !has_vget(em, in->opnd[0], v, 0);
@@ -559,7 +559,8 @@ static bool plain_expr(const BkGpuEm *em, int x, int depth)
     const IrInstr *in = &em->f->ins[x];
     if (depth > 16)
         return false;
-    if (in->op == IR_VGET || in->op == IR_CONST || in->type.rank == 0)
+    if (in->op == IR_VGET || in->op == IR_CONST || in->type.rank == 0 ||
+        bk_gpu_free_leaf(em, x))
         return true;
     if (em->virt[x] && in->op == IR_BCAST)
         return true;

@@ -85,7 +85,8 @@ static void row_caches(BkGpuEm *em, int v, int x, bool open, int depth)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[x];
-    if (!em->rowc || depth > 16 || !em->virt[x] || in->op == IR_CONST || in->type.rank == 0)
+    if (!em->rowc || depth > 16 || !em->virt[x] || bk_gpu_free_leaf(em, x) ||
+        in->type.rank == 0)
         return;
     const BkGpuMma *g = &em->vmma[v];
     if (in->op == IR_BCAST) {

@@ -106,8 +106,8 @@ static int leaves(const BkGpuEm *em, int x, int depth)
             if (!ir_shape_eq(&oi->type, &in->type))
                 return -2;
             p = em->mrow[r];
-        } else if (em->virt[o] && oi->op == IR_CONST) {
-            continue;
+        } else if (bk_gpu_free_leaf(em, o)) {
+            continue; /* a splat, index arithmetic */
         } else if (em->virt[o] && (ir_op_flags[oi->op] & F_ELEM)) {
             p = leaves(em, o, depth + 1);
             if (p == -2)

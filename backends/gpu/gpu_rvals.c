@@ -66,7 +66,7 @@ static int tree(const BkGpuEm *em, int x, int depth)
         return em->rroot[x];
     if (!em->virt[x]) /* a tile read at (row, col); not another register layout */
         return em->lay[x] == BK_LAY_MMA ? -2 : -1;
-    if (in->op == IR_CONST)
+    if (bk_gpu_free_leaf(em, x))
         return -1;
     if (in->op == IR_BCAST)
         return tree(em, in->opnd[0], depth + 1) == -1 ? -1 : -2;

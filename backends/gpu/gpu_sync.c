@@ -189,6 +189,8 @@ static int classify(const BkGpuEm *em, int id, Accs *s)
         tile_acc(em, s, id, 1, true);
         break;
     case IR_ARANGE:
+        if (em->virt[id])
+            return 1; /* computed where read: no code */
         tile_acc(em, s, id, 1, true);
         break;
     case IR_BCAST: case IR_RESHAPE: case IR_PERMUTE: {
