@@ -170,13 +170,15 @@ predicted_bound() {
   l=$([ -f "$PREDICTED" ] && awk -v n="$1" '$1 == n { $1 = ""; sub(/^ /, ""); print; exit }' "$PREDICTED")
   if [ -n "$l" ]; then echo "predicted: $l"; else echo "predicted: n/a"; fi
 }
-# blkc_ms TIMEOUT ARGS...: median ms of `blkc run ... --bench=N`
+# blkc_ms TIMEOUT ARGS...: median ms of `blkc run ... --bench=N`, with the
+# variables of RUN_ENV (NAME=VALUE words) set
+RUN_ENV=()
 blkc_ms() {
   local to=$1; shift
   if [ "$(left "$to")" -lt 10 ]; then echo "budget" >"$T/blkc.log"; return 1; fi
   local rc=0
-  timeout "$(left "$to")" "$BLKC" run "$@" --device="$DEV" --random >"$T/blkc.log" 2>&1 || rc=$?
-  { echo "== blkc run $* (exit $rc)"; cat "$T/blkc.log"; } >>"$T/blkc-all.log"
+  timeout "$(left "$to")" env "${RUN_ENV[@]}" "$BLKC" run "$@" --device="$DEV" --random >"$T/blkc.log" 2>&1 || rc=$?
+  { echo "== ${RUN_ENV[*]} blkc run $* (exit $rc)"; cat "$T/blkc.log"; } >>"$T/blkc-all.log"
   [ $rc = 0 ] || return 1
   sed -n 's/.*median \([0-9.eE+-]*\) ms.*/\1/p' "$T/blkc.log" | tail -1
 }
@@ -303,14 +305,20 @@ else
 fi
 
 # sweep NAME WORK-EXPR CONFIG-LIST FILE ARGS...: blkc alone at each
-# configuration (";"-separated -D lists), TFLOP/s each, then the best
+# configuration (";"-separated -D lists; a word env:NAME=VALUE sets that
+# variable for the run, e.g. env:BLKC_GPU_MINBLOCKS=2), TFLOP/s each, then
+# the best
 sweep() {
   local name=$1 work=$2 list=$3 file=$4; shift 4
-  local cfg t rate best="" bestt="" cfgs=()
+  local cfg t rate best="" bestt="" cfgs=() w
   IFS=';' read -r -a cfgs <<<"$list"
   for cfg in "${cfgs[@]}"; do
-    local defs=()
-    read -r -a defs <<<"$cfg"
+    local defs=() words=()
+    read -r -a words <<<"$cfg"
+    RUN_ENV=()
+    for w in "${words[@]}"; do
+      case $w in env:*) RUN_ENV+=("${w#env:}") ;; *) defs+=("$w") ;; esac
+    done
     if t=$(blkc_ms 60 "$file" "$@" "${defs[@]}" --bench=5) && [ -n "$t" ]; then
       rate=$(awk -v t="$t" "BEGIN { printf \"%.1f\", $work }")
       log "sweep $name: $cfg: $t ms, $rate TFLOP/s"
@@ -321,14 +329,15 @@ sweep() {
       log "sweep $name: $cfg: failed: $(grep -v '^ *$' "$T/blkc.log" | tail -2 | tr '\n' ' ' | head -c 300)"
     fi
   done
+  RUN_ENV=()
   [ -z "$best" ] || log "sweep $name: best $best ($bestt ms)"
 }
 if want sweep; then
   sweep gemm_bf16 '2*4096^3/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5" \
+    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5;env:BLKC_GPU_MINBLOCKS=3 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4" \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
   sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=64 -D W=8;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1" \
+    "-D BM=128 -D BN=64 -D W=8;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1;env:BLKC_GPU_MINBLOCKS=2 -D BM=128 -D BN=64 -D W=8;env:BLKC_GPU_MINBLOCKS=3 -D BM=64 -D BN=64 -D W=4" \
     "$T/flash_w.blk" "${FLASH_ARGS[@]}"
 else
   log "SKIP: sweep (GPU_CHECK_PARTS)"; skip sweep

@@ -241,6 +241,9 @@ static int64_t gpu_switches(void)
     bit <<= 1;
     JC_GPU_SWITCHES(X)
 #undef X
+    const char *mb = getenv("BLKC_GPU_MINBLOCKS"); /* a number: its own bits */
+    if (mb && *mb)
+        bits |= (int64_t)(atoi(mb) & 0xff) << 32;
     return bits;
 }
 

@@ -76,6 +76,13 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id)
                     em->off[id], ty);
 }
 
+int bk_gpu_minblocks(void)
+{
+    const char *e = getenv("BLKC_GPU_MINBLOCKS");
+    int n = e ? atoi(e) : 0;
+    return n >= 1 && n <= 8 ? n : 0;
+}
+
 bool bk_gpu_nofma(void)
 {
     const char *e = getenv("BLKC_GPU_NOFMA");
@@ -653,8 +660,13 @@ static void emit_func(BkGpuEm *em)
     bk_gpu_line(em, "extern \"C\" __constant__ int blk_smem_%s = %lld;", f->name,
                 em->smem);
     DslBuf *o = em->o;
-    dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(",
-                   em->nt, f->name);
+    int mb = bk_gpu_minblocks();
+    if (mb > 1 && em->dl->kind == BK_GPU_CUDA) /* registers capped for mb blocks per SM */
+        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(",
+                       em->nt, mb, f->name);
+    else
+        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(",
+                       em->nt, f->name);
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
         if (i)

@@ -274,6 +274,10 @@ void bk_gpu_decl_tile(BkGpuEm *em, int id);
  * fma (NVRTC --fmad=false, HIP -ffp-contract=off), so elementwise results
  * round as the CPU backend's do (docs/backends.md); by default they may */
 bool bk_gpu_nofma(void);
+/* BLKC_GPU_MINBLOCKS=N (2..8; CUDA): __launch_bounds__(threads, N), so
+ * ptxas caps the registers for N blocks per SM (an occupancy experiment:
+ * more warps to hide latency against spills); 0 when unset */
+int bk_gpu_minblocks(void);
 /* x is virtual index arithmetic any thread computes at any element: a
  * splat, an arange, a reshape of such (gpu_layout.c) */
 bool bk_gpu_free_leaf(const BkGpuEm *em, int x);
