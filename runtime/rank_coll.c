@@ -538,17 +538,30 @@ int rt_reduce_scatter(RtRank *r, void *dst, const void *src, size_t total,
 }
 
 /* Inside all_to_all's staging: recv_counts[q] (NULL: anything) must be
- * what rank q sends here. */
+ * what rank q sends here. The peers' send counts live in their callers'
+ * memory (a stack frame, say) and a rank that fails leaves the collective
+ * at once, so every rank reads them first and only after a barrier that
+ * every rank passes does a rank that found a mismatch fail. The caller
+ * then passes one more barrier before it reads a peer's buffers, which a
+ * failed rank never reaches (ASan caught rank 0 reading rank 1's freed
+ * counts, gpu_ranks_fake mm_a2a). */
 static int a2a_counts_agree(RtRank *r, const size_t *recv_counts)
 {
-    int N = rt_rank_size(r), me = rt_rank_id(r);
-    for (int q = 0; q < N && recv_counts; q++) {
+    int N = rt_rank_size(r), me = rt_rank_id(r), bad = -1;
+    size_t sent = 0;
+    for (int q = 0; q < N && recv_counts && bad < 0; q++) {
         size_t n = rt_rank_coll_peer(r, q)->counts[me];
-        if (recv_counts[q] != n)
-            return rt_rank_fail(r, "all_to_all: rank %d sends %zu elements to "
-                                "rank %d but rank %d expects %zu",
-                                q, n, me, me, recv_counts[q]);
+        if (recv_counts[q] != n) {
+            bad = q;
+            sent = n;
+        }
     }
+    if (rt_rank_coll_sync(r))
+        return -1;
+    if (bad >= 0)
+        return rt_rank_fail(r, "all_to_all: rank %d sends %zu elements to "
+                            "rank %d but rank %d expects %zu",
+                            bad, sent, me, me, recv_counts[bad]);
     return 0;
 }
 
@@ -566,7 +579,8 @@ int rt_all_to_all(RtRank *r, void *dst, const size_t *recv_counts,
                     .counts = send_counts, .counts2 = recv_counts};
     if (rt_rank_coll_begin(r, &d))
         return -1;
-    if (a2a_counts_agree(r, recv_counts)) {
+    /* a rank that found a mismatch fails instead of reaching this barrier */
+    if (a2a_counts_agree(r, recv_counts) || rt_rank_coll_sync(r)) {
         rt_rank_coll_end(r);
         return -1;
     }
@@ -717,7 +731,7 @@ int rt_coll_agree(RtRank *r, const RtRankColl *desc)
     if (rt_rank_coll_begin(r, &d))
         return -1;
     int rc = a2a ? a2a_counts_agree(r, d.counts2) : 0;
-    /* peers read this rank's counts until every rank has checked */
+    /* a rank that failed the check leaves; the others wait here for it */
     if (rt_rank_coll_end(r))
         return -1;
     return rc;
