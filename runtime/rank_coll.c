@@ -509,22 +509,32 @@ int rt_reduce_scatter(RtRank *r, void *dst, const void *src, size_t total,
                     .counts = counts};
     if (rt_rank_coll_begin(r, &d))
         return -1;
-    /* every rank must split the same way */
+    /* every rank must split the same way; each rank checks every pair, so
+     * all reach the same verdict, and fail only after a barrier: the
+     * counts are the callers' arrays, which a failed rank takes with it
+     * (as in a2a_counts_agree) */
     const size_t *c0 = rt_rank_coll_peer(r, 0)->counts;
-    for (int q = 1; q < N; q++) {
+    int bk = -1, bq = -1;
+    size_t b0 = 0, bn = 0;
+    for (int q = 1; q < N && bq < 0; q++) {
         const size_t *cq = rt_rank_coll_peer(r, q)->counts;
         for (int k = 0; k < N; k++) {
             size_t o0, n0, oq, nq;
             rs_block(c0, total, N, k, &o0, &n0);
             rs_block(cq, total, N, k, &oq, &nq);
             if (n0 != nq) {
-                rt_rank_fail(r, "reduce_scatter: rank 0 gives rank %d %zu "
-                             "elements but rank %d gives it %zu",
-                             k, n0, q, nq);
-                rt_rank_coll_end(r);
-                return -1;
+                bk = k, bq = q, b0 = n0, bn = nq;
+                break;
             }
         }
+    }
+    if (rt_rank_coll_sync(r))
+        return -1;
+    if (bq >= 0) {
+        rt_rank_fail(r, "reduce_scatter: rank 0 gives rank %d %zu elements but "
+                     "rank %d gives it %zu", bk, b0, bq, bn);
+        rt_rank_coll_end(r);
+        return -1;
     }
     size_t off, n, es = (size_t)dsl_dtype_bytes(dtype);
     rs_block(counts, total, N, me, &off, &n);
