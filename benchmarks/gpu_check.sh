@@ -84,7 +84,10 @@ finish() {
 trap finish EXIT
 
 log "blkc GPU check $STAMP on $(hostname)"
-log "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '? (no .git in this copy; build-gpu-prep/STAMP names the one prepared)'), preset $PRESET"
+# the device machine's copy of the tree may carry a stale .git: the commit
+# build-gpu-prep was made from (its STAMP) is the one that counts
+prep=$([ -f build-gpu-prep/STAMP ] && sed -n 's/^commit \([0-9a-f]\{10\}\).*/\1/p' build-gpu-prep/STAMP)
+log "commit: ${prep:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}${prep:+ (build-gpu-prep/STAMP)}, preset $PRESET"
 if command -v nvidia-smi >/dev/null 2>&1; then
   log "gpu: $(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2)"
 else

@@ -24,7 +24,8 @@
  *           Global loads / stores move 16-byte vectors straight to / from
  *           registers where bk_gpu_vec_width == W.
  *
- * A tile is BLOCKED (blocked()) when it is a plain load, an arange or a
+ * A tile is BLOCKED (blocked()) when it is a plain load, a stored (not
+ * virtual: gpu_layout.c computes index arithmetic where read) arange or a
  * stored elementwise op, at most BK_GPU_BLK_REGS registers per thread, and
  * every read of it, directly or through fused elementwise expressions, is
  * the owner's element: a BLOCKED elementwise op of the same shape, the

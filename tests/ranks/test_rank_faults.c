@@ -197,6 +197,10 @@ static int f_mismatch(RtRank *r, void *arg)
         return rt_all_to_all(r, buf, rc, buf + 8, sc, DT_F32);
     case 3:
         return rt_broadcast(r, buf, 4, DT_F32, 5);
+    case 5: { /* the ranks split 4 elements differently */
+        size_t split[2] = {me == 0 ? 2 : 3, me == 0 ? 2 : 1};
+        return rt_reduce_scatter(r, buf, buf + 8, 4, split, DT_F32, RT_RED_SUM);
+    }
     default:
         return rt_all_reduce(r, buf, 4, DT_F32, 7);
     }
@@ -213,13 +217,24 @@ static void test_mismatch(void)
         "expects 3",
         "broadcast: root 5 is not a rank of this world of 2",
         "all_reduce: invalid reduction op 7",
+        "reduce_scatter: rank 0 gives rank 0 2 elements but rank 1 gives it 3",
     };
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         char err[512];
         int rc = run(2, f_mismatch, &k, err, sizeof err, NULL);
         T_CHECK(rc == -1 && strstr(err, want[k]), "mismatch %d: rc %d, '%s'",
                 k, rc, err);
     }
+    /* the count checks read the peers' arrays (their stack frames here):
+     * no rank may fail and leave before every rank has read them; repeated
+     * for ASan / TSan to catch the window (rank_coll.c a2a_counts_agree) */
+    for (int i = 0; i < 20; i++)
+        for (int k = 2; k <= 5; k += 3) {
+            char err[512];
+            int rc = run(2, f_mismatch, &k, err, sizeof err, NULL);
+            T_CHECK(rc == -1 && strstr(err, want[k]), "mismatch %d, round %d: rc %d, '%s'",
+                    k, i, rc, err);
+        }
 }
 
 /* ------------------------------------------------------------ reuse */
