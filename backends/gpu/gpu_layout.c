@@ -153,6 +153,45 @@ static bool index_expr(const IrFunc *f, int v, int depth)
     return true;
 }
 
+/* One pass: a virtual tile whose reader does not read it by element index
+ * (an elementwise op, a var.set, a reduction, a scan, a broadcast, a
+ * transpose, a virtual reshape, a stored value, a dot's splat accumulator)
+ * gets storage. Returns whether any did. */
+static bool unfuse_readers(BkGpuEm *em, const int *regof)
+{
+    const IrFunc *f = em->f;
+    bool changed = false;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *in = &f->ins[u];
+        if (regof[u] < 0 || in->dead)
+            continue;
+        int ops[4 + IR_MAX_RANK];
+        int k = operands(f, u, ops);
+        for (int j = 0; j < k; j++) {
+            int v = ops[j];
+            bool ok = (ir_op_flags[in->op] & F_ELEM) || in->op == IR_VSET ||
+                      (in->op == IR_RESHAPE && em->virt[u]) ||
+                      in->op == IR_REDUCE || in->op == IR_SCAN ||
+                      in->op == IR_BCAST || in->op == IR_PERMUTE ||
+                      (in->op == IR_STORE && v == in->opnd[0] && v != in->opnd[1]) ||
+                      /* a splat accumulator: the dot starts from its value */
+                      (in->op == IR_DOT && v == in->opnd[2] && v != in->opnd[0] &&
+                       v != in->opnd[1] && f->ins[v].op == IR_CONST);
+            if (in->view >= 0 && in->op != IR_STORE)
+                ok = false;
+            if (in->view >= 0) /* a gather index is read directly */
+                for (int d = 0; d < f->views[in->view].ndims; d++)
+                    if (f->views[in->view].d[d].val == v)
+                        ok = false;
+            if (!ok && em->virt[v]) {
+                em->virt[v] = false;
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
 bool bk_gpu_free_leaf(const BkGpuEm *em, int x)
 {
     int op = em->f->ins[x].op;
@@ -237,37 +276,8 @@ int bk_gpu_analyze(BkGpuEm *em)
     free(user);
     /* until nothing changes: a reshape reads its operand by element index
      * only while it is virtual itself (else it shares the storage) */
-    for (bool changed = true; changed;) {
-    changed = false;
-    for (int u = 0; u < n; u++) {
-        const IrInstr *in = &f->ins[u];
-        if (regof[u] < 0 || in->dead)
-            continue;
-        int ops[4 + IR_MAX_RANK];
-        int k = operands(f, u, ops);
-        for (int j = 0; j < k; j++) {
-            int v = ops[j];
-            bool ok = (ir_op_flags[in->op] & F_ELEM) || in->op == IR_VSET ||
-                      (in->op == IR_RESHAPE && em->virt[u]) ||
-                      in->op == IR_REDUCE || in->op == IR_SCAN ||
-                      in->op == IR_BCAST || in->op == IR_PERMUTE ||
-                      (in->op == IR_STORE && v == in->opnd[0] && v != in->opnd[1]) ||
-                      /* a splat accumulator: the dot starts from its value */
-                      (in->op == IR_DOT && v == in->opnd[2] && v != in->opnd[0] &&
-                       v != in->opnd[1] && f->ins[v].op == IR_CONST);
-            if (in->view >= 0 && in->op != IR_STORE)
-                ok = false;
-            if (in->view >= 0) /* a gather index is read directly */
-                for (int d = 0; d < f->views[in->view].ndims; d++)
-                    if (f->views[in->view].d[d].val == v)
-                        ok = false;
-            if (!ok && em->virt[v]) {
-                em->virt[v] = false;
-                changed = true;
-            }
-        }
-    }
-    }
+    while (unfuse_readers(em, regof))
+        ;
     /* trans(t) read only as an operand b of register dots (gpu_mmadot.c reads
      * t itself, ldmatrix without .trans): no storage, no loop */
     for (int i = 0; i < n; i++)
