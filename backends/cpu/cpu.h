@@ -16,15 +16,15 @@
 
 /* Codegen switches, each read from the environment as BLKC_CPU_<NAME>
  * (set and not "0" = on) and each turning one optimization off, for
- * comparisons (STREAM and PACKA instead turn on one that is off by
- * default). The JIT cache keys on cpu_switches(), so code built under
+ * comparisons (PACKA instead turns on one that is off by default). The JIT cache keys on cpu_switches(), so code built under
  * one set of switches is never reused under another. */
 #define CPU_SWITCHES(X)                                                    \
     X(NOFUSE, "no elementwise fusion (fuse.c)")                           \
     X(NOINPLACE, "loads always copy their tile (fuse.c)")                 \
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
-    X(STREAM, "non-temporal stores for large tensors (mem.c; off by default)") \
+    X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")      \
+    X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
@@ -70,6 +70,9 @@ typedef struct CpuGen {
                                      with strided rows, else NULL */
     int *fred;                    /* per value id: 1 + id of a REDUCE fused
                                      into this value's loop, or 0 */
+    int *pfn;                     /* per value id: 1 + id of an in-place
+                                     LOAD whose next tile this value's loop
+                                     prefetches (fuse.c), or 0 */
     int vecw_bytes;               /* vector register width (16/32/64) */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, vd, ptr;
     char *err; size_t errlen;     /* first error */
@@ -116,6 +119,9 @@ LLVMValueRef cpu_fused_elem(CpuGen *g, int id, LLVMValueRef lin);
 int cpu_gen_elem_reduce(CpuGen *g, int id);
 /* Lanes of the partial results of a vectorized float reduction of dt. */
 int cpu_red_lanes(CpuGen *g, int dt);
+/* In the loop of value site (g->pfn[site]): prefetch the next tile's
+ * bytes that correspond to elements [lin, lin + n) of this one. */
+void cpu_prefetch_next(CpuGen *g, int site, LLVMValueRef lin, int64_t n);
 
 /* ------------------------------------------------------------ vmath.c */
 /* Inline, call-free (vectorizable) math on an f32 or f64 scalar SSA value;

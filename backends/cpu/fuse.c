@@ -35,8 +35,20 @@
  *     mem.c then points the value at global memory when the view is in
  *     bounds and contiguous at run time (and copies otherwise).
  *
- * BLKC_CPU_NOFUSE=1 in the environment disables all four (for
- * comparisons), BLKC_CPU_NOINPLACE=1 only the fourth. */
+ *  5. Next-tile prefetch (g->pfn, mark_prefetch): a program that reads a
+ *     large row in place (softmax, layernorm: X[pid, 0 +: BLOCK]) then
+ *     computes on it from L1 while the memory system idles, and the next
+ *     program starts with a cold row. The loop that reads such a tile
+ *     last (a fused elementwise + reduce loop or a store's loop) prefetches
+ *     the same bytes of the tile that follows it in memory, the next
+ *     program's row when programs walk rows (chunks of consecutive program
+ *     ids run on one thread, runtime/pool.c), a line per 64 bytes spread
+ *     over the loop. Prefetches never fault; a wrong guess costs
+ *     bandwidth only.
+ *
+ * BLKC_CPU_NOFUSE=1 in the environment disables all five (for
+ * comparisons), BLKC_CPU_NOINPLACE=1 the fourth and fifth,
+ * BLKC_CPU_NOPREFETCH=1 the fifth. */
 #include "cpu.h"
 
 #include <stdlib.h>
@@ -220,6 +232,82 @@ static int inplace_load(CpuGen *g, const int *reg, int v)
     return 2;
 }
 
+/* ------------------------------------------------------------ next tile */
+
+#define PF_MIN_BYTES 4096
+
+/* Whether value v is computed from program_id (memo: 0 unknown, 1 in
+ * progress or no, 2 yes). */
+static bool from_pid(const IrFunc *f, uint8_t *memo, int v)
+{
+    if (v < 0 || v >= f->nins)
+        return false;
+    if (memo[v])
+        return memo[v] == 2;
+    memo[v] = 1;
+    const IrInstr *in = &f->ins[v];
+    bool y = in->op == IR_PID;
+    for (int k = 0; k < 4 && !y; k++)
+        y = from_pid(f, memo, in->opnd[k]);
+    memo[v] = y ? 2 : 1;
+    return y;
+}
+
+/* Find the loop that reads in-place LOAD v (contiguous as a whole) last
+ * and make it prefetch the next tile (see the top of the file): v in the
+ * kernel's body (not a loop's), at least PF_MIN_BYTES, its view moving
+ * with program_id; the reader a fused elementwise + reduce value or a
+ * STORE of as many elements. */
+static void mark_prefetch(CpuGen *g, const int *reg, uint8_t *memo, int v)
+{
+    const IrFunc *f = g->f;
+    const IrInstr *in = &f->ins[v];
+    if (reg[v] != 0 || ir_numel(&in->type) *
+                       dsl_dtype_bytes(in->type.dtype) < PF_MIN_BYTES)
+        return;
+    const IrView *vw = &f->views[in->view];
+    bool moves = false;
+    for (int d = 0; d < vw->ndims && !moves; d++)
+        moves = from_pid(f, memo, vw->d[d].val);
+    int at = index_in(f, reg, v, 0);
+    int last = at < 0 ? -1 : last_read(g, reg, v, 0, at, 0);
+    if (!moves || last <= at)
+        return;
+    int site = f->regions[0].ins[last];
+    const IrInstr *s = &f->ins[site];
+    int64_t n = -1;
+    if (s->op == IR_STORE && s->view >= 0) {
+        IrType t;
+        ir_view_shape(f, &f->views[s->view], &t);
+        n = ir_numel(&t);
+    } else if (g->fred[site]) {
+        n = ir_numel(&s->type);
+    }
+    if (n == ir_numel(&in->type) && !g->pfn[site])
+        g->pfn[site] = v + 1;
+}
+
+void cpu_prefetch_next(CpuGen *g, int site, LLVMValueRef lin, int64_t n)
+{
+    if (!g->pfn || !g->pfn[site])
+        return;
+    int ld = g->pfn[site] - 1;
+    const IrType *t = &g->f->ins[ld].type;
+    int es = dsl_dtype_bytes(t->dtype);
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef p = LLVMBuildBitCast(b, g->val[ld], LLVMPointerType(g->i8, 0), "");
+    LLVMValueRef off = LLVMBuildAdd(b, cpu_i64(g, ir_numel(t) * es),
+                                    LLVMBuildMul(b, lin, cpu_i64(g, es), ""), "");
+    int64_t lines = (n * es + 63) / 64;
+    LLVMTypeRef pt = LLVMTypeOf(p);
+    for (int64_t q = 0; q < lines; q++) {
+        LLVMValueRef o = LLVMBuildAdd(b, off, cpu_i64(g, 64 * q), "");
+        LLVMValueRef a[4] = {LLVMBuildGEP2(b, g->i8, p, &o, 1, "pf"),
+                             cpu_i32c(g, 0), cpu_i32c(g, 3), cpu_i32c(g, 1)};
+        cpu_intrin(g, "llvm.prefetch", &pt, 1, a, 4);
+    }
+}
+
 int cpu_red_lanes(CpuGen *g, int dt)
 {
     int L = 2 * g->vecw_bytes / dsl_dtype_bytes(dt);
@@ -315,6 +403,12 @@ void cpu_fuse_analyze(CpuGen *g)
     if (g->inpl && !cpu_switch(CPU_SW_NOINPLACE))
         for (int v = 0; v < n; v++)
             g->inpl[v] = (uint8_t)inplace_load(g, reg, v);
+    uint8_t *memo = calloc((size_t)n, 1);
+    if (g->inpl && g->pfn && memo && !cpu_switch(CPU_SW_NOPREFETCH))
+        for (int v = 0; v < n; v++)
+            if (g->inpl[v] == 1)
+                mark_prefetch(g, reg, memo, v);
+    free(memo);
     free(reg);
     free(user);
     free(red);
@@ -418,6 +512,7 @@ int cpu_gen_elem_reduce(CpuGen *g, int v)
     cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, nv));
     LLVMValueRef chunk = LLVMBuildAdd(b, row,
         LLVMBuildMul(b, lc.iv, cpu_i64(g, L), ""), "");
+    cpu_prefetch_next(g, v, chunk, L);
     cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, L));
     LLVMValueRef e = produce(g, v, buf, LLVMBuildAdd(b, chunk, lj.iv, ""));
     LLVMValueRef ap = cpu_gep(g, et, accv, lj.iv);

@@ -811,13 +811,14 @@ static int gen_func(CpuGen *g)
     g->inpl = calloc((size_t)n, 1);
     g->vld = calloc((size_t)n, sizeof *g->vld);
     g->fred = calloc((size_t)n, sizeof *g->fred);
+    g->pfn = calloc((size_t)n, sizeof *g->pfn);
     g->var = calloc((size_t)(f->nvars + 1), sizeof *g->var);
     g->tdata = calloc((size_t)np, sizeof *g->tdata);
     g->tshape = calloc((size_t)np, sizeof *g->tshape);
     g->tstride = calloc((size_t)np, sizeof *g->tstride);
     int rc = -1;
     if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->vld ||
-        !g->fred ||
+        !g->fred || !g->pfn ||
         !g->var ||
         !g->tdata || !g->tshape || !g->tstride) {
         cpu_fail(g, "out of memory");
@@ -858,10 +859,12 @@ done:
     free(g->inpl);
     free(g->vld);
     free(g->fred);
+    free(g->pfn);
     g->inl = NULL;
     g->inpl = NULL;
     g->vld = NULL;
     g->fred = NULL;
+    g->pfn = NULL;
     free(g->var);
     free(g->tdata);
     free(g->tshape);

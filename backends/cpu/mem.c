@@ -15,6 +15,7 @@
 typedef struct MemCtx {
     CpuGen *g;
     const IrInstr *in;
+    int id;                     /* in's value id */
     const IrView *v;
     int p, dt;                  /* tensor param, element dtype */
     LLVMTypeRef et;             /* memory type of an element */
@@ -271,26 +272,35 @@ static void store_range(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0,
 /* Streaming (non-temporal) stores: a store whose tensor is larger than the
  * last-level cache gains nothing from the lines it writes staying cached,
  * and a plain store first reads every line it writes (read for
- * ownership): 1.5x the traffic of the data. Rows of at least STREAM_CHUNK
- * bytes of a tensor spanning at least STREAM_MIN_BYTES are written with
- * 64-byte aligned non-temporal stores (x86 hosts with AVX, where the
- * target has them) when BLKC_CPU_STREAM=1 (off by default: it slows
- * compiles 10-40% and measured no gain on softmax; benchmarks/README.md): the head up to the first
- * 64-byte boundary and the tail are plain stores; in between, each
- * STREAM_CHUNK bytes of values are computed into an aligned stack buffer
- * (L1) and copied out with vector non-temporal stores. Results are the
- * same bits. */
+ * ownership): 1.5x the traffic of the data. A store whose view rows hold
+ * at least STREAM_CHUNK bytes (x86 hosts with AVX; BLKC_CPU_NOSTREAM=1
+ * turns it off) computes its values a window of STREAM_CHUNK bytes at a
+ * time into a stack buffer (L1) and copies them out, so the value's code
+ * is emitted once, in a loop of constant trip count:
+ *   - tensors spanning less than STREAM_MIN_BYTES (decided at run time):
+ *     windows at the row's multiples of STREAM_CHUNK, each copied with
+ *     plain 64-byte stores; the last, partial one is computed as the
+ *     row's final STREAM_CHUNK bytes, overlapping the one before, whose
+ *     bytes it writes again with the same values;
+ *   - larger ones: the first window ends at the last 64-byte boundary of
+ *     the destination inside it, the others start at such boundaries, so
+ *     every whole line is written by one non-temporal store, and a line
+ *     is never written both ways (a plain store into a line being written
+ *     non-temporally costs a flush); the row's partial first and last
+ *     lines get plain stores.
+ * Results are the same bits either way. */
 #define STREAM_CHUNK 1024
 #define STREAM_MIN_BYTES ((int64_t)32 << 20)
 
-/* i1: this store streams (the tensor's byte span is large and its data
- * pointer element-aligned), or NULL when it cannot at compile time. */
+/* i1: this store may stream (the tensor's byte span is large and its data
+ * pointer element-aligned), or NULL when its rows are written without the
+ * window buffer (short rows, no AVX, a peer's tensor, the switch). */
 static LLVMValueRef stream_cond(MemCtx *c)
 {
     CpuGen *g = c->g;
     LLVMBuilderRef b = g->b;
     int es = dsl_dtype_bytes(c->dt), R = c->vt.rank;
-    if (g->vecw_bytes < 32 || !cpu_switch(CPU_SW_STREAM) || R < 1 || es < 1 ||
+    if (g->vecw_bytes < 32 || cpu_switch(CPU_SW_NOSTREAM) || R < 1 || es < 1 ||
         64 % es != 0 || c->vt.shape[R - 1] * es < STREAM_CHUNK ||
         c->in->opnd[3] >= 0)
         return NULL;
@@ -307,72 +317,162 @@ static LLVMValueRef stream_cond(MemCtx *c)
     return LLVMBuildAnd(b, big, al, "stream");
 }
 
-/* One view row of L elements at base, streamed (see above). Chunk 0 is
- * the head up to the first 64-byte boundary, the others n elements each
- * (the last one shorter): every chunk's values are computed into buf by
- * one loop (the value's code is emitted once here), then a whole chunk is
- * copied out with non-temporal stores and a short one with plain ones. */
-static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
+/* 64 bytes from buf + off to dst + off (byte offsets): a non-temporal
+ * store (dst + off 64-byte aligned) or a plain one. */
+static void copy_block(CpuGen *g, LLVMValueRef buf, LLVMValueRef dst,
+                       LLVMValueRef off, bool nt)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(g->i64, 8), vp = LLVMPointerType(vt, 0);
+    LLVMValueRef sp = LLVMBuildGEP2(b, g->i8, buf, &off, 1, "");
+    LLVMValueRef dp = LLVMBuildGEP2(b, g->i8, dst, &off, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, LLVMBuildBitCast(b, sp, vp, ""), "");
+    LLVMSetAlignment(v, 1);
+    LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildBitCast(b, dp, vp, ""));
+    LLVMSetAlignment(st, nt ? 64 : 1);
+    if (nt) {
+        unsigned k = LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11);
+        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
+        LLVMSetMetadata(st, k, LLVMMetadataAsValue(g->ctx,
+                        LLVMMDNodeInContext2(g->ctx, &one, 1)));
+    }
+}
+
+/* Plain byte copy of [lo, hi) from buf to dst (at most a partial line). */
+static void copy_bytes(CpuGen *g, LLVMValueRef buf, LLVMValueRef dst,
+                       LLVMValueRef lo, LLVMValueRef hi)
+{
+    CpuLoop r;
+    cpu_loop_open(g, &r, lo, hi);
+    LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, g->i8, cpu_gep(g, g->i8, buf, r.iv), ""),
+                   cpu_gep(g, g->i8, dst, r.iv));
+    cpu_loop_close(g, &r);
+}
+
+/* The code size of inline value id per element, roughly (a call-free
+ * transcendental counts 16): a store of a value up to CHEAP_VALUE gets
+ * a plain loop of its own beside the window loop. */
+#define CHEAP_VALUE 8
+static int value_cost(CpuGen *g, int id, int depth)
+{
+    if (id < 0 || !g->inl[id])
+        return 0;
+    if (depth > 16)
+        return CHEAP_VALUE + 1;
+    const IrInstr *in = &g->f->ins[id];
+    int cost = 1;
+    switch (in->op) {
+    case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SIN:
+    case IR_COS: case IR_TANH: case IR_ERF: case IR_SIGMOID: case IR_LOG1P:
+    case IR_EXPM1: case IR_TAN: case IR_ATAN: case IR_SINH: case IR_COSH:
+    case IR_POW: case IR_ATAN2:
+        cost = 16;
+        break;
+    default:
+        break;
+    }
+    for (int k = 0; k < 3 && cost <= CHEAP_VALUE; k++)
+        cost += value_cost(g, in->opnd[k], depth + 1);
+    return cost;
+}
+
+/* One view row of L >= n elements at base through the window buffer (see
+ * above); each window also prefetches its part of the next tile
+ * (cpu_prefetch_next). */
+static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L,
+                       LLVMValueRef nt)
 {
     CpuGen *g = c->g;
     LLVMBuilderRef b = g->b;
-    int es = dsl_dtype_bytes(c->dt), n = STREAM_CHUNK / es;
+    int es = dsl_dtype_bytes(c->dt);
+    int64_t n = STREAM_CHUNK / es;
     LLVMValueRef buf = cpu_alloca(g, c->et, n);
-    LLVMValueRef addr = LLVMBuildPtrToInt(b, base, g->i64, "");
-    LLVMValueRef h = LLVMBuildAnd(b, LLVMBuildSub(b, cpu_i64(g, 0), addr, ""),
-                                  cpu_i64(g, 63), "");
-    h = LLVMBuildUDiv(b, h, cpu_i64(g, es), "");
-    h = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, h, cpu_i64(g, L), ""),
-                        h, cpu_i64(g, L), "head");
-    LLVMValueRef nch = LLVMBuildUDiv(b, LLVMBuildAdd(b, LLVMBuildSub(b,
-        cpu_i64(g, L), h, ""), cpu_i64(g, n - 1), ""), cpu_i64(g, n), "");
+    LLVMValueRef bb = LLVMBuildBitCast(b, buf, LLVMPointerType(g->i8, 0), "");
+    LLVMValueRef db = LLVMBuildBitCast(b, base, LLVMPointerType(g->i8, 0), "");
+    /* bytes: the row's head up to its first line boundary, and where the
+     * first window ends (its last line boundary; the whole window when
+     * the row is aligned or the stores are plain) */
+    LLVMValueRef hb = LLVMBuildAnd(b, LLVMBuildSub(b, cpu_i64(g, 0),
+        LLVMBuildPtrToInt(b, db, g->i64, ""), ""), cpu_i64(g, 63), "");
+    hb = LLVMBuildSelect(b, nt, hb, cpu_i64(g, 0), "hb");
+    LLVMValueRef e0 = LLVMBuildAdd(b, hb, LLVMBuildAnd(b, LLVMBuildSub(b,
+        cpu_i64(g, STREAM_CHUNK), hb, ""), cpu_i64(g, -64), ""), "e0");
+    LLVMValueRef rest = LLVMBuildSub(b, cpu_i64(g, L * es), e0, "");
+    LLVMValueRef nw = LLVMBuildAdd(b, cpu_i64(g, 1), LLVMBuildUDiv(b,
+        LLVMBuildAdd(b, rest, cpu_i64(g, STREAM_CHUNK - 1), ""),
+        cpu_i64(g, STREAM_CHUNK), ""), "nw");
     CpuLoop k;
-    cpu_loop_open(g, &k, cpu_i64(g, 0), LLVMBuildAdd(b, nch, cpu_i64(g, 1), ""));
+    cpu_loop_open(g, &k, cpu_i64(g, 0), nw);
     LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, k.iv, cpu_i64(g, 0), "");
-    LLVMValueRef s = LLVMBuildSelect(b, first, cpu_i64(g, 0), LLVMBuildAdd(b, h,
-        LLVMBuildMul(b, LLVMBuildSub(b, k.iv, cpu_i64(g, 1), ""), cpu_i64(g, n), ""),
-        ""), "");
-    LLVMValueRef e = LLVMBuildAdd(b, s, cpu_i64(g, n), "");
-    e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, e, cpu_i64(g, L), ""),
-                        e, cpu_i64(g, L), "");
-    e = LLVMBuildSelect(b, first, h, e, "");
-    LLVMValueRef len = LLVMBuildSub(b, e, s, "");
+    /* this window's new bytes [p, e) of the row, computed as [w, w + n) */
+    LLVMValueRef p = LLVMBuildSelect(b, first, cpu_i64(g, 0), LLVMBuildAdd(b, e0,
+        LLVMBuildMul(b, LLVMBuildSub(b, k.iv, cpu_i64(g, 1), ""),
+                     cpu_i64(g, STREAM_CHUNK), ""), ""), "p");
+    LLVMValueRef e = LLVMBuildSelect(b, first, e0, LLVMBuildAdd(b, p,
+        cpu_i64(g, STREAM_CHUNK), ""), "");
+    e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, e, cpu_i64(g, L * es), ""),
+                        e, cpu_i64(g, L * es), "e");
+    LLVMValueRef pw = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, p,
+        cpu_i64(g, (L - n) * es), ""), p, cpu_i64(g, (L - n) * es), "");
+    LLVMValueRef w = LLVMBuildUDiv(b, pw, cpu_i64(g, es), "w");
+    LLVMValueRef lw = LLVMBuildAdd(b, lin0, w, "");
+    cpu_prefetch_next(g, c->id, lw, n);
     CpuLoop j;
-    cpu_loop_open(g, &j, cpu_i64(g, 0), len);
-    LLVMValueRef lin = LLVMBuildAdd(b, lin0, LLVMBuildAdd(b, s, j.iv, ""), "");
-    cpu_mstore(g, cpu_elem(g, c->in->opnd[0], lin), cpu_gep(g, c->et, buf, j.iv),
-               c->dt);
+    cpu_loop_open(g, &j, cpu_i64(g, 0), cpu_i64(g, n));
+    cpu_mstore(g, cpu_elem(g, c->in->opnd[0], LLVMBuildAdd(b, lw, j.iv, "")),
+               cpu_gep(g, c->et, buf, j.iv), c->dt);
     cpu_loop_close(g, &j);
-    LLVMValueRef dst = cpu_gep(g, c->et, base, s);
-    LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.chunk");
-    LLVMBasicBlockRef pb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.part");
+    LLVMValueRef dw = LLVMBuildGEP2(b, g->i8, db, &pw, 1, "");
+    LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.nt");
+    LLVMBasicBlockRef pb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.plain");
     LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.next");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, len, cpu_i64(g, n), ""), ntb, pb);
+    LLVMBuildCondBr(b, nt, ntb, pb);
+    /* non-temporal: [p, e) as a partial head line, whole lines, a partial
+     * tail line (offsets below are in the buffer: minus pw) */
     LLVMPositionBuilderAtEnd(b, ntb);
-    LLVMTypeRef vt = LLVMVectorType(g->i64, 8);
-    unsigned nt = LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11);
-    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
-    LLVMValueRef md = LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1));
-    for (int q = 0; q < STREAM_CHUNK / 64; q++) {
-        LLVMValueRef off = cpu_i64(g, q * 64);
-        LLVMValueRef sp = LLVMBuildGEP2(b, g->i8, buf, &off, 1, "");
-        LLVMValueRef dp = LLVMBuildGEP2(b, g->i8, dst, &off, 1, "");
-        LLVMValueRef v = LLVMBuildLoad2(b, vt, sp, "");
-        LLVMSetAlignment(v, 64);
-        LLVMValueRef st = LLVMBuildStore(b, v, dp);
-        LLVMSetAlignment(st, 64);
-        LLVMSetMetadata(st, nt, md);
-    }
-    LLVMBuildBr(b, jb);
-    LLVMPositionBuilderAtEnd(b, pb);
+    LLVMValueRef a0 = LLVMBuildSub(b, p, pw, ""), a1 = LLVMBuildSub(b, e, pw, "");
+    LLVMValueRef h = LLVMBuildAnd(b, LLVMBuildSub(b, cpu_i64(g, 0), LLVMBuildPtrToInt(b,
+        LLVMBuildGEP2(b, g->i8, dw, &a0, 1, ""), g->i64, ""), ""), cpu_i64(g, 63), "");
+    LLVMValueRef len = LLVMBuildSub(b, a1, a0, "");
+    h = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, h, len, ""), h, len, "");
+    LLVMValueRef m0 = LLVMBuildAdd(b, a0, h, "");
+    copy_bytes(g, bb, dw, a0, m0);
+    LLVMValueRef lines = LLVMBuildUDiv(b, LLVMBuildSub(b, a1, m0, ""), cpu_i64(g, 64), "");
     CpuLoop q;
-    cpu_loop_open(g, &q, cpu_i64(g, 0), len);
-    LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, cpu_gep(g, c->et, buf, q.iv), ""),
-                   cpu_gep(g, c->et, dst, q.iv));
+    cpu_loop_open(g, &q, cpu_i64(g, 0), lines);
+    copy_block(g, bb, dw, LLVMBuildAdd(b, m0, LLVMBuildShl(b, q.iv, cpu_i64(g, 6), ""), ""),
+               true);
     cpu_loop_close(g, &q);
+    copy_bytes(g, bb, dw, LLVMBuildAdd(b, m0, LLVMBuildShl(b, lines, cpu_i64(g, 6), ""), ""),
+               a1);
+    LLVMBuildBr(b, jb);
+    /* plain: the whole window, bytes before p written again */
+    LLVMPositionBuilderAtEnd(b, pb);
+    for (int i = 0; i < STREAM_CHUNK / 64; i++)
+        copy_block(g, bb, dw, cpu_i64(g, 64 * i), false);
     LLVMBuildBr(b, jb);
     LLVMPositionBuilderAtEnd(b, jb);
     cpu_loop_close(g, &k);
+}
+
+/* Elements [0, L) of the view row at base, PF_CHUNK bytes of the next tile
+ * prefetched per step (the plain store of a prefetch site). */
+#define PF_CHUNK 256
+static void store_row_pf(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
+{
+    CpuGen *g = c->g;
+    int64_t ch = PF_CHUNK / dsl_dtype_bytes(c->dt), nch = L / ch;
+    if (ch < 1 || nch < 1) {
+        store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
+        return;
+    }
+    CpuLoop k;
+    cpu_loop_open(g, &k, cpu_i64(g, 0), cpu_i64(g, nch));
+    LLVMValueRef s = LLVMBuildMul(g->b, k.iv, cpu_i64(g, ch), "");
+    cpu_prefetch_next(g, c->id, LLVMBuildAdd(g->b, lin0, s, ""), ch);
+    store_range(c, base, lin0, s, LLVMBuildAdd(g->b, s, cpu_i64(g, ch), ""));
+    cpu_loop_close(g, &k);
+    store_range(c, base, lin0, cpu_i64(g, nch * ch), cpu_i64(g, L));
 }
 
 /* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
@@ -407,24 +507,34 @@ static LLVMValueRef fast(MemCtx *c, bool inplace)
         LLVMValueRef rp = cpu_gep(g, c->et, cpu_gep(g, c->et, c->res, lin0), in.iv);
         LLVMBuildStore(b, LLVMBuildLoad2(b, c->et, tp, ""), rp);
         cpu_loop_close(g, &in);
-    } else if (stream) {
+    } else if (stream && value_cost(g, c->in->opnd[0], 0) <= CHEAP_VALUE) {
+        /* a cheap value: its code twice costs little compile time, and a
+         * tensor in cache then skips the window buffer */
         LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.nt");
         LLVMBasicBlockRef nb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.plain");
         LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.end");
         LLVMBuildCondBr(b, stream, sb, nb);
         LLVMPositionBuilderAtEnd(b, sb);
-        stream_row(c, base, lin0, L);
+        stream_row(c, base, lin0, L, LLVMConstInt(g->i1, 1, 0));
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, nb);
-        store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
+        if (g->pfn && g->pfn[c->id])
+            store_row_pf(c, base, lin0, L);
+        else
+            store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, jb);
+    } else if (stream) {
+        stream_row(c, base, lin0, L, stream);
+    } else if (g->pfn && g->pfn[c->id]) {
+        store_row_pf(c, base, lin0, L);
     } else {
         store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
     }
     close_loops(c, l, 0, R - 1);
     if (stream) /* streaming stores are weakly ordered: order them before
-                   whatever this instance does next (a signal, its end) */
+                   whatever this instance does next (a signal, its end);
+                   after plain ones it costs next to nothing */
         cpu_intrin(g, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
     return NULL;
 }
@@ -437,6 +547,7 @@ int cpu_gen_memop(CpuGen *g, int id)
     memset(&c, 0, sizeof c);
     c.g = g;
     c.in = in;
+    c.id = id;
     if (in->view < 0 || in->view >= f->nviews || in->param < 0 ||
         in->param >= f->nparams || f->params[in->param].kind != PK_TENSOR)
         return cpu_fail(g, "bad memory operand");

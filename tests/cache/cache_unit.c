@@ -88,7 +88,7 @@ int main(void)
     unsetenv("BLKC_CACHE_DISABLE");
     const char *sw[] = {"BLKC_CPU_NOFUSE", "BLKC_CPU_NOINPLACE",
                         "BLKC_CPU_NOCOLRED", "BLKC_CPU_VEC256",
-                        "BLKC_CPU_STREAM"};
+                        "BLKC_CPU_NOSTREAM"};
     for (int i = 0; i < 5; i++)
         unsetenv(sw[i]);
     blkc_context *c1, *c2, *c3;

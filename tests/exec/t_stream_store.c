@@ -4,9 +4,14 @@
  * the 1 KB chunk (a plain tail), a data pointer off 64-byte alignment, a
  * strided tensor, a row block past the tensor's end (the bounds-checked
  * path), f64 / i8 / bf16 elements, and a row computed by reductions
- * (softmax) — each against a C reference. The generated IR is checked to
- * hold the streaming stores only for rows of at least 1 KB. ctest runs it
- * with 1 and 2 threads (exec_t_stream_store, exec_t_stream_store_2t). */
+ * (softmax) — each against a C reference. A value too costly to emit
+ * twice (exp, tanh) goes through the window buffer for tensors in cache
+ * too; its rows (1100 elements: a last window overlapping the one
+ * before, heads off alignment) are checked against a C reference and
+ * bit for bit against the same module compiled with BLKC_CPU_NOSTREAM=1.
+ * The generated IR is checked to hold the streaming stores only for rows
+ * of at least 1 KB. ctest runs it with 1 and 2 threads
+ * (exec_t_stream_store, exec_t_stream_store_2t). */
 #include "harness.h"
 
 static const char *src =
@@ -25,6 +30,10 @@ static const char *src =
     "    let x = load(X[o +: BLOCK], pad = 0);\n"
     "    Y[o +: BLOCK] = x as i8;\n"
     "    Z[o +: BLOCK] = x as bf16;\n"
+    "}\n"
+    "kernel heavy<BLOCK = 1100>(X: f32[R, N], Y: f32[R, N]) grid(R, cdiv(N, BLOCK)) {\n"
+    "    let x = load(X[program_id(0), program_id(1) * BLOCK +: BLOCK], pad = 0.0);\n"
+    "    Y[program_id(0), program_id(1) * BLOCK +: BLOCK] = exp(x * 0.5) + tanh(x);\n"
     "}\n"
     "kernel small<BLOCK = 128>(X: f32[N], Y: f32[N]) grid(cdiv(N, BLOCK)) {\n"
     "    let o = program_id(0) * BLOCK;\n"
@@ -55,9 +64,42 @@ static void affine(blkc_module *m, int R, int N, int ld, int off, const char *wh
     h_ok(bad == 0, "%s: %zu mismatches, first at %zu", what, bad, first);
 }
 
+/* heavy over R x N (rows ld apart, data at element offset off) in m and in
+ * m0, created and launched with BLKC_CPU_NOSTREAM=1 (a launch may compile
+ * a variant specialized to its arguments): equal bits, near C's */
+static void heavy(blkc_module *m, blkc_module *m0, int R, int N, int ld, int off,
+                  const char *what)
+{
+    size_t n = (size_t)R * ld + (size_t)off;
+    float *x = h_array(H_F32, n), *y = h_array(H_F32, n), *y0 = h_array(H_F32, n);
+    h_fill(x, H_F32, n, -4, 4);
+    for (size_t i = 0; i < n; i++)
+        y[i] = y0[i] = -7.0f;
+    int64_t st[2] = {ld, 1}, sh[2] = {R, N};
+    H_LAUNCH(h_kernel(m, "heavy"), h_ten(h_tensor(x + off, H_F32, 2, sh, st)),
+             h_ten(h_tensor(y + off, H_F32, 2, sh, st)));
+    setenv("BLKC_CPU_NOSTREAM", "1", 1); /* read when the launch compiles */
+    setenv("BLKC_CPU_NOSTREAM", "1", 1);
+    H_LAUNCH(h_kernel(m0, "heavy"), h_ten(h_tensor(x + off, H_F32, 2, sh, st)),
+             h_ten(h_tensor(y0 + off, H_F32, 2, sh, st)));
+    unsetenv("BLKC_CPU_NOSTREAM");
+    unsetenv("BLKC_CPU_NOSTREAM");
+    size_t bad = 0, first = 0, far = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(&y[i], &y0[i], 4) && !bad++)
+            first = i;
+        size_t j = i >= (size_t)off ? i - (size_t)off : 0;
+        bool in = i >= (size_t)off && (int)(j % (size_t)ld) < N;
+        double want = in ? exp(x[i] * 0.5) + tanh(x[i]) : -7.0;
+        far += fabs(y[i] - want) > 1e-5 * (1 + fabs(want));
+    }
+    h_ok(bad == 0 && far == 0, "%s: %zu differ from the unstreamed module (first at %zu), "
+         "%zu from C", what, bad, first, far);
+}
+
 int main(void)
 {
-    setenv("BLKC_CPU_STREAM", "1", 1); /* opt-in (backends/cpu/mem.c) */
+    unsetenv("BLKC_CPU_NOSTREAM"); /* on by default (backends/cpu/mem.c) */
     h_seed(5);
     blkc_module *m = h_compile(src, NULL);
 
@@ -92,6 +134,15 @@ int main(void)
     affine(m, 2050, 4100, 4100, 0, "f32 2050x4100 (streamed, heads, tails)");
     affine(m, 2048, 4096, 4104, 3, "f32 2048x4096, rows 4104 apart, data off by 3");
     affine(m, 64, 1000, 1000, 1, "f32 64x1000 (small tensor: plain stores)");
+
+    /* the window-buffer path: 8.6 MB (plain windows), 35 MB (streamed) */
+    setenv("BLKC_CPU_NOSTREAM", "1", 1);
+    blkc_module *m0 = h_compile(src, NULL);
+    unsetenv("BLKC_CPU_NOSTREAM");
+    heavy(m, m0, 490, 4400, 4400, 0, "heavy 490x4400 (in cache)");
+    heavy(m, m0, 490, 4400, 4403, 5, "heavy 490x4400, rows 4403 apart, off by 5");
+    heavy(m, m0, 2000, 4400, 4403, 3, "heavy 2000x4400, rows 4403 apart (streamed)");
+    heavy(m, m0, 2000, 4400, 4400, 0, "heavy 2000x4400 (streamed)");
 
     enum { N = 9 * 1024 * 1024 + 77 }; /* Y: 75 MB of f64 */
     float *x = h_array(H_F32, N);
