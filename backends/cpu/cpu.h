@@ -65,6 +65,9 @@ typedef struct CpuGen {
     uint8_t *inpl;                /* per value id: a LOAD that may read
                                      its tile in place (fuse.c); 2: with
                                      strided rows (read by DOTs only) */
+    uint64_t *inplw;              /* per value id: the tensor params (a bit
+                                     each) an in-place LOAD's tile must not
+                                     overlap at run time (fuse.c) */
     LLVMValueRef *vld;            /* per value id: row stride (i64, in
                                      elements) of a 2-D tile read in place
                                      with strided rows, else NULL */
@@ -120,7 +123,9 @@ int cpu_gen_elem_reduce(CpuGen *g, int id);
 /* Lanes of the partial results of a vectorized float reduction of dt. */
 int cpu_red_lanes(CpuGen *g, int dt);
 /* In the loop of value site (g->pfn[site]): prefetch the next tile's
- * bytes that correspond to elements [lin, lin + n) of this one. */
+ * bytes that correspond to elements [lin, lin + n) of this one. A plain
+ * elementwise site's loop walks chunks of PF_ELEMS elements. */
+#define PF_ELEMS 64
 void cpu_prefetch_next(CpuGen *g, int site, LLVMValueRef lin, int64_t n);
 
 /* ------------------------------------------------------------ vmath.c */

@@ -5,7 +5,8 @@
  *  1. Inline values (cpu_fuse_analyze sets g->inl): an elementwise op (any
  *     F_ELEM op, CVT and SELECT included), a BCAST, a RESHAPE or a tile
  *     CONST whose only use is an elementwise op of the same shape in the
- *     same region (a tile CONST: whose every use is such an op, anywhere).
+ *     same region (a tile CONST or ARANGE: whose every use is such an op,
+ *     anywhere).
  *     Such a value gets no loop and no buffer: cpu_elem() recomputes it per
  *     element inside its consumer's loop (cpu_fused_elem), recursively, so
  *     a chain like `exp(x - m)` becomes one loop with the intermediate in a
@@ -36,14 +37,15 @@
  *     bounds and contiguous at run time (and copies otherwise).
  *
  *  5. Next-tile prefetch (g->pfn, mark_prefetch): a program that reads a
- *     large row in place (softmax, layernorm: X[pid, 0 +: BLOCK]) then
+ *     large row in place (softmax: X[pid, 0 +: BLOCK]) then
  *     computes on it from L1 while the memory system idles, and the next
  *     program starts with a cold row. The loop that reads such a tile
  *     last (a fused elementwise + reduce loop or a store's loop) prefetches
  *     the same bytes of the tile that follows it in memory, the next
  *     program's row when programs walk rows (chunks of consecutive program
  *     ids run on one thread, runtime/pool.c), a line per 64 bytes spread
- *     over the loop. Prefetches never fault; a wrong guess costs
+ *     over the loop (that reader: a materialized elementwise value, its
+ *     reduce fused or not). Prefetches never fault; a wrong guess costs
  *     bandwidth only.
  *
  * BLKC_CPU_NOFUSE=1 in the environment disables all five (for
@@ -178,12 +180,15 @@ static int last_read(CpuGen *g, const int *reg, int v, int r, int after,
 }
 
 /* LOAD v may leave its tile in the tensor (mem.c reads global memory in
- * place when the view is in bounds and contiguous): unmasked, not from a
- * peer, and no memory write (nor a region holding one) from the load up
- * to and including the last instruction that reads the tile. A STORE
- * that computes an inline value from the tile counts as such a write: the
- * tensors may overlap. 1: in place when contiguous; 2: also with strided
- * rows. */
+ * place when the view is in bounds and contiguous at run time): unmasked,
+ * not from a peer, and no memory write (nor a region holding one) from the
+ * load up to and including the last instruction that reads the tile but
+ * plain STOREs to this rank's tensors; those tensors (g->inplw, a bit per
+ * param) may overlap the tile only as far as the compiler knows (a STORE
+ * computing an inline value from the tile writes while it reads), so
+ * mem.c checks at run time that none does and copies the tile otherwise.
+ * 1: in place when contiguous; 2: also with strided rows (no STOREs in
+ * between). */
 static int inplace_load(CpuGen *g, const int *reg, int v)
 {
     const IrFunc *f = g->f;
@@ -203,21 +208,26 @@ static int inplace_load(CpuGen *g, const int *reg, int v)
     int last = last_read(g, reg, v, r, at, 0);
     if (last < 0)
         return 0;
+    uint64_t w = 0;
     for (int i = at + 1; i <= last; i++) {
         const IrInstr *o = &f->ins[f->regions[r].ins[i]];
         if (o->dead)
             continue;
-        if (writes_memory(o->op) || region_writes(f, o->region[0]) ||
-            region_writes(f, o->region[1]))
+        if (region_writes(f, o->region[0]) || region_writes(f, o->region[1]))
+            return 0;
+        if (o->op == IR_STORE && o->opnd[3] < 0 && o->param >= 0 && o->param < 64)
+            w |= (uint64_t)1 << o->param;
+        else if (writes_memory(o->op))
             return 0;
     }
+    g->inplw[v] = w;
     /* strided rows: a 2-D view of two ranges read only as a rank-2 DOT's
      * operand (tile.c's micro-kernel takes A's row stride; B is packed
      * from the tensor into panels). With BLKC_CPU_NOPACK=1 only A: that
      * micro-kernel walks B's rows, which in a tensor lie a large power of
      * two apart and fight over the same L1 sets (BN=128 ran 25-35% slower
      * with B read in place); its copy was the panel */
-    if (vw->ndims != 2 || vw->d[0].kind != IDX_RANGE || in->type.rank != 2)
+    if (w || vw->ndims != 2 || vw->d[0].kind != IDX_RANGE || in->type.rank != 2)
         return 1;
     int maxk = cpu_switch(CPU_SW_NOPACK) ? 0 : 1;
     for (int u = 0; u < f->nins; u++) {
@@ -256,8 +266,9 @@ static bool from_pid(const IrFunc *f, uint8_t *memo, int v)
 /* Find the loop that reads in-place LOAD v (contiguous as a whole) last
  * and make it prefetch the next tile (see the top of the file): v in the
  * kernel's body (not a loop's), at least PF_MIN_BYTES, its view moving
- * with program_id; the reader a fused elementwise + reduce value or a
- * STORE of as many elements. */
+ * with program_id; the reader a materialized elementwise value of as many
+ * elements (its reduce fused or not). A STORE never reads an in-place
+ * tile (inplace_load), so stores are no such readers. */
 static void mark_prefetch(CpuGen *g, const int *reg, uint8_t *memo, int v)
 {
     const IrFunc *f = g->f;
@@ -275,15 +286,9 @@ static void mark_prefetch(CpuGen *g, const int *reg, uint8_t *memo, int v)
         return;
     int site = f->regions[0].ins[last];
     const IrInstr *s = &f->ins[site];
-    int64_t n = -1;
-    if (s->op == IR_STORE && s->view >= 0) {
-        IrType t;
-        ir_view_shape(f, &f->views[s->view], &t);
-        n = ir_numel(&t);
-    } else if (g->fred[site]) {
-        n = ir_numel(&s->type);
-    }
-    if (n == ir_numel(&in->type) && !g->pfn[site])
+    bool loop = g->fred[site] || ((ir_op_flags[s->op] & F_ELEM) && !g->inl[site] &&
+                                  s->type.rank > 0);
+    if (loop && ir_numel(&s->type) == ir_numel(&in->type) && !g->pfn[site])
         g->pfn[site] = v + 1;
 }
 
@@ -374,7 +379,7 @@ void cpu_fuse_analyze(CpuGen *g)
         if (in->dead || in->type.rank == 0 || g->skip[v] || reg[v] < 0)
             continue;
         bool el = (ir_op_flags[in->op] & F_ELEM) != 0;
-        if (in->op == IR_CONST) {
+        if (in->op == IR_CONST || in->op == IR_ARANGE) {
             if (g->uses[v] > 0 && elem_only[v])
                 g->inl[v] = 1;
             continue;
@@ -422,6 +427,9 @@ static LLVMValueRef compute(CpuGen *g, int id, LLVMValueRef lin)
     LLVMBuilderRef b = g->b;
     if (in->op == IR_CONST)
         return cpu_const(g, in->type.dtype, in->ival, in->fval);
+    if (in->op == IR_ARANGE)
+        return cpu_cvt(g, LLVMBuildAdd(b, lin, cpu_i64(g, in->ival), ""), DT_I64,
+                       in->type.dtype);
     if (in->op == IR_RESHAPE)
         return cpu_elem(g, in->opnd[0], lin);
     if (in->op == IR_BCAST) {

@@ -371,16 +371,31 @@ static int gen_elem(CpuGen *g, int id)
     if (g->fred[id])
         return cpu_gen_elem_reduce(g, id);
     LLVMValueRef buf = cpu_tile_buf(g, &in->type);
-    CpuLoop l;
-    cpu_loop_open(g, &l, cpu_i64(g, 0), cpu_i64(g, ir_numel(&in->type)));
-    for (int i = 0; i < n; i++)
-        a[i] = cpu_elem(g, in->opnd[i], l.iv);
-    LLVMValueRef r = cpu_scalar_op(g, in, a);
-    if (!r)
-        return -1;
-    cpu_mstore(g, r, cpu_gep(g, cpu_mtype(g, in->type.dtype), buf, l.iv),
-               in->type.dtype);
-    cpu_loop_close(g, &l);
+    /* a prefetch site (fuse.c) walks chunks of PF_ELEMS, a prefetch each */
+    int64_t len = ir_numel(&in->type), ch = g->pfn[id] ? PF_ELEMS : len;
+    int64_t nch = len / ch;
+    CpuLoop lc, l;
+    cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, nch));
+    LLVMValueRef c0 = LLVMBuildMul(g->b, lc.iv, cpu_i64(g, ch), "");
+    cpu_prefetch_next(g, id, c0, ch);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            cpu_loop_open(g, &l, c0, LLVMBuildAdd(g->b, c0, cpu_i64(g, ch), ""));
+        else if (len % ch)
+            cpu_loop_open(g, &l, cpu_i64(g, nch * ch), cpu_i64(g, len));
+        else
+            break;
+        for (int i = 0; i < n; i++)
+            a[i] = cpu_elem(g, in->opnd[i], l.iv);
+        LLVMValueRef r = cpu_scalar_op(g, in, a);
+        if (!r)
+            return -1;
+        cpu_mstore(g, r, cpu_gep(g, cpu_mtype(g, in->type.dtype), buf, l.iv),
+                   in->type.dtype);
+        cpu_loop_close(g, &l);
+        if (pass == 0)
+            cpu_loop_close(g, &lc);
+    }
     g->val[id] = buf;
     return 0;
 }
@@ -809,6 +824,7 @@ static int gen_func(CpuGen *g)
     g->skip = calloc((size_t)n, 1);
     g->inl = calloc((size_t)n, 1);
     g->inpl = calloc((size_t)n, 1);
+    g->inplw = calloc((size_t)n, sizeof *g->inplw);
     g->vld = calloc((size_t)n, sizeof *g->vld);
     g->fred = calloc((size_t)n, sizeof *g->fred);
     g->pfn = calloc((size_t)n, sizeof *g->pfn);
@@ -817,7 +833,7 @@ static int gen_func(CpuGen *g)
     g->tshape = calloc((size_t)np, sizeof *g->tshape);
     g->tstride = calloc((size_t)np, sizeof *g->tstride);
     int rc = -1;
-    if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->vld ||
+    if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->inplw || !g->vld ||
         !g->fred || !g->pfn ||
         !g->var ||
         !g->tdata || !g->tshape || !g->tstride) {
@@ -857,11 +873,13 @@ done:
     free(g->skip);
     free(g->inl);
     free(g->inpl);
+    free(g->inplw);
     free(g->vld);
     free(g->fred);
     free(g->pfn);
     g->inl = NULL;
     g->inpl = NULL;
+    g->inplw = NULL;
     g->vld = NULL;
     g->fred = NULL;
     g->pfn = NULL;

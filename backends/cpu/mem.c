@@ -377,8 +377,7 @@ static int value_cost(CpuGen *g, int id, int depth)
 }
 
 /* One view row of L >= n elements at base through the window buffer (see
- * above); each window also prefetches its part of the next tile
- * (cpu_prefetch_next). */
+ * above). */
 static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L,
                        LLVMValueRef nt)
 {
@@ -416,7 +415,6 @@ static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t 
         cpu_i64(g, (L - n) * es), ""), p, cpu_i64(g, (L - n) * es), "");
     LLVMValueRef w = LLVMBuildUDiv(b, pw, cpu_i64(g, es), "w");
     LLVMValueRef lw = LLVMBuildAdd(b, lin0, w, "");
-    cpu_prefetch_next(g, c->id, lw, n);
     CpuLoop j;
     cpu_loop_open(g, &j, cpu_i64(g, 0), cpu_i64(g, n));
     cpu_mstore(g, cpu_elem(g, c->in->opnd[0], LLVMBuildAdd(b, lw, j.iv, "")),
@@ -453,26 +451,6 @@ static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t 
     LLVMBuildBr(b, jb);
     LLVMPositionBuilderAtEnd(b, jb);
     cpu_loop_close(g, &k);
-}
-
-/* Elements [0, L) of the view row at base, PF_CHUNK bytes of the next tile
- * prefetched per step (the plain store of a prefetch site). */
-#define PF_CHUNK 256
-static void store_row_pf(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
-{
-    CpuGen *g = c->g;
-    int64_t ch = PF_CHUNK / dsl_dtype_bytes(c->dt), nch = L / ch;
-    if (ch < 1 || nch < 1) {
-        store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
-        return;
-    }
-    CpuLoop k;
-    cpu_loop_open(g, &k, cpu_i64(g, 0), cpu_i64(g, nch));
-    LLVMValueRef s = LLVMBuildMul(g->b, k.iv, cpu_i64(g, ch), "");
-    cpu_prefetch_next(g, c->id, LLVMBuildAdd(g->b, lin0, s, ""), ch);
-    store_range(c, base, lin0, s, LLVMBuildAdd(g->b, s, cpu_i64(g, ch), ""));
-    cpu_loop_close(g, &k);
-    store_range(c, base, lin0, cpu_i64(g, nch * ch), cpu_i64(g, L));
 }
 
 /* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
@@ -518,16 +496,11 @@ static LLVMValueRef fast(MemCtx *c, bool inplace)
         stream_row(c, base, lin0, L, LLVMConstInt(g->i1, 1, 0));
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, nb);
-        if (g->pfn && g->pfn[c->id])
-            store_row_pf(c, base, lin0, L);
-        else
-            store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
+        store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, jb);
     } else if (stream) {
         stream_row(c, base, lin0, L, stream);
-    } else if (g->pfn && g->pfn[c->id]) {
-        store_row_pf(c, base, lin0, L);
     } else {
         store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
     }
@@ -537,6 +510,58 @@ static LLVMValueRef fast(MemCtx *c, bool inplace)
                    after plain ones it costs next to nothing */
         cpu_intrin(g, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
     return NULL;
+}
+
+/* [lo, hi) bytes of tensor param q (extents of 0: empty, at its data) */
+static void tensor_bytes(CpuGen *g, int q, LLVMValueRef *lo, LLVMValueRef *hi)
+{
+    LLVMBuilderRef b = g->b;
+    const IrParam *pq = &g->f->params[q];
+    LLVMValueRef es = cpu_i64(g, dsl_dtype_bytes(pq->dtype));
+    LLVMValueRef a = LLVMBuildPtrToInt(b, g->tdata[q], g->i64, "");
+    LLVMValueRef l = a, h = LLVMBuildAdd(b, a, es, ""), empty = LLVMConstInt(g->i1, 0, 0);
+    for (int d = 0; d < pq->rank; d++) {
+        LLVMValueRef n = g->tshape[q][d];
+        empty = LLVMBuildOr(b, empty, LLVMBuildICmp(b, LLVMIntSLE, n, cpu_i64(g, 0), ""), "");
+        LLVMValueRef e = LLVMBuildMul(b, LLVMBuildMul(b, LLVMBuildSub(b, n, cpu_i64(g, 1), ""),
+                                      g->tstride[q][d], ""), es, "");
+        LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, e, cpu_i64(g, 0), "");
+        l = LLVMBuildAdd(b, l, LLVMBuildSelect(b, neg, e, cpu_i64(g, 0), ""), "");
+        h = LLVMBuildAdd(b, h, LLVMBuildSelect(b, neg, cpu_i64(g, 0), e, ""), "");
+    }
+    *lo = l;
+    *hi = LLVMBuildSelect(b, empty, l, h, "");
+}
+
+/* i1: the tile of an in-place LOAD (contiguous, starting at the view's
+ * first element) overlaps none of the tensors stored to before its last
+ * read (g->inplw) */
+static LLVMValueRef tile_disjoint(MemCtx *c, uint64_t mask)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    for (int j = 0; j < c->vt.rank; j++)
+        c->iv[j] = cpu_i64(g, 0);
+    LLVMValueRef off = cpu_i64(g, 0);
+    int vj = 0;
+    for (int d = 0; d < c->v->ndims; d++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, coord(c, d, &vj),
+                                                g->tstride[c->p][d], ""), "");
+    int es = dsl_dtype_bytes(c->dt);
+    LLVMValueRef t0 = LLVMBuildAdd(b, LLVMBuildPtrToInt(b, c->data, g->i64, ""),
+                                   LLVMBuildMul(b, off, cpu_i64(g, es), ""), "");
+    LLVMValueRef t1 = LLVMBuildAdd(b, t0, cpu_i64(g, ir_numel(&c->vt) * es), "");
+    LLVMValueRef ok = LLVMConstInt(g->i1, 1, 0);
+    for (int q = 0; q < 64 && q < g->f->nparams; q++) {
+        if (!(mask >> q & 1))
+            continue;
+        LLVMValueRef lo, hi;
+        tensor_bytes(g, q, &lo, &hi);
+        LLVMValueRef dis = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntULE, t1, lo, ""),
+                                       LLVMBuildICmp(b, LLVMIntULE, hi, t0, ""), "");
+        ok = LLVMBuildAnd(b, ok, dis, "");
+    }
+    return ok;
 }
 
 int cpu_gen_memop(CpuGen *g, int id)
@@ -608,6 +633,8 @@ int cpu_gen_memop(CpuGen *g, int id)
          * rows of the ones inside it (len 1 dims excepted) */
         bool inplace = in->op == IR_LOAD && g->inpl && g->inpl[id];
         bool strided = inplace && g->inpl[id] == 2;
+        if (inplace && g->inplw[id])
+            ok = LLVMBuildAnd(b, ok, tile_disjoint(&c, g->inplw[id]), "");
         int64_t span = 1;
         for (int d = c.v->ndims - 1; d >= 0 && inplace && !strided; d--) {
             if (c.v->d[d].kind != IDX_RANGE)

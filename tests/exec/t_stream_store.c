@@ -35,6 +35,10 @@ static const char *src =
     "    let x = load(X[program_id(0), program_id(1) * BLOCK +: BLOCK], pad = 0.0);\n"
     "    Y[program_id(0), program_id(1) * BLOCK +: BLOCK] = exp(x * 0.5) + tanh(x);\n"
     "}\n"
+    "kernel heavy1<BLOCK = 1100>(X: f32[R, N]) grid(R, cdiv(N, BLOCK)) {\n"
+    "    let x = load(X[program_id(0), program_id(1) * BLOCK +: BLOCK], pad = 0.0);\n"
+    "    X[program_id(0), program_id(1) * BLOCK +: BLOCK] = exp(x * 0.5) + tanh(x);\n"
+    "}\n"
     "kernel small<BLOCK = 128>(X: f32[N], Y: f32[N]) grid(cdiv(N, BLOCK)) {\n"
     "    let o = program_id(0) * BLOCK;\n"
     "    Y[o +: BLOCK] = load(X[o +: BLOCK], pad = 0.0) + 1.0;\n"
@@ -97,6 +101,32 @@ static void heavy(blkc_module *m, blkc_module *m0, int R, int N, int ld, int off
          "%zu from C", what, bad, first, far);
 }
 
+/* heavy in place: heavy1 (one tensor loaded and stored) and heavy with
+ * Y = X (one buffer, two arguments). A load read by a store is read in
+ * place only if, at run time, the stored tensor does not overlap the tile
+ * (backends/cpu/fuse.c, mem.c); here it does, so the tile is a copy and
+ * every value comes from the old x (the last, overlapping window of a
+ * row recomputes from the tile after the one before wrote its bytes). */
+static void heavy_alias(blkc_module *m, int R, int N, bool one, const char *what)
+{
+    size_t n = (size_t)R * N;
+    float *x = h_array(H_F32, n), *x0 = h_array(H_F32, n);
+    h_fill(x, H_F32, n, -4, 4);
+    memcpy(x0, x, n * sizeof *x);
+    if (one)
+        H_LAUNCH(h_kernel(m, "heavy1"), h_ten(h_t2(x, H_F32, R, N)));
+    else
+        H_LAUNCH(h_kernel(m, "heavy"), h_ten(h_t2(x, H_F32, R, N)),
+                 h_ten(h_t2(x, H_F32, R, N)));
+    size_t far = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        double want = exp(x0[i] * 0.5) + tanh(x0[i]);
+        if (fabs(x[i] - want) > 1e-5 * (1 + fabs(want)) && !far++)
+            first = i;
+    }
+    h_ok(far == 0, "%s: %zu wrong (first at %zu)", what, far, first);
+}
+
 int main(void)
 {
     unsetenv("BLKC_CPU_NOSTREAM"); /* on by default (backends/cpu/mem.c) */
@@ -143,6 +173,10 @@ int main(void)
     heavy(m, m0, 490, 4400, 4403, 5, "heavy 490x4400, rows 4403 apart, off by 5");
     heavy(m, m0, 2000, 4400, 4403, 3, "heavy 2000x4400, rows 4403 apart (streamed)");
     heavy(m, m0, 2000, 4400, 4400, 0, "heavy 2000x4400 (streamed)");
+    heavy_alias(m, 490, 4400, true, "heavy1 490x4400 in place");
+    heavy_alias(m, 2000, 4400, true, "heavy1 2000x4400 in place (streamed)");
+    heavy_alias(m, 490, 4400, false, "heavy 490x4400, Y = X");
+    heavy_alias(m, 2000, 4400, false, "heavy 2000x4400, Y = X (streamed)");
 
     enum { N = 9 * 1024 * 1024 + 77 }; /* Y: 75 MB of f64 */
     float *x = h_array(H_F32, N);
