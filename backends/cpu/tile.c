@@ -8,6 +8,7 @@
  * operands converted into padded row-major buffers. */
 #include "cpu.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,8 +115,10 @@ static LLVMValueRef red_op(CpuGen *g, int kind, LLVMValueRef a, LLVMValueRef v)
  * j sums elements j, j+L, j+2L, ...); results agree with the sequential sum
  * within normal float rounding tolerance, as on the GPU backends, which also
  * reduce as trees. MAX/MIN are exact whatever the order, and a NaN anywhere
- * still gives NaN (fmaxmin keeps a NaN accumulator and a NaN element wins
- * the select); only the sign of a zero max/min of (+0, -0) may differ. */
+ * still gives NaN (the vector loop keeps a NaN flag per lane beside its
+ * one-compare maximum; fmaxmin keeps a NaN accumulator and a NaN element
+ * wins the select); only the sign of a zero max/min of (+0, -0) and a
+ * NaN's payload may differ. */
 static int gen_reduce_vec(CpuGen *g, int id, int64_t outer, int64_t len, int L)
 {
     const IrInstr *in = &g->f->ins[id];
@@ -126,6 +129,8 @@ static int gen_reduce_vec(CpuGen *g, int id, int64_t outer, int64_t len, int L)
     unsigned al = (unsigned)dsl_dtype_bytes(dt);
     LLVMValueRef src = g->val[x];
     LLVMValueRef vacc = cpu_alloca(g, vt, 1), sacc = cpu_alloca(g, et, 1);
+    LLVMTypeRef bt = LLVMVectorType(g->i1, (unsigned)L);
+    LLVMValueRef nacc = cpu_alloca(g, bt, 1);
     LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt) : cpu_alloca(g, et, 1);
     int64_t nv = len / L;
     CpuLoop lo, lv, lt;
@@ -134,15 +139,30 @@ static int gen_reduce_vec(CpuGen *g, int id, int64_t outer, int64_t len, int L)
     LLVMValueRef init = kind == RED_SUM ? LLVMConstNull(vt)
                       : splat(g, LLVMBuildLoad2(b, et, row, ""), L);
     LLVMBuildStore(b, init, vacc);
+    LLVMBuildStore(b, LLVMConstNull(bt), nacc);
     cpu_loop_open(g, &lv, cpu_i64(g, 0), cpu_i64(g, nv));
     LLVMValueRef p = cpu_gep(g, et, row, LLVMBuildMul(b, lv.iv, cpu_i64(g, L), ""));
     p = LLVMBuildBitCast(b, p, LLVMPointerType(vt, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(b, vt, p, "");
     LLVMSetAlignment(v, al);
-    LLVMBuildStore(b, red_op(g, kind, LLVMBuildLoad2(b, vt, vacc, ""), v), vacc);
+    LLVMValueRef a = LLVMBuildLoad2(b, vt, vacc, "");
+    if (kind == RED_SUM) {
+        LLVMBuildStore(b, red_op(g, kind, a, v), vacc);
+    } else {
+        /* v > a ? v : a (one maxps: NaN v loses, a NaN a stays), the NaNs
+         * of v or'ed into nacc off the accumulator's dependence chain */
+        LLVMValueRef c = LLVMBuildFCmp(b, kind == RED_MAX ? LLVMRealOGT
+                                                          : LLVMRealOLT, v, a, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, c, v, a, ""), vacc);
+        LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, bt, nacc, ""),
+                       LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), ""), nacc);
+    }
     cpu_loop_close(g, &lv);
     /* halving tree over the lanes */
-    LLVMValueRef a = LLVMBuildLoad2(b, vt, vacc, "");
+    a = LLVMBuildLoad2(b, vt, vacc, "");
+    if (kind != RED_SUM) /* a NaN seen: NaN in its lane */
+        a = LLVMBuildSelect(b, LLVMBuildLoad2(b, bt, nacc, ""),
+                            LLVMConstReal(vt, NAN), a, "");
     for (int w = L / 2; w >= 1; w /= 2) {
         LLVMValueRef ml[32], mh[32];
         for (int i = 0; i < w; i++) {
