@@ -5,9 +5,11 @@
  * stores without masks get a runtime fast path: when every index is in
  * bounds and the innermost dim is contiguous, a plain copy loop that LLVM
  * vectorizes; a store computes its value there (fuse.c's inline values go
- * straight to memory), and a load that fuse.c marks in place (g->inpl)
- * copies nothing when the whole view is contiguous: its tile is the
- * tensor's memory. */
+ * straight to memory; rows of 1 KB and more through a window buffer, with
+ * non-temporal stores for large tensors: stream_row), and a load that
+ * fuse.c marks in place (g->inpl) copies nothing when the whole view is
+ * contiguous and overlaps no tensor stored to before its last read: its
+ * tile is the tensor's memory. */
 #include "cpu.h"
 
 #include <string.h>
