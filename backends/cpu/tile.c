@@ -431,6 +431,18 @@ static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
 
 enum { MAXMR = 16, MAXNRV = 4 };
 
+/* p, hidden from the optimizer behind an empty asm: LLVM's loop strength
+ * reduction would otherwise turn a micro-kernel's MR row pointers
+ * (A + r * lda, lda known only at run time) into a chain of adds inside
+ * the k loop, one integer op per broadcast on the FMA ports. */
+static LLVMValueRef opaque_ptr(CpuGen *g, LLVMValueRef p)
+{
+    LLVMTypeRef ft = LLVMFunctionType(g->ptr, &g->ptr, 1, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(ft, (char *)"", 0, (char *)"=r,0", 4, 0, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(g->b, ft, asmv, &p, 1, "");
+}
+
 /* One k step of the micro-kernel: acc[r][v] += A(r) * B[v*VW ..], with
  * ap[r] pointing at A(r) and brow at the k-th row of the B columns. */
 static void micro_k(CpuGen *g, LLVMValueRef *ap, LLVMValueRef brow,
@@ -477,8 +489,8 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
     for (int r = 0; r < MR; r++) {
         LLVMValueRef row = LLVMBuildAdd(b, i0, cpu_i64(g, r), "");
         if (!aw)
-            ar[r] = cpu_gep(g, E, A, LLVMBuildMul(b, LLVMBuildAdd(b, ai, cpu_i64(g, r), ""),
-                                                  lda, ""));
+            ar[r] = opaque_ptr(g, cpu_gep(g, E, A, LLVMBuildMul(b,
+                                   LLVMBuildAdd(b, ai, cpu_i64(g, r), ""), lda, "")));
         LLVMValueRef crow = cpu_gep(g, E, C, LLVMBuildMul(b, row, cpu_i64(g, ldc), ""));
         for (int v = 0; v < NRV; v++) {
             cp[r][v] = cpu_gep(g, E, crow, LLVMBuildAdd(b, j0, cpu_i64(g, v * VW), ""));
@@ -486,7 +498,10 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
         }
     }
     LLVMValueRef bcol = bj < 0 ? cpu_gep(g, E, B, j0) : cpu_gep(g, E, B, cpu_i64(g, bj));
-    int64_t step = aw ? aw : 1, nloop = K / step;
+    /* A in place: U k steps per iteration, so each row's address is
+     * computed once per U steps and the rest are displacements */
+    int U = !aw && K % 8 == 0 ? 8 : !aw && K % 4 == 0 ? 4 : 1;
+    int64_t step = aw ? aw : U, nloop = K / step;
     if (nloop > 0) {
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
         LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "k");
@@ -499,11 +514,17 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
             for (int v = 0; v < NRV; v++)
                 nacc[r][v] = phi[r][v] = LLVMBuildPhi(b, vt, "");
         if (!aw) {
-            LLVMValueRef ap[MAXMR];
+            LLVMValueRef k0 = LLVMBuildMul(b, c, cpu_i64(g, U), ""), ab[MAXMR];
             for (int r = 0; r < MR; r++)
-                ap[r] = cpu_gep(g, E, ar[r], c);
-            micro_k(g, ap, cpu_gep(g, E, bcol, LLVMBuildMul(b, c, ldb, "")), nacc,
-                    MR, NRV, VW, E, al, fl);
+                ab[r] = cpu_gep(g, E, ar[r], k0);
+            LLVMValueRef bbase = cpu_gep(g, E, bcol, LLVMBuildMul(b, k0, ldb, ""));
+            for (int kk = 0; kk < U; kk++) {
+                LLVMValueRef ap[MAXMR];
+                for (int r = 0; r < MR; r++)
+                    ap[r] = cpu_gep(g, E, ab[r], cpu_i64(g, kk));
+                micro_k(g, ap, cpu_gep(g, E, bbase, LLVMBuildMul(b, cpu_i64(g, kk), ldb, "")),
+                        nacc, MR, NRV, VW, E, al, fl);
+            }
         } else {
             LLVMValueRef abase = cpu_gep(g, E, A, LLVMBuildMul(b, c, cpu_i64(g, MR * aw), ""));
             LLVMValueRef bbase = cpu_gep(g, E, bcol, LLVMBuildMul(b,
@@ -590,24 +611,17 @@ static void prefetch_l2(CpuGen *g, LLVMValueRef p)
 
 /* Pack rows x cols of B (dtype sdt, row stride ldb) into panels of NR
  * columns, k-major: Bp[(j / NR) * K * NR + k * NR + j % NR], converted to
- * ddt and zero past cols (the last panel). Each source row is prefetched
- * K rows further down (the next K step's tile of the usual loop) into L2:
- * those rows lie a large stride apart, which the hardware prefetchers do
- * not follow. */
+ * ddt and zero past cols (the last panel). (The next K step's rows are
+ * prefetched by dot_packed's row loop.) */
 static void pack_b(CpuGen *g, LLVMValueRef Bp, LLVMValueRef B, int sdt,
                    LLVMValueRef ldb, int64_t K, int64_t cols, int NR, int ddt)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef st = cpu_mtype(g, sdt), dt = cpu_mtype(g, ddt);
     int64_t full = cols / NR, rest = cols % NR;
-    int sb = dsl_dtype_bytes(sdt);
     CpuLoop lk, lj, lc;
     cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, K));
     LLVMValueRef srow = cpu_gep(g, st, B, LLVMBuildMul(b, lk.iv, ldb, ""));
-    LLVMValueRef prow = cpu_gep(g, st, B, LLVMBuildMul(b,
-        LLVMBuildAdd(b, lk.iv, cpu_i64(g, K), ""), ldb, ""));
-    for (int64_t off = 0; off < cols * sb; off += 64)
-        prefetch_l2(g, cpu_gep(g, g->i8, prow, cpu_i64(g, off)));
     LLVMValueRef drow = cpu_gep(g, dt, Bp, LLVMBuildMul(b, lk.iv, cpu_i64(g, NR), ""));
     if (full > 0) {
         cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, full));
