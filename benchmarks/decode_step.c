@@ -9,6 +9,7 @@
  * threads. Every repetition runs blkc then C; the ratio is the median of the
  * pairs (C time / blkc time: > 1 means blkc is faster).
  * Usage: decode_step [--check] [--bf16] [D H [T [reps]]]   (default 768 2048 1024)
+ *   DECODE_PROFILE=1: also the minimum time of each part, both sides.
  *   --check: small dims (D 64, H 96, T 40, head dim 16), results compared,
  *   exit 1 when max |blkc - C| > 1e-5 (ctest bench_decode_step_check).
  *   --bf16: the seven weight matrices stored as bf16 (both sides read the
@@ -25,6 +26,26 @@
 
 static int nthr = 1;
 static int wbf; /* --bf16: the weight matrices are bf16 */
+
+/* DECODE_PROFILE=1: the minimum time of each part of the step, both sides
+ * (PART marks the end of a part; parts as in c_step) */
+enum { NPART = 8 };
+static const char *part_name[NPART] = {"rmsnorm", "q k v", "rope", "attention",
+                                       "wo + res", "rmsnorm", "ffn13", "w2 + res"};
+static int prof;
+static double pmin[2][NPART], pt0;
+static int pside;
+static double now(void);
+static void part(int i)
+{
+    if (!prof)
+        return;
+    double t = now();
+    if (t - pt0 < pmin[pside][i])
+        pmin[pside][i] = t - pt0;
+    pt0 = t;
+}
+#define PART(i) part(i)
 
 static inline float bf(uint16_t h)
 {
@@ -158,16 +179,21 @@ static void c_step(Layer *L)
     int D = L->D, H = L->H, T = L->T, HD = L->HD, NH = L->NH, pos = T - 1;
     float *kr = L->kc + (size_t)pos * D, *vr = L->vc + (size_t)pos * D;
     memcpy(L->x, L->x0, sizeof(float) * D);
+    pside = 1;
+    pt0 = now();
     c_rmsnorm(L->xb, L->x, L->wa, D);
+    PART(0);
     c_matvec(L->q, L->wq, L->xb, D, D, 0);
     c_matvec(kr, L->wk, L->xb, D, D, 0);
     c_matvec(vr, L->wv, L->xb, D, D, 0);
+    PART(1);
     for (int i = 0; i < D / 2; i++) {
         float c = L->cs[i], s = L->sn[i];
         float q0 = L->q[2 * i], q1 = L->q[2 * i + 1], k0 = kr[2 * i], k1 = kr[2 * i + 1];
         L->q[2 * i] = q0 * c - q1 * s; L->q[2 * i + 1] = q0 * s + q1 * c;
         kr[2 * i] = k0 * c - k1 * s; kr[2 * i + 1] = k0 * s + k1 * c;
     }
+    PART(2);
     float scale = 1.0f / sqrtf((float)HD);
 #pragma omp parallel for schedule(static) num_threads(nthr)
     for (int h = 0; h < NH; h++) {
@@ -188,8 +214,11 @@ static void c_step(Layer *L)
             for (int j = 0; j < HD; j++) oh[j] += p[t] * vt[j];
         }
     }
+    PART(3);
     c_matvec(L->x, L->wo, L->o, D, D, 1);
+    PART(4);
     c_rmsnorm(L->xb, L->x, L->wf, D);
+    PART(5);
 #pragma omp parallel for schedule(static) num_threads(nthr)
     for (int i = 0; i < H; i++) {
         float a = 0, b = 0;
@@ -204,7 +233,9 @@ static void c_step(Layer *L)
         }
         L->g[i] = a / (1.0f + expf(-a)) * b;
     }
+    PART(6);
     c_matvec(L->x, L->w2, L->g, D, H, 1);
+    PART(7);
 }
 
 /* ------------------------------------------------------------ blkc */
@@ -298,19 +329,29 @@ static void blkc_step(Blkc *B, Layer *L)
     int D = L->D, H = L->H, T = L->T, NH = L->NH, P = D / 2;
     float *kr = L->kc + (size_t)(T - 1) * D, *vr = L->vc + (size_t)(T - 1) * D;
     memcpy(L->x, L->x0, sizeof(float) * D);
+    pside = 0;
+    pt0 = now();
     L1(B->rms, "f32[#] f32[#] f32[#] f", L->x, D, L->wa, D, L->xb, D, 1e-5);
+    PART(0);
     L1(B->mv_d, B->fmv, L->wq, D, D, L->xb, D, L->q, D);
     L1(B->mv_d, B->fmv, L->wk, D, D, L->xb, D, kr, D);
     L1(B->mv_d, B->fmv, L->wv, D, D, L->xb, D, vr, D);
+    PART(1);
     L1(B->rope, "f32[#,2] f32[#,2] f32[#] f32[#]", L->q, P, kr, P, L->cs, P, L->sn, P);
+    PART(2);
     L1(B->scores, "f32[#,#] f32[#] f32[#,#] f", L->kc, T, D, L->q, D, L->sc, NH, T,
        1.0 / sqrt((double)L->HD));
     L1(B->smax, "f32[#,#]", L->sc, NH, T);
     L1(B->aout, "f32[#,#] f32[#,#] f32[#]", L->vc, T, D, L->sc, NH, T, L->o, D);
+    PART(3);
     L1(B->mv_d_add, B->fmv, L->wo, D, D, L->o, D, L->x, D);
+    PART(4);
     L1(B->rms, "f32[#] f32[#] f32[#] f", L->x, D, L->wf, D, L->xb, D, 1e-5);
+    PART(5);
     L1(B->ffn, B->fffn, L->w1, H, D, L->w3, H, D, L->xb, D, L->g, H);
+    PART(6);
     L1(B->mv_h_add, B->fmv, L->w2, D, H, L->g, H, L->x, D);
+    PART(7);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -330,6 +371,7 @@ int main(int argc, char **argv)
     if (ai < argc) T = atoi(argv[ai++]);
     if (ai < argc) reps = atoi(argv[ai++]);
     HD = check ? 16 : D >= 4096 ? 128 : 64;
+    prof = getenv("DECODE_PROFILE") && atoi(getenv("DECODE_PROFILE")) > 0;
     if (D <= 0 || H <= 0 || T <= 0 || reps <= 0 || reps > 99 || D % HD || D % 2) {
         fprintf(stderr, "usage: decode_step [--check] [--bf16] [D H [T [reps]]] (D a multiple of %d)\n", HD);
         return 2;
@@ -356,6 +398,8 @@ int main(int argc, char **argv)
             ref = fmax(ref, fabs((double)xr[i]));
         }
         double tb = 1e30, tc = 1e30, rat[99];
+        for (int i = 0; i < NPART; i++)
+            pmin[0][i] = pmin[1][i] = 1e30;
         for (int r = 0; r < reps; r++) {
             double t0 = now();
             blkc_step(&B, &L);
@@ -372,6 +416,9 @@ int main(int argc, char **argv)
                "max |blkc - C| %.1e (max |x| %.2f)\n", D, H, T, wbf ? "bf16" : "f32", nthr, nthr == 1 ? "" : "s", reps,
                tb * 1e3, 1.0 / tb, wbytes / tb * 1e-9, tc * 1e3, 1.0 / tc, rat[reps / 2], err,
                ref);
+        for (int i = 0; prof && i < NPART; i++)
+            printf("  %-10s blkc %8.1f us  C %8.1f us  C/blkc %.2fx\n", part_name[i],
+                   pmin[0][i] * 1e6, pmin[1][i] * 1e6, pmin[1][i] / pmin[0][i]);
         if (err > 1e-5 * fmax(1.0, ref)) {
             fprintf(stderr, "decode_step: blkc and C differ by %.2e\n", err);
             rc = 1;
