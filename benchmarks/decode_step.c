@@ -310,14 +310,14 @@ static void blkc_setup(blkc_context *ctx, Blkc *B, const Layer *L)
     snprintf(B->fffn, sizeof B->fffn, "%s[#,#] %s[#,#] f32[#] f32[#]", wt, wt);
     B->rms = kern(ctx, B, src, "rmsnorm", bd, NULL, NULL);
     /* one module per define set: matvec with ADD=0 and ADD=1 */
-    B->mv_d = kern(ctx, B, src, "matvec", bkd, "BM=8", NULL);
+    B->mv_d = kern(ctx, B, src, "matvec", bkd, "BM=16", NULL);
     B->ffn = blkc_module_get_kernel(B->mods[1], "ffn13", &B->ffn) == BLKC_OK ? B->ffn : NULL;
     B->rope = kern(ctx, B, src, "rope", bp, NULL, NULL);
-    B->mv_d_add = kern(ctx, B, src, "matvec", bkd, "BM=8", "ADD=1");
-    B->mv_h_add = kern(ctx, B, src, "matvec", bkh, "BM=8", "ADD=1");
-    B->scores = kern(ctx, B, src, "scores", hd, "BT=16", NULL);
+    B->mv_d_add = kern(ctx, B, src, "matvec", bkd, "BM=16", "ADD=1");
+    B->mv_h_add = kern(ctx, B, src, "matvec", bkh, "BM=16", "ADD=1");
+    B->scores = kern(ctx, B, src, "scores", hd, "BT=32", NULL);
     B->smax = kern(ctx, B, src, "softmax", bt, NULL, NULL);
-    B->aout = kern(ctx, B, src, "attnout", hd, "BT=16", NULL);
+    B->aout = kern(ctx, B, src, "attnout", hd, "BT=32", NULL);
     if (!B->ffn) die("ffn13");
     free(src);
 }
