@@ -77,6 +77,7 @@ typedef struct CpuGen {
                                      LOAD whose next tile this value's loop
                                      prefetches (fuse.c), or 0 */
     int vecw_bytes;               /* vector register width (16/32/64) */
+    bool scalef;                  /* CpuIsa.scalef */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, vd, ptr;
     char *err; size_t errlen;     /* first error */
     bool failed;                  /* an error was recorded */
@@ -87,10 +88,17 @@ typedef struct CpuGen {
 unsigned cpu_switches(void);
 #define cpu_switch(sw) ((cpu_switches() >> (sw)) & 1u)
 
+/* What the target offers the generator (jit.c make_tm): vecw, the SIMD
+ * width to block DOT for (16/32/64 bytes); scalef, AVX-512F+VL (vmath.c's
+ * exponent scaling is one vscalefps, through vector variants). */
+typedef struct CpuIsa {
+    int vecw;
+    bool scalef;
+} CpuIsa;
+
 /* ------------------------------------------------------------ lower.c */
-/* Lower every function of m into a fresh module of ctx (named "blkc").
- * vecw_bytes: the SIMD width to block DOT for. */
-int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
+/* Lower every function of m into a fresh module of ctx (named "blkc"). */
+int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, const CpuIsa *isa,
                      LLVMModuleRef *out, char *err, size_t errlen);
 int cpu_fail(CpuGen *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -132,6 +140,11 @@ void cpu_prefetch_next(CpuGen *g, int site, LLVMValueRef lin, int64_t n);
 /* Inline, call-free (vectorizable) math on an f32 or f64 scalar SSA value;
  * log/log2 of f64 fall back to the llvm.log/llvm.log2 intrinsics. */
 LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x);
+/* after lowering: keeps the vector variants of vmath.c's helpers alive
+ * through the O3 pipeline; after it: makes the helpers alwaysinline,
+ * returns how many (jit.c then runs the inliner) */
+void cpu_vm_keep(CpuGen *g);
+int cpu_vm_finish(LLVMModuleRef mod);
 LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x);
 LLVMValueRef cpu_vm_log(CpuGen *g, LLVMValueRef x);
 LLVMValueRef cpu_vm_log2(CpuGen *g, LLVMValueRef x);

@@ -112,7 +112,17 @@ static bool have_headroom(void)
     return true;
 }
 
-static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
+/* "+name" is one of the comma-separated features */
+static bool has_feature(const char *feat, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = feat; p && (p = strstr(p, name)); p += n)
+        if (p > feat && p[-1] == '+' && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+static LLVMTargetMachineRef make_tm(const BkOptions *o, CpuIsa *isa,
                                     char *err, size_t errlen)
 {
     pthread_once(&init_once, init_targets);
@@ -135,6 +145,7 @@ static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
         return NULL;
     }
     const char *cpu = host_cpu, *feat = host_features;
+    int *vecw = &isa->vecw;
     *vecw = host_vecw;
     char *nofeat = NULL;
     if (o && o->arch && o->arch[0]) {
@@ -150,6 +161,11 @@ static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
         if (*vecw > 32)
             *vecw = 32;
     }
+#if defined(__x86_64__)
+    isa->scalef = has_feature(feat, "avx512f") && has_feature(feat, "avx512vl");
+#else
+    isa->scalef = false;
+#endif
     int ol = o ? o->opt_level : 3;
     LLVMCodeGenOptLevel cl = ol <= 0 ? LLVMCodeGenLevelNone
                            : ol == 1 ? LLVMCodeGenLevelLess
@@ -166,11 +182,11 @@ static LLVMTargetMachineRef make_tm(const BkOptions *o, int *vecw,
 
 /* Lower m into ctx and (unless unopt) optimize it for tm. */
 static LLVMModuleRef build(const IrModule *m, const BkOptions *o,
-                           LLVMTargetMachineRef tm, int vecw, LLVMContextRef ctx,
+                           LLVMTargetMachineRef tm, const CpuIsa *isa, LLVMContextRef ctx,
                            bool unopt, char *err, size_t errlen)
 {
     LLVMModuleRef mod;
-    if (cpu_lower_module(m, ctx, vecw, &mod, err, errlen))
+    if (cpu_lower_module(m, ctx, isa, &mod, err, errlen))
         return NULL;
     char *triple = LLVMGetTargetMachineTriple(tm);
     LLVMSetTarget(mod, triple);
@@ -197,6 +213,10 @@ static LLVMModuleRef build(const IrModule *m, const BkOptions *o,
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMErrorRef e = LLVMRunPasses(mod, pipe, tm, po);
+    /* vmath.c's helpers with vector variants: inlined now that the
+     * vectorizer has chosen between them */
+    if (!e && cpu_vm_finish(mod))
+        e = LLVMRunPasses(mod, "always-inline,globaldce", tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (e) {
         llvm_error(e, "optimization", err, errlen);
@@ -345,8 +365,8 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
                char *err, size_t errlen)
 {
     *out = NULL;
-    int vecw;
-    LLVMTargetMachineRef tm = make_tm(o, &vecw, err, errlen);
+    CpuIsa isa;
+    LLVMTargetMachineRef tm = make_tm(o, &isa, err, errlen);
     if (!tm)
         return -1;
     BkCpuModule *cm = calloc(1, sizeof *cm);
@@ -357,7 +377,7 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
         snprintf(err, errlen, "cpu backend: out of memory");
         goto fail;
     }
-    mod = build(m, o, tm, vecw, ctx, false, err, errlen);
+    mod = build(m, o, tm, &isa, ctx, false, err, errlen);
     if (!mod)
         goto fail;
     int rc = cpu_lljit(tm, cm->jit_error, &cm->jit, err, errlen);
@@ -475,13 +495,13 @@ static int cpu_emit(const IrModule *m, const BkOptions *o, const char *stage,
         snprintf(err, errlen, "cpu backend: unknown stage '%s'", stage);
         return -1;
     }
-    int vecw;
-    LLVMTargetMachineRef tm = make_tm(o, &vecw, err, errlen);
+    CpuIsa isa;
+    LLVMTargetMachineRef tm = make_tm(o, &isa, err, errlen);
     if (!tm)
         return -1;
     LLVMContextRef ctx = LLVMContextCreate();
     int rc = -1;
-    LLVMModuleRef mod = build(m, o, tm, vecw, ctx,
+    LLVMModuleRef mod = build(m, o, tm, &isa, ctx,
                               strcmp(stage, "llvm-unopt") == 0, err, errlen);
     if (!mod)
         goto done;

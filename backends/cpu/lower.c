@@ -890,7 +890,7 @@ done:
     return rc;
 }
 
-int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
+int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, const CpuIsa *isa,
                      LLVMModuleRef *out, char *err, size_t errlen)
 {
     CpuGen g;
@@ -898,7 +898,8 @@ int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
     g.ctx = ctx;
     g.mod = LLVMModuleCreateWithNameInContext("blkc", ctx);
     g.b = LLVMCreateBuilderInContext(ctx);
-    g.vecw_bytes = vecw_bytes;
+    g.vecw_bytes = isa->vecw;
+    g.scalef = isa->scalef;
     g.err = err;
     g.errlen = errlen;
     g.i1 = LLVMInt1TypeInContext(ctx);
@@ -918,6 +919,8 @@ int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, int vecw_bytes,
         g.f = m->funcs[i];
         rc = gen_func(&g);
     }
+    if (rc == 0)
+        cpu_vm_keep(&g);
     LLVMDisposeBuilder(g.b);
     if (rc) {
         LLVMDisposeModule(g.mod);

@@ -10,7 +10,8 @@
  *             e^r = 1 + r + r^2*P(r) (f32: Cephes expf minimax, evaluated as
  *             (P(r)*r + 1)*r + 1 with fused multiply-adds; f64: Taylor
  *             to r^13); 2^n applied as two exact power-of-two factors built
- *             from exponent bits so that subnormal results round once.
+ *             from exponent bits so that subnormal results round once (on
+ *             AVX-512 hosts one vscalefps / vscalefpd: the same bits).
  *             x is clamped first (-inf -> 0, +inf -> +inf; NaN passes);
  *             n is rounded with the 1.5*2^p shifter, so no fptosi / rint
  *             (a NaN flows through as NaN, never as poison).
@@ -28,6 +29,8 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 
 static LLVMValueRef K(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
 
@@ -86,11 +89,168 @@ static LLVMValueRef round_shift(CpuGen *g, LLVMValueRef a, LLVMValueRef bm,
                         LLVMConstInt(it, dbl ? 0x4338000000000000ull : 0x4b400000u, 0), "");
 }
 
-/* y * 2^n (n an integer within the clamp range): two exact power-of-two
- * factors so that overflow gives inf and subnormal results are rounded
- * once. A NaN y stays NaN whatever n is. */
-static LLVMValueRef scale(CpuGen *g, LLVMValueRef y, LLVMValueRef n)
+/* ------------------------------------------------- AVX-512 vscalefps
+ * y * 2^n is one instruction on AVX-512 (vscalefps / vscalefpd: rounded
+ * once, overflow to inf, subnormal results exact as IEEE says), but the
+ * elementwise code here is scalar IR that the loop vectorizer widens, and
+ * it does not widen a target intrinsic. So the scalar form is a call of a
+ * small function (blkc_scalef_f32 / _f64) whose call sites name vector
+ * variants of it (the "vector-function-abi-variant" attribute, VF 4 / 8 /
+ * 16 for f32, 2 / 4 / 8 for f64): the vectorizer calls the variant of the
+ * width it picks. All are noinline until the O3 pipeline has run, then
+ * cpu_vm_finish makes them alwaysinline and jit.c inlines them. The vector
+ * variants are kept alive until then by llvm.compiler.used (cpu_vm_keep).
+ * Results are bit for bit those of the two-factor scale below. */
+typedef struct Scalef {
+    int lanes;                  /* 1: the scalar function */
+    const char *intrin;
+    int mask_bits;              /* the intrinsic's mask operand */
+    bool rounding;              /* it takes a rounding operand (4: current) */
+} Scalef;
+
+static const Scalef scalef_f32[] = {
+    {1, "llvm.x86.avx512.mask.scalef.ss", 8, true},
+    {4, "llvm.x86.avx512.mask.scalef.ps.128", 8, false},
+    {8, "llvm.x86.avx512.mask.scalef.ps.256", 8, false},
+    {16, "llvm.x86.avx512.mask.scalef.ps.512", 16, true},
+};
+static const Scalef scalef_f64[] = {
+    {1, "llvm.x86.avx512.mask.scalef.sd", 8, true},
+    {2, "llvm.x86.avx512.mask.scalef.pd.128", 8, false},
+    {4, "llvm.x86.avx512.mask.scalef.pd.256", 8, false},
+    {8, "llvm.x86.avx512.mask.scalef.pd.512", 8, true},
+};
+
+static void add_fn_attr(CpuGen *g, LLVMValueRef fn, const char *name)
 {
+    unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(g->ctx, k, 0));
+}
+
+/* The function NAME (lanes of et, or et itself when lanes == 1) computing
+ * scalef with sf's intrinsic. */
+static LLVMValueRef scalef_define(CpuGen *g, const char *name, LLVMTypeRef et,
+                                  const Scalef *sf)
+{
+    LLVMTypeRef vt = sf->lanes > 1 ? LLVMVectorType(et, (unsigned)sf->lanes)
+                                   : LLVMVectorType(et, et == g->f32 ? 4 : 2);
+    LLVMTypeRef at = sf->lanes > 1 ? vt : et;
+    LLVMTypeRef ps[2] = {at, at};
+    LLVMTypeRef ft = LLVMFunctionType(at, ps, 2, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_fn_attr(g, fn, "noinline");
+    add_fn_attr(g, fn, "nounwind");
+    add_fn_attr(g, fn, "readnone");
+    add_fn_attr(g, fn, "willreturn");
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMValueRef y = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 1);
+    if (sf->lanes == 1) {
+        LLVMValueRef z = LLVMConstInt(g->i32, 0, 0);
+        y = LLVMBuildInsertElement(b, LLVMGetUndef(vt), y, z, "");
+        n = LLVMBuildInsertElement(b, LLVMGetUndef(vt), n, z, "");
+    }
+    LLVMTypeRef mt = LLVMIntTypeInContext(g->ctx, (unsigned)sf->mask_bits);
+    LLVMTypeRef its[5] = {vt, vt, vt, mt, g->i32};
+    LLVMValueRef args[5] = {y, n, LLVMGetUndef(vt), LLVMConstAllOnes(mt),
+                            LLVMConstInt(g->i32, 4, 0)};
+    int na = sf->rounding ? 5 : 4;
+    LLVMValueRef in = LLVMGetNamedFunction(g->mod, sf->intrin);
+    LLVMTypeRef it = LLVMFunctionType(vt, its, (unsigned)na, 0);
+    if (!in)
+        in = LLVMAddFunction(g->mod, sf->intrin, it);
+    LLVMValueRef r = LLVMBuildCall2(b, it, in, args, (unsigned)na, "");
+    if (sf->lanes == 1)
+        r = LLVMBuildExtractElement(b, r, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMBuildRet(b, r);
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* y * 2^nf (nf integral) through blkc_scalef_f32 / _f64, defining it and
+ * its vector variants on first use in this module. */
+static LLVMValueRef scalef_call(CpuGen *g, LLVMValueRef y, LLVMValueRef nf)
+{
+    LLVMTypeRef t = LLVMTypeOf(y);
+    bool dbl = t == g->f64;
+    const Scalef *sf = dbl ? scalef_f64 : scalef_f32;
+    const char *base = dbl ? "blkc_scalef_f64" : "blkc_scalef_f32";
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, base);
+    if (!fn) {
+        fn = scalef_define(g, base, t, &sf[0]);
+        for (int i = 1; i < 4; i++) {
+            char vn[64];
+            snprintf(vn, sizeof vn, "%s_v%d", base, sf[i].lanes);
+            scalef_define(g, vn, t, &sf[i]);
+        }
+    }
+    LLVMTypeRef ps[2] = {t, t};
+    LLVMValueRef args[2] = {y, nf};
+    LLVMValueRef c = LLVMBuildCall2(g->b, LLVMFunctionType(t, ps, 2, 0), fn, args, 2, "");
+    char v[512];
+    int o = 0;
+    for (int i = 1; i < 4; i++)
+        o += snprintf(v + o, sizeof v - (size_t)o, "%s_ZGV_LLVM_N%dvv_%s(%s_v%d)",
+                      i > 1 ? "," : "", sf[i].lanes, base, base, sf[i].lanes);
+    static const char key[] = "vector-function-abi-variant";
+    LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(g->ctx, key, sizeof key - 1, v, (unsigned)o));
+    return c;
+}
+
+static bool is_scalef(LLVMValueRef fn, bool vec_only)
+{
+    size_t n;
+    const char *name = LLVMGetValueName2(fn, &n);
+    return n > 12 && strncmp(name, "blkc_scalef_", 12) == 0 &&
+           (!vec_only || strstr(name, "_v"));
+}
+
+void cpu_vm_keep(CpuGen *g)
+{
+    LLVMValueRef keep[8];
+    unsigned n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(g->mod); fn && n < 8;
+         fn = LLVMGetNextFunction(fn))
+        if (is_scalef(fn, true))
+            keep[n++] = fn;
+    if (!n)
+        return;
+    LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMArrayType(g->ptr, n), "llvm.compiler.used");
+    LLVMSetLinkage(gv, LLVMAppendingLinkage);
+    LLVMSetSection(gv, "llvm.metadata");
+    LLVMSetInitializer(gv, LLVMConstArray(g->ptr, keep, n));
+}
+
+int cpu_vm_finish(LLVMModuleRef mod)
+{
+    int n = 0;
+    unsigned ni = LLVMGetEnumAttributeKindForName("noinline", 8);
+    unsigned ai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (!is_scalef(fn, false) || LLVMIsDeclaration(fn))
+            continue;
+        LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, ni);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(LLVMGetModuleContext(mod), ai, 0));
+        n++;
+    }
+    LLVMValueRef used = LLVMGetNamedGlobal(mod, "llvm.compiler.used");
+    if (n && used)
+        LLVMDeleteGlobal(used);
+    return n;
+}
+
+/* y * 2^n (n an integer within the clamp range, nf the same as a float):
+ * two exact power-of-two factors so that overflow gives inf and subnormal
+ * results are rounded once (or vscalef, above, which does the same). A
+ * NaN y stays NaN whatever n is. */
+static LLVMValueRef scale(CpuGen *g, LLVMValueRef y, LLVMValueRef n, LLVMValueRef nf)
+{
+    if (g->scalef)
+        return scalef_call(g, y, nf);
     LLVMTypeRef t = LLVMTypeOf(y);
     LLVMTypeRef it = t == g->f64 ? g->i64 : g->i32;
     LLVMValueRef n1 = LLVMBuildAShr(g->b, n, LLVMConstInt(it, 1, 0), "");
@@ -159,7 +319,7 @@ LLVMValueRef cpu_vm_exp(CpuGen *g, LLVMValueRef x)
     /* n*ln2_hi is exact, so fusing or not gives the same r */
     LLVMValueRef r = fmuladd(g, LLVMBuildFNeg(b, nf, ""), K(t, hi), xc);
     r = fmuladd(g, LLVMBuildFNeg(b, nf, ""), K(t, lo), r);
-    return scale(g, exp_r(g, r), n); /* NaN x -> NaN r -> NaN y */
+    return scale(g, exp_r(g, r), n, nf); /* NaN x -> NaN r -> NaN y */
 }
 
 LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
@@ -187,7 +347,7 @@ LLVMValueRef cpu_vm_exp2(CpuGen *g, LLVMValueRef x)
     } else {
         y = exp_r(g, LLVMBuildFMul(b, f, K(t, 0.69314718055994530942), ""));
     }
-    return scale(g, y, n);
+    return scale(g, y, n, nf);
 }
 
 /* f32 only: ln(x), or log2(x) when want2. */

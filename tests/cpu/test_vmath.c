@@ -7,6 +7,8 @@
  *     rest <= 4 ulp;
  *   - f64 exp exp2 sigmoid tanh: <= 4 ulp against long double libm over
  *     dense linear sweeps, random points and edge cases;
+ *   - the AVX-512 vscalef scaling bit for bit against the two-factor one
+ *     (BLKC_CPU_NOAVX512=1), f32 and f64;
  *   - sum/max/min/argmax/argmin of f32 and f64 rows (odd lengths, shorter
  *     and longer than the vector accumulator) with NaN in the vector part
  *     and in the tail, +-inf, ties (lowest index wins), plus axis reductions.
@@ -426,6 +428,61 @@ static void test_axis(void)
     h_check("min(x, 0) with NaN", n0, H_F32, rn0, B * CB, 0, 0);
 }
 
+/* On AVX-512 hosts exp/exp2 (and sigmoid/tanh through exp) scale by 2^n
+ * with vscalefps/pd (vmath.c); BLKC_CPU_NOAVX512=1 compiles the two
+ * exact power-of-two factors instead. Both round once, so every result
+ * must be the same bits (NaN: any NaN), around the overflow and subnormal
+ * thresholds most of all. (Elsewhere both modules take the same path.) */
+static void test_scalef_bits(void)
+{
+    enum { N = 1 << 18 };
+    float *x = h_array(H_F32, N), *o = h_array(H_F32, 6 * (size_t)N);
+    float *o0 = h_array(H_F32, 6 * (size_t)N);
+    double *xd = h_array(H_F64, N), *od = h_array(H_F64, 6 * (size_t)N);
+    double *od0 = h_array(H_F64, 6 * (size_t)N);
+    size_t ne = sizeof edges / sizeof edges[0];
+    for (size_t i = 0; i < N; i++) {
+        /* half a sweep of [-160, 140], half the subnormal / overflow ends */
+        double v = i < ne ? edges[i]
+                 : i % 2 ? -160.0 + 300.0 * (double)i / N
+                 : i % 4 == 0 ? -87.0 - 63.0 * (double)i / N
+                              : 88.0 + 41.0 * (double)i / N;
+        if (i % 1024 == 1000)
+            v = NAN;
+        x[i] = (float)v;
+        xd[i] = i % 8 == 2 ? -700.0 - 380.0 * (double)i / N
+              : i % 8 == 4 ? 700.0 + 330.0 * (double)i / N : v;
+    }
+    blkc_kernel *k32 = h_build(src32, NULL), *k64 = h_build(src64, NULL);
+    H_LAUNCH(k32, h_ten(h_t1(x, H_F32, N)), h_ten(h_t2(o, H_F32, 6, N)));
+    H_LAUNCH(k64, h_ten(h_t1(xd, H_F64, N)), h_ten(h_t2(od, H_F64, 6, N)));
+    setenv("BLKC_CPU_NOAVX512", "1", 1); /* read when a launch compiles */
+    k32 = h_build(src32, NULL);
+    k64 = h_build(src64, NULL);
+    H_LAUNCH(k32, h_ten(h_t1(x, H_F32, N)), h_ten(h_t2(o0, H_F32, 6, N)));
+    H_LAUNCH(k64, h_ten(h_t1(xd, H_F64, N)), h_ten(h_t2(od0, H_F64, 6, N)));
+    unsetenv("BLKC_CPU_NOAVX512");
+    for (int f = 0; f < 6; f++) {
+        if (f == 2 || f == 3)
+            continue; /* log / log2 do not scale */
+        size_t bad = 0, at = 0, badd = 0, atd = 0;
+        for (size_t i = 0; i < N; i++) {
+            float a = o[f * (size_t)N + i], b = o0[f * (size_t)N + i];
+            double c = od[f * (size_t)N + i], d = od0[f * (size_t)N + i];
+            if (memcmp(&a, &b, 4) && !(isnan(a) && isnan(b)) && !bad++)
+                at = i;
+            if (memcmp(&c, &d, 8) && !(isnan(c) && isnan(d)) && !badd++)
+                atd = i;
+        }
+        h_ok(!bad, "f32 %s: vscalef and two-factor scaling differ at %zu points "
+             "(first x=%a: %a vs %a)", names[f], bad, x[at], o[f * (size_t)N + at],
+             o0[f * (size_t)N + at]);
+        h_ok(!badd, "f64 %s: vscalef and two-factor scaling differ at %zu points "
+             "(first x=%a: %a vs %a)", names[f], badd, xd[atd], od[f * (size_t)N + atd],
+             od0[f * (size_t)N + atd]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v") ? 1 : argc > 1 && !strcmp(argv[1], "-vv") ? 2 : 0;
@@ -436,5 +493,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
         test_reduce(lens[i]);
     test_axis();
+    test_scalef_bits();
     return h_done();
 }
