@@ -11,6 +11,11 @@
  * the R received slots. GEMM chunks running under communication are slowed
  * by overlap_slowdown; every chunk costs chunk_us of signalling.
  *
+ * On a mesh (task ... mesh(...)) a collective runs on one axis' group: R
+ * is that axis' size and its link is the node's or the network
+ * (tk_axis_crosses_nodes); collectives there are plain (no overlapped
+ * forms yet).
+ *
  * Placement: every collective that feeds (all_gather) or follows
  * (reduce_scatter, all_reduce) a 2-D GEMM with no other consumer gets the
  * alternatives plain / fused with 1, 2, 4 chunks per shard, and takes the
@@ -50,12 +55,17 @@ double tk_cost_gemm_us(const TkTopology *t, int dtype, int64_t batch, int64_t m,
     return gemm_core_us(t, dtype, batch, m, n, k) + t->launch_us;
 }
 
-static double link_bw(const TkTopology *t, int ranks)
+static double net_bw(const TkTopology *t, bool net)
 {
     double bw = t->link_gbs * t->link_eff;
-    if (ranks > t->ranks_per_node && t->net_gbs < bw)
+    if (net && t->net_gbs < bw)
         bw = t->net_gbs;
     return bw * 1e9;
+}
+
+static double link_bw(const TkTopology *t, int ranks)
+{
+    return net_bw(t, ranks > t->ranks_per_node);
 }
 
 static double link_lat(const TkTopology *t, int ranks)
@@ -63,11 +73,12 @@ static double link_lat(const TkTopology *t, int ranks)
     return ranks > t->ranks_per_node ? t->net_lat_us : t->link_lat_us;
 }
 
-double tk_cost_coll_us(const TkTopology *t, int comm, int ranks, double bytes)
+/* a plain collective on `ranks` ranks over the node link or the network */
+static double coll_us(const TkTopology *t, int comm, int ranks, double bytes, bool net)
 {
     if (ranks <= 1 || comm == CM_NONE)
         return 0;
-    double R = ranks, bw = link_bw(t, ranks), lat = link_lat(t, ranks);
+    double R = ranks, bw = net_bw(t, net), lat = net ? t->net_lat_us : t->link_lat_us;
     switch (comm) {
     case CM_SLICE:
         return bytes / R / (t->hbm_gbs * 1e9) * 1e6 + t->launch_us;
@@ -80,6 +91,63 @@ double tk_cost_coll_us(const TkTopology *t, int comm, int ranks, double bytes)
         return (R - 1) / R * bytes / bw * 1e6 + lat + t->launch_us;
     }
     return 0;
+}
+
+double tk_cost_coll_us(const TkTopology *t, int comm, int ranks, double bytes)
+{
+    return coll_us(t, comm, ranks, bytes, ranks > t->ranks_per_node);
+}
+
+/* Is `name` in the comma-separated list? */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *q = p;
+        while (*q && *q != ',' && *q != ' ')
+            q++;
+        if ((size_t)(q - p) == n && strncmp(p, name, n) == 0)
+            return true;
+        p = q;
+    }
+    return false;
+}
+
+bool tk_axis_crosses_nodes(const TkTask *t, const TkTopology *topo, int k)
+{
+    if (in_list(topo->axis_net, t->axname[k]))
+        return true;
+    if (in_list(topo->axis_link, t->axname[k]))
+        return false;
+    return (int64_t)t->axstride[k] * t->axsize[k] > topo->ranks_per_node;
+}
+
+static double local_numel(const TkTask *t, const TkNode *n)
+{
+    double k = 1;
+    for (int d = 0; d < n->rank; d++)
+        k *= (double)(tk_local_dim(t, n, d) < 0 ? 1 : tk_local_dim(t, n, d));
+    return k;
+}
+
+double tk_comm_bytes(const TkTask *t, const TkNode *n)
+{
+    double b = (double)tk_numel(n) * dsl_dtype_bytes(n->dtype);
+    if (!t->naxes)
+        return n->comm == CM_ALL_TO_ALL && t->nranks > 0 ? b / t->nranks : b;
+    /* on a mesh: the larger of the local input and output (the gathered
+     * or reduced buffer of one rank of the axis' group) */
+    double x = local_numel(t, &t->n[n->a]), y = local_numel(t, n);
+    return (x > y ? x : y) * dsl_dtype_bytes(n->dtype);
+}
+
+/* a mesh collective: plain, on its axis' group and link */
+static double mesh_coll_us(const TkTask *t, const TkTopology *topo, const TkNode *n)
+{
+    return coll_us(topo, n->comm, t->axsize[n->cax], tk_comm_bytes(t, n),
+                   tk_axis_crosses_nodes(t, topo, n->cax));
 }
 
 double tk_cost_ag_gemm_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
@@ -164,8 +232,13 @@ double tk_node_cost_us(const TkTask *t, const TkTopology *topo, int id)
             for (int i = 0; i < n->nalts; i++)
                 if (n->alts[i].kind == n->place && (n->place == PL_PLAIN || n->alts[i].chunks == n->chunks))
                     return n->alts[i].us;
+        if (t->naxes)
+            return mesh_coll_us(t, topo, n);
         return tk_cost_coll_us(topo, n->comm, R, node_bytes(n) / (n->comm == CM_ALL_TO_ALL ? R : 1));
     default: {
+        if (t->naxes) /* local bytes, read and written */
+            return 2 * local_numel(t, n) * dsl_dtype_bytes(n->dtype) / (topo->hbm_gbs * 1e9) *
+                       1e6 + topo->launch_us;
         /* memory-bound: read the inputs' and write the output's local bytes */
         double b = node_bytes(n) / (n->sh.kind == SH_SPLIT ? R : 1);
         return 2 * b / (topo->hbm_gbs * 1e9) * 1e6 + topo->launch_us;
@@ -184,6 +257,10 @@ int tk_place(TkTask *t, const TkTopology *topo, int force)
         n->chunks = 1;
         n->gemm = -1;
         n->nalts = 0;
+        if (t->naxes) { /* overlapped forms: 1-D meshes only for now */
+            n->alts[n->nalts++] = (TkAlt){PL_PLAIN, 1, mesh_coll_us(t, topo, n)};
+            continue;
+        }
         double coll = tk_cost_coll_us(topo, n->comm, R,
                                       node_bytes(n) / (n->comm == CM_ALL_TO_ALL ? R : 1));
         int kind = PL_PLAIN, g = -1;

@@ -251,7 +251,8 @@ void tk_fuse_roots(const TkTask *t, int *root)
             same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d) &&
                    (n->dims[d] >= 0 || (n->dsym[d] >= 0 && n->dsym[d] == t->n[c].dsym[d] &&
                                         n->sh.kind == t->n[c].sh.kind &&
-                                        n->sh.dim == t->n[c].sh.dim));
+                                        n->sh.dim == t->n[c].sh.dim &&
+                                        memcmp(n->msh, t->n[c].msh, sizeof n->msh) == 0));
         if (same) {
             root[i] = root[c];
             if (mm)
@@ -731,12 +732,22 @@ static void staging(L *l, const char *name, int dtype, int rank, const int64_t *
     dsl_buf_printf(l->d, ");\n");
 }
 
-static void plain_comm(L *l, int id)
+static void plain_comm_body(L *l, int id)
 {
     const TkTask *t = l->t;
     const TkNode *n = &t->n[id], *X = &t->n[n->a];
     DslBuf *d = l->d;
-    int R = l->R, r = n->rank;
+    int r = n->rank;
+    /* on a mesh: the collective runs within its axis' group g<axis>
+     * (tk_lower_src), on that axis' shardings */
+    int ax = t->naxes ? n->cax : -1;
+    int R = l->R;
+    TkShard xs = ax < 0 ? X->sh : X->msh[ax], ns = ax < 0 ? n->sh : n->msh[ax];
+    char grp[32] = "", rk[32] = "rank()";
+    if (ax >= 0) {
+        snprintf(grp, sizeof grp, ", group = g%d", ax);
+        snprintf(rk, sizeof rk, "rank(g%d)", ax);
+    }
     int64_t xe[IR_MAX_RANK], ne[IR_MAX_RANK];
     for (int e = 0; e < r; e++) {
         xe[e] = ld(l, X, e);
@@ -748,27 +759,27 @@ static void plain_comm(L *l, int id)
         l->buf[id] = l->buf[n->a];
         return;
     case CM_SLICE: {
-        int s = n->sh.dim;
+        int s = ns.dim;
         alloc(l, id, "empty");
         dsl_buf_printf(d, "    copy(");
         full_view(l, d, l->buf[id], n);
         dsl_buf_printf(d, ", ");
-        snprintf(st, sizeof st, "rank() * %lld", (long long)ne[s]);
+        snprintf(st, sizeof st, "%s * %lld", rk, (long long)ne[s]);
         slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
         dsl_buf_printf(d, ");\n");
         return;
     }
     case CM_ALL_GATHER: {
-        int s = X->sh.dim;
+        int s = xs.dim;
         alloc(l, id, "empty");
         if (s == 0) {
-            dsl_buf_printf(d, "    all_gather(%s, %s);\n", l->buf[id], l->buf[n->a]);
+            dsl_buf_printf(d, "    all_gather(%s, %s%s);\n", l->buf[id], l->buf[n->a], grp);
             return;
         }
         snprintf(nm, sizeof nm, "g%d", id);
         staging(l, nm, n->dtype, r, xe);
-        dsl_buf_printf(d, "    all_gather(%s, %s);\n    for j in 0 .. %d {\n        copy(", nm,
-                       l->buf[n->a], R);
+        dsl_buf_printf(d, "    all_gather(%s, %s%s);\n    for j in 0 .. %d {\n        copy(", nm,
+                       l->buf[n->a], grp, R);
         snprintf(st, sizeof st, "j * %lld", (long long)xe[s]);
         slice_view(l, d, l->buf[id], "", n, ne, s, st, xe[s]);
         dsl_buf_printf(d, ", ");
@@ -787,13 +798,13 @@ static void plain_comm(L *l, int id)
             full_view(l, d, l->buf[n->a], X);
             dsl_buf_printf(d, ");\n");
         }
-        dsl_buf_printf(d, "    all_reduce(%s);\n", l->buf[id]);
+        dsl_buf_printf(d, "    all_reduce(%s%s);\n", l->buf[id], grp);
         return;
     case CM_REDUCE_SCATTER: {
-        int s = n->sh.dim;
+        int s = ns.dim;
         alloc(l, id, "empty");
         if (s == 0) {
-            dsl_buf_printf(d, "    reduce_scatter(%s, %s);\n", l->buf[id], l->buf[n->a]);
+            dsl_buf_printf(d, "    reduce_scatter(%s, %s%s);\n", l->buf[id], l->buf[n->a], grp);
             return;
         }
         snprintf(nm, sizeof nm, "g%d", id);
@@ -803,11 +814,11 @@ static void plain_comm(L *l, int id)
         dsl_buf_printf(d, ", ");
         snprintf(st, sizeof st, "j * %lld", (long long)ne[s]);
         slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
-        dsl_buf_printf(d, ");\n    }\n    reduce_scatter(%s, %s);\n", l->buf[id], nm);
+        dsl_buf_printf(d, ");\n    }\n    reduce_scatter(%s, %s%s);\n", l->buf[id], nm, grp);
         return;
     }
     case CM_ALL_TO_ALL: {
-        int a = X->sh.dim, b = n->sh.dim;
+        int a = xs.dim, b = ns.dim;
         int64_t pe[IR_MAX_RANK]; /* a chunk: X's local dims with dim b cut */
         for (int e = 0; e < r; e++)
             pe[e] = xe[e];
@@ -822,7 +833,7 @@ static void plain_comm(L *l, int id)
         dsl_buf_printf(d, ", ");
         snprintf(st, sizeof st, "j * %lld", (long long)pe[b]);
         slice_view(l, d, l->buf[n->a], "", X, xe, b, st, pe[b]);
-        dsl_buf_printf(d, ");\n    }\n    all_to_all(%s, %s);\n", s2, s1);
+        dsl_buf_printf(d, ");\n    }\n    all_to_all(%s, %s%s);\n", s2, s1, grp);
         alloc(l, id, "empty");
         dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
         snprintf(st, sizeof st, "j * %lld", (long long)pe[a]);
@@ -833,6 +844,16 @@ static void plain_comm(L *l, int id)
         return;
     }
     }
+}
+
+/* a plain collective; on a mesh its staging buffers hold its axis' ranks */
+static void plain_comm(L *l, int id)
+{
+    int R0 = l->R;
+    if (l->t->naxes)
+        l->R = l->t->axsize[l->t->n[id].cax];
+    plain_comm_body(l, id);
+    l->R = R0;
 }
 
 /* ------------------------------------------------------------ calls */
@@ -1019,6 +1040,13 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
     for (int i = 0; i < t->nn; i++)
         if (t->n[i].op == TK_COMM && t->n[i].place != PL_PLAIN && t->n[i].gemm >= 0)
             fused_by[t->n[i].gemm] = i;
+    /* on a mesh, one group per axis: the ranks that share every other
+     * axis' index (color: the rank without this axis' index), ordered by
+     * their index on the axis */
+    for (int a = 0; a < t->naxes; a++)
+        dsl_buf_printf(&db, "    let g%d = group(rank() - rank() / %d %% %d * %d, rank() / %d %% %d);\n",
+                       a, t->axstride[a], t->axsize[a], t->axstride[a], t->axstride[a],
+                       t->axsize[a]);
     int rc = 0;
     for (int i = 0; i < t->nn && !rc; i++) {
         const TkNode *n = &t->n[i];
@@ -1071,8 +1099,12 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
                     t->fn->name);
     if (calls && t->src)
         dsl_buf_printf(out, "%.*s\n", (int)t->srclen, t->src);
-    dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s\n\n", t->fn->name,
+    dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s", t->fn->name,
                    t->nranks, t->nranks == 1 ? "" : "s");
+    for (int a = 0; a < t->naxes; a++)
+        dsl_buf_printf(out, "%s%s = %d%s", a ? ", " : ", mesh(", t->axname[a], t->axsize[a],
+                       a == t->naxes - 1 ? ")" : "");
+    dsl_buf_printf(out, "\n\n");
     dsl_buf_put(out, kb.data ? kb.data : "", kb.len);
     dsl_buf_printf(out, "device __task_%s(", t->fn->name);
     int np = 0;

@@ -14,7 +14,11 @@
  *            through + - (both partial) and * / by a non-partial.
  *   softmax, max, rmsnorm  their axis (rmsnorm: the last) must not be
  *            split; sum along a split axis -> partial.
- *   results  converted to their declared sharding. */
+ *   results  converted to their declared sharding.
+ * On a mesh (task ... mesh(AXIS = SIZE, ...)) the pass runs once per axis,
+ * with the axis' shardings (TkNode.msh[k]) and its size as the ranks: the
+ * rules are the same on every axis, and each inserted collective runs on
+ * its axis (TkNode.cax). */
 #include "task.h"
 
 #include <stdio.h>
@@ -25,6 +29,8 @@ typedef struct P {
     TkTask *t;                     /* the new node list is built in t */
     DslDiags *diags;
     bool failed;
+    int ax;                        /* the mesh axis of this pass, -1: none */
+    int R;                         /* its ranks (t->nranks without a mesh) */
 } P;
 
 static bool sh_eq(TkShard a, TkShard b)
@@ -58,11 +64,16 @@ static bool divisible(P *p, int x, int d, DslLoc loc, const char *why)
 {
     TkTask *t = p->t;
     const TkNode *n = &t->n[x];
-    if (t->nranks <= 1 || n->dims[d] < 0 || n->dims[d] % t->nranks == 0)
+    if (p->R <= 1 || n->dims[d] < 0 || n->dims[d] % p->R == 0)
         return true;
     char nm[96], ty[160];
     tk_type_str(t, n, ty, sizeof ty);
-    fail(p, loc, "cannot split %s (%s) along dim %d over %d ranks: %lld is not divisible by %d%s%s",
+    if (p->ax >= 0)
+        fail(p, loc, "cannot split %s (%s) along dim %d over the %d ranks of mesh axis '%s': "
+             "%lld is not divisible by %d%s%s", vname(n, nm, sizeof nm), ty, d, p->R,
+             t->axname[p->ax], (long long)n->dims[d], p->R, why ? "; " : "", why ? why : "");
+    else
+        fail(p, loc, "cannot split %s (%s) along dim %d over %d ranks: %lld is not divisible by %d%s%s",
          vname(n, nm, sizeof nm), ty, d, t->nranks, (long long)n->dims[d], t->nranks,
          why ? "; " : "", why ? why : "");
     return false;
@@ -89,7 +100,8 @@ static int convert(P *p, int x, TkShard to, DslLoc loc, const char *why)
     if (sh_eq(t->n[x].sh, to) || t->n[x].rank == 0)
         return x;
     for (int i = x + 1; i < t->nn; i++)
-        if (t->n[i].op == TK_COMM && t->n[i].a == x && !t->n[i].user && sh_eq(t->n[i].sh, to))
+        if (t->n[i].op == TK_COMM && t->n[i].a == x && !t->n[i].user && t->n[i].cax == p->ax &&
+            sh_eq(t->n[i].sh, to))
             return i;
     int k = comm_kind(t->n[x].sh, to);
     if (k < 0)
@@ -109,6 +121,7 @@ static int convert(P *p, int x, TkShard to, DslLoc loc, const char *why)
     n.user = false;
     n.reshard = false;
     n.axis = -1;
+    n.cax = p->ax;
     n.place = PL_PLAIN;
     n.gemm = -1;
     n.nalts = 0;
@@ -408,8 +421,12 @@ static void rule_call(P *p, TkNode *n)
          out->name, S);
 }
 
-int tk_propagate(TkTask *t, DslDiags *diags)
+/* One forward pass over the nodes for axis p->ax (or the 1-D mesh): the
+ * node list is rebuilt with the collectives it inserts. On a mesh, the
+ * collectives of earlier axes' passes pass shardings through. */
+static int pass(P *pp)
 {
+    TkTask *t = pp->t;
     TkNode *old = t->n;
     int nold = t->nn;
     int *map = malloc(sizeof *map * (size_t)(nold + 1));
@@ -417,9 +434,11 @@ int tk_propagate(TkTask *t, DslDiags *diags)
         return -1;
     t->n = NULL;
     t->nn = t->cap = 0;
-    P p = {t, diags, false};
+    P p = *pp;
     for (int i = 0; i < nold && !p.failed; i++) {
         TkNode n = old[i];
+        if (p.ax >= 0 && n.op == TK_PARAM)
+            n.sh = n.msh[p.ax];
         n.a = n.a >= 0 ? map[n.a] : -1;
         n.b = n.b >= 0 ? map[n.b] : -1;
         n.c = n.c >= 0 ? map[n.c] : -1;
@@ -479,7 +498,10 @@ int tk_propagate(TkTask *t, DslDiags *diags)
                 n.sh.dim--;
             break;
         case TK_COMM:
-            rule_user_comm(&p, &n);
+            if (p.ax >= 0)
+                n.sh = A->sh; /* another axis' collective */
+            else
+                rule_user_comm(&p, &n);
             break;
         case TK_CALL:
             for (int k = 0; k < n.cnargs; k++)
@@ -503,9 +525,10 @@ int tk_propagate(TkTask *t, DslDiags *diags)
     }
     for (int r = 0; r < t->nresults && !p.failed; r++) {
         int x = map[t->results[r]];
+        TkShard to = p.ax < 0 ? t->res_sh[r] : t->res_msh[r * TK_MAX_AXES + p.ax];
         char why[64];
-        snprintf(why, sizeof why, "the result is declared split(%d)", t->res_sh[r].dim);
-        x = convert(&p, x, t->res_sh[r], t->fn->loc, why);
+        snprintf(why, sizeof why, "the result is declared split(%d)", to.dim);
+        x = convert(&p, x, to, t->fn->loc, why);
         if (x < 0)
             break;
         t->results[r] = x;
@@ -514,9 +537,53 @@ int tk_propagate(TkTask *t, DslDiags *diags)
     free(map);
     if (p.failed || t->oom) {
         if (t->oom)
-            dsl_error(diags, t->fn->loc, "out of memory");
+            dsl_error(p.diags, t->fn->loc, "out of memory");
         return -1;
     }
+    for (int i = 0; i < t->nn && p.ax >= 0; i++)
+        t->n[i].msh[p.ax] = t->n[i].sh;
+    return 0;
+}
+
+/* On a mesh: a value with one dim split on two axes (its layout within
+ * the dim would depend on the axes' order) is not supported yet. */
+static int check_mesh(TkTask *t, DslDiags *diags)
+{
+    for (int i = 0; i < t->nn; i++) {
+        TkNode *n = &t->n[i];
+        for (int a = 0; a < t->naxes; a++)
+            for (int b = a + 1; b < t->naxes; b++)
+                if (n->msh[a].kind == SH_SPLIT && n->msh[b].kind == SH_SPLIT &&
+                    n->msh[a].dim == n->msh[b].dim) {
+                    char nm[96];
+                    if (n->op == TK_COMM && !n->user)
+                        snprintf(nm, sizeof nm, "the %s inserted here on mesh axis '%s'",
+                                 tk_comm_name(n->comm), t->axname[n->cax]);
+                    else
+                        vname(n, nm, sizeof nm);
+                    dsl_error(diags, n->loc, "%s would leave a value split along dim %d on both "
+                              "mesh axes '%s' and '%s'; one dim split on two axes is not "
+                              "supported yet", nm, n->msh[a].dim, t->axname[a], t->axname[b]);
+                    return -1;
+                }
+        n->sh = REPL;
+    }
+    return 0;
+}
+
+int tk_propagate(TkTask *t, DslDiags *diags)
+{
+    P p = {t, diags, false, -1, t->nranks};
+    if (!t->naxes && pass(&p))
+        return -1;
+    for (int a = 0; a < t->naxes; a++) {
+        p.ax = a;
+        p.R = t->nranks > 0 ? t->axsize[a] : 0;
+        if (pass(&p))
+            return -1;
+    }
+    if (t->naxes && check_mesh(t, diags))
+        return -1;
     for (int i = 0; i < t->nn; i++)
         t->n[i].uses = 0;
     for (int i = 0; i < t->nn; i++) {

@@ -4,6 +4,10 @@
 #       and 8 ranks (placement by cost and forced overlap) and compare each
 #       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
 #       call_kernel and call_device also against C
+#   task_test.sh BLKC TASK_REF DIR mesh FILE SIZES...   a task on a mesh
+#       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 2x2, 4x2, 2x4 (and
+#       1x2, 2x1) local ranks, each compared with the 1-rank result (1e-4);
+#       mlp_mesh also against C
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -74,6 +78,31 @@ if [ "$MODE" = dist ]; then
                 "$REF" cmp "$TMP/$o.r$R.npy" "$TMP/$o.r1.npy" 1e-4 || bad "$name $o on $R ranks ($ov)"
             done
         done
+    done
+    exit $fail
+fi
+
+if [ "$MODE" = mesh ]; then
+    f=$1; shift
+    name=$(basename "$f" .blk)
+    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" DP=1 TP=1 --out "result=$TMP/r1.npy" \
+        --out "x=$TMP/x.npy" --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" \
+        || { echo "FAIL: $name on 1 rank"; exit 1; }
+    case $name in
+    mlp_mesh)
+        echo -n "$name, 1 rank vs C: "
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 || bad "mlp_mesh vs C";;
+    esac
+    for m in 1:2 2:1 2:2 4:2 2:4; do
+        dp=${m%:*} tp=${m#*:}
+        R=$((dp * tp))
+        if ! "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" DP=$dp TP=$tp \
+                --out "result=$TMP/r.npy"; then
+            bad "$name on mesh dp=$dp tp=$tp"
+            continue
+        fi
+        echo -n "$name, mesh(dp = $dp, tp = $tp) on $R ranks vs 1 rank: "
+        "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh dp=$dp tp=$tp"
     done
     exit $fail
 fi
