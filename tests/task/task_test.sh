@@ -86,12 +86,18 @@ if [ "$MODE" = mesh ]; then
     f=$1; shift
     name=$(basename "$f" .blk)
     "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" DP=1 TP=1 --out "result=$TMP/r1.npy" \
-        --out "x=$TMP/x.npy" --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" \
         || { echo "FAIL: $name on 1 rank"; exit 1; }
     case $name in
     mlp_mesh)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" DP=1 TP=1 --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp_mesh inputs"
         echo -n "$name, 1 rank vs C: "
         "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 || bad "mlp_mesh vs C";;
+    attention_mesh) # the same inputs (names, --random streams) as the 1-D task
+        "$BLKC" run "$DIR/attention.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
+            >/dev/null || bad "attention on 1 rank"
+        echo -n "$name, 1 rank vs attention.blk (1-D, 1 rank): "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "attention_mesh vs attention";;
     esac
     for m in 1:2 2:1 2:2 4:2 2:4; do
         dp=${m%:*} tp=${m#*:}
@@ -135,6 +141,18 @@ if [ "$MODE" = golden ]; then
         T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
     grep -q '"chosen": "AllGather+GEMM"' "$TMP/p.json" || bad "json: AllGather+GEMM chosen"
     grep -q '"chosen": "GEMM+ReduceScatter"' "$TMP/p.json" || bad "json: GEMM+ReduceScatter chosen"
+    # a mesh axis placed on the network by the topology file (axis_net)
+    printf 'base = h100-nvl8\nname = h100-tp-net\naxis_net = tp\n' >"$TMP/tp_net.topo"
+    "$BLKC" plan "$DIR/mlp_mesh.blk" --ranks=8 --topology="$TMP/tp_net.topo" T=4096 H=8192 \
+        F=28672 DP=2 TP=4 >"$TMP/tp_net.txt" || bad "plan axis_net"
+    grep -q 'axis tp     4 ranks per group, stride 1, network between nodes (50.0 GB/s, 10.0 us)' \
+        "$TMP/tp_net.txt" || bad "axis_net = tp: tp on the network"
+    grep -q 'all_reduce of %5 on tp (4 ranks, net)' "$TMP/tp_net.txt" || bad "axis_net: all_reduce on net"
+    "$BLKC" plan "$DIR/mlp_mesh.blk" --ranks=8 --topology=h100-nvl8 --json T=4096 H=8192 \
+        F=28672 DP=2 TP=4 >"$TMP/m.json" || bad "plan --json mesh"
+    grep -q '"mesh": \[{"axis": "dp", "size": 2, "stride": 4, "link": "link"}, {"axis": "tp", "size": 4, "stride": 1, "link": "link"}\]' \
+        "$TMP/m.json" || bad "json: mesh"
+    grep -q '"kind": "all_reduce", "axis": "tp"' "$TMP/m.json" || bad "json: all_reduce on tp"
     exit $fail
 fi
 
