@@ -1238,9 +1238,14 @@ void tk_print(DslBuf *out, const TkTask *t)
     if (root)
         tk_fuse_roots(t, root);
     dsl_buf_printf(out, "task %s ranks=%d", t->fn->name, t->nranks);
-    for (int a = 0; a < t->naxes; a++)
-        dsl_buf_printf(out, "%s%s=%d%s", a ? ", " : " mesh(", t->axname[a], t->axsize[a],
-                       a == t->naxes - 1 ? ")" : "");
+    for (int a = 0; a < t->naxes; a++) {
+        dsl_buf_printf(out, "%s%s=", a ? ", " : " mesh(", t->axname[a]);
+        if (t->axsize[a] < 0) /* a size name not bound yet */
+            dsl_buf_printf(out, "%s", t->fn->mesh[a]->a->name);
+        else
+            dsl_buf_printf(out, "%d", t->axsize[a]);
+        dsl_buf_printf(out, "%s", a == t->naxes - 1 ? ")" : "");
+    }
     for (int s = 0; s < t->nsyms; s++)
         if (t->symval[s] >= 0)
             dsl_buf_printf(out, " %s=%lld", t->syms[s], (long long)t->symval[s]);

@@ -128,7 +128,7 @@ if [ "$MODE" = golden ]; then
         fi
     done <"$DIR/golden/plans.list"
     # --emit=task: the Task IR with shardings and fusion groups
-    for f in fuse_chain two_results call_reshard; do
+    for f in fuse_chain two_results call_reshard mlp_mesh; do
         "$BLKC" compile "$DIR/$f.blk" --emit=task >"$TMP/$f.task" 2>&1 || bad "emit=task $f exited $?"
         if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
             cp "$TMP/$f.task" "$DIR/golden/${f}_emit.txt"
