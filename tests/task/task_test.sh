@@ -5,9 +5,10 @@
 #       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
 #       call_kernel and call_device also against C
 #   task_test.sh BLKC TASK_REF DIR mesh FILE SIZES...   a task on a mesh
-#       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 2x2, 4x2, 2x4 (and
-#       1x2, 2x1) local ranks, each compared with the 1-rank result (1e-4);
-#       mlp_mesh also against C
+#       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 1x2, 2x1, 2x2, 4x2,
+#       2x4 local ranks (mlp_mesh3: meshes of 3 axes), each compared with the
+#       1-rank result (1e-4); mlp_mesh also against C, attention_mesh also
+#       against attention.blk
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -85,7 +86,14 @@ fi
 if [ "$MODE" = mesh ]; then
     f=$1; shift
     name=$(basename "$f" .blk)
-    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" DP=1 TP=1 --out "result=$TMP/r1.npy" \
+    # the meshes, as size assignments; the first is the 1-rank reference
+    case $name in
+    mlp_mesh3) meshes=("DP=1 SP=1 TP=1" "DP=2 SP=2 TP=2" "DP=1 SP=2 TP=2" "DP=4 SP=1 TP=2"
+                       "DP=2 SP=2 TP=1");;
+    *) meshes=("DP=1 TP=1" "DP=1 TP=2" "DP=2 TP=1" "DP=2 TP=2" "DP=4 TP=2" "DP=2 TP=4");;
+    esac
+    # shellcheck disable=SC2086
+    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" ${meshes[0]} --out "result=$TMP/r1.npy" \
         || { echo "FAIL: $name on 1 rank"; exit 1; }
     case $name in
     mlp_mesh)
@@ -99,16 +107,16 @@ if [ "$MODE" = mesh ]; then
         echo -n "$name, 1 rank vs attention.blk (1-D, 1 rank): "
         "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "attention_mesh vs attention";;
     esac
-    for m in 1:2 2:1 2:2 4:2 2:4; do
-        dp=${m%:*} tp=${m#*:}
-        R=$((dp * tp))
-        if ! "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" DP=$dp TP=$tp \
-                --out "result=$TMP/r.npy"; then
-            bad "$name on mesh dp=$dp tp=$tp"
+    for m in "${meshes[@]:1}"; do
+        R=1
+        for a in $m; do R=$((R * ${a#*=})); done
+        # shellcheck disable=SC2086
+        if ! "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" $m --out "result=$TMP/r.npy"; then
+            bad "$name on mesh $m"
             continue
         fi
-        echo -n "$name, mesh(dp = $dp, tp = $tp) on $R ranks vs 1 rank: "
-        "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh dp=$dp tp=$tp"
+        echo -n "$name, mesh $m on $R ranks vs 1 rank: "
+        "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh $m"
     done
     exit $fail
 fi
