@@ -10,6 +10,8 @@
  *                 compiled by the normal pipeline (task_lower.c)
  *   tk_run        scatter full tensors, run on local ranks, gather
  *                 (task_run.c); tk_plan_print: `blkc plan` (task_plan.c).
+ * A task with mesh(...) has shardings per mesh axis (TkNode.msh) and runs
+ * each pass per axis (docs/task.md "Meshes").
  * Cross-file prefix tk_ (functions), Tk (types). docs/task.md has the
  * design. */
 #ifndef BLKC_TASK_H

@@ -6,8 +6,10 @@
  * kernels over the last dim, softmax / sum / max along an axis, rmsnorm.
  * Collectives become Device IR collectives plus local copies (packing a
  * split dim that is not the outermost); fused forms become async copies
- * with signals beside waiting kernels (LANGUAGE.md §5). All sizes are
- * constants: a task is compiled for given sizes and ranks. */
+ * with signals beside waiting kernels (LANGUAGE.md §5). On a mesh, one
+ * group per axis is made first and each collective runs within its axis'
+ * group. All sizes are constants: a task is compiled for given sizes and
+ * ranks. */
 #include "task.h"
 
 #include <stdio.h>

@@ -1,7 +1,8 @@
 /* task_run.c — running a task on local ranks: compile the Task IR's
  * generated source with the normal pipeline, JIT its kernels, scatter the
  * full input tensors to the ranks by their shardings (a replicated input
- * is shared, a split one is sliced), run the device function on every rank
+ * is shared, a split one is sliced; on a mesh each rank gets its box),
+ * run the device function on every rank
  * with the plan runner, and gather the results (split: concatenated;
  * replicated: rank 0's). Also tk_check, the task branch of ir_lower. */
 #include "task.h"
