@@ -109,6 +109,7 @@ typedef struct TkNode {
     /* a task on a mesh (TkTask.naxes > 0); `sh` is then unused */
     TkShard msh[TK_MAX_AXES];      /* the sharding on each mesh axis */
     int cax;                       /* TK_COMM: the axis it runs on */
+    int mcsplit[TK_MAX_AXES];      /* TK_CALL: csplit on each axis */
 } TkNode;
 
 typedef struct TkTask {

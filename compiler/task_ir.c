@@ -496,9 +496,6 @@ static int call_func(B *b, const Ast *e, int fi)
                            ? "device function" : "task";
     if (cf->fkind == FN_TASK)
         return err_at(b, e->loc, "a task cannot call task '%s'", cf->name);
-    if (b->t->naxes)
-        return err_at(b, e->loc, "calls of kernels or device functions are not supported yet "
-                      "in a task with a mesh ('%s')", cf->name);
     int np = cf->nparams, na = e->nlist;
     for (int i = 0; i < np; i++)
         if (cf->params[i].tkind != TY_TENSOR && cf->params[i].tkind != TY_SCALAR)

@@ -232,7 +232,18 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         const AstFunc *cf = t->prog->funcs[n->callee];
         dsl_buf_printf(o, "  %%%d %s %s: ", i, cf->fkind == FN_KERNEL ? "kernel" : "device function",
                        cf->name);
-        if (n->csplit >= 0)
+        if (t->naxes) { /* per axis */
+            for (int a = 0; a < t->naxes; a++) {
+                int cs = n->mcsplit[a];
+                if (cs >= 0)
+                    dsl_buf_printf(o, "%son %s split over its size %s", a ? ", " : "",
+                                   t->axname[a],
+                                   cf->params[cs / IR_MAX_RANK].dims[cs % IR_MAX_RANK]->name);
+                else
+                    dsl_buf_printf(o, "%son %s not split", a ? ", " : "", t->axname[a]);
+            }
+            dsl_buf_printf(o, "\n");
+        } else if (n->csplit >= 0)
             dsl_buf_printf(o, "split over its size %s\n",
                            cf->params[n->csplit / IR_MAX_RANK].dims[n->csplit % IR_MAX_RANK]->name);
         else
@@ -241,11 +252,11 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
             const TkNode *X = &t->n[t->cargs[n->carg + k]];
             if (X->rank == 0)
                 continue;
-            tk_shard_str(X->sh, sh, sizeof sh);
+            tk_msh_str(t, X, NULL, sh, sizeof sh);
             dsl_buf_printf(o, "    %-8s <- %%%-3d %s%s\n", cf->params[k].name, t->cargs[n->carg + k], sh,
                            X->op == TK_COMM && !X->user ? " (resharded)" : "");
         }
-        tk_shard_str(n->sh, sh, sizeof sh);
+        tk_msh_str(t, n, NULL, sh, sizeof sh);
         dsl_buf_printf(o, "    %-8s -> %%%-3d %s (result)\n", cf->params[cf->nparams - 1].name, i, sh);
     }
     fusion_text(o, t);

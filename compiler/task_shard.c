@@ -376,7 +376,8 @@ static void rule_call(P *p, TkNode *n)
         S = dx->name;
         sarg = i;
     }
-    n->csplit = -1;
+    int *cs = p->ax >= 0 ? &n->mcsplit[p->ax] : &n->csplit; /* per axis on a mesh */
+    *cs = -1;
     if (!S) {
         n->sh = REPL;
         return;
@@ -409,10 +410,10 @@ static void rule_call(P *p, TkNode *n)
         if (tk_dim_is_size(t, out->dims[d]) && strcmp(out->dims[d]->name, S) == 0) {
             n->sh = (TkShard){SH_SPLIT, d};
             for (int k = 0; k < cf->nparams - 1; k++)
-                for (int e = 0; e < cf->params[k].ndims && n->csplit < 0; e++)
+                for (int e = 0; e < cf->params[k].ndims && *cs < 0; e++)
                     if (tk_dim_is_size(t, cf->params[k].dims[e]) &&
                         strcmp(cf->params[k].dims[e]->name, S) == 0)
-                        n->csplit = k * IR_MAX_RANK + e;
+                        *cs = k * IR_MAX_RANK + e;
             return;
         }
     fail(p, n->loc, "cannot infer the sharding of the result '%s' of %s '%s': the call is split "
