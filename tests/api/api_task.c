@@ -274,6 +274,34 @@ int main(void)
         CHECK(t == NULL);
     }
 
+    /* a task on a 2-D mesh: the mesh sizes are sizes of the task */
+    {
+        size_t len = 0;
+        char *src = slurp("tests/task/mlp_mesh.blk", &len);
+        blkc_compile_options o;
+        blkc_compile_options_init(&o);
+        o.filename = "mlp_mesh.blk";
+        blkc_task_options to;
+        blkc_task_options_init(&to);
+        to.ranks = 16;
+        to.topology = "h100-nvl8";
+        blkc_task *t = NULL;
+        CHECK(src && blkc_task_create(src, len, &o, "mlp", &to, &t) == BLKC_OK);
+        const char *sizes[] = {"T=4096", "H=8192", "F=28672", "DP=2", "TP=8"};
+        char *plan = NULL;
+        CHECK(t && blkc_task_plan(t, sizes, 5, 0, &plan, NULL) == BLKC_OK);
+        char *golden = slurp("tests/task/golden/mlp_mesh_h100.txt", NULL);
+        CHECK(plan && golden && strcmp(plan, golden) == 0);
+        blkc_free(plan);
+        free(golden);
+        const char *four[] = {"T=4096", "H=8192", "F=28672", "DP=2", "TP=2"};
+        if (t)
+            EXPECT(blkc_task_plan(t, four, 5, 0, &plan, NULL), BLKC_ERR_COMPILE,
+                   "mesh(dp = 2, tp = 2) of task 'mlp' has 4 ranks, but it runs on 16");
+        blkc_task_destroy(t);
+        free(src);
+    }
+
     /* errors */
     {
         blkc_task *t = NULL;
