@@ -412,13 +412,11 @@ static bool axis_arg(B *b, const Ast *e, int rank, int *axis)
     return true;
 }
 
+/* A written collective; on a mesh it runs on axis `cax` (its `group =`). */
 static int comm_node(B *b, int x, TkShard from_req, TkShard to, bool reshard,
-                     int axis, DslLoc loc)
+                     int axis, int cax, DslLoc loc)
 {
     (void)from_req;
-    if (b->t->naxes)
-        return err_at(b, loc, "explicit collectives and reshard are not supported yet in a task "
-                      "with a mesh (the compiler inserts the collectives each axis needs)");
     const TkNode *X = &b->t->n[x];
     TkNode n = blank(TK_COMM, loc);
     n.a = x;
@@ -430,6 +428,10 @@ static int comm_node(B *b, int x, TkShard from_req, TkShard to, bool reshard,
     n.user = true;
     n.reshard = reshard;
     n.axis = axis;
+    if (b->t->naxes) {
+        n.cax = cax;
+        n.msh[cax] = to; /* its target on its axis (task_shard.c) */
+    }
     return add(b, &n);
 }
 
@@ -615,6 +617,30 @@ static int call(B *b, const Ast *e)
 {
     const char *f = e->name;
     int na = e->nlist;
+    /* collectives: `group = AXIS` (last) names the mesh axis they run on */
+    static const char *const colls[] = {"all_gather", "reduce_scatter", "all_reduce",
+                                        "all_to_all", "reshard"};
+    bool coll = false;
+    for (size_t i = 0; i < sizeof colls / sizeof *colls; i++)
+        coll |= strcmp(f, colls[i]) == 0;
+    int cax = 0;
+    if (coll && na > 0 && e->list[na - 1]->kind == AST_NAMED_ARG &&
+        strcmp(e->list[na - 1]->name, "group") == 0) {
+        const Ast *g = e->list[na - 1];
+        if (!b->t->naxes)
+            return err_at(b, g->loc, "'%s': group = AXIS names a mesh axis, but task '%s' has "
+                          "no mesh(...)", f, b->t->fn->name);
+        if (!g->a || g->a->kind != AST_IDENT)
+            return err_at(b, g->loc, "'%s': group = AXIS takes a mesh axis name", f);
+        while (cax < b->t->naxes && strcmp(b->t->axname[cax], g->a->name) != 0)
+            cax++;
+        if (cax == b->t->naxes)
+            return err_at(b, g->a->loc, "'%s': unknown mesh axis '%s'", f, g->a->name);
+        na--;
+    } else if (coll && b->t->naxes) {
+        return err_at(b, e->loc, "'%s' in task '%s' (on a mesh) needs the mesh axis it runs on: "
+                      "%s(..., group = %s)", f, b->t->fn->name, f, b->t->axname[0]);
+    }
     for (int i = 0; i < na; i++)
         if (e->list[i]->kind == AST_NAMED_ARG)
             return err_at(b, e->list[i]->loc, "'%s' takes no named arguments in a task", f);
@@ -732,11 +758,11 @@ static int call(B *b, const Ast *e)
             return -1;
         return comm_node(b, x, (TkShard){k == 5 ? SH_SPLIT : SH_PARTIAL, d},
                          k == 5 ? (TkShard){SH_REPL, 0} : (TkShard){SH_SPLIT, d},
-                         false, d, e->loc);
+                         false, d, cax, e->loc);
     }
     case 7: /* all_reduce(x): partial -> replicated */
         return comm_node(b, x, (TkShard){SH_PARTIAL, 0}, (TkShard){SH_REPL, 0}, false,
-                         -1, e->loc);
+                         -1, cax, e->loc);
     case 8: { /* all_to_all(x, split_d, concat_d): split(concat_d) -> split(split_d) */
         int sd, cd;
         if (!axis_arg(b, e->list[1], X->rank, &sd) || !axis_arg(b, e->list[2], X->rank, &cd))
@@ -744,7 +770,7 @@ static int call(B *b, const Ast *e)
         if (sd == cd)
             return err_at(b, e->loc, "all_to_all: split and concat dims must differ");
         return comm_node(b, x, (TkShard){SH_SPLIT, cd}, (TkShard){SH_SPLIT, sd}, false,
-                         cd, e->loc);
+                         cd, cax, e->loc);
     }
     case 9: { /* reshard(x, split(d) | replicated) */
         const Ast *s = e->list[1];
@@ -757,7 +783,7 @@ static int call(B *b, const Ast *e)
         } else if (!(s->kind == AST_IDENT && strcmp(s->name, "replicated") == 0)) {
             return err_at(b, s->loc, "reshard needs split(d) or replicated");
         }
-        return comm_node(b, x, to, to, true, -1, e->loc);
+        return comm_node(b, x, to, to, true, -1, cax, e->loc);
     }
     }
     return -1;

@@ -331,8 +331,9 @@ static void rule_user_comm(P *p, TkNode *n)
     if (!sh_eq(X->sh, need)) {
         tk_shard_str(X->sh, have, sizeof have);
         tk_shard_str(need, want, sizeof want);
-        fail(p, n->loc, "%s needs a %s value, but %s is %s here", what, want,
-             vname(X, nm, sizeof nm), have);
+        fail(p, n->loc, "%s needs a %s value, but %s is %s here%s%s%s", what, want,
+             vname(X, nm, sizeof nm), have, p->ax >= 0 ? " on mesh axis '" : "",
+             p->ax >= 0 ? t->axname[p->ax] : "", p->ax >= 0 ? "'" : "");
         return;
     }
     if (to.kind == SH_SPLIT)
@@ -499,10 +500,13 @@ static int pass(P *pp)
                 n.sh.dim--;
             break;
         case TK_COMM:
-            if (p.ax >= 0)
+            if (p.ax >= 0 && !(n.user && n.cax == p.ax)) {
                 n.sh = A->sh; /* another axis' collective */
-            else
-                rule_user_comm(&p, &n);
+                break;
+            }
+            if (p.ax >= 0)
+                n.sh = n.msh[p.ax]; /* a written one's target on its axis */
+            rule_user_comm(&p, &n);
             break;
         case TK_CALL:
             for (int k = 0; k < n.cnargs; k++)
