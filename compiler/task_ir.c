@@ -1047,13 +1047,6 @@ static bool mesh_shard(B *b, const AstParam *p, const char *what, TkShard *msh)
                    "splits one dim of a tensor", what, m->axis, msh[k].dim, m->dim);
             return false;
         }
-        for (int j = 0; j < t->naxes; j++)
-            if (msh[j].kind == SH_SPLIT && msh[j].dim == m->dim) {
-                err_at(b, m->loc, "%s: dim %d is split on both mesh axes '%s' and '%s'; one "
-                       "dim split on two axes is not supported yet", what, m->dim,
-                       t->axname[j], m->axis);
-                return false;
-            }
         msh[k] = (TkShard){SH_SPLIT, m->dim};
     }
     return true;

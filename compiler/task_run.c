@@ -47,8 +47,8 @@ static void shard_copy(char *full, char *local, const int64_t *shape, int rank, 
 }
 
 /* On a mesh: the box of rank r's shard of a tensor of global `dims` with
- * per-axis shardings msh: lo[d] +: len[d]. Returns whether any axis
- * splits it. */
+ * per-axis shardings msh: lo[d] +: len[d] (a dim split on several axes:
+ * the first axis outermost). Returns whether any axis splits it. */
 static bool mesh_box(const TkTask *t, const TkShard *msh, const int64_t *dims, int rank, int r,
                      int64_t *lo, int64_t *len)
 {
@@ -57,13 +57,17 @@ static bool mesh_box(const TkTask *t, const TkShard *msh, const int64_t *dims, i
         lo[d] = 0;
         len[d] = dims[d];
     }
+    /* a dim split on several axes: the first axis is the outermost */
+    int64_t idx[IR_MAX_RANK] = {0};
     for (int a = 0; a < t->naxes; a++)
         if (msh[a].kind == SH_SPLIT) {
-            int d = msh[a].dim, idx = r / t->axstride[a] % t->axsize[a];
-            len[d] = dims[d] / t->axsize[a];
-            lo[d] = idx * len[d];
+            int d = msh[a].dim;
+            len[d] /= t->axsize[a];
+            idx[d] = idx[d] * t->axsize[a] + r / t->axstride[a] % t->axsize[a];
             split = true;
         }
+    for (int d = 0; d < rank; d++)
+        lo[d] = idx[d] * len[d];
     return split;
 }
 

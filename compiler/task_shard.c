@@ -550,28 +550,124 @@ static int pass(P *pp)
     return 0;
 }
 
-/* On a mesh: a value with one dim split on two axes (its layout within
- * the dim would depend on the axes' order) is not supported yet. */
+/* Does a collective on axis `ax` of kind `comm` from per-axis shardings
+ * `in` to `out` move a dim that an inner axis (after ax) splits? Returns
+ * that dim (and the axis in *inner), or -1. */
+static int bad_move(const TkTask *t, int ax, int comm, const TkShard *in, const TkShard *out,
+                    int *inner)
+{
+    if (comm == CM_ALL_REDUCE || comm == CM_NONE)
+        return -1;
+    unsigned m = 0; /* the dims whose layout it changes */
+    if (in[ax].kind == SH_SPLIT)
+        m |= 1u << in[ax].dim;
+    if (out[ax].kind == SH_SPLIT)
+        m |= 1u << out[ax].dim;
+    for (int b = ax + 1; b < t->naxes; b++) {
+        *inner = b;
+        if (in[b].kind == SH_SPLIT && (m >> in[b].dim & 1))
+            return in[b].dim;
+        if (out[b].kind == SH_SPLIT && (m >> out[b].dim & 1))
+            return out[b].dim;
+    }
+    return -1;
+}
+
+/* Two inserted collectives in a row on different axes commute: X -> C1
+ * (axis a) -> C2 (axis b), C1 used only by C2, become X -> C2' (axis b)
+ * -> C1' (axis a). Done when C1 moves a dim the later axis still splits
+ * and the swapped pair does not (e.g. a result gathered on dp and tp: tp,
+ * the inner axis, gathers first). */
+static void reorder(TkTask *t)
+{
+    int *uses = calloc((size_t)t->nn + 1, sizeof *uses);
+    if (!uses)
+        return;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->a >= 0) uses[n->a]++;
+        if (n->b >= 0) uses[n->b]++;
+        if (n->c >= 0) uses[n->c]++;
+        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+            uses[t->cargs[n->carg + k]]++;
+    }
+    for (int r = 0; r < t->nresults; r++)
+        uses[t->results[r]]++;
+    for (int i = 0; i < t->nn; i++) {
+        TkNode *c2 = &t->n[i];
+        if (c2->op != TK_COMM || c2->user || c2->a < 0)
+            continue;
+        TkNode *c1 = &t->n[c2->a];
+        if (c1->op != TK_COMM || c1->user || c1->cax == c2->cax || uses[c2->a] != 1)
+            continue;
+        const TkNode *X = &t->n[c1->a];
+        int inner;
+        if (bad_move(t, c1->cax, c1->comm, X->msh, c1->msh, &inner) < 0)
+            continue;
+        TkShard mid[TK_MAX_AXES]; /* X with c2's axis converted */
+        memcpy(mid, X->msh, sizeof mid);
+        mid[c2->cax] = c2->msh[c2->cax];
+        if (bad_move(t, c2->cax, c2->comm, X->msh, mid, &inner) >= 0 ||
+            bad_move(t, c1->cax, c1->comm, mid, c2->msh, &inner) >= 0)
+            continue;
+        int ax1 = c1->cax, k1 = c1->comm;
+        DslLoc l1 = c1->loc;
+        c1->cax = c2->cax;
+        c1->comm = c2->comm;
+        c1->loc = c2->loc;
+        memcpy(c1->msh, mid, sizeof mid);
+        c2->cax = ax1;
+        c2->comm = k1;
+        c2->loc = l1;
+    }
+    free(uses);
+}
+
+/* On a mesh a dim may be split on several axes: its shards are laid out
+ * with the first axis outermost (rank box: task_run.c). That holds while a
+ * collective that moves a dim runs on the innermost axis splitting it; on
+ * an outer one the gathered / sliced pieces would be strided. Checked
+ * here (after reorder), with the divisibility by all the axes splitting a
+ * dim. */
 static int check_mesh(TkTask *t, DslDiags *diags)
 {
+    char nm[96], ty[160];
+    reorder(t);
     for (int i = 0; i < t->nn; i++) {
         TkNode *n = &t->n[i];
-        for (int a = 0; a < t->naxes; a++)
-            for (int b = a + 1; b < t->naxes; b++)
-                if (n->msh[a].kind == SH_SPLIT && n->msh[b].kind == SH_SPLIT &&
-                    n->msh[a].dim == n->msh[b].dim) {
-                    char nm[96];
-                    if (n->op == TK_COMM && !n->user)
-                        snprintf(nm, sizeof nm, "the %s inserted here on mesh axis '%s'",
-                                 tk_comm_name(n->comm), t->axname[n->cax]);
-                    else
-                        vname(n, nm, sizeof nm);
-                    dsl_error(diags, n->loc, "%s would leave a value split along dim %d on both "
-                              "mesh axes '%s' and '%s'; one dim split on two axes is not "
-                              "supported yet", nm, n->msh[a].dim, t->axname[a], t->axname[b]);
-                    return -1;
-                }
         n->sh = REPL;
+        for (int d = 0; d < n->rank && t->nranks > 0 && n->dims[d] > 0; d++) {
+            int64_t prod = 1;
+            int nax = 0;
+            for (int a = 0; a < t->naxes; a++)
+                if (n->msh[a].kind == SH_SPLIT && n->msh[a].dim == d) {
+                    prod *= t->axsize[a];
+                    nax++;
+                }
+            if (nax > 1 && n->dims[d] % prod) {
+                tk_type_str(t, n, ty, sizeof ty);
+                dsl_error(diags, n->loc, "cannot split %s (%s) along dim %d over the %lld ranks of "
+                          "its %d mesh axes: %lld is not divisible by %lld",
+                          vname(n, nm, sizeof nm), ty, d, (long long)prod, nax,
+                          (long long)n->dims[d], (long long)prod);
+                return -1;
+            }
+        }
+        if (n->op != TK_COMM)
+            continue;
+        int b, d = bad_move(t, n->cax, n->comm, t->n[n->a].msh, n->msh, &b);
+        if (d < 0)
+            continue;
+        if (n->user)
+            snprintf(nm, sizeof nm, "%s on mesh axis '%s'", tk_comm_name(n->comm),
+                     t->axname[n->cax]);
+        else
+            snprintf(nm, sizeof nm, "the %s inserted here on mesh axis '%s'",
+                     tk_comm_name(n->comm), t->axname[n->cax]);
+        dsl_error(diags, n->loc, "%s moves dim %d while the inner axis '%s' splits it; only "
+                  "the innermost axis that splits a dim can move it (outer axes: not "
+                  "supported yet)", nm, d, t->axname[b]);
+        return -1;
     }
     return 0;
 }

@@ -3,8 +3,9 @@
 # `mpirun -np NP blkc run FILE --entry=TASK --ranks=NP` (docs/task.md "MPI"):
 # the tensor-parallel MLP (placement by cost and forced overlap), a task
 # with a split second result, a task calling a kernel and tasks on a 2-D
-# mesh (mlp_mesh, attention_mesh, call_mesh, coll_mesh) equal their 1-rank local results (1e-4); output files come from rank 0 only; --ranks
-# other than -np is an error. Exits 77 without MPI or mpirun.
+# mesh (mlp_mesh, attention_mesh, call_mesh, coll_mesh, mlp_sp_mesh) equal
+# their 1-rank local results (1e-4); output files come from rank 0 only;
+# --ranks other than -np is an error. Exits 77 without MPI or mpirun.
 set -u
 NP=$1 HAVE=$2 BLKC=$3 REF=$4 SRC=$5
 . "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
@@ -63,6 +64,7 @@ run_mesh mlp_mesh_dp mlp_mesh.blk mlp "T=16 H=16 F=32" "$NP" 1
 run_mesh attention_mesh attention_mesh.blk attention "T=16 H=16 NH=8 D=8" $((NP / 2)) 2
 run_mesh call_mesh call_mesh.blk call_mesh "T=16 H=16 F=64" $((NP / 2)) 2
 run_mesh coll_mesh coll_mesh.blk coll_mesh "T=16 H=16 F=32" $((NP / 2)) 2
+run_mesh mlp_sp_mesh mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" $((NP / 2)) 2
 
 # without --out: one summary line, from rank 0 only
 timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/mlp.blk" --ranks="$NP" --random T=16 H=16 F=32 \

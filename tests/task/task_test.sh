@@ -7,8 +7,8 @@
 #   task_test.sh BLKC TASK_REF DIR mesh FILE SIZES...   a task on a mesh
 #       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 1x2, 2x1, 2x2, 4x2,
 #       2x4 local ranks (mlp_mesh3: meshes of 3 axes), each compared with the
-#       1-rank result (1e-4); mlp_mesh also against C, attention_mesh also
-#       against attention.blk
+#       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
+#       mlp_sp_mesh also against their 1-D files
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -101,6 +101,11 @@ if [ "$MODE" = mesh ]; then
             --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp_mesh inputs"
         echo -n "$name, 1 rank vs C: "
         "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 || bad "mlp_mesh vs C";;
+    mlp_sp_mesh) # the same inputs (names, --random streams) as the 1-D task
+        "$BLKC" run "$DIR/mlp_sp.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
+            >/dev/null || bad "mlp_sp on 1 rank"
+        echo -n "$name, 1 rank vs mlp_sp.blk (1-D, 1 rank): "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "mlp_sp_mesh vs mlp_sp";;
     attention_mesh) # the same inputs (names, --random streams) as the 1-D task
         "$BLKC" run "$DIR/attention.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
             >/dev/null || bad "attention on 1 rank"
