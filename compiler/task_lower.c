@@ -1046,9 +1046,9 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
      * axis' index (color: the rank without this axis' index), ordered by
      * their index on the axis */
     for (int a = 0; a < t->naxes; a++)
-        dsl_buf_printf(&db, "    let g%d = group(rank() - rank() / %d %% %d * %d, rank() / %d %% %d);\n",
-                       a, t->axstride[a], t->axsize[a], t->axstride[a], t->axstride[a],
-                       t->axsize[a]);
+        dsl_buf_printf(&db, "    let g%d = group(rank() - rank() / %d %% %d * %d, "
+                       "rank() / %d %% %d);\n", a, t->axstride[a], t->axsize[a],
+                       t->axstride[a], t->axstride[a], t->axsize[a]);
     int rc = 0;
     for (int i = 0; i < t->nn && !rc; i++) {
         const TkNode *n = &t->n[i];

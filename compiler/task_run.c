@@ -1,10 +1,10 @@
 /* task_run.c — running a task on local ranks: compile the Task IR's
  * generated source with the normal pipeline, JIT its kernels, scatter the
  * full input tensors to the ranks by their shardings (a replicated input
- * is shared, a split one is sliced; on a mesh each rank gets its box),
- * run the device function on every rank
- * with the plan runner, and gather the results (split: concatenated;
- * replicated: rank 0's). Also tk_check, the task branch of ir_lower. */
+ * is shared, a split one is sliced; on a mesh each rank gets its box), run
+ * the device function on every rank with the plan runner, and gather the
+ * results (split: concatenated; replicated: rank 0's). Also tk_check, the
+ * task branch of ir_lower. */
 #include "task.h"
 
 #include "../backends/backend.h"
@@ -53,12 +53,9 @@ static bool mesh_box(const TkTask *t, const TkShard *msh, const int64_t *dims, i
                      int64_t *lo, int64_t *len)
 {
     bool split = false;
-    for (int d = 0; d < rank; d++) {
-        lo[d] = 0;
+    int64_t idx[IR_MAX_RANK] = {0}; /* the shard's index along each dim */
+    for (int d = 0; d < rank; d++)
         len[d] = dims[d];
-    }
-    /* a dim split on several axes: the first axis is the outermost */
-    int64_t idx[IR_MAX_RANK] = {0};
     for (int a = 0; a < t->naxes; a++)
         if (msh[a].kind == SH_SPLIT) {
             int d = msh[a].dim;
@@ -237,15 +234,16 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
      * arguments (rt_plan_run reads no other), and its results are whole
      * (the caller declared them replicated) on rank 0 */
     int self = rt_mpi_launch_size() > 1 ? rt_mpi_launch_rank() : -1;
-    for (int r = 0; r < t->nresults && self >= 0; r++)
+    for (int r = 0; r < t->nresults && self >= 0; r++) {
+        int64_t lo[IR_MAX_RANK], len[IR_MAX_RANK];
+        const TkNode *n = &t->n[t->results[r]];
         if (t->res_sh[r].kind == SH_SPLIT ||
-            (t->naxes && mesh_box(t, &t->res_msh[r * TK_MAX_AXES], t->n[t->results[r]].dims,
-                                  t->n[t->results[r]].rank, 0, (int64_t[IR_MAX_RANK]){0},
-                                  (int64_t[IR_MAX_RANK]){0}))) {
+            (t->naxes && mesh_box(t, &t->res_msh[r * TK_MAX_AXES], n->dims, n->rank, 0, lo, len))) {
             snprintf(err, errlen, "internal: task %s under mpirun with a split result",
                      t->fn->name);
             goto out;
         }
+    }
     for (int r = 0; r < R; r++) {
         ra[r] = calloc((size_t)f->nparams + 1, sizeof **ra);
         if (!ra[r]) {
