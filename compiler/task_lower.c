@@ -24,6 +24,8 @@ typedef struct L {
     const char **buf;              /* per node: buffer name in the device fn */
     char (*names)[32];
     const int *root;               /* tk_fuse_roots */
+    int ax;                        /* the mesh axis of the collective being
+                                      lowered (R is its size), -1: none */
 } L;
 
 typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
@@ -35,6 +37,42 @@ static int64_t ld(const L *l, const TkNode *n, int d) { return tk_local_dim(l->t
 static const char *ctype(int dt) { return dt == DT_F64 ? "f64" : "f32"; }
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* this rank's index among the collective's ranks: rank(), or on a mesh
+ * rank(gK) in its axis' group */
+static const char *grank(const L *l, char *buf, size_t n)
+{
+    if (l->ax < 0)
+        return "rank()";
+    snprintf(buf, n, "rank(g%d)", l->ax);
+    return buf;
+}
+
+/* the world rank of member `r` (source text) of the collective's ranks */
+static const char *wrank(const L *l, const char *r, char *buf, size_t n)
+{
+    if (l->ax < 0)
+        return r;
+    snprintf(buf, n, "(rank() + (%s - rank(g%d)) * %d)", r, l->ax, l->t->axstride[l->ax]);
+    return buf;
+}
+
+/* lower collective `id` with R and ax of its axis (a mesh) */
+static int axis_begin(L *l, int id)
+{
+    int R0 = l->R;
+    if (l->t->naxes) {
+        l->ax = l->t->n[id].cax;
+        l->R = l->t->axsize[l->ax];
+    }
+    return R0;
+}
+
+static void axis_end(L *l, int R0)
+{
+    l->R = R0;
+    l->ax = -1;
+}
 
 /* "name[0 +: d0, 0 +: d1, ...]" with local dims */
 static void full_view(L *l, DslBuf *o, const char *name, const TkNode *n)
@@ -629,8 +667,9 @@ static void fused_ag_gemm(L *l, int c, int g)
     const TkTask *t = l->t;
     const TkNode *C = &t->n[c], *X = &t->n[C->a], *G = &t->n[g];
     int R = l->R, ch_per = C->chunks;
-    int64_t M = C->dims[0], K = C->dims[1], MR = M / R, CH = MR / ch_per;
+    int64_t M = ld(l, C, 0), K = ld(l, C, 1), MR = M / R, CH = MR / ch_per;
     DslBuf *d = l->d;
+    char gr[32], wr[96];
     dsl_buf_printf(d, "    // AllGather+GEMM: %%%d gathered chunk by chunk while %%%d consumes it\n", c, g);
     dsl_buf_printf(d, "    let s%d = symmetric(%s, %lld, %lld);\n", c, dsl_dtype_name(C->dtype),
                    (long long)MR, (long long)K);
@@ -639,13 +678,14 @@ static void fused_ag_gemm(L *l, int c, int g)
     dsl_buf_printf(d, ");\n    barrier();\n");
     alloc(l, c, "empty");
     dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * ch_per);
-    dsl_buf_printf(d, "    async {\n        for i in 0 .. %d {\n            let r = (rank() + i) %% %d;\n",
-                   R, R);
+    dsl_buf_printf(d, "    async {\n        for i in 0 .. %d {\n            let r = (%s + i) %% %d;\n",
+                   R, grank(l, gr, sizeof gr), R);
     dsl_buf_printf(d, "            for j in 0 .. %d {\n", ch_per);
     dsl_buf_printf(d, "                copy(%s[r * %lld + j * %lld +: %lld, 0 +: %lld], "
-                      "peer(s%d, r)[j * %lld +: %lld, 0 +: %lld], signal = rd%d[r * %d + j]);\n",
+                      "peer(s%d, %s)[j * %lld +: %lld, 0 +: %lld], signal = rd%d[r * %d + j]);\n",
                    l->buf[c], (long long)MR, (long long)CH, (long long)CH, (long long)K, c,
-                   (long long)CH, (long long)CH, (long long)K, c, ch_per);
+                   wrank(l, "r", wr, sizeof wr), (long long)CH, (long long)CH, (long long)K, c,
+                   ch_per);
     dsl_buf_printf(d, "            }\n        }\n    }\n");
     kernel_gemm(l, g, G_WAIT, "_agw", CH, (int64_t)R * ch_per);
     alloc(l, g, "empty");
@@ -661,24 +701,29 @@ static void fused_gemm_rs(L *l, int c)
     int g = C->a;
     const TkNode *G = &t->n[g];
     int R = l->R, cp = C->chunks;
-    int64_t M = G->dims[0], N = G->dims[1], MR = M / R, CH = MR / cp;
+    int64_t M = ld(l, G, 0), N = ld(l, G, 1), MR = M / R, CH = MR / cp;
     const char *dt = dsl_dtype_name(C->dtype);
     DslBuf *d = l->d, *k = l->k;
+    char gr[32], wr[96];
+    grank(l, gr, sizeof gr);
     dsl_buf_printf(d, "    // GEMM+%s: %%%d computed chunk by chunk, each chunk sent as it is done\n",
                    C->place == PL_GEMM_AR ? "AllReduce" : "ReduceScatter", g);
     kernel_gemm(l, g, G_ROWS, "_rows", CH, 0);
     alloc(l, g, "empty");
     dsl_buf_printf(d, "    let rcv%d = symmetric(%s, %lld, %lld);\n", c, dt, (long long)M, (long long)N);
     dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * cp);
-    dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (rank() + i) %% %d;\n", R + 1, R);
+    dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (%s + i) %% %d;\n", R + 1,
+                   l->ax < 0 ? "rank()" : gr, R);
     dsl_buf_printf(d, "        for j in 0 .. %d {\n", cp);
     dsl_buf_printf(d, "            launch __k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
                    l->buf[G->a], l->buf[G->b], l->buf[g], (long long)MR, (long long)CH);
-    dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, r)[rank() * %lld + j * %lld +: %lld, 0 +: %lld], "
-                      "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[rank() * %d + j]);\n"
+    dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, %s)[%s * %lld + j * %lld +: %lld, 0 +: %lld], "
+                      "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[%s * %d + j]);\n"
                       "            }\n",
-                   c, (long long)MR, (long long)CH, (long long)CH, (long long)N, l->buf[g],
-                   (long long)MR, (long long)CH, (long long)CH, (long long)N, c, cp);
+                   c, wrank(l, "r", wr, sizeof wr), l->ax < 0 ? "rank()" : gr, (long long)MR,
+                   (long long)CH, (long long)CH, (long long)N, l->buf[g],
+                   (long long)MR, (long long)CH, (long long)CH, (long long)N, c,
+                   l->ax < 0 ? "rank()" : gr, cp);
     dsl_buf_printf(d, "        }\n    }\n");
     /* the reduction of the R received slots, after every signal */
     int64_t BM = imin(MR, 32), BN = imin(N, 32);
@@ -698,7 +743,10 @@ static void fused_gemm_rs(L *l, int c)
         dsl_buf_printf(d, "    let h%d = empty(%s, %lld, %lld);\n", c, dt, (long long)MR, (long long)N);
         dsl_buf_printf(d, "    launch __k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
         alloc(l, c, "empty");
-        dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
+        if (l->ax >= 0)
+            dsl_buf_printf(d, "    all_gather(%s, h%d, group = g%d);\n", l->buf[c], c, l->ax);
+        else
+            dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
     } else {
         alloc(l, c, "empty");
         dsl_buf_printf(d, "    launch __k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
@@ -851,11 +899,9 @@ static void plain_comm_body(L *l, int id)
 /* a plain collective; on a mesh its staging buffers hold its axis' ranks */
 static void plain_comm(L *l, int id)
 {
-    int R0 = l->R;
-    if (l->t->naxes)
-        l->R = l->t->axsize[l->t->n[id].cax];
+    int R0 = axis_begin(l, id);
     plain_comm_body(l, id);
-    l->R = R0;
+    axis_end(l, R0);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -1010,7 +1056,7 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    L l = {t, &kb, &db, t->nranks, buf, names, NULL};
+    L l = {t, &kb, &db, t->nranks, buf, names, NULL, -1};
     for (int i = 0; i < t->nn; i++) {
         const TkNode *n = &t->n[i];
         if (n->op == TK_PARAM || n->op == TK_SCALAR)
@@ -1073,9 +1119,11 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         case TK_MATMUL:
             if (root[i] != i)
                 break; /* a GEMM with an epilogue: emitted at the group's root */
-            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM)
+            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM) {
+                int R0 = axis_begin(&l, fused_by[i]);
                 fused_ag_gemm(&l, fused_by[i], i);
-            else if (fused_by[i] < 0)
+                axis_end(&l, R0);
+            } else if (fused_by[i] < 0)
                 gemm_plain(&l, i);
             break;
         case TK_CALL:
@@ -1084,9 +1132,11 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         case TK_COMM:
             if (n->place == PL_AG_GEMM)
                 break; /* emitted with its GEMM */
-            if (n->place == PL_GEMM_RS || n->place == PL_GEMM_AR)
+            if (n->place == PL_GEMM_RS || n->place == PL_GEMM_AR) {
+                int R0 = axis_begin(&l, i);
                 fused_gemm_rs(&l, i);
-            else
+                axis_end(&l, R0);
+            } else
                 plain_comm(&l, i);
             break;
         }

@@ -66,7 +66,6 @@ static void mesh_text(DslBuf *o, const TkTask *t, const TkTopology *topo)
                            ? topo->net_gbs : topo->link_gbs * topo->link_eff,
                        net ? topo->net_lat_us : topo->link_lat_us);
     }
-    dsl_buf_printf(o, "  collectives on a mesh are plain (overlapped forms: 1-D meshes only)\n");
 }
 
 /* `result` (one result) or `result0`, `result1`, ... (CLI.md) */

@@ -55,7 +55,7 @@ run_mesh() {
       --random $sizes DP=$dp TP=$tp --out "result=$T/$name.m.npy" >"$T/out" 2>"$T/err"; then
     bad "mpirun -np $NP $name: $(cat "$T/out" "$T/err")"; return
   fi
-  echo -n "$name, mesh(dp = $dp, tp = $tp), mpirun -np $NP: "
+  echo -n "$name, mesh(dp = $dp, tp = $tp), mpirun -np $NP (overlap ${BLKC_TASK_OVERLAP:-auto}): "
   "$REF" cmp "$T/$name.m.npy" "$T/$name.l.npy" 1e-4 && ok || bad "$name differs"
 }
 
@@ -65,6 +65,9 @@ run_mesh attention_mesh attention_mesh.blk attention "T=16 H=16 NH=8 D=8" $((NP 
 run_mesh call_mesh call_mesh.blk call_mesh "T=16 H=16 F=64" $((NP / 2)) 2
 run_mesh coll_mesh coll_mesh.blk coll_mesh "T=16 H=16 F=32" $((NP / 2)) 2
 run_mesh mlp_sp_mesh mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" $((NP / 2)) 2
+BLKC_TASK_OVERLAP=always run_mesh mlp_sp_mesh_ov mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" \
+  $((NP / 2)) 2
+BLKC_TASK_OVERLAP=always run_mesh mlp_mesh_ov mlp_mesh.blk mlp "T=16 H=16 F=32" $((NP / 2)) 2
 
 # without --out: one summary line, from rank 0 only
 timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/mlp.blk" --ranks="$NP" --random T=16 H=16 F=32 \

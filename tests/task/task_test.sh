@@ -6,7 +6,8 @@
 #       call_kernel and call_device also against C
 #   task_test.sh BLKC TASK_REF DIR mesh FILE SIZES...   a task on a mesh
 #       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 1x2, 2x1, 2x2, 4x2,
-#       2x4 local ranks (mlp_mesh3: meshes of 3 axes), each compared with the
+#       2x4 local ranks (mlp_mesh3: meshes of 3 axes), placement by cost and
+#       forced overlap (BLKC_TASK_OVERLAP=always), each compared with the
 #       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
 #       mlp_sp_mesh also against their 1-D files
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
@@ -115,13 +116,16 @@ if [ "$MODE" = mesh ]; then
     for m in "${meshes[@]:1}"; do
         R=1
         for a in $m; do R=$((R * ${a#*=})); done
-        # shellcheck disable=SC2086
-        if ! "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" $m --out "result=$TMP/r.npy"; then
-            bad "$name on mesh $m"
-            continue
-        fi
-        echo -n "$name, mesh $m on $R ranks vs 1 rank: "
-        "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh $m"
+        for ov in auto always; do
+            # shellcheck disable=SC2086
+            if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" $m \
+                    --out "result=$TMP/r.npy"; then
+                bad "$name on mesh $m ($ov)"
+                continue
+            fi
+            echo -n "$name, mesh $m on $R ranks, overlap $ov, vs 1 rank: "
+            "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh $m ($ov)"
+        done
     done
     exit $fail
 fi
