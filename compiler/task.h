@@ -211,7 +211,7 @@ void tk_msh_str(const TkTask *t, const TkNode *n, const TkShard *msh, char *buf,
 /* Does mesh axis k use the network between nodes (net_gbs, net_lat_us)
  * rather than the node's link (task_cost.c)? Named in axis_net /
  * axis_link, else when its group spans more than ranks_per_node ranks
- * (stride * size > ranks_per_node). */
+ * (size > 1 and stride * size > ranks_per_node). */
 bool tk_axis_crosses_nodes(const TkTask *t, const TkTopology *topo, int k);
 /* The bytes of a collective as tk_cost_coll_us takes them (the full
  * buffer of one rank of its group; all_to_all: one rank's shard). */

@@ -111,7 +111,7 @@ bool tk_axis_crosses_nodes(const TkTask *t, const TkTopology *topo, int k)
         return true;
     if (in_list(topo->axis_link, t->axname[k]))
         return false;
-    return (int64_t)t->axstride[k] * t->axsize[k] > topo->ranks_per_node;
+    return t->axsize[k] > 1 && (int64_t)t->axstride[k] * t->axsize[k] > topo->ranks_per_node;
 }
 
 static double local_numel(const TkTask *t, const TkNode *n)
