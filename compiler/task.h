@@ -10,6 +10,8 @@
  *                 compiled by the normal pipeline (task_lower.c)
  *   tk_run        scatter full tensors, run on local ranks, gather
  *                 (task_run.c); tk_plan_print: `blkc plan` (task_plan.c).
+ * A task with mesh(...) has shardings per mesh axis (TkNode.msh) and runs
+ * each pass per axis (docs/task.md "Meshes").
  * Cross-file prefix tk_ (functions), Tk (types). docs/task.md has the
  * design. */
 #ifndef BLKC_TASK_H
@@ -23,6 +25,12 @@ typedef struct TkShard {
     int kind;                      /* TkShKind */
     int dim;                       /* SH_SPLIT: the divided dim */
 } TkShard;
+
+/* A task with `mesh(AXIS = SIZE, ...)` runs on a mesh of up to
+ * TK_MAX_AXES axes; each value has one TkShard per axis (TkNode.msh).
+ * Rank layout: the first axis written is the outermost (varies slowest),
+ * as in torch's DeviceMesh: rank = sum of index[k] * stride[k]. */
+#define TK_MAX_AXES 3
 
 /* ------------------------------------------------------------ Task IR */
 typedef enum {
@@ -98,6 +106,10 @@ typedef struct TkNode {
     int carg, cnargs;              /* its arguments: t->cargs[carg + i] */
     int csplit;                    /* the callee's size index the call is
                                       split over (-1: not split) */
+    /* a task on a mesh (TkTask.naxes > 0); `sh` is then unused */
+    TkShard msh[TK_MAX_AXES];      /* the sharding on each mesh axis */
+    int cax;                       /* TK_COMM: the axis it runs on */
+    int mcsplit[TK_MAX_AXES];      /* TK_CALL: csplit on each axis */
 } TkNode;
 
 typedef struct TkTask {
@@ -118,6 +130,14 @@ typedef struct TkTask {
     const char *const *defines; int ndefines; /* -D, for the same */
     bool no_fuse;                  /* one kernel per elementwise op
                                       (as BLKC_TASK_FUSE=0; benchmarks) */
+    /* mesh(AXIS = SIZE, ...): naxes = 0 for a task without one (a 1-D
+     * mesh of all ranks, shardings in TkNode.sh) */
+    int naxes;
+    const char *axname[TK_MAX_AXES];  /* in the order written */
+    int axsize[TK_MAX_AXES];          /* their sizes */
+    int axstride[TK_MAX_AXES];        /* rank stride: the later axes' product */
+    TkShard *res_msh;              /* declared result shardings per axis:
+                                      res_msh[r * TK_MAX_AXES + k] */
 } TkTask;
 
 /* ------------------------------------------------------------ topology */
@@ -139,6 +159,9 @@ typedef struct TkTopology {
     double chunk_us;               /* per-chunk signal+wait overhead, fused */
     double overlap_slowdown;       /* GEMM slowdown while comm shares HBM/SMs */
     char source[1024];             /* where the numbers come from */
+    char axis_net[128];            /* mesh axes forced onto the network
+                                      between nodes: "dp,pp" (file key) */
+    char axis_link[128];           /* mesh axes forced onto the node's link */
 } TkTopology;
 
 /* A preset by name (h100-nvl8, h200-nvl8, h800-nvl8, mi300x, pcie,
@@ -180,6 +203,19 @@ const char *tk_comm_name(int comm);
 const char *tk_fn_name(int fn);
 const char *tk_place_name(int place);
 void tk_shard_str(TkShard s, char *buf, size_t n);
+/* n's sharding as text: tk_shard_str of n->sh, or on a mesh the axes that
+ * are not replicated: "split(0, dp) partial(tp)" ("replicated" if none).
+ * msh = NULL: n's own; else that per-axis array (a declared result). */
+void tk_msh_str(const TkTask *t, const TkNode *n, const TkShard *msh, char *buf,
+                size_t len);
+/* Does mesh axis k use the network between nodes (net_gbs, net_lat_us)
+ * rather than the node's link (task_cost.c)? Named in axis_net /
+ * axis_link, else when its group spans more than ranks_per_node ranks
+ * (size > 1 and stride * size > ranks_per_node). */
+bool tk_axis_crosses_nodes(const TkTask *t, const TkTopology *topo, int k);
+/* The bytes of a collective as tk_cost_coll_us takes them (the full
+ * buffer of one rank of its group; all_to_all: one rank's shard). */
+double tk_comm_bytes(const TkTask *t, const TkNode *n);
 void tk_type_str(const TkTask *t, const TkNode *n, char *buf, size_t len);
 int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d);
 int64_t tk_numel(const TkNode *n);

@@ -11,6 +11,11 @@
  * the R received slots. GEMM chunks running under communication are slowed
  * by overlap_slowdown; every chunk costs chunk_us of signalling.
  *
+ * On a mesh (task ... mesh(...)) a collective runs on one axis' group: R
+ * is that axis' size, its link the node's or the network
+ * (tk_axis_crosses_nodes), and the GEMM's sizes are local on the other
+ * axes; placement is the same per axis.
+ *
  * Placement: every collective that feeds (all_gather) or follows
  * (reduce_scatter, all_reduce) a 2-D GEMM with no other consumer gets the
  * alternatives plain / fused with 1, 2, 4 chunks per shard, and takes the
@@ -50,24 +55,20 @@ double tk_cost_gemm_us(const TkTopology *t, int dtype, int64_t batch, int64_t m,
     return gemm_core_us(t, dtype, batch, m, n, k) + t->launch_us;
 }
 
-static double link_bw(const TkTopology *t, int ranks)
+static double net_bw(const TkTopology *t, bool net)
 {
     double bw = t->link_gbs * t->link_eff;
-    if (ranks > t->ranks_per_node && t->net_gbs < bw)
+    if (net && t->net_gbs < bw)
         bw = t->net_gbs;
     return bw * 1e9;
 }
 
-static double link_lat(const TkTopology *t, int ranks)
-{
-    return ranks > t->ranks_per_node ? t->net_lat_us : t->link_lat_us;
-}
-
-double tk_cost_coll_us(const TkTopology *t, int comm, int ranks, double bytes)
+/* a plain collective on `ranks` ranks over the node link or the network */
+static double coll_us(const TkTopology *t, int comm, int ranks, double bytes, bool net)
 {
     if (ranks <= 1 || comm == CM_NONE)
         return 0;
-    double R = ranks, bw = link_bw(t, ranks), lat = link_lat(t, ranks);
+    double R = ranks, bw = net_bw(t, net), lat = net ? t->net_lat_us : t->link_lat_us;
     switch (comm) {
     case CM_SLICE:
         return bytes / R / (t->hbm_gbs * 1e9) * 1e6 + t->launch_us;
@@ -82,15 +83,73 @@ double tk_cost_coll_us(const TkTopology *t, int comm, int ranks, double bytes)
     return 0;
 }
 
-double tk_cost_ag_gemm_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
-                          int64_t k, int chunks)
+double tk_cost_coll_us(const TkTopology *t, int comm, int ranks, double bytes)
+{
+    return coll_us(t, comm, ranks, bytes, ranks > t->ranks_per_node);
+}
+
+/* Is `name` in the comma-separated list? */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *q = p;
+        while (*q && *q != ',' && *q != ' ')
+            q++;
+        if ((size_t)(q - p) == n && strncmp(p, name, n) == 0)
+            return true;
+        p = q;
+    }
+    return false;
+}
+
+bool tk_axis_crosses_nodes(const TkTask *t, const TkTopology *topo, int k)
+{
+    if (in_list(topo->axis_net, t->axname[k]))
+        return true;
+    if (in_list(topo->axis_link, t->axname[k]))
+        return false;
+    return t->axsize[k] > 1 && (int64_t)t->axstride[k] * t->axsize[k] > topo->ranks_per_node;
+}
+
+static double local_numel(const TkTask *t, const TkNode *n)
+{
+    double k = 1;
+    for (int d = 0; d < n->rank; d++)
+        k *= (double)(tk_local_dim(t, n, d) < 0 ? 1 : tk_local_dim(t, n, d));
+    return k;
+}
+
+double tk_comm_bytes(const TkTask *t, const TkNode *n)
+{
+    double b = (double)tk_numel(n) * dsl_dtype_bytes(n->dtype);
+    if (!t->naxes)
+        return n->comm == CM_ALL_TO_ALL && t->nranks > 0 ? b / t->nranks : b;
+    /* on a mesh: the larger of the local input and output (the gathered
+     * or reduced buffer of one rank of the axis' group) */
+    double x = local_numel(t, &t->n[n->a]), y = local_numel(t, n);
+    return (x > y ? x : y) * dsl_dtype_bytes(n->dtype);
+}
+
+/* a mesh collective: plain, on its axis' group and link */
+static double mesh_coll_us(const TkTask *t, const TkTopology *topo, const TkNode *n)
+{
+    return coll_us(topo, n->comm, t->axsize[n->cax], tk_comm_bytes(t, n),
+                   tk_axis_crosses_nodes(t, topo, n->cax));
+}
+
+/* AllGather+GEMM over the node link or the network (net) */
+static double ag_gemm_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
+                         int64_t k, int chunks, bool net)
 {
     int nch = ranks * chunks;
     double G = gemm_core_us(t, dtype, 1, m, n, k);
     double tg = G / nch;
     double esz = dsl_dtype_bytes(dtype);
-    double tc = (double)m / nch * (double)k * esz / link_bw(t, ranks) * 1e6 +
-                link_lat(t, ranks) / chunks;
+    double tc = (double)m / nch * (double)k * esz / net_bw(t, net) * 1e6 +
+                (net ? t->net_lat_us : t->link_lat_us) / chunks;
     double g = t->launch_us, last_arrival = (double)(ranks - 1) * chunks * tc;
     for (int i = 0; i < nch; i++) {
         double arrive = i < chunks ? 0 : (double)(i - chunks + 1) * tc;
@@ -101,15 +160,22 @@ double tk_cost_ag_gemm_us(const TkTopology *t, int dtype, int ranks, int64_t m, 
     return g;
 }
 
-double tk_cost_gemm_rs_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
-                          int64_t k, int chunks, bool all_reduce)
+double tk_cost_ag_gemm_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
+                          int64_t k, int chunks)
+{
+    return ag_gemm_us(t, dtype, ranks, m, n, k, chunks, ranks > t->ranks_per_node);
+}
+
+/* GEMM+ReduceScatter (+AllGather) over the node link or the network */
+static double gemm_rs_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
+                         int64_t k, int chunks, bool all_reduce, bool net)
 {
     int nch = ranks * chunks;
     double G = gemm_core_us(t, dtype, 1, m, n, k);
     double tg = G / nch;
     double esz = dsl_dtype_bytes(dtype);
-    double tc = (double)m / nch * (double)n * esz / link_bw(t, ranks) * 1e6 +
-                link_lat(t, ranks) / chunks;
+    double tc = (double)m / nch * (double)n * esz / net_bw(t, net) * 1e6 +
+                (net ? t->net_lat_us : t->link_lat_us) / chunks;
     double g = t->launch_us, comm = 0;
     for (int i = 0; i < nch; i++) {
         bool busy = comm > g;
@@ -122,8 +188,14 @@ double tk_cost_gemm_rs_us(const TkTopology *t, int dtype, int ranks, int64_t m, 
     end += (double)(ranks + 1) * ((double)m / ranks) * (double)n * esz / (t->hbm_gbs * 1e9) * 1e6 +
            t->launch_us;
     if (all_reduce)
-        end += tk_cost_coll_us(t, CM_ALL_GATHER, ranks, (double)m * (double)n * esz);
+        end += coll_us(t, CM_ALL_GATHER, ranks, (double)m * (double)n * esz, net);
     return end;
+}
+
+double tk_cost_gemm_rs_us(const TkTopology *t, int dtype, int ranks, int64_t m, int64_t n,
+                          int64_t k, int chunks, bool all_reduce)
+{
+    return gemm_rs_us(t, dtype, ranks, m, n, k, chunks, all_reduce, ranks > t->ranks_per_node);
 }
 
 /* ------------------------------------------------------------ placement */
@@ -164,8 +236,13 @@ double tk_node_cost_us(const TkTask *t, const TkTopology *topo, int id)
             for (int i = 0; i < n->nalts; i++)
                 if (n->alts[i].kind == n->place && (n->place == PL_PLAIN || n->alts[i].chunks == n->chunks))
                     return n->alts[i].us;
+        if (t->naxes)
+            return mesh_coll_us(t, topo, n);
         return tk_cost_coll_us(topo, n->comm, R, node_bytes(n) / (n->comm == CM_ALL_TO_ALL ? R : 1));
     default: {
+        if (t->naxes) /* local bytes, read and written */
+            return 2 * local_numel(t, n) * dsl_dtype_bytes(n->dtype) / (topo->hbm_gbs * 1e9) *
+                       1e6 + topo->launch_us;
         /* memory-bound: read the inputs' and write the output's local bytes */
         double b = node_bytes(n) / (n->sh.kind == SH_SPLIT ? R : 1);
         return 2 * b / (topo->hbm_gbs * 1e9) * 1e6 + topo->launch_us;
@@ -175,7 +252,7 @@ double tk_node_cost_us(const TkTask *t, const TkTopology *topo, int id)
 
 int tk_place(TkTask *t, const TkTopology *topo, int force)
 {
-    int R = t->nranks > 0 ? t->nranks : 1;
+    int R1 = t->nranks > 0 ? t->nranks : 1;
     for (int i = 0; i < t->nn; i++) {
         TkNode *n = &t->n[i];
         if (n->op != TK_COMM)
@@ -184,12 +261,17 @@ int tk_place(TkTask *t, const TkTopology *topo, int force)
         n->chunks = 1;
         n->gemm = -1;
         n->nalts = 0;
-        double coll = tk_cost_coll_us(topo, n->comm, R,
-                                      node_bytes(n) / (n->comm == CM_ALL_TO_ALL ? R : 1));
+        /* on a mesh: the collective's axis, its size and link */
+        int R = t->naxes ? t->axsize[n->cax] : R1;
+        bool net = t->naxes ? tk_axis_crosses_nodes(t, topo, n->cax) : R > topo->ranks_per_node;
+        double coll = t->naxes ? mesh_coll_us(t, topo, n)
+                               : tk_cost_coll_us(topo, n->comm, R, node_bytes(n) /
+                                                 (n->comm == CM_ALL_TO_ALL ? R : 1));
         int kind = PL_PLAIN, g = -1;
         int64_t m = 0, nn = 0, k = 0;
         const TkNode *X = &t->n[n->a];
-        if (R > 1 && n->comm == CM_ALL_GATHER && X->rank == 2 && X->sh.dim == 0 &&
+        TkShard xs = t->naxes ? X->msh[n->cax] : X->sh, ns = t->naxes ? n->msh[n->cax] : n->sh;
+        if (R > 1 && n->comm == CM_ALL_GATHER && X->rank == 2 && xs.dim == 0 &&
             X->uses == 1 && n->uses == 1) {
             int c = consumer(t, i);
             const TkNode *C = c >= 0 ? &t->n[c] : NULL;
@@ -197,20 +279,20 @@ int tk_place(TkTask *t, const TkTopology *topo, int force)
                 C->b != i) {
                 kind = PL_AG_GEMM;
                 g = c;
-                m = n->dims[0];
-                k = n->dims[1];
+                m = tk_local_dim(t, n, 0);
+                k = tk_local_dim(t, n, 1);
                 nn = tk_local_dim(t, C, 1);
             }
         }
         if (R > 1 && (n->comm == CM_REDUCE_SCATTER || n->comm == CM_ALL_REDUCE) &&
             X->op == TK_MATMUL && X->rank == 2 && X->uses == 1 &&
-            (n->comm == CM_ALL_REDUCE || n->sh.dim == 0)) {
+            (n->comm == CM_ALL_REDUCE || ns.dim == 0)) {
             const TkNode *A = &t->n[X->a];
             if (A->rank == 2 && t->n[X->b].rank == 2) {
                 kind = n->comm == CM_ALL_REDUCE ? PL_GEMM_AR : PL_GEMM_RS;
                 g = n->a;
-                m = X->dims[0];
-                nn = X->dims[1];
+                m = tk_local_dim(t, X, 0);
+                nn = tk_local_dim(t, X, 1);
                 k = tk_local_dim(t, A, 1);
             }
         }
@@ -227,9 +309,9 @@ int tk_place(TkTask *t, const TkTopology *topo, int force)
             if (m % ((int64_t)R * c))
                 continue;
             double us = kind == PL_AG_GEMM
-                            ? tk_cost_ag_gemm_us(topo, n->dtype, R, m, nn, k, c)
-                            : tk_cost_gemm_rs_us(topo, n->dtype, R, m, nn, k, c,
-                                                 kind == PL_GEMM_AR);
+                            ? ag_gemm_us(topo, n->dtype, R, m, nn, k, c, net)
+                            : gemm_rs_us(topo, n->dtype, R, m, nn, k, c, kind == PL_GEMM_AR,
+                                         net);
             n->alts[n->nalts++] = (TkAlt){kind, c, us};
         }
         int best = 0;

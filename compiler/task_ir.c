@@ -46,8 +46,36 @@ int64_t tk_numel(const TkNode *n)
     return k;
 }
 
+void tk_msh_str(const TkTask *t, const TkNode *n, const TkShard *msh, char *buf, size_t len)
+{
+    if (!t->naxes) {
+        tk_shard_str(n->sh, buf, len);
+        return;
+    }
+    if (!msh)
+        msh = n->msh;
+    size_t k = 0;
+    buf[0] = 0;
+    for (int a = 0; a < t->naxes && k < len; a++) {
+        if (msh[a].kind == SH_SPLIT)
+            k += (size_t)snprintf(buf + k, len - k, "%ssplit(%d, %s)", k ? " " : "", msh[a].dim,
+                                  t->axname[a]);
+        else if (msh[a].kind == SH_PARTIAL)
+            k += (size_t)snprintf(buf + k, len - k, "%spartial(%s)", k ? " " : "", t->axname[a]);
+    }
+    if (!k)
+        snprintf(buf, len, "replicated");
+}
+
 int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d)
 {
+    if (t->naxes) {
+        int64_t v = n->dims[d];
+        for (int a = 0; a < t->naxes && v >= 0; a++)
+            if (n->msh[a].kind == SH_SPLIT && n->msh[a].dim == d && t->axsize[a] > 0)
+                v /= t->axsize[a];
+        return v;
+    }
     if (n->sh.kind == SH_SPLIT && n->sh.dim == d && t->nranks > 0 && n->dims[d] >= 0)
         return n->dims[d] / t->nranks;
     return n->dims[d];
@@ -96,6 +124,7 @@ void tk_free(TkTask *t)
     free(t->n);
     free(t->results);
     free(t->res_sh);
+    free(t->res_msh);
     free(t->syms);
     free(t->symval);
     free(t->cargs);
@@ -383,8 +412,9 @@ static bool axis_arg(B *b, const Ast *e, int rank, int *axis)
     return true;
 }
 
+/* A written collective; on a mesh it runs on axis `cax` (its `group =`). */
 static int comm_node(B *b, int x, TkShard from_req, TkShard to, bool reshard,
-                     int axis, DslLoc loc)
+                     int axis, int cax, DslLoc loc)
 {
     (void)from_req;
     const TkNode *X = &b->t->n[x];
@@ -398,6 +428,10 @@ static int comm_node(B *b, int x, TkShard from_req, TkShard to, bool reshard,
     n.user = true;
     n.reshard = reshard;
     n.axis = axis;
+    if (b->t->naxes) {
+        n.cax = cax;
+        n.msh[cax] = to; /* its target on its axis (task_shard.c) */
+    }
     return add(b, &n);
 }
 
@@ -583,6 +617,30 @@ static int call(B *b, const Ast *e)
 {
     const char *f = e->name;
     int na = e->nlist;
+    /* collectives: `group = AXIS` (last) names the mesh axis they run on */
+    static const char *const colls[] = {"all_gather", "reduce_scatter", "all_reduce",
+                                        "all_to_all", "reshard"};
+    bool coll = false;
+    for (size_t i = 0; i < sizeof colls / sizeof *colls; i++)
+        coll |= strcmp(f, colls[i]) == 0;
+    int cax = 0;
+    if (coll && na > 0 && e->list[na - 1]->kind == AST_NAMED_ARG &&
+        strcmp(e->list[na - 1]->name, "group") == 0) {
+        const Ast *g = e->list[na - 1];
+        if (!b->t->naxes)
+            return err_at(b, g->loc, "'%s': group = AXIS names a mesh axis, but task '%s' has "
+                          "no mesh(...)", f, b->t->fn->name);
+        if (!g->a || g->a->kind != AST_IDENT)
+            return err_at(b, g->loc, "'%s': group = AXIS takes a mesh axis name", f);
+        while (cax < b->t->naxes && strcmp(b->t->axname[cax], g->a->name) != 0)
+            cax++;
+        if (cax == b->t->naxes)
+            return err_at(b, g->a->loc, "'%s': unknown mesh axis '%s'", f, g->a->name);
+        na--;
+    } else if (coll && b->t->naxes) {
+        return err_at(b, e->loc, "'%s' in task '%s' (on a mesh) needs the mesh axis it runs on: "
+                      "%s(..., group = %s)", f, b->t->fn->name, f, b->t->axname[0]);
+    }
     for (int i = 0; i < na; i++)
         if (e->list[i]->kind == AST_NAMED_ARG)
             return err_at(b, e->list[i]->loc, "'%s' takes no named arguments in a task", f);
@@ -700,11 +758,11 @@ static int call(B *b, const Ast *e)
             return -1;
         return comm_node(b, x, (TkShard){k == 5 ? SH_SPLIT : SH_PARTIAL, d},
                          k == 5 ? (TkShard){SH_REPL, 0} : (TkShard){SH_SPLIT, d},
-                         false, d, e->loc);
+                         false, d, cax, e->loc);
     }
     case 7: /* all_reduce(x): partial -> replicated */
         return comm_node(b, x, (TkShard){SH_PARTIAL, 0}, (TkShard){SH_REPL, 0}, false,
-                         -1, e->loc);
+                         -1, cax, e->loc);
     case 8: { /* all_to_all(x, split_d, concat_d): split(concat_d) -> split(split_d) */
         int sd, cd;
         if (!axis_arg(b, e->list[1], X->rank, &sd) || !axis_arg(b, e->list[2], X->rank, &cd))
@@ -712,7 +770,7 @@ static int call(B *b, const Ast *e)
         if (sd == cd)
             return err_at(b, e->loc, "all_to_all: split and concat dims must differ");
         return comm_node(b, x, (TkShard){SH_SPLIT, cd}, (TkShard){SH_SPLIT, sd}, false,
-                         cd, e->loc);
+                         cd, cax, e->loc);
     }
     case 9: { /* reshard(x, split(d) | replicated) */
         const Ast *s = e->list[1];
@@ -725,7 +783,7 @@ static int call(B *b, const Ast *e)
         } else if (!(s->kind == AST_IDENT && strcmp(s->name, "replicated") == 0)) {
             return err_at(b, s->loc, "reshard needs split(d) or replicated");
         }
-        return comm_node(b, x, to, to, true, -1, e->loc);
+        return comm_node(b, x, to, to, true, -1, cax, e->loc);
     }
     }
     return -1;
@@ -854,7 +912,7 @@ static TkShard decl_shard(const AstParam *p)
 static bool check_decl(B *b, const AstParam *p, const char *what)
 {
     if (p->tkind == TY_SCALAR) {
-        if (p->shard != SHARD_NONE) {
+        if (p->shard != SHARD_NONE || p->nmsplit) {
             err_at(b, p->loc, "%s: a scalar has no sharding", what);
             return false;
         }
@@ -872,6 +930,124 @@ static bool check_decl(B *b, const AstParam *p, const char *what)
     if (p->shard == SHARD_SPLIT && (p->shard_dim < 0 || p->shard_dim >= p->ndims)) {
         err_at(b, p->loc, "%s: split(%d) of a tensor with %d dims", what, p->shard_dim, p->ndims);
         return false;
+    }
+    return true;
+}
+
+/* mesh(AXIS = SIZE, ...): at most TK_MAX_AXES distinct names, each size
+ * a positive integer constant or a size name (bound like a dim: NAME=V);
+ * with ranks known, the sizes multiply to them. Strides: the first axis
+ * is the outermost. */
+static bool build_mesh(B *b, const AstFunc *fn)
+{
+    TkTask *t = b->t;
+    if (fn->nmesh > TK_MAX_AXES) {
+        err_at(b, fn->mesh_loc, "a task mesh has at most %d axes, got %d", TK_MAX_AXES,
+               fn->nmesh);
+        return false;
+    }
+    int64_t prod = 1;
+    bool known = true;
+    for (int k = 0; k < fn->nmesh; k++) {
+        const Ast *ax = fn->mesh[k];
+        for (int j = 0; j < k; j++)
+            if (strcmp(t->axname[j], ax->name) == 0) {
+                err_at(b, ax->loc, "mesh axis '%s' is named twice", ax->name);
+                return false;
+            }
+        t->axname[k] = ax->name;
+        t->naxes = k + 1;
+        double v;
+        bool is_int;
+        if (!ax->a) {
+            err_at(b, ax->loc, "mesh axis '%s' needs a size: mesh(%s = 2, ...)", ax->name,
+                   ax->name);
+            return false;
+        }
+        if (ax->a->kind == AST_IDENT && !lookup(b, ax->a->name)) {
+            int s = sym_index(t, ax->a->name);
+            if (s < 0)
+                return false;
+            v = (double)t->symval[s];
+            if (v < 0) {
+                known = false;
+                t->axsize[k] = -1;
+                continue;
+            }
+        } else if (!const_eval(b, ax->a, &v, &is_int) || !is_int) {
+            err_at(b, ax->a->loc, "the size of mesh axis '%s' must be an integer constant or "
+                   "a size name", ax->name);
+            return false;
+        }
+        if (v < 1 || v > 1 << 20) {
+            err_at(b, ax->a->loc, "the size of mesh axis '%s' must be positive, got %lld",
+                   ax->name, (long long)v);
+            return false;
+        }
+        t->axsize[k] = (int)v;
+        prod *= (int64_t)v;
+    }
+    for (int k = t->naxes - 1, st = 1; k >= 0; k--) {
+        t->axstride[k] = st;
+        st *= t->axsize[k] > 0 ? t->axsize[k] : 1;
+    }
+    if (known && t->nranks > 0 && prod != t->nranks) {
+        char txt[160];
+        size_t n = 0;
+        for (int k = 0; k < t->naxes && n < sizeof txt; k++)
+            n += (size_t)snprintf(txt + n, sizeof txt - n, "%s%s = %d", k ? ", " : "",
+                                  t->axname[k], t->axsize[k]);
+        err_at(b, fn->mesh_loc, "mesh(%s) of task '%s' has %lld ranks, but it runs on %d "
+               "(--ranks)", txt, fn->name, (long long)prod, t->nranks);
+        return false;
+    }
+    return true;
+}
+
+/* The per-axis shardings of a declared param / result: split(d, AXIS)
+ * clauses on a mesh; replicated elsewhere. */
+static bool mesh_shard(B *b, const AstParam *p, const char *what, TkShard *msh)
+{
+    TkTask *t = b->t;
+    for (int k = 0; k < TK_MAX_AXES; k++)
+        msh[k] = (TkShard){SH_REPL, 0};
+    if (!t->naxes) {
+        if (p->nmsplit)
+            err_at(b, p->msplit[0].loc, "%s: split(%d, %s) names a mesh axis, but task '%s' "
+                   "has no mesh(...)", what, p->msplit[0].dim, p->msplit[0].axis, t->fn->name);
+        return p->nmsplit == 0;
+    }
+    if (p->shard == SHARD_SPLIT) {
+        err_at(b, p->loc, "%s: task '%s' runs on a mesh; name the axis: split(%d, AXIS)", what,
+               t->fn->name, p->shard_dim);
+        return false;
+    }
+    for (int i = 0; i < p->nmsplit; i++) {
+        const AstMeshSplit *m = &p->msplit[i];
+        int k = 0;
+        while (k < t->naxes && strcmp(t->axname[k], m->axis) != 0)
+            k++;
+        if (k == t->naxes) {
+            char axes[96];
+            size_t n = 0;
+            for (int j = 0; j < t->naxes && n < sizeof axes; j++)
+                n += (size_t)snprintf(axes + n, sizeof axes - n, "%s%s", j ? ", " : "",
+                                      t->axname[j]);
+            err_at(b, m->loc, "%s: unknown mesh axis '%s' in split(%d, %s); the mesh of task "
+                   "'%s' has %s", what, m->axis, m->dim, m->axis, t->fn->name, axes);
+            return false;
+        }
+        if (m->dim < 0 || m->dim >= p->ndims) {
+            err_at(b, m->loc, "%s: split(%d, %s) of a tensor with %d dims", what, m->dim,
+                   m->axis, p->ndims);
+            return false;
+        }
+        if (msh[k].kind == SH_SPLIT) {
+            err_at(b, m->loc, "%s: split twice on mesh axis '%s' (dims %d and %d); an axis "
+                   "splits one dim of a tensor", what, m->axis, msh[k].dim, m->dim);
+            return false;
+        }
+        msh[k] = (TkShard){SH_SPLIT, m->dim};
     }
     return true;
 }
@@ -931,8 +1107,18 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
                     used = true;
                     break;
                 }
+        for (int k = 0; k < fn->nmesh && !used; k++)
+            if (fn->mesh[k]->a && fn->mesh[k]->a->kind == AST_IDENT &&
+                strcmp(fn->mesh[k]->a->name, name) == 0) {
+                int s = sym_index(t, fn->mesh[k]->a->name);
+                if (s >= 0)
+                    t->symval[s] = strtoll(eq + 1, NULL, 10);
+                used = true;
+            }
         free(name);
     }
+    if (fn->nmesh && !build_mesh(&b, fn))
+        goto fail;
     /* parameters */
     for (int p = 0; p < fn->nparams && !t->oom; p++) {
         const AstParam *ap = &fn->params[p];
@@ -944,6 +1130,8 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
         if (!decl_dims(&b, ap, &n))
             continue;
         n.sh = decl_shard(ap);
+        if (!mesh_shard(&b, ap, ap->name, n.msh))
+            continue;
         for (int q = 0; q < p; q++)
             if (strcmp(fn->params[q].name, ap->name) == 0)
                 err_at(&b, ap->loc, "parameter '%s' is declared twice", ap->name);
@@ -957,7 +1145,8 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
     t->nresults = fn->nresults;
     t->results = calloc((size_t)fn->nresults + 1, sizeof *t->results);
     t->res_sh = calloc((size_t)fn->nresults + 1, sizeof *t->res_sh);
-    if (!t->results || !t->res_sh)
+    t->res_msh = calloc((size_t)fn->nresults * TK_MAX_AXES + 1, sizeof *t->res_msh);
+    if (!t->results || !t->res_sh || !t->res_msh)
         goto oom;
     for (int r = 0; r < fn->nresults; r++) {
         if (!check_decl(&b, &fn->results[r], "task result"))
@@ -967,6 +1156,8 @@ TkTask *tk_build(const AstProgram *prog, const AstFunc *fn, int nranks,
             goto fail;
         }
         t->res_sh[r] = decl_shard(&fn->results[r]);
+        if (!mesh_shard(&b, &fn->results[r], "task result", &t->res_msh[r * TK_MAX_AXES]))
+            goto fail;
         t->results[r] = -1;
     }
     /* body */
@@ -1058,11 +1249,19 @@ fail:
 
 void tk_print(DslBuf *out, const TkTask *t)
 {
-    char ty[160], sh[32];
+    char ty[160], sh[128];
     int *root = t->propagated ? calloc((size_t)t->nn + 1, sizeof *root) : NULL;
     if (root)
         tk_fuse_roots(t, root);
     dsl_buf_printf(out, "task %s ranks=%d", t->fn->name, t->nranks);
+    for (int a = 0; a < t->naxes; a++) {
+        dsl_buf_printf(out, "%s%s=", a ? ", " : " mesh(", t->axname[a]);
+        if (t->axsize[a] < 0) /* a size name not bound yet */
+            dsl_buf_printf(out, "%s", t->fn->mesh[a]->a->name);
+        else
+            dsl_buf_printf(out, "%d", t->axsize[a]);
+        dsl_buf_printf(out, "%s", a == t->naxes - 1 ? ")" : "");
+    }
     for (int s = 0; s < t->nsyms; s++)
         if (t->symval[s] >= 0)
             dsl_buf_printf(out, " %s=%lld", t->syms[s], (long long)t->symval[s]);
@@ -1070,7 +1269,7 @@ void tk_print(DslBuf *out, const TkTask *t)
     for (int i = 0; i < t->nn; i++) {
         const TkNode *n = &t->n[i];
         tk_type_str(t, n, ty, sizeof ty);
-        tk_shard_str(n->sh, sh, sizeof sh);
+        tk_msh_str(t, n, NULL, sh, sizeof sh);
         dsl_buf_printf(out, "  %%%d = ", i);
         switch (n->op) {
         case TK_PARAM:
@@ -1090,7 +1289,10 @@ void tk_print(DslBuf *out, const TkTask *t)
                                : tk_comm_name(n->comm), n->a);
             if (n->comm == CM_ALL_TO_ALL || n->comm == CM_SLICE)
                 dsl_buf_printf(out, " (from %s)",
-                               t->n[n->a].sh.kind == SH_SPLIT ? "split" : "replicated");
+                               (t->naxes ? t->n[n->a].msh[n->cax] : t->n[n->a].sh).kind ==
+                                       SH_SPLIT ? "split" : "replicated");
+            if (t->naxes)
+                dsl_buf_printf(out, " on %s", t->axname[n->cax]);
             if (!n->user)
                 dsl_buf_printf(out, " [inserted]");
             if (n->place != PL_PLAIN)
@@ -1119,12 +1321,47 @@ void tk_print(DslBuf *out, const TkTask *t)
     }
     free(root);
     for (int r = 0; r < t->nresults; r++) {
-        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        if (t->naxes)
+            tk_msh_str(t, NULL, &t->res_msh[r * TK_MAX_AXES], sh, sizeof sh);
+        else
+            tk_shard_str(t->res_sh[r], sh, sizeof sh);
         dsl_buf_printf(out, "  return%s %%%d %s\n", t->nresults > 1 ? "" : "", t->results[r], sh);
     }
 }
 
 /* ------------------------------------------------------------ verifier */
+
+/* the shardings of node i on axis ax (-1: a task without a mesh) */
+static int verify_sh(const TkTask *t, int i, int ax, char *err, size_t errlen)
+{
+#define SH(x) (ax < 0 ? (x)->sh : (x)->msh[ax])
+    const TkNode *n = &t->n[i];
+    int R = ax < 0 ? t->nranks : t->axsize[ax];
+    if (SH(n).kind == SH_SPLIT) {
+        if (SH(n).dim < 0 || SH(n).dim >= n->rank)
+            return IR_BUG(err, errlen, "task node %%%d: split(%d) of %d dims", i, SH(n).dim,
+                          n->rank);
+        if (R > 0 && n->dims[SH(n).dim] >= 0 && n->dims[SH(n).dim] % R)
+            return IR_BUG(err, errlen, "task node %%%d: split dim not divisible", i);
+    }
+    if (n->op == TK_BINARY) {
+        const TkNode *x = &t->n[n->a], *y = &t->n[n->b];
+        if (SH(x).kind == SH_PARTIAL || SH(y).kind == SH_PARTIAL) {
+            bool lin = (n->sub == '+' || n->sub == '-')
+                           ? SH(x).kind == SH_PARTIAL && SH(y).kind == SH_PARTIAL
+                           : (n->sub == '*' || n->sub == '/') &&
+                                 (SH(y).kind != SH_PARTIAL) && SH(x).kind == SH_PARTIAL;
+            bool lin2 = n->sub == '*' && SH(y).kind == SH_PARTIAL && SH(x).kind != SH_PARTIAL;
+            if (!lin && !lin2)
+                return IR_BUG(err, errlen, "task node %%%d: partial operand of a nonlinear op", i);
+        }
+    }
+    if (n->op == TK_SOFTMAX && SH(&t->n[n->a]).kind == SH_SPLIT &&
+        SH(&t->n[n->a]).dim == n->axis)
+        return IR_BUG(err, errlen, "task node %%%d: softmax along a split dim", i);
+    return 0;
+#undef SH
+}
 
 int tk_verify(const TkTask *t, char *err, size_t errlen)
 {
@@ -1145,35 +1382,18 @@ int tk_verify(const TkTask *t, char *err, size_t errlen)
             return IR_BUG(err, errlen, "task node %%%d: bad rank %d", i, n->rank);
         if (!t->propagated)
             continue;
-        if (n->sh.kind == SH_SPLIT) {
-            if (n->sh.dim < 0 || n->sh.dim >= n->rank)
-                return IR_BUG(err, errlen, "task node %%%d: split(%d) of %d dims", i,
-                              n->sh.dim, n->rank);
-            if (t->nranks > 0 && n->dims[n->sh.dim] >= 0 &&
-                n->dims[n->sh.dim] % t->nranks)
-                return IR_BUG(err, errlen, "task node %%%d: split dim not divisible", i);
-        }
-        if (n->op == TK_BINARY) {
-            const TkNode *x = &t->n[n->a], *y = &t->n[n->b];
-            if (x->sh.kind == SH_PARTIAL || y->sh.kind == SH_PARTIAL) {
-                bool lin = (n->sub == '+' || n->sub == '-')
-                               ? x->sh.kind == SH_PARTIAL && y->sh.kind == SH_PARTIAL
-                               : (n->sub == '*' || n->sub == '/') &&
-                                     (y->sh.kind != SH_PARTIAL) && x->sh.kind == SH_PARTIAL;
-                bool lin2 = n->sub == '*' && y->sh.kind == SH_PARTIAL && x->sh.kind != SH_PARTIAL;
-                if (!lin && !lin2)
-                    return IR_BUG(err, errlen, "task node %%%d: partial operand of a nonlinear op", i);
-            }
-        }
-        if ((n->op == TK_SOFTMAX || n->op == TK_REDUCE) && n->op != TK_REDUCE &&
-            t->n[n->a].sh.kind == SH_SPLIT && t->n[n->a].sh.dim == n->axis)
-            return IR_BUG(err, errlen, "task node %%%d: softmax along a split dim", i);
+        for (int ax = t->naxes ? 0 : -1; ax < t->naxes; ax++)
+            if (verify_sh(t, i, ax, err, errlen))
+                return -1;
+        if (t->naxes && n->op == TK_COMM && (n->cax < 0 || n->cax >= t->naxes))
+            return IR_BUG(err, errlen, "task node %%%d: collective on axis %d", i, n->cax);
     }
     for (int r = 0; r < t->nresults; r++) {
         if (t->results[r] < 0 || t->results[r] >= t->nn)
             return IR_BUG(err, errlen, "task result %d: bad node", r);
-        if (t->propagated) {
-            TkShard a = t->n[t->results[r]].sh, b = t->res_sh[r];
+        for (int ax = t->naxes ? 0 : -1; t->propagated && ax < t->naxes; ax++) {
+            TkShard a = ax < 0 ? t->n[t->results[r]].sh : t->n[t->results[r]].msh[ax];
+            TkShard b = ax < 0 ? t->res_sh[r] : t->res_msh[r * TK_MAX_AXES + ax];
             if (a.kind != b.kind || (a.kind == SH_SPLIT && a.dim != b.dim))
                 return IR_BUG(err, errlen, "task result %d: sharding differs from its declaration", r);
         }

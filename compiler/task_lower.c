@@ -6,8 +6,10 @@
  * kernels over the last dim, softmax / sum / max along an axis, rmsnorm.
  * Collectives become Device IR collectives plus local copies (packing a
  * split dim that is not the outermost); fused forms become async copies
- * with signals beside waiting kernels (LANGUAGE.md §5). All sizes are
- * constants: a task is compiled for given sizes and ranks. */
+ * with signals beside waiting kernels (LANGUAGE.md §5). On a mesh, one
+ * group per axis is made first and each collective runs within its axis'
+ * group. All sizes are constants: a task is compiled for given sizes and
+ * ranks. */
 #include "task.h"
 
 #include <stdio.h>
@@ -22,6 +24,8 @@ typedef struct L {
     const char **buf;              /* per node: buffer name in the device fn */
     char (*names)[32];
     const int *root;               /* tk_fuse_roots */
+    int ax;                        /* the mesh axis of the collective being
+                                      lowered (R is its size), -1: none */
 } L;
 
 typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
@@ -33,6 +37,42 @@ static int64_t ld(const L *l, const TkNode *n, int d) { return tk_local_dim(l->t
 static const char *ctype(int dt) { return dt == DT_F64 ? "f64" : "f32"; }
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* this rank's index among the collective's ranks: rank(), or on a mesh
+ * rank(gK) in its axis' group */
+static const char *grank(const L *l, char *buf, size_t n)
+{
+    if (l->ax < 0)
+        return "rank()";
+    snprintf(buf, n, "rank(g%d)", l->ax);
+    return buf;
+}
+
+/* the world rank of member `r` (source text) of the collective's ranks */
+static const char *wrank(const L *l, const char *r, char *buf, size_t n)
+{
+    if (l->ax < 0)
+        return r;
+    snprintf(buf, n, "(rank() + (%s - rank(g%d)) * %d)", r, l->ax, l->t->axstride[l->ax]);
+    return buf;
+}
+
+/* lower collective `id` with R and ax of its axis (a mesh) */
+static int axis_begin(L *l, int id)
+{
+    int R0 = l->R;
+    if (l->t->naxes) {
+        l->ax = l->t->n[id].cax;
+        l->R = l->t->axsize[l->ax];
+    }
+    return R0;
+}
+
+static void axis_end(L *l, int R0)
+{
+    l->R = R0;
+    l->ax = -1;
+}
 
 /* "name[0 +: d0, 0 +: d1, ...]" with local dims */
 static void full_view(L *l, DslBuf *o, const char *name, const TkNode *n)
@@ -251,7 +291,8 @@ void tk_fuse_roots(const TkTask *t, int *root)
             same = tk_local_dim(t, n, d) == tk_local_dim(t, &t->n[c], d) &&
                    (n->dims[d] >= 0 || (n->dsym[d] >= 0 && n->dsym[d] == t->n[c].dsym[d] &&
                                         n->sh.kind == t->n[c].sh.kind &&
-                                        n->sh.dim == t->n[c].sh.dim));
+                                        n->sh.dim == t->n[c].sh.dim &&
+                                        memcmp(n->msh, t->n[c].msh, sizeof n->msh) == 0));
         if (same) {
             root[i] = root[c];
             if (mm)
@@ -626,8 +667,9 @@ static void fused_ag_gemm(L *l, int c, int g)
     const TkTask *t = l->t;
     const TkNode *C = &t->n[c], *X = &t->n[C->a], *G = &t->n[g];
     int R = l->R, ch_per = C->chunks;
-    int64_t M = C->dims[0], K = C->dims[1], MR = M / R, CH = MR / ch_per;
+    int64_t M = ld(l, C, 0), K = ld(l, C, 1), MR = M / R, CH = MR / ch_per;
     DslBuf *d = l->d;
+    char gr[32], wr[96];
     dsl_buf_printf(d, "    // AllGather+GEMM: %%%d gathered chunk by chunk while %%%d consumes it\n", c, g);
     dsl_buf_printf(d, "    let s%d = symmetric(%s, %lld, %lld);\n", c, dsl_dtype_name(C->dtype),
                    (long long)MR, (long long)K);
@@ -636,13 +678,14 @@ static void fused_ag_gemm(L *l, int c, int g)
     dsl_buf_printf(d, ");\n    barrier();\n");
     alloc(l, c, "empty");
     dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * ch_per);
-    dsl_buf_printf(d, "    async {\n        for i in 0 .. %d {\n            let r = (rank() + i) %% %d;\n",
-                   R, R);
+    dsl_buf_printf(d, "    async {\n        for i in 0 .. %d {\n            let r = (%s + i) %% %d;\n",
+                   R, grank(l, gr, sizeof gr), R);
     dsl_buf_printf(d, "            for j in 0 .. %d {\n", ch_per);
     dsl_buf_printf(d, "                copy(%s[r * %lld + j * %lld +: %lld, 0 +: %lld], "
-                      "peer(s%d, r)[j * %lld +: %lld, 0 +: %lld], signal = rd%d[r * %d + j]);\n",
+                      "peer(s%d, %s)[j * %lld +: %lld, 0 +: %lld], signal = rd%d[r * %d + j]);\n",
                    l->buf[c], (long long)MR, (long long)CH, (long long)CH, (long long)K, c,
-                   (long long)CH, (long long)CH, (long long)K, c, ch_per);
+                   wrank(l, "r", wr, sizeof wr), (long long)CH, (long long)CH, (long long)K, c,
+                   ch_per);
     dsl_buf_printf(d, "            }\n        }\n    }\n");
     kernel_gemm(l, g, G_WAIT, "_agw", CH, (int64_t)R * ch_per);
     alloc(l, g, "empty");
@@ -658,24 +701,29 @@ static void fused_gemm_rs(L *l, int c)
     int g = C->a;
     const TkNode *G = &t->n[g];
     int R = l->R, cp = C->chunks;
-    int64_t M = G->dims[0], N = G->dims[1], MR = M / R, CH = MR / cp;
+    int64_t M = ld(l, G, 0), N = ld(l, G, 1), MR = M / R, CH = MR / cp;
     const char *dt = dsl_dtype_name(C->dtype);
     DslBuf *d = l->d, *k = l->k;
+    char gr[32], wr[96];
+    grank(l, gr, sizeof gr);
     dsl_buf_printf(d, "    // GEMM+%s: %%%d computed chunk by chunk, each chunk sent as it is done\n",
                    C->place == PL_GEMM_AR ? "AllReduce" : "ReduceScatter", g);
     kernel_gemm(l, g, G_ROWS, "_rows", CH, 0);
     alloc(l, g, "empty");
     dsl_buf_printf(d, "    let rcv%d = symmetric(%s, %lld, %lld);\n", c, dt, (long long)M, (long long)N);
     dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * cp);
-    dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (rank() + i) %% %d;\n", R + 1, R);
+    dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (%s + i) %% %d;\n", R + 1,
+                   l->ax < 0 ? "rank()" : gr, R);
     dsl_buf_printf(d, "        for j in 0 .. %d {\n", cp);
     dsl_buf_printf(d, "            launch __k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
                    l->buf[G->a], l->buf[G->b], l->buf[g], (long long)MR, (long long)CH);
-    dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, r)[rank() * %lld + j * %lld +: %lld, 0 +: %lld], "
-                      "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[rank() * %d + j]);\n"
+    dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, %s)[%s * %lld + j * %lld +: %lld, 0 +: %lld], "
+                      "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[%s * %d + j]);\n"
                       "            }\n",
-                   c, (long long)MR, (long long)CH, (long long)CH, (long long)N, l->buf[g],
-                   (long long)MR, (long long)CH, (long long)CH, (long long)N, c, cp);
+                   c, wrank(l, "r", wr, sizeof wr), l->ax < 0 ? "rank()" : gr, (long long)MR,
+                   (long long)CH, (long long)CH, (long long)N, l->buf[g],
+                   (long long)MR, (long long)CH, (long long)CH, (long long)N, c,
+                   l->ax < 0 ? "rank()" : gr, cp);
     dsl_buf_printf(d, "        }\n    }\n");
     /* the reduction of the R received slots, after every signal */
     int64_t BM = imin(MR, 32), BN = imin(N, 32);
@@ -695,7 +743,10 @@ static void fused_gemm_rs(L *l, int c)
         dsl_buf_printf(d, "    let h%d = empty(%s, %lld, %lld);\n", c, dt, (long long)MR, (long long)N);
         dsl_buf_printf(d, "    launch __k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
         alloc(l, c, "empty");
-        dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
+        if (l->ax >= 0)
+            dsl_buf_printf(d, "    all_gather(%s, h%d, group = g%d);\n", l->buf[c], c, l->ax);
+        else
+            dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
     } else {
         alloc(l, c, "empty");
         dsl_buf_printf(d, "    launch __k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
@@ -731,12 +782,22 @@ static void staging(L *l, const char *name, int dtype, int rank, const int64_t *
     dsl_buf_printf(l->d, ");\n");
 }
 
-static void plain_comm(L *l, int id)
+static void plain_comm_body(L *l, int id)
 {
     const TkTask *t = l->t;
     const TkNode *n = &t->n[id], *X = &t->n[n->a];
     DslBuf *d = l->d;
-    int R = l->R, r = n->rank;
+    int r = n->rank;
+    /* on a mesh: the collective runs within its axis' group g<axis>
+     * (tk_lower_src), on that axis' shardings */
+    int ax = t->naxes ? n->cax : -1;
+    int R = l->R;
+    TkShard xs = ax < 0 ? X->sh : X->msh[ax], ns = ax < 0 ? n->sh : n->msh[ax];
+    char grp[32] = "", rk[32] = "rank()";
+    if (ax >= 0) {
+        snprintf(grp, sizeof grp, ", group = g%d", ax);
+        snprintf(rk, sizeof rk, "rank(g%d)", ax);
+    }
     int64_t xe[IR_MAX_RANK], ne[IR_MAX_RANK];
     for (int e = 0; e < r; e++) {
         xe[e] = ld(l, X, e);
@@ -748,27 +809,27 @@ static void plain_comm(L *l, int id)
         l->buf[id] = l->buf[n->a];
         return;
     case CM_SLICE: {
-        int s = n->sh.dim;
+        int s = ns.dim;
         alloc(l, id, "empty");
         dsl_buf_printf(d, "    copy(");
         full_view(l, d, l->buf[id], n);
         dsl_buf_printf(d, ", ");
-        snprintf(st, sizeof st, "rank() * %lld", (long long)ne[s]);
+        snprintf(st, sizeof st, "%s * %lld", rk, (long long)ne[s]);
         slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
         dsl_buf_printf(d, ");\n");
         return;
     }
     case CM_ALL_GATHER: {
-        int s = X->sh.dim;
+        int s = xs.dim;
         alloc(l, id, "empty");
         if (s == 0) {
-            dsl_buf_printf(d, "    all_gather(%s, %s);\n", l->buf[id], l->buf[n->a]);
+            dsl_buf_printf(d, "    all_gather(%s, %s%s);\n", l->buf[id], l->buf[n->a], grp);
             return;
         }
         snprintf(nm, sizeof nm, "g%d", id);
         staging(l, nm, n->dtype, r, xe);
-        dsl_buf_printf(d, "    all_gather(%s, %s);\n    for j in 0 .. %d {\n        copy(", nm,
-                       l->buf[n->a], R);
+        dsl_buf_printf(d, "    all_gather(%s, %s%s);\n    for j in 0 .. %d {\n        copy(", nm,
+                       l->buf[n->a], grp, R);
         snprintf(st, sizeof st, "j * %lld", (long long)xe[s]);
         slice_view(l, d, l->buf[id], "", n, ne, s, st, xe[s]);
         dsl_buf_printf(d, ", ");
@@ -787,13 +848,13 @@ static void plain_comm(L *l, int id)
             full_view(l, d, l->buf[n->a], X);
             dsl_buf_printf(d, ");\n");
         }
-        dsl_buf_printf(d, "    all_reduce(%s);\n", l->buf[id]);
+        dsl_buf_printf(d, "    all_reduce(%s%s);\n", l->buf[id], grp);
         return;
     case CM_REDUCE_SCATTER: {
-        int s = n->sh.dim;
+        int s = ns.dim;
         alloc(l, id, "empty");
         if (s == 0) {
-            dsl_buf_printf(d, "    reduce_scatter(%s, %s);\n", l->buf[id], l->buf[n->a]);
+            dsl_buf_printf(d, "    reduce_scatter(%s, %s%s);\n", l->buf[id], l->buf[n->a], grp);
             return;
         }
         snprintf(nm, sizeof nm, "g%d", id);
@@ -803,11 +864,11 @@ static void plain_comm(L *l, int id)
         dsl_buf_printf(d, ", ");
         snprintf(st, sizeof st, "j * %lld", (long long)ne[s]);
         slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
-        dsl_buf_printf(d, ");\n    }\n    reduce_scatter(%s, %s);\n", l->buf[id], nm);
+        dsl_buf_printf(d, ");\n    }\n    reduce_scatter(%s, %s%s);\n", l->buf[id], nm, grp);
         return;
     }
     case CM_ALL_TO_ALL: {
-        int a = X->sh.dim, b = n->sh.dim;
+        int a = xs.dim, b = ns.dim;
         int64_t pe[IR_MAX_RANK]; /* a chunk: X's local dims with dim b cut */
         for (int e = 0; e < r; e++)
             pe[e] = xe[e];
@@ -822,7 +883,7 @@ static void plain_comm(L *l, int id)
         dsl_buf_printf(d, ", ");
         snprintf(st, sizeof st, "j * %lld", (long long)pe[b]);
         slice_view(l, d, l->buf[n->a], "", X, xe, b, st, pe[b]);
-        dsl_buf_printf(d, ");\n    }\n    all_to_all(%s, %s);\n", s2, s1);
+        dsl_buf_printf(d, ");\n    }\n    all_to_all(%s, %s%s);\n", s2, s1, grp);
         alloc(l, id, "empty");
         dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
         snprintf(st, sizeof st, "j * %lld", (long long)pe[a]);
@@ -833,6 +894,14 @@ static void plain_comm(L *l, int id)
         return;
     }
     }
+}
+
+/* a plain collective; on a mesh its staging buffers hold its axis' ranks */
+static void plain_comm(L *l, int id)
+{
+    int R0 = axis_begin(l, id);
+    plain_comm_body(l, id);
+    axis_end(l, R0);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -987,7 +1056,7 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    L l = {t, &kb, &db, t->nranks, buf, names, NULL};
+    L l = {t, &kb, &db, t->nranks, buf, names, NULL, -1};
     for (int i = 0; i < t->nn; i++) {
         const TkNode *n = &t->n[i];
         if (n->op == TK_PARAM || n->op == TK_SCALAR)
@@ -1019,6 +1088,13 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
     for (int i = 0; i < t->nn; i++)
         if (t->n[i].op == TK_COMM && t->n[i].place != PL_PLAIN && t->n[i].gemm >= 0)
             fused_by[t->n[i].gemm] = i;
+    /* on a mesh, one group per axis: the ranks that share every other
+     * axis' index (color: the rank without this axis' index), ordered by
+     * their index on the axis */
+    for (int a = 0; a < t->naxes; a++)
+        dsl_buf_printf(&db, "    let g%d = group(rank() - rank() / %d %% %d * %d, "
+                       "rank() / %d %% %d);\n", a, t->axstride[a], t->axsize[a],
+                       t->axstride[a], t->axstride[a], t->axsize[a]);
     int rc = 0;
     for (int i = 0; i < t->nn && !rc; i++) {
         const TkNode *n = &t->n[i];
@@ -1043,9 +1119,11 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         case TK_MATMUL:
             if (root[i] != i)
                 break; /* a GEMM with an epilogue: emitted at the group's root */
-            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM)
+            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM) {
+                int R0 = axis_begin(&l, fused_by[i]);
                 fused_ag_gemm(&l, fused_by[i], i);
-            else if (fused_by[i] < 0)
+                axis_end(&l, R0);
+            } else if (fused_by[i] < 0)
                 gemm_plain(&l, i);
             break;
         case TK_CALL:
@@ -1054,9 +1132,11 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         case TK_COMM:
             if (n->place == PL_AG_GEMM)
                 break; /* emitted with its GEMM */
-            if (n->place == PL_GEMM_RS || n->place == PL_GEMM_AR)
+            if (n->place == PL_GEMM_RS || n->place == PL_GEMM_AR) {
+                int R0 = axis_begin(&l, i);
                 fused_gemm_rs(&l, i);
-            else
+                axis_end(&l, R0);
+            } else
                 plain_comm(&l, i);
             break;
         }
@@ -1071,8 +1151,12 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
                     t->fn->name);
     if (calls && t->src)
         dsl_buf_printf(out, "%.*s\n", (int)t->srclen, t->src);
-    dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s\n\n", t->fn->name,
+    dsl_buf_printf(out, "// generated by blkc from task %s for %d rank%s", t->fn->name,
                    t->nranks, t->nranks == 1 ? "" : "s");
+    for (int a = 0; a < t->naxes; a++)
+        dsl_buf_printf(out, "%s%s = %d%s", a ? ", " : ", mesh(", t->axname[a], t->axsize[a],
+                       a == t->naxes - 1 ? ")" : "");
+    dsl_buf_printf(out, "\n\n");
     dsl_buf_put(out, kb.data ? kb.data : "", kb.len);
     dsl_buf_printf(out, "device __task_%s(", t->fn->name);
     int np = 0;

@@ -34,8 +34,38 @@ static const char *alt_name(const TkNode *n, const TkAlt *a, char *buf, size_t l
 
 static double comm_bytes(const TkTask *t, const TkNode *n)
 {
-    double b = (double)tk_numel(n) * dsl_dtype_bytes(n->dtype);
-    return n->comm == CM_ALL_TO_ALL && t->nranks > 0 ? b / t->nranks : b;
+    return tk_comm_bytes(t, n);
+}
+
+/* the sharding of X on the axis of collective n (its own on a 1-D mesh) */
+static TkShard ax_sh(const TkTask *t, const TkNode *n, const TkNode *X)
+{
+    return t->naxes ? X->msh[n->cax] : X->sh;
+}
+
+/* the mesh: axes, rank layout, each axis' group size, stride and link */
+static void mesh_text(DslBuf *o, const TkTask *t, const TkTopology *topo)
+{
+    dsl_buf_printf(o, "mesh:");
+    for (int a = 0; a < t->naxes; a++)
+        dsl_buf_printf(o, "%s %s = %d", a ? "," : "", t->axname[a], t->axsize[a]);
+    dsl_buf_printf(o, " (rank =");
+    for (int a = 0; a < t->naxes; a++) {
+        dsl_buf_printf(o, "%s ", a ? " +" : "");
+        if (t->axstride[a] != 1)
+            dsl_buf_printf(o, "%d * ", t->axstride[a]);
+        dsl_buf_printf(o, "i_%s", t->axname[a]);
+    }
+    dsl_buf_printf(o, "; the first axis is the outermost)\n");
+    for (int a = 0; a < t->naxes; a++) {
+        bool net = tk_axis_crosses_nodes(t, topo, a);
+        dsl_buf_printf(o, "  axis %-6s %d ranks per group, stride %d, %s (%.1f GB/s, %.1f us)\n",
+                       t->axname[a], t->axsize[a], t->axstride[a],
+                       net ? "network between nodes" : "link within a node",
+                       net && topo->net_gbs < topo->link_gbs * topo->link_eff
+                           ? topo->net_gbs : topo->link_gbs * topo->link_eff,
+                       net ? topo->net_lat_us : topo->link_lat_us);
+    }
 }
 
 /* `result` (one result) or `result0`, `result1`, ... (CLI.md) */
@@ -116,10 +146,12 @@ static void fusion_text(DslBuf *o, const TkTask *t)
 
 static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
 {
-    char ty[160], sh[32], sh2[32], an[96];
+    char ty[160], sh[128], sh2[32], an[96];
     dsl_buf_printf(o, "task %s on %d rank%s, topology %s\n", t->fn->name, t->nranks,
                    t->nranks == 1 ? "" : "s", topo->name);
     dsl_buf_printf(o, "  (%s)\n", topo->source);
+    if (t->naxes)
+        mesh_text(o, t, topo);
     if (t->nsyms) {
         dsl_buf_printf(o, "sizes:");
         for (int s = 0; s < t->nsyms; s++)
@@ -132,7 +164,7 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         if (n->op == TK_CONST || n->op == TK_SCALAR)
             continue;
         tk_type_str(t, n, ty, sizeof ty);
-        tk_shard_str(n->sh, sh, sizeof sh);
+        tk_msh_str(t, n, NULL, sh, sizeof sh);
         char what[64];
         if (n->op == TK_COMM)
             snprintf(what, sizeof what, "%s %%%d", tk_comm_name(n->comm), n->a);
@@ -155,10 +187,14 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         if (n->op != TK_COMM)
             continue;
         ncomm++;
-        tk_shard_str(t->n[n->a].sh, sh, sizeof sh);
-        tk_shard_str(n->sh, sh2, sizeof sh2);
-        dsl_buf_printf(o, "  %%%d %s of %%%d: %s -> %s, %.3f MB per rank, %s\n", i,
-                       tk_comm_name(n->comm), n->a, sh, sh2, comm_bytes(t, n) / 1e6,
+        tk_shard_str(ax_sh(t, n, &t->n[n->a]), sh, sizeof sh);
+        tk_shard_str(ax_sh(t, n, n), sh2, sizeof sh2);
+        char on[64] = "";
+        if (t->naxes)
+            snprintf(on, sizeof on, " on %s (%d ranks, %s)", t->axname[n->cax],
+                     t->axsize[n->cax], tk_axis_crosses_nodes(t, topo, n->cax) ? "net" : "link");
+        dsl_buf_printf(o, "  %%%d %s of %%%d%s: %s -> %s, %.3f MB per rank, %s\n", i,
+                       tk_comm_name(n->comm), n->a, on, sh, sh2, comm_bytes(t, n) / 1e6,
                        n->user ? (n->reshard ? "written (reshard)" : "written") : "inserted");
         if (n->gemm >= 0)
             dsl_buf_printf(o, "    next to GEMM %%%d: alternatives\n", n->gemm);
@@ -195,7 +231,18 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         const AstFunc *cf = t->prog->funcs[n->callee];
         dsl_buf_printf(o, "  %%%d %s %s: ", i, cf->fkind == FN_KERNEL ? "kernel" : "device function",
                        cf->name);
-        if (n->csplit >= 0)
+        if (t->naxes) { /* per axis */
+            for (int a = 0; a < t->naxes; a++) {
+                int cs = n->mcsplit[a];
+                if (cs >= 0)
+                    dsl_buf_printf(o, "%son %s split over its size %s", a ? ", " : "",
+                                   t->axname[a],
+                                   cf->params[cs / IR_MAX_RANK].dims[cs % IR_MAX_RANK]->name);
+                else
+                    dsl_buf_printf(o, "%son %s not split", a ? ", " : "", t->axname[a]);
+            }
+            dsl_buf_printf(o, "\n");
+        } else if (n->csplit >= 0)
             dsl_buf_printf(o, "split over its size %s\n",
                            cf->params[n->csplit / IR_MAX_RANK].dims[n->csplit % IR_MAX_RANK]->name);
         else
@@ -204,11 +251,11 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
             const TkNode *X = &t->n[t->cargs[n->carg + k]];
             if (X->rank == 0)
                 continue;
-            tk_shard_str(X->sh, sh, sizeof sh);
+            tk_msh_str(t, X, NULL, sh, sizeof sh);
             dsl_buf_printf(o, "    %-8s <- %%%-3d %s%s\n", cf->params[k].name, t->cargs[n->carg + k], sh,
                            X->op == TK_COMM && !X->user ? " (resharded)" : "");
         }
-        tk_shard_str(n->sh, sh, sizeof sh);
+        tk_msh_str(t, n, NULL, sh, sizeof sh);
         dsl_buf_printf(o, "    %-8s -> %%%-3d %s (result)\n", cf->params[cf->nparams - 1].name, i, sh);
     }
     fusion_text(o, t);
@@ -218,7 +265,10 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
         char rn[24];
         result_name(t, r, rn, sizeof rn);
         tk_type_str(t, n, ty, sizeof ty);
-        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        if (t->naxes)
+            tk_msh_str(t, n, &t->res_msh[r * TK_MAX_AXES], sh, sizeof sh);
+        else
+            tk_shard_str(t->res_sh[r], sh, sizeof sh);
         dsl_buf_printf(o, "  %-8s = %%%-3d %-32s %s\n", rn, t->results[r], ty, sh);
     }
     dsl_buf_printf(o, "\npredicted time per step: %.2f us (serial sum of the ops above; a "
@@ -227,7 +277,7 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
 
 static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
 {
-    char ty[160], sh[32], an[96];
+    char ty[160], sh[128], an[96];
     dsl_buf_printf(o, "{\n  \"task\": ");
     json_str(o, t->fn->name);
     dsl_buf_printf(o, ",\n  \"ranks\": %d,\n  \"topology\": ", t->nranks);
@@ -238,14 +288,25 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
         json_str(o, t->syms[s]);
         dsl_buf_printf(o, ": %lld", (long long)t->symval[s]);
     }
-    dsl_buf_printf(o, "},\n  \"values\": [\n");
+    dsl_buf_printf(o, "}");
+    if (t->naxes) {
+        dsl_buf_printf(o, ",\n  \"mesh\": [");
+        for (int a = 0; a < t->naxes; a++) {
+            dsl_buf_printf(o, "%s{\"axis\": ", a ? ", " : "");
+            json_str(o, t->axname[a]);
+            dsl_buf_printf(o, ", \"size\": %d, \"stride\": %d, \"link\": \"%s\"}", t->axsize[a],
+                           t->axstride[a], tk_axis_crosses_nodes(t, topo, a) ? "net" : "link");
+        }
+        dsl_buf_printf(o, "]");
+    }
+    dsl_buf_printf(o, ",\n  \"values\": [\n");
     int k = 0;
     for (int i = 0; i < t->nn; i++) {
         const TkNode *n = &t->n[i];
         if (n->op == TK_CONST || n->op == TK_SCALAR)
             continue;
         tk_type_str(t, n, ty, sizeof ty);
-        tk_shard_str(n->sh, sh, sizeof sh);
+        tk_msh_str(t, n, NULL, sh, sizeof sh);
         dsl_buf_printf(o, "%s    {\"id\": %d, \"op\": ", k++ ? ",\n" : "", i);
         json_str(o, n->op == TK_COMM ? tk_comm_name(n->comm) : tk_op_name(n->op));
         dsl_buf_printf(o, ", \"name\": ");
@@ -267,10 +328,14 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
             continue;
         dsl_buf_printf(o, "%s    {\"id\": %d, \"kind\": ", k++ ? ",\n" : "", i);
         json_str(o, tk_comm_name(n->comm));
-        tk_shard_str(t->n[n->a].sh, sh, sizeof sh);
+        if (t->naxes) {
+            dsl_buf_printf(o, ", \"axis\": ");
+            json_str(o, t->axname[n->cax]);
+        }
+        tk_shard_str(ax_sh(t, n, &t->n[n->a]), sh, sizeof sh);
         dsl_buf_printf(o, ", \"of\": %d, \"from\": ", n->a);
         json_str(o, sh);
-        tk_shard_str(n->sh, sh, sizeof sh);
+        tk_shard_str(ax_sh(t, n, n), sh, sizeof sh);
         dsl_buf_printf(o, ", \"to\": ");
         json_str(o, sh);
         dsl_buf_printf(o, ", \"bytes\": %.0f, \"inserted\": %s, \"gemm\": ", comm_bytes(t, n),
@@ -298,7 +363,10 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
         tk_type_str(t, &t->n[t->results[r]], ty, sizeof ty);
         dsl_buf_printf(o, ", \"id\": %d, \"type\": ", t->results[r]);
         json_str(o, ty);
-        tk_shard_str(t->res_sh[r], sh, sizeof sh);
+        if (t->naxes)
+            tk_msh_str(t, &t->n[t->results[r]], &t->res_msh[r * TK_MAX_AXES], sh, sizeof sh);
+        else
+            tk_shard_str(t->res_sh[r], sh, sizeof sh);
         dsl_buf_printf(o, ", \"sharding\": ");
         json_str(o, sh);
         dsl_buf_printf(o, "}");

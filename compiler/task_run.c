@@ -1,9 +1,10 @@
 /* task_run.c — running a task on local ranks: compile the Task IR's
  * generated source with the normal pipeline, JIT its kernels, scatter the
  * full input tensors to the ranks by their shardings (a replicated input
- * is shared, a split one is sliced), run the device function on every rank
- * with the plan runner, and gather the results (split: concatenated;
- * replicated: rank 0's). Also tk_check, the task branch of ir_lower. */
+ * is shared, a split one is sliced; on a mesh each rank gets its box), run
+ * the device function on every rank with the plan runner, and gather the
+ * results (split: concatenated; replicated: rank 0's). Also tk_check, the
+ * task branch of ir_lower. */
 #include "task.h"
 
 #include "../backends/backend.h"
@@ -42,6 +43,54 @@ static void shard_copy(char *full, char *local, const int64_t *shape, int rank, 
             memcpy(f, l, run);
         else
             memcpy(l, f, run);
+    }
+}
+
+/* On a mesh: the box of rank r's shard of a tensor of global `dims` with
+ * per-axis shardings msh: lo[d] +: len[d] (a dim split on several axes:
+ * the first axis outermost). Returns whether any axis splits it. */
+static bool mesh_box(const TkTask *t, const TkShard *msh, const int64_t *dims, int rank, int r,
+                     int64_t *lo, int64_t *len)
+{
+    bool split = false;
+    int64_t idx[IR_MAX_RANK] = {0}; /* the shard's index along each dim */
+    for (int d = 0; d < rank; d++)
+        len[d] = dims[d];
+    for (int a = 0; a < t->naxes; a++)
+        if (msh[a].kind == SH_SPLIT) {
+            int d = msh[a].dim;
+            len[d] /= t->axsize[a];
+            idx[d] = idx[d] * t->axsize[a] + r / t->axstride[a] % t->axsize[a];
+            split = true;
+        }
+    for (int d = 0; d < rank; d++)
+        lo[d] = idx[d] * len[d];
+    return split;
+}
+
+/* Copy the box lo[d] +: len[d] of a full C-order tensor of `shape` from
+ * (to_full: to) a dense local buffer. */
+static void box_copy(char *full, char *local, const int64_t *shape, const int64_t *lo,
+                     const int64_t *len, int rank, size_t esz, bool to_full)
+{
+    int64_t idx[IR_MAX_RANK] = {0}, rows = 1;
+    for (int d = 0; d + 1 < rank; d++)
+        rows *= len[d];
+    size_t run = (size_t)len[rank - 1] * esz;
+    for (int64_t k = 0; k < rows; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < rank; d++)
+            off = off * shape[d] + lo[d] + (d + 1 < rank ? idx[d] : 0);
+        char *f = full + (size_t)off * esz, *l = local + (size_t)k * run;
+        if (to_full)
+            memcpy(f, l, run);
+        else
+            memcpy(l, f, run);
+        for (int d = rank - 2; d >= 0; d--) {
+            if (++idx[d] < len[d])
+                break;
+            idx[d] = 0;
+        }
     }
 }
 
@@ -185,12 +234,16 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
      * arguments (rt_plan_run reads no other), and its results are whole
      * (the caller declared them replicated) on rank 0 */
     int self = rt_mpi_launch_size() > 1 ? rt_mpi_launch_rank() : -1;
-    for (int r = 0; r < t->nresults && self >= 0; r++)
-        if (t->res_sh[r].kind == SH_SPLIT) {
+    for (int r = 0; r < t->nresults && self >= 0; r++) {
+        int64_t lo[IR_MAX_RANK], len[IR_MAX_RANK];
+        const TkNode *n = &t->n[t->results[r]];
+        if (t->res_sh[r].kind == SH_SPLIT ||
+            (t->naxes && mesh_box(t, &t->res_msh[r * TK_MAX_AXES], n->dims, n->rank, 0, lo, len))) {
             snprintf(err, errlen, "internal: task %s under mpirun with a split result",
                      t->fn->name);
             goto out;
         }
+    }
     for (int r = 0; r < R; r++) {
         ra[r] = calloc((size_t)f->nparams + 1, sizeof **ra);
         if (!ra[r]) {
@@ -212,17 +265,21 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
                     continue;
                 }
                 size_t esz = (size_t)dsl_dtype_bytes(n->dtype);
-                int64_t st = 1, numel = 1;
+                int64_t st = 1, numel = 1, lo[IR_MAX_RANK], len[IR_MAX_RANK];
+                bool msplit = t->naxes && mesh_box(t, pass ? &t->res_msh[i * TK_MAX_AXES]
+                                                           : n->msh, n->dims, n->rank, r, lo, len);
                 for (int d = n->rank - 1; d >= 0; d--) {
                     a->shape[d] = tk_local_dim(t, n, d);
                     if (sh.kind == SH_SPLIT && sh.dim == d)
                         a->shape[d] = n->dims[d] / R;
+                    if (t->naxes)
+                        a->shape[d] = len[d];
                     a->stride[d] = st;
                     st *= a->shape[d];
                     numel *= a->shape[d];
                 }
                 const TkArg *full = pass ? &results[i] : &args[n->param];
-                if (!pass && sh.kind != SH_SPLIT) {
+                if (!pass && sh.kind != SH_SPLIT && !msplit) {
                     a->data = full->data; /* read only: shared */
                     continue;
                 }
@@ -231,7 +288,9 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
                     snprintf(err, errlen, "out of memory");
                     goto out;
                 }
-                if (!pass)
+                if (!pass && msplit)
+                    box_copy(full->data, a->data, full->shape, lo, len, n->rank, esz, false);
+                else if (!pass)
                     shard_copy(full->data, a->data, full->shape, n->rank, sh.dim, R, r, esz, false);
             }
     }
@@ -244,6 +303,14 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
         int p = nres0 + i;
         size_t esz = (size_t)dsl_dtype_bytes(n->dtype);
         TkShard sh = t->res_sh[i];
+        if (t->naxes) {
+            int64_t lo[IR_MAX_RANK], len[IR_MAX_RANK];
+            for (int r = 0; r < R; r++)
+                if (mesh_box(t, &t->res_msh[i * TK_MAX_AXES], n->dims, n->rank, r, lo, len) || !r)
+                    box_copy(results[i].data, ra[r][p].data, results[i].shape, lo, len, n->rank,
+                             esz, true);
+            continue;
+        }
         if (sh.kind != SH_SPLIT) {
             memcpy(results[i].data, ra[0][p].data, (size_t)tk_numel(n) * esz);
             continue;
@@ -265,7 +332,10 @@ out:
                     if (!pass && n->op != TK_PARAM && n->op != TK_SCALAR)
                         continue;
                     TkShard sh = pass ? t->res_sh[i] : n->sh;
-                    if (pass || (n->op == TK_PARAM && sh.kind == SH_SPLIT))
+                    int64_t lo[IR_MAX_RANK], len[IR_MAX_RANK];
+                    if (pass || (n->op == TK_PARAM && sh.kind == SH_SPLIT) ||
+                        (n->op == TK_PARAM && t->naxes &&
+                         mesh_box(t, n->msh, n->dims, n->rank, r, lo, len)))
                         free(ra[r][p].data);
                     p++;
                 }
@@ -402,8 +472,11 @@ TkTask *tk_prepare(const AstProgram *prog, const AstFunc *fn, int nranks,
     /* under mpirun each process is one rank and rank 0 holds whole results:
      * the task gathers them (a split result gets an all_gather at its end) */
     if (rt_mpi_launch_size() > 1)
-        for (int r = 0; r < t->nresults; r++)
+        for (int r = 0; r < t->nresults; r++) {
             t->res_sh[r] = (TkShard){SH_REPL, 0};
+            for (int a = 0; a < TK_MAX_AXES; a++)
+                t->res_msh[r * TK_MAX_AXES + a] = (TkShard){SH_REPL, 0};
+        }
     if (tk_propagate(t, diags) || diags->nerrors) {
         tk_free(t);
         return NULL;

@@ -14,7 +14,11 @@
  *            through + - (both partial) and * / by a non-partial.
  *   softmax, max, rmsnorm  their axis (rmsnorm: the last) must not be
  *            split; sum along a split axis -> partial.
- *   results  converted to their declared sharding. */
+ *   results  converted to their declared sharding.
+ * On a mesh (task ... mesh(AXIS = SIZE, ...)) the pass runs once per axis,
+ * with the axis' shardings (TkNode.msh[k]) and its size as the ranks: the
+ * rules are the same on every axis, and each inserted collective runs on
+ * its axis (TkNode.cax). */
 #include "task.h"
 
 #include <stdio.h>
@@ -25,6 +29,8 @@ typedef struct P {
     TkTask *t;                     /* the new node list is built in t */
     DslDiags *diags;
     bool failed;
+    int ax;                        /* the mesh axis of this pass, -1: none */
+    int R;                         /* its ranks (t->nranks without a mesh) */
 } P;
 
 static bool sh_eq(TkShard a, TkShard b)
@@ -58,11 +64,16 @@ static bool divisible(P *p, int x, int d, DslLoc loc, const char *why)
 {
     TkTask *t = p->t;
     const TkNode *n = &t->n[x];
-    if (t->nranks <= 1 || n->dims[d] < 0 || n->dims[d] % t->nranks == 0)
+    if (p->R <= 1 || n->dims[d] < 0 || n->dims[d] % p->R == 0)
         return true;
     char nm[96], ty[160];
     tk_type_str(t, n, ty, sizeof ty);
-    fail(p, loc, "cannot split %s (%s) along dim %d over %d ranks: %lld is not divisible by %d%s%s",
+    if (p->ax >= 0)
+        fail(p, loc, "cannot split %s (%s) along dim %d over the %d ranks of mesh axis '%s': "
+             "%lld is not divisible by %d%s%s", vname(n, nm, sizeof nm), ty, d, p->R,
+             t->axname[p->ax], (long long)n->dims[d], p->R, why ? "; " : "", why ? why : "");
+    else
+        fail(p, loc, "cannot split %s (%s) along dim %d over %d ranks: %lld is not divisible by %d%s%s",
          vname(n, nm, sizeof nm), ty, d, t->nranks, (long long)n->dims[d], t->nranks,
          why ? "; " : "", why ? why : "");
     return false;
@@ -89,7 +100,8 @@ static int convert(P *p, int x, TkShard to, DslLoc loc, const char *why)
     if (sh_eq(t->n[x].sh, to) || t->n[x].rank == 0)
         return x;
     for (int i = x + 1; i < t->nn; i++)
-        if (t->n[i].op == TK_COMM && t->n[i].a == x && !t->n[i].user && sh_eq(t->n[i].sh, to))
+        if (t->n[i].op == TK_COMM && t->n[i].a == x && !t->n[i].user && t->n[i].cax == p->ax &&
+            sh_eq(t->n[i].sh, to))
             return i;
     int k = comm_kind(t->n[x].sh, to);
     if (k < 0)
@@ -109,6 +121,7 @@ static int convert(P *p, int x, TkShard to, DslLoc loc, const char *why)
     n.user = false;
     n.reshard = false;
     n.axis = -1;
+    n.cax = p->ax;
     n.place = PL_PLAIN;
     n.gemm = -1;
     n.nalts = 0;
@@ -318,8 +331,9 @@ static void rule_user_comm(P *p, TkNode *n)
     if (!sh_eq(X->sh, need)) {
         tk_shard_str(X->sh, have, sizeof have);
         tk_shard_str(need, want, sizeof want);
-        fail(p, n->loc, "%s needs a %s value, but %s is %s here", what, want,
-             vname(X, nm, sizeof nm), have);
+        fail(p, n->loc, "%s needs a %s value, but %s is %s here%s%s%s", what, want,
+             vname(X, nm, sizeof nm), have, p->ax >= 0 ? " on mesh axis '" : "",
+             p->ax >= 0 ? t->axname[p->ax] : "", p->ax >= 0 ? "'" : "");
         return;
     }
     if (to.kind == SH_SPLIT)
@@ -363,7 +377,8 @@ static void rule_call(P *p, TkNode *n)
         S = dx->name;
         sarg = i;
     }
-    n->csplit = -1;
+    int *cs = p->ax >= 0 ? &n->mcsplit[p->ax] : &n->csplit; /* per axis on a mesh */
+    *cs = -1;
     if (!S) {
         n->sh = REPL;
         return;
@@ -396,10 +411,10 @@ static void rule_call(P *p, TkNode *n)
         if (tk_dim_is_size(t, out->dims[d]) && strcmp(out->dims[d]->name, S) == 0) {
             n->sh = (TkShard){SH_SPLIT, d};
             for (int k = 0; k < cf->nparams - 1; k++)
-                for (int e = 0; e < cf->params[k].ndims && n->csplit < 0; e++)
+                for (int e = 0; e < cf->params[k].ndims && *cs < 0; e++)
                     if (tk_dim_is_size(t, cf->params[k].dims[e]) &&
                         strcmp(cf->params[k].dims[e]->name, S) == 0)
-                        n->csplit = k * IR_MAX_RANK + e;
+                        *cs = k * IR_MAX_RANK + e;
             return;
         }
     fail(p, n->loc, "cannot infer the sharding of the result '%s' of %s '%s': the call is split "
@@ -408,8 +423,12 @@ static void rule_call(P *p, TkNode *n)
          out->name, S);
 }
 
-int tk_propagate(TkTask *t, DslDiags *diags)
+/* One forward pass over the nodes for axis p->ax (or the 1-D mesh): the
+ * node list is rebuilt with the collectives it inserts. On a mesh, the
+ * collectives of earlier axes' passes pass shardings through. */
+static int pass(P *pp)
 {
+    TkTask *t = pp->t;
     TkNode *old = t->n;
     int nold = t->nn;
     int *map = malloc(sizeof *map * (size_t)(nold + 1));
@@ -417,9 +436,11 @@ int tk_propagate(TkTask *t, DslDiags *diags)
         return -1;
     t->n = NULL;
     t->nn = t->cap = 0;
-    P p = {t, diags, false};
+    P p = *pp;
     for (int i = 0; i < nold && !p.failed; i++) {
         TkNode n = old[i];
+        if (p.ax >= 0 && n.op == TK_PARAM)
+            n.sh = n.msh[p.ax];
         n.a = n.a >= 0 ? map[n.a] : -1;
         n.b = n.b >= 0 ? map[n.b] : -1;
         n.c = n.c >= 0 ? map[n.c] : -1;
@@ -479,6 +500,12 @@ int tk_propagate(TkTask *t, DslDiags *diags)
                 n.sh.dim--;
             break;
         case TK_COMM:
+            if (p.ax >= 0 && !(n.user && n.cax == p.ax)) {
+                n.sh = A->sh; /* another axis' collective */
+                break;
+            }
+            if (p.ax >= 0)
+                n.sh = n.msh[p.ax]; /* a written one's target on its axis */
             rule_user_comm(&p, &n);
             break;
         case TK_CALL:
@@ -503,9 +530,10 @@ int tk_propagate(TkTask *t, DslDiags *diags)
     }
     for (int r = 0; r < t->nresults && !p.failed; r++) {
         int x = map[t->results[r]];
+        TkShard to = p.ax < 0 ? t->res_sh[r] : t->res_msh[r * TK_MAX_AXES + p.ax];
         char why[64];
-        snprintf(why, sizeof why, "the result is declared split(%d)", t->res_sh[r].dim);
-        x = convert(&p, x, t->res_sh[r], t->fn->loc, why);
+        snprintf(why, sizeof why, "the result is declared split(%d)", to.dim);
+        x = convert(&p, x, to, t->fn->loc, why);
         if (x < 0)
             break;
         t->results[r] = x;
@@ -514,9 +542,149 @@ int tk_propagate(TkTask *t, DslDiags *diags)
     free(map);
     if (p.failed || t->oom) {
         if (t->oom)
-            dsl_error(diags, t->fn->loc, "out of memory");
+            dsl_error(p.diags, t->fn->loc, "out of memory");
         return -1;
     }
+    for (int i = 0; i < t->nn && p.ax >= 0; i++)
+        t->n[i].msh[p.ax] = t->n[i].sh;
+    return 0;
+}
+
+/* Does a collective on axis `ax` of kind `comm` from per-axis shardings
+ * `in` to `out` move a dim that an inner axis (after ax) splits? Returns
+ * that dim (and the axis in *inner), or -1. */
+static int bad_move(const TkTask *t, int ax, int comm, const TkShard *in, const TkShard *out,
+                    int *inner)
+{
+    if (comm == CM_ALL_REDUCE || comm == CM_NONE)
+        return -1;
+    unsigned m = 0; /* the dims whose layout it changes */
+    if (in[ax].kind == SH_SPLIT)
+        m |= 1u << in[ax].dim;
+    if (out[ax].kind == SH_SPLIT)
+        m |= 1u << out[ax].dim;
+    for (int b = ax + 1; b < t->naxes; b++) {
+        *inner = b;
+        if (in[b].kind == SH_SPLIT && (m >> in[b].dim & 1))
+            return in[b].dim;
+        if (out[b].kind == SH_SPLIT && (m >> out[b].dim & 1))
+            return out[b].dim;
+    }
+    return -1;
+}
+
+/* Two inserted collectives in a row on different axes commute: X -> C1
+ * (axis a) -> C2 (axis b), C1 used only by C2, become X -> C2' (axis b)
+ * -> C1' (axis a). Done when C1 moves a dim the later axis still splits
+ * and the swapped pair does not (e.g. a result gathered on dp and tp: tp,
+ * the inner axis, gathers first). */
+static void reorder(TkTask *t)
+{
+    int *uses = calloc((size_t)t->nn + 1, sizeof *uses);
+    if (!uses)
+        return;
+    for (int i = 0; i < t->nn; i++) {
+        const TkNode *n = &t->n[i];
+        if (n->a >= 0) uses[n->a]++;
+        if (n->b >= 0) uses[n->b]++;
+        if (n->c >= 0) uses[n->c]++;
+        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+            uses[t->cargs[n->carg + k]]++;
+    }
+    for (int r = 0; r < t->nresults; r++)
+        uses[t->results[r]]++;
+    for (int i = 0; i < t->nn; i++) {
+        TkNode *c2 = &t->n[i];
+        if (c2->op != TK_COMM || c2->user || c2->a < 0)
+            continue;
+        TkNode *c1 = &t->n[c2->a];
+        if (c1->op != TK_COMM || c1->user || c1->cax == c2->cax || uses[c2->a] != 1)
+            continue;
+        const TkNode *X = &t->n[c1->a];
+        int inner;
+        if (bad_move(t, c1->cax, c1->comm, X->msh, c1->msh, &inner) < 0)
+            continue;
+        TkShard mid[TK_MAX_AXES]; /* X with c2's axis converted */
+        memcpy(mid, X->msh, sizeof mid);
+        mid[c2->cax] = c2->msh[c2->cax];
+        if (bad_move(t, c2->cax, c2->comm, X->msh, mid, &inner) >= 0 ||
+            bad_move(t, c1->cax, c1->comm, mid, c2->msh, &inner) >= 0)
+            continue;
+        int ax1 = c1->cax, k1 = c1->comm;
+        DslLoc l1 = c1->loc;
+        c1->cax = c2->cax;
+        c1->comm = c2->comm;
+        c1->loc = c2->loc;
+        memcpy(c1->msh, mid, sizeof mid);
+        c2->cax = ax1;
+        c2->comm = k1;
+        c2->loc = l1;
+    }
+    free(uses);
+}
+
+/* On a mesh a dim may be split on several axes: its shards are laid out
+ * with the first axis outermost (rank box: task_run.c). That holds while a
+ * collective that moves a dim runs on the innermost axis splitting it; on
+ * an outer one the gathered / sliced pieces would be strided. Checked
+ * here (after reorder), with the divisibility by all the axes splitting a
+ * dim. */
+static int check_mesh(TkTask *t, DslDiags *diags)
+{
+    char nm[96], ty[160];
+    reorder(t);
+    for (int i = 0; i < t->nn; i++) {
+        TkNode *n = &t->n[i];
+        n->sh = REPL;
+        for (int d = 0; d < n->rank && t->nranks > 0 && n->dims[d] > 0; d++) {
+            int64_t prod = 1;
+            int nax = 0;
+            for (int a = 0; a < t->naxes; a++)
+                if (n->msh[a].kind == SH_SPLIT && n->msh[a].dim == d) {
+                    prod *= t->axsize[a];
+                    nax++;
+                }
+            if (nax > 1 && n->dims[d] % prod) {
+                tk_type_str(t, n, ty, sizeof ty);
+                dsl_error(diags, n->loc, "cannot split %s (%s) along dim %d over the %lld ranks of "
+                          "its %d mesh axes: %lld is not divisible by %lld",
+                          vname(n, nm, sizeof nm), ty, d, (long long)prod, nax,
+                          (long long)n->dims[d], (long long)prod);
+                return -1;
+            }
+        }
+        if (n->op != TK_COMM)
+            continue;
+        int b, d = bad_move(t, n->cax, n->comm, t->n[n->a].msh, n->msh, &b);
+        if (d < 0)
+            continue;
+        if (n->user)
+            snprintf(nm, sizeof nm, "%s on mesh axis '%s'", tk_comm_name(n->comm),
+                     t->axname[n->cax]);
+        else
+            snprintf(nm, sizeof nm, "the %s inserted here on mesh axis '%s'",
+                     tk_comm_name(n->comm), t->axname[n->cax]);
+        dsl_error(diags, n->loc, "%s moves dim %d while the inner axis '%s' splits it; only "
+                  "the innermost axis that splits a dim can move it (outer axes: not "
+                  "supported yet)", nm, d, t->axname[b]);
+        return -1;
+    }
+    return 0;
+}
+
+int tk_propagate(TkTask *t, DslDiags *diags)
+{
+    P p = {t, diags, false, -1, t->nranks};
+    if (!t->naxes && pass(&p))
+        return -1;
+    for (int a = 0; a < t->naxes; a++) {
+        p.ax = a;
+        p.R = t->nranks > 0 ? t->axsize[a] : 0;
+        if (pass(&p))
+            return -1;
+    }
+    if (t->naxes && check_mesh(t, diags))
+        return -1;
     for (int i = 0; i < t->nn; i++)
         t->n[i].uses = 0;
     for (int i = 0; i < t->nn; i++) {

@@ -34,27 +34,27 @@ static const TkTopology presets[] = {
     {"h100-nvl8", 8, 450, 0.80, 3, 50, 10, 989, 67, 0.75, 3350, 132, 128, 256, 5, 2, 0.05,
      "H100 SXM5 x8, NVLink 4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per "
      "direction (spec); HBM3 3.35 TB/s (spec); inter-node 400 Gb/s NIC = 50 GB/s (spec, "
-     "ConnectX-7); see topology.c for compute and efficiency assumptions"},
+     "ConnectX-7); see topology.c for compute and efficiency assumptions", "", ""},
     {"h200-nvl8", 8, 450, 0.80, 3, 50, 10, 989, 67, 0.75, 4800, 132, 128, 256, 5, 2, 0.05,
      "H200 SXM x8, NVLink 4: 450 GB/s per direction (spec); HBM3e 4.8 TB/s (spec); compute as "
-     "H100 SXM5 (spec)"},
+     "H100 SXM5 (spec)", "", ""},
     {"h800-nvl8", 8, 200, 0.80, 3, 50, 10, 989, 67, 0.75, 3350, 132, 128, 256, 5, 2, 0.05,
      "H800 SXM5 x8: NVLink cut to 400 GB/s bidirectional per GPU = 200 GB/s per direction "
      "(spec); compute and HBM as H100 SXM5 (spec); link_eff 0.80 -> ~160 GB/s bus bandwidth, "
-     "the order NCCL reports on H800 nodes (assumed)"},
+     "the order NCCL reports on H800 nodes (assumed)", "", ""},
     {"mi300x", 8, 448, 0.70, 5, 50, 10, 1307, 163, 0.65, 5300, 304, 256, 256, 8, 3, 0.05,
      "MI300X x8, Infinity Fabric full mesh: 7 peer links x 64 GB/s per direction = 448 GB/s "
      "aggregate (spec); collectives reach ~70% of it (assumed); BF16 dense 1307 TFLOP/s, FP32 "
      "vector 163.4 TFLOP/s, HBM3 5.3 TB/s, 304 CUs (spec); GEMM efficiency 65% (assumed, "
-     "hipBLASLt on large BF16 GEMMs)"},
+     "hipBLASLt on large BF16 GEMMs)", "", ""},
     {"pcie", 8, 25, 0.80, 10, 12.5, 15, 312, 19.5, 0.70, 1935, 108, 128, 128, 5, 5, 0.02,
      "8 GPUs on PCIe Gen4 x16 without NVLink (A100 PCIe class): ~25 GB/s per direction "
      "(spec 32 GB/s raw, ~25 achievable), 10 us latency through the host bridge (assumed); "
-     "BF16 312 TFLOP/s, FP32 19.5 TFLOP/s, HBM2e 1.935 TB/s, 108 SMs (spec)"},
+     "BF16 312 TFLOP/s, FP32 19.5 TFLOP/s, HBM2e 1.935 TB/s, 108 SMs (spec)", "", ""},
     {"this-cpu", 64, 13.3, 1.0, 5, 13.3, 5, 0.095, 0.095, 1.0, 13.3, 2, 64, 128, 20, 5, 0.0,
      "this 2-core VM, ranks as threads: 'links' are memcpy, 13.3 GB/s (benchmarks/README.md, "
      "measured); compute is blkc's CPU GEMM, 95 GFLOP/s f32 on one core (benchmarks/README.md, "
-     "measured; bf16 is computed in f32); 5 us per step is a thread barrier (assumed)"},
+     "measured; bf16 is computed in f32); 5 us per step is a thread barrier (assumed)", "", ""},
 };
 
 const char *tk_topology_presets(void)
@@ -136,6 +136,12 @@ static int read_file(const char *path, TkTopology *t, char *err, size_t errlen)
         }
         if (strcmp(k, "name") == 0) {
             snprintf(t->name, sizeof t->name, "%.63s", v);
+            continue;
+        }
+        if (strcmp(k, "axis_net") == 0 || strcmp(k, "axis_link") == 0) {
+            /* mesh axis names, comma separated (tk_axis_crosses_nodes) */
+            char *f = k[5] == 'n' ? t->axis_net : t->axis_link;
+            snprintf(f, sizeof t->axis_net, "%.127s", v);
             continue;
         }
         int found = -1;

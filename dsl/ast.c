@@ -271,6 +271,8 @@ static void print_type(DslBuf *out, const AstParam *p)
         dsl_buf_printf(out, " split(%d)", p->shard_dim);
     else if (p->shard == SHARD_REPLICATED)
         dsl_buf_printf(out, " replicated");
+    for (int i = 0; i < p->nmsplit; i++)
+        dsl_buf_printf(out, " split(%d, %s)", p->msplit[i].dim, p->msplit[i].axis);
 }
 
 static void print_func(DslBuf *out, const AstFunc *f)
@@ -294,6 +296,16 @@ static void print_func(DslBuf *out, const AstFunc *f)
         dsl_buf_printf(out, "(param %s", f->params[i].name);
         print_type(out, &f->params[i]);
         put_loc(out, f->params[i].loc);
+        dsl_buf_put(out, ")", 1);
+    }
+    for (int i = 0; i < f->nmesh; i++) { /* a task's mesh axes */
+        indent(out, 2);
+        dsl_buf_printf(out, "(mesh %s", f->mesh[i]->name);
+        put_loc(out, f->mesh[i]->loc);
+        if (f->mesh[i]->a) {
+            indent(out, 3);
+            print_node(out, f->mesh[i]->a, 3);
+        }
         dsl_buf_put(out, ")", 1);
     }
     for (int i = 0; i < f->nresults; i++) {

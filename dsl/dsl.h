@@ -201,6 +201,14 @@ typedef enum {
 
 typedef enum { SHARD_NONE, SHARD_REPLICATED, SHARD_SPLIT } AstShardKind;
 
+/* `split(d, AXIS)` of a task tensor on a mesh axis (docs/task.md). */
+#define AST_MAX_MSPLIT 4
+typedef struct AstMeshSplit {
+    DslLoc loc;        /* of `split` */
+    int dim;           /* d */
+    const char *axis;  /* the mesh axis name */
+} AstMeshSplit;
+
 struct AstParam {
     DslLoc loc;        /* of the parameter name */
     const char *name;  /* parameter name (NULL for a task result type) */
@@ -210,6 +218,8 @@ struct AstParam {
     int ndims;         /* 0 for scalars */
     AstShardKind shard;/* task tier: split(d)/replicated; SHARD_NONE if absent */
     int shard_dim;     /* d of split(d) */
+    AstMeshSplit *msplit; /* task on a mesh: split(d, AXIS) clauses */
+    int nmsplit;       /* their number (at most AST_MAX_MSPLIT) */
 };
 
 /* FN_HELPER: `fn` helpers (LANGUAGE.md §7), kept apart in
@@ -233,6 +243,10 @@ struct AstFunc {
     Ast *warps;         /* warps(W) expression, NULL if absent */
     Ast *stages;        /* stages(S) expression, NULL if absent */
     Ast *body;          /* AST_BLOCK */
+    Ast **mesh;         /* task `mesh(AXIS = SIZE, ...)`: AST_NAMED_ARG
+                           nodes (name, a = the size), NULL if absent */
+    int nmesh;          /* number of mesh axes written */
+    DslLoc mesh_loc;    /* of `mesh` */
 };
 
 /* A module-level `const NAME = expr;` */

@@ -362,7 +362,7 @@ static Ast *assign(DslParseCtx *c, AstKind k, int op, DslExpr a, DslExpr b,
 %type <e> expr cast unary postfix primary item dim
 %type <node> stmt block if_stmt
 %type <list> stmts args args_opt arg_list expr_list items cparams_opt
-%type <list> cparam_list dims
+%type <list> cparam_list dims mesh_opt
 %type <node> arg cparam
 %type <param> type ptype
 %type <params> params_opt param_list results result_list hparams_opt hparam_list
@@ -395,12 +395,22 @@ func:
     | KW_FN IDENT cparams_opt '(' hparams_opt ')' block
         { $$ = func_head(ctx, func_new(ctx), FN_HELPER, $2, @2, $3, $5);
           if ($$) $$->body = $7; }
-    | KW_TASK IDENT '(' params_opt ')' ARROW results block
+    | KW_TASK IDENT '(' params_opt ')' mesh_opt ARROW results block
         { $$ = func_head(ctx, func_new(ctx), FN_TASK, $2, @2, NULL, $4);
           if ($$) {
-              if ($7) { $$->results = $7->v; $$->nresults = $7->n; }
-              $$->body = $8;
+              if ($8) { $$->results = $8->v; $$->nresults = $8->n; }
+              $$->body = $9;
+              if ($6) { $$->mesh = $6->v; $$->nmesh = $6->n; $$->mesh_loc = LOC(@6); }
           } }
+    ;
+
+/* a task's device mesh: mesh(AXIS = SIZE, ...) (`mesh` is not a keyword) */
+mesh_opt:
+      %empty                        { $$ = NULL; }
+    | IDENT '(' cparam_list ')'
+        { $$ = $3;
+          if (strcmp($1, "mesh") != 0)
+              dsl_error(ctx->diags, LOC(@1), "expected '->' or mesh(...) after the parameters of a task, got '%s'", $1); }
     ;
 
 cparams_opt:
@@ -463,14 +473,14 @@ hparams_opt:
 hparam_list:
       IDENT
         { $$ = params_new(ctx);
-          AstParam p = {LOC(@1), $1, TY_SCALAR, DT_VOID, NULL, 0, SHARD_NONE, 0};
+          AstParam p = {LOC(@1), $1, TY_SCALAR, DT_VOID, NULL, 0, SHARD_NONE, 0, NULL, 0};
           params_push(ctx, $$, &p); }
     | IDENT ':' ptype
         { $$ = params_new(ctx);
           if ($3) { $3->name = $1; $3->loc = LOC(@1); params_push(ctx, $$, $3); } }
     | hparam_list ',' IDENT
         { $$ = $1;
-          AstParam p = {LOC(@3), $3, TY_SCALAR, DT_VOID, NULL, 0, SHARD_NONE, 0};
+          AstParam p = {LOC(@3), $3, TY_SCALAR, DT_VOID, NULL, 0, SHARD_NONE, 0, NULL, 0};
           params_push(ctx, $$, &p); }
     | hparam_list ',' IDENT ':' ptype
         { $$ = $1;
@@ -489,11 +499,28 @@ result_list:
 
 ptype:
       type                          { $$ = $1; }
-    | type KW_SPLIT '(' INT ')'
+    | ptype KW_SPLIT '(' INT ')'
         { $$ = $1;
-          if ($$) { $$->shard = SHARD_SPLIT;
+          if ($$ && $$->shard != SHARD_NONE)
+              dsl_error(ctx->diags, LOC(@2), "a tensor takes one split(d) or replicated");
+          else if ($$) { $$->shard = SHARD_SPLIT;
                     $$->shard_dim = $4.v > 1000000 ? 1000000 : (int)$4.v; } }
-    | type KW_REPLICATED            { $$ = $1; if ($$) $$->shard = SHARD_REPLICATED; }
+    | ptype KW_REPLICATED
+        { $$ = $1;
+          if ($$ && $$->shard != SHARD_NONE)
+              dsl_error(ctx->diags, LOC(@2), "a tensor takes one split(d) or replicated");
+          else if ($$) $$->shard = SHARD_REPLICATED; }
+    | ptype KW_SPLIT '(' INT ',' IDENT ')'
+        { /* split on a mesh axis; several may follow one another */
+          $$ = $1;
+          if ($$ && !$$->msplit)
+              $$->msplit = p_alloc(ctx, AST_MAX_MSPLIT * sizeof *$$->msplit);
+          if ($$ && $$->msplit && $$->nmsplit == AST_MAX_MSPLIT)
+              dsl_error(ctx->diags, LOC(@2), "at most %d split(d, AXIS) clauses on one tensor",
+                        AST_MAX_MSPLIT);
+          else if ($$ && $$->msplit)
+              $$->msplit[$$->nmsplit++] = (AstMeshSplit){LOC(@2),
+                  $4.v > 1000000 ? 1000000 : (int)$4.v, $6}; }
     ;
 
 type:

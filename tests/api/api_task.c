@@ -4,7 +4,8 @@
  * plan text equal to `blkc plan`'s golden output, and the error routes
  * (unknown task, wrong arity / dtype / shape, ranks not dividing a split
  * dim, bad sizes) as statuses with clear messages; one handle run from
- * several threads at once. Also a device function on N local ranks
+ * several threads at once; a task on a 2-D mesh (plan equal to its golden,
+ * a 2 x 2 run against the reference). Also a device function on N local ranks
  * (blkc_kernel_run_ranks): an all_reduce through a buffer made inside it. */
 #include <blkc/blkc.h>
 #include <math.h>
@@ -272,6 +273,56 @@ int main(void)
         EXPECT(blkc_task_create(mlp, mlen, &o, "mlp", &to, &t), BLKC_ERR_USAGE,
                "no-such-topology");
         CHECK(t == NULL);
+    }
+
+    /* a task on a 2-D mesh: the mesh sizes are sizes of the task */
+    {
+        size_t len = 0;
+        char *src = slurp("tests/task/mlp_mesh.blk", &len);
+        blkc_compile_options o;
+        blkc_compile_options_init(&o);
+        o.filename = "mlp_mesh.blk";
+        blkc_task_options to;
+        blkc_task_options_init(&to);
+        to.ranks = 16;
+        to.topology = "h100-nvl8";
+        blkc_task *t = NULL;
+        CHECK(src && blkc_task_create(src, len, &o, "mlp", &to, &t) == BLKC_OK);
+        const char *sizes[] = {"T=4096", "H=8192", "F=28672", "DP=2", "TP=8"};
+        char *plan = NULL;
+        CHECK(t && blkc_task_plan(t, sizes, 5, 0, &plan, NULL) == BLKC_OK);
+        char *golden = slurp("tests/task/golden/mlp_mesh_h100.txt", NULL);
+        CHECK(plan && golden && strcmp(plan, golden) == 0);
+        blkc_free(plan);
+        free(golden);
+        const char *four[] = {"T=4096", "H=8192", "F=28672", "DP=2", "TP=2"};
+        if (t)
+            EXPECT(blkc_task_plan(t, four, 5, 0, &plan, NULL), BLKC_ERR_COMPILE,
+                   "mesh(dp = 2, tp = 2) of task 'mlp' has 4 ranks, but it runs on 16");
+        blkc_task_destroy(t);
+        /* a run binds sizes from the tensors: mesh sizes come from
+         * constants, set by defines (a 2 x 2 mesh on 4 ranks) */
+        const char pre[] = "const DP = 1;\nconst TP = 1;\n";
+        char *src2 = malloc(sizeof pre + len);
+        memcpy(src2, pre, sizeof pre - 1);
+        memcpy(src2 + sizeof pre - 1, src, len + 1);
+        const char *defs[] = {"DP=2", "TP=2"};
+        o.defines = defs;
+        o.ndefines = 2;
+        to.ranks = 4;
+        to.topology = NULL;
+        t = NULL;
+        CHECK(blkc_task_create(src2, strlen(src2), &o, "mlp", &to, &t) == BLKC_OK);
+        memset(out, 0xff, sizeof(float) * T * H);
+        mk(&ty, out, T, H);
+        DLTensor *res[] = {&ty.t};
+        CHECK(t && blkc_task_run(t, args, 3, res, 1) == BLKC_OK);
+        double d = maxdiff(out, y, T * H);
+        printf("mlp on mesh(dp = 2, tp = 2): max |diff| %.3g\n", d);
+        CHECK(d <= 1e-3);
+        blkc_task_destroy(t);
+        free(src2);
+        free(src);
     }
 
     /* errors */

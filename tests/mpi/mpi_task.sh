@@ -2,9 +2,10 @@
 # mpi_task.sh NP HAVE_MPI BLKC TASK_REF SRCDIR — tasks under
 # `mpirun -np NP blkc run FILE --entry=TASK --ranks=NP` (docs/task.md "MPI"):
 # the tensor-parallel MLP (placement by cost and forced overlap), a task
-# with a split second result and a task calling a kernel equal their
-# 1-rank local results (1e-4); output files come from rank 0 only; --ranks
-# other than -np is an error. Exits 77 without MPI or mpirun.
+# with a split second result, a task calling a kernel and tasks on a 2-D
+# mesh (mlp_mesh, attention_mesh, call_mesh, coll_mesh, mlp_sp_mesh) equal
+# their 1-rank local results (1e-4); output files come from rank 0 only;
+# --ranks other than -np is an error. Exits 77 without MPI or mpirun.
 set -u
 NP=$1 HAVE=$2 BLKC=$3 REF=$4 SRC=$5
 . "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
@@ -40,6 +41,33 @@ BLKC_TASK_OVERLAP=always run_cmp mlp_ov mlp.blk mlp "T=16 H=16 F=32" result
 BLKC_TASK_OVERLAP=always run_cmp mlp_sp mlp_sp.blk mlp_sp "T=32 H=16 F=32" result
 run_cmp two two_results.blk mlp2 "T=16 H=16 F=32" result0 result1
 run_cmp call call_kernel.blk mlp_call "T=16 H=16 F=64" result
+
+# run_mesh NAME FILE ENTRY "SIZES" DP TP — a task on mesh(dp = DP, tp = TP)
+# under mpirun vs the same task on 1 local rank (DP=1 TP=1)
+run_mesh() {
+  local name=$1 file=$2 entry=$3 sizes=$4 dp=$5 tp=$6
+  # shellcheck disable=SC2086
+  "$BLKC" run "$D/$file" --entry="$entry" --ranks=1 --random $sizes DP=1 TP=1 \
+    --out "result=$T/$name.l.npy" >/dev/null 2>"$T/lerr" \
+    || { bad "$name on 1 local rank: $(cat "$T/lerr")"; return; }
+  # shellcheck disable=SC2086
+  if ! timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/$file" --entry="$entry" --ranks="$NP" \
+      --random $sizes DP=$dp TP=$tp --out "result=$T/$name.m.npy" >"$T/out" 2>"$T/err"; then
+    bad "mpirun -np $NP $name: $(cat "$T/out" "$T/err")"; return
+  fi
+  echo -n "$name, mesh(dp = $dp, tp = $tp), mpirun -np $NP (overlap ${BLKC_TASK_OVERLAP:-auto}): "
+  "$REF" cmp "$T/$name.m.npy" "$T/$name.l.npy" 1e-4 && ok || bad "$name differs"
+}
+
+run_mesh mlp_mesh mlp_mesh.blk mlp "T=16 H=16 F=32" $((NP / 2)) 2
+run_mesh mlp_mesh_dp mlp_mesh.blk mlp "T=16 H=16 F=32" "$NP" 1
+run_mesh attention_mesh attention_mesh.blk attention "T=16 H=16 NH=8 D=8" $((NP / 2)) 2
+run_mesh call_mesh call_mesh.blk call_mesh "T=16 H=16 F=64" $((NP / 2)) 2
+run_mesh coll_mesh coll_mesh.blk coll_mesh "T=16 H=16 F=32" $((NP / 2)) 2
+run_mesh mlp_sp_mesh mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" $((NP / 2)) 2
+BLKC_TASK_OVERLAP=always run_mesh mlp_sp_mesh_ov mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" \
+  $((NP / 2)) 2
+BLKC_TASK_OVERLAP=always run_mesh mlp_mesh_ov mlp_mesh.blk mlp "T=16 H=16 F=32" $((NP / 2)) 2
 
 # without --out: one summary line, from rank 0 only
 timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/mlp.blk" --ranks="$NP" --random T=16 H=16 F=32 \

@@ -4,6 +4,12 @@
 #       and 8 ranks (placement by cost and forced overlap) and compare each
 #       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
 #       call_kernel and call_device also against C
+#   task_test.sh BLKC TASK_REF DIR mesh FILE SIZES...   a task on a mesh
+#       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 1x2, 2x1, 2x2, 4x2,
+#       2x4 local ranks (mlp_mesh3: meshes of 3 axes), placement by cost and
+#       forced overlap (BLKC_TASK_OVERLAP=always), each compared with the
+#       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
+#       mlp_sp_mesh also against their 1-D files
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -78,6 +84,52 @@ if [ "$MODE" = dist ]; then
     exit $fail
 fi
 
+if [ "$MODE" = mesh ]; then
+    f=$1; shift
+    name=$(basename "$f" .blk)
+    # the meshes, as size assignments; the first is the 1-rank reference
+    case $name in
+    mlp_mesh3) meshes=("DP=1 SP=1 TP=1" "DP=2 SP=2 TP=2" "DP=1 SP=2 TP=2" "DP=4 SP=1 TP=2"
+                       "DP=2 SP=2 TP=1");;
+    *) meshes=("DP=1 TP=1" "DP=1 TP=2" "DP=2 TP=1" "DP=2 TP=2" "DP=4 TP=2" "DP=2 TP=4");;
+    esac
+    # shellcheck disable=SC2086
+    "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" ${meshes[0]} --out "result=$TMP/r1.npy" \
+        || { echo "FAIL: $name on 1 rank"; exit 1; }
+    case $name in
+    mlp_mesh)
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" DP=1 TP=1 --out "x=$TMP/x.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp_mesh inputs"
+        echo -n "$name, 1 rank vs C: "
+        "$REF" mlp "$TMP/x.npy" "$TMP/w1.npy" "$TMP/w2.npy" "$TMP/r1.npy" 1e-4 || bad "mlp_mesh vs C";;
+    mlp_sp_mesh) # the same inputs (names, --random streams) as the 1-D task
+        "$BLKC" run "$DIR/mlp_sp.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
+            >/dev/null || bad "mlp_sp on 1 rank"
+        echo -n "$name, 1 rank vs mlp_sp.blk (1-D, 1 rank): "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "mlp_sp_mesh vs mlp_sp";;
+    attention_mesh) # the same inputs (names, --random streams) as the 1-D task
+        "$BLKC" run "$DIR/attention.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
+            >/dev/null || bad "attention on 1 rank"
+        echo -n "$name, 1 rank vs attention.blk (1-D, 1 rank): "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "attention_mesh vs attention";;
+    esac
+    for m in "${meshes[@]:1}"; do
+        R=1
+        for a in $m; do R=$((R * ${a#*=})); done
+        for ov in auto always; do
+            # shellcheck disable=SC2086
+            if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" $m \
+                    --out "result=$TMP/r.npy"; then
+                bad "$name on mesh $m ($ov)"
+                continue
+            fi
+            echo -n "$name, mesh $m on $R ranks, overlap $ov, vs 1 rank: "
+            "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh $m ($ov)"
+        done
+    done
+    exit $fail
+fi
+
 if [ "$MODE" = golden ]; then
     while read -r gname file entry ranks topo sizes; do
         [ -z "$gname" ] && continue
@@ -93,7 +145,7 @@ if [ "$MODE" = golden ]; then
         fi
     done <"$DIR/golden/plans.list"
     # --emit=task: the Task IR with shardings and fusion groups
-    for f in fuse_chain two_results call_reshard; do
+    for f in fuse_chain two_results call_reshard mlp_mesh; do
         "$BLKC" compile "$DIR/$f.blk" --emit=task >"$TMP/$f.task" 2>&1 || bad "emit=task $f exited $?"
         if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
             cp "$TMP/$f.task" "$DIR/golden/${f}_emit.txt"
@@ -106,6 +158,18 @@ if [ "$MODE" = golden ]; then
         T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
     grep -q '"chosen": "AllGather+GEMM"' "$TMP/p.json" || bad "json: AllGather+GEMM chosen"
     grep -q '"chosen": "GEMM+ReduceScatter"' "$TMP/p.json" || bad "json: GEMM+ReduceScatter chosen"
+    # a mesh axis placed on the network by the topology file (axis_net)
+    printf 'base = h100-nvl8\nname = h100-tp-net\naxis_net = tp\n' >"$TMP/tp_net.topo"
+    "$BLKC" plan "$DIR/mlp_mesh.blk" --ranks=8 --topology="$TMP/tp_net.topo" T=4096 H=8192 \
+        F=28672 DP=2 TP=4 >"$TMP/tp_net.txt" || bad "plan axis_net"
+    grep -q 'axis tp     4 ranks per group, stride 1, network between nodes (50.0 GB/s, 10.0 us)' \
+        "$TMP/tp_net.txt" || bad "axis_net = tp: tp on the network"
+    grep -q 'all_reduce of %5 on tp (4 ranks, net)' "$TMP/tp_net.txt" || bad "axis_net: all_reduce on net"
+    "$BLKC" plan "$DIR/mlp_mesh.blk" --ranks=8 --topology=h100-nvl8 --json T=4096 H=8192 \
+        F=28672 DP=2 TP=4 >"$TMP/m.json" || bad "plan --json mesh"
+    grep -q '"mesh": \[{"axis": "dp", "size": 2, "stride": 4, "link": "link"}, {"axis": "tp", "size": 4, "stride": 1, "link": "link"}\]' \
+        "$TMP/m.json" || bad "json: mesh"
+    grep -q '"kind": "all_reduce", "axis": "tp"' "$TMP/m.json" || bad "json: all_reduce on tp"
     exit $fail
 fi
 
