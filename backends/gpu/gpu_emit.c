@@ -760,6 +760,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");
     em->nopipe = (e = getenv("BLKC_GPU_NOPIPE")) && *e && strcmp(e, "0");
     em->nosyncelim = (e = getenv("BLKC_GPU_NOSYNCELIM")) && *e && strcmp(e, "0");
+    em->nohoist = (e = getenv("BLKC_GPU_NOHOIST")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;

@@ -212,6 +212,8 @@ typedef struct BkGpuEm {
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */
+    bool nohoist;             /* BLKC_GPU_NOHOIST: cp.async prefetch
+                                 addresses recomputed each k step */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
     BkGpuAcc acc[BK_GPU_MAXACC];

@@ -602,14 +602,144 @@ long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)
     return (ir_numel(t) * dsl_dtype_bytes(t->dtype) + 15) & ~15LL;
 }
 
+/* The hoisted form of ring load id's prefetch (issue 12: fewer
+ * instructions per mma): when exactly one view dimension dI is indexed by
+ * FOR fr's induction variable itself, every other index is loop-invariant,
+ * the copies are a fixed unrolled count and the run at the inner end is
+ * whole (IR_ASSUME_DIM16), each copy's source pointer, its dI coordinate
+ * minus the induction variable and the bounds test of the other dimensions
+ * are computed once before the loop; the prefetch at the loop top then
+ * tests one coordinate and advances the pointer by step * stride[dI].
+ * Returns dI, or -1 for the general form. */
+/* Whether dim d of tensor p is a multiple of 16: the launch says so
+ * (IR_ASSUME_DIM16) or its extent is static (checked at binding). */
+static bool dim16(const IrParam *p, int d)
+{
+    return (p->assume & IR_ASSUME_DIM16(d)) || (p->dims[d] >= 0 && p->dims[d] % 16 == 0);
+}
+
+static int hoist_dim(const BkGpuEm *em, int id, int fr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrView *v = &f->views[in->view];
+    const IrParam *p = &f->params[in->param];
+    int W = bk_gpu_vec_width(em, id), dI = -1;
+    long long step = (long long)em->nt * W;
+    if (em->nohoist || !W || f->ins[fr].type.dtype != DT_I32 || ir_numel(&in->type) > 16 * step || in->opnd[3] >= 0 ||
+        !dim16(p, v->ndims - 1))
+        return -1;
+    for (int d = 0; d < v->ndims; d++) {
+        int x = v->d[d].val;
+        if (v->d[d].kind == IDX_TILE)
+            return -1;
+        if (x == fr && dI < 0)
+            dI = d;
+        else if (x == fr || (f->ins[x].op != IR_CONST && em->pos[x] > em->pos[fr] &&
+                             em->pos[x] <= em->end[fr]))
+            return -1;
+    }
+    return dI;
+}
+
+/* Before FOR fr (after its prologue): the hoisted copy state of each ring
+ * load with a hoist_dim, at the first iteration the loop top prefetches
+ * (induction variable start + (S - 1) * step). */
+static void pipe_hoist(BkGpuEm *em, int fr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *F = &f->ins[fr];
+    long long st = (long long)f->ins[F->opnd[2]].ival;
+    for (int id = 0; id < f->nins; id++) {
+        int dI;
+        if (f->ins[id].op != IR_LOAD || em->pipe[id] != fr || (dI = hoist_dim(em, id, fr)) < 0)
+            continue;
+        const IrInstr *in = &f->ins[id];
+        const IrView *v = &f->views[in->view];
+        const IrParam *p = &f->params[in->param];
+        const char *t = bk_gpu_stype(p->dtype);
+        int W = bk_gpu_vec_width(em, id);
+        long long N = ir_numel(&in->type), step = (long long)em->nt * W;
+        long long trips = (N + step - 1) / step;
+        char ok[1024], addr[1024], base[128], rest[1024];
+        size_t ko = 0;
+        bk_gpu_base(em, id, base, sizeof base);
+        bk_gpu_line(em, "/* v%d: %s, the prefetch's copies hoisted (coordinate %d follows the loop) */",
+                    id, p->name, dI);
+        bk_gpu_line(em, "const %s *blk_hp%d[%lld]; int blk_ho%d[%lld];", t, id, trips, id, trips);
+        bk_gpu_line(em, "const long long blk_hd%d = %lldLL * p_%s.stride[%d];", id, st,
+                    p->name, dI);
+        bk_gpu_line(em, "{");
+        em->indent++;
+        bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", F->opnd[0],
+                    st * (f->stages - 1));
+        bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
+                    bk_gpu_stype(F->type.dtype));
+        bk_gpu_for_e(em, W, N, "");
+        em->indent++;
+        bk_gpu_view_at(em, id, "e", fr, "blk_fiv", ok, sizeof ok, addr, sizeof addr);
+        rest[0] = 0;
+        for (int d = 0; d < v->ndims; d++)
+            if (d != dI)
+                ko += (size_t)snprintf(rest + ko, sizeof rest > ko ? sizeof rest - ko : 0,
+                                       "%s(unsigned long long)c%d < (unsigned long long)p_%s.shape[%d]",
+                                       ko ? " && " : "", d, p->name, d);
+        bk_gpu_line(em, "blk_hp%d[blk_i] = %s + (%s);", id, base, addr);
+        /* the other dimensions out of bounds: an offset that puts every
+         * iteration's coordinate below 0 (blk_fl is an int's value) */
+        if (ko)
+            bk_gpu_line(em, "blk_ho%d[blk_i] = (%s) ? (int)(c%d - blk_fl) : (-2147483647 - 1);",
+                        id, rest, dI);
+        else
+            bk_gpu_line(em, "blk_ho%d[blk_i] = (int)(c%d - blk_fl);", id, dI);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+}
+
+/* The loop top's copies of hoisted ring load id (see hoist_dim). */
+static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrParam *p = &f->params[in->param];
+    int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
+    char base[128], se[128];
+    bk_gpu_base(em, id, base, sizeof base);
+    bk_gpu_swz_idx(em, id, "e", se, sizeof se);
+    bk_gpu_line(em, "{ /* v%d: %s, hoisted */", id, p->name);
+    em->indent++;
+    bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
+                em->off[id], slot, bk_gpu_pipe_slot(em, id));
+    bk_gpu_for_e(em, W, (long long)ir_numel(&in->type), "");
+    em->indent++;
+    bk_gpu_line(em, "const int blk_nb = (unsigned long long)(blk_fl + blk_ho%d[blk_i]) < (unsigned long long)p_%s.shape[%d] ? %d : 0;",
+                id, p->name, dI, W * sz);
+    bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, blk_nb ? (const void *)blk_hp%d[blk_i] : (const void *)%s, blk_nb);",
+                se, sz, id, base);
+    bk_gpu_line(em, "blk_hp%d[blk_i] += blk_hd%d;", id, id);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 /* Issues the cp.async copies of every ring load of FOR fr for the
- * iteration whose induction variable is `iv`, into slot `slot`. */
-static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
+ * iteration whose induction variable is `iv`, into slot `slot`; at the
+ * loop top (top), hoisted loads take their hoisted form. */
+static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bool top)
 {
     const IrFunc *f = em->f;
     for (int id = 0; id < f->nins; id++) {
         if (f->ins[id].op != IR_LOAD || em->pipe[id] != fr)
             continue;
+        int dI = top ? hoist_dim(em, id, fr) : -1;
+        if (dI >= 0) {
+            pipe_issue_hoisted(em, id, dI, slot);
+            continue;
+        }
         const IrInstr *in = &f->ins[id];
         const IrParam *p = &f->params[in->param];
         int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
@@ -669,12 +799,12 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
     em->indent++;
     bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
                 bk_gpu_stype(F->type.dtype));
-    pipe_issue(em, fr, "blk_s", "blk_fiv");
+    pipe_issue(em, fr, "blk_s", "blk_fiv", false);
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "blk_cp_commit(); /* group blk_s, maybe empty */");
     em->indent--;
-    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "}");    pipe_hoist(em, fr);
 }
 
 void bk_gpu_pipe_top(BkGpuEm *em, int fr)
@@ -695,8 +825,9 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
     em->indent++;
     bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
                 bk_gpu_stype(F->type.dtype));
+    bk_gpu_line(em, "(void)blk_fiv; /* unused when every load is hoisted */");
     snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
-    pipe_issue(em, fr, slot, "blk_fiv");
+    pipe_issue(em, fr, slot, "blk_fiv", true);
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "blk_cp_commit();");
