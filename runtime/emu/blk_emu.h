@@ -22,6 +22,7 @@
  *     blk_mma_s8(int c[4], const unsigned a[4], const unsigned b[2])      mma.m16n8k32 .row.col s32.s8.s8.s32
  *                                     ("Matrix Fragments for mma.m16n8k32")
  *     blk_tf32_split(float x, unsigned &hi, unsigned &lo)                 cvt.rna.tf32.f32
+ *     blk_max_nan_f32(a, b), blk_min_nan_f32(a, b)                        max.NaN.f32, min.NaN.f32
  *     blk_cp_async16(dst, src, nbytes), blk_cp_commit(), blk_cp_wait<N>() cp.async.cg.shared.global 16 (src-size),
  *                                     cp.async.commit_group, cp.async.wait_group N ("Data Movement: cp.async")
  *     blk_ticks (%globaltimer), blk_sig_load/_set/_add (ld.acquire / st.release / red.release .sys)
@@ -464,6 +465,27 @@ static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x
 static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
 static inline int __ffs(int x) { return __builtin_ffs(x); }
 
+
+/* PTX max.NaN.f32 / min.NaN.f32 (sm_80+; the prelude's blk_max / blk_min
+ * of f32 on CUDA): a NaN input gives the canonical NaN 0x7fffffff; else the
+ * larger / smaller, -0.0 ordered below +0.0 (IEEE 754-2019 maximum /
+ * minimum, which LLVM's NVPTX backend lowers to these instructions) */
+static inline float blk_max_nan_f32(float a, float b)
+{
+    if (a != a || b != b)
+        return __uint_as_float(0x7fffffffu);
+    if (a == b) /* equal: only the sign of a zero can differ */
+        return std::signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+static inline float blk_min_nan_f32(float a, float b)
+{
+    if (a != a || b != b)
+        return __uint_as_float(0x7fffffffu);
+    if (a == b)
+        return std::signbit(a) ? a : b;
+    return a < b ? a : b;
+}
 
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
