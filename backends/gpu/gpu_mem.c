@@ -609,7 +609,8 @@ long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)
  * whole (IR_ASSUME_DIM16), each copy's source pointer, its dI coordinate
  * minus the induction variable and the bounds test of the other dimensions
  * are computed once before the loop; the prefetch at the loop top then
- * tests one coordinate and advances the pointer by step * stride[dI].
+ * tests that offset against this step's limits and advances the pointer
+ * by step * stride[dI].
  * Returns dI, or -1 for the general form. */
 /* Whether dim d of tensor p is a multiple of 16: the launch says so
  * (IR_ASSUME_DIM16) or its extent is static (checked at binding). */
@@ -685,11 +686,10 @@ static void pipe_hoist(BkGpuEm *em, int fr)
                                        "%s(unsigned long long)c%d < (unsigned long long)p_%s.shape[%d]",
                                        ko ? " && " : "", d, p->name, d);
         bk_gpu_line(em, "blk_hp%d[blk_i] = %s + (%s);", id, base, addr);
-        /* the other dimensions out of bounds: an offset that puts every
-         * iteration's coordinate below 0 (blk_fl is an int's value) */
+        /* the other dimensions out of bounds: -1, below every iteration's
+         * lower limit (pipe_issue_hoisted) */
         if (ko)
-            bk_gpu_line(em, "blk_ho%d[blk_i] = (%s) ? (int)(c%d - blk_fl) : (-2147483647 - 1);",
-                        id, rest, dI);
+            bk_gpu_line(em, "blk_ho%d[blk_i] = (%s) ? (int)(c%d - blk_fl) : -1;", id, rest, dI);
         else
             bk_gpu_line(em, "blk_ho%d[blk_i] = (int)(c%d - blk_fl);", id, dI);
         em->indent--;
@@ -713,10 +713,16 @@ static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
     em->indent++;
     bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
                 em->off[id], slot, bk_gpu_pipe_slot(em, id));
+    /* 0 <= blk_fl + ho < shape as lo <= ho < hi, both limits clamped to
+     * [0, INT_MAX] (ho is small or -1), one unsigned 32-bit compare per
+     * copy against limits computed once per k step */
+    bk_gpu_line(em, "const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;");
+    bk_gpu_line(em, "const long long blk_hi = p_%s.shape[%d] - blk_fl;", p->name, dI);
+    bk_gpu_line(em, "const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);");
     bk_gpu_for_e(em, W, (long long)ir_numel(&in->type), "");
     em->indent++;
-    bk_gpu_line(em, "const int blk_nb = (unsigned long long)(blk_fl + blk_ho%d[blk_i]) < (unsigned long long)p_%s.shape[%d] ? %d : 0;",
-                id, p->name, dI, W * sz);
+    bk_gpu_line(em, "const int blk_nb = (unsigned)(blk_ho%d[blk_i] - (int)blk_lo) < blk_hr ? %d : 0;",
+                id, W * sz);
     bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, blk_nb ? (const void *)blk_hp%d[blk_i] : (const void *)%s, blk_nb);",
                 se, sz, id, base);
     bk_gpu_line(em, "blk_hp%d[blk_i] += blk_hd%d;", id, id);

@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             const long long c0 = (long long)v2 + (e / 32);
             const long long c1 = (long long)blk_fiv + (e % 32);
             blk_hp13[blk_i] = p_A.data + (c0 * p_A.stride[0] + c1);
-            blk_ho13[blk_i] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0]) ? (int)(c1 - blk_fl) : (-2147483647 - 1);
+            blk_ho13[blk_i] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0]) ? (int)(c1 - blk_fl) : -1;
         }
     }
     /* v14: B, the prefetch's copies hoisted (coordinate 0 follows the loop) */
@@ -94,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             const long long c0 = (long long)blk_fiv + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
             blk_hp14[blk_i] = p_B.data + (c0 * p_B.stride[0] + c1);
-            blk_ho14[blk_i] = ((unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? (int)(c0 - blk_fl) : (-2147483647 - 1);
+            blk_ho14[blk_i] = ((unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? (int)(c0 - blk_fl) : -1;
         }
     }
     for (int v11 = v10; v11 < v8; v11 += v9, blk_it11++) {
@@ -107,18 +107,24 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 (void)blk_fiv; /* unused when every load is hoisted */
                 { /* v13: A, hoisted */
                     unsigned char *const blk_ring = blk_smem + 0 + (long long)((blk_it11 + 2) % 3) * 4096;
+                    const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;
+                    const long long blk_hi = p_A.shape[1] - blk_fl;
+                    const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
-                        const int blk_nb = (unsigned long long)(blk_fl + blk_ho13[blk_i]) < (unsigned long long)p_A.shape[1] ? 16 : 0;
+                        const int blk_nb = (unsigned)(blk_ho13[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
                         blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, blk_nb ? (const void *)blk_hp13[blk_i] : (const void *)p_A.data, blk_nb);
                         blk_hp13[blk_i] += blk_hd13;
                     }
                 }
                 { /* v14: B, hoisted */
                     unsigned char *const blk_ring = blk_smem + 12288 + (long long)((blk_it11 + 2) % 3) * 4096;
+                    const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;
+                    const long long blk_hi = p_B.shape[0] - blk_fl;
+                    const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
-                        const int blk_nb = (unsigned long long)(blk_fl + blk_ho14[blk_i]) < (unsigned long long)p_B.shape[0] ? 16 : 0;
+                        const int blk_nb = (unsigned)(blk_ho14[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
                         blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, blk_nb ? (const void *)blk_hp14[blk_i] : (const void *)p_B.data, blk_nb);
                         blk_hp14[blk_i] += blk_hd14;
                     }
