@@ -723,8 +723,10 @@ static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
     em->indent++;
     bk_gpu_line(em, "const int blk_nb = (unsigned)(blk_ho%d[blk_i] - (int)blk_lo) < blk_hr ? %d : 0;",
                 id, W * sz);
-    bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, blk_nb ? (const void *)blk_hp%d[blk_i] : (const void *)%s, blk_nb);",
-                se, sz, id, base);
+    /* the source as it is even when out of bounds: with src-size 0
+     * cp.async reads nothing (CUTLASS's cp_async_zfill does the same) */
+    bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, (const void *)blk_hp%d[blk_i], blk_nb);",
+                se, sz, id);
     bk_gpu_line(em, "blk_hp%d[blk_i] += blk_hd%d;", id, id);
     em->indent--;
     bk_gpu_line(em, "}");

@@ -113,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const int blk_nb = (unsigned)(blk_ho13[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
-                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, blk_nb ? (const void *)blk_hp13[blk_i] : (const void *)p_A.data, blk_nb);
+                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, (const void *)blk_hp13[blk_i], blk_nb);
                         blk_hp13[blk_i] += blk_hd13;
                     }
                 }
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const int blk_nb = (unsigned)(blk_ho14[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
-                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, blk_nb ? (const void *)blk_hp14[blk_i] : (const void *)p_B.data, blk_nb);
+                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, (const void *)blk_hp14[blk_i], blk_nb);
                         blk_hp14[blk_i] += blk_hd14;
                     }
                 }
