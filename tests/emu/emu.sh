@@ -8,7 +8,7 @@
 #       (every case against --device=cpu; small shapes with tails)
 #   paths   examples/ and tests/emu/tchain.blk on cuda-emu against the
 #       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
-#       BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (the all-shared
+#       BLKC_GPU_NOHOIST, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (the all-shared
 #       path; the coverage nvrtc_emu had)
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
@@ -86,7 +86,7 @@ paths)
     done
     echo "ok $name ($path)"
   }
-  for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM BLKC_GPU_SMEM; do
+  for path in default BLKC_GPU_NOPIPE BLKC_GPU_NOHOIST BLKC_GPU_NOVEC BLKC_GPU_NOSYNCELIM BLKC_GPU_SMEM; do
     if [ $path != default ]; then export "$path=1"; fi
     one vector_add "$EX/vector_add.blk" "1e-6 1e-6" C N=1003
     one matmul "$EX/matmul.blk" "1e-4 1e-4" C M=200 N=144 K=112

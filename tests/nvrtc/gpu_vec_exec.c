@@ -7,7 +7,7 @@
  * used where the facts allow), are compiled to a cubin for the device's arch
  * and launched through the CUDA driver API (dlopen, like runtime/gpu_cuda.c),
  * once per path: default, BLKC_GPU_NOPIPE=1, BLKC_GPU_NOVEC=1,
- * BLKC_GPU_NOSYNCELIM=1. Sizes leave tails: a vector cut by the bounds
+ * BLKC_GPU_NOSYNCELIM=1, BLKC_GPU_NOHOIST=1. Sizes leave tails: a vector cut by the bounds
  * (vector_add N = 1003, softmax rows of 1008 < BLOCK), rows and a K tail the cp.async zero-fill must cover
  * (matmul M = 200, K = 112 with BK = 32, N = 144).
  * Exit 77 without libcuda / a device (this machine); 0 when all match. */
@@ -266,8 +266,9 @@ int main(void)
         return 77;
     }
     static const char *const env[] = {NULL, "BLKC_GPU_NOPIPE", "BLKC_GPU_NOVEC",
-                                      "BLKC_GPU_NOSYNCELIM"};
-    for (int i = 0; i < 4; i++) {
+                                      "BLKC_GPU_NOSYNCELIM", "BLKC_GPU_NOHOIST"};
+    for (int i = 0; i < 5; i++) {
+        unsetenv("BLKC_GPU_NOHOIST");
         unsetenv("BLKC_GPU_NOPIPE");
         unsetenv("BLKC_GPU_NOVEC");
         unsetenv("BLKC_GPU_NOSYNCELIM");
