@@ -25,6 +25,8 @@
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")      \
     X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
+    X(NOGRIDORDER, "programs run with axis 0 fastest always (lower.c)") \
+    X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
