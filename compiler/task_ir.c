@@ -520,6 +520,45 @@ static int call_func(B *b, const Ast *e, int fi)
     return add(b, &n);
 }
 
+/* moe(x, wr, w1, w2, k): the router GEMM x @ wr, then the moe node
+ * (task_moe.c checks the operands) */
+static int moe_call(B *b, const Ast *e, int na)
+{
+    if (na != 5)
+        return err_at(b, e->loc, "'moe' takes 5 arguments (x, wr, w1, w2, k), got %d", na);
+    int v[4];
+    for (int i = 0; i < 4; i++)
+        if ((v[i] = expr(b, e->list[i])) < 0)
+            return -1;
+    double k;
+    bool is_int;
+    if (!const_eval(b, e->list[4], &k, &is_int) || !is_int)
+        return err_at(b, e->list[4]->loc, "moe: k (experts per token) must be an integer constant");
+    char msg[512];
+    if (tk_moe_check(b->t, v[0], v[1], v[2], v[3], (int)k, msg, sizeof msg))
+        return err_at(b, e->loc, "%s", msg);
+    TkNode g = blank(TK_MATMUL, e->loc), n = blank(TK_MOE, e->loc);
+    g.a = v[0];
+    g.b = v[1];
+    g.dtype = n.dtype = b->t->n[v[0]].dtype;
+    g.rank = n.rank = 2;
+    copy_dim(&g, 0, &b->t->n[v[0]], 0);
+    copy_dim(&g, 1, &b->t->n[v[1]], 1);
+    copy_dim(&n, 0, &b->t->n[v[0]], 0);
+    copy_dim(&n, 1, &b->t->n[v[0]], 1);
+    if ((n.b = add(b, &g)) < 0)
+        return -1;
+    n.a = v[0];
+    n.c = v[2];
+    n.sub = (int)k;
+    n.cax = -1;
+    n.carg = b->t->ncargs;
+    n.cnargs = 1;
+    if (!push_carg(b->t, v[3]))
+        return err_at(b, e->loc, "out of memory");
+    return add(b, &n);
+}
+
 static int call(B *b, const Ast *e)
 {
     const char *f = e->name;
@@ -575,6 +614,8 @@ static int call(B *b, const Ast *e)
                 copy_dim(&n, d, X, d);
             return add(b, &n);
         }
+    if (strcmp(f, "moe") == 0)
+        return moe_call(b, e, na);
     struct { const char *name; int min, max; } ar[] = {
         {"softmax", 2, 2}, {"rmsnorm", 3, 3}, {"sum", 2, 2}, {"max", 2, 2},
         {"trans", 1, 1}, {"all_gather", 2, 2}, {"reduce_scatter", 2, 2},
@@ -589,7 +630,7 @@ static int call(B *b, const Ast *e)
             if (strcmp(b->prog->funcs[i]->name, f) == 0)
                 return call_func(b, e, i);
         return err_at(b, e->loc, "unknown function '%s' in a task (task builtins: relu gelu silu "
-                      "exp log tanh sigmoid sqrt rsqrt abs softmax rmsnorm sum max trans "
+                      "exp log tanh sigmoid sqrt rsqrt abs softmax rmsnorm sum max trans moe "
                       "all_gather reduce_scatter all_reduce all_to_all reshard)", f);
     }
     if (na < ar[k].min || na > ar[k].max)
