@@ -164,17 +164,21 @@ void tk_moe_plan(DslBuf *o, const TkTask *t, const TkTopology *topo, int id, boo
     dsl_buf_printf(o, "  %%%d moe(x %%%d, logits %%%d, w1 %%%d, w2 %%%d)%s: top-%d of %lld "
                    "experts, %lld per rank, %lld tokens per rank\n", id, n->a, n->b, n->c,
                    t->cargs[n->carg], on, m.K, (long long)m.E, (long long)m.EL, (long long)m.T);
+    char line[160];
     if (m.G > 1)
-        dsl_buf_printf(o, "    dispatch: all_to_all of the row counts, then uneven all_to_all "
-                       "of the rows, ~%.3f MB per rank %10.2f us\n", mb / 1e6, p[0]);
+        snprintf(line, sizeof line, "all_to_all of the row counts + uneven all_to_all of the "
+                 "rows, ~%.3f MB per rank", mb / 1e6);
     else
-        dsl_buf_printf(o, "    dispatch: none (every expert is local) %10.2f us\n", p[0]);
-    dsl_buf_printf(o, "    experts: route (top-%d, softmax gates), silu(rows @ w1) @ w2 on "
-                   "~%lld rows per local expert, weighted sum %10.2f us\n", m.K,
-                   (long long)((m.T * m.K + m.EL - 1) / m.EL), p[1]);
-    if (m.G > 1)
-        dsl_buf_printf(o, "    combine: uneven all_to_all of the rows back, ~%.3f MB per rank "
-                       "%10.2f us\n", mb / 1e6, p[2]);
+        snprintf(line, sizeof line, "none (every expert is local)");
+    dsl_buf_printf(o, "    dispatch  %-78s %10.2f us\n", line, p[0]);
+    snprintf(line, sizeof line, "route (top-%d, gates), silu(rows @ w1) @ w2 on ~%lld rows per "
+             "local expert, sum", m.K, (long long)((m.T * m.K + m.EL - 1) / m.EL));
+    dsl_buf_printf(o, "    experts   %-78s %10.2f us\n", line, p[1]);
+    if (m.G > 1) {
+        snprintf(line, sizeof line, "uneven all_to_all of the rows back, ~%.3f MB per rank",
+                 mb / 1e6);
+        dsl_buf_printf(o, "    combine   %-78s %10.2f us\n", line, p[2]);
+    }
     dsl_buf_printf(o, "    (data-dependent counts: sizes assume uniform routing)\n");
 }
 
