@@ -437,7 +437,8 @@ static void rule_moe(P *p, TkNode *n)
     TkShard s1 = t->n[n->c].sh, s2 = t->n[*w2].sh;
     bool ep = (s1.kind == SH_SPLIT && s1.dim == 0) || (s2.kind == SH_SPLIT && s2.dim == 0);
     n->c = convert(p, n->c, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");
-    *w2 = convert(p, *w2, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");
+    if (n->c >= 0)
+        *w2 = convert(p, *w2, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");
     if (n->c < 0 || *w2 < 0)
         return;
     if (ep && n->cax >= 0 && p->ax >= 0 && n->cax != p->ax) {
@@ -451,7 +452,8 @@ static void rule_moe(P *p, TkNode *n)
     TkShard to = ep || (xs.kind == SH_SPLIT && xs.dim == 0) ? S0 : REPL;
     const char *why = ep ? "moe splits the tokens over the ranks holding its experts" : NULL;
     n->a = convert(p, n->a, to, n->loc, why);
-    n->b = convert(p, n->b, to, n->loc, why);
+    if (n->a >= 0)
+        n->b = convert(p, n->b, to, n->loc, why);
     n->sh = to;
 }
 
