@@ -3,9 +3,10 @@
  * operand checks, the cost, the `blkc plan` lines and the lowering to
  * device code. The router GEMM x @ wr is an ordinary TK_MATMUL (task_ir.c);
  * the sharding rule is rule_moe in task_shard.c. Per rank the lowering is:
- *   route     top-k of each token's logits (ties to the lower expert),
- *             gates = softmax over the k chosen logits, rows per expert,
- *             the token rows packed expert by expert into `send`;
+ *   route     top-k of each token's logits (ties to the lower expert) and
+ *             gates = softmax over the k chosen logits (a program per
+ *             token); rows per expert and each choice's slot (one
+ *             program); the rows packed expert by expert into `send`;
  *   dispatch  the row counts per (source, expert) with an even all_to_all
  *             in the expert-parallel group, then the rows themselves with
  *             the uneven all_to_all (send_counts / recv_counts);
@@ -224,42 +225,45 @@ int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, Ds
     long long T = m.T, H = m.H, F = m.F, E = m.E, EL = m.EL, K = m.K, W = m.W, G = m.G;
     long long BH = imin(m.H, 64), RR = G * T * K;
     DslBuf *k = kb, *d = db;
-    /* route: top-k, gates, counts, send counts per world rank, packing */
-    dsl_buf_printf(k, "// moe %%%d: route (top-%lld of %lld experts, ties to the lower expert; "
-                   "gates = softmax over the chosen logits)\n", id, K, E);
-    dsl_buf_printf(k, "kernel __k%d_route(X: f32[%lld, %lld], Lg: f32[%lld, %lld], send: f32[%lld, %lld], "
-                   "idx: i32[%lld, %lld], gate: f32[%lld, %lld], pos: i32[%lld, %lld], "
-                   "cnt: i32[%lld], off: i32[%lld], sc: i64[%lld], base: i32) grid(1) {\n",
-                   id, T, H, T, E, T * K, H, T, K, T, K, T, K, E, E, W);
-    dsl_buf_printf(k, "    for t in 0 .. %lld {\n        for j in 0 .. %lld {\n"
-                   "            var best = -1;\n            var bv = Lg[t, 0];\n"
-                   "            for e in 0 .. %lld {\n                var taken = 0;\n"
-                   "                for q in 0 .. j {\n                    if idx[t, q] == e {\n"
-                   "                        taken = 1;\n                    }\n                }\n"
-                   "                let v = Lg[t, e];\n"
-                   "                if taken == 0 && (best < 0 || v > bv) {\n"
-                   "                    best = e;\n                    bv = v;\n                }\n"
-                   "            }\n            idx[t, j] = best;\n            gate[t, j] = bv;\n"
-                   "        }\n        let mx = gate[t, 0];\n        var s = 0.0;\n"
-                   "        for j in 0 .. %lld {\n            let g = exp(gate[t, j] - mx);\n            gate[t, j] = g;\n"
-                   "            s += g;\n        }\n        for j in 0 .. %lld {\n"
-                   "            gate[t, j] = gate[t, j] / s;\n        }\n    }\n", T, K, E, K, K);
+    /* route: top-k and gates per token; counts, offsets, send counts per
+     * world rank and each choice's slot (one program); the rows packed */
+    dsl_buf_printf(k, "// moe %%%d: top-%lld of %lld experts per token (ties to the lower expert), "
+                   "gates = softmax over the chosen logits\n", id, K, E);
+    dsl_buf_printf(k, "kernel __k%d_topk(Lg: f32[%lld, %lld], idx: i32[%lld, %lld], gate: f32[%lld, %lld]) "
+                   "grid(%lld) {\n    let t = program_id(0);\n", id, T, E, T, K, T, K, T);
+    dsl_buf_printf(k, "    for j in 0 .. %lld {\n"
+                   "        var best = -1;\n        var bv = Lg[t, 0];\n"
+                   "        for e in 0 .. %lld {\n            var taken = 0;\n"
+                   "            for q in 0 .. j {\n                if idx[t, q] == e {\n"
+                   "                    taken = 1;\n                }\n            }\n"
+                   "            let v = Lg[t, e];\n"
+                   "            if taken == 0 && (best < 0 || v > bv) {\n"
+                   "                best = e;\n                bv = v;\n            }\n"
+                   "        }\n        idx[t, j] = best;\n        gate[t, j] = bv;\n"
+                   "    }\n    let mx = gate[t, 0];\n    var s = 0.0;\n"
+                   "    for j in 0 .. %lld {\n        let g = exp(gate[t, j] - mx);\n"
+                   "        gate[t, j] = g;\n        s += g;\n    }\n    for j in 0 .. %lld {\n"
+                   "        gate[t, j] = gate[t, j] / s;\n    }\n}\n\n", K, E, K, K);
+    dsl_buf_printf(k, "// rows per expert, each expert's first row, elements per world rank, "
+                   "each choice's slot\n");
+    dsl_buf_printf(k, "kernel __k%d_count(idx: i32[%lld, %lld], pos: i32[%lld, %lld], cnt: i32[%lld], "
+                   "off: i32[%lld], sc: i64[%lld], base: i32) grid(1) {\n", id, T, K, T, K, E, E, W);
     dsl_buf_printf(k, "    for e in 0 .. %lld {\n        cnt[e] = 0;\n    }\n"
                    "    for t in 0 .. %lld {\n        for j in 0 .. %lld {\n"
-                   "            let e = idx[t, j];\n            cnt[e] = cnt[e] + 1;\n        }\n    }\n"
+                   "            let e = idx[t, j];\n            pos[t, j] = cnt[e];\n"
+                   "            cnt[e] = cnt[e] + 1;\n        }\n    }\n"
                    "    var o = 0;\n    for e in 0 .. %lld {\n        off[e] = o;\n        o += cnt[e];\n    }\n"
                    "    for q in 0 .. %lld {\n        sc[q] = 0 as i64;\n    }\n"
                    "    for q in 0 .. %lld {\n        var c = 0;\n        for l in 0 .. %lld {\n"
                    "            c += cnt[q * %lld + l];\n        }\n"
-                   "        sc[base + q * %d] = (c * %lld) as i64;\n    }\n", E, T, K, E, W, G, EL,
-                   EL, m.stride, H);
-    dsl_buf_printf(k, "    for e in 0 .. %lld {\n        cnt[e] = 0;\n    }\n"
-                   "    for t in 0 .. %lld {\n        for j in 0 .. %lld {\n"
-                   "            let e = idx[t, j];\n            let slot = cnt[e];\n"
-                   "            cnt[e] = slot + 1;\n            pos[t, j] = slot;\n"
-                   "            for h in 0 .. %lld step %lld {\n"
-                   "                send[off[e] + slot, h +: %lld] = X[t, h +: %lld];\n"
-                   "            }\n        }\n    }\n}\n\n", E, T, K, H, BH, BH, BH);
+                   "        sc[base + q * %d] = (c * %lld) as i64;\n    }\n}\n\n", E, T, K, E, W, G,
+                   EL, EL, m.stride, H);
+    dsl_buf_printf(k, "kernel __k%d_pack(X: f32[%lld, %lld], idx: i32[%lld, %lld], pos: i32[%lld, %lld], "
+                   "off: i32[%lld], send: f32[%lld, %lld]) grid(%lld) {\n    let t = program_id(0);\n"
+                   "    for j in 0 .. %lld {\n        let r = off[idx[t, j]] + pos[t, j];\n"
+                   "        for h in 0 .. %lld step %lld {\n"
+                   "            send[r, h +: %lld] = X[t, h +: %lld];\n        }\n    }\n}\n\n",
+                   id, T, H, T, K, T, K, E, T * K, H, T, K, H, BH, BH, BH);
     /* the receive layout: block b = source * EL + l after the blocks before */
     dsl_buf_printf(k, "kernel __k%d_layout(rcnt: i32[%lld], roff: i32[%lld], rc: i64[%lld], "
                    "base: i32) grid(1) {\n    var o = 0;\n    for b in 0 .. %lld {\n"
@@ -291,9 +295,10 @@ int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, Ds
                    "    let m%d_cnt = empty(i32, %lld);\n    let m%d_off = empty(i32, %lld);\n"
                    "    let m%d_sc = empty(i64, %lld);\n    let m%d_base = %s;\n",
                    id, T * K, H, id, T, K, id, T, K, id, T, K, id, E, id, E, id, W, id, base);
-    dsl_buf_printf(d, "    launch __k%d_route(%s, %s, m%d_send, m%d_idx, m%d_gate, m%d_pos, m%d_cnt, "
-                   "m%d_off, m%d_sc, m%d_base);\n", id, buf[n->a], buf[n->b], id, id, id, id, id,
-                   id, id, id);
+    dsl_buf_printf(d, "    launch __k%d_topk(%s, m%d_idx, m%d_gate);\n"
+                   "    launch __k%d_count(m%d_idx, m%d_pos, m%d_cnt, m%d_off, m%d_sc, m%d_base);\n"
+                   "    launch __k%d_pack(%s, m%d_idx, m%d_pos, m%d_off, m%d_send);\n", id, buf[n->b],
+                   id, id, id, id, id, id, id, id, id, id, buf[n->a], id, id, id, id);
     char recv[32], rcnt[32], roff[32], back[32];
     if (G > 1) {
         dsl_buf_printf(d, "    let m%d_rcnt = empty(i32, %lld);\n    let m%d_roff = empty(i32, %lld);\n"

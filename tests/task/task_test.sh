@@ -174,7 +174,7 @@ if [ "$MODE" = golden ]; then
         fi
     done <"$DIR/golden/plans.list"
     # --emit=task: the Task IR with shardings and fusion groups
-    for f in fuse_chain two_results call_reshard mlp_mesh; do
+    for f in fuse_chain two_results call_reshard mlp_mesh moe_mesh; do
         "$BLKC" compile "$DIR/$f.blk" --emit=task >"$TMP/$f.task" 2>&1 || bad "emit=task $f exited $?"
         if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
             cp "$TMP/$f.task" "$DIR/golden/${f}_emit.txt"
@@ -199,6 +199,12 @@ if [ "$MODE" = golden ]; then
     grep -q '"mesh": \[{"axis": "dp", "size": 2, "stride": 4, "link": "link"}, {"axis": "tp", "size": 4, "stride": 1, "link": "link"}\]' \
         "$TMP/m.json" || bad "json: mesh"
     grep -q '"kind": "all_reduce", "axis": "tp"' "$TMP/m.json" || bad "json: all_reduce on tp"
+    # moe: dispatch and combine among the collectives, on the ep axis
+    "$BLKC" plan "$DIR/moe_mesh.blk" --ranks=16 --topology=h100-nvl8 --json T=8192 H=4096 \
+        F=14336 E=64 DP=2 EP=8 >"$TMP/moe.json" || bad "plan --json moe"
+    grep -q '"kind": "moe_dispatch", "axis": "ep", "of": 5, "ranks": 8, "k": 2, "experts": 64' \
+        "$TMP/moe.json" || bad "json: moe_dispatch on ep"
+    grep -q '"kind": "moe_combine", "axis": "ep"' "$TMP/moe.json" || bad "json: moe_combine on ep"
     exit $fail
 fi
 
