@@ -51,7 +51,7 @@ typedef enum {
                      t->cargs[carg .. carg + cnargs); the value is the
                      callee's last parameter, written by it) */
     TK_MOE,       /* moe(x, wr, w1, w2, k): a = x [T, H], b = the router
-                     logits x @ wr [T, E] (a TK_MATMUL), c = w1 [E, H, F],
+                     wr [H, E] (logits x @ wr), c = w1 [E, H, F],
                      t->cargs[carg] = w2 [E, F, H]; sub = k (top-k); cax =
                      the axis splitting the experts (1-D: 0), -1: none
                      (task_moe.c; docs/task.md "Mixture of experts") */

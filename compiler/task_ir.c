@@ -520,8 +520,8 @@ static int call_func(B *b, const Ast *e, int fi)
     return add(b, &n);
 }
 
-/* moe(x, wr, w1, w2, k): the router GEMM x @ wr, then the moe node
- * (task_moe.c checks the operands) */
+/* moe(x, wr, w1, w2, k): one node, router GEMM included (task_moe.c
+ * checks the operands) */
 static int moe_call(B *b, const Ast *e, int na)
 {
     if (na != 5)
@@ -537,18 +537,13 @@ static int moe_call(B *b, const Ast *e, int na)
     char msg[512];
     if (tk_moe_check(b->t, v[0], v[1], v[2], v[3], (int)k, msg, sizeof msg))
         return err_at(b, e->loc, "%s", msg);
-    TkNode g = blank(TK_MATMUL, e->loc), n = blank(TK_MOE, e->loc);
-    g.a = v[0];
-    g.b = v[1];
-    g.dtype = n.dtype = b->t->n[v[0]].dtype;
-    g.rank = n.rank = 2;
-    copy_dim(&g, 0, &b->t->n[v[0]], 0);
-    copy_dim(&g, 1, &b->t->n[v[1]], 1);
+    TkNode n = blank(TK_MOE, e->loc);
+    n.dtype = b->t->n[v[0]].dtype;
+    n.rank = 2;
     copy_dim(&n, 0, &b->t->n[v[0]], 0);
     copy_dim(&n, 1, &b->t->n[v[0]], 1);
-    if ((n.b = add(b, &g)) < 0)
-        return -1;
     n.a = v[0];
+    n.b = v[1];
     n.c = v[2];
     n.sub = (int)k;
     n.cax = -1;

@@ -1,8 +1,9 @@
 /* task_moe.c — the mixture-of-experts op of the task tier,
  * `moe(x, wr, w1, w2, k)` (docs/task.md "Mixture of experts"): the
  * operand checks, the cost, the `blkc plan` lines and the lowering to
- * device code. The router GEMM x @ wr is an ordinary TK_MATMUL (task_ir.c);
- * the sharding rule is rule_moe in task_shard.c. Per rank the lowering is:
+ * device code; the sharding rule is rule_moe in task_shard.c. Per rank the
+ * lowering is:
+ *   router    logits = x @ wr on the local tokens (a tiled GEMM);
  *   route     top-k of each token's logits (ties to the lower expert) and
  *             gates = softmax over the k chosen logits (a program per
  *             token); rows per expert and each choice's slot (one
@@ -81,6 +82,7 @@ int tk_moe_check(const TkTask *t, int x, int wr, int w1, int w2, int k, char *er
 
 typedef struct Moe {
     int64_t T, H, F, E, EL;        /* local tokens, dims, experts (all, local) */
+    int64_t HW;                    /* wr's dim 0 (H) */
     int K;                         /* top-k */
     int G;                         /* expert-parallel ranks (1: none) */
     int stride;                    /* their world-rank stride */
@@ -96,6 +98,7 @@ static Moe moe_shape(const TkTask *t, int id)
     m.H = tk_local_dim(t, n, 1);
     m.F = t->n[n->c].dims[2];
     m.E = t->n[n->b].dims[1];
+    m.HW = t->n[n->b].dims[0];
     m.K = n->sub;
     m.W = t->nranks > 0 ? t->nranks : 1;
     m.ax = t->naxes && n->cax >= 0 ? n->cax : -1;
@@ -124,6 +127,7 @@ double tk_moe_cost_us(const TkTask *t, const TkTopology *topo, int id, double *p
     int64_t per = (int64_t)((rows + (double)m.EL - 1) / (double)m.EL);
     double ex = tk_cost_gemm_us(topo, DT_F32, m.EL, per < 1 ? 1 : per, m.F, m.H) +
                 tk_cost_gemm_us(topo, DT_F32, m.EL, per < 1 ? 1 : per, m.H, m.F);
+    ex += tk_cost_gemm_us(topo, DT_F32, 1, m.T, m.E, m.H); /* the router */
     /* route + combine: memory-bound over the logits and 2 x the rows */
     double mem = ((double)m.T * (double)m.E * 4 + 3 * bytes) / (topo->hbm_gbs * 1e9) * 1e6 +
                  2 * topo->launch_us;
@@ -162,7 +166,7 @@ void tk_moe_plan(DslBuf *o, const TkTask *t, const TkTopology *topo, int id, boo
     else
         snprintf(on, sizeof on, " (%d rank%s, %s)", m.G, m.G == 1 ? "" : "s",
                  net ? "net" : "link");
-    dsl_buf_printf(o, "  %%%d moe(x %%%d, logits %%%d, w1 %%%d, w2 %%%d)%s: top-%d of %lld "
+    dsl_buf_printf(o, "  %%%d moe(x %%%d, wr %%%d, w1 %%%d, w2 %%%d)%s: top-%d of %lld "
                    "experts, %lld per rank, %lld tokens per rank\n", id, n->a, n->b, n->c,
                    t->cargs[n->carg], on, m.K, (long long)m.E, (long long)m.EL, (long long)m.T);
     char line[160];
@@ -172,8 +176,8 @@ void tk_moe_plan(DslBuf *o, const TkTask *t, const TkTopology *topo, int id, boo
     else
         snprintf(line, sizeof line, "none (every expert is local)");
     dsl_buf_printf(o, "    dispatch  %-78s %10.2f us\n", line, p[0]);
-    snprintf(line, sizeof line, "route (top-%d, gates), silu(rows @ w1) @ w2 on ~%lld rows per "
-             "local expert, sum", m.K, (long long)((m.T * m.K + m.EL - 1) / m.EL));
+    snprintf(line, sizeof line, "router, top-%d, silu(rows @ w1) @ w2 on ~%lld rows per local "
+             "expert, sum", m.K, (long long)((m.T * m.K + m.EL - 1) / m.EL));
     dsl_buf_printf(o, "    experts   %-78s %10.2f us\n", line, p[1]);
     if (m.G > 1) {
         snprintf(line, sizeof line, "uneven all_to_all of the rows back, ~%.3f MB per rank",
@@ -218,13 +222,25 @@ int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, Ds
 {
     const TkNode *n = &t->n[id];
     Moe m = moe_shape(t, id);
-    if (m.T < 0 || m.H < 0 || m.F < 0 || m.E < 0 || m.E % m.G) {
+    if (m.T < 0 || m.H < 0 || m.F < 0 || m.E < 0 || m.E % m.G || m.HW != m.H) {
         snprintf(err, errlen, "internal: moe %%%d lowered with unknown sizes", id);
         return -1;
     }
     long long T = m.T, H = m.H, F = m.F, E = m.E, EL = m.EL, K = m.K, W = m.W, G = m.G;
     long long BH = imin(m.H, 64), RR = G * T * K;
     DslBuf *k = kb, *d = db;
+    /* the router: logits = x @ wr on the local tokens */
+    {
+        long long BM = imin(m.T, 32), BN = imin(m.E, 32), BK = imin(m.H, 32);
+        dsl_buf_printf(k, "// moe %%%d: router logits\n", id);
+        dsl_buf_printf(k, "kernel __k%d_router(A: f32[%lld, %lld], B: f32[%lld, %lld], C: f32[%lld, %lld]) "
+                       "grid(cdiv(%lld, %lld), cdiv(%lld, %lld)) {\n"
+                       "    let m = program_id(0) * %lld;\n    let n = program_id(1) * %lld;\n"
+                       "    var acc = zeros(f32, %lld, %lld);\n    for k in 0 .. %lld step %lld {\n"
+                       "        acc = dot(A[m +: %lld, k +: %lld], B[k +: %lld, n +: %lld], acc);\n"
+                       "    }\n    C[m +: %lld, n +: %lld] = acc;\n}\n\n", id, T, H, H, E, T, E, T, BM,
+                       E, BN, BM, BN, BM, BN, H, BK, BM, BK, BK, BN, BM, BN);
+    }
     /* route: top-k and gates per token; counts, offsets, send counts per
      * world rank and each choice's slot (one program); the rows packed */
     dsl_buf_printf(k, "// moe %%%d: top-%lld of %lld experts per token (ties to the lower expert), "
@@ -295,10 +311,12 @@ int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, Ds
                    "    let m%d_cnt = empty(i32, %lld);\n    let m%d_off = empty(i32, %lld);\n"
                    "    let m%d_sc = empty(i64, %lld);\n    let m%d_base = %s;\n",
                    id, T * K, H, id, T, K, id, T, K, id, T, K, id, E, id, E, id, W, id, base);
-    dsl_buf_printf(d, "    launch __k%d_topk(%s, m%d_idx, m%d_gate);\n"
+    dsl_buf_printf(d, "    let m%d_lg = empty(f32, %lld, %lld);\n    launch __k%d_router(%s, %s, m%d_lg);\n",
+                   id, T, E, id, buf[n->a], buf[n->b], id);
+    dsl_buf_printf(d, "    launch __k%d_topk(m%d_lg, m%d_idx, m%d_gate);\n"
                    "    launch __k%d_count(m%d_idx, m%d_pos, m%d_cnt, m%d_off, m%d_sc, m%d_base);\n"
-                   "    launch __k%d_pack(%s, m%d_idx, m%d_pos, m%d_off, m%d_send);\n", id, buf[n->b],
-                   id, id, id, id, id, id, id, id, id, id, buf[n->a], id, id, id, id);
+                   "    launch __k%d_pack(%s, m%d_idx, m%d_pos, m%d_off, m%d_send);\n", id, id, id,
+                   id, id, id, id, id, id, id, id, id, buf[n->a], id, id, id, id);
     char recv[32], rcnt[32], roff[32], back[32];
     if (G > 1) {
         dsl_buf_printf(d, "    let m%d_rcnt = empty(i32, %lld);\n    let m%d_roff = empty(i32, %lld);\n"

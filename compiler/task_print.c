@@ -159,7 +159,7 @@ void tk_print(DslBuf *out, const TkTask *t)
             dsl_buf_printf(out, ")");
             break;
         case TK_MOE:
-            dsl_buf_printf(out, "moe %%%d, logits=%%%d, w1=%%%d, w2=%%%d, k=%d", n->a, n->b, n->c,
+            dsl_buf_printf(out, "moe %%%d, wr=%%%d, w1=%%%d, w2=%%%d, k=%d", n->a, n->b, n->c,
                            t->cargs[n->carg], n->sub);
             if (n->cax >= 0)
                 dsl_buf_printf(out, " [experts on %s]", t->naxes ? t->axname[n->cax] : "the ranks");

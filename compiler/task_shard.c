@@ -426,8 +426,8 @@ static void rule_call(P *p, TkNode *n)
 /* moe(x, wr, w1, w2, k) (docs/task.md "Mixture of experts"): w1 and w2
  * are split(0) (their experts) alike, or replicated alike; an axis that
  * splits them is the expert-parallel axis (at most one), where the tokens
- * (x and the router logits, alike) are split(0), a replicated x sliced.
- * On other axes the tokens stay split(0) or are made replicated; partial
+ * x are split(0), a replicated x sliced. On other axes the tokens stay
+ * split(0) or are made replicated; the router wr is replicated; partial
  * operands are all-reduced. The result is sharded as the tokens. */
 static void rule_moe(P *p, TkNode *n)
 {
@@ -453,7 +453,7 @@ static void rule_moe(P *p, TkNode *n)
     const char *why = ep ? "moe splits the tokens over the ranks holding its experts" : NULL;
     n->a = convert(p, n->a, to, n->loc, why);
     if (n->a >= 0)
-        n->b = convert(p, n->b, to, n->loc, why);
+        n->b = convert(p, n->b, REPL, n->loc, NULL);
     n->sh = to;
 }
 
