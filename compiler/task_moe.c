@@ -222,10 +222,8 @@ int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, Ds
 {
     const TkNode *n = &t->n[id];
     Moe m = moe_shape(t, id);
-    if (m.T < 0 || m.H < 0 || m.F < 0 || m.E < 0 || m.E % m.G || m.HW != m.H) {
-        snprintf(err, errlen, "internal: moe %%%d lowered with unknown sizes", id);
-        return -1;
-    }
+    if (m.T < 0 || m.H < 0 || m.F < 0 || m.E < 0 || m.E % m.G || m.HW != m.H)
+        return IR_BUG(err, errlen, "moe %%%d lowered with unknown or mismatched sizes", id);
     long long T = m.T, H = m.H, F = m.F, E = m.E, EL = m.EL, K = m.K, W = m.W, G = m.G;
     long long BH = imin(m.H, 64), RR = G * T * K;
     DslBuf *k = kb, *d = db;
@@ -351,5 +349,9 @@ int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, Ds
                    "    launch __k%d_combine(%s, m%d_idx, m%d_gate, m%d_pos, m%d_off, %s);\n",
                    buf[id], T, H, id, back, id, id, id, id, buf[id]);
     (void)F;
-    return kb->oom || db->oom ? -1 : 0;
+    if (kb->oom || db->oom) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
