@@ -161,7 +161,9 @@ void tk_moe_plan(DslBuf *o, const TkTask *t, const TkTopology *topo, int id, boo
         return;
     }
     char on[96];
-    if (axn)
+    if (n->cax < 0)
+        snprintf(on, sizeof on, " (experts not split: all on every rank)");
+    else if (axn)
         snprintf(on, sizeof on, " on %s (%d ranks, %s)", axn, m.G, net ? "net" : "link");
     else
         snprintf(on, sizeof on, " (%d rank%s, %s)", m.G, m.G == 1 ? "" : "s",
