@@ -53,7 +53,8 @@ typedef enum {
     TK_MOE,       /* moe(x, wr, w1, w2, k): a = x [T, H], b = the router
                      wr [H, E] (logits x @ wr), c = w1 [E, H, F],
                      t->cargs[carg] = w2 [E, F, H]; sub = k (top-k); cax =
-                     the axis splitting the experts (1-D: 0), -1: none
+                     the axis splitting the experts (1-D: 0), -1: none;
+                     axis = the one named by `group = AXIS`, -1: none
                      (task_moe.c; docs/task.md "Mixture of experts") */
     TK_OP_COUNT
 } TkOp;

@@ -520,9 +520,9 @@ static int call_func(B *b, const Ast *e, int fi)
     return add(b, &n);
 }
 
-/* moe(x, wr, w1, w2, k): one node, router GEMM included (task_moe.c
- * checks the operands) */
-static int moe_call(B *b, const Ast *e, int na)
+/* moe(x, wr, w1, w2, k[, group = AXIS]): one node, router GEMM included
+ * (task_moe.c checks the operands); grp: the axis named, -1: none */
+static int moe_call(B *b, const Ast *e, int na, int grp)
 {
     if (na != 5)
         return err_at(b, e->loc, "'moe' takes 5 arguments (x, wr, w1, w2, k), got %d", na);
@@ -547,6 +547,7 @@ static int moe_call(B *b, const Ast *e, int na)
     n.c = v[2];
     n.sub = (int)k;
     n.cax = -1;
+    n.axis = grp;
     n.carg = b->t->ncargs;
     n.cnargs = 1;
     if (!push_carg(b->t, v[3]))
@@ -560,11 +561,11 @@ static int call(B *b, const Ast *e)
     int na = e->nlist;
     /* collectives: `group = AXIS` (last) names the mesh axis they run on */
     static const char *const colls[] = {"all_gather", "reduce_scatter", "all_reduce",
-                                        "all_to_all", "reshard"};
-    bool coll = false;
+                                        "all_to_all", "reshard", "moe"};
+    bool coll = false, is_moe = strcmp(f, "moe") == 0; /* moe: group is optional */
     for (size_t i = 0; i < sizeof colls / sizeof *colls; i++)
         coll |= strcmp(f, colls[i]) == 0;
-    int cax = 0;
+    int cax = 0, grp = -1;
     if (coll && na > 0 && e->list[na - 1]->kind == AST_NAMED_ARG &&
         strcmp(e->list[na - 1]->name, "group") == 0) {
         const Ast *g = e->list[na - 1];
@@ -577,8 +578,9 @@ static int call(B *b, const Ast *e)
             cax++;
         if (cax == b->t->naxes)
             return err_at(b, g->a->loc, "'%s': unknown mesh axis '%s'", f, g->a->name);
+        grp = cax;
         na--;
-    } else if (coll && b->t->naxes) {
+    } else if (coll && b->t->naxes && !is_moe) {
         return err_at(b, e->loc, "'%s' in task '%s' (on a mesh) needs the mesh axis it runs on: "
                       "%s(..., group = %s)", f, b->t->fn->name, f, b->t->axname[0]);
     }
@@ -609,8 +611,8 @@ static int call(B *b, const Ast *e)
                 copy_dim(&n, d, X, d);
             return add(b, &n);
         }
-    if (strcmp(f, "moe") == 0)
-        return moe_call(b, e, na);
+    if (is_moe)
+        return moe_call(b, e, na, grp);
     struct { const char *name; int min, max; } ar[] = {
         {"softmax", 2, 2}, {"rmsnorm", 3, 3}, {"sum", 2, 2}, {"max", 2, 2},
         {"trans", 1, 1}, {"all_gather", 2, 2}, {"reduce_scatter", 2, 2},

@@ -428,7 +428,9 @@ static void rule_call(P *p, TkNode *n)
  * splits them is the expert-parallel axis (at most one), where the tokens
  * x are split(0), a replicated x sliced. On other axes the tokens stay
  * split(0) or are made replicated; the router wr is replicated; partial
- * operands are all-reduced. The result is sharded as the tokens. */
+ * operands are all-reduced. The result is sharded as the tokens.
+ * `group = AXIS` names the expert-parallel axis: the experts are split(0)
+ * there (sliced when replicated) and may not be split on another axis. */
 static void rule_moe(P *p, TkNode *n)
 {
     TkTask *t = p->t;
@@ -436,6 +438,13 @@ static void rule_moe(P *p, TkNode *n)
     const TkShard S0 = {SH_SPLIT, 0};
     TkShard s1 = t->n[n->c].sh, s2 = t->n[*w2].sh;
     bool ep = (s1.kind == SH_SPLIT && s1.dim == 0) || (s2.kind == SH_SPLIT && s2.dim == 0);
+    if (n->axis >= 0 && p->ax >= 0 && p->ax != n->axis && ep) {
+        fail(p, n->loc, "moe(..., group = %s): the experts are split on mesh axis '%s' too; "
+             "they may be split on '%s' only", t->axname[n->axis], t->axname[p->ax],
+             t->axname[n->axis]);
+        return;
+    }
+    ep |= n->axis >= 0 && p->ax == n->axis;
     n->c = convert(p, n->c, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");
     if (n->c >= 0)
         *w2 = convert(p, *w2, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");

@@ -10,8 +10,8 @@
 #       2x4 local ranks (mlp_mesh3: meshes of 3 axes), placement by cost and
 #       forced overlap (BLKC_TASK_OVERLAP=always), each compared with the
 #       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
-#       mlp_sp_mesh also against their 1-D files; moe_mesh: mesh(dp = DP,
-#       ep = EP), its 1-rank result against moe_ep.blk's bit for bit
+#       mlp_sp_mesh also against their 1-D files; moe_mesh, moe_group:
+#       mesh(dp = DP, ep = EP), 1-rank result against moe_ep.blk's bit for bit
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -114,7 +114,7 @@ if [ "$MODE" = mesh ]; then
     case $name in
     mlp_mesh3) meshes=("DP=1 SP=1 TP=1" "DP=2 SP=2 TP=2" "DP=1 SP=2 TP=2" "DP=4 SP=1 TP=2"
                        "DP=2 SP=2 TP=1");;
-    moe_mesh) meshes=("DP=1 EP=1" "DP=1 EP=2" "DP=2 EP=1" "DP=2 EP=2" "DP=4 EP=2" "DP=2 EP=4");;
+    moe_mesh|moe_group) meshes=("DP=1 EP=1" "DP=1 EP=2" "DP=2 EP=1" "DP=2 EP=2" "DP=4 EP=2" "DP=2 EP=4");;
     *) meshes=("DP=1 TP=1" "DP=1 TP=2" "DP=2 TP=1" "DP=2 TP=2" "DP=4 TP=2" "DP=2 TP=4");;
     esac
     # shellcheck disable=SC2086
@@ -131,11 +131,11 @@ if [ "$MODE" = mesh ]; then
             >/dev/null || bad "mlp_sp on 1 rank"
         echo -n "$name, 1 rank vs mlp_sp.blk (1-D, 1 rank): "
         "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "mlp_sp_mesh vs mlp_sp";;
-    moe_mesh) # the same inputs (names, --random streams) as the 1-D task
+    moe_mesh|moe_group) # the same inputs (names, --random streams) as the 1-D task
         "$BLKC" run "$DIR/moe_ep.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
             >/dev/null || bad "moe_ep on 1 rank"
         echo -n "$name, 1 rank vs moe_ep.blk (1-D, 1 rank): "
-        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "moe_mesh vs moe_ep";;
+        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "$name vs moe_ep";;
     attention_mesh) # the same inputs (names, --random streams) as the 1-D task
         "$BLKC" run "$DIR/attention.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
             >/dev/null || bad "attention on 1 rank"
