@@ -50,6 +50,12 @@ typedef enum {
                      (callee = index in prog->funcs; its arguments are
                      t->cargs[carg .. carg + cnargs); the value is the
                      callee's last parameter, written by it) */
+    TK_MOE,       /* moe(x, wr, w1, w2, k): a = x [T, H], b = the router
+                     wr [H, E] (logits x @ wr), c = w1 [E, H, F],
+                     t->cargs[carg] = w2 [E, F, H]; sub = k (top-k); cax =
+                     the axis splitting the experts (1-D: 0), -1: none;
+                     axis = the one named by `group = AXIS`, -1: none
+                     (task_moe.c; docs/task.md "Mixture of experts") */
     TK_OP_COUNT
 } TkOp;
 
@@ -221,6 +227,20 @@ int64_t tk_local_dim(const TkTask *t, const TkNode *n, int d);
 int64_t tk_numel(const TkNode *n);
 /* Is `dim` (a dim of a callee's parameter) a size name, not a constant? */
 bool tk_dim_is_size(const TkTask *t, const Ast *dim);
+
+/* task_moe.c: the mixture-of-experts op (docs/task.md "Mixture of
+ * experts"). tk_moe_check: the shapes and dtypes of moe's operands (node
+ * ids) and k (0, or -1 with a message in err). tk_moe_cost_us: its predicted time
+ * (dispatch, experts, combine; each part in parts[3] when not NULL).
+ * tk_moe_plan: its `blkc plan` lines. tk_moe_lower: its kernels (into
+ * kb) and device code (into db); buf = the device function's buffer name
+ * of each node. */
+int tk_moe_check(const TkTask *t, int x, int wr, int w1, int w2, int k, char *err,
+                 size_t errlen);
+double tk_moe_cost_us(const TkTask *t, const TkTopology *topo, int id, double *parts);
+void tk_moe_plan(DslBuf *o, const TkTask *t, const TkTopology *topo, int id, bool json);
+int tk_moe_lower(const TkTask *t, int id, const char *const *buf, DslBuf *kb, DslBuf *db,
+                 char *err, size_t errlen);
 
 /* task_shard.c: propagate shardings, insert collectives. */
 int tk_propagate(TkTask *t, DslDiags *diags);

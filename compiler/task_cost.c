@@ -231,6 +231,8 @@ double tk_node_cost_us(const TkTask *t, const TkTopology *topo, int id)
         (void)B;
         return tk_cost_gemm_us(topo, n->dtype, batch, m, nn, k);
     }
+    case TK_MOE:
+        return tk_moe_cost_us(t, topo, id, NULL);
     case TK_COMM:
         if (n->nalts > 0)
             for (int i = 0; i < n->nalts; i++)

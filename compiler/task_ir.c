@@ -520,17 +520,52 @@ static int call_func(B *b, const Ast *e, int fi)
     return add(b, &n);
 }
 
+/* moe(x, wr, w1, w2, k[, group = AXIS]): one node, router GEMM included
+ * (task_moe.c checks the operands); grp: the axis named, -1: none */
+static int moe_call(B *b, const Ast *e, int na, int grp)
+{
+    if (na != 5)
+        return err_at(b, e->loc, "'moe' takes 5 arguments (x, wr, w1, w2, k), got %d", na);
+    int v[4];
+    for (int i = 0; i < 4; i++)
+        if ((v[i] = expr(b, e->list[i])) < 0)
+            return -1;
+    double k;
+    bool is_int;
+    if (!const_eval(b, e->list[4], &k, &is_int) || !is_int)
+        return err_at(b, e->list[4]->loc, "moe: k (experts per token) must be an integer constant");
+    char msg[512];
+    if (tk_moe_check(b->t, v[0], v[1], v[2], v[3], (int)k, msg, sizeof msg))
+        return err_at(b, e->loc, "%s", msg);
+    TkNode n = blank(TK_MOE, e->loc);
+    n.dtype = b->t->n[v[0]].dtype;
+    n.rank = 2;
+    copy_dim(&n, 0, &b->t->n[v[0]], 0);
+    copy_dim(&n, 1, &b->t->n[v[0]], 1);
+    n.a = v[0];
+    n.b = v[1];
+    n.c = v[2];
+    n.sub = (int)k;
+    n.cax = -1;
+    n.axis = grp;
+    n.carg = b->t->ncargs;
+    n.cnargs = 1;
+    if (!push_carg(b->t, v[3]))
+        return err_at(b, e->loc, "out of memory");
+    return add(b, &n);
+}
+
 static int call(B *b, const Ast *e)
 {
     const char *f = e->name;
     int na = e->nlist;
     /* collectives: `group = AXIS` (last) names the mesh axis they run on */
     static const char *const colls[] = {"all_gather", "reduce_scatter", "all_reduce",
-                                        "all_to_all", "reshard"};
-    bool coll = false;
+                                        "all_to_all", "reshard", "moe"};
+    bool coll = false, is_moe = strcmp(f, "moe") == 0; /* moe: group is optional */
     for (size_t i = 0; i < sizeof colls / sizeof *colls; i++)
         coll |= strcmp(f, colls[i]) == 0;
-    int cax = 0;
+    int cax = 0, grp = -1;
     if (coll && na > 0 && e->list[na - 1]->kind == AST_NAMED_ARG &&
         strcmp(e->list[na - 1]->name, "group") == 0) {
         const Ast *g = e->list[na - 1];
@@ -543,8 +578,9 @@ static int call(B *b, const Ast *e)
             cax++;
         if (cax == b->t->naxes)
             return err_at(b, g->a->loc, "'%s': unknown mesh axis '%s'", f, g->a->name);
+        grp = cax;
         na--;
-    } else if (coll && b->t->naxes) {
+    } else if (coll && b->t->naxes && !is_moe) {
         return err_at(b, e->loc, "'%s' in task '%s' (on a mesh) needs the mesh axis it runs on: "
                       "%s(..., group = %s)", f, b->t->fn->name, f, b->t->axname[0]);
     }
@@ -575,6 +611,8 @@ static int call(B *b, const Ast *e)
                 copy_dim(&n, d, X, d);
             return add(b, &n);
         }
+    if (is_moe)
+        return moe_call(b, e, na, grp);
     struct { const char *name; int min, max; } ar[] = {
         {"softmax", 2, 2}, {"rmsnorm", 3, 3}, {"sum", 2, 2}, {"max", 2, 2},
         {"trans", 1, 1}, {"all_gather", 2, 2}, {"reduce_scatter", 2, 2},
@@ -589,7 +627,7 @@ static int call(B *b, const Ast *e)
             if (strcmp(b->prog->funcs[i]->name, f) == 0)
                 return call_func(b, e, i);
         return err_at(b, e->loc, "unknown function '%s' in a task (task builtins: relu gelu silu "
-                      "exp log tanh sigmoid sqrt rsqrt abs softmax rmsnorm sum max trans "
+                      "exp log tanh sigmoid sqrt rsqrt abs softmax rmsnorm sum max trans moe "
                       "all_gather reduce_scatter all_reduce all_to_all reshard)", f);
     }
     if (na < ar[k].min || na > ar[k].max)

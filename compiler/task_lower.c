@@ -269,7 +269,7 @@ void tk_fuse_roots(const TkTask *t, int *root)
         for (int k = 0; k < 3; k++)
             if (ops[k] >= 0)
                 cons[ops[k]] = cons[ops[k]] == -1 ? j : -2;
-        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+        for (int k = 0; (n->op == TK_CALL || n->op == TK_MOE) && k < n->cnargs; k++)
             cons[t->cargs[n->carg + k]] = -2;
     }
     for (int r = 0; r < t->nresults; r++)
@@ -1128,6 +1128,9 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
             break;
         case TK_CALL:
             rc = lower_call(&l, i, err, errlen);
+            break;
+        case TK_MOE:
+            rc = tk_moe_lower(t, i, buf, &kb, &db, err, errlen);
             break;
         case TK_COMM:
             if (n->place == PL_AG_GEMM)

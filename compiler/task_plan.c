@@ -218,6 +218,11 @@ static void text(DslBuf *o, const TkTask *t, const TkTopology *topo)
                                plain / (best > 0 ? best : 1));
         }
     }
+    for (int i = 0; i < t->nn; i++)
+        if (t->n[i].op == TK_MOE) {
+            tk_moe_plan(o, t, topo, i, false);
+            ncomm++;
+        }
     if (!ncomm)
         dsl_buf_printf(o, "  none\n");
     bool any_call = false;
@@ -354,6 +359,11 @@ static void json(DslBuf *o, const TkTask *t, const TkTopology *topo)
         json_str(o, tk_place_name(n->place));
         dsl_buf_printf(o, ", \"chunks\": %d}", n->chunks);
     }
+    for (int i = 0; i < t->nn; i++) /* moe's dispatch and combine */
+        if (t->n[i].op == TK_MOE) {
+            dsl_buf_printf(o, "%s", k++ ? ",\n" : "");
+            tk_moe_plan(o, t, topo, i, true);
+        }
     dsl_buf_printf(o, "\n  ],\n  \"results\": [");
     for (int r = 0; r < t->nresults; r++) {
         char rn[24];

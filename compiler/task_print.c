@@ -8,7 +8,7 @@
 #include <string.h>
 static const char *const op_names[TK_OP_COUNT] = {
     "param", "scalar", "const", "matmul", "binary", "unary", "cast",
-    "trans", "softmax", "rmsnorm", "reduce", "comm", "call",
+    "trans", "softmax", "rmsnorm", "reduce", "comm", "call", "moe",
 };
 static const char *const fn_names[FN_COUNT] = {
     "neg", "relu", "gelu", "silu", "exp", "log", "tanh", "sigmoid", "sqrt",
@@ -158,6 +158,12 @@ void tk_print(DslBuf *out, const TkTask *t)
                 dsl_buf_printf(out, "%s%%%d", k ? ", " : "", t->cargs[n->carg + k]);
             dsl_buf_printf(out, ")");
             break;
+        case TK_MOE:
+            dsl_buf_printf(out, "moe %%%d, wr=%%%d, w1=%%%d, w2=%%%d, k=%d", n->a, n->b, n->c,
+                           t->cargs[n->carg], n->sub);
+            if (n->cax >= 0)
+                dsl_buf_printf(out, " [experts on %s]", t->naxes ? t->axname[n->cax] : "the ranks");
+            break;
         default:
             dsl_buf_printf(out, "%s %%%d", tk_op_name(n->op), n->a);
             if (n->b >= 0)
@@ -225,7 +231,7 @@ int tk_verify(const TkTask *t, char *err, size_t errlen)
             if (ops[k] >= i || ops[k] < -1)
                 return IR_BUG(err, errlen, "task node %%%d: operand %%%d is not before it", i,
                               ops[k]);
-        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+        for (int k = 0; (n->op == TK_CALL || n->op == TK_MOE) && k < n->cnargs; k++)
             if (n->carg + k >= t->ncargs || t->cargs[n->carg + k] < 0 ||
                 t->cargs[n->carg + k] >= i)
                 return IR_BUG(err, errlen, "task node %%%d: call argument %d is not before it", i, k);

@@ -423,6 +423,49 @@ static void rule_call(P *p, TkNode *n)
          out->name, S);
 }
 
+/* moe(x, wr, w1, w2, k) (docs/task.md "Mixture of experts"): w1 and w2
+ * are split(0) (their experts) alike, or replicated alike; an axis that
+ * splits them is the expert-parallel axis (at most one), where the tokens
+ * x are split(0), a replicated x sliced. On other axes the tokens stay
+ * split(0) or are made replicated; the router wr is replicated; partial
+ * operands are all-reduced. The result is sharded as the tokens.
+ * `group = AXIS` names the expert-parallel axis: the experts are split(0)
+ * there (sliced when replicated) and may not be split on another axis. */
+static void rule_moe(P *p, TkNode *n)
+{
+    TkTask *t = p->t;
+    int *w2 = &t->cargs[n->carg];
+    const TkShard S0 = {SH_SPLIT, 0};
+    TkShard s1 = t->n[n->c].sh, s2 = t->n[*w2].sh;
+    bool ep = (s1.kind == SH_SPLIT && s1.dim == 0) || (s2.kind == SH_SPLIT && s2.dim == 0);
+    if (n->axis >= 0 && p->ax >= 0 && p->ax != n->axis && ep) {
+        fail(p, n->loc, "moe(..., group = %s): the experts are split on mesh axis '%s' too; "
+             "they may be split on '%s' only", t->axname[n->axis], t->axname[p->ax],
+             t->axname[n->axis]);
+        return;
+    }
+    ep |= n->axis >= 0 && p->ax == n->axis;
+    n->c = convert(p, n->c, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");
+    if (n->c >= 0)
+        *w2 = convert(p, *w2, ep ? S0 : REPL, n->loc, "moe splits w1 and w2 alike (their experts)");
+    if (n->c < 0 || *w2 < 0)
+        return;
+    if (ep && n->cax >= 0 && p->ax >= 0 && n->cax != p->ax) {
+        fail(p, n->loc, "moe: the experts are split on mesh axes '%s' and '%s'; they may be "
+             "split on one axis only", t->axname[n->cax], t->axname[p->ax]);
+        return;
+    }
+    if (ep)
+        n->cax = p->ax >= 0 ? p->ax : 0;
+    TkShard xs = t->n[n->a].sh;
+    TkShard to = ep || (xs.kind == SH_SPLIT && xs.dim == 0) ? S0 : REPL;
+    const char *why = ep ? "moe splits the tokens over the ranks holding its experts" : NULL;
+    n->a = convert(p, n->a, to, n->loc, why);
+    if (n->a >= 0)
+        n->b = convert(p, n->b, REPL, n->loc, NULL);
+    n->sh = to;
+}
+
 /* One forward pass over the nodes for axis p->ax (or the 1-D mesh): the
  * node list is rebuilt with the collectives it inserts. On a mesh, the
  * collectives of earlier axes' passes pass shardings through. */
@@ -513,6 +556,12 @@ static int pass(P *pp)
                 t->cargs[n.carg + k] = map[t->cargs[n.carg + k]];
             rule_call(&p, &n);
             break;
+        case TK_MOE:
+            t->cargs[n.carg] = map[t->cargs[n.carg]];
+            rule_moe(&p, &n);
+            if (n.c == -1 || t->cargs[n.carg] == -1)
+                p.failed = true;
+            break;
         }
         if (n.a == -1 && old[i].a >= 0)
             p.failed = true;
@@ -588,7 +637,7 @@ static void reorder(TkTask *t)
         if (n->a >= 0) uses[n->a]++;
         if (n->b >= 0) uses[n->b]++;
         if (n->c >= 0) uses[n->c]++;
-        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+        for (int k = 0; (n->op == TK_CALL || n->op == TK_MOE) && k < n->cnargs; k++)
             uses[t->cargs[n->carg + k]]++;
     }
     for (int r = 0; r < t->nresults; r++)
@@ -692,7 +741,7 @@ int tk_propagate(TkTask *t, DslDiags *diags)
         if (n->a >= 0) t->n[n->a].uses++;
         if (n->b >= 0) t->n[n->b].uses++;
         if (n->c >= 0) t->n[n->c].uses++;
-        for (int k = 0; n->op == TK_CALL && k < n->cnargs; k++)
+        for (int k = 0; (n->op == TK_CALL || n->op == TK_MOE) && k < n->cnargs; k++)
             t->n[t->cargs[n->carg + k]].uses++;
     }
     for (int r = 0; r < t->nresults; r++)

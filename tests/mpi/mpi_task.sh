@@ -3,8 +3,9 @@
 # `mpirun -np NP blkc run FILE --entry=TASK --ranks=NP` (docs/task.md "MPI"):
 # the tensor-parallel MLP (placement by cost and forced overlap), a task
 # with a split second result, a task calling a kernel and tasks on a 2-D
-# mesh (mlp_mesh, attention_mesh, call_mesh, coll_mesh, mlp_sp_mesh) equal
-# their 1-rank local results (1e-4); output files come from rank 0 only;
+# mesh (mlp_mesh, attention_mesh, call_mesh, coll_mesh, mlp_sp_mesh) and the
+# mixture of experts (moe_ep: random routing and all logits tied; moe_mesh
+# and moe_group on mesh(dp, ep) against moe_ep.blk) equal their 1-rank local results (1e-4); output files come from rank 0 only;
 # --ranks other than -np is an error. Exits 77 without MPI or mpirun.
 set -u
 NP=$1 HAVE=$2 BLKC=$3 REF=$4 SRC=$5
@@ -68,6 +69,24 @@ run_mesh mlp_sp_mesh mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" $((NP / 2)) 2
 BLKC_TASK_OVERLAP=always run_mesh mlp_sp_mesh_ov mlp_sp_mesh.blk mlp_sp "T=32 H=16 F=32" \
   $((NP / 2)) 2
 BLKC_TASK_OVERLAP=always run_mesh mlp_mesh_ov mlp_mesh.blk mlp "T=16 H=16 F=32" $((NP / 2)) 2
+
+# mixture of experts: the uneven all_to_all dispatch / combine between processes
+run_cmp moe moe_ep.blk moe_ep "T=32 H=16 F=24 E=8" result
+if "$REF" fill "$T/wr0.npy" 0 16 8; then # every token to experts 0 and 1 (rank 0)
+  run_cmp moe_tie moe_ep.blk moe_ep "T=32 H=16 F=24 E=8 wr=@$T/wr0.npy" result
+else bad "moe: zero router"; fi
+"$BLKC" run "$D/moe_ep.blk" --ranks=1 --random T=32 H=16 F=24 E=8 --out "result=$T/moe1.npy" \
+  >/dev/null 2>"$T/lerr" || bad "moe_ep on 1 local rank: $(cat "$T/lerr")"
+if timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/moe_mesh.blk" --ranks="$NP" --random \
+    T=32 H=16 F=24 E=8 DP=$((NP / 2)) EP=2 --out "result=$T/moem.npy" >"$T/out" 2>"$T/err"; then
+  echo -n "moe_mesh, mesh(dp = $((NP / 2)), ep = 2), mpirun -np $NP vs moe_ep.blk on 1 rank: "
+  "$REF" cmp "$T/moem.npy" "$T/moe1.npy" 1e-4 && ok || bad "moe_mesh differs"
+else bad "mpirun -np $NP moe_mesh: $(cat "$T/out" "$T/err")"; fi
+if timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/moe_group.blk" --ranks="$NP" --random \
+    T=32 H=16 F=24 E=8 DP=$((NP / 2)) EP=2 --out "result=$T/moeg.npy" >"$T/out" 2>"$T/err"; then
+  echo -n "moe_group, mesh(dp = $((NP / 2)), ep = 2), mpirun -np $NP vs moe_ep.blk on 1 rank: "
+  "$REF" cmp "$T/moeg.npy" "$T/moe1.npy" 1e-4 && ok || bad "moe_group differs"
+else bad "mpirun -np $NP moe_group: $(cat "$T/out" "$T/err")"; fi
 
 # without --out: one summary line, from rank 0 only
 timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/mlp.blk" --ranks="$NP" --random T=16 H=16 F=32 \

@@ -4,6 +4,13 @@
  *                                        (sqrelu: x > 0 ? x * x : 0.25 * x)
  *   task_ref gated X W G OUT TOL         Y = X @ W; OUT == Y * sigmoid(G)^2 + Y
  *   task_ref rmsnorm X W EPS OUT TOL     OUT == rmsnorm(X, W, EPS) * 2 - X
+ *   task_ref moe X WR W1 W2 K OUT TOL    OUT == moe(X, WR, W1, W2, K) (docs/task.md
+ *                                        "Mixture of experts"): top-K of X @ WR per
+ *                                        token (ties to the lower expert), gates =
+ *                                        softmax over the K chosen logits, OUT[t] =
+ *                                        sum_j gate_j * silu(X[t] @ W1[e_j]) @ W2[e_j];
+ *                                        TOL relative to max |OUT|
+ *   task_ref fill OUT V D0 [D1 ...]      write an f32 .npy of shape D0 x D1 ... all V
  * Exit 0 when it holds, 1 when not (with the largest difference). */
 #include "../../runtime/rt.h"
 
@@ -127,6 +134,76 @@ int main(int argc, char **argv)
             }
         return check(&o, y, T * H, atof(argv[6]), "gated vs C reference");
     }
-    fprintf(stderr, "usage: task_ref cmp|mlp|rmsnorm|gated ...\n");
+    if (argc >= 5 && strcmp(argv[1], "fill") == 0) {
+        int64_t shape[8], n = 1;
+        int nd = argc - 4 > 8 ? 8 : argc - 4;
+        for (int i = 0; i < nd; i++)
+            n *= shape[i] = atoll(argv[4 + i]);
+        float *v = keep(malloc((size_t)n * sizeof *v));
+        char err[512];
+        if (!v)
+            return 2;
+        for (int64_t i = 0; i < n; i++)
+            v[i] = (float)atof(argv[3]);
+        if (rt_npy_write(argv[2], DT_F32, nd, shape, v, err, sizeof err)) {
+            fprintf(stderr, "task_ref: %s\n", err);
+            return 2;
+        }
+        return 0;
+    }
+    if (argc >= 9 && strcmp(argv[1], "moe") == 0) {
+        RtNpy x = load(argv[2]), wr = load(argv[3]), w1 = load(argv[4]), w2 = load(argv[5]);
+        RtNpy o = load(argv[7]);
+        int K = atoi(argv[6]);
+        int64_t T = x.shape[0], H = x.shape[1], E = wr.shape[1], F = w1.shape[2];
+        double *y = keep(calloc((size_t)(T * H), sizeof *y));
+        double *lg = keep(calloc((size_t)E, sizeof *lg)), *h = keep(calloc((size_t)F, sizeof *h));
+        int *pick = keep(calloc((size_t)E, sizeof *pick));
+        double *g = keep(calloc((size_t)K, sizeof *g));
+        int *ix = keep(calloc((size_t)K, sizeof *ix));
+        if (!y || !lg || !h || !pick || !g || !ix || K < 1 || K > E)
+            return 2;
+        double top = 0;
+        for (int64_t t = 0; t < T; t++) {
+            for (int64_t e = 0; e < E; e++) {
+                float s = 0; /* f32 as the router GEMM */
+                for (int64_t k = 0; k < H; k++)
+                    s += (float)at(&x, t * H + k) * (float)at(&wr, k * E + e);
+                lg[e] = s;
+                pick[e] = 0;
+            }
+            for (int j = 0; j < K; j++) { /* the largest untaken; ties: lower e */
+                int b = -1;
+                for (int e = 0; e < E; e++)
+                    if (!pick[e] && (b < 0 || lg[e] > lg[b]))
+                        b = e;
+                pick[b] = 1;
+                ix[j] = b;
+            }
+            double sum = 0;
+            for (int j = 0; j < K; j++)
+                sum += g[j] = exp(lg[ix[j]] - lg[ix[0]]);
+            for (int j = 0; j < K; j++) {
+                int e = ix[j];
+                for (int64_t f = 0; f < F; f++) {
+                    double a = 0;
+                    for (int64_t k = 0; k < H; k++)
+                        a += at(&x, t * H + k) * at(&w1, (e * H + k) * F + f);
+                    h[f] = a / (1 + exp(-a));
+                }
+                for (int64_t c = 0; c < H; c++) {
+                    double a = 0;
+                    for (int64_t f = 0; f < F; f++)
+                        a += h[f] * at(&w2, (e * F + f) * H + c);
+                    y[t * H + c] += g[j] / sum * a;
+                }
+            }
+        }
+        for (int64_t i = 0; i < T * H; i++)
+            top = fmax(top, fabs(y[i]));
+        printf("moe: max |OUT| %.3g\n", top);
+        return check(&o, y, T * H, atof(argv[8]) * (top > 0 ? top : 1), "moe vs C reference");
+    }
+    fprintf(stderr, "usage: task_ref cmp|mlp|rmsnorm|gated|moe ...\n");
     return 2;
 }

@@ -3,13 +3,15 @@
 #   task_test.sh BLKC TASK_REF DIR dist FILE SIZES...   run FILE on 1, 2, 4
 #       and 8 ranks (placement by cost and forced overlap) and compare each
 #       result with the 1-rank one (1e-4); mlp, rmsnorm_sp, two_results,
-#       call_kernel and call_device also against C
+#       call_kernel and call_device also against C; moe_ep also with k = 1
+#       and with all router logits tied (every token to experts 0 and 1)
 #   task_test.sh BLKC TASK_REF DIR mesh FILE SIZES...   a task on a mesh
 #       mesh(dp = DP, tp = TP): DP=1 TP=1 on 1 rank, then 1x2, 2x1, 2x2, 4x2,
 #       2x4 local ranks (mlp_mesh3: meshes of 3 axes), placement by cost and
 #       forced overlap (BLKC_TASK_OVERLAP=always), each compared with the
 #       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
-#       mlp_sp_mesh also against their 1-D files
+#       mlp_sp_mesh also against their 1-D files; moe_mesh, moe_group:
+#       mesh(dp = DP, ep = EP), 1-rank result against moe_ep.blk's bit for bit
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -61,6 +63,27 @@ if [ "$MODE" = dist ]; then
             --out "result=$TMP/unfused.npy" >/dev/null || bad "fuse_chain unfused"
         echo -n "fuse_chain fused vs unfused: "
         "$REF" cmp "$TMP/r1.npy" "$TMP/unfused.npy" 0 || bad "fuse_chain fused vs unfused";;
+    moe_ep) # top-2 (the file's K) and top-1 against C; ties: all logits 0
+        "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" --out "wr=$TMP/wr.npy" \
+            --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "moe inputs"
+        echo -n "moe_ep k = 2, 1 rank vs C: "
+        "$REF" moe "$TMP/x.npy" "$TMP/wr.npy" "$TMP/w1.npy" "$TMP/w2.npy" 2 "$TMP/r1.npy" 1e-5 \
+            || bad "moe_ep vs C"
+        H=$(printf '%s\n' "$@" | sed -n 's/^H=//p')
+        E=$(printf '%s\n' "$@" | sed -n 's/^E=//p')
+        "$REF" fill "$TMP/wr0.npy" 0 "$H" "$E" || bad "moe: zero router"
+        for R in 1 2 4 8; do
+            "$BLKC" run "$DIR/$f" --ranks=$R --random -D K=1 "$@" --out "result=$TMP/k1.npy" \
+                >/dev/null || bad "moe_ep k = 1 on $R ranks"
+            echo -n "moe_ep k = 1, $R ranks vs C: "
+            "$REF" moe "$TMP/x.npy" "$TMP/wr.npy" "$TMP/w1.npy" "$TMP/w2.npy" 1 "$TMP/k1.npy" 1e-5 \
+                || bad "moe_ep k = 1 on $R ranks vs C"
+            "$BLKC" run "$DIR/$f" --ranks=$R --random "$@" "wr=@$TMP/wr0.npy" \
+                --out "result=$TMP/tie.npy" >/dev/null || bad "moe_ep ties on $R ranks"
+            echo -n "moe_ep all logits tied, $R ranks vs C: "
+            "$REF" moe "$TMP/x.npy" "$TMP/wr0.npy" "$TMP/w1.npy" "$TMP/w2.npy" 2 "$TMP/tie.npy" 1e-5 \
+                || bad "moe_ep ties on $R ranks vs C"
+        done;;
     two_results)
         "$BLKC" run "$DIR/$f" --ranks=1 --random "$@" --out "x=$TMP/x.npy" \
             --out "w1=$TMP/w1.npy" --out "w2=$TMP/w2.npy" >/dev/null || bad "mlp2 inputs"
@@ -91,6 +114,7 @@ if [ "$MODE" = mesh ]; then
     case $name in
     mlp_mesh3) meshes=("DP=1 SP=1 TP=1" "DP=2 SP=2 TP=2" "DP=1 SP=2 TP=2" "DP=4 SP=1 TP=2"
                        "DP=2 SP=2 TP=1");;
+    moe_mesh|moe_group) meshes=("DP=1 EP=1" "DP=1 EP=2" "DP=2 EP=1" "DP=2 EP=2" "DP=4 EP=2" "DP=2 EP=4");;
     *) meshes=("DP=1 TP=1" "DP=1 TP=2" "DP=2 TP=1" "DP=2 TP=2" "DP=4 TP=2" "DP=2 TP=4");;
     esac
     # shellcheck disable=SC2086
@@ -107,6 +131,11 @@ if [ "$MODE" = mesh ]; then
             >/dev/null || bad "mlp_sp on 1 rank"
         echo -n "$name, 1 rank vs mlp_sp.blk (1-D, 1 rank): "
         "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "mlp_sp_mesh vs mlp_sp";;
+    moe_mesh|moe_group) # the same inputs (names, --random streams) as the 1-D task
+        "$BLKC" run "$DIR/moe_ep.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
+            >/dev/null || bad "moe_ep on 1 rank"
+        echo -n "$name, 1 rank vs moe_ep.blk (1-D, 1 rank): "
+        "$REF" cmp "$TMP/r1.npy" "$TMP/a.npy" 0 || bad "$name vs moe_ep";;
     attention_mesh) # the same inputs (names, --random streams) as the 1-D task
         "$BLKC" run "$DIR/attention.blk" --ranks=1 --random "$@" --out "result=$TMP/a.npy" \
             >/dev/null || bad "attention on 1 rank"
@@ -145,7 +174,7 @@ if [ "$MODE" = golden ]; then
         fi
     done <"$DIR/golden/plans.list"
     # --emit=task: the Task IR with shardings and fusion groups
-    for f in fuse_chain two_results call_reshard mlp_mesh; do
+    for f in fuse_chain two_results call_reshard mlp_mesh moe_mesh; do
         "$BLKC" compile "$DIR/$f.blk" --emit=task >"$TMP/$f.task" 2>&1 || bad "emit=task $f exited $?"
         if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
             cp "$TMP/$f.task" "$DIR/golden/${f}_emit.txt"
@@ -170,6 +199,12 @@ if [ "$MODE" = golden ]; then
     grep -q '"mesh": \[{"axis": "dp", "size": 2, "stride": 4, "link": "link"}, {"axis": "tp", "size": 4, "stride": 1, "link": "link"}\]' \
         "$TMP/m.json" || bad "json: mesh"
     grep -q '"kind": "all_reduce", "axis": "tp"' "$TMP/m.json" || bad "json: all_reduce on tp"
+    # moe: dispatch and combine among the collectives, on the ep axis
+    "$BLKC" plan "$DIR/moe_mesh.blk" --ranks=16 --topology=h100-nvl8 --json T=8192 H=4096 \
+        F=14336 E=64 DP=2 EP=8 >"$TMP/moe.json" || bad "plan --json moe"
+    grep -q '"kind": "moe_dispatch", "axis": "ep", "of": 4, "ranks": 8, "k": 2, "experts": 64' \
+        "$TMP/moe.json" || bad "json: moe_dispatch on ep"
+    grep -q '"kind": "moe_combine", "axis": "ep"' "$TMP/moe.json" || bad "json: moe_combine on ep"
     exit $fail
 fi
 
