@@ -8,6 +8,7 @@
 #include "task.h"
 
 #include "../backends/backend.h"
+#include "../runtime/mega.h"
 #include "../runtime/plan.h"
 #include "../runtime/ranks.h"
 
@@ -294,7 +295,9 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
                     shard_copy(full->data, a->data, full->shape, n->rank, sh.dim, R, r, esz, false);
             }
     }
-    RtPlanModule pm = {.ir = m, .cpu = cm};
+    RtMegaRec mrec = {0};
+    RtPlanModule pm = {.ir = m, .cpu = cm,
+                       .mega = !t->megakernel ? NULL : t->mega_rec ? t->mega_rec : &mrec};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */

@@ -15,6 +15,7 @@
  * runner (rt_plan_run) is plan_run.c. */
 #include "plan.h"
 #include "gpu_ranks.h"
+#include "mega.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -58,6 +59,10 @@ struct Exec {
     int ngroups;
     void *gcomm[32];               /* GPU ranks: a group's NCCL communicator
                                       (gpu_p2p.c), or NULL */
+    bool entry;                    /* the rank's entry function */
+    RtMega *mega;                  /* megakernel mode (pm->mega, CPU): the
+                                      rank's pending tile-tasks (shared with
+                                      called device functions), or NULL */
 };
 
 /* The sends and receives of one exchange { } block, run at its end. */
@@ -353,8 +358,13 @@ static int do_launch(Exec *x, const IrInstr *in)
         }
     if (x->g)
         return rt_gpur_launch(x->g, x->r, k, a, in->xn, &lo);
-    RtWorldView wv = rt_rank_view(x->r);
     char err[512];
+    if (x->mega) { /* a tile-task table entry instead of a launch */
+        if (rt_mega_launch(x->mega, k, fn, a, in->xn, &lo, err, sizeof err))
+            return fail(x, in, "launch %s: %s", k->name, err);
+        return 0;
+    }
+    RtWorldView wv = rt_rank_view(x->r);
     blkc_status s = rt_cpu_launch_ranked(k, fn, a, in->xn, &lo, &wv, NULL, err,
                                          sizeof err);
     if (s != BLKC_OK)
@@ -414,6 +424,7 @@ static int start_async(Exec *x, const IrInstr *in)
     ax->asyncs = NULL;
     ax->nasync = ax->cap_async = 0;
     ax->in_async = true;
+    ax->mega = NULL; /* an async block launches as usual */
     size_t nv = (size_t)x->f->nins + 1, nw = (size_t)x->f->nvars + 1;
     ax->val = malloc(nv * sizeof *ax->val);
     ax->vars = malloc(nw * sizeof *ax->vars);
@@ -783,6 +794,38 @@ static int do_xchg(Exec *x, const IrInstr *in)
 }
 
 /* Returns 0, 1 after `return`, or -1 on failure. */
+/* Megakernel mode: the steps that are not tile-tasks; every pending tile
+ * runs before them. */
+static const char *mega_boundary(int op)
+{
+    switch (op) {
+    case IR_COPY: return "copy";
+    case IR_ASYNC: return "async";
+    case IR_SYNC: return "sync";
+    case IR_XCHG: return "exchange";
+    case IR_NOTIFY: return "notify";
+    case IR_WAIT: return "wait";
+    case IR_COLL: return "collective";
+    default: return NULL;
+    }
+}
+
+static int mega_flush(Exec *x, const IrInstr *in)
+{
+    char err[512], what[48];
+    const char *b = in ? mega_boundary(in->op) : NULL;
+    snprintf(what, sizeof what, "%s", b ? b : "end of call");
+    static const char *const coll[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                       "all_to_all", "broadcast", "barrier", "reduce",
+                                       "gather", "scatter", "send", "recv"};
+    if (in && in->op == IR_COLL && in->attr >= 0 && in->attr < (int)(sizeof coll / sizeof *coll))
+        snprintf(what, sizeof what, "%s", coll[in->attr]);
+    bool entry_end = !in && x->mega != NULL && x->entry;
+    if (rt_mega_flush(x->mega, entry_end ? NULL : what, err, sizeof err))
+        return in ? fail(x, in, "%s", err) : rt_rank_fail(x->r, "%s: %s", x->f->name, err);
+    return 0;
+}
+
 static int exec_region(Exec *x, int reg)
 {
     const IrFunc *f = x->f;
@@ -798,6 +841,8 @@ static int exec_region(Exec *x, int reg)
         if (rt_rank_failed(x->r))
             return -1;
         int rc = 0;
+        if (x->mega && mega_boundary(in->op) && mega_flush(x, in))
+            return -1;
         switch (in->op) {
         case IR_RANK: x->val[id].i = rt_rank_id(x->r); break;
         case IR_WORLD: x->val[id].i = rt_rank_size(x->r); break;
@@ -869,7 +914,7 @@ static int exec_region(Exec *x, int reg)
  * tensor params (not owned), scalars[p] for scalar ones. Returns 0 or -1
  * (the rank's error is set). */
 static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
-                    const IrScalarVal *scalars, bool in_async, bool entry)
+                    const IrScalarVal *scalars, bool in_async, bool entry, RtMega *mega)
 {
     const IrFunc *f = pm->ir->funcs[fi];
     Exec x;
@@ -879,6 +924,13 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
     x.r = r;
     x.in_async = in_async;
     x.g = rt_gpur_ctx(pm->gpu, r);
+    x.mega = mega;
+    x.entry = entry;
+    if (entry && pm->mega && !x.g && !in_async) {
+        RtWorldView wv = rt_rank_view(r);
+        if (!(x.mega = rt_mega_new(pm->mega, &wv)))
+            return rt_rank_fail(r, "out of memory");
+    }
     size_t np = (size_t)f->nparams + 1;
     x.val = calloc((size_t)f->nins + 1, sizeof *x.val);
     x.vars = calloc((size_t)f->nvars + 1, sizeof *x.vars);
@@ -904,6 +956,8 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
         memcpy(x.shapes[p], bufs[p].shape, sizeof x.shapes[p]);
     }
     rc = exec_region(&x, 0);
+    if (x.mega && rc >= 0 && mega_flush(&x, NULL)) /* before buffers are freed */
+        rc = -1;
     if (join_asyncs(&x))
         rc = -1;
     if (x.g && rt_gpur_finish(x.g, r)) /* before buffers are freed */
@@ -927,6 +981,8 @@ out:
         rt_gpur_group_free(x.g, r, x.gcomm[i]);
         rt_group_free(x.groups[i]);
     }
+    if (x.mega != mega)
+        rt_mega_free(x.mega);
     free(x.asyncs);
     free(x.val);
     free(x.vars);
@@ -988,7 +1044,7 @@ static int do_call(Exec *x, const IrInstr *in)
             }
         }
     }
-    rc = run_func(x->pm, in->attr, x->r, bufs, sc, x->in_async, false);
+    rc = run_func(x->pm, in->attr, x->r, bufs, sc, x->in_async, false, x->mega);
 out:
     free(bufs);
     free(sc);
@@ -1023,7 +1079,7 @@ int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
         memcpy(b->shape, args[p].shape, sizeof b->shape);
         memcpy(b->stride, args[p].stride, sizeof b->stride);
     }
-    int rc = run_func(pm, fi, r, bufs, sc, false, true);
+    int rc = run_func(pm, fi, r, bufs, sc, false, true, NULL);
     free(bufs);
     free(sc);
     return rc;

@@ -10,6 +10,9 @@
 #       forced overlap (BLKC_TASK_OVERLAP=always), each compared with the
 #       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
 #       mlp_sp_mesh also against their 1-D files
+#   task_test.sh BLKC TASK_REF DIR mega dist|mesh FILE SIZES...   FILE with and
+#       without --megakernel (1-D: 1, 2, 4 ranks; mesh: 1x1, 1x2, 2x1, 2x2),
+#       placement by cost and forced overlap: the same bits
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -125,6 +128,41 @@ if [ "$MODE" = mesh ]; then
             fi
             echo -n "$name, mesh $m on $R ranks, overlap $ov, vs 1 rank: "
             "$REF" cmp "$TMP/r.npy" "$TMP/r1.npy" 1e-4 || bad "$name on mesh $m ($ov)"
+        done
+    done
+    exit $fail
+fi
+
+if [ "$MODE" = mega ]; then
+    # megakernel mode (docs/task.md "Megakernel mode"): every configuration
+    # run with and without --megakernel must give the same bits
+    kind=$1 f=$2; shift 2
+    name=$(basename "$f" .blk)
+    case $name in two_results) outs="result0 result1";; *) outs="result";; esac
+    if [ "$kind" = mesh ]; then
+        case $name in
+        mlp_mesh3) confs=("1|DP=1 SP=1 TP=1" "8|DP=2 SP=2 TP=2" "4|DP=1 SP=2 TP=2");;
+        *) confs=("1|DP=1 TP=1" "2|DP=1 TP=2" "2|DP=2 TP=1" "4|DP=2 TP=2");;
+        esac
+    else
+        confs=("1|" "2|" "4|")
+    fi
+    for c in "${confs[@]}"; do
+        R=${c%%|*} m=${c#*|}
+        for ov in auto always; do
+            for mk in off on; do
+                flag=(); [ $mk = on ] && flag=(--megakernel)
+                oa=(); for o in $outs; do oa+=(--out "$o=$TMP/$o.$mk.npy"); done
+                # shellcheck disable=SC2086
+                if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks="$R" --random "$@" $m \
+                        "${flag[@]}" "${oa[@]}" >/dev/null; then
+                    bad "$name on $R ranks $m ($ov, megakernel $mk)"
+                fi
+            done
+            for o in $outs; do
+                echo -n "$name $o, $R ranks $m, overlap $ov, megakernel vs launch per op: "
+                "$REF" cmp "$TMP/$o.on.npy" "$TMP/$o.off.npy" 0 || bad "$name $o $R ranks $m ($ov)"
+            done
         done
     done
     exit $fail

@@ -1,0 +1,637 @@
+/* mega.c — megakernel mode on CPU ranks: one persistent tile-task graph per
+ * rank instead of one launch per op.
+ *
+ * The Device IR interpreter (plan.c) hands each LAUNCH of the rank's
+ * program to rt_mega_launch instead of running its grid. The launch is
+ * bound once (runtime/launch.c: arguments, grid, its BkLaunchCtx) and
+ * becomes tile-tasks: one per program id, or per run of consecutive
+ * linear program ids when the grid has more than max_tiles. Each tile's
+ * footprint is computed from the kernel's Core IR: for every load / store
+ * / atomic of a tensor parameter, each view dim's start is evaluated for
+ * the tile's program ids (constants, program_id, num_programs, sizes,
+ * scalar parameters, rank/world, + - * / % min max); a start that depends
+ * on anything else (a loop variable, a loaded value) makes that dim whole.
+ * A parameter's footprint is the bounding element interval of its boxes,
+ * as addresses, with a read / write flag; signal parameters and kernels
+ * with notify / wait count as writing the whole signal buffer. A new tile
+ * gets an edge from every pending tile of an earlier launch whose
+ * footprint overlaps its own with a write on either side (RAW, WAR, WAW),
+ * so e.g. row block i of a GEMM's consumer waits for row block i of the
+ * GEMM only; tiles of one launch never depend on each other (their order
+ * is free in the launch-per-op mode too).
+ *
+ * rt_mega_flush runs the graph: the rank's thread and workers-1 threads
+ * take ready tiles from a queue, run the kernel's range entry for the
+ * tile's program ids, and decrement their dependents' counters (atomics;
+ * a tile reaching 0 is queued). Waits are bounded: idle workers poll the
+ * world's abort flag every 20 ms, a kernel's own waits keep their
+ * BLKC_WAIT_TIMEOUT_MS deadline, and an empty queue with nothing running
+ * and tiles left is reported at once (it cannot happen in a DAG). The
+ * interpreter flushes before every step the graph does not hold
+ * (collectives, copies, signals, async blocks) and records it as a
+ * boundary; the record (per op: tile-tasks, edges, producers; the
+ * critical path) is what `blkc plan --megakernel` prints. */
+#include "mega.h"
+#include "ranks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct Fp {              /* one parameter's footprint in one tile */
+    uintptr_t lo, hi;            /* bytes [lo, hi) */
+    int16_t param;
+    uint8_t w;                   /* written */
+} Fp;
+
+typedef struct Launch {
+    const IrFunc *f;
+    BkRangeFn fn;
+    RtBind b;                    /* never moved: Launch is malloc'd alone */
+    BkLaunchCtx ctx;
+    int64_t grid[3], total, chunk;
+    int tile0, ntiles, step;     /* first tile; record step or -1 */
+    int fp_per_tile;             /* footprint entries of each tile */
+    Fp *fp;                      /* [ntiles * fp_per_tile] */
+    Fp *uni;                     /* [fp_per_tile]: union over the tiles */
+} Launch;
+
+typedef struct Tile {
+    int launch;
+    int64_t first, last;         /* linear program ids */
+    int pending;                 /* atomic: unfinished producers */
+    int *succ, nsucc, capsucc;
+    int dist, pred;              /* longest chain ending here, its predecessor */
+} Tile;
+
+struct RtMega {
+    RtMegaRec *rec;
+    RtMegaLog *log;              /* NULL: no record */
+    RtWorldView wv;
+    int workers, max_tiles;
+    Launch **l;
+    int nl, capl;
+    Tile *t;
+    int nt, capt;
+    int seg_first_step;          /* the segment's first record step */
+    /* the run */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int *q, qhead, qtail, done, running;
+    int failed;                  /* 1: stop; msg in ferr */
+    char ferr[512];
+};
+
+/* ------------------------------------------------------------ footprints */
+
+/* Value `id` of kernel f for the program ids pid; false when it depends on
+ * something other than the grid, sizes and scalar parameters. */
+static bool ev(const RtMega *m, const Launch *L, int id, const int64_t *pid, int64_t *out,
+               int depth)
+{
+    const IrFunc *f = L->f;
+    if (id < 0 || id >= f->nins || depth > 64)
+        return false;
+    const IrInstr *in = &f->ins[id];
+    if (in->type.rank != 0 || dsl_is_float(in->type.dtype))
+        return false;
+    int64_t a = 0, b = 0;
+    if (in->nopnd >= 1 && in->op != IR_CONST && in->op != IR_PARAM && in->op != IR_SIZE &&
+        !ev(m, L, in->opnd[0], pid, &a, depth + 1))
+        return false;
+    if (in->nopnd >= 2 && !ev(m, L, in->opnd[1], pid, &b, depth + 1))
+        return false;
+    switch (in->op) {
+    case IR_CONST: *out = in->ival; return true;
+    case IR_PID: *out = pid[in->attr]; return true;
+    case IR_NPROG: *out = L->grid[in->attr]; return true;
+    case IR_SIZE: *out = L->b.shapes[in->param][in->attr]; return true;
+    case IR_PARAM:
+        if (dsl_is_float(f->params[in->param].dtype))
+            return false;
+        *out = L->b.sv[in->param].i;
+        return true;
+    case IR_RANK: *out = m->wv.rank; return true;
+    case IR_WORLD: *out = m->wv.world; return true;
+    case IR_CVT: *out = a; return true;
+    case IR_NEG: *out = -a; return true;
+    case IR_ADD: *out = a + b; return true;
+    case IR_SUB: *out = a - b; return true;
+    case IR_MUL: *out = a * b; return true;
+    case IR_DIV: *out = b ? a / b : 0; return true;
+    case IR_REM: *out = b ? a % b : 0; return true;
+    case IR_MIN: *out = a < b ? a : b; return true;
+    case IR_MAX: *out = a > b ? a : b; return true;
+    default: return false;
+    }
+}
+
+/* Slot of param p in a tile's footprint entries, by first use. */
+static int fp_slot(Launch *L, int *slot_of, int p)
+{
+    if (slot_of[p] < 0)
+        slot_of[p] = L->fp_per_tile++;
+    return slot_of[p];
+}
+
+/* The footprint of program instance `lin` merged into fp[slot_of[p]]. */
+static void footprint(const RtMega *m, Launch *L, const int *slot_of, int64_t lin, Fp *fp)
+{
+    const IrFunc *f = L->f;
+    int64_t pid[3] = {lin % L->grid[0], lin / L->grid[0] % L->grid[1],
+                      lin / (L->grid[0] * L->grid[1])};
+    bool sigk = false;
+    for (int i = 0; i < f->nins; i++)
+        sigk |= !f->ins[i].dead && (f->ins[i].op == IR_NOTIFY || f->ins[i].op == IR_WAIT);
+    for (int i = 0; i < f->nins; i++) {
+        const IrInstr *in = &f->ins[i];
+        bool mem = in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOMIC;
+        if (in->dead || (!mem && in->op != IR_NOTIFY && in->op != IR_WAIT))
+            continue;
+        int p = in->param;
+        const IrParam *ip = &f->params[p];
+        const BkTensorDesc *d = &L->b.desc[p];
+        int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+        bool whole = !mem || ip->mem == MEM_SIGNAL || (in->opnd[3] >= 0 && mem);
+        const IrView *v = in->view >= 0 && in->view < f->nviews ? &f->views[in->view] : NULL;
+        for (int k = 0; k < ip->rank; k++) {
+            lo[k] = 0;
+            hi[k] = d->shape[k];
+            if (whole || !v || k >= v->ndims)
+                continue;
+            int64_t s;
+            int kind = v->d[k].kind;
+            if (kind == IDX_TILE || !ev(m, L, v->d[k].val, pid, &s, 0))
+                continue;
+            int64_t len = kind == IDX_SCALAR ? 1 : v->d[k].len;
+            if (len <= 0)
+                continue;
+            lo[k] = s < 0 ? 0 : s > d->shape[k] ? d->shape[k] : s;
+            hi[k] = s + len < 0 ? 0 : s + len > d->shape[k] ? d->shape[k] : s + len;
+        }
+        /* the bounding byte interval of the box */
+        int64_t a = 0, b = 0;
+        bool empty = false;
+        for (int k = 0; k < ip->rank; k++) {
+            if (hi[k] <= lo[k])
+                empty = true;
+            int64_t st = d->stride[k];
+            a += (st >= 0 ? lo[k] : hi[k] - 1) * st;
+            b += (st >= 0 ? hi[k] - 1 : lo[k]) * st;
+        }
+        if (empty)
+            continue;
+        size_t esz = (size_t)dsl_dtype_bytes(ip->dtype);
+        uintptr_t base = (uintptr_t)d->data;
+        Fp *e = &fp[slot_of[p]];
+        uintptr_t elo = base + (uintptr_t)(a * (int64_t)esz);
+        uintptr_t ehi = base + (uintptr_t)((b + 1) * (int64_t)esz);
+        if (e->hi == 0) {
+            e->lo = elo;
+            e->hi = ehi;
+        } else {
+            e->lo = elo < e->lo ? elo : e->lo;
+            e->hi = ehi > e->hi ? ehi : e->hi;
+        }
+        e->param = (int16_t)p;
+        e->w |= in->op != IR_LOAD || ip->mem == MEM_SIGNAL || sigk;
+    }
+}
+
+/* Whether some footprint of a conflicts with one of b (overlap + a write). */
+static bool conflict(const Fp *a, int na, const Fp *b, int nb)
+{
+    for (int i = 0; i < na; i++) {
+        if (a[i].hi == 0)
+            continue;
+        for (int j = 0; j < nb; j++)
+            if (b[j].hi && (a[i].w || b[j].w) && a[i].lo < b[j].hi && b[j].lo < a[i].hi)
+                return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------ the graph */
+
+RtMega *rt_mega_new(RtMegaRec *rec, const RtWorldView *wv)
+{
+    RtMega *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->rec = rec;
+    m->wv = *wv;
+    if (rec->record && wv->rank >= 0 && wv->rank < RT_MEGA_MAX_RANKS)
+        m->log = &rec->log[wv->rank];
+    const char *s = getenv("BLKC_MEGA_WORKERS");
+    int w = s && *s ? atoi(s) : rec->workers;
+    if (w <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        w = (int)(n > 0 ? n : 1) / (wv->world > 0 ? wv->world : 1);
+    }
+    m->workers = w < 1 ? 1 : w > 256 ? 256 : w;
+    m->max_tiles = rec->max_tiles > 0 ? rec->max_tiles : 1024;
+    if (m->log) {
+        m->log->workers = m->workers;
+        m->seg_first_step = m->log->n;
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    return m;
+}
+
+static RtMegaStep *new_step(RtMega *m)
+{
+    RtMegaLog *g = m->log;
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 16;
+        RtMegaStep *s = realloc(g->s, (size_t)cap * sizeof *s);
+        if (!s)
+            return NULL;
+        g->s = s;
+        g->cap = cap;
+    }
+    RtMegaStep *s = &g->s[g->n++];
+    memset(s, 0, sizeof *s);
+    s->segment = g->segments;
+    return s;
+}
+
+static int add_edge(RtMega *m, int from, int to)
+{
+    Tile *u = &m->t[from];
+    if (u->nsucc == u->capsucc) {
+        int cap = u->capsucc ? 2 * u->capsucc : 4;
+        int *s = realloc(u->succ, (size_t)cap * sizeof *s);
+        if (!s)
+            return -1;
+        u->succ = s;
+        u->capsucc = cap;
+    }
+    u->succ[u->nsucc++] = to;
+    m->t[to].pending++;
+    if (u->dist + 1 > m->t[to].dist) {
+        m->t[to].dist = u->dist + 1;
+        m->t[to].pred = from;
+    }
+    return 0;
+}
+
+static void launch_free(Launch *L)
+{
+    if (!L)
+        return;
+    rt_bind_free(&L->b);
+    free(L->fp);
+    free(L->uni);
+    free(L);
+}
+
+int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *args, int nargs,
+                   const blkc_launch_options *opts, char *err, size_t errlen)
+{
+    Launch *L = calloc(1, sizeof *L);
+    if (!L || (m->nl == m->capl && !(m->capl = m->capl ? 2 * m->capl : 16))) {
+        free(L);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    Launch **nlp = realloc(m->l, (size_t)m->capl * sizeof *nlp);
+    if (!nlp) {
+        free(L);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->l = nlp;
+    L->f = f;
+    L->fn = fn;
+    L->step = -1;
+    if (rt_cpu_launch_bind(f, args, nargs, opts, &m->wv, &L->b, L->grid, &L->ctx, err, errlen) !=
+        BLKC_OK) {
+        launch_free(L);
+        return -1;
+    }
+    m->l[m->nl++] = L;
+    L->total = L->grid[0] * L->grid[1] * L->grid[2];
+    if (L->total <= 0) {
+        L->tile0 = m->nt;
+        return 0;
+    }
+    L->chunk = (L->total + m->max_tiles - 1) / m->max_tiles;
+    L->ntiles = (int)((L->total + L->chunk - 1) / L->chunk);
+    int slot_of[256];
+    for (int p = 0; p < 256; p++)
+        slot_of[p] = -1;
+    for (int i = 0; i < f->nins; i++) {
+        const IrInstr *in = &f->ins[i];
+        if (!in->dead && in->param >= 0 && in->param < 256 &&
+            (in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOMIC ||
+             in->op == IR_NOTIFY || in->op == IR_WAIT))
+            fp_slot(L, slot_of, in->param);
+    }
+    int F = L->fp_per_tile;
+    L->fp = calloc((size_t)L->ntiles * (size_t)(F ? F : 1), sizeof *L->fp);
+    L->uni = calloc((size_t)(F ? F : 1), sizeof *L->uni);
+    if (m->nt + L->ntiles > m->capt) {
+        int cap = m->capt ? m->capt : 64;
+        while (cap < m->nt + L->ntiles)
+            cap *= 2;
+        Tile *t = realloc(m->t, (size_t)cap * sizeof *t);
+        if (t) {
+            m->t = t;
+            m->capt = cap;
+        }
+    }
+    if (!L->fp || !L->uni || m->nt + L->ntiles > m->capt) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    L->tile0 = m->nt;
+    for (int k = 0; k < L->ntiles; k++) {
+        Tile *t = &m->t[m->nt + k];
+        memset(t, 0, sizeof *t);
+        t->launch = m->nl - 1;
+        t->first = (int64_t)k * L->chunk;
+        t->last = t->first + L->chunk < L->total ? t->first + L->chunk : L->total;
+        t->pred = -1;
+        Fp *fp = &L->fp[(size_t)k * F];
+        for (int64_t p = t->first; p < t->last; p++)
+            footprint(m, L, slot_of, p, fp);
+        for (int j = 0; j < F; j++) {
+            Fp *u = &L->uni[j];
+            if (!fp[j].hi)
+                continue;
+            if (!u->hi) {
+                *u = fp[j];
+                continue;
+            }
+            u->lo = fp[j].lo < u->lo ? fp[j].lo : u->lo;
+            u->hi = fp[j].hi > u->hi ? fp[j].hi : u->hi;
+            u->w |= fp[j].w;
+        }
+    }
+    /* edges from earlier launches of the segment */
+    int64_t edges = 0;
+    uint64_t from = 0;
+    for (int pl = 0; pl + 1 < m->nl; pl++) {
+        Launch *P = m->l[pl];
+        if (!P->ntiles || !conflict(P->uni, P->fp_per_tile, L->uni, F))
+            continue;
+        for (int k = 0; k < L->ntiles; k++)
+            for (int j = 0; j < P->ntiles; j++)
+                if (conflict(&P->fp[(size_t)j * P->fp_per_tile], P->fp_per_tile,
+                             &L->fp[(size_t)k * F], F)) {
+                    if (add_edge(m, P->tile0 + j, m->nt + k)) {
+                        snprintf(err, errlen, "out of memory");
+                        return -1;
+                    }
+                    edges++;
+                    if (P->step >= 0) {
+                        int b = P->step - m->seg_first_step;
+                        from |= 1ull << (b < 63 ? b : 63);
+                    }
+                }
+    }
+    m->nt += L->ntiles;
+    if (m->log) {
+        RtMegaStep *s = new_step(m);
+        if (!s) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        snprintf(s->name, sizeof s->name, "%s", f->name);
+        s->tiles = L->ntiles;
+        memcpy(s->grid, L->grid, sizeof s->grid);
+        s->edges = edges;
+        s->from = from;
+        /* parameters whose footprint is the whole buffer in every tile */
+        for (int j = 0; j < F && L->ntiles > 1; j++) {
+            const BkTensorDesc *d = &L->b.desc[L->uni[j].param];
+            const IrParam *ip = &f->params[L->uni[j].param];
+            int64_t n = 1;
+            for (int k = 0; k < ip->rank; k++)
+                n *= d->shape[k];
+            uintptr_t whole = (uintptr_t)n * (uintptr_t)dsl_dtype_bytes(ip->dtype);
+            bool all = ip->mem != MEM_SIGNAL;
+            for (int k = 0; k < L->ntiles && all; k++) {
+                const Fp *e = &L->fp[(size_t)k * F + j];
+                all = e->hi && e->hi - e->lo >= whole;
+            }
+            s->fallback += all;
+        }
+        m->log->tiles += L->ntiles;
+        m->log->edges += edges;
+        m->log->fallback += s->fallback;
+        L->step = m->log->n - 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the run */
+
+static void push_locked(RtMega *m, int t)
+{
+    m->q[m->qtail++] = t;
+}
+
+static void *worker(void *arg)
+{
+    RtMega *m = arg;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        if (m->failed || m->done == m->nt)
+            break;
+        if (m->qhead == m->qtail) {
+            if (m->running == 0) {
+                m->failed = 1;
+                snprintf(m->ferr, sizeof m->ferr, "megakernel on rank %d: %d of %d tile-tasks "
+                         "can never become ready (internal)", m->wv.rank, m->nt - m->done, m->nt);
+                pthread_cond_broadcast(&m->cv);
+                break;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 20 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+            if (m->wv.abort_flag && __atomic_load_n(m->wv.abort_flag, __ATOMIC_ACQUIRE) &&
+                !m->failed) {
+                m->failed = 1;
+                snprintf(m->ferr, sizeof m->ferr, "megakernel on rank %d: stopped after %d of "
+                         "%d tile-tasks: another rank failed", m->wv.rank, m->done, m->nt);
+                pthread_cond_broadcast(&m->cv);
+            }
+            continue;
+        }
+        int ti = m->q[m->qhead++];
+        m->running++;
+        pthread_mutex_unlock(&m->mu);
+        Tile *t = &m->t[ti];
+        Launch *L = m->l[t->launch];
+        bool stop = m->wv.abort_flag && __atomic_load_n(m->wv.abort_flag, __ATOMIC_ACQUIRE);
+        if (!stop)
+            L->fn((void *const *)L->b.argv, t->first, t->last, L->ctx.nprog);
+        int ready[64], nready = 0;
+        pthread_mutex_lock(&m->mu);
+        for (int k = 0; k < t->nsucc; k++)
+            if (__atomic_sub_fetch(&m->t[t->succ[k]].pending, 1, __ATOMIC_ACQ_REL) == 0) {
+                if (nready < 64)
+                    ready[nready++] = t->succ[k];
+                else
+                    push_locked(m, t->succ[k]);
+            }
+        for (int k = 0; k < nready; k++)
+            push_locked(m, ready[k]);
+        m->running--;
+        m->done++;
+        if (stop && !m->failed) {
+            m->failed = 1;
+            snprintf(m->ferr, sizeof m->ferr, "megakernel on rank %d: stopped after %d of %d "
+                     "tile-tasks: another rank failed", m->wv.rank, m->done, m->nt);
+        }
+        pthread_cond_broadcast(&m->cv);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* The longest chain of the segment as "k3 x2 -> k5 x2". */
+static void record_segment(RtMega *m)
+{
+    RtMegaLog *g = m->log;
+    int best = -1;
+    for (int i = 0; i < m->nt; i++)
+        if (best < 0 || m->t[i].dist > m->t[best].dist)
+            best = i;
+    if (best < 0)
+        return;
+    g->crit += m->t[best].dist + 1;
+    int chain[4096], n = 0;
+    for (int i = best; i >= 0 && n < 4096; i = m->t[i].pred)
+        chain[n++] = i;
+    char buf[1024];
+    size_t len = 0;
+    buf[0] = 0;
+    for (int k = n - 1; k >= 0;) {
+        int l = m->t[chain[k]].launch, c = 0;
+        while (k >= 0 && m->t[chain[k]].launch == l) {
+            c++;
+            k--;
+        }
+        len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, "%s%s x%d",
+                                g->crit_path || len ? " -> " : "", m->l[l]->f->name, c);
+        if (len >= sizeof buf)
+            break;
+    }
+    size_t old = g->crit_path ? strlen(g->crit_path) : 0;
+    char *p = realloc(g->crit_path, old + strlen(buf) + 1);
+    if (p) {
+        if (!old)
+            p[0] = 0;
+        strcat(p, buf);
+        g->crit_path = p;
+    }
+}
+
+static void record_boundary(RtMega *m, const char *what)
+{
+    RtMegaLog *g = m->log;
+    RtMegaStep *s = new_step(m);
+    if (s) {
+        snprintf(s->name, sizeof s->name, "%s", what);
+        s->boundary = true;
+    }
+    g->crit++;
+    size_t old = g->crit_path ? strlen(g->crit_path) : 0;
+    char *p = realloc(g->crit_path, old + strlen(what) + 5);
+    if (p) {
+        if (!old)
+            p[0] = 0;
+        strcat(strcat(p, old ? " -> " : ""), what);
+        g->crit_path = p;
+    }
+    g->segments++;
+    m->seg_first_step = g->n;
+}
+
+static void reset(RtMega *m)
+{
+    for (int i = 0; i < m->nt; i++)
+        free(m->t[i].succ);
+    for (int i = 0; i < m->nl; i++)
+        launch_free(m->l[i]);
+    m->nt = m->nl = 0;
+}
+
+int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (m->nt) {
+        m->q = malloc((size_t)m->nt * sizeof *m->q);
+        if (!m->q) {
+            snprintf(err, errlen, "out of memory");
+            reset(m);
+            return -1;
+        }
+        m->qhead = m->qtail = m->done = m->running = m->failed = 0;
+        for (int i = 0; i < m->nt; i++)
+            if (m->t[i].pending == 0)
+                m->q[m->qtail++] = i;
+        int nw = m->workers - 1 < m->nt - 1 ? m->workers - 1 : m->nt - 1;
+        pthread_t th[256];
+        int started = 0;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, RT_RANK_STACK);
+        for (int i = 0; i < nw; i++)
+            if (pthread_create(&th[started], &attr, worker, m) == 0)
+                started++;
+        pthread_attr_destroy(&attr);
+        worker(m);
+        for (int i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+        free(m->q);
+        m->q = NULL;
+        if (m->failed) {
+            snprintf(err, errlen, "%s", m->ferr);
+            rc = -1;
+        }
+        for (int i = 0; i < m->nl && rc == 0; i++)
+            if (m->l[i]->ntiles &&
+                rt_cpu_launch_status(m->l[i]->f, &m->l[i]->ctx, err, errlen) != BLKC_OK)
+                rc = -1;
+        if (m->log)
+            record_segment(m);
+    }
+    reset(m);
+    if (what && m->log)
+        record_boundary(m, what);
+    return rc;
+}
+
+void rt_mega_free(RtMega *m)
+{
+    if (!m)
+        return;
+    reset(m);
+    free(m->t);
+    free(m->l);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
+
+void rt_mega_rec_free(RtMegaRec *rec)
+{
+    for (int r = 0; r < RT_MEGA_MAX_RANKS; r++) {
+        free(rec->log[r].s);
+        free(rec->log[r].crit_path);
+        memset(&rec->log[r], 0, sizeof rec->log[r]);
+    }
+}
