@@ -67,14 +67,23 @@ static void print_graph(DslBuf *o, const TkTask *t, const RtMegaRec *rec)
             continue;
         }
         char what[96];
-        kernel_what(t, s->name, what, sizeof what);
         int64_t total = s->grid[0] * s->grid[1] * s->grid[2];
-        dsl_buf_printf(o, "  step %d: %s (%s) grid %lldx%lldx%lld: %d tile-task%s", i, s->name,
-                       what, (long long)s->grid[0], (long long)s->grid[1],
-                       (long long)s->grid[2], s->tiles, s->tiles == 1 ? "" : "s");
-        if (s->tiles && total > s->tiles)
-            dsl_buf_printf(o, " of %lld programs", (long long)((total + s->tiles - 1) / s->tiles));
-        dsl_buf_printf(o, ", %lld local edge%s in", (long long)s->edges, s->edges == 1 ? "" : "s");
+        if (s->op) {
+            dsl_buf_printf(o, "  step %d: %s: 1 tile-task (%s)", i, s->name,
+                           s->remote ? "collective, remote: done when the peers' data arrived"
+                                     : "local copy");
+        } else {
+            kernel_what(t, s->name, what, sizeof what);
+            dsl_buf_printf(o, "  step %d: %s (%s%s) grid %lldx%lldx%lld: %d tile-task%s", i,
+                           s->name, what, s->fence ? ", signals or peer access: a fence" : "",
+                           (long long)s->grid[0], (long long)s->grid[1],
+                           (long long)s->grid[2], s->tiles, s->tiles == 1 ? "" : "s");
+            if (s->tiles && total > s->tiles)
+                dsl_buf_printf(o, " of %lld programs",
+                               (long long)((total + s->tiles - 1) / s->tiles));
+        }
+        dsl_buf_printf(o, "; edges in: %lld local, %lld remote", (long long)s->edges,
+                       (long long)s->redges);
         if (s->from) {
             dsl_buf_printf(o, " from");
             for (int b = 0; b < 64; b++)
@@ -86,24 +95,29 @@ static void print_graph(DslBuf *o, const TkTask *t, const RtMegaRec *rec)
                            s->fallback == 1 ? "" : "s");
         dsl_buf_printf(o, "\n");
     }
-    int64_t tiles = 0, edges = 0, fb = 0, nb = 0, nrem = 0;
+    int64_t tiles = 0, edges = 0, redges = 0, fb = 0, nb = 0, nrem = 0, ncoll = 0;
     for (int r = 0; r < R; r++) {
         tiles += rec->log[r].tiles;
         edges += rec->log[r].edges;
+        redges += rec->log[r].redges;
         fb += rec->log[r].fallback;
     }
-    for (int i = 0; i < g->n; i++)
+    for (int i = 0; i < g->n; i++) {
+        ncoll += g->s[i].remote;
         if (g->s[i].boundary) {
             nb++;
             nrem += remote_boundary(g->s[i].name);
         }
-    dsl_buf_printf(o, "  rank 0: %lld tile-tasks, %lld local edges, %lld boundaries (%lld remote, "
-                   "%lld local), %lld whole-buffer footprints\n", (long long)g->tiles,
-                   (long long)g->edges, (long long)nb, (long long)nrem, (long long)(nb - nrem),
+    }
+    dsl_buf_printf(o, "  rank 0: %lld tile-tasks (%lld collectives), edges %lld local + %lld "
+                   "remote, %lld boundar%s (%lld remote), %lld whole-buffer footprints\n",
+                   (long long)g->tiles, (long long)ncoll, (long long)g->edges,
+                   (long long)g->redges, (long long)nb, nb == 1 ? "y" : "ies", (long long)nrem,
                    (long long)g->fallback);
     if (R > 1)
-        dsl_buf_printf(o, "  all %d ranks: %lld tile-tasks, %lld local edges, %lld whole-buffer "
-                       "footprints\n", R, (long long)tiles, (long long)edges, (long long)fb);
+        dsl_buf_printf(o, "  all %d ranks: %lld tile-tasks, edges %lld local + %lld remote, %lld "
+                       "whole-buffer footprints\n", R, (long long)tiles, (long long)edges,
+                       (long long)redges, (long long)fb);
     dsl_buf_printf(o, "  critical path (rank 0): %lld steps: %s\n", (long long)g->crit,
                    g->crit_path ? g->crit_path : "(empty)");
 }

@@ -58,6 +58,10 @@ typedef struct Launch {
     int fp_per_tile;             /* footprint entries of each tile */
     Fp *fp;                      /* [ntiles * fp_per_tile] */
     Fp *uni;                     /* [fp_per_tile]: union over the tiles */
+    int (*op)(void *arg);        /* a copy / collective (rt_mega_op), or NULL */
+    void *arg;                   /* its argument (owned) */
+    bool remote, fence;
+    char name[48];               /* kernel / op name */
 } Launch;
 
 typedef struct Tile {
@@ -78,10 +82,12 @@ struct RtMega {
     Tile *t;
     int nt, capt;
     int seg_first_step;          /* the segment's first record step */
+    int last_remote;             /* tile of the last collective, or -1 */
     /* the run */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int *q, qhead, qtail, done, running;
+    int *q, nq, done, running;   /* q: a min-heap of ready tiles (program
+                                    order first) */
     int failed;                  /* 1: stop; msg in ferr */
     char ferr[512];
 };
@@ -234,6 +240,7 @@ RtMega *rt_mega_new(RtMegaRec *rec, const RtWorldView *wv)
     }
     m->workers = w < 1 ? 1 : w > 256 ? 256 : w;
     m->max_tiles = rec->max_tiles > 0 ? rec->max_tiles : 1024;
+    m->last_remote = -1;
     if (m->log) {
         m->log->workers = m->workers;
         m->seg_first_step = m->log->n;
@@ -284,28 +291,169 @@ static void launch_free(Launch *L)
 {
     if (!L)
         return;
-    rt_bind_free(&L->b);
+    if (!L->op)
+        rt_bind_free(&L->b);
+    free(L->arg);
     free(L->fp);
     free(L->uni);
     free(L);
+}
+
+/* The tiles of L (the last launch, its footprints computed) join the
+ * graph: edges from every conflicting earlier tile, and its record step. */
+static int link_launch(RtMega *m, Launch *L, const char *name, char *err, size_t errlen)
+{
+    int F = L->fp_per_tile;
+    int64_t edges = 0, redges = 0;
+    snprintf(L->name, sizeof L->name, "%s", name);
+    uint64_t from = 0;
+    for (int pl = 0; pl + 1 < m->nl; pl++) {
+        Launch *P = m->l[pl];
+        bool all = P->fence || L->fence;
+        if (!P->ntiles || (!all && !conflict(P->uni, P->fp_per_tile, L->uni, F)))
+            continue;
+        for (int k = 0; k < L->ntiles; k++)
+            for (int j = 0; j < P->ntiles; j++)
+                if (all || conflict(&P->fp[(size_t)j * P->fp_per_tile], P->fp_per_tile,
+                                    &L->fp[(size_t)k * F], F)) {
+                    if (add_edge(m, P->tile0 + j, m->nt + k)) {
+                        snprintf(err, errlen, "out of memory");
+                        return -1;
+                    }
+                    *(P->remote ? &redges : &edges) += 1;
+                    if (P->step >= 0) {
+                        int b = P->step - m->seg_first_step;
+                        from |= 1ull << (b < 63 ? b : 63);
+                    }
+                }
+    }
+    if (L->remote) { /* collectives in program order */
+        if (m->last_remote >= 0) {
+            if (add_edge(m, m->last_remote, m->nt)) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            redges++;
+        }
+        m->last_remote = m->nt;
+    }
+    m->nt += L->ntiles;
+    if (m->log) {
+        RtMegaStep *s = new_step(m);
+        if (!s) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        snprintf(s->name, sizeof s->name, "%s", name);
+        s->tiles = L->ntiles;
+        memcpy(s->grid, L->grid, sizeof s->grid);
+        s->edges = edges;
+        s->redges = redges;
+        s->from = from;
+        s->op = L->op != NULL;
+        s->remote = L->remote;
+        s->fence = L->fence;
+        /* parameters whose footprint is the whole buffer in every tile */
+        for (int j = 0; j < F && L->ntiles > 1 && !L->op; j++) {
+            const BkTensorDesc *d = &L->b.desc[L->uni[j].param];
+            const IrParam *ip = &L->f->params[L->uni[j].param];
+            int64_t n = 1;
+            for (int k = 0; k < ip->rank; k++)
+                n *= d->shape[k];
+            uintptr_t whole = (uintptr_t)n * (uintptr_t)dsl_dtype_bytes(ip->dtype);
+            bool all = ip->mem != MEM_SIGNAL;
+            for (int k = 0; k < L->ntiles && all; k++) {
+                const Fp *e = &L->fp[(size_t)k * F + j];
+                all = e->hi && e->hi - e->lo >= whole;
+            }
+            s->fallback += all;
+        }
+        m->log->tiles += L->ntiles;
+        m->log->edges += edges;
+        m->log->redges += redges;
+        m->log->fallback += s->fallback;
+        L->step = m->log->n - 1;
+    }
+    return 0;
+}
+
+static int grow_tiles(RtMega *m, int n)
+{
+    if (m->nt + n <= m->capt)
+        return 0;
+    int cap = m->capt ? m->capt : 64;
+    while (cap < m->nt + n)
+        cap *= 2;
+    Tile *t = realloc(m->t, (size_t)cap * sizeof *t);
+    if (!t)
+        return -1;
+    m->t = t;
+    m->capt = cap;
+    return 0;
+}
+
+static int push_launch(RtMega *m, Launch *L, char *err, size_t errlen)
+{
+    if (m->nl == m->capl) {
+        int cap = m->capl ? 2 * m->capl : 16;
+        Launch **l = realloc(m->l, (size_t)cap * sizeof *l);
+        if (!l) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        m->l = l;
+        m->capl = cap;
+    }
+    m->l[m->nl++] = L;
+    return 0;
+}
+
+int rt_mega_op(RtMega *m, const char *name, bool remote, int (*run)(void *arg), const void *arg,
+               size_t argsize, const RtMegaSpan *spans, int nspans, char *err, size_t errlen)
+{
+    Launch *L = calloc(1, sizeof *L);
+    if (!L || push_launch(m, L, err, errlen)) {
+        free(L);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    L->op = run;
+    L->remote = remote;
+    L->step = -1;
+    L->grid[0] = L->grid[1] = L->grid[2] = 1;
+    L->total = L->chunk = L->ntiles = 1;
+    L->fp_per_tile = nspans;
+    L->arg = malloc(argsize ? argsize : 1);
+    L->fp = calloc((size_t)(nspans ? nspans : 1), sizeof *L->fp);
+    L->uni = calloc((size_t)(nspans ? nspans : 1), sizeof *L->uni);
+    if (!L->arg || !L->fp || !L->uni || grow_tiles(m, 1)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(L->arg, arg, argsize);
+    for (int i = 0; i < nspans; i++) {
+        L->fp[i].lo = (uintptr_t)spans[i].lo;
+        L->fp[i].hi = (uintptr_t)spans[i].lo + (spans[i].bytes ? spans[i].bytes : 1);
+        L->fp[i].w = spans[i].write;
+        L->uni[i] = L->fp[i];
+    }
+    L->tile0 = m->nt;
+    Tile *t = &m->t[m->nt];
+    memset(t, 0, sizeof *t);
+    t->launch = m->nl - 1;
+    t->last = 1;
+    t->pred = -1;
+    return link_launch(m, L, name, err, errlen);
 }
 
 int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *args, int nargs,
                    const blkc_launch_options *opts, char *err, size_t errlen)
 {
     Launch *L = calloc(1, sizeof *L);
-    if (!L || (m->nl == m->capl && !(m->capl = m->capl ? 2 * m->capl : 16))) {
-        free(L);
+    if (!L) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    Launch **nlp = realloc(m->l, (size_t)m->capl * sizeof *nlp);
-    if (!nlp) {
-        free(L);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    m->l = nlp;
     L->f = f;
     L->fn = fn;
     L->step = -1;
@@ -314,7 +462,10 @@ int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *arg
         launch_free(L);
         return -1;
     }
-    m->l[m->nl++] = L;
+    if (push_launch(m, L, err, errlen)) {
+        launch_free(L);
+        return -1;
+    }
     L->total = L->grid[0] * L->grid[1] * L->grid[2];
     if (L->total <= 0) {
         L->tile0 = m->nt;
@@ -335,17 +486,12 @@ int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *arg
     int F = L->fp_per_tile;
     L->fp = calloc((size_t)L->ntiles * (size_t)(F ? F : 1), sizeof *L->fp);
     L->uni = calloc((size_t)(F ? F : 1), sizeof *L->uni);
-    if (m->nt + L->ntiles > m->capt) {
-        int cap = m->capt ? m->capt : 64;
-        while (cap < m->nt + L->ntiles)
-            cap *= 2;
-        Tile *t = realloc(m->t, (size_t)cap * sizeof *t);
-        if (t) {
-            m->t = t;
-            m->capt = cap;
-        }
-    }
-    if (!L->fp || !L->uni || m->nt + L->ntiles > m->capt) {
+    for (int i = 0; i < f->nins; i++) /* signals or peer access: a fence */
+        L->fence |= !f->ins[i].dead &&
+                    (f->ins[i].op == IR_NOTIFY || f->ins[i].op == IR_WAIT ||
+                     ((f->ins[i].op == IR_LOAD || f->ins[i].op == IR_STORE ||
+                       f->ins[i].op == IR_ATOMIC) && f->ins[i].opnd[3] >= 0));
+    if (!L->fp || !L->uni || grow_tiles(m, L->ntiles)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -373,68 +519,50 @@ int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *arg
             u->w |= fp[j].w;
         }
     }
-    /* edges from earlier launches of the segment */
-    int64_t edges = 0;
-    uint64_t from = 0;
-    for (int pl = 0; pl + 1 < m->nl; pl++) {
-        Launch *P = m->l[pl];
-        if (!P->ntiles || !conflict(P->uni, P->fp_per_tile, L->uni, F))
-            continue;
-        for (int k = 0; k < L->ntiles; k++)
-            for (int j = 0; j < P->ntiles; j++)
-                if (conflict(&P->fp[(size_t)j * P->fp_per_tile], P->fp_per_tile,
-                             &L->fp[(size_t)k * F], F)) {
-                    if (add_edge(m, P->tile0 + j, m->nt + k)) {
-                        snprintf(err, errlen, "out of memory");
-                        return -1;
-                    }
-                    edges++;
-                    if (P->step >= 0) {
-                        int b = P->step - m->seg_first_step;
-                        from |= 1ull << (b < 63 ? b : 63);
-                    }
-                }
-    }
-    m->nt += L->ntiles;
-    if (m->log) {
-        RtMegaStep *s = new_step(m);
-        if (!s) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        snprintf(s->name, sizeof s->name, "%s", f->name);
-        s->tiles = L->ntiles;
-        memcpy(s->grid, L->grid, sizeof s->grid);
-        s->edges = edges;
-        s->from = from;
-        /* parameters whose footprint is the whole buffer in every tile */
-        for (int j = 0; j < F && L->ntiles > 1; j++) {
-            const BkTensorDesc *d = &L->b.desc[L->uni[j].param];
-            const IrParam *ip = &f->params[L->uni[j].param];
-            int64_t n = 1;
-            for (int k = 0; k < ip->rank; k++)
-                n *= d->shape[k];
-            uintptr_t whole = (uintptr_t)n * (uintptr_t)dsl_dtype_bytes(ip->dtype);
-            bool all = ip->mem != MEM_SIGNAL;
-            for (int k = 0; k < L->ntiles && all; k++) {
-                const Fp *e = &L->fp[(size_t)k * F + j];
-                all = e->hi && e->hi - e->lo >= whole;
-            }
-            s->fallback += all;
-        }
-        m->log->tiles += L->ntiles;
-        m->log->edges += edges;
-        m->log->fallback += s->fallback;
-        L->step = m->log->n - 1;
-    }
-    return 0;
+    return link_launch(m, L, f->name, err, errlen);
 }
 
 /* ------------------------------------------------------------ the run */
 
+/* The ready heap: the lowest tile (program order) first, so the rank's
+ * steps, collectives included, start in about the order of the
+ * launch-per-op mode and the critical path is not starved. */
 static void push_locked(RtMega *m, int t)
 {
-    m->q[m->qtail++] = t;
+    int i = m->nq++;
+    while (i > 0 && m->q[(i - 1) / 2] > t) {
+        m->q[i] = m->q[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->q[i] = t;
+}
+
+static int pop_locked(RtMega *m)
+{
+    int top = m->q[0], last = m->q[--m->nq], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= m->nq)
+            break;
+        if (c + 1 < m->nq && m->q[c + 1] < m->q[c])
+            c++;
+        if (last <= m->q[c])
+            break;
+        m->q[i] = m->q[c];
+        i = c;
+    }
+    if (m->nq)
+        m->q[i] = last;
+    return top;
+}
+
+static void fail_locked(RtMega *m, const char *fmt, const char *what)
+{
+    if (m->failed)
+        return;
+    m->failed = 1;
+    snprintf(m->ferr, sizeof m->ferr, fmt, m->wv.rank, m->done, m->nt, what);
+    pthread_cond_broadcast(&m->cv);
 }
 
 static void *worker(void *arg)
@@ -444,12 +572,10 @@ static void *worker(void *arg)
     for (;;) {
         if (m->failed || m->done == m->nt)
             break;
-        if (m->qhead == m->qtail) {
+        if (m->nq == 0) {
             if (m->running == 0) {
-                m->failed = 1;
-                snprintf(m->ferr, sizeof m->ferr, "megakernel on rank %d: %d of %d tile-tasks "
-                         "can never become ready (internal)", m->wv.rank, m->nt - m->done, m->nt);
-                pthread_cond_broadcast(&m->cv);
+                fail_locked(m, "megakernel on rank %d: after %d of %d tile-tasks none is ready "
+                            "(internal)%s", "");
                 break;
             }
             struct timespec ts;
@@ -460,41 +586,34 @@ static void *worker(void *arg)
                 ts.tv_nsec -= 1000000000L;
             }
             pthread_cond_timedwait(&m->cv, &m->mu, &ts);
-            if (m->wv.abort_flag && __atomic_load_n(m->wv.abort_flag, __ATOMIC_ACQUIRE) &&
-                !m->failed) {
-                m->failed = 1;
-                snprintf(m->ferr, sizeof m->ferr, "megakernel on rank %d: stopped after %d of "
-                         "%d tile-tasks: another rank failed", m->wv.rank, m->done, m->nt);
-                pthread_cond_broadcast(&m->cv);
-            }
+            if (m->wv.abort_flag && __atomic_load_n(m->wv.abort_flag, __ATOMIC_ACQUIRE))
+                fail_locked(m, "megakernel on rank %d: stopped after %d of %d tile-tasks: "
+                            "another rank failed%s", "");
             continue;
         }
-        int ti = m->q[m->qhead++];
+        int ti = pop_locked(m);
         m->running++;
         pthread_mutex_unlock(&m->mu);
         Tile *t = &m->t[ti];
         Launch *L = m->l[t->launch];
         bool stop = m->wv.abort_flag && __atomic_load_n(m->wv.abort_flag, __ATOMIC_ACQUIRE);
-        if (!stop)
+        int rc = 0;
+        if (!stop && L->op)
+            rc = L->op(L->arg);
+        else if (!stop)
             L->fn((void *const *)L->b.argv, t->first, t->last, L->ctx.nprog);
-        int ready[64], nready = 0;
         pthread_mutex_lock(&m->mu);
-        for (int k = 0; k < t->nsucc; k++)
-            if (__atomic_sub_fetch(&m->t[t->succ[k]].pending, 1, __ATOMIC_ACQ_REL) == 0) {
-                if (nready < 64)
-                    ready[nready++] = t->succ[k];
-                else
-                    push_locked(m, t->succ[k]);
-            }
-        for (int k = 0; k < nready; k++)
-            push_locked(m, ready[k]);
         m->running--;
         m->done++;
-        if (stop && !m->failed) {
-            m->failed = 1;
-            snprintf(m->ferr, sizeof m->ferr, "megakernel on rank %d: stopped after %d of %d "
-                     "tile-tasks: another rank failed", m->wv.rank, m->done, m->nt);
-        }
+        if (stop)
+            fail_locked(m, "megakernel on rank %d: stopped after %d of %d tile-tasks: another "
+                        "rank failed%s", "");
+        else if (rc)
+            fail_locked(m, "megakernel on rank %d: %d of %d tile-tasks done when a copy or "
+                        "collective failed%s", "");
+        for (int k = 0; k < t->nsucc && !m->failed; k++)
+            if (__atomic_sub_fetch(&m->t[t->succ[k]].pending, 1, __ATOMIC_ACQ_REL) == 0)
+                push_locked(m, t->succ[k]);
         pthread_cond_broadcast(&m->cv);
     }
     pthread_mutex_unlock(&m->mu);
@@ -525,7 +644,7 @@ static void record_segment(RtMega *m)
             k--;
         }
         len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, "%s%s x%d",
-                                g->crit_path || len ? " -> " : "", m->l[l]->f->name, c);
+                                g->crit_path || len ? " -> " : "", m->l[l]->name, c);
         if (len >= sizeof buf)
             break;
     }
@@ -567,6 +686,7 @@ static void reset(RtMega *m)
     for (int i = 0; i < m->nl; i++)
         launch_free(m->l[i]);
     m->nt = m->nl = 0;
+    m->last_remote = -1;
 }
 
 int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
@@ -579,10 +699,10 @@ int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
             reset(m);
             return -1;
         }
-        m->qhead = m->qtail = m->done = m->running = m->failed = 0;
+        m->nq = m->done = m->running = m->failed = 0;
         for (int i = 0; i < m->nt; i++)
             if (m->t[i].pending == 0)
-                m->q[m->qtail++] = i;
+                push_locked(m, i);
         int nw = m->workers - 1 < m->nt - 1 ? m->workers - 1 : m->nt - 1;
         pthread_t th[256];
         int started = 0;

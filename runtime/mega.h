@@ -12,8 +12,13 @@
  * tile-tasks) or a boundary (a collective, copy, signal or async block
  * that the graph does not hold: every tile before it finishes first). */
 typedef struct RtMegaStep {
-    char name[48];        /* kernel name, or the boundary's op */
+    char name[48];        /* kernel name, or the boundary's / op's name */
     bool boundary;
+    bool op;              /* one tile-task running a copy or a collective */
+    bool remote;          /* a collective: its tile-task waits for the peers */
+    bool fence;           /* a kernel with signals or peer access: after
+                             every earlier tile, before every later one */
+    int64_t redges;       /* edges from collectives' tile-tasks (remote) */
     int segment;          /* graph segment (between boundaries) */
     int tiles;            /* tile-tasks (launch) */
     int64_t grid[3];      /* launch grid */
@@ -29,7 +34,7 @@ typedef struct RtMegaLog {
     RtMegaStep *s;
     int n, cap;
     int segments;
-    int64_t tiles, edges, fallback;
+    int64_t tiles, edges, redges, fallback;
     int64_t crit;         /* tile-tasks + boundaries on the longest chain */
     char *crit_path;      /* that chain as "k3 x2 -> k5 x1 -> all_reduce" */
     int workers;          /* worker threads per rank (the rank's own included) */
@@ -56,6 +61,18 @@ RtMega *rt_mega_new(RtMegaRec *rec, const RtWorldView *wv);
  * Returns 0, or -1 with err. */
 int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *args, int nargs,
                    const blkc_launch_options *opts, char *err, size_t errlen);
+/* A tile-task that runs run(arg) (arg: argsize bytes, copied) after the
+ * pending tiles whose footprints conflict with spans: a local copy, or a
+ * collective (remote: its tile-tasks also run in program order, so every
+ * rank calls its collectives in the same order; its dependents' edges
+ * count as remote). Returns 0, or -1 with err. */
+typedef struct RtMegaSpan {
+    const void *lo;
+    size_t bytes;
+    bool write;
+} RtMegaSpan;
+int rt_mega_op(RtMega *m, const char *name, bool remote, int (*run)(void *arg), const void *arg,
+               size_t argsize, const RtMegaSpan *spans, int nspans, char *err, size_t errlen);
 /* Run every pending tile-task (workers take ready ones; each finished
  * tile releases its dependents) and record a boundary `what` (NULL:
  * none). Returns 0, or -1 with err (a kernel's failure, an abort). */

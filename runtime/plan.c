@@ -810,6 +810,90 @@ static const char *mega_boundary(int op)
     }
 }
 
+/* A copy or collective as a tile-task (rt_mega_op): the rank's state and
+ * the instruction (top level of the entry: its operands are final), a
+ * copy's resolved spans. */
+typedef struct MegaOp {
+    Exec *x;
+    const IrInstr *in;
+    Span d, s;
+    int esz;
+} MegaOp;
+
+static int do_coll(Exec *x, const IrInstr *in);
+
+static int mega_op_run(void *arg)
+{
+    MegaOp *o = arg;
+    if (o->in->op == IR_COPY)
+        return span_copy(o->x->r, &o->d, &o->s, o->esz);
+    return do_coll(o->x, o->in);
+}
+
+static void add_span(RtMegaSpan *sp, int *n, const Span *s, int esz, bool w)
+{
+    const char *lo = s->base, *hi = s->base + esz;
+    for (int d = 0; d < s->n; d++) {
+        int64_t e = (s->len[d] - 1) * s->str[d];
+        if (e < 0)
+            lo += e;
+        else
+            hi += e;
+    }
+    sp[(*n)++] = (RtMegaSpan){lo, (size_t)(hi - lo), w};
+}
+
+static void add_buf(RtMegaSpan *sp, int *n, const Buf *b, bool w)
+{
+    int64_t e = 1;
+    for (int d = 0; d < b->rank; d++)
+        e *= b->shape[d];
+    sp[(*n)++] = (RtMegaSpan){b->data, (size_t)e * (size_t)dsl_dtype_bytes(b->dtype), w};
+}
+
+/* Defer instruction `in` (of region reg) as a tile-task when it is a local
+ * copy without a signal or a collective other than a barrier / send /
+ * recv, at the top level of the entry. Returns 1 when deferred, 0 when it
+ * is not such an instruction, -1 on error. */
+static int mega_defer(Exec *x, const IrInstr *in, int reg)
+{
+    if (reg != 0 || !x->entry || x->xg || (in->op != IR_COPY && in->op != IR_COLL))
+        return 0;
+    MegaOp o = {.x = x, .in = in};
+    RtMegaSpan sp[3];
+    int n = 0;
+    const char *name = "copy";
+    bool remote = in->op == IR_COLL;
+    if (in->op == IR_COPY) {
+        if (in->opnd[3] >= 0 || in->opnd[2] >= 0 || in->xparam[1] >= 0)
+            return 0;
+        if (span_of(x, in, in->param, in->view, -1, &o.d) ||
+            span_of(x, in, in->xparam[0], in->xview[0], -1, &o.s))
+            return -1;
+        if (o.d.numel != o.s.numel)
+            return 0; /* do_copy reports it */
+        o.esz = dsl_dtype_bytes(x->buf[in->param].dtype);
+        add_span(sp, &n, &o.d, o.esz, true);
+        add_span(sp, &n, &o.s, o.esz, false);
+    } else {
+        static const char *const coll[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                           "all_to_all", "broadcast"};
+        if (in->attr < 0 || in->attr > COLL_BROADCAST || in->attr == COLL_BARRIER)
+            return 0;
+        name = coll[in->attr];
+        if (!x->buf[in->param].data)
+            return 0;
+        add_buf(sp, &n, &x->buf[in->param], true);
+        for (int k = 0; k < 2; k++)
+            if (in->xparam[k] >= 0 && x->buf[in->xparam[k]].data)
+                add_buf(sp, &n, &x->buf[in->xparam[k]], false);
+    }
+    char err[512];
+    if (rt_mega_op(x->mega, name, remote, mega_op_run, &o, sizeof o, sp, n, err, sizeof err))
+        return fail(x, in, "%s", err);
+    return 1;
+}
+
 static int mega_flush(Exec *x, const IrInstr *in)
 {
     char err[512], what[48];
@@ -841,8 +925,13 @@ static int exec_region(Exec *x, int reg)
         if (rt_rank_failed(x->r))
             return -1;
         int rc = 0;
-        if (x->mega && mega_boundary(in->op) && mega_flush(x, in))
-            return -1;
+        if (x->mega && mega_boundary(in->op)) {
+            int d = mega_defer(x, in, reg);
+            if (d < 0 || (d == 0 && mega_flush(x, in)))
+                return -1;
+            if (d > 0)
+                continue;
+        }
         switch (in->op) {
         case IR_RANK: x->val[id].i = rt_rank_id(x->r); break;
         case IR_WORLD: x->val[id].i = rt_rank_size(x->r); break;
