@@ -191,6 +191,26 @@ if [ "$MODE" = golden ]; then
             bad "golden ${f}_emit"
         fi
     done
+    # plan --megakernel: the tile-task graph (its section of the plan)
+    while read -r gname ov file ranks sizes; do
+        # shellcheck disable=SC2086
+        BLKC_MEGA_WORKERS=2 BLKC_TASK_OVERLAP=$ov "$BLKC" plan "$DIR/$file" --ranks="$ranks" \
+            --topology=this-cpu --megakernel $sizes >"$TMP/mk.txt" 2>&1 || bad "plan --megakernel $gname"
+        sed -n '/^megakernel:/,$p' "$TMP/mk.txt" >"$TMP/$gname.txt"
+        if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
+            cp "$TMP/$gname.txt" "$DIR/golden/$gname.txt"
+        elif ! diff -u "$DIR/golden/$gname.txt" "$TMP/$gname.txt"; then
+            bad "golden $gname"
+        fi
+    done <<'EOL'
+mlp_mega auto mlp.blk 2 T=64 H=32 F=128
+mlp_sp_mega_overlap always mlp_sp.blk 2 T=64 H=32 F=64
+attention_mega auto attention.blk 2 T=16 H=16 NH=8 D=8
+mlp_mesh_mega auto mlp_mesh.blk 4 T=128 H=32 F=128 DP=2 TP=2
+EOL
+    "$BLKC" plan "$DIR/mlp.blk" --ranks=2 --megakernel --json T=16 H=16 F=32 >/dev/null 2>"$TMP/e"
+    [ $? = 2 ] && grep -qF "plan --megakernel prints text only, not --json" "$TMP/e" \
+        || bad "plan --megakernel --json: exit 2 and a message"
     # --json is well-formed enough to name every collective's choice
     "$BLKC" plan "$DIR/mlp_sp.blk" --entry=mlp_sp --ranks=8 --topology=h800-nvl8 --json \
         T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
