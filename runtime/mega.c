@@ -42,10 +42,24 @@
 #include <time.h>
 #include <unistd.h>
 
+typedef struct CEnt {
+    uint64_t key;                /* the step's signature */
+    int *edges, nedges;          /* (from, to) tile pairs added for it */
+} CEnt;
+
+struct RtMegaCache {
+    CEnt *e;
+    int n, cap;
+};
+
 typedef struct Fp {              /* one parameter's footprint in one tile */
-    uintptr_t lo, hi;            /* bytes [lo, hi) */
+    uintptr_t lo, hi;            /* bytes [lo, hi): the bounding interval */
+    const void *buf;             /* the tensor's data, or NULL (bytes only) */
+    const int64_t *stride;       /* its strides (the bound BkTensorDesc) */
+    int64_t blo[IR_MAX_RANK], bhi[IR_MAX_RANK]; /* the box of elements */
     int16_t param;
     uint8_t w;                   /* written */
+    uint8_t rank;
 } Fp;
 
 typedef struct Launch {
@@ -56,6 +70,10 @@ typedef struct Launch {
     int64_t grid[3], total, chunk;
     int tile0, ntiles, step;     /* first tile; record step or -1 */
     int fp_per_tile;             /* footprint entries of each tile */
+    int *acc, nacc;              /* the kernel's memory / signal instructions */
+    int *accslot;                /* their footprint slots */
+    bool fp_done;                /* fp / uni computed (lazily on a cache hit) */
+    bool sigk;                   /* it notifies or waits */
     Fp *fp;                      /* [ntiles * fp_per_tile] */
     Fp *uni;                     /* [fp_per_tile]: union over the tiles */
     int (*op)(void *arg);        /* a copy / collective (rt_mega_op), or NULL */
@@ -83,6 +101,16 @@ struct RtMega {
     int nt, capt;
     int seg_first_step;          /* the segment's first record step */
     int last_remote;             /* tile of the last collective, or -1 */
+    /* the table kept between runs (RtMegaRec.cache): step `seq` of this
+     * run reuses the cached tiles and edges while every step so far had
+     * the cached signature */
+    struct RtMegaCache *cache;
+    int seq;
+    bool cache_ok;
+    uintptr_t (*reg)[2];         /* buffers seen in this run: [lo, hi) */
+    int nreg, capreg;
+    int *ecap_buf, necap, capecap;  /* edges added for the current step */
+    bool capture;
     /* the run */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -145,19 +173,15 @@ static int fp_slot(Launch *L, int *slot_of, int p)
 }
 
 /* The footprint of program instance `lin` merged into fp[slot_of[p]]. */
-static void footprint(const RtMega *m, Launch *L, const int *slot_of, int64_t lin, Fp *fp)
+static void footprint(const RtMega *m, Launch *L, int64_t lin, Fp *fp)
 {
     const IrFunc *f = L->f;
     int64_t pid[3] = {lin % L->grid[0], lin / L->grid[0] % L->grid[1],
                       lin / (L->grid[0] * L->grid[1])};
-    bool sigk = false;
-    for (int i = 0; i < f->nins; i++)
-        sigk |= !f->ins[i].dead && (f->ins[i].op == IR_NOTIFY || f->ins[i].op == IR_WAIT);
-    for (int i = 0; i < f->nins; i++) {
-        const IrInstr *in = &f->ins[i];
+    bool sigk = L->sigk;
+    for (int ai = 0; ai < L->nacc; ai++) {
+        const IrInstr *in = &f->ins[L->acc[ai]];
         bool mem = in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOMIC;
-        if (in->dead || (!mem && in->op != IR_NOTIFY && in->op != IR_WAIT))
-            continue;
         int p = in->param;
         const IrParam *ip = &f->params[p];
         const BkTensorDesc *d = &L->b.desc[p];
@@ -193,19 +217,45 @@ static void footprint(const RtMega *m, Launch *L, const int *slot_of, int64_t li
             continue;
         size_t esz = (size_t)dsl_dtype_bytes(ip->dtype);
         uintptr_t base = (uintptr_t)d->data;
-        Fp *e = &fp[slot_of[p]];
+        Fp *e = &fp[L->accslot[ai]];
         uintptr_t elo = base + (uintptr_t)(a * (int64_t)esz);
         uintptr_t ehi = base + (uintptr_t)((b + 1) * (int64_t)esz);
         if (e->hi == 0) {
             e->lo = elo;
             e->hi = ehi;
+            e->buf = d->data;
+            e->stride = d->stride;
+            e->rank = ip->rank;
+            memcpy(e->blo, lo, sizeof lo);
+            memcpy(e->bhi, hi, sizeof hi);
         } else {
             e->lo = elo < e->lo ? elo : e->lo;
             e->hi = ehi > e->hi ? ehi : e->hi;
+            for (int k = 0; k < ip->rank; k++) {
+                e->blo[k] = lo[k] < e->blo[k] ? lo[k] : e->blo[k];
+                e->bhi[k] = hi[k] > e->bhi[k] ? hi[k] : e->bhi[k];
+            }
         }
         e->param = (int16_t)p;
         e->w |= in->op != IR_LOAD || ip->mem == MEM_SIGNAL || sigk;
     }
+}
+
+/* Whether two footprints overlap: their boxes when both are boxes of one
+ * tensor (same data and strides), else their bounding intervals. */
+static bool overlap(const Fp *a, const Fp *b)
+{
+    if (!(a->lo < b->hi && b->lo < a->hi))
+        return false;
+    if (!a->buf || a->buf != b->buf || a->rank != b->rank)
+        return true;
+    for (int k = 0; k < a->rank; k++)
+        if (a->stride[k] != b->stride[k])
+            return true;
+    for (int k = 0; k < a->rank; k++)
+        if (a->bhi[k] <= b->blo[k] || b->bhi[k] <= a->blo[k])
+            return false;
+    return true;
 }
 
 /* Whether some footprint of a conflicts with one of b (overlap + a write). */
@@ -215,7 +265,7 @@ static bool conflict(const Fp *a, int na, const Fp *b, int nb)
         if (a[i].hi == 0)
             continue;
         for (int j = 0; j < nb; j++)
-            if (b[j].hi && (a[i].w || b[j].w) && a[i].lo < b[j].hi && b[j].lo < a[i].hi)
+            if (b[j].hi && (a[i].w || b[j].w) && overlap(&a[i], &b[j]))
                 return true;
     }
     return false;
@@ -239,8 +289,15 @@ RtMega *rt_mega_new(RtMegaRec *rec, const RtWorldView *wv)
         w = (int)(n > 0 ? n : 1) / (wv->world > 0 ? wv->world : 1);
     }
     m->workers = w < 1 ? 1 : w > 256 ? 256 : w;
-    m->max_tiles = rec->max_tiles > 0 ? rec->max_tiles : 1024;
+    const char *mt = getenv("BLKC_MEGA_TILES");
+    m->max_tiles = mt && atoi(mt) > 0 ? atoi(mt) : rec->max_tiles > 0 ? rec->max_tiles : 32;
     m->last_remote = -1;
+    if (!rec->record && rec->cache_on && wv->rank >= 0 && wv->rank < RT_MEGA_MAX_RANKS) {
+        if (!rec->cache[wv->rank])
+            rec->cache[wv->rank] = calloc(1, sizeof *rec->cache[wv->rank]);
+        m->cache = rec->cache[wv->rank];
+        m->cache_ok = true;
+    }
     if (m->log) {
         m->log->workers = m->workers;
         m->seg_first_step = m->log->n;
@@ -280,6 +337,18 @@ static int add_edge(RtMega *m, int from, int to)
     }
     u->succ[u->nsucc++] = to;
     m->t[to].pending++;
+    if (m->capture) {
+        if (m->necap + 2 > m->capecap) {
+            int cap = m->capecap ? 2 * m->capecap : 64;
+            int *e = realloc(m->ecap_buf, (size_t)cap * sizeof *e);
+            if (!e)
+                return -1;
+            m->ecap_buf = e;
+            m->capecap = cap;
+        }
+        m->ecap_buf[m->necap++] = from;
+        m->ecap_buf[m->necap++] = to;
+    }
     if (u->dist + 1 > m->t[to].dist) {
         m->t[to].dist = u->dist + 1;
         m->t[to].pred = from;
@@ -294,9 +363,180 @@ static void launch_free(Launch *L)
     if (!L->op)
         rt_bind_free(&L->b);
     free(L->arg);
+    free(L->acc);
+    free(L->accslot);
     free(L->fp);
     free(L->uni);
     free(L);
+}
+
+/* ------------------------------------------------------------ the cache */
+
+static int link_launch(RtMega *m, Launch *L, const char *name, char *err, size_t errlen);
+
+#define HASH0 1469598103934665603ull
+
+static uint64_t hash(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+/* key + the buffer holding [p, p + bytes): its ordinal among the buffers
+ * this run has seen and the offset in it. */
+static uint64_t reg_key(RtMega *m, uint64_t key, const void *ptr, size_t bytes)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    int ord = -1;
+    for (int i = 0; i < m->nreg && ord < 0; i++)
+        if (m->reg[i][0] <= p && p < m->reg[i][1])
+            ord = i;
+    if (ord < 0) {
+        if (m->nreg == m->capreg) {
+            int cap = m->capreg ? 2 * m->capreg : 32;
+            uintptr_t(*r)[2] = realloc(m->reg, (size_t)cap * sizeof *r);
+            if (!r)
+                return key ^ 0x5bd1e995u; /* no registry: hashes the pointer */
+            m->reg = r;
+            m->capreg = cap;
+        }
+        m->reg[m->nreg][0] = p;
+        m->reg[m->nreg][1] = p + (bytes ? bytes : 1);
+        ord = m->nreg++;
+    }
+    uint64_t off = p - m->reg[ord][0];
+    key = hash(key, &ord, sizeof ord);
+    return hash(key, &off, sizeof off);
+}
+
+static void cache_truncate(RtMega *m)
+{
+    struct RtMegaCache *c = m->cache;
+    m->cache_ok = false;
+    for (int i = m->seq; i < c->n; i++)
+        free(c->e[i].edges);
+    if (c->n > m->seq)
+        c->n = m->seq;
+}
+
+/* Step `seq` has signature key: when the cache holds it (and every step
+ * before matched), L's tiles get the cached edges (1); else 0 (-1: out of
+ * memory). */
+static int cache_hit(RtMega *m, Launch *L, uint64_t key)
+{
+    struct RtMegaCache *c = m->cache;
+    if (!c || !m->cache_ok || m->seq >= c->n || c->e[m->seq].key != key)
+        return 0;
+    const CEnt *e = &c->e[m->seq];
+    for (int k = 0; k < e->nedges; k++)
+        if (add_edge(m, e->edges[2 * k], e->edges[2 * k + 1]))
+            return -1;
+    if (L->remote)
+        m->last_remote = L->tile0;
+    m->nt += L->ntiles;
+    m->seq++;
+    return 1;
+}
+
+/* A step not in the cache: link it (link_launch, its edges captured) and
+ * make it the cache's step `seq` (what follows is dropped). */
+static int cache_link(RtMega *m, Launch *L, const char *name, uint64_t key, char *err,
+                      size_t errlen)
+{
+    if (m->cache)
+        cache_truncate(m);
+    m->capture = m->cache != NULL;
+    m->necap = 0;
+    int rc = link_launch(m, L, name, err, errlen);
+    m->capture = false;
+    struct RtMegaCache *c = m->cache;
+    if (rc == 0 && c) {
+        if (c->n == c->cap) {
+            int cap = c->cap ? 2 * c->cap : 16;
+            CEnt *e = realloc(c->e, (size_t)cap * sizeof *e);
+            if (!e) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            c->e = e;
+            c->cap = cap;
+        }
+        CEnt *e = &c->e[c->n];
+        e->key = key;
+        e->nedges = m->necap / 2;
+        e->edges = malloc(sizeof *e->edges * (size_t)(m->necap ? m->necap : 1));
+        if (!e->edges) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        memcpy(e->edges, m->ecap_buf, sizeof *e->edges * (size_t)m->necap);
+        c->n++;
+    }
+    m->seq++;
+    return rc;
+}
+
+/* A boundary as a cached step (no tiles). */
+static void cache_boundary(RtMega *m, const char *what)
+{
+    struct RtMegaCache *c = m->cache;
+    if (!c)
+        return;
+    uint64_t key = hash(HASH0 ^ 1, what, strlen(what));
+    if (m->cache_ok && m->seq < c->n && c->e[m->seq].key == key) {
+        m->seq++;
+        return;
+    }
+    cache_truncate(m);
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        CEnt *e = realloc(c->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return; /* the cache ends here */
+        c->e = e;
+        c->cap = cap;
+    }
+    c->e[c->n++] = (CEnt){key, NULL, 0};
+    m->seq++;
+}
+
+/* L's footprints per tile and their union (kernels: on first need). */
+static void ensure_fp(RtMega *m, Launch *L)
+{
+    if (L->fp_done || L->op)
+        return;
+    L->fp_done = true;
+    int F = L->fp_per_tile;
+    L->fp = calloc((size_t)L->ntiles * (size_t)(F ? F : 1), sizeof *L->fp);
+    L->uni = calloc((size_t)(F ? F : 1), sizeof *L->uni);
+    if (!L->fp || !L->uni) { /* conservative: after everything, before everything */
+        L->fence = true;
+        return;
+    }
+    for (int k = 0; k < L->ntiles; k++) {
+        const Tile *t = &m->t[L->tile0 + k];
+        Fp *fp = &L->fp[(size_t)k * F];
+        for (int64_t p = t->first; p < t->last; p++)
+            footprint(m, L, p, fp);
+        for (int j = 0; j < F; j++) {
+            Fp *u = &L->uni[j];
+            if (!fp[j].hi)
+                continue;
+            if (!u->hi) {
+                *u = fp[j];
+                continue;
+            }
+            u->lo = fp[j].lo < u->lo ? fp[j].lo : u->lo;
+            u->hi = fp[j].hi > u->hi ? fp[j].hi : u->hi;
+            u->w |= fp[j].w;
+            for (int e = 0; e < u->rank; e++) {
+                u->blo[e] = fp[j].blo[e] < u->blo[e] ? fp[j].blo[e] : u->blo[e];
+                u->bhi[e] = fp[j].bhi[e] > u->bhi[e] ? fp[j].bhi[e] : u->bhi[e];
+            }
+        }
+    }
 }
 
 /* The tiles of L (the last launch, its footprints computed) join the
@@ -309,6 +549,7 @@ static int link_launch(RtMega *m, Launch *L, const char *name, char *err, size_t
     uint64_t from = 0;
     for (int pl = 0; pl + 1 < m->nl; pl++) {
         Launch *P = m->l[pl];
+        ensure_fp(m, P);
         bool all = P->fence || L->fence;
         if (!P->ntiles || (!all && !conflict(P->uni, P->fp_per_tile, L->uni, F)))
             continue;
@@ -423,6 +664,7 @@ int rt_mega_op(RtMega *m, const char *name, bool remote, int (*run)(void *arg), 
     L->grid[0] = L->grid[1] = L->grid[2] = 1;
     L->total = L->chunk = L->ntiles = 1;
     L->fp_per_tile = nspans;
+    L->fp_done = true;
     L->arg = malloc(argsize ? argsize : 1);
     L->fp = calloc((size_t)(nspans ? nspans : 1), sizeof *L->fp);
     L->uni = calloc((size_t)(nspans ? nspans : 1), sizeof *L->uni);
@@ -443,7 +685,17 @@ int rt_mega_op(RtMega *m, const char *name, bool remote, int (*run)(void *arg), 
     t->launch = m->nl - 1;
     t->last = 1;
     t->pred = -1;
-    return link_launch(m, L, name, err, errlen);
+    uint64_t key = hash(HASH0 ^ 2, name, strlen(name));
+    key = hash(key, &remote, sizeof remote);
+    for (int i = 0; i < nspans; i++) {
+        key = reg_key(m, key, spans[i].lo, spans[i].bytes);
+        key = hash(key, &spans[i].bytes, sizeof spans[i].bytes);
+        key = hash(key, &spans[i].write, sizeof spans[i].write);
+    }
+    int hit = cache_hit(m, L, key);
+    if (hit)
+        return hit < 0 ? -1 : 0;
+    return cache_link(m, L, name, key, err, errlen);
 }
 
 int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *args, int nargs,
@@ -476,22 +728,27 @@ int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *arg
     int slot_of[256];
     for (int p = 0; p < 256; p++)
         slot_of[p] = -1;
+    L->acc = malloc(sizeof *L->acc * (size_t)(f->nins + 1));
+    L->accslot = malloc(sizeof *L->accslot * (size_t)(f->nins + 1));
+    if (!L->acc || !L->accslot) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     for (int i = 0; i < f->nins; i++) {
         const IrInstr *in = &f->ins[i];
         if (!in->dead && in->param >= 0 && in->param < 256 &&
             (in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOMIC ||
-             in->op == IR_NOTIFY || in->op == IR_WAIT))
-            fp_slot(L, slot_of, in->param);
+             in->op == IR_NOTIFY || in->op == IR_WAIT)) {
+            L->accslot[L->nacc] = fp_slot(L, slot_of, in->param);
+            L->acc[L->nacc++] = i;
+            L->sigk |= in->op == IR_NOTIFY || in->op == IR_WAIT;
+        }
+        /* signals or peer access: a fence */
+        L->fence |= !in->dead && (in->op == IR_NOTIFY || in->op == IR_WAIT ||
+                                  ((in->op == IR_LOAD || in->op == IR_STORE ||
+                                    in->op == IR_ATOMIC) && in->opnd[3] >= 0));
     }
-    int F = L->fp_per_tile;
-    L->fp = calloc((size_t)L->ntiles * (size_t)(F ? F : 1), sizeof *L->fp);
-    L->uni = calloc((size_t)(F ? F : 1), sizeof *L->uni);
-    for (int i = 0; i < f->nins; i++) /* signals or peer access: a fence */
-        L->fence |= !f->ins[i].dead &&
-                    (f->ins[i].op == IR_NOTIFY || f->ins[i].op == IR_WAIT ||
-                     ((f->ins[i].op == IR_LOAD || f->ins[i].op == IR_STORE ||
-                       f->ins[i].op == IR_ATOMIC) && f->ins[i].opnd[3] >= 0));
-    if (!L->fp || !L->uni || grow_tiles(m, L->ntiles)) {
+    if (grow_tiles(m, L->ntiles)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -503,24 +760,37 @@ int rt_mega_launch(RtMega *m, const IrFunc *f, BkRangeFn fn, const blkc_arg *arg
         t->first = (int64_t)k * L->chunk;
         t->last = t->first + L->chunk < L->total ? t->first + L->chunk : L->total;
         t->pred = -1;
-        Fp *fp = &L->fp[(size_t)k * F];
-        for (int64_t p = t->first; p < t->last; p++)
-            footprint(m, L, slot_of, p, fp);
-        for (int j = 0; j < F; j++) {
-            Fp *u = &L->uni[j];
-            if (!fp[j].hi)
-                continue;
-            if (!u->hi) {
-                *u = fp[j];
-                continue;
-            }
-            u->lo = fp[j].lo < u->lo ? fp[j].lo : u->lo;
-            u->hi = fp[j].hi > u->hi ? fp[j].hi : u->hi;
-            u->w |= fp[j].w;
-        }
     }
-    return link_launch(m, L, f->name, err, errlen);
+    /* the signature: kernel, grid, tiles, and per parameter the buffer
+     * (its ordinal in this run and the offset), extents and strides, or
+     * the scalar's bits */
+    uint64_t key = hash(HASH0, &f, sizeof f);
+    key = hash(key, L->grid, sizeof L->grid);
+    key = hash(key, &L->chunk, sizeof L->chunk);
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *ip = &f->params[p];
+        if (ip->kind != PK_TENSOR) {
+            key = hash(key, &L->b.slots[p], sizeof L->b.slots[p]);
+            continue;
+        }
+        const BkTensorDesc *d = &L->b.desc[p];
+        int64_t n = 1;
+        for (int k = 0; k < ip->rank; k++)
+            n += (d->shape[k] - 1) * (d->stride[k] < 0 ? -d->stride[k] : d->stride[k]);
+        key = reg_key(m, key, d->data, (size_t)n * (size_t)dsl_dtype_bytes(ip->dtype));
+        key = hash(key, d->shape, sizeof d->shape[0] * ip->rank);
+        key = hash(key, d->stride, sizeof d->stride[0] * ip->rank);
+    }
+    int hit = cache_hit(m, L, key);
+    if (hit) {
+        if (hit < 0)
+            snprintf(err, errlen, "out of memory");
+        return hit < 0 ? -1 : 0;
+    }
+    ensure_fp(m, L);
+    return cache_link(m, L, f->name, key, err, errlen);
 }
+
 
 /* ------------------------------------------------------------ the run */
 
@@ -732,6 +1002,8 @@ int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
     reset(m);
     if (what && m->log)
         record_boundary(m, what);
+    if (what)
+        cache_boundary(m, what);
     return rc;
 }
 
@@ -742,6 +1014,8 @@ void rt_mega_free(RtMega *m)
     reset(m);
     free(m->t);
     free(m->l);
+    free(m->reg);
+    free(m->ecap_buf);
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m);
@@ -753,5 +1027,12 @@ void rt_mega_rec_free(RtMegaRec *rec)
         free(rec->log[r].s);
         free(rec->log[r].crit_path);
         memset(&rec->log[r], 0, sizeof rec->log[r]);
+        struct RtMegaCache *c = rec->cache[r];
+        for (int i = 0; c && i < c->n; i++)
+            free(c->e[i].edges);
+        if (c)
+            free(c->e);
+        free(c);
+        rec->cache[r] = NULL;
     }
 }

@@ -42,12 +42,19 @@ typedef struct RtMegaLog {
 
 /* Megakernel mode for a run (RtPlanModule.mega). workers: threads per
  * rank, 0 = BLKC_MEGA_WORKERS or the online CPUs / ranks; max_tiles: the
- * most tile-tasks one launch becomes (0 = 1024; program ids are grouped
- * beyond); record: fill log[rank] (the caller frees with rt_mega_rec_free). */
+ * most tile-tasks one launch becomes (0 = BLKC_MEGA_TILES or 32; runs of
+ * consecutive program ids beyond); record: fill log[rank] (the caller
+ * frees with rt_mega_rec_free). */
 typedef struct RtMegaRec {
     int workers, max_tiles;
     bool record;
     RtMegaLog log[RT_MEGA_MAX_RANKS];
+    /* cache_on (not with record): keep each rank's table of tile-tasks and
+     * edges for the next run of the same program (a step whose signature
+     * — kernel, grid, buffers up to their addresses, extents, strides,
+     * scalars — differs, and every later one, is rebuilt) */
+    bool cache_on;
+    struct RtMegaCache *cache[RT_MEGA_MAX_RANKS];
 } RtMegaRec;
 
 void rt_mega_rec_free(RtMegaRec *rec);

@@ -12,7 +12,8 @@
 #       mlp_sp_mesh also against their 1-D files
 #   task_test.sh BLKC TASK_REF DIR mega dist|mesh FILE SIZES...   FILE with and
 #       without --megakernel (1-D: 1, 2, 4 ranks; mesh: 1x1, 1x2, 2x1, 2x2),
-#       placement by cost and forced overlap: the same bits
+#       placement by cost and forced overlap: the same bits (the megakernel
+#       runs 3 times: its cached tile-task table reused)
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -151,7 +152,8 @@ if [ "$MODE" = mega ]; then
         R=${c%%|*} m=${c#*|}
         for ov in auto always; do
             for mk in off on; do
-                flag=(); [ $mk = on ] && flag=(--megakernel)
+                # (--bench=2: the table cached by the first run is reused)
+                flag=(); [ $mk = on ] && flag=(--megakernel --bench=2)
                 oa=(); for o in $outs; do oa+=(--out "$o=$TMP/$o.$mk.npy"); done
                 # shellcheck disable=SC2086
                 if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks="$R" --random "$@" $m \
