@@ -285,7 +285,8 @@ RtMega *rt_mega_new(RtMegaRec *rec, const RtWorldView *wv)
     const char *s = getenv("BLKC_MEGA_WORKERS");
     int w = s && *s ? atoi(s) : rec->workers;
     if (w <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        const char *nt = getenv("BLKC_NUM_THREADS");
+        long n = nt && atoi(nt) > 0 ? atol(nt) : sysconf(_SC_NPROCESSORS_ONLN);
         w = (int)(n > 0 ? n : 1) / (wv->world > 0 ? wv->world : 1);
     }
     m->workers = w < 1 ? 1 : w > 256 ? 256 : w;

@@ -41,7 +41,8 @@ typedef struct RtMegaLog {
 } RtMegaLog;
 
 /* Megakernel mode for a run (RtPlanModule.mega). workers: threads per
- * rank, 0 = BLKC_MEGA_WORKERS or the online CPUs / ranks; max_tiles: the
+ * rank, 0 = BLKC_MEGA_WORKERS or (BLKC_NUM_THREADS or the online CPUs) /
+ * ranks; max_tiles: the
  * most tile-tasks one launch becomes (0 = BLKC_MEGA_TILES or 32; runs of
  * consecutive program ids beyond); record: fill log[rank] (the caller
  * frees with rt_mega_rec_free). */
