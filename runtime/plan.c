@@ -818,6 +818,12 @@ typedef struct MegaOp {
     const IrInstr *in;
     Span d, s;
     int esz;
+    /* one chunk of a contiguous all_reduce (in->attr == COLL_ALL_REDUCE):
+     * count elements at ptr, in group grp (NULL: the world) */
+    bool chunk;
+    char *ptr;
+    size_t count;
+    const RtGroup *grp;
 } MegaOp;
 
 static int do_coll(Exec *x, const IrInstr *in);
@@ -827,6 +833,14 @@ static int mega_op_run(void *arg)
     MegaOp *o = arg;
     if (o->in->op == IR_COPY)
         return span_copy(o->x->r, &o->d, &o->s, o->esz);
+    if (o->chunk) {
+        const Buf *b = &o->x->buf[o->in->param];
+        if (!o->grp)
+            return rt_all_reduce(o->x->r, o->ptr, o->count, b->dtype, o->in->axis);
+        RtRankColl d = {.kind = RT_COLL_ALL_REDUCE, .dtype = b->dtype, .op = o->in->axis,
+                        .root = -1, .count = o->count, .src = o->ptr, .dst = o->ptr};
+        return rt_group_coll(o->x->r, o->grp, &d);
+    }
     return do_coll(o->x, o->in);
 }
 
@@ -849,6 +863,46 @@ static void add_buf(RtMegaSpan *sp, int *n, const Buf *b, bool w)
     for (int d = 0; d < b->rank; d++)
         e *= b->shape[d];
     sp[(*n)++] = (RtMegaSpan){b->data, (size_t)e * (size_t)dsl_dtype_bytes(b->dtype), w};
+}
+
+/* An all_reduce of a contiguous buffer as row chunks (BLKC_MEGA_CHUNKS,
+ * default 4, along dim 0): one tile-task each, so a chunk goes out as soon
+ * as the rows it holds are computed and a consumer's rows wait for their
+ * chunk only. Every rank makes the same chunks in the same order. */
+static int mega_all_reduce(Exec *x, const IrInstr *in, MegaOp *o)
+{
+    const Buf *b = &x->buf[in->param];
+    if (in->xparam[0] >= 0 && x->buf[in->xparam[0]].data != b->data)
+        return 0;
+    const char *e = getenv("BLKC_MEGA_CHUNKS");
+    int64_t K = e && atoi(e) > 0 ? atoi(e) : 4;
+    int64_t rows = b->rank ? b->shape[0] : 1, inner = rows ? numel(b) / rows : 0;
+    if (!contiguous(b) || rows < 1)
+        K = 1;
+    else if (K > rows)
+        K = rows;
+    if (in->opnd[1] >= 0 && !(o->grp = group_of(x, in, in->opnd[1])))
+        return -1;
+    int64_t per = (rows + K - 1) / K;
+    size_t es = (size_t)dsl_dtype_bytes(b->dtype);
+    for (int64_t c = 0; c < K; c++) {
+        int64_t r0 = c * per, r1 = r0 + per < rows ? r0 + per : rows;
+        if (r0 >= r1)
+            break;
+        o->chunk = true;
+        o->ptr = b->data + (size_t)(r0 * inner) * es;
+        o->count = K == 1 ? (size_t)numel(b) : (size_t)((r1 - r0) * inner);
+        RtMegaSpan sp = {o->ptr, o->count * es, true};
+        char name[96], err[512];
+        if (K > 1)
+            snprintf(name, sizeof name, "all_reduce[rows %lld:%lld]", (long long)r0,
+                     (long long)r1);
+        else
+            snprintf(name, sizeof name, "all_reduce");
+        if (rt_mega_op(x->mega, name, true, mega_op_run, o, sizeof *o, &sp, 1, err, sizeof err))
+            return fail(x, in, "%s", err);
+    }
+    return 1;
 }
 
 /* Defer instruction `in` (of region reg) as a tile-task when it is a local
@@ -883,6 +937,8 @@ static int mega_defer(Exec *x, const IrInstr *in, int reg)
         name = coll[in->attr];
         if (!x->buf[in->param].data)
             return 0;
+        if (in->attr == COLL_ALL_REDUCE)
+            return mega_all_reduce(x, in, &o);
         add_buf(sp, &n, &x->buf[in->param], true);
         for (int k = 0; k < 2; k++)
             if (in->xparam[k] >= 0 && x->buf[in->xparam[k]].data)
