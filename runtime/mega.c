@@ -114,7 +114,7 @@ struct RtMega {
     /* the run */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int *q, nq, done, running;   /* q: a min-heap of ready tiles (program
+    int *q, nq, done, running, idle;   /* q: a min-heap of ready tiles (program
                                     order first) */
     int failed;                  /* 1: stop; msg in ferr */
     char ferr[512];
@@ -856,7 +856,9 @@ static void *worker(void *arg)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000L;
             }
+            m->idle++;
             pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+            m->idle--;
             if (m->wv.abort_flag && __atomic_load_n(m->wv.abort_flag, __ATOMIC_ACQUIRE))
                 fail_locked(m, "megakernel on rank %d: stopped after %d of %d tile-tasks: "
                             "another rank failed%s", "");
@@ -882,10 +884,15 @@ static void *worker(void *arg)
         else if (rc)
             fail_locked(m, "megakernel on rank %d: %d of %d tile-tasks done when a copy or "
                         "collective failed%s", "");
+        int woke = 0;
         for (int k = 0; k < t->nsucc && !m->failed; k++)
-            if (__atomic_sub_fetch(&m->t[t->succ[k]].pending, 1, __ATOMIC_ACQ_REL) == 0)
+            if (__atomic_sub_fetch(&m->t[t->succ[k]].pending, 1, __ATOMIC_ACQ_REL) == 0) {
                 push_locked(m, t->succ[k]);
-        pthread_cond_broadcast(&m->cv);
+                if (woke++ < m->idle) /* wake only as many as there is work */
+                    pthread_cond_signal(&m->cv);
+            }
+        if (m->done == m->nt || m->failed)
+            pthread_cond_broadcast(&m->cv);
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -970,7 +977,7 @@ int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
             reset(m);
             return -1;
         }
-        m->nq = m->done = m->running = m->failed = 0;
+        m->nq = m->done = m->running = m->failed = m->idle = 0;
         for (int i = 0; i < m->nt; i++)
             if (m->t[i].pending == 0)
                 push_locked(m, i);
@@ -1006,6 +1013,11 @@ int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
     if (what)
         cache_boundary(m, what);
     return rc;
+}
+
+int rt_mega_workers(const RtMega *m)
+{
+    return m->workers;
 }
 
 void rt_mega_free(RtMega *m)

@@ -85,6 +85,8 @@ int rt_mega_op(RtMega *m, const char *name, bool remote, int (*run)(void *arg), 
  * tile releases its dependents) and record a boundary `what` (NULL:
  * none). Returns 0, or -1 with err (a kernel's failure, an abort). */
 int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen);
+/* Worker threads per rank (the rank's own included). */
+int rt_mega_workers(const RtMega *m);
 /* Free (pending tiles are dropped). */
 void rt_mega_free(RtMega *m);
 

@@ -866,7 +866,7 @@ static void add_buf(RtMegaSpan *sp, int *n, const Buf *b, bool w)
 }
 
 /* An all_reduce of a contiguous buffer as row chunks (BLKC_MEGA_CHUNKS,
- * default 4, along dim 0): one tile-task each, so a chunk goes out as soon
+ * default 4 along dim 0 when the rank has more than one worker, else 1): one tile-task each, so a chunk goes out as soon
  * as the rows it holds are computed and a consumer's rows wait for their
  * chunk only. Every rank makes the same chunks in the same order. */
 static int mega_all_reduce(Exec *x, const IrInstr *in, MegaOp *o)
@@ -874,8 +874,8 @@ static int mega_all_reduce(Exec *x, const IrInstr *in, MegaOp *o)
     const Buf *b = &x->buf[in->param];
     if (in->xparam[0] >= 0 && x->buf[in->xparam[0]].data != b->data)
         return 0;
-    const char *e = getenv("BLKC_MEGA_CHUNKS");
-    int64_t K = e && atoi(e) > 0 ? atoi(e) : 4;
+    const char *e = getenv("BLKC_MEGA_CHUNKS"); /* default: 4 with workers to overlap */
+    int64_t K = e && atoi(e) > 0 ? atoi(e) : rt_mega_workers(x->mega) > 1 ? 4 : 1;
     int64_t rows = b->rank ? b->shape[0] : 1, inner = rows ? numel(b) / rows : 0;
     if (!contiguous(b) || rows < 1)
         K = 1;
