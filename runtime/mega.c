@@ -884,6 +884,10 @@ static void *worker(void *arg)
         else if (rc)
             fail_locked(m, "megakernel on rank %d: %d of %d tile-tasks done when a copy or "
                         "collective failed%s", "");
+        else if (!L->op && (__atomic_load_n(&L->ctx.assert_failed, __ATOMIC_ACQUIRE) ||
+                            __atomic_load_n(&L->ctx.failed, __ATOMIC_ACQUIRE)))
+            fail_locked(m, "megakernel on rank %d: %d of %d tile-tasks done when kernel %s "
+                        "failed", L->f->name); /* stop here: its status has the message */
         int woke = 0;
         for (int k = 0; k < t->nsucc && !m->failed; k++)
             if (__atomic_sub_fetch(&m->t[t->succ[k]].pending, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -996,14 +1000,14 @@ int rt_mega_flush(RtMega *m, const char *what, char *err, size_t errlen)
             pthread_join(th[i], NULL);
         free(m->q);
         m->q = NULL;
-        if (m->failed) {
+        for (int i = 0; i < m->nl && rc == 0; i++) /* a kernel's own message first */
+            if (m->l[i]->ntiles && !m->l[i]->op &&
+                rt_cpu_launch_status(m->l[i]->f, &m->l[i]->ctx, err, errlen) != BLKC_OK)
+                rc = -1;
+        if (m->failed && rc == 0) {
             snprintf(err, errlen, "%s", m->ferr);
             rc = -1;
         }
-        for (int i = 0; i < m->nl && rc == 0; i++)
-            if (m->l[i]->ntiles &&
-                rt_cpu_launch_status(m->l[i]->f, &m->l[i]->ctx, err, errlen) != BLKC_OK)
-                rc = -1;
         if (m->log)
             record_segment(m);
     }
