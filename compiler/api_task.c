@@ -34,6 +34,7 @@ struct blkc_task {
     int nin;                   /* parameters before the results */
     int ranks;
     int overlap;
+    bool megakernel;           /* blkc_task_options.megakernel */
     TkTopology topo;
     pthread_mutex_t mu;        /* runs are serialized */
     char *key;                 /* sizes of the compiled form below */
@@ -70,6 +71,8 @@ BLKC_API blkc_status blkc_task_create(const char *source, size_t len,
         return api_err(BLKC_ERR_USAGE, "ranks %d is not 1..1024 (0 = 1)", topts->ranks);
     if (topts && (topts->overlap < -1 || topts->overlap > 1))
         return api_err(BLKC_ERR_USAGE, "overlap %d is not -1, 0 or 1", topts->overlap);
+    if (topts && (topts->megakernel < 0 || topts->megakernel > 1))
+        return api_err(BLKC_ERR_USAGE, "megakernel %d is not 0 or 1", topts->megakernel);
     char *text;
     blkc_status st = api_prepare(source, &len, opts, &text);
     if (st != BLKC_OK)
@@ -91,6 +94,7 @@ BLKC_API blkc_status blkc_task_create(const char *source, size_t len,
     t->len = len;
     t->ranks = topts && topts->ranks ? topts->ranks : 1;
     t->overlap = topts ? topts->overlap : 0;
+    t->megakernel = topts && topts->megakernel;
     pthread_mutex_init(&t->mu, NULL);
     t->name = strdup(api_src_name(opts));
     int nd = opts ? opts->ndefines : 0;
@@ -481,6 +485,7 @@ BLKC_API blkc_status blkc_task_run(blkc_task *t, const blkc_arg *args, int nargs
         st = task_prepare(t, sizes, ns, t->overlap ? t->overlap : tk_force_from_env(), &t->t);
         if (st == BLKC_OK) {
             char err[1024] = "";
+            t->t->megakernel = t->megakernel;
             t->tc = tk_compile(t->t, err, sizeof err);
             if (!t->tc)
                 st = api_err(BLKC_ERR_RUNTIME, "%s", err[0] ? err : "task compile failed");

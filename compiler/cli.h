@@ -35,6 +35,7 @@ typedef struct Cli {
     bool random;                 /* --random */
     uint64_t seed;               /* --seed */
     int bench;                   /* --bench (0 = none) */
+    bool megakernel;             /* run/plan --megakernel (tasks) */
     bool stats;                  /* --stats (emulated devices) */
     int stats_sample;            /* --stats-sample=N: N blocks + first + last, 0 all */
     int64_t grid[3];             /* --grid (all 0 = the kernel's) */

@@ -760,6 +760,9 @@ static int run_task_entry(void)
             cli_die(X_USAGE, "'%s' has %s", cli.file, err);
         return -1;
     }
+    if (cli.megakernel && cli.device && strcmp(cli.device, "cpu") != 0)
+        cli_die(X_USAGE, "--megakernel runs tasks on CPU ranks only: GPU megakernels are not "
+                "implemented (--device=%s)", cli.device);
     if (cli.device && strcmp(cli.device, "cpu") != 0)
         cli_die(X_RUNTIME, "task %s runs on cpu ranks only for now, not on "
                 "--device=%s (run its device functions or kernels there)",
@@ -801,6 +804,7 @@ static int run_task_entry(void)
         exit(X_COMPILE);
     if (!t)
         cli_die(X_RUNTIME, "%s", err);
+    t->megakernel = cli.megakernel;
     TkArg *args = calloc((size_t)f->nparams + 1, sizeof *args);
     if (!args)
         cli_die(X_RUNTIME, "out of memory");
@@ -894,6 +898,9 @@ int cli_cmd_run(void)
     if (trc >= 0)
         return trc;
     int fi = pick_entry(m);
+    if (cli.megakernel)
+        cli_die(X_USAGE, "--megakernel runs tasks only: '%s' is a %s, not a task",
+                m->funcs[fi]->name, m->funcs[fi]->is_device ? "device function" : "kernel");
     const IrFunc *f = m->funcs[fi];
     PArg *pargs = cli_g.pargs = calloc((size_t)f->nparams + 1, sizeof *pargs);
     symval = malloc(((size_t)f->nsyms + 1) * sizeof *symval);

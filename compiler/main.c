@@ -81,7 +81,7 @@ static const char *command_usage(const char *cmd)
                "                [--device=cpu|cuda[:N]|hip[:N]|cuda-emu|hip-emu]\n"
                "                [--ranks=N] [-D NAME=VALUE]... [ARG]... [--out NAME=PATH.npy]...\n"
                "                [--random] [--seed=S] [--bench=N] [--grid=X[,Y[,Z]]]\n"
-               "                [--stats | --stats-sample=N]\n"
+               "                [--stats | --stats-sample=N] [--megakernel]\n"
                "  --device=D      cuda-emu / hip-emu: the generated CUDA / HIP C on the\n"
                "                  CPU, GPU paths emulated thread by thread (slow)\n"
                "  NAME=VALUE      a scalar parameter or a symbolic size\n"
@@ -100,11 +100,14 @@ static const char *command_usage(const char *cmd)
                "                  partial: --out refused, results not checked)\n"
                "  --tune NAME=V1,V2,...  autotune a compile-time parameter (repeat\n"
                "                  for more); the fastest config per shape bucket is\n"
-               "                  cached and used for the run\n";
+               "                  cached and used for the run\n"
+               "  --megakernel    (tasks, CPU ranks) one tile-task graph per rank run by\n"
+               "                  worker threads instead of one launch per op\n";
     if (strcmp(cmd, "plan") == 0)
         return "usage: blkc plan FILE.blk --entry=NAME --ranks=N [--topology=PRESET|FILE]\n"
-               "                 [--json] [ARG]...\n"
-               "  Print a task's shardings, communication decisions and costs.\n";
+               "                 [--json] [--megakernel] [ARG]...\n"
+               "  Print a task's shardings, communication decisions and costs.\n"
+               "  --megakernel    also the tile-task graph (run once on zero inputs)\n";
     return NULL;
 }
 
@@ -215,6 +218,7 @@ static const struct {
     {"--tune", true, C_RUN},
     {"--topology", true, C_PLAN},
     {"--json", false, C_PLAN},
+    {"--megakernel", false, C_RUN | C_PLAN},
 };
 
 static const char *plan_topology; /* plan: --topology */
@@ -282,6 +286,8 @@ static void set_option(const char *name, char *val)
         plan_topology = val;
     else if (strcmp(name, "--json") == 0)
         plan_json = true;
+    else if (strcmp(name, "--megakernel") == 0)
+        cli.megakernel = true;
 }
 
 static void parse_args(int argc, char **argv)
@@ -749,7 +755,11 @@ static int cmd_plan(void)
         exit(X_COMPILE);
     if (!t)
         cli_die(X_USAGE, "plan: %s", err);
+    if (cli.megakernel && plan_json)
+        cli_die(X_USAGE, "plan --megakernel prints text only, not --json");
     tk_plan_print(&cli_g.out, t, &topo, plan_json);
+    if (cli.megakernel && tk_mega_plan(&cli_g.out, t, err, sizeof err))
+        cli_die(X_RUNTIME, "%s", err);
     if (cli_g.out.oom)
         cli_die(X_RUNTIME, "out of memory");
     fputs(cli_g.out.data ? cli_g.out.data : "", stdout);

@@ -136,6 +136,9 @@ typedef struct TkTask {
     const char *const *defines; int ndefines; /* -D, for the same */
     bool no_fuse;                  /* one kernel per elementwise op
                                       (as BLKC_TASK_FUSE=0; benchmarks) */
+    bool megakernel;               /* tk_exec: one tile-task graph per rank
+                                      (task_mega.c, runtime/mega.c) */
+    struct RtMegaRec *mega_rec;    /* with megakernel: its record, or NULL */
     /* mesh(AXIS = SIZE, ...): naxes = 0 for a task without one (a 1-D
      * mesh of all ranks, shardings in TkNode.sh) */
     int naxes;
@@ -306,6 +309,11 @@ TkTask *tk_prepare(const AstProgram *prog, const AstFunc *fn, int nranks,
                    const char *const *sizes, int nsizes, const char *src,
                    size_t srclen, const TkTopology *topo, int force,
                    DslDiags *diags, char *err, size_t errlen);
+
+/* Megakernel mode (task_mega.c): `blkc plan --megakernel` appends the
+ * tile-task graph of t (compiled and run once on zero inputs on local CPU
+ * ranks to build it) to out. Returns 0, or -1 with err. */
+int tk_mega_plan(DslBuf *out, TkTask *t, char *err, size_t errlen);
 
 /* The environment variable that forces placement in tests:
  * BLKC_TASK_OVERLAP=always|never (unset: by cost). */

@@ -8,6 +8,7 @@
 #include "task.h"
 
 #include "../backends/backend.h"
+#include "../runtime/mega.h"
 #include "../runtime/plan.h"
 #include "../runtime/ranks.h"
 
@@ -132,6 +133,8 @@ struct TkCompiled {
     IrModule *m;
     BkCpuModule *cm;
     int fi;
+    RtMegaRec *mrec;               /* megakernel mode: its tables, kept
+                                      between runs */
 };
 
 void tk_compiled_free(TkCompiled *c)
@@ -140,6 +143,9 @@ void tk_compiled_free(TkCompiled *c)
         return;
     if (c->cm)
         bk_cpu_free(c->cm);
+    if (c->mrec)
+        rt_mega_rec_free(c->mrec);
+    free(c->mrec);
     ir_module_free(c->m);
     free(c);
 }
@@ -294,7 +300,15 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
                     shard_copy(full->data, a->data, full->shape, n->rank, sh.dim, R, r, esz, false);
             }
     }
-    RtPlanModule pm = {.ir = m, .cpu = cm};
+    if (t->megakernel && !t->mega_rec && !c->mrec) {
+        if (!(c->mrec = calloc(1, sizeof *c->mrec))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        c->mrec->cache_on = true;
+    }
+    RtPlanModule pm = {.ir = m, .cpu = cm,
+                       .mega = !t->megakernel ? NULL : t->mega_rec ? t->mega_rec : c->mrec};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */

@@ -126,6 +126,24 @@ static blkc_status run_parallel_for(const IrFunc *f, BkRangeFn fn,
     return BLKC_OK;
 }
 
+/* A launch's context from the world view (wv NULL: rank 0 of 1, the
+ * BLKC_WAIT_TIMEOUT_MS timeout). */
+static void ctx_init(BkLaunchCtx *ctx, const RtWorldView *wv)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->world = 1;
+    if (wv) {
+        ctx->rank = wv->rank;
+        ctx->world = wv->world;
+        ctx->heap_base = wv->heap_base;
+        ctx->abort_flag = wv->abort_flag;
+        ctx->timeout_ms = wv->timeout_ms;
+        ctx->in_wait = wv->in_wait;
+    } else {
+        ctx->timeout_ms = env_timeout_ms();
+    }
+}
+
 /* Run the grid: in order on this thread when it is one rank of several
  * (ranks may wait on each other; each must progress), or when it is a
  * single instance whose tiles fit this thread's stack (a hand-off to a
@@ -136,18 +154,7 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
                            char *err, size_t errlen)
 {
     BkLaunchCtx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.world = 1;
-    if (wv) {
-        ctx.rank = wv->rank;
-        ctx.world = wv->world;
-        ctx.heap_base = wv->heap_base;
-        ctx.abort_flag = wv->abort_flag;
-        ctx.timeout_ms = wv->timeout_ms;
-        ctx.in_wait = wv->in_wait;
-    } else {
-        ctx.timeout_ms = env_timeout_ms();
-    }
+    ctx_init(&ctx, wv);
     if (ctx.world > 1) {
         int64_t total = 1;
         for (int a = 0; a < 3; a++) {
@@ -188,23 +195,53 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
             return BLKC_ERR_RUNTIME;
         }
     }
-    if (__atomic_load_n(&ctx.assert_failed, __ATOMIC_ACQUIRE) == 1)
-        return rt_assert_fail(f, &ctx, err, errlen);
-    if (__atomic_load_n(&ctx.failed, __ATOMIC_ACQUIRE)) {
-        const char *sig = ctx.fail_param >= 0 && ctx.fail_param < f->nparams
-                              ? f->params[ctx.fail_param].name : "?";
-        if (ctx.fail_aborted)
+    return rt_cpu_launch_status(f, &ctx, err, errlen);
+}
+
+blkc_status rt_cpu_launch_status(const IrFunc *f, BkLaunchCtx *c, char *err,
+                                 size_t errlen)
+{
+    if (__atomic_load_n(&c->assert_failed, __ATOMIC_ACQUIRE) == 1)
+        return rt_assert_fail(f, c, err, errlen);
+    if (__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE)) {
+        const char *sig = c->fail_param >= 0 && c->fail_param < f->nparams
+                              ? f->params[c->fail_param].name : "?";
+        if (c->fail_aborted)
             return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank "
                            "%d: wait on %s[%lld] abandoned: another rank "
-                           "failed", f->name, ctx.rank, sig,
-                           (long long)ctx.fail_cell);
+                           "failed", f->name, c->rank, sig,
+                           (long long)c->fail_cell);
         return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s on rank %d: "
                        "wait on %s[%lld] timed out after %lld ms (waiting for "
-                       "%llu, saw %llu)", f->name, ctx.rank, sig,
-                       (long long)ctx.fail_cell,
-                       (long long)(ctx.timeout_ms > 0 ? ctx.timeout_ms : 5000),
-                       (unsigned long long)ctx.fail_expected,
-                       (unsigned long long)ctx.fail_seen);
+                       "%llu, saw %llu)", f->name, c->rank, sig,
+                       (long long)c->fail_cell,
+                       (long long)(c->timeout_ms > 0 ? c->timeout_ms : 5000),
+                       (unsigned long long)c->fail_expected,
+                       (unsigned long long)c->fail_seen);
+    }
+    return BLKC_OK;
+}
+
+blkc_status rt_cpu_launch_bind(const IrFunc *f, const blkc_arg *args,
+                               int nargs, const blkc_launch_options *opts,
+                               const RtWorldView *wv, RtBind *b,
+                               int64_t grid[3], BkLaunchCtx *ctx, char *err,
+                               size_t errlen)
+{
+    blkc_status st = rt_bind_args(b, f, args, nargs, &host_device, err,
+                                  errlen);
+    if (st == BLKC_OK)
+        st = rt_bind_grid(b, f, opts, wv ? wv->rank : 0, wv ? wv->world : 1,
+                          grid, err, errlen);
+    if (st != BLKC_OK)
+        return st;
+    ctx_init(ctx, wv);
+    for (int a = 0; a < 3; a++) {
+        if (grid[a] < 0 || grid[a] > INT32_MAX)
+            return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid extent %lld "
+                           "along axis %d is out of range", (long long)grid[a],
+                           a);
+        ctx->nprog[a] = (int32_t)grid[a];
     }
     return BLKC_OK;
 }

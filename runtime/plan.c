@@ -15,6 +15,7 @@
  * runner (rt_plan_run) is plan_run.c. */
 #include "plan.h"
 #include "gpu_ranks.h"
+#include "mega.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -58,6 +59,10 @@ struct Exec {
     int ngroups;
     void *gcomm[32];               /* GPU ranks: a group's NCCL communicator
                                       (gpu_p2p.c), or NULL */
+    bool entry;                    /* the rank's entry function */
+    RtMega *mega;                  /* megakernel mode (pm->mega, CPU): the
+                                      rank's pending tile-tasks (shared with
+                                      called device functions), or NULL */
 };
 
 /* The sends and receives of one exchange { } block, run at its end. */
@@ -353,8 +358,13 @@ static int do_launch(Exec *x, const IrInstr *in)
         }
     if (x->g)
         return rt_gpur_launch(x->g, x->r, k, a, in->xn, &lo);
-    RtWorldView wv = rt_rank_view(x->r);
     char err[512];
+    if (x->mega) { /* a tile-task table entry instead of a launch */
+        if (rt_mega_launch(x->mega, k, fn, a, in->xn, &lo, err, sizeof err))
+            return fail(x, in, "launch %s: %s", k->name, err);
+        return 0;
+    }
+    RtWorldView wv = rt_rank_view(x->r);
     blkc_status s = rt_cpu_launch_ranked(k, fn, a, in->xn, &lo, &wv, NULL, err,
                                          sizeof err);
     if (s != BLKC_OK)
@@ -414,6 +424,7 @@ static int start_async(Exec *x, const IrInstr *in)
     ax->asyncs = NULL;
     ax->nasync = ax->cap_async = 0;
     ax->in_async = true;
+    ax->mega = NULL; /* an async block launches as usual */
     size_t nv = (size_t)x->f->nins + 1, nw = (size_t)x->f->nvars + 1;
     ax->val = malloc(nv * sizeof *ax->val);
     ax->vars = malloc(nw * sizeof *ax->vars);
@@ -783,6 +794,178 @@ static int do_xchg(Exec *x, const IrInstr *in)
 }
 
 /* Returns 0, 1 after `return`, or -1 on failure. */
+/* Megakernel mode: the steps that are not tile-tasks; every pending tile
+ * runs before them. */
+static const char *mega_boundary(int op)
+{
+    switch (op) {
+    case IR_COPY: return "copy";
+    case IR_ASYNC: return "async";
+    case IR_SYNC: return "sync";
+    case IR_XCHG: return "exchange";
+    case IR_NOTIFY: return "notify";
+    case IR_WAIT: return "wait";
+    case IR_COLL: return "collective";
+    default: return NULL;
+    }
+}
+
+/* A copy or collective as a tile-task (rt_mega_op): the rank's state and
+ * the instruction (top level of the entry: its operands are final), a
+ * copy's resolved spans. */
+typedef struct MegaOp {
+    Exec *x;
+    const IrInstr *in;
+    Span d, s;
+    int esz;
+    /* one chunk of a contiguous all_reduce (in->attr == COLL_ALL_REDUCE):
+     * count elements at ptr, in group grp (NULL: the world) */
+    bool chunk;
+    char *ptr;
+    size_t count;
+    const RtGroup *grp;
+} MegaOp;
+
+static int do_coll(Exec *x, const IrInstr *in);
+
+static int mega_op_run(void *arg)
+{
+    MegaOp *o = arg;
+    if (o->in->op == IR_COPY)
+        return span_copy(o->x->r, &o->d, &o->s, o->esz);
+    if (o->chunk) {
+        const Buf *b = &o->x->buf[o->in->param];
+        if (!o->grp)
+            return rt_all_reduce(o->x->r, o->ptr, o->count, b->dtype, o->in->axis);
+        RtRankColl d = {.kind = RT_COLL_ALL_REDUCE, .dtype = b->dtype, .op = o->in->axis,
+                        .root = -1, .count = o->count, .src = o->ptr, .dst = o->ptr};
+        return rt_group_coll(o->x->r, o->grp, &d);
+    }
+    return do_coll(o->x, o->in);
+}
+
+static void add_span(RtMegaSpan *sp, int *n, const Span *s, int esz, bool w)
+{
+    const char *lo = s->base, *hi = s->base + esz;
+    for (int d = 0; d < s->n; d++) {
+        int64_t e = (s->len[d] - 1) * s->str[d];
+        if (e < 0)
+            lo += e;
+        else
+            hi += e;
+    }
+    sp[(*n)++] = (RtMegaSpan){lo, (size_t)(hi - lo), w};
+}
+
+static void add_buf(RtMegaSpan *sp, int *n, const Buf *b, bool w)
+{
+    int64_t e = 1;
+    for (int d = 0; d < b->rank; d++)
+        e *= b->shape[d];
+    sp[(*n)++] = (RtMegaSpan){b->data, (size_t)e * (size_t)dsl_dtype_bytes(b->dtype), w};
+}
+
+/* An all_reduce of a contiguous buffer as row chunks (BLKC_MEGA_CHUNKS,
+ * default 4 along dim 0 when the rank has more than one worker, else 1): one tile-task each, so a chunk goes out as soon
+ * as the rows it holds are computed and a consumer's rows wait for their
+ * chunk only. Every rank makes the same chunks in the same order. */
+static int mega_all_reduce(Exec *x, const IrInstr *in, MegaOp *o)
+{
+    const Buf *b = &x->buf[in->param];
+    if (in->xparam[0] >= 0 && x->buf[in->xparam[0]].data != b->data)
+        return 0;
+    const char *e = getenv("BLKC_MEGA_CHUNKS"); /* default: 4 with workers to overlap */
+    int64_t K = e && atoi(e) > 0 ? atoi(e) : rt_mega_workers(x->mega) > 1 ? 4 : 1;
+    int64_t rows = b->rank ? b->shape[0] : 1, inner = rows ? numel(b) / rows : 0;
+    if (!contiguous(b) || rows < 1)
+        K = 1;
+    else if (K > rows)
+        K = rows;
+    if (in->opnd[1] >= 0 && !(o->grp = group_of(x, in, in->opnd[1])))
+        return -1;
+    int64_t per = (rows + K - 1) / K;
+    size_t es = (size_t)dsl_dtype_bytes(b->dtype);
+    for (int64_t c = 0; c < K; c++) {
+        int64_t r0 = c * per, r1 = r0 + per < rows ? r0 + per : rows;
+        if (r0 >= r1)
+            break;
+        o->chunk = true;
+        o->ptr = b->data + (size_t)(r0 * inner) * es;
+        o->count = K == 1 ? (size_t)numel(b) : (size_t)((r1 - r0) * inner);
+        RtMegaSpan sp = {o->ptr, o->count * es, true};
+        char name[96], err[512];
+        if (K > 1)
+            snprintf(name, sizeof name, "all_reduce[rows %lld:%lld]", (long long)r0,
+                     (long long)r1);
+        else
+            snprintf(name, sizeof name, "all_reduce");
+        if (rt_mega_op(x->mega, name, true, mega_op_run, o, sizeof *o, &sp, 1, err, sizeof err))
+            return fail(x, in, "%s", err);
+    }
+    return 1;
+}
+
+/* Defer instruction `in` (of region reg) as a tile-task when it is a local
+ * copy without a signal or a collective other than a barrier / send /
+ * recv, at the top level of the entry. Returns 1 when deferred, 0 when it
+ * is not such an instruction, -1 on error. */
+static int mega_defer(Exec *x, const IrInstr *in, int reg)
+{
+    if (reg != 0 || !x->entry || x->xg || (in->op != IR_COPY && in->op != IR_COLL))
+        return 0;
+    MegaOp o = {.x = x, .in = in};
+    RtMegaSpan sp[3];
+    int n = 0;
+    const char *name = "copy";
+    bool remote = in->op == IR_COLL;
+    if (in->op == IR_COPY) {
+        if (in->opnd[3] >= 0 || in->opnd[2] >= 0 || in->xparam[1] >= 0)
+            return 0;
+        if (span_of(x, in, in->param, in->view, -1, &o.d) ||
+            span_of(x, in, in->xparam[0], in->xview[0], -1, &o.s))
+            return -1;
+        if (o.d.numel != o.s.numel)
+            return 0; /* do_copy reports it */
+        o.esz = dsl_dtype_bytes(x->buf[in->param].dtype);
+        add_span(sp, &n, &o.d, o.esz, true);
+        add_span(sp, &n, &o.s, o.esz, false);
+    } else {
+        static const char *const coll[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                           "all_to_all", "broadcast"};
+        if (in->attr < 0 || in->attr > COLL_BROADCAST || in->attr == COLL_BARRIER)
+            return 0;
+        name = coll[in->attr];
+        if (!x->buf[in->param].data)
+            return 0;
+        if (in->attr == COLL_ALL_REDUCE)
+            return mega_all_reduce(x, in, &o);
+        add_buf(sp, &n, &x->buf[in->param], true);
+        for (int k = 0; k < 2; k++)
+            if (in->xparam[k] >= 0 && x->buf[in->xparam[k]].data)
+                add_buf(sp, &n, &x->buf[in->xparam[k]], false);
+    }
+    char err[512];
+    if (rt_mega_op(x->mega, name, remote, mega_op_run, &o, sizeof o, sp, n, err, sizeof err))
+        return fail(x, in, "%s", err);
+    return 1;
+}
+
+static int mega_flush(Exec *x, const IrInstr *in)
+{
+    char err[512], what[48];
+    const char *b = in ? mega_boundary(in->op) : NULL;
+    snprintf(what, sizeof what, "%s", b ? b : "end of call");
+    static const char *const coll[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                       "all_to_all", "broadcast", "barrier", "reduce",
+                                       "gather", "scatter", "send", "recv"};
+    if (in && in->op == IR_COLL && in->attr >= 0 && in->attr < (int)(sizeof coll / sizeof *coll))
+        snprintf(what, sizeof what, "%s", coll[in->attr]);
+    bool entry_end = !in && x->mega != NULL && x->entry;
+    if (rt_mega_flush(x->mega, entry_end ? NULL : what, err, sizeof err))
+        return in ? fail(x, in, "%s", err) : rt_rank_fail(x->r, "%s: %s", x->f->name, err);
+    return 0;
+}
+
 static int exec_region(Exec *x, int reg)
 {
     const IrFunc *f = x->f;
@@ -798,6 +981,13 @@ static int exec_region(Exec *x, int reg)
         if (rt_rank_failed(x->r))
             return -1;
         int rc = 0;
+        if (x->mega && mega_boundary(in->op)) {
+            int d = mega_defer(x, in, reg);
+            if (d < 0 || (d == 0 && mega_flush(x, in)))
+                return -1;
+            if (d > 0)
+                continue;
+        }
         switch (in->op) {
         case IR_RANK: x->val[id].i = rt_rank_id(x->r); break;
         case IR_WORLD: x->val[id].i = rt_rank_size(x->r); break;
@@ -869,7 +1059,7 @@ static int exec_region(Exec *x, int reg)
  * tensor params (not owned), scalars[p] for scalar ones. Returns 0 or -1
  * (the rank's error is set). */
 static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
-                    const IrScalarVal *scalars, bool in_async, bool entry)
+                    const IrScalarVal *scalars, bool in_async, bool entry, RtMega *mega)
 {
     const IrFunc *f = pm->ir->funcs[fi];
     Exec x;
@@ -879,6 +1069,13 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
     x.r = r;
     x.in_async = in_async;
     x.g = rt_gpur_ctx(pm->gpu, r);
+    x.mega = mega;
+    x.entry = entry;
+    if (entry && pm->mega && !x.g && !in_async) {
+        RtWorldView wv = rt_rank_view(r);
+        if (!(x.mega = rt_mega_new(pm->mega, &wv)))
+            return rt_rank_fail(r, "out of memory");
+    }
     size_t np = (size_t)f->nparams + 1;
     x.val = calloc((size_t)f->nins + 1, sizeof *x.val);
     x.vars = calloc((size_t)f->nvars + 1, sizeof *x.vars);
@@ -904,6 +1101,8 @@ static int run_func(const RtPlanModule *pm, int fi, RtRank *r, const Buf *bufs,
         memcpy(x.shapes[p], bufs[p].shape, sizeof x.shapes[p]);
     }
     rc = exec_region(&x, 0);
+    if (x.mega && rc >= 0 && mega_flush(&x, NULL)) /* before buffers are freed */
+        rc = -1;
     if (join_asyncs(&x))
         rc = -1;
     if (x.g && rt_gpur_finish(x.g, r)) /* before buffers are freed */
@@ -927,6 +1126,8 @@ out:
         rt_gpur_group_free(x.g, r, x.gcomm[i]);
         rt_group_free(x.groups[i]);
     }
+    if (x.mega != mega)
+        rt_mega_free(x.mega);
     free(x.asyncs);
     free(x.val);
     free(x.vars);
@@ -988,7 +1189,7 @@ static int do_call(Exec *x, const IrInstr *in)
             }
         }
     }
-    rc = run_func(x->pm, in->attr, x->r, bufs, sc, x->in_async, false);
+    rc = run_func(x->pm, in->attr, x->r, bufs, sc, x->in_async, false, x->mega);
 out:
     free(bufs);
     free(sc);
@@ -1023,7 +1224,7 @@ int rt_plan_exec(const RtPlanModule *pm, int fi, RtRank *r,
         memcpy(b->shape, args[p].shape, sizeof b->shape);
         memcpy(b->stride, args[p].stride, sizeof b->stride);
     }
-    int rc = run_func(pm, fi, r, bufs, sc, false, true);
+    int rc = run_func(pm, fi, r, bufs, sc, false, true, NULL);
     free(bufs);
     free(sc);
     return rc;

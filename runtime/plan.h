@@ -30,6 +30,9 @@ typedef struct RtPlanModule {
      * entry by name, asked with range_ctx. NULL: look it up in cpu. */
     BkRangeFn (*range)(const void *range_ctx, const char *name);
     const void *range_ctx;
+    /* Megakernel mode (runtime/mega.h), or NULL: each CPU rank's launches
+     * become one tile-task graph run by worker threads. */
+    struct RtMegaRec *mega;
 } RtPlanModule;
 
 /* The CPU range entry of kernel `name` of pm (range, else cpu), or NULL. */

@@ -198,5 +198,17 @@ blkc_status rt_cpu_launch_ranked(const IrFunc *f, BkRangeFn fn,
                                  const blkc_launch_options *opts,
                                  const RtWorldView *wv, int64_t grid_out[3],
                                  char *err, size_t errlen);
+/* Megakernel mode (runtime/mega.c): bind a launch as rt_cpu_launch_ranked
+ * does without running it: b (the caller's, never moved; rt_bind_free)
+ * gets the arguments, grid the grid, ctx the context its instances take
+ * as `nprog`. rt_cpu_launch_status: once they ran, a failed assert or wait
+ * of theirs as the launch's error (BLKC_OK if none). */
+blkc_status rt_cpu_launch_bind(const IrFunc *f, const blkc_arg *args,
+                               int nargs, const blkc_launch_options *opts,
+                               const RtWorldView *wv, RtBind *b,
+                               int64_t grid[3], BkLaunchCtx *ctx, char *err,
+                               size_t errlen);
+blkc_status rt_cpu_launch_status(const IrFunc *f, BkLaunchCtx *ctx, char *err,
+                                 size_t errlen);
 
 #endif

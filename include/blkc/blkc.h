@@ -371,7 +371,11 @@ typedef struct blkc_task_options {
     int overlap;               /* communication placement: 0 = by cost
                                   (runs: BLKC_TASK_OVERLAP when set),
                                   1 = overlap when possible, -1 = never */
-    int reserved[8];           /* zero (room to grow) */
+    int megakernel;            /* 1: megakernel mode (`blkc run
+                                  --megakernel`): each rank runs one
+                                  tile-task graph on worker threads instead
+                                  of one launch per op; same results */
+    int reserved[7];           /* zero (room to grow) */
 } blkc_task_options;
 BLKC_API void blkc_task_options_init(blkc_task_options *o);
 /* Parse and check `source` (the whole file must compile) and pick task

@@ -189,6 +189,49 @@ int main(void)
         blkc_task_destroy(t);
     }
 
+    /* megakernel mode (blkc_task_options.megakernel): the same bits as
+     * one launch per op, on 1 and 2 ranks; a bad value is refused */
+    for (int k = 0; k < 2; k++) {
+        float *o2 = malloc(sizeof(float) * T * H);
+        blkc_task *tt[2] = {NULL, NULL};
+        for (int mk_ = 0; mk_ < 2; mk_++) {
+            blkc_compile_options o;
+            blkc_compile_options_init(&o);
+            o.filename = "mlp.blk";
+            blkc_task_options to;
+            blkc_task_options_init(&to);
+            to.ranks = k + 1;
+            to.megakernel = mk_;
+            CHECK(blkc_task_create(mlp, mlen, &o, "mlp", &to, &tt[mk_]) == BLKC_OK && tt[mk_]);
+        }
+        if (tt[0] && tt[1] && o2) {
+            mk(&ty, out, T, H);
+            DLTensor *res[] = {&ty.t};
+            CHECK(blkc_task_run(tt[0], args, 3, res, 1) == BLKC_OK);
+            for (int rep = 0; rep < 3; rep++) { /* runs 2, 3: the cached table */
+                memset(o2, 0xff, sizeof(float) * T * H);
+                mk(&ty, o2, T, H);
+                CHECK(blkc_task_run(tt[1], args, 3, res, 1) == BLKC_OK);
+                CHECK(memcmp(out, o2, sizeof(float) * T * H) == 0);
+            }
+            printf("mlp on %d rank%s, megakernel: max |diff| %.3g, same bits as launch per op\n",
+                   k + 1, k ? "s" : "", maxdiff(o2, y, T * H));
+        }
+        blkc_task_destroy(tt[0]);
+        blkc_task_destroy(tt[1]);
+        free(o2);
+    }
+    {
+        blkc_compile_options o;
+        blkc_compile_options_init(&o);
+        blkc_task_options to;
+        blkc_task_options_init(&to);
+        to.megakernel = 2;
+        blkc_task *bad = NULL;
+        EXPECT(blkc_task_create(mlp, mlen, &o, "mlp", &to, &bad), BLKC_ERR_USAGE,
+               "megakernel 2 is not 0 or 1");
+    }
+
     /* one handle, four threads */
     {
         blkc_task *t = make(mlp, mlen, "mlp.blk", "mlp", 2);

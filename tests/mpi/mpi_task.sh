@@ -27,8 +27,9 @@ run_cmp() {
   "$BLKC" run "$D/$file" --entry="$entry" --ranks=1 --random $sizes "${lo[@]}" >/dev/null \
     2>"$T/lerr" || { bad "$name on 1 local rank: $(cat "$T/lerr")"; return; }
   # shellcheck disable=SC2086
+  # (MEGA=--megakernel: the megakernel mode under mpirun)
   if ! timeout 30 "${MPI[@]}" -np "$NP" "$BLKC" run "$D/$file" --entry="$entry" --ranks="$NP" \
-      --random $sizes "${mo[@]}" >"$T/out" 2>"$T/err"; then
+      --random $sizes ${MEGA:-} "${mo[@]}" >"$T/out" 2>"$T/err"; then
     bad "mpirun -np $NP $name: $(cat "$T/out" "$T/err")"; return
   fi
   for o in "$@"; do
@@ -42,6 +43,8 @@ BLKC_TASK_OVERLAP=always run_cmp mlp_ov mlp.blk mlp "T=16 H=16 F=32" result
 BLKC_TASK_OVERLAP=always run_cmp mlp_sp mlp_sp.blk mlp_sp "T=32 H=16 F=32" result
 run_cmp two two_results.blk mlp2 "T=16 H=16 F=32" result0 result1
 run_cmp call call_kernel.blk mlp_call "T=16 H=16 F=64" result
+MEGA=--megakernel run_cmp mlp_mega mlp.blk mlp "T=16 H=16 F=32" result
+MEGA=--megakernel BLKC_TASK_OVERLAP=always run_cmp mlp_sp_mega mlp_sp.blk mlp_sp "T=32 H=16 F=32" result
 
 # run_mesh NAME FILE ENTRY "SIZES" DP TP — a task on mesh(dp = DP, tp = TP)
 # under mpirun vs the same task on 1 local rank (DP=1 TP=1)

@@ -12,6 +12,10 @@
 #       1-rank result (1e-4); mlp_mesh also against C, attention_mesh and
 #       mlp_sp_mesh also against their 1-D files; moe_mesh, moe_group:
 #       mesh(dp = DP, ep = EP), 1-rank result against moe_ep.blk's bit for bit
+#   task_test.sh BLKC TASK_REF DIR mega dist|mesh FILE SIZES...   FILE with and
+#       without --megakernel (1-D: 1, 2, 4 ranks; mesh: 1x1, 1x2, 2x1, 2x2),
+#       placement by cost and forced overlap: the same bits (the megakernel
+#       runs 3 times: its cached tile-task table reused)
 #   task_test.sh BLKC TASK_REF DIR golden      plan and --emit=task outputs vs
 #                                              tests/task/golden
 #   task_test.sh BLKC TASK_REF DIR errors      bad shardings: exit 1 + message
@@ -159,6 +163,42 @@ if [ "$MODE" = mesh ]; then
     exit $fail
 fi
 
+if [ "$MODE" = mega ]; then
+    # megakernel mode (docs/task.md "Megakernel mode"): every configuration
+    # run with and without --megakernel must give the same bits
+    kind=$1 f=$2; shift 2
+    name=$(basename "$f" .blk)
+    case $name in two_results) outs="result0 result1";; *) outs="result";; esac
+    if [ "$kind" = mesh ]; then
+        case $name in
+        mlp_mesh3) confs=("1|DP=1 SP=1 TP=1" "8|DP=2 SP=2 TP=2" "4|DP=1 SP=2 TP=2");;
+        *) confs=("1|DP=1 TP=1" "2|DP=1 TP=2" "2|DP=2 TP=1" "4|DP=2 TP=2");;
+        esac
+    else
+        confs=("1|" "2|" "4|")
+    fi
+    for c in "${confs[@]}"; do
+        R=${c%%|*} m=${c#*|}
+        for ov in auto always; do
+            for mk in off on; do
+                # (--bench=2: the table cached by the first run is reused)
+                flag=(); [ $mk = on ] && flag=(--megakernel --bench=2)
+                oa=(); for o in $outs; do oa+=(--out "$o=$TMP/$o.$mk.npy"); done
+                # shellcheck disable=SC2086
+                if ! BLKC_TASK_OVERLAP=$ov "$BLKC" run "$DIR/$f" --ranks="$R" --random "$@" $m \
+                        "${flag[@]}" "${oa[@]}" >/dev/null; then
+                    bad "$name on $R ranks $m ($ov, megakernel $mk)"
+                fi
+            done
+            for o in $outs; do
+                echo -n "$name $o, $R ranks $m, overlap $ov, megakernel vs launch per op: "
+                "$REF" cmp "$TMP/$o.on.npy" "$TMP/$o.off.npy" 0 || bad "$name $o $R ranks $m ($ov)"
+            done
+        done
+    done
+    exit $fail
+fi
+
 if [ "$MODE" = golden ]; then
     while read -r gname file entry ranks topo sizes; do
         [ -z "$gname" ] && continue
@@ -182,6 +222,26 @@ if [ "$MODE" = golden ]; then
             bad "golden ${f}_emit"
         fi
     done
+    # plan --megakernel: the tile-task graph (its section of the plan)
+    while read -r gname ov file ranks sizes; do
+        # shellcheck disable=SC2086
+        BLKC_MEGA_WORKERS=2 BLKC_TASK_OVERLAP=$ov "$BLKC" plan "$DIR/$file" --ranks="$ranks" \
+            --topology=this-cpu --megakernel $sizes >"$TMP/mk.txt" 2>&1 || bad "plan --megakernel $gname"
+        sed -n '/^megakernel:/,$p' "$TMP/mk.txt" >"$TMP/$gname.txt"
+        if [ "${BLKC_TASK_GOLDEN_UPDATE:-}" = 1 ]; then
+            cp "$TMP/$gname.txt" "$DIR/golden/$gname.txt"
+        elif ! diff -u "$DIR/golden/$gname.txt" "$TMP/$gname.txt"; then
+            bad "golden $gname"
+        fi
+    done <<'EOL'
+mlp_mega auto mlp.blk 2 T=64 H=32 F=128
+mlp_sp_mega_overlap always mlp_sp.blk 2 T=64 H=32 F=64
+attention_mega auto attention.blk 2 T=16 H=16 NH=8 D=8
+mlp_mesh_mega auto mlp_mesh.blk 4 T=128 H=32 F=128 DP=2 TP=2
+EOL
+    "$BLKC" plan "$DIR/mlp.blk" --ranks=2 --megakernel --json T=16 H=16 F=32 >/dev/null 2>"$TMP/e"
+    [ $? = 2 ] && grep -qF "plan --megakernel prints text only, not --json" "$TMP/e" \
+        || bad "plan --megakernel --json: exit 2 and a message"
     # --json is well-formed enough to name every collective's choice
     "$BLKC" plan "$DIR/mlp_sp.blk" --entry=mlp_sp --ranks=8 --topology=h800-nvl8 --json \
         T=4096 H=12288 F=49152 >"$TMP/p.json" || bad "plan --json"
