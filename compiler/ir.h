@@ -193,6 +193,9 @@ IrType ir_tile(int dtype, int rank, const int32_t *shape);
 int64_t ir_numel(const IrType *t);
 bool ir_type_eq(const IrType *a, const IrType *b);
 bool ir_shape_eq(const IrType *a, const IrType *b);
+/* 1 when a program's linear index should run grid axis 1 fastest (the
+ * CPU backend's order, see ir.c), else 0 */
+int ir_grid_fast_axis(const IrFunc *f);
 void ir_view_shape(const IrFunc *f, const IrView *v, IrType *out); /* shape only */
 void ir_type_str(const IrType *t, char *buf, size_t n);   /* "f32[64, 64]" */
 void ir_print_func(DslBuf *out, const IrFunc *f);

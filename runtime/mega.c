@@ -176,8 +176,14 @@ static int fp_slot(Launch *L, int *slot_of, int p)
 static void footprint(const RtMega *m, Launch *L, int64_t lin, Fp *fp)
 {
     const IrFunc *f = L->f;
-    int64_t pid[3] = {lin % L->grid[0], lin / L->grid[0] % L->grid[1],
-                      lin / (L->grid[0] * L->grid[1])};
+    /* the order of the kernel's range function (ir_grid_fast_axis) */
+    const char *no = getenv("BLKC_CPU_NOGRIDORDER");
+    int fa = no && *no && strcmp(no, "0") != 0 ? 0 : ir_grid_fast_axis(f);
+    int64_t na = L->grid[fa], nb = L->grid[1 - fa];
+    int64_t pid[3];
+    pid[fa] = lin % na;
+    pid[1 - fa] = lin / na % nb;
+    pid[2] = lin / (na * nb);
     bool sigk = L->sigk;
     for (int ai = 0; ai < L->nacc; ai++) {
         const IrInstr *in = &f->ins[L->acc[ai]];

@@ -765,87 +765,6 @@ static void gen_prologue(CpuGen *g)
     }
 }
 
-/* The program_id axes value v depends on (bit a: axis a), memoized in
- * memo[v] as mask + 1. */
-static int pid_axes(const IrFunc *f, uint8_t *memo, int v)
-{
-    if (v < 0 || v >= f->nins)
-        return 0;
-    if (memo[v])
-        return memo[v] - 1;
-    memo[v] = 1;
-    const IrInstr *in = &f->ins[v];
-    int m = in->op == IR_PID && in->attr >= 0 && in->attr < 3 ? 1 << in->attr : 0;
-    for (int k = 0; k < 4; k++)
-        m |= pid_axes(f, memo, in->opnd[k]);
-    memo[v] = (uint8_t)(m + 1);
-    return m;
-}
-
-/* Loop nesting of region r (depth[] memo, -1 = unknown). */
-static int region_depth(const IrFunc *f, const uint8_t *isloop, int *depth, int r)
-{
-    if (r <= 0 || r >= f->nregions)
-        return 0;
-    if (depth[r] < 0)
-        depth[r] = region_depth(f, isloop, depth, f->regions[r].parent) + isloop[r];
-    return depth[r];
-}
-
-/* The grid axis that varies fastest in a program's linear index (the
- * order in which one thread runs consecutive programs): 1 instead of 0
- * when the tiles a program loads along program_id(0) alone outweigh those
- * along program_id(1) alone, so consecutive programs share the larger
- * operand while it is in cache — a GEMM with BM > BN (A's [BM, BK] tiles
- * move with axis 0, B's [BK, BN] with axis 1) walks a row of C blocks,
- * reusing its A block from L2 and streaming the smaller B panels. Each
- * load weighs its elements times 16 per enclosing loop. Kernels that
- * signal, wait or use atomics keep the written order (programs may
- * depend on it on one thread); so does BLKC_CPU_NOGRIDORDER=1. */
-static int grid_fast_axis(const IrFunc *f)
-{
-    if (cpu_switch(CPU_SW_NOGRIDORDER) || f->nins <= 0 || f->nregions <= 0)
-        return 0;
-    uint8_t *memo = calloc((size_t)f->nins, 1), *isloop = calloc((size_t)f->nregions, 1);
-    int *depth = malloc(sizeof *depth * (size_t)f->nregions);
-    int fast = 0;
-    double w[2] = {0, 0};
-    if (!memo || !isloop || !depth)
-        goto done;
-    for (int r = 0; r < f->nregions; r++)
-        depth[r] = -1;
-    for (int i = 0; i < f->nins; i++) {
-        const IrInstr *in = &f->ins[i];
-        if (in->dead)
-            continue;
-        if (in->op == IR_ATOMIC || in->op == IR_NOTIFY || in->op == IR_WAIT)
-            goto done;
-        if ((in->op == IR_FOR || in->op == IR_WHILE) && in->region[0] >= 0 &&
-            in->region[0] < f->nregions)
-            isloop[in->region[0]] = 1;
-    }
-    for (int r = 0; r < f->nregions; r++)
-        for (int k = 0; k < f->regions[r].n; k++) {
-            const IrInstr *in = &f->ins[f->regions[r].ins[k]];
-            if (in->dead || in->op != IR_LOAD || in->view < 0)
-                continue;
-            const IrView *vw = &f->views[in->view];
-            int m = 0;
-            for (int d = 0; d < vw->ndims; d++)
-                m |= pid_axes(f, memo, vw->d[d].val);
-            if (m != 1 && m != 2)
-                continue;
-            int dep = region_depth(f, isloop, depth, r);
-            w[m - 1] += (double)ir_numel(&in->type) * (double)(1 << 4 * (dep > 3 ? 3 : dep));
-        }
-    fast = w[0] > w[1] ? 1 : 0;
-done:
-    free(memo);
-    free(isloop);
-    free(depth);
-    return fast;
-}
-
 static void gen_range_fn(CpuGen *g, LLVMTypeRef kty)
 {
     LLVMBuilderRef b = g->b;
@@ -865,8 +784,9 @@ static void gen_range_fn(CpuGen *g, LLVMTypeRef kty)
         cpu_gep(g, g->i32, nprog, cpu_i64(g, 1)), ""), g->i64, "");
     CpuLoop l;
     cpu_loop_open(g, &l, LLVMGetParam(g->fn, 1), LLVMGetParam(g->fn, 2));
-    /* the linear index: axis 0 fastest, or axis 1 (grid_fast_axis) */
-    int fast = grid_fast_axis(g->f);
+    /* the linear index: axis 0 fastest, or axis 1 (ir_grid_fast_axis;
+     * runtime/mega.c maps tile-task ranges the same way) */
+    int fast = cpu_switch(CPU_SW_NOGRIDORDER) ? 0 : ir_grid_fast_axis(g->f);
     LLVMValueRef na = fast ? n1 : n0, nb = fast ? n0 : n1;
     LLVMValueRef pa = LLVMBuildSRem(b, l.iv, na, "");
     LLVMValueRef t = LLVMBuildSDiv(b, l.iv, na, "");

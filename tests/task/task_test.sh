@@ -172,6 +172,7 @@ if [ "$MODE" = mega ]; then
     if [ "$kind" = mesh ]; then
         case $name in
         mlp_mesh3) confs=("1|DP=1 SP=1 TP=1" "8|DP=2 SP=2 TP=2" "4|DP=1 SP=2 TP=2");;
+        moe_mesh|moe_group) confs=("1|DP=1 EP=1" "2|DP=1 EP=2" "2|DP=2 EP=1" "4|DP=2 EP=2");;
         *) confs=("1|DP=1 TP=1" "2|DP=1 TP=2" "2|DP=2 TP=1" "4|DP=2 TP=2");;
         esac
     else
