@@ -478,7 +478,8 @@ static int cache_link(RtMega *m, Launch *L, const char *name, uint64_t key, char
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        memcpy(e->edges, m->ecap_buf, sizeof *e->edges * (size_t)m->necap);
+        if (m->necap > 0)
+            memcpy(e->edges, m->ecap_buf, sizeof *e->edges * (size_t)m->necap);
         c->n++;
     }
     m->seq++;
