@@ -94,23 +94,36 @@ static void pf_body(void *arg, int64_t i)
         j->fn(j->argv, first, last, j->nprog);
 }
 
-static blkc_status run_parallel_for(const IrFunc *f, BkRangeFn fn,
-                                    void *const *argv, const int64_t grid[3],
-                                    BkLaunchCtx *ctx, char *err,
-                                    size_t errlen)
+/* Check a grid's extents and the instance count (total), and copy the
+ * extents into ctx->nprog. */
+static blkc_status grid_check(const int64_t grid[3], BkLaunchCtx *ctx,
+                              int64_t *total, char *err, size_t errlen)
 {
-    int64_t total = 1;
+    int64_t t = 1;
     for (int a = 0; a < 3; a++) {
         if (grid[a] < 0 || grid[a] > INT32_MAX)
             return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid extent %lld "
                            "along axis %d is out of range", (long long)grid[a],
                            a);
         ctx->nprog[a] = (int32_t)grid[a];
-        if (grid[a] && total > INT64_MAX / grid[a])
+        if (grid[a] && t > INT64_MAX / grid[a])
             return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid has too many "
                            "program instances");
-        total *= grid[a];
+        t *= grid[a];
     }
+    *total = t;
+    return BLKC_OK;
+}
+
+static blkc_status run_parallel_for(const IrFunc *f, BkRangeFn fn,
+                                    void *const *argv, const int64_t grid[3],
+                                    BkLaunchCtx *ctx, char *err,
+                                    size_t errlen)
+{
+    int64_t total;
+    blkc_status st = grid_check(grid, ctx, &total, err, errlen);
+    if (st != BLKC_OK)
+        return st;
     if (total == 0)
         return BLKC_OK;
     PfJob j = {fn, argv, ctx->nprog, total,
@@ -156,18 +169,10 @@ static blkc_status execute(const IrFunc *f, BkRangeFn fn, void *const *argv,
     BkLaunchCtx ctx;
     ctx_init(&ctx, wv);
     if (ctx.world > 1) {
-        int64_t total = 1;
-        for (int a = 0; a < 3; a++) {
-            if (grid[a] < 0 || grid[a] > INT32_MAX)
-                return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid extent "
-                               "%lld along axis %d is out of range",
-                               (long long)grid[a], a);
-            ctx.nprog[a] = (int32_t)grid[a];
-            if (grid[a] && total > INT64_MAX / grid[a])
-                return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid has too "
-                               "many program instances");
-            total *= grid[a];
-        }
+        int64_t total;
+        blkc_status st = grid_check(grid, &ctx, &total, err, errlen);
+        if (st != BLKC_OK)
+            return st;
         /* one instance at a time, so a rank busy in a long grid stops
          * within one instance of another rank's failure (a timed-out
          * collective) instead of running to the end of its grid */
@@ -236,14 +241,8 @@ blkc_status rt_cpu_launch_bind(const IrFunc *f, const blkc_arg *args,
     if (st != BLKC_OK)
         return st;
     ctx_init(ctx, wv);
-    for (int a = 0; a < 3; a++) {
-        if (grid[a] < 0 || grid[a] > INT32_MAX)
-            return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "grid extent %lld "
-                           "along axis %d is out of range", (long long)grid[a],
-                           a);
-        ctx->nprog[a] = (int32_t)grid[a];
-    }
-    return BLKC_OK;
+    int64_t total;
+    return grid_check(grid, ctx, &total, err, errlen);
 }
 
 blkc_status rt_cpu_launch(const IrFunc *f, BkRangeFn fn, const blkc_arg *args,
