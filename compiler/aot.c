@@ -817,7 +817,7 @@ static int gen_launcher_cuda(DslBuf *c, const IrFunc *f, const AotOptions *o,
         return -1;
     }
     BkGpuKernelInfo ki;
-    if (bk_gpu_kernel_info(f, &bk_gpu_cuda_dialect, &ki, err, errlen))
+    if (bk_gpu_kernel_info(f, &bk_gpu_cuda_dialect, o->arch, &ki, err, errlen))
         return -1;
     char nm[256];
     P(c, "\n");

@@ -22,7 +22,8 @@
  * dense f16 peak of 989.4 TFLOP/s needs wgmma; blkc emits the sm_80
  * mma.sync, with which Hopper "tops out at around 63% of its peak"
  * (Spector et al., "GPUs Go Brrr", hazyresearch.stanford.edu/blog/
- * 2024-05-12-tk), so 0.63 x 989.4. L2: "50 MB of L2 cache with 12 TB/s
+ * 2024-05-12-tk), so 0.63 x 989.4; wgmma.mma_async (cuda-emu as sm_90a)
+ * at the full 989.4. L2: "50 MB of L2 cache with 12 TB/s
  * of bandwidth" (same post, its H100 SXM list, rechecked this round; it
  * gives shared memory + L1 "about 33 TB/s", against which 132 x 1.83 GHz
  * x 128 B = 30.9 TB/s here is the conservative side).
@@ -30,17 +31,18 @@
  * native matrix instruction, dense f16 383 TFLOP/s; L2 per GCD 16
  * channels x 128 B per clock, 8 MB (AMD CDNA2 white paper). */
 #define GPU_TABLE(X)                                                                    \
-    X("H200", 132, 0.63 * 989.4e12, 132 * 1.83e9, 12.0e12, 4.8e12, 50e6)                \
-    X("MI250X", 220, 383.0e12, 220 * 1.7e9, 2 * 16 * 128 * 1.7e9, 3.2768e12, 2 * 8e6)
+    X("H200", 132, 0.63 * 989.4e12, 989.4e12, 132 * 1.83e9, 12.0e12, 4.8e12, 50e6)      \
+    X("MI250X", 220, 383.0e12, 383.0e12, 220 * 1.7e9, 2 * 16 * 128 * 1.7e9, 3.2768e12,   \
+      2 * 8e6)
 
 typedef struct GpuFig {
     const char *name;
     int sms;
-    double mma_flops, smem_wf, l2, dram, l2_bytes;
+    double mma_flops, wgmma_flops, smem_wf, l2, dram, l2_bytes;
 } GpuFig;
 
 static const GpuFig gpu_table[] = {
-#define ROW(n, s, f, w, l, d, c) {n, s, f, w, l, d, c},
+#define ROW(n, s, f, g, w, l, d, c) {n, s, f, g, w, l, d, c},
     GPU_TABLE(ROW)
 #undef ROW
 };
@@ -56,7 +58,7 @@ static void scale_sample(RtGpuEmuStats *s)
     double f = (double)s->grid_blocks / (double)s->blocks;
     long long *c[] = {&s->mma, &s->mma_flops, &s->ldmatrix, &s->smem_wavefronts,
                       &s->smem_requests, &s->gmem_sectors, &s->gmem_requests,
-                      &s->barriers, &s->shuffles, &s->cp_async};
+                      &s->barriers, &s->shuffles, &s->cp_async, &s->wgmma, &s->wgmma_flops};
     for (size_t i = 0; i < sizeof c / sizeof *c; i++)
         *c[i] = (long long)((double)*c[i] * f + 0.5);
     long long u = (long long)((double)s->gmem_unique * f + 0.5);
@@ -77,8 +79,13 @@ void cli_print_emu_stats(const char *kernel)
     }
     printf("%s: stats: %lld blocks of %lld threads\n", kernel, s.blocks,
            s.blocks ? s.threads / s.blocks : 0);
-    printf("%s: stats: tensor-core instructions %lld (%lld FLOP), ldmatrix %lld\n",
-           kernel, s.mma, s.mma_flops, s.ldmatrix);
+    if (s.wgmma) /* warpgroup instructions among them */
+        printf("%s: stats: tensor-core instructions %lld (%lld FLOP), of them wgmma.mma_async "
+               "%lld (%lld FLOP), ldmatrix %lld\n", kernel, s.mma, s.mma_flops, s.wgmma,
+               s.wgmma_flops, s.ldmatrix);
+    else
+        printf("%s: stats: tensor-core instructions %lld (%lld FLOP), ldmatrix %lld\n",
+               kernel, s.mma, s.mma_flops, s.ldmatrix);
     printf("%s: stats: shared-memory wavefronts %lld (in %lld requests), global "
            "32-byte sectors %lld (in %lld requests), %lld distinct\n", kernel,
            s.smem_wavefronts, s.smem_requests, s.gmem_sectors, s.gmem_requests,
@@ -87,7 +94,8 @@ void cli_print_emu_stats(const char *kernel)
            s.barriers, s.shuffles, s.cp_async);
     for (size_t i = 0; i < sizeof gpu_table / sizeof *gpu_table; i++) {
         const GpuFig *g = &gpu_table[i];
-        double t[NUNIT] = {(double)s.mma_flops / g->mma_flops,
+        double t[NUNIT] = {(double)(s.mma_flops - s.wgmma_flops) / g->mma_flops +
+                               (double)s.wgmma_flops / g->wgmma_flops,
                            (double)s.smem_wavefronts / g->smem_wf,
                            (double)s.gmem_sectors * 32.0 / g->l2,
                            (double)s.gmem_unique * 32.0 / g->dram};

@@ -213,6 +213,7 @@ typedef struct RtGpuEmuStats {
     long long blocks, threads;
     long long gmem_unique;
     long long grid_blocks, gmem_extent; /* blocks < grid_blocks: a sample ran */
+    long long wgmma, wgmma_flops;       /* of mma, mma_flops: wgmma.mma_async's */
 } RtGpuEmuStats;
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t);
 void rt_gpu_emu_last_stats(RtGpuEmuStats *out);

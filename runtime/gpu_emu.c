@@ -28,10 +28,12 @@
 extern const char rt_emu_header[];      /* runtime/emu/blk_emu.h */
 extern const char rt_emu_header_mma[];  /* runtime/emu/blk_emu_mma.h */
 extern const char rt_emu_header_mem[];  /* runtime/emu/blk_emu_mem.h */
+extern const char rt_emu_header_wgmma[]; /* runtime/emu/blk_emu_wgmma.h */
 
 typedef struct EmuDev {
     bool hip;
     bool memstats;             /* $BLKC_EMU_STATS=1 and clang++ found */
+    bool sm90a;                /* cuda-emu as sm_90a ($BLKC_EMU_ARCH): wgmma */
     char cxx[512];
 } EmuDev;
 
@@ -145,7 +147,9 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *include, bool p
         argv[a++] = "-D__gfx90a__=1";
         argv[a++] = "-D__HIP_PLATFORM_AMD__=1";
     } else {
-        argv[a++] = "-D__CUDA_ARCH__=800";
+        argv[a++] = d->sm90a ? "-D__CUDA_ARCH__=900" : "-D__CUDA_ARCH__=800";
+        if (d->sm90a) /* nvcc's macro for the arch-specific sm_90a features */
+            argv[a++] = "-D__CUDA_ARCH_FEAT_SM90_ALL=1";
     }
     argv[a++] = inc;
     if (pch) {
@@ -209,6 +213,8 @@ static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n
     rc |= write_atomic(p, rt_emu_header_mma);
     snprintf(p, sizeof p, "%s/blk_emu_mem.h", sub);
     rc |= write_atomic(p, rt_emu_header_mem);
+    snprintf(p, sizeof p, "%s/blk_emu_wgmma.h", sub);
+    rc |= write_atomic(p, rt_emu_header_wgmma);
     rc |= write_atomic(pch_inc, rt_emu_header);
     if (rc)
         return -1;
@@ -256,10 +262,20 @@ static int e_open(bool hip, void **out, RtGpuDevInfo *info, char *err,
                  "or put c++, g++ or clang++ on PATH)", hip ? "hip" : "cuda");
         return -2;
     }
-    snprintf(info->arch, sizeof info->arch, "%s", hip ? "gfx90a" : "sm_80");
+    /* $BLKC_EMU_ARCH: the arch cuda-emu compiles for and emulates */
+    const char *ea = getenv("BLKC_EMU_ARCH");
+    if (!hip && ea && *ea && strcmp(ea, "sm_80") && strcmp(ea, "sm_90a")) {
+        free(d);
+        snprintf(err, errlen, "BLKC_EMU_ARCH=%s: cuda-emu emulates sm_80 (the default) "
+                 "or sm_90a", ea);
+        return -1;
+    }
+    d->sm90a = !hip && ea && !strcmp(ea, "sm_90a");
+    snprintf(info->arch, sizeof info->arch, "%s",
+             hip ? "gfx90a" : d->sm90a ? "sm_90a" : "sm_80");
     snprintf(info->name, sizeof info->name, "%s (emulated on the CPU)",
              hip ? "hip-emu" : "cuda-emu");
-    info->max_smem = hip ? 65536 : 166912;
+    info->max_smem = hip ? 65536 : d->sm90a ? 232448 : 166912;
     info->ticks_per_ms = 1000000; /* blk_emu.h's clock: ns */
     *out = d;
     return 0;
@@ -351,6 +367,8 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
     hh = fnv(hh, rt_emu_header, strlen(rt_emu_header));
     hh = fnv(hh, rt_emu_header_mma, strlen(rt_emu_header_mma));
     hh = fnv(hh, rt_emu_header_mem, strlen(rt_emu_header_mem));
+    hh = fnv(hh, rt_emu_header_wgmma, strlen(rt_emu_header_wgmma));
+    hh = fnv(hh, d->sm90a ? "sm_90a" : "", d->sm90a ? 6 : 0);
     hh = fnv(hh, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
     const uint64_t h = fnv(hh, image, n);
     snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)h);

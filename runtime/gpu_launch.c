@@ -301,7 +301,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
         RtGpuKernel *k = &gm->k[gm->nk++];
         k->f = f;
         char e[1024] = "";
-        if (bk_gpu_kernel_info(f, dl, &k->ki, e, sizeof e) != 0)
+        if (bk_gpu_kernel_info(f, dl, g->info.arch, &k->ki, e, sizeof e) != 0)
             st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s",
                          f->name, e);
         else if (k->ki.smem_bytes > g->info.max_smem)
@@ -595,7 +595,7 @@ static RtGpuVariant *variant_compile(RtGpuModule *gm, const RtGpuKernel *k,
     DslBuf img;
     memset(&img, 0, sizeof img);
     blkc_status st = BLKC_OK;
-    if (bk_gpu_kernel_info(fp, dl, &v->ki, e, sizeof e) != 0)
+    if (bk_gpu_kernel_info(fp, dl, g->info.arch, &v->ki, e, sizeof e) != 0)
         st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "%s", e);
     else if (v->ki.smem_bytes > g->info.max_smem)
         st = rt_fail(BLKC_ERR_RUNTIME, err, errlen, "it needs %lld bytes of "

@@ -77,7 +77,8 @@ function(blkc_gpu_compile_tests prefix label)
                          LABELS "${label}" SKIP_RETURN_CODE 77 TIMEOUT 600)
   endif()
   file(GLOB _blk_more ${PROJECT_SOURCE_DIR}/tests/gpu/data/*.blk
-       ${PROJECT_SOURCE_DIR}/tests/cli/data/*.blk ${PROJECT_SOURCE_DIR}/lib/*.blk)
+       ${PROJECT_SOURCE_DIR}/tests/cli/data/*.blk ${PROJECT_SOURCE_DIR}/lib/*.blk
+       ${PROJECT_SOURCE_DIR}/tests/emu/twgmma.blk)
   list(FILTER _blk_more EXCLUDE REGEX "/bad\\.blk$")
   if(_blk_more)
     add_test(NAME ${prefix}_blk COMMAND ${_t} blk ${_blk_more})

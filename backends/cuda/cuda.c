@@ -158,6 +158,57 @@ static const char *const cuda_prelude[] = {
     "}\n",
     "#endif\n",
     "\n",
+    "/* wgmma operand tiles (gpu_wgmma.c): element e of an [R][C] tile of\n",
+    " * 16-bit elements in core matrices of 8 rows x 8 elements (128 bytes),\n",
+    " * core (r / 8, c / 8) at (c / 8) * (R / 8) + slot(r / 8); mt > 0: the\n",
+    " * row-cores of warp w's fragment i (of mt) form m-block i of warpgroup\n",
+    " * w / 4 (8 row-cores: 2 per warp of the group) */\n",
+    "__device__ inline int blk_wgl(int e, int C, int R, int mt)\n",
+    "{\n",
+    "    const int r = e / C, c = e % C, tr = r >> 3;\n",
+    "    int s = tr;\n",
+    "    if (mt) {\n",
+    "        const int w = tr / (2 * mt), j = tr % (2 * mt);\n",
+    "        s = ((w >> 2) * mt + (j >> 1)) * 8 + (w & 3) * 2 + (j & 1);\n",
+    "    }\n",
+    "    return ((c >> 3) * (R >> 3) + s) * 64 + (r & 7) * 8 + (c & 7);\n",
+    "}\n",
+    "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(BLK_EMU)\n",
+    "/* sm_90a (PTX ISA 9.7.15): warpgroup MMA; cuda-emu: runtime/emu/blk_emu_wgmma.h */\n",
+    "__device__ inline unsigned blk_smem_addr(const void *p)\n",
+    "{\n",
+    "    return (unsigned)__cvta_generic_to_shared(p);\n",
+    "}\n",
+    "__device__ inline void blk_fence_proxy_async(void)\n",
+    "{\n",
+    "    asm volatile(\"fence.proxy.async.shared::cta;\\n\" : : : \"memory\");\n",
+    "}\n",
+    "__device__ inline void blk_wgmma_fence(void) { asm volatile(\"wgmma.fence.sync.aligned;\\n\" : : : \"memory\"); }\n",
+    "__device__ inline void blk_wgmma_commit(void) { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" : : : \"memory\"); }\n",
+    "template <int N> __device__ inline void blk_wgmma_wait(void)\n",
+    "{\n",
+    "    asm volatile(\"wgmma.wait_group.sync.aligned %0;\\n\" : : \"n\"(N) : \"memory\");\n",
+    "}\n",
+    "/* keeps the compiler from moving accumulator accesses across the\n",
+    " * asynchronous wgmma (their asm does not name the registers) */\n",
+    "__device__ inline void blk_wgmma_reg_fence(float &x) { asm volatile(\"\" : \"+f\"(x) : : \"memory\"); }\n",
+    "#elif defined(BLK_EMU)\n",
+    "static inline void blk_wgmma_reg_fence(float &) {}\n",
+    "#else\n",
+    "__device__ inline void blk_fence_proxy_async(void) {}\n",
+    "#endif\n",
+    "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n",
+    "/* a wgmma matrix descriptor (PTX ISA 9.7.15.5.1.2.2): start address,\n",
+    " * leading and stride dimension byte offsets, each (x & 0x3FFFF) >> 4, in\n",
+    " * bits 13-0, 29-16, 45-32; base offset 0; swizzle mode 0 (none) */\n",
+    "__device__ inline unsigned long long blk_wg_desc(const void *p, unsigned lbo, unsigned sbo)\n",
+    "{\n",
+    "    return (unsigned long long)((blk_smem_addr(p) & 0x3FFFFu) >> 4) |\n",
+    "           (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |\n",
+    "           (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;\n",
+    "}\n",
+    "#endif\n",
+    "\n",
     "/* stages(S) pipelines (gpu_mem.c): 16 bytes global -> shared, the first\n",
     " * `src` of them read and the rest zero-filled; groups of copies */\n",
     "#if defined(BLK_EMU) /* cuda-emu: blk_emu.h, with real group semantics */\n",
@@ -332,7 +383,7 @@ static int nvrtc_compile(const IrModule *m, const char *src, const char *arch,
         BkGpuKernelInfo ki;
         if (m->funcs[i]->is_device)
             continue;
-        if (bk_gpu_kernel_info(m->funcs[i], &bk_gpu_cuda_dialect, &ki, err,
+        if (bk_gpu_kernel_info(m->funcs[i], &bk_gpu_cuda_dialect, arch, &ki, err,
                                errlen) < 0)
             return -1;
         if (ki.smem_bytes > smem_limit(sm)) {
@@ -425,11 +476,11 @@ static int cuda_emit(const IrModule *m, const BkOptions *o, const char *stage,
         return -1;
     }
     if (!strcmp(stage, "gpu-ir"))
-        return bk_gpu_emit_gpu_ir(m, &bk_gpu_cuda_dialect, out, err, errlen);
+        return bk_gpu_emit_gpu_ir(m, &bk_gpu_cuda_dialect, arch, out, err, errlen);
     if (!strcmp(stage, "cuda"))
-        return bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, out, err, errlen);
+        return bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, arch, out, err, errlen);
     DslBuf src = {0};
-    if (bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, &src, err, errlen) < 0) {
+    if (bk_gpu_emit_module(m, &bk_gpu_cuda_dialect, arch, &src, err, errlen) < 0) {
         dsl_buf_free(&src);
         return -1;
     }

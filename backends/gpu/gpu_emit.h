@@ -78,19 +78,21 @@ typedef struct BkGpuFail {
 bool bk_gpu_uses_ranks(const IrFunc *f);
 
 /* Writes the whole module as one translation unit into out. Returns 0, or -1
- * with a message in err. `arch` selects nothing in the text (archs are
- * handled with #if in the source) and may be NULL. */
-int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
-                       char *err, size_t errlen);
+ * with a message in err. `arch` (NULL: the default) selects one path in
+ * the text: CUDA "sm_90a" (or "compute_90a") lets dots use wgmma
+ * (gpu_wgmma.c), whose operand layouts only that arch reads; other archs
+ * are handled with #if in the source. */
+int bk_gpu_emit_module(const IrModule *m, const BkGpuDialect *dl, const char *arch,
+                       DslBuf *out, char *err, size_t errlen);
 
 /* The `gpu-ir` stage: each kernel's Core IR with the layout the backend
  * chose for every tile value and var (` @ LAYOUT`), the conversions
  * marked. 0, or -1 with a message in err (gpu_ir.c). */
-int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
-                       char *err, size_t errlen);
+int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, const char *arch,
+                       DslBuf *out, char *err, size_t errlen);
 
 /* Launch facts of one kernel (same layout decisions as the emitter). */
-int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl,
+int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl, const char *arch,
                        BkGpuKernelInfo *info, char *err, size_t errlen);
 
 /* The dialects (cuda/cuda.c, hip/hip.c). */
@@ -215,6 +217,14 @@ typedef struct BkGpuEm {
     bool nohoist;             /* BLKC_GPU_NOHOIST: cp.async prefetch
                                  addresses recomputed each k step */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
+    bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
+    bool wgmma;               /* some dot uses wgmma (gpu_wgmma.c): barriers
+                                 fence the async proxy */
+    int *wgl;                 /* wgmma operand tiles: 1 + the m-blocks per
+                                 warpgroup whose rows an a tile is permuted
+                                 into (1: none, b), stored in core matrices
+                                 (blk_wgl); else 0 */
+    bool *wgd;                /* dots on wgmma */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
     BkGpuAcc acc[BK_GPU_MAXACC];
     int nacc;
@@ -325,7 +335,7 @@ int bk_gpu_analyze(BkGpuEm *em);      /* fills pos .. smem; 0 or -1 */
 /* the emitter state of kernel f (every decision made; out may be NULL);
  * 0, or -1 with the message in err (gpu_emit.c) */
 int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
-                   DslBuf *out, char *err, size_t errlen);
+                   const char *arch, DslBuf *out, char *err, size_t errlen);
 void bk_gpu_em_free(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_layouts.c */
@@ -469,6 +479,21 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id);
 void bk_gpu_mma_slot(const BkGpuEm *em, int v, const char *R, char *buf, size_t n, int *S);
 /* store id of an MMA var.get straight from the registers (the epilogue) */
 void bk_gpu_mma_store(BkGpuEm *em, int id);
+
+/* ------------------------------------------------------------ gpu_wgmma.c
+ * dots on wgmma.mma_async (CUDA sm_90a) */
+/* whether MMA var v takes the warp grid of wgmma's accumulator (every
+ * warp whole rows): a dot of its shape qualifies (gpu_layouts.c) */
+bool bk_gpu_wgmma_var(const BkGpuEm *em, int v);
+/* the dots on wgmma and their operand layouts (wgd, wgl, wgmma), at the
+ * end of the layout pass; 0 or -1 */
+int bk_gpu_wgmma_plan(BkGpuEm *em);
+/* before the kernel: the inline-asm wrappers of the shapes it uses */
+void bk_gpu_wgmma_decls(BkGpuEm *em);
+/* dot id into var v's registers (inside gpu_mmadot.c's block, blk_A and
+ * blk_B declared): `#if` sm_90a and the wgmma sequence; the caller writes
+ * the #else */
+void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v);
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */

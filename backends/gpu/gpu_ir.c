@@ -68,10 +68,15 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), cv);
     } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
-        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s%s",
+        char wg[128] = "";
+        if (in->op == IR_DOT && em->wgd && em->wgd[id])
+            snprintf(wg, sizeof wg, "  ; wgmma.mma_async m64n%lldk16 .f32.%s (sm_90a), a and b "
+                     "from shared memory", (long long)in->type.shape[1],
+                     em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16");
+        snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s%s%s",
                  g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
                  in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "",
-                 in->op == IR_DOT && em->areg && em->areg[id] ? ", a from registers" : "");
+                 in->op == IR_DOT && em->areg && em->areg[id] ? ", a from registers" : "", wg);
     } else if (em->cvt[id]) {
         snprintf(buf, n, "shared+%lld  ; convert mma -> shared", em->off[id]);
     } else if (in->op == IR_DOT && em->vmma[BK_GPU_DOT_VAR(em, id)].on) {
@@ -98,7 +103,9 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
         snprintf(buf, n, "shared+%lld, cp.async ring of %d%s", em->off[id], em->f->stages,
-                 em->swz[id] ? ", swizzled" : "");
+                 em->wgl && em->wgl[id] ? ", wgmma core matrices" : em->swz[id] ? ", swizzled" : "");
+    } else if (em->wgl && em->wgl[id]) {
+        snprintf(buf, n, "shared+%lld, wgmma core matrices", em->off[id]);
     } else if (em->swz[id]) {
         snprintf(buf, n, "shared+%lld, swizzled", em->off[id]);
     } else {
@@ -153,15 +160,15 @@ static void facts_line(DslBuf *out, const IrFunc *f)
     dsl_buf_printf(out, "%s\n", any ? "" : "// generic: no launch facts (scalar loads and stores)");
 }
 
-int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, DslBuf *out,
-                       char *err, size_t errlen)
+int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, const char *arch,
+                       DslBuf *out, char *err, size_t errlen)
 {
     for (int k = 0, nk = 0; k < m->nfuncs; k++) {
         const IrFunc *f = m->funcs[k];
         if (f->is_device)
             continue;
         BkGpuEm em;
-        if (bk_gpu_em_init(&em, f, dl, NULL, err, errlen) < 0)
+        if (bk_gpu_em_init(&em, f, dl, arch, NULL, err, errlen) < 0)
             return -1;
         char **notes = calloc((size_t)f->nins + 1, sizeof(char *));
         char **vnotes = calloc((size_t)f->nvars + 1, sizeof(char *));

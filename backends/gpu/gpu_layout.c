@@ -469,6 +469,10 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->mrow);
     free(em->mrcvt);
     free(em->vmrow);
+    free(em->wgl);
+    free(em->wgd);
+    em->wgl = NULL;
+    em->wgd = NULL;
     em->mrow = em->vmrow = NULL;
     em->mrcvt = NULL;
     em->rowc = NULL;

@@ -485,7 +485,11 @@ static bool swz_ok(const BkGpuEm *em, int x)
 void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n)
 {
     int C, rpl, pm;
-    if (em->swz && em->swz[v] && swz_geom(&em->f->ins[v].type, &C, &rpl, &pm))
+    const IrType *t = &em->f->ins[v].type;
+    if (em->wgl && em->wgl[v]) /* a wgmma operand: core matrices (gpu_wgmma.c) */
+        snprintf(buf, n, "blk_wgl(%s, %lld, %lld, %d)", e, (long long)t->shape[1],
+                 (long long)t->shape[0], em->wgl[v] - 1);
+    else if (em->swz && em->swz[v] && swz_geom(t, &C, &rpl, &pm))
         snprintf(buf, n, "blk_swz(%s, %d, 8, %d, %d)", e, C, rpl, pm);
     else
         snprintf(buf, n, "%s", e);
@@ -837,7 +841,10 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
         if (t->rank != 2 || t->dtype != DT_F32 || !var_mma(em, v, regof, fn, false))
             continue;
         bool f32 = var_f32(em, v, regof);
-        if (!(var_rows(em, v, regof) &&
+        /* wgmma's accumulator (gpu_wgmma.c): every warp whole rows */
+        bool wg = bk_gpu_wgmma_var(em, v) &&
+                  bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], f32, true);
+        if (!wg && !(var_rows(em, v, regof) &&
               bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], f32, true)) &&
             !bk_gpu_pick_grid(em, &em->vmma[v], t->shape[0], t->shape[1], f32, false))
             continue;
@@ -892,7 +899,7 @@ int bk_gpu_layouts(BkGpuEm *em, const int *regof)
     bk_gpu_mrow_cvts(em, regof);
     for (int i = 0; i < n; i++) /* only shared tiles are stored swizzled */
         em->swz[i] &= em->lay[i] == BK_LAY_SHARED;
-    return 0;
+    return bk_gpu_wgmma_plan(em);
 }
 
 void bk_gpu_mma_rowcol(const BkGpuEm *em, int v, const char *mt, const char *nt,

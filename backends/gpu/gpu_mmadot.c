@@ -374,8 +374,17 @@ static void dot_regs(BkGpuEm *em, int id, int v)
                     t >= 0 ? t : in->opnd[1]);
     bk_gpu_line(em, "(void)blk_A; (void)blk_B;");
     bool cuda = em->dl->kind == BK_GPU_CUDA;
-    dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
     bool f32 = f->ins[in->opnd[0]].type.dtype == DT_F32;
+    if (em->wgd && em->wgd[id]) { /* sm_90a (gpu_wgmma.c): its operand layouts only */
+        bk_gpu_wgmma_dot(em, id, v);
+        dsl_buf_printf(em->o, "#else\n");
+        dot_fma(em, id, v, K, N);
+        dsl_buf_printf(em->o, "#endif\n");
+        em->indent--;
+        bk_gpu_line(em, "}");
+        return;
+    }
+    dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
     if (cuda && f->ins[in->opnd[0]].type.dtype == DT_I8)
         dot_s8(em, id, v, K, N);
     else if (cuda)

@@ -338,9 +338,9 @@ static int hip_emit(const IrModule *m, const BkOptions *o, const char *stage,
         return -1;
     }
     if (!strcmp(stage, "gpu-ir"))
-        return bk_gpu_emit_gpu_ir(m, &bk_gpu_hip_dialect, out, err, errlen);
+        return bk_gpu_emit_gpu_ir(m, &bk_gpu_hip_dialect, arch, out, err, errlen);
     if (!strcmp(stage, "hip"))
-        return bk_gpu_emit_module(m, &bk_gpu_hip_dialect, out, err, errlen);
+        return bk_gpu_emit_module(m, &bk_gpu_hip_dialect, arch, out, err, errlen);
     if (strncmp(arch, "gfx", 3) || strlen(arch) > 24 || strpbrk(arch, " '\"\\;")) {
         snprintf(err, errlen, "hip: unknown --arch '%s' (use gfx90a, gfx942, ...)",
                  arch);
@@ -350,7 +350,7 @@ static int hip_emit(const IrModule *m, const BkOptions *o, const char *stage,
         BkGpuKernelInfo ki;
         if (m->funcs[i]->is_device)
             continue;
-        if (bk_gpu_kernel_info(m->funcs[i], &bk_gpu_hip_dialect, &ki, err,
+        if (bk_gpu_kernel_info(m->funcs[i], &bk_gpu_hip_dialect, arch, &ki, err,
                                errlen) < 0)
             return -1;
         if (ki.smem_bytes > 65536) {
@@ -361,7 +361,7 @@ static int hip_emit(const IrModule *m, const BkOptions *o, const char *stage,
         }
     }
     DslBuf src = {0};
-    if (bk_gpu_emit_module(m, &bk_gpu_hip_dialect, &src, err, errlen) < 0) {
+    if (bk_gpu_emit_module(m, &bk_gpu_hip_dialect, arch, &src, err, errlen) < 0) {
         dsl_buf_free(&src);
         return -1;
     }

@@ -5,6 +5,7 @@
  * (tensor cores, ldmatrix, cp.async, shuffles, atomics) emulated lane by
  * lane from the vendors' instruction specifications. runtime/gpu_emu.c compiles every module with
  *   -include blk_emu.h -DBLK_EMU=1 -D__CUDA_ARCH__=800      (cuda-emu)
+ *   ... -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1      (cuda-emu, BLKC_EMU_ARCH=sm_90a)
  *   -include blk_emu.h -DBLK_EMU=1 -DBLK_EMU_HIP=1 -D__gfx90a__=1 (hip-emu)
  * and the dialect preludes (backends/cuda/cuda.c, backends/hip/hip.c) leave
  * out their inline asm / builtin definitions under BLK_EMU.
@@ -22,6 +23,11 @@
  *     blk_mma_s8(int c[4], const unsigned a[4], const unsigned b[2])      mma.m16n8k32 .row.col s32.s8.s8.s32
  *                                     ("Matrix Fragments for mma.m16n8k32")
  *     blk_tf32_split(float x, unsigned &hi, unsigned &lo)                 cvt.rna.tf32.f32
+ *   CUDA sm_90a (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix ..."; blk_emu_wgmma.h)
+ *     blk_wgmma_m64n<N>k16_f32_bf16/_f16<TA, TB>(float d[N/2], a-desc, b-desc, scale-d)
+ *                                     wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 / .f16.f16
+ *     blk_wgmma_fence(), blk_wgmma_commit(), blk_wgmma_wait<N>()  wgmma.fence / commit_group / wait_group
+ *     blk_smem_addr(p) (cvta.to.shared), blk_fence_proxy_async() (fence.proxy.async.shared::cta)
  *     blk_max_nan_f32(a, b), blk_min_nan_f32(a, b)                        max.NaN.f32, min.NaN.f32
  *     blk_cp_async16(dst, src, nbytes), blk_cp_commit(), blk_cp_wait<N>() cp.async.cg.shared.global 16 (src-size),
  *                                     cp.async.commit_group, cp.async.wait_group N ("Data Movement: cp.async")
@@ -122,6 +128,8 @@ struct BlkEmuStats {
     long long gmem_unique;     /* distinct global 32-byte sectors (DRAM if L2 holds the reuse) */
     long long grid_blocks;     /* blocks of the grid: blocks < grid_blocks when sampled */
     long long gmem_extent;     /* 32-byte sectors spanned by the tensor arguments */
+    long long wgmma;           /* of mma: wgmma.mma_async (warpgroup instructions) */
+    long long wgmma_flops;     /* of mma_flops: theirs */
 };
 
 /* ------------------------------------------------------------ the machine */
@@ -158,10 +166,11 @@ struct alignas(8) int2 { int x, y; };
 struct alignas(8) float2 { float x, y; };
 
 enum { BLK_EMU_TAG_NONE, BLK_EMU_TAG_SYNC, BLK_EMU_TAG_END, BLK_EMU_TAG_SHFL,
-       BLK_EMU_TAG_VOTE, BLK_EMU_TAG_SYNCWARP, BLK_EMU_TAG_LDMATRIX, BLK_EMU_TAG_MMA };
+       BLK_EMU_TAG_VOTE, BLK_EMU_TAG_SYNCWARP, BLK_EMU_TAG_LDMATRIX, BLK_EMU_TAG_MMA,
+       BLK_EMU_TAG_WGMMA };
 static const char *const blk_emu_tag_name[] = {
     "?", "__syncthreads", "the end of the kernel", "a warp shuffle",
-    "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma"};
+    "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma", "a wgmma instruction"};
 
 struct BlkEmuBar {
     int count = 0, tag = 0, width = 0;
@@ -172,6 +181,7 @@ struct alignas(16) BlkEmuSlot { unsigned char b[128]; };
 
 struct BlkEmuWarp {
     BlkEmuBar bar;
+    BlkEmuBar wgbar;               /* the warpgroup's (warps 4i only; blk_emu_wgmma.h) */
     BlkEmuSlot slot[BLK_EMU_WARP];
 };
 
@@ -347,7 +357,8 @@ static void blk_emu_bar_wait(BlkEmuBar &b, int width, int tag)
         b.count = 0;
         b.gen++;
         m->running += width - 1; /* the waiters run again */
-        const int t0 = &b == &m->block ? 0 : (int)threadIdx.x / BLK_EMU_WARP * BLK_EMU_WARP;
+        /* a warp's or warpgroup's threads: width consecutive ones */
+        const int t0 = &b == &m->block ? 0 : (int)threadIdx.x / width * width;
         for (int t = t0; t < t0 + width; t++)
             m->where[t] = 0;
         return;
@@ -646,6 +657,7 @@ static inline int __any(int p) { return blk_emu_ballot(p) != 0; }
 static inline int __all(int p) { return blk_emu_ballot(p) == (BLK_EMU_WARP == 64 ? ~0ull : 0xffffffffull); }
 
 #include "blk_emu_mma.h"
+#include "blk_emu_wgmma.h"
 
 /* ------------------------------------------------------------ launch */
 
@@ -708,6 +720,7 @@ static void blk_emu_fiber_main()
                              (unsigned)(b / (grid[0] * grid[1]))};
         (*blk_emu_body)();
         blk_emu_cp_drop();
+        blk_emu_wg_drop(t);
         blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_END);
         if (t == 0) { /* a fresh block: shared memory is garbage again */
 #ifdef BLK_EMU_MEMSTATS
@@ -832,8 +845,10 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     blk_emu_blocks = &blocks;
     blk_emu_body = &body;
     blk_emu_fibers = fibers.data();
-    for (int t = 0; t < threads; t++)
+    for (int t = 0; t < threads; t++) {
         blk_emu_cp_reset(t);
+        blk_emu_wg_drop(t);
+    }
     blk_emu_schedule(&m);
     blk_emu_fibers = nullptr;
     blk_emu_m = nullptr;

@@ -34,6 +34,11 @@
 #   sample-stats  --stats-sample=N: scaled counts equal the full run's on
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
+#   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
+#       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
+#       warps) and examples/matmul.blk against the CPU, their dots on
+#       wgmma.mma_async (gpu-ir; --stats: exact wgmma counts), none on the
+#       default sm_80; a bad BLKC_EMU_ARCH is exit 3
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -314,6 +319,58 @@ layouts)
       echo "ok $1: $nb barriers, no shared-memory tile"
     fi
   done
+  exit $fail
+  ;;
+wgmma)
+  fail=0 F=$SRC/tests/emu/twgmma.blk
+  # NAME FILE TOL "OUTS" ARGS...: the CPU against cuda-emu as sm_90a
+  wone() {
+    local name=$1 file=$2 tol=$3; shift 3
+    if ! timeout 300 "$BLKC" run "$file" "$@" --random --seed=7 --out C="$T/c.npy" >"$T/log" 2>&1 ||
+       ! BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$file" "$@" --random --seed=7 --device=cuda-emu \
+           --out C="$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" $tol >"$T/log" 2>&1; then
+      echo "FAIL $name: $(cat "$T/log")"; fail=1
+    else
+      echo "ok $name: $(cat "$T/log")"
+    fi
+  }
+  for k in twg_bf16 twg_f16 twg_bt; do
+    wone "$k 64x64 warps(4)" "$F" "1e-4 1e-4" --entry=$k M=200 N=136 K=72
+    wone "$k 128x128 warps(4)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=136 K=72
+    wone "$k 128x128 warps(8)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=136 K=136
+  done
+  wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
+  wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
+  # the dots took wgmma on sm_90a, and only there
+  for k in twg_bf16 twg_f16 twg_bt; do
+    "$BLKC" compile "$F" --entry=$k --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+    grep -q "; wgmma.mma_async m64n64k16 .f32.$([ $k = twg_f16 ] && echo f16 || echo bf16) (sm_90a)" "$T/ir" &&
+      [ "$(grep -c 'wgmma core matrices' "$T/ir")" = 2 ] ||
+      { echo "FAIL $k: no wgmma dot in the sm_90a gpu-ir:"; cat "$T/ir"; fail=1; }
+    "$BLKC" compile "$F" --entry=$k --target=cuda --emit=gpu-ir >"$T/ir" 2>&1
+    if grep -q wgmma "$T/ir"; then echo "FAIL $k: wgmma on the default sm_80"; fail=1; fi
+  done
+  # 2 warps: no warpgroup, the mma.sync path
+  "$BLKC" compile "$F" --entry=twg_bf16 -D W=2 --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+  if grep -q wgmma "$T/ir"; then echo "FAIL twg_bf16 warps(2): wgmma without a warpgroup"; fail=1; fi
+  BLKC_EMU_ARCH=sm_75 "$BLKC" run "$F" --entry=twg_bf16 M=64 N=64 K=32 --random --device=cuda-emu >"$T/log" 2>&1
+  rc=$?
+  if [ $rc != 3 ] || ! grep -q "BLKC_EMU_ARCH=sm_75: cuda-emu emulates sm_80 (the default) or sm_90a" "$T/log"; then
+    echo "FAIL BLKC_EMU_ARCH=sm_75: exit $rc, $(cat "$T/log")"; fail=1
+  fi
+  # --stats (clang++): a 128 x 128 block, K = 32: 2 m-blocks x 2 k steps,
+  # 64 x 128 x 16 each: 4 wgmma.mma_async, 1048576 FLOP; none on sm_80
+  if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
+       --random --device=cuda-emu --stats >"$T/log" 2>&1; then
+    if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log"; then
+      echo "FAIL matmul 128x128 sm_90a --stats: want 4 wgmma:"; cat "$T/log"; fail=1
+    else
+      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core" "$T/log")"
+    fi
+  else
+    echo "FAIL matmul --stats on sm_90a: $(cat "$T/log")"; fail=1
+  fi
   exit $fail
   ;;
 lib-*)

@@ -189,6 +189,251 @@ static void k_cp_async(int)
     check(d[4] == 2 && d[5] == 0 && d[7] == 0, "cp.async group 2 (zero-filled past src-size)",
           t, 5, d[5], 0);
 }
+
+/* ------------------------------------------------------------ wgmma (sm_90a)
+ * PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout": the canonical
+ * layouts of 9.7.15.5.1.2.1.3, written here as the table's CuTe
+ * shape:stride pairs (T = 8 elements of 16 bits, offsets in elements, SBO
+ * and LBO in elements), evaluated by a small CuTe evaluator, then the
+ * table's Swizzle<B, 4, 3> functor x ^ ((x & (((1 << B) - 1) << 7)) >> 3)
+ * on the byte address (the pattern repeats every 1024 / 512 / 256 bytes:
+ * 9.7.15.5.1.2.2, base offset 0). Descriptor bits of 9.7.15.5.1.2.2:
+ * start >> 4 in 13..0, LBO >> 4 in 29..16, SBO >> 4 in 45..32, swizzle
+ * mode in 63..62 (0 none, 1 128B, 2 64B, 3 32B). The D fragment of
+ * Figure 149: warp w of the warpgroup, d_i at row 16w + groupID + 8 *
+ * ((i >> 1) & 1), column 8 (i >> 2) + 2 threadID_in_group + (i & 1). */
+struct WgMode { int n; long long size[3], stride[3]; };
+/* coordinate x of a CuTe mode (colexicographic: the first size fastest) */
+static long long cute_mode(const WgMode &md, long long x)
+{
+    long long off = 0;
+    for (int i = 0; i < md.n; i++) {
+        off += (x % md.size[i]) * md.stride[i];
+        x /= md.size[i];
+    }
+    return off;
+}
+/* a 16-bit operand of MN (rows of A / columns of B) x K in shared memory:
+ * mn-major (imm-trans 1) or K-major; sw 0 / 32 / 64 / 128 bytes */
+struct WgLay { bool mnmaj; int sw; long long lbo, sbo, start; };
+static long long wg_byte(const WgLay &L, int mn, int k, int MN)
+{
+    const long long T = 8, c = L.sw / 16, lbo = L.lbo / 2, sbo = L.sbo / 2;
+    WgMode mmn, mk;
+    if (!L.mnmaj && !L.sw) {        /* ((8,m),(T,2k)):((1T,SBO),(1,LBO)) */
+        mmn = {2, {8, MN / 8, 1}, {T, sbo, 0}};
+        mk = {2, {T, 2, 1}, {1, lbo, 0}};
+    } else if (!L.mnmaj) {          /* ((8,m),(T,2k)):((cT,SBO),(1,T)) */
+        mmn = {2, {8, MN / 8, 1}, {c * T, sbo, 0}};
+        mk = {2, {T, 2, 1}, {1, T, 0}};
+    } else if (!L.sw) {             /* ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)) */
+        mmn = {3, {T, 1, MN / T}, {1, T, sbo}};
+        mk = {2, {8, 2, 1}, {T, lbo, 0}};
+    } else {                        /* ((T,c,m),(8,k)):((1,T,LBO),(cT,SBO)) */
+        mmn = {3, {T, c, (MN + T * c - 1) / (T * c)}, {1, T, lbo}};
+        mk = {2, {8, 2, 1}, {c * T, sbo, 0}};
+    }
+    long long x = L.start + 2 * (cute_mode(mmn, mn) + cute_mode(mk, k));
+    if (L.sw) {
+        const long long B = L.sw == 128 ? 3 : L.sw == 64 ? 2 : 1;
+        x ^= (x & (((1LL << B) - 1) << 7)) >> 3;
+    }
+    return x;
+}
+static unsigned long long wg_desc(const WgLay &L)
+{
+    const unsigned long long mode = L.sw == 128 ? 1 : L.sw == 64 ? 2 : L.sw == 32 ? 3 : 0;
+    const unsigned long long lbo = L.sw && !L.mnmaj ? 16 : (unsigned long long)L.lbo;
+    return ((unsigned long long)(L.start & 0x3ffff) >> 4) | ((lbo & 0x3ffff) >> 4) << 16 |
+           ((unsigned long long)(L.sbo & 0x3ffff) >> 4) << 32 | mode << 62;
+}
+/* a layout of each kind for an MN x 16 operand at `start` (a multiple of 1024),
+ * strides with gaps where the layout allows them */
+static WgLay wg_lay(bool mnmaj, int sw, int MN, long long start)
+{
+    if (!sw)   /* core matrices of 8 x 16 bytes: K-major cores along K at LBO */
+        return mnmaj ? WgLay{true, 0, 160, 2 * 160 + 32, start}
+                     : WgLay{false, 0, 144, 2 * 144 + 16, start};
+    if (!mnmaj) /* rows of sw bytes (2 chunks used), 8-row atoms at SBO */
+        return WgLay{false, sw, 0, 8 * sw, start};
+    /* mn-major: atoms of 8 k-rows of sw bytes; along K at SBO, MN at LBO */
+    (void)MN;
+    return WgLay{true, sw, 2 * 8 * sw, 8 * sw, start};
+}
+
+struct WgCase { int kind, n; bool amn, bmn; int asw, bsw; };
+static WgCase wg_case;
+static const char *wg_name;
+
+static void wg_issue(float *d, int n, unsigned long long da, unsigned long long db, int sd,
+                     bool ta, bool tb, int kind)
+{
+#define WG_CALL(N)                                                                         \
+    if (n == N) {                                                                          \
+        if (kind)                                                                          \
+            ta ? (tb ? blk_wgmma_m64n##N##k16_f32_bf16<1, 1>(d, da, db, sd)                \
+                     : blk_wgmma_m64n##N##k16_f32_bf16<1, 0>(d, da, db, sd))               \
+               : (tb ? blk_wgmma_m64n##N##k16_f32_bf16<0, 1>(d, da, db, sd)                \
+                     : blk_wgmma_m64n##N##k16_f32_bf16<0, 0>(d, da, db, sd));              \
+        else                                                                               \
+            ta ? (tb ? blk_wgmma_m64n##N##k16_f32_f16<1, 1>(d, da, db, sd)                 \
+                     : blk_wgmma_m64n##N##k16_f32_f16<1, 0>(d, da, db, sd))                \
+               : (tb ? blk_wgmma_m64n##N##k16_f32_f16<0, 1>(d, da, db, sd)                 \
+                     : blk_wgmma_m64n##N##k16_f32_f16<0, 0>(d, da, db, sd));               \
+        return;                                                                            \
+    }
+    WG_CALL(8) WG_CALL(24) WG_CALL(64) WG_CALL(128) WG_CALL(256)
+#undef WG_CALL
+    printf("FAIL wgmma test: no wrapper call for N = %d\n", n);
+    fails++;
+}
+
+/* Two warpgroups (256 threads), each its own 64 rows of A (rows 64 g ..),
+ * the same B; two k-steps (K = 32: A and B of each step at their own
+ * addresses) chained on one accumulator, D = A0 B0 + A1 B1 + C; a read
+ * before the wait sees C; then scale-d = 0 (D = A0 B0) */
+static void k_wgmma(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    const WgCase c = wg_case;
+    const int t = (int)threadIdx.x, wg = t / 128, w = t / 32 % 4, lane = t % 32;
+    const int g = lane >> 2, q = lane & 3, N = c.n;
+    WgLay la[2][2], lb[2];
+    for (int s = 0; s < 2; s++) {
+        for (int h = 0; h < 2; h++) /* A: per step, per warpgroup */
+            la[s][h] = wg_lay(c.amn, c.asw, 64, 16384LL * (2 * s + h));
+        lb[s] = wg_lay(c.bmn, c.bsw, N, 65536 + 32768LL * s);
+    }
+    unsigned short *e = (unsigned short *)sm;
+    for (int s = 0; s < 2; s++) {
+        for (int x = t; x < 128 * 16; x += 256) { /* A[m][k] of step s */
+            const int m = x / 16, k = x % 16;
+            const double v = Aval(m, 16 * s + k);
+            e[wg_byte(la[s][m / 64], m % 64, k, 64) / 2] = c.kind ? b16(v) : h16(v);
+        }
+        for (int x = t; x < 16 * N; x += 256) { /* B[k][n] of step s */
+            const int k = x / N, n = x % N;
+            const double v = Bval(16 * s + k, n);
+            e[wg_byte(lb[s], n, k, N) / 2] = c.kind ? b16(v) : h16(v);
+        }
+    }
+    blk_fence_proxy_async();
+    __syncthreads();
+    float d[128];
+    for (int i = 0; i < N / 2; i++)
+        d[i] = (float)Cval(64 * wg + 16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * q + (i & 1));
+    blk_wgmma_fence();
+    for (int s = 0; s < 2; s++)
+        wg_issue(d, N, wg_desc(la[s][wg]), wg_desc(lb[s]), 1, c.amn, c.bmn, c.kind);
+    blk_wgmma_commit();
+    for (int i = 0; i < N / 2; i++) { /* not yet retired: the old accumulator */
+        const int row = 64 * wg + 16 * w + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * q + (i & 1);
+        check(d[i] == (float)Cval(row, col), "wgmma: before wait_group (old accumulator)", t, i,
+              d[i], Cval(row, col));
+    }
+    blk_wgmma_wait<0>();
+    for (int i = 0; i < N / 2; i++) {
+        const int row = 64 * wg + 16 * w + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * q + (i & 1);
+        const double want = Dref(row, col, 32);
+        check(d[i] == want, wg_name, t, i, d[i], want);
+    }
+    /* scale-d = 0: D = A0 B0, the accumulator's value ignored */
+    blk_wgmma_fence();
+    wg_issue(d, N, wg_desc(la[0][wg]), wg_desc(lb[0]), 0, c.amn, c.bmn, c.kind);
+    blk_wgmma_commit();
+    blk_wgmma_wait<0>();
+    for (int i = 0; i < N / 2; i++) {
+        const int row = 64 * wg + 16 * w + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * q + (i & 1);
+        const double want = Dref(row, col, 16) - Cval(row, col);
+        check(d[i] == want, "wgmma scale-d = 0", t, i, d[i], want);
+    }
+}
+
+/* wait_group 1 with two groups in flight retires the first only: group 1
+ * into d0, group 2 into d1 (B all ones, A row m = m: d = 16 m) */
+static void k_wgmma_groups(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    const int t = (int)threadIdx.x, w = t / 32, g = (t % 32) >> 2;
+    const WgLay la = wg_lay(false, 0, 64, 0), lb = wg_lay(false, 128, 8, 16384);
+    unsigned short *e = (unsigned short *)sm;
+    for (int x = t; x < 64 * 16; x += 128)
+        e[wg_byte(la, x / 16, x % 16, 64) / 2] = b16(x / 16);
+    for (int x = t; x < 8 * 16; x += 128)
+        e[wg_byte(lb, x % 8, x / 8, 8) / 2] = b16(1);
+    __syncthreads();
+    float d0[4] = {-1, -1, -1, -1}, d1[4] = {-2, -2, -2, -2};
+    blk_wgmma_fence();
+    blk_wgmma_m64n8k16_f32_bf16<0, 0>(d0, wg_desc(la), wg_desc(lb), 0);
+    blk_wgmma_commit();
+    blk_wgmma_m64n8k16_f32_bf16<0, 0>(d1, wg_desc(la), wg_desc(lb), 0);
+    blk_wgmma_commit();
+    blk_wgmma_wait<1>();
+    const int r0 = 16 * w + g;
+    check(d0[0] == 16.0f * r0 && d0[2] == 16.0f * (r0 + 8), "wgmma group 1 after wait_group 1",
+          t, 0, d0[0], 16.0 * r0);
+    check(d1[0] == -2.0f, "wgmma group 2 before its wait (old accumulator)", t, 0, d1[0], -2);
+    blk_wgmma_wait<0>();
+    check(d1[3] == 16.0f * (r0 + 8), "wgmma group 2 after wait_group 0", t, 3, d1[3],
+          16.0 * (r0 + 8));
+}
+
+/* an mma_async with no wgmma.fence before it: refused */
+static void k_wgmma_nofence(int)
+{
+    float d[4] = {0, 0, 0, 0};
+    blk_wgmma_m64n8k16_f32_bf16<0, 0>(d, 0, 0, 1);
+}
+
+static void wgmma_tests()
+{
+    static const int sws[] = {0, 32, 64, 128};
+    int ncase = 0;
+    for (int kind = 0; kind < 2; kind++)
+        for (int amn = 0; amn < 2; amn++)
+            for (int bmn = 0; bmn < 2; bmn++)
+                for (int ia = 0; ia < 4; ia++)
+                    for (int ib = 0; ib < 4; ib++) {
+                        /* N: every width on the plain layouts, else one each */
+                        static const int ns[] = {8, 24, 64, 128, 256};
+                        for (int in = 0; in < 5; in++) {
+                            const int n = ns[in];
+                            if ((ia || ib) && n != (kind ? 64 : 128) && !(ia == 3 && ib == 3 && n == 256))
+                                continue;
+                            if (bmn && sws[ib] && n % (sws[ib] / 2)) /* whole mn-major atoms */
+                                continue;
+                            wg_case = {kind, n, amn != 0, bmn != 0, sws[ia], sws[ib]};
+                            static char name[160];
+                            snprintf(name, sizeof name, "wgmma m64n%dk16 %s A %s-major %dB, B %s-major %dB",
+                                     n, kind ? "bf16" : "f16", amn ? "M" : "K", sws[ia],
+                                     bmn ? "N" : "K", sws[ib]);
+                            wg_name = name;
+                            const int before = fails;
+                            run(k_wgmma, 256, 131072, name);
+                            if (fails != before)
+                                printf("  (in %s)\n", name);
+                            ncase++;
+                        }
+                    }
+    run(k_wgmma_groups, 128, 32768, "wgmma groups");
+    {
+        int arg = 0;
+        void *params[1] = {&arg};
+        long long grid[3] = {1, 1, 1};
+        char err[512] = "";
+        int rc = blk_emu_launch(k_wgmma_nofence, grid, 128, 0, params, nullptr, err, sizeof err);
+        if (rc == 0 || !strstr(err, "without a wgmma.fence")) {
+            printf("FAIL wgmma without fence: rc %d, '%s'\n", rc, err);
+            fails++;
+        }
+        rc = blk_emu_launch(k_wgmma_nofence, grid, 64, 0, params, nullptr, err, sizeof err);
+        if (rc == 0 || !strstr(err, "whole warpgroups")) {
+            printf("FAIL wgmma in a 64-thread block: rc %d, '%s'\n", rc, err);
+            fails++;
+        }
+    }
+    printf("ok %d wgmma layout cases\n", ncase);
+}
 #else
 /* AMD CDNA2 ISA / matrix instruction calculator layouts (wave of 64):
  * v_mfma_f32_16x16x{16f16,16bf16_1k,4f32}: A[i][k] in lane i + 16*(k/kpl)
@@ -345,6 +590,7 @@ int main()
     check(hi == 0x3f802000u, "cvt.rna.tf32 tie", 0, 0, hi, 0x3f802000u);
     check(__uint_as_float(hi) + __uint_as_float(lo) == __uint_as_float(0x3f801000u),
           "tf32 split hi + lo", 0, 0, __uint_as_float(lo), 0);
+    wgmma_tests();
 #else
     run(k_mfma<16, 16, 0>, 64, 0, "mfma 16x16x16 f16");
     run(k_mfma<16, 16, 1>, 64, 0, "mfma 16x16x16 bf16");

@@ -5,8 +5,9 @@
  *                                    the part after the prelude) must match;
  *                                    BLKC_UPDATE_GOLDEN=1 rewrites the files
  *   gpu_compile_test compile         every hand-built kernel (kernels.h)
- *                                    compiles: CUDA to cubin for sm_80 and
- *                                    sm_90 and to PTX that `ptxas -arch=sm_90`
+ *                                    compiles: CUDA to cubin for sm_80,
+ *                                    sm_90 and sm_90a (dots on wgmma) and to
+ *                                    PTX that `ptxas -arch=sm_90` / sm_90a
  *                                    assembles; HIP to a gfx90a code object
  *   gpu_compile_test vec             the specialized forms (every IR_ASSUME_*
  *                                    fact set): goldens NAME_vec / _pipe, they
@@ -185,6 +186,11 @@ static bool find_tool(const char *name, char *path, size_t n)
     return false;
 }
 
+#ifndef GPU_TEST_HIP
+static void ptx_check(const char *what, const IrModule *m, const char *parch,
+                      const char *sarch);
+#endif
+
 /* Returns 77 if the compiler is absent, else 0 (failures counted). */
 static int compile_module(const char *what, const IrModule *m)
 {
@@ -193,7 +199,7 @@ static int compile_module(const char *what, const IrModule *m)
     static const char *const archs[] = {"gfx90a", NULL};
     const char *stage = "hsaco";
 #else
-    static const char *const archs[] = {"sm_80", "sm_90", NULL};
+    static const char *const archs[] = {"sm_80", "sm_90", "sm_90a", NULL};
     const char *stage = "cubin";
 #endif
     for (int i = 0; archs[i]; i++) {
@@ -214,20 +220,32 @@ static int compile_module(const char *what, const IrModule *m)
         dsl_buf_free(&out);
     }
 #ifndef GPU_TEST_HIP
-    /* PTX for compute_90, assembled by ptxas for sm_90 */
-    BkOptions o = {"compute_90", 3};
+    /* PTX for compute_90 and compute_90a (dots on wgmma), assembled by
+     * ptxas for sm_90 / sm_90a */
+    ptx_check(what, m, "compute_90", "sm_90");
+    ptx_check(what, m, "compute_90a", "sm_90a");
+#endif
+    return 0;
+}
+
+#ifndef GPU_TEST_HIP
+static void ptx_check(const char *what, const IrModule *m, const char *parch,
+                      const char *sarch)
+{
+    char err[8192] = "";
+    BkOptions o = {parch, 3};
     DslBuf ptx = {0};
     if (BK->emit(m, &o, "ptx", &ptx, err, sizeof err) < 0) {
-        printf("FAIL %s ptx: %s\n", what, err);
+        printf("FAIL %s ptx for %s: %s\n", what, parch, err);
         failures++;
         dsl_buf_free(&ptx);
-        return 0;
+        return;
     }
     char tool[1024];
     if (!find_tool("ptxas", tool, sizeof tool)) {
         printf("ok %s: ptx (%zu bytes; no ptxas to assemble it)\n", what, ptx.len);
         dsl_buf_free(&ptx);
-        return 0;
+        return;
     }
     char tmpl[] = "/tmp/blkc_ptx_XXXXXX";
     int fd = mkstemp(tmpl);
@@ -236,23 +254,25 @@ static int compile_module(const char *what, const IrModule *m)
         failures++;
     } else {
         char cmd[2300];
-        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", tool,
+        snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", tool, sarch,
                  tmpl);
-        int rc = system(cmd);
+        int rc = system(cmd), nwg = 0;
+        for (const char *q = ptx.data; q && (q = strstr(q, "wgmma.mma_async")); q++)
+            nwg++;
         if (rc != 0) {
-            printf("FAIL %s: ptxas -arch=sm_90 rejected the PTX (%d)\n", what, rc);
+            printf("FAIL %s: ptxas -arch=%s rejected the PTX (%d)\n", what, sarch, rc);
             failures++;
         } else {
-            printf("ok %s: ptxas -arch=sm_90 assembles the PTX\n", what);
+            printf("ok %s: ptxas -arch=%s assembles the PTX (%d wgmma.mma_async)\n", what,
+                   sarch, nwg);
         }
     }
     if (fd >= 0)
         close(fd);
     unlink(tmpl);
     dsl_buf_free(&ptx);
-#endif
-    return 0;
 }
+#endif
 
 /* Compiles every kernel on its own (so one failure names its kernel). */
 static int compile_each(const IrModule *m)

@@ -126,7 +126,7 @@ static int run(const char *name, int stages, Tens *t, int nt, unsigned gx,
     int rc = -1;
     void *mod = NULL, *fn = NULL;
     if (bk_cuda_backend.emit(m, &o, "cubin", &bin, err, sizeof err) < 0 ||
-        bk_gpu_kernel_info(f, &bk_gpu_cuda_dialect, &ki, err, sizeof err) < 0) {
+        bk_gpu_kernel_info(f, &bk_gpu_cuda_dialect, NULL, &ki, err, sizeof err) < 0) {
         printf("FAIL %s: %s\n", name, err);
         goto out;
     }

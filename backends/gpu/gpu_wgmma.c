@@ -1,0 +1,234 @@
+/* gpu_wgmma.c — dots on Hopper's warpgroup MMA (CUDA, --arch=sm_90a):
+ * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B read
+ * by the tensor cores from shared memory through matrix descriptors.
+ *
+ * Which dots (bk_gpu_wgmma_plan, after the layout pass chose its layouts):
+ * a 2-D dot accumulating in place into an MMA var (f32 [M, N]) from
+ * f16 / bf16 operand tiles of the same dtype, in a kernel of warps(4) or
+ * warps(8) (one or two warpgroups of 4 warps), M a multiple of 64 per
+ * warpgroup, N a multiple of 8 up to 256, K a multiple of 16, the
+ * operands stored tiles read by this dot alone (those the layout pass may
+ * store swizzled, gpu_layouts.c swz_ok). bk_gpu_wgmma_var makes such a
+ * var's warp grid the one wgmma's accumulator has: every warp owns whole
+ * rows (wm = warps, wn = 1, mt fragments of 16 rows each), so register R
+ * of the MMA layout (gpu_mma.c) is element R % (N / 2) of the D fragment
+ * of m-block R / (N / 2) (PTX ISA 9.7.15.5.1.1.1, Figure 149: warp w of a
+ * warpgroup holds rows 16 w + groupID (+ 8) of the m16n8 pattern repeated
+ * over the N / 8 column blocks) — every other op on the var (epilogue,
+ * row reductions, conversions) is unchanged.
+ *
+ * Operand layout (bk_gpu_swz_idx writes `blk_wgl`, cuda.c prelude):
+ * 9.7.15.5.1.2.1.3 "Canonical Layouts", no swizzle, core matrices of
+ * 8 rows x 16 bytes (128 contiguous bytes), for an [R][C] tile with C the
+ * contiguous (K for a, N or K for b) dimension: core (r / 8, c / 8) at
+ * ((c / 8) (R / 8) + slot(r / 8)) * 128 bytes. a's row-cores are
+ * permuted so that m-block i of warpgroup G (64 rows: 16 of each of its
+ * warps, from their fragment i) is 8 consecutive row-cores: a K-major
+ * operand with SBO = 128, LBO = (M / 8) 128. b read as [K][N] is N-major
+ * (imm-trans-b = 1: SBO = (K / 8) 128 between 8-column groups, LBO = 128
+ * between 8-row groups of K); b = trans(t) of an [N][K] tile t is K-major
+ * (imm-trans-b = 0, SBO = 128, LBO = (N / 8) 128). Descriptor (9.7.15.5.
+ * 1.2.2): start, LBO, SBO each (x & 0x3FFFF) >> 4 in bits 13-0, 29-16,
+ * 45-32, base offset 0, swizzle mode 0; a k step of 16 and an m-block
+ * advance the start address only.
+ *
+ * Emission (bk_gpu_wgmma_dot, under `#if __CUDA_ARCH__ >= 900 &&
+ * defined(__CUDA_ARCH_FEAT_SM90_ALL)`, the FMA loop under #else):
+ * wgmma.fence, K / 16 x mt wgmma.mma_async (scale-d 1: in place),
+ * wgmma.commit_group, wgmma.wait_group 0; the accumulator registers are
+ * fenced for the compiler around it (the asm of the instructions does not
+ * name them). Every barrier of such a kernel is preceded by
+ * fence.proxy.async.shared::cta (gpu_emit.c bk_gpu_sync): the operand
+ * tiles are written through the generic proxy (cp.async, stores) and
+ * wgmma reads them through the async proxy. bk_gpu_wgmma_decls writes,
+ * before the kernel, the inline-asm wrapper of each shape it uses (CUDA;
+ * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
+ *
+ * Not here: TMA, swizzled operand layouts, warp specialization, a
+ * persistent grid, wgmma groups in flight across k steps, A from
+ * registers, fp8 / tf32 / i8, f16 accumulators. */
+#include "gpu_emit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The tile b of dot id is read from: t of b = trans(t), else b; *kmaj:
+ * stored K-major ([N][K]) */
+static int b_src(const BkGpuEm *em, int id, bool *kmaj)
+{
+    int b = em->f->ins[id].opnd[1], t = bk_gpu_dot_tsrc(em, b);
+    *kmaj = t >= 0;
+    return t >= 0 ? t : b;
+}
+
+/* The shape facts of dot id (result [M, N], operands of 16-bit dtype
+ * with K % 16 == 0) and the kernel's warps; *mt = the m-blocks of 64 rows
+ * per warpgroup. */
+static bool shape_ok(const BkGpuEm *em, int id, int *mt)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    if (!em->sm90a || (em->nw != 4 && em->nw != 8) || in->op != IR_DOT ||
+        in->type.rank != 2 || in->type.dtype != DT_F32)
+        return false;
+    const IrType *a = &f->ins[in->opnd[0]].type, *b = &f->ins[in->opnd[1]].type;
+    if (a->rank != 2 || b->rank != 2 || a->dtype != b->dtype ||
+        (a->dtype != DT_F16 && a->dtype != DT_BF16))
+        return false;
+    long long M = in->type.shape[0], N = in->type.shape[1], K = a->shape[1];
+    int ng = em->nw / 4;
+    if (M % (64 * ng) || N % 8 || N > 256 || K % 16)
+        return false;
+    *mt = (int)(M / (64 * ng));
+    return (long long)*mt * N / 2 <= 128; /* accumulator registers per thread */
+}
+
+bool bk_gpu_wgmma_var(const BkGpuEm *em, int v)
+{
+    const IrType *t = &em->f->vars[v].type;
+    for (int i = 0; i < em->f->nins; i++) {
+        const IrInstr *in = &em->f->ins[i];
+        int mt;
+        if (!in->dead && in->op == IR_DOT && in->type.rank == 2 &&
+            in->type.shape[0] == t->shape[0] && in->type.shape[1] == t->shape[1] &&
+            shape_ok(em, i, &mt))
+            return true;
+    }
+    return false;
+}
+
+/* The dots (live, on the register path) that read tile x as an operand. */
+static int readers(const BkGpuEm *em, int x)
+{
+    int n = 0;
+    for (int u = 0; u < em->f->nins; u++) {
+        const IrInstr *o = &em->f->ins[u];
+        bool kmaj;
+        if (!o->dead && o->op == IR_DOT)
+            n += (o->opnd[0] == x) + (b_src(em, u, &kmaj) == x);
+    }
+    return n;
+}
+
+int bk_gpu_wgmma_plan(BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    em->wgl = calloc((size_t)f->nins + 1, sizeof(int));
+    em->wgd = calloc((size_t)f->nins + 1, sizeof(bool));
+    if (!em->wgl || !em->wgd) {
+        bk_gpu_fail(em, "out of memory");
+        return -1;
+    }
+    for (int id = 0; id < f->nins && em->sm90a; id++) {
+        const IrInstr *in = &f->ins[id];
+        int mt, v = em->mvar[id];
+        bool kmaj;
+        if (in->dead || in->op != IR_DOT || em->lay[id] != BK_LAY_MMA || v < 0 ||
+            in->opnd[2] < 0 || !shape_ok(em, id, &mt) || (em->areg && em->areg[id]))
+            continue;
+        const BkGpuMma *g = &em->vmma[v];
+        int a = in->opnd[0], b = b_src(em, id, &kmaj);
+        if (!g->on || g->wb > 0 || g->wm != em->nw || g->wn != 1 ||
+            g->nt * 8 != g->N || g->mt != mt || !em->swz[a] || !em->swz[b] || a == b ||
+            readers(em, a) != 1 || readers(em, b) != 1)
+            continue;
+        em->wgd[id] = true;
+        em->wgl[a] = 1 + mt; /* rows by warpgroup m-block */
+        em->wgl[b] = 1;
+        em->wgmma = true;
+    }
+    return 0;
+}
+
+/* The PTX type suffix of dot id's operands. */
+static const char *ab_type(const BkGpuEm *em, int id)
+{
+    return em->f->ins[em->f->ins[id].opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+}
+
+void bk_gpu_wgmma_decls(BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    if (!em->wgmma)
+        return;
+    for (int id = 0; id < f->nins; id++) {
+        if (!em->wgd[id])
+            continue;
+        int N = (int)f->ins[id].type.shape[1];
+        const char *t = ab_type(em, id);
+        DslBuf *o = em->o;
+        dsl_buf_printf(o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL) && "
+                          "!defined(BLK_EMU) && !defined(BLK_WGMMA_N%d_%s)\n", N, t);
+        dsl_buf_printf(o, "#define BLK_WGMMA_N%d_%s\n", N, t);
+        dsl_buf_printf(o, "/* wgmma.mma_async m64n%dk16 .f32.%s.%s: d = the thread's %d "
+                          "accumulator registers (PTX ISA 9.7.15.5.1.1.1), a-desc, b-desc, "
+                          "scale-d (predicate), imm-scale 1, imm-trans TA / TB */\n",
+                       N, t, t, N / 2);
+        dsl_buf_printf(o, "template <int TA, int TB>\n__device__ inline void "
+                          "blk_wgmma_m64n%dk16_f32_%s(float *d, unsigned long long a, "
+                          "unsigned long long b, int scale_d)\n{\n", N, t);
+        dsl_buf_printf(o, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n",
+                       N / 2 + 2);
+        dsl_buf_printf(o, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+                       N, t, t);
+        for (int r = 0; r < N / 2; r++)
+            dsl_buf_printf(o, "%s%%%d", r ? ", " : "", r);
+        dsl_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n\"\n", N / 2, N / 2 + 1,
+                       N / 2 + 3, N / 2 + 4);
+        dsl_buf_printf(o, "                 :");
+        for (int r = 0; r < N / 2; r++)
+            dsl_buf_printf(o, "%s \"+f\"(d[%d])%s", r ? "," : "", r,
+                           r % 8 == 7 && r + 1 < N / 2 ? "\n                  " : "");
+        dsl_buf_printf(o, "\n                 : \"l\"(a), \"l\"(b), \"r\"(scale_d), \"n\"(TA), "
+                          "\"n\"(TB));\n}\n#endif\n");
+    }
+}
+
+/* `for` over var v's registers with a compiler fence on each: accesses
+ * stay on their side of the asynchronous instructions */
+static void reg_fence(BkGpuEm *em, int v)
+{
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) blk_wgmma_reg_fence(var%d[blk_r]);",
+                bk_gpu_mma_nregs(&em->vmma[v]), v);
+}
+
+void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const BkGpuMma *g = &em->vmma[v];
+    bool kmaj;
+    b_src(em, id, &kmaj);
+    long long M = in->type.shape[0], N = in->type.shape[1];
+    long long K = f->ins[in->opnd[0]].type.shape[1];
+    int mt = g->mt; /* a warp's fragments of 16 rows = its warpgroup's m-blocks of 64 */
+    /* byte strides of the core-matrix layouts (file comment) */
+    long long albo = M / 8 * 128, bsbo = kmaj ? 128 : K / 8 * 128,
+              blbo = kmaj ? N / 8 * 128 : 128;
+    long long astep = 2 * albo, bstep = kmaj ? 2 * blbo : 2 * 128; /* per k step of 16 */
+    dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    bk_gpu_line(em, "/* sm_90a: wgmma.mma_async m64n%lldk16 .f32.%s, %d m-block%s of 64 rows per "
+                "warpgroup (blk_warp / 4) x %lld k steps; a K-major, b %s-major, core matrices "
+                "of 8 x 16 bytes, no swizzle (PTX ISA 9.7.15.5.1.2) */", N, ab_type(em, id), mt,
+                mt > 1 ? "s" : "", K / 16, kmaj ? "K" : "N");
+    bk_gpu_line(em, "const unsigned long long blk_da = blk_wg_desc(blk_A, %lld, 128) + "
+                "(unsigned long long)(blk_warp / 4 * %d),", albo, mt * 8 * 128 / 16);
+    bk_gpu_line(em, "                         blk_db = blk_wg_desc(blk_B, %lld, %lld);", blbo,
+                bsbo);
+    reg_fence(em, v);
+    bk_gpu_line(em, "blk_wgmma_fence();");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", K / 16);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int i = 0; i < %d; i++) /* descriptors: start address + bytes / 16 */",
+                mt);
+    bk_gpu_line(em, "        blk_wgmma_m64n%lldk16_f32_%s<0, %d>(&var%d[i * %lld], "
+                "blk_da + (unsigned long long)(i * %d + k * %lld), "
+                "blk_db + (unsigned long long)(k * %lld), 1);", N, ab_type(em, id),
+                kmaj ? 0 : 1, v, N / 2, 8 * 128 / 16, astep / 16, bstep / 16);
+    bk_gpu_line(em, "blk_wgmma_commit();");
+    bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
+    reg_fence(em, v);
+}

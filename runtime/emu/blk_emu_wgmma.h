@@ -1,0 +1,274 @@
+/* blk_emu_wgmma.h - the Hopper warpgroup MMA of blk_emu.h (cuda-emu with
+ * BLKC_EMU_ARCH=sm_90a): wgmma.fence / commit_group / wait_group and
+ * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B in
+ * shared memory through matrix descriptors, modelled from the PTX ISA
+ * (9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
+ * Instructions"), never from what blkc's generator emits:
+ *
+ *   9.7.15.5.1.2.2 "Matrix Descriptor Format" (a 64-bit register):
+ *     bits 13-0  matrix-descriptor-encode(matrix start address)
+ *     bits 29-16 matrix-descriptor-encode(leading dimension byte offset, LBO)
+ *     bits 45-32 matrix-descriptor-encode(stride dimension byte offset, SBO)
+ *     bits 51-49 matrix base offset (0: the swizzle pattern starts on its
+ *                boundary: 1024 / 512 / 256 bytes for 128B / 64B / 32B)
+ *     bits 63-62 swizzle mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
+ *     where matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4.
+ *   9.7.15.5.1.2.1.3 "Canonical Layouts" (CuTe notation, T = 128 / element
+ *     bits = 8 for f16/bf16, offsets in elements, LBO/SBO in bytes here):
+ *     K-major,  none:  ((8,m),(T,2k)):((1T,SBO),(1,LBO))
+ *     K-major,  32B/64B/128B: ((8,m),(T,2k)):((cT,SBO),(1,T)), c = 2/4/8
+ *     MN-major, none:  ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))
+ *     MN-major, 32B/64B/128B: ((T,c,m),(8,k)):((1,T,LBO),(cT,SBO))
+ *     then Swizzle<1|2|3, 4, 3> on the byte address: bits [4, 4 + b) ^=
+ *     bits [7, 7 + b). imm-trans-a / imm-trans-b = 0: K-major ("matrices
+ *     A and B are stored in row-major and column-major format"), 1:
+ *     M-major A / N-major B (9.7.15.5.1.2 "Shared Memory Matrix Layout").
+ *   9.7.15.5.1.1.1 "Matrix Fragments for wgmma.mma_async.m64nNk16",
+ *     Figure 149 (accumulator D, .f32: N/2 registers d0..d(N/2-1)): warp w
+ *     (%warpid % 4) of the warpgroup owns rows 16w .. 16w+15 (the same
+ *     warp-to-rows assignment as 9.7.15.6.2's table); within the warp the
+ *     m16n8 accumulator pattern repeats over the N/8 column blocks:
+ *       groupID = %laneid >> 2, threadID_in_group = %laneid % 4
+ *       row = 16 w + groupID + 8 * ((i >> 1) & 1)
+ *       col = 8 * (i >> 2) + 2 * threadID_in_group + (i & 1)
+ *   9.7.15.5.2 "wgmma.mma_async": D = A*B + D, or D = A*B when the
+ *     predicate scale-d is false; .sync.aligned: every thread of the
+ *     warpgroup executes it; the descriptors must be the same across the
+ *     warps of the warpgroup; wgmma.fence must order the accumulator's
+ *     earlier register accesses before it; the results may be accessed
+ *     only after a wgmma.wait_group retires the wgmma-group
+ *     (wgmma.commit_group) holding it.
+ *
+ * Modelled: every mma_async is a warpgroup collective (128 consecutive
+ * threads, 4 warps) that reads A and B from shared memory at issue and
+ * keeps each thread's new D fragment in a pending record; consecutive
+ * mma_async on the same accumulator chain through the pending records
+ * (the hardware accumulates in issue order); commit_group gives the
+ * uncommitted records a group number; wait_group N writes the records of
+ * all but the N most recent groups into the registers, in issue order.
+ * A read before the wait therefore sees the old accumulator. An
+ * mma_async with no wgmma.fence since the thread's last wait_group (or
+ * the start of the block) fails the launch, as do descriptors that differ
+ * between the warps, a non-zero base offset (not modelled), a read
+ * outside the block's shared memory, and a block that is not whole
+ * warpgroups. Products are exact in double, summed in k order and
+ * rounded to f32 once with the old D (the hardware's internal order and
+ * rounding are unspecified). Not modelled: A from registers, tf32, fp8,
+ * integer types, f16 accumulators, imm-scale (-1), sparse, the async
+ * proxy (fence.proxy.async is a no-op: one host thread runs all), the
+ * shared-memory traffic of wgmma in --stats. Included by blk_emu.h only. */
+#ifndef BLK_EMU_WGMMA_H
+#define BLK_EMU_WGMMA_H
+
+#ifndef BLK_EMU_HIP
+
+/* The shared-state-space address of p (cvta.to.shared): its offset in the
+ * block's shared memory, which starts at shared address 0 here. */
+static inline unsigned blk_smem_addr(const void *p)
+{
+    return (unsigned)((const unsigned char *)p - blk_emu_smem_base);
+}
+/* fence.proxy.async.shared::cta: orders generic-proxy shared writes before
+ * async-proxy reads (wgmma); memory order is not modelled */
+static inline void blk_fence_proxy_async(void) {}
+
+enum { BLK_EMU_WG = 4 * BLK_EMU_WARP, BLK_EMU_WG_MAXD = 128 };
+
+/* one thread's pending mma_async: its new D fragment, not yet retired */
+struct BlkEmuWgRec { float *d; int nd; long long group; float v[BLK_EMU_WG_MAXD]; };
+struct BlkEmuWgState { std::vector<BlkEmuWgRec> v; long long committed; bool fenced; };
+static BlkEmuWgState blk_emu_wgs[1024]; /* per thread of the block */
+
+/* what each thread deposits at an mma_async */
+struct BlkEmuWgIn { unsigned long long da, db; int n, kind, ta, tb; };
+
+/* A block of whole warpgroups, else the launch fails. */
+static inline void blk_emu_wg_check(void)
+{
+    BlkEmuMachine *m = blk_emu_m;
+    if (m->nthreads % BLK_EMU_WG) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "wgmma needs whole warpgroups of %d threads; the block has %d",
+                 BLK_EMU_WG, m->nthreads);
+        blk_emu_fail(m, msg);
+        blk_emu_abandon();
+    }
+}
+/* The warpgroup barrier: the first warp of the group holds it. */
+static inline void blk_emu_wg_bar(void)
+{
+    blk_emu_wg_check();
+    blk_emu_bar_wait(blk_emu_m->warps[threadIdx.x / BLK_EMU_WG * 4].wgbar, BLK_EMU_WG,
+                     BLK_EMU_TAG_WGMMA);
+}
+
+[[noreturn]] static void blk_emu_wg_fail(const char *what)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "block (%u, %u, %u) thread %d: %s", blockIdx.x, blockIdx.y,
+             blockIdx.z, blk_emu_tid(), what);
+    blk_emu_fail(blk_emu_m, msg);
+    blk_emu_abandon();
+}
+
+/* Element (mn, k) of a 16-bit operand through descriptor desc: mn is A's
+ * row m or B's column n; mnmajor: imm-trans = 1 (canonical layouts above). */
+static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
+{
+    const long long start = (long long)(desc & 0x3fff) << 4;
+    const long long lbo = (long long)((desc >> 16) & 0x3fff) << 4;
+    const long long sbo = (long long)((desc >> 32) & 0x3fff) << 4;
+    const int base = (int)((desc >> 49) & 7), mode = (int)(desc >> 62);
+    const int c = mode == 1 ? 8 : mode == 2 ? 4 : mode == 3 ? 2 : 0; /* 16-byte chunks per row */
+    long long off;
+    if (base != 0)
+        blk_emu_wg_fail("wgmma matrix descriptor with a non-zero base offset (not modelled)");
+    if (!mnmajor && !c)
+        off = (mn % 8) * 16 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo;
+    else if (!mnmajor)
+        off = (mn % 8) * 16 * c + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * 16;
+    else if (!c)
+        off = (mn % 8) * 2 + (mn / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo;
+    else
+        off = (mn % 8) * 2 + (mn / 8 % c) * 16 + (mn / (8 * c)) * lbo + (k % 8) * 16 * c +
+              (k / 8) * sbo;
+    long long a = start + off;
+    if (c)
+        a ^= ((a >> 7) & (c - 1)) << 4;
+    if (a < 0 || a + 2 > blk_emu_m->smem_bytes)
+        blk_emu_wg_fail("wgmma reads outside the block's shared memory");
+    unsigned short h;
+    memcpy(&h, blk_emu_smem_base + a, 2);
+    return kind ? blk_emu_bf16(h) : blk_emu_f16(h);
+}
+
+#ifdef BLK_EMU_BREAK_LAYOUT
+static inline int blk_emu_wg_row(int r) { return r == 1 ? 2 : r == 2 ? 1 : r; }
+#else
+static inline int blk_emu_wg_row(int r) { return r; }
+#endif
+
+/* wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16 (kind 0), bf16 (kind 1)}
+ * d, a-desc, b-desc, scale-d, 1, 1, ta, tb */
+static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long long db,
+                          int scale_d, int ta, int tb, int kind)
+{
+    BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
+    blk_emu_wg_check();
+    if (!s.fenced)
+        blk_emu_wg_fail("wgmma.mma_async without a wgmma.fence since the accumulator "
+                        "registers were last accessible (a wait_group or the block's start)");
+    if (n < 8 || n > 256 || n % 8)
+        blk_emu_wg_fail("wgmma.mma_async: N must be a multiple of 8 up to 256");
+    const int t = (int)threadIdx.x, lane = blk_emu_lane(), w = t / BLK_EMU_WARP % 4;
+    if (t % BLK_EMU_WG == 0) {
+        blk_emu_count(blk_emu_m->st.mma, 1);
+        blk_emu_count(blk_emu_m->st.mma_flops, 2LL * 64 * n * 16);
+        blk_emu_count(blk_emu_m->st.wgmma, 1);
+        blk_emu_count(blk_emu_m->st.wgmma_flops, 2LL * 64 * n * 16);
+    }
+    BlkEmuWgIn in = {da, db, n, kind, ta, tb};
+    BlkEmuWarp &wp = blk_emu_warp();
+    memcpy(wp.slot[lane].b, &in, sizeof in);
+    blk_emu_wg_bar();
+    BlkEmuWgIn lead;
+    memcpy(&lead, blk_emu_m->warps[t / BLK_EMU_WG * 4].slot[0].b, sizeof lead);
+    if (memcmp(&lead, &in, sizeof in))
+        blk_emu_wg_fail("wgmma.mma_async: the threads of a warpgroup gave different "
+                        "descriptors or shapes");
+    /* the input accumulator: the latest pending record of d, else d */
+    const float *old = d;
+    for (size_t i = s.v.size(); i-- > 0;)
+        if (s.v[i].d == d) {
+            old = s.v[i].v;
+            break;
+        }
+    BlkEmuWgRec r;
+    r.d = d;
+    r.nd = n / 2;
+    r.group = -1;
+    const int g = lane >> 2, q = lane & 3;
+    for (int i = 0; i < n / 2; i++) {
+        const int row = 16 * w + blk_emu_wg_row(g + 8 * ((i >> 1) & 1));
+        const int col = 8 * (i >> 2) + 2 * q + (i & 1);
+        double acc = 0;
+        for (int k = 0; k < 16; k++)
+            acc += blk_emu_wg_elem(da, ta != 0, row, k, kind) *
+                   blk_emu_wg_elem(db, tb != 0, col, k, kind);
+        r.v[i] = (float)(acc + (scale_d ? (double)old[i] : 0.0));
+    }
+    s.v.push_back(r);
+    blk_emu_wg_bar();
+}
+
+/* wgmma.fence.sync.aligned */
+static inline void blk_wgmma_fence(void)
+{
+    blk_emu_wg_bar();
+    blk_emu_wgs[threadIdx.x].fenced = true;
+}
+/* wgmma.commit_group.sync.aligned: the uncommitted mma_async form a group */
+static inline void blk_wgmma_commit(void)
+{
+    blk_emu_wg_bar();
+    BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
+    s.committed++;
+    for (BlkEmuWgRec &r : s.v)
+        if (r.group < 0)
+            r.group = s.committed;
+}
+/* wgmma.wait_group.sync.aligned N: all but the N most recent groups done */
+template <int N> static inline void blk_wgmma_wait(void)
+{
+    static_assert(N >= 0 && N <= 7, "wgmma.wait_group N: 0..7");
+    blk_emu_wg_bar();
+    BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
+    size_t keep = 0;
+    for (size_t i = 0; i < s.v.size(); i++) {
+        BlkEmuWgRec &r = s.v[i];
+        if (r.group >= 0 && r.group <= s.committed - N)
+            memcpy(r.d, r.v, sizeof(float) * (size_t)r.nd);
+        else
+            s.v[keep++] = r;
+    }
+    s.v.resize(keep);
+    s.fenced = false;
+}
+
+/* the instruction wrappers generated code calls: blk_wgmma_m64n<N>k16_f32_
+ * <bf16|f16><TA, TB>(float d[N / 2], a-desc, b-desc, scale-d) */
+#define BLK_EMU_WGMMA_N(N)                                                                     \
+    template <int TA, int TB>                                                                  \
+    static inline void blk_wgmma_m64n##N##k16_f32_bf16(float *d, unsigned long long a,         \
+                                                       unsigned long long b, int scale_d)      \
+    { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, 1); }                                         \
+    template <int TA, int TB>                                                                  \
+    static inline void blk_wgmma_m64n##N##k16_f32_f16(float *d, unsigned long long a,          \
+                                                      unsigned long long b, int scale_d)       \
+    { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, 0); }
+#define BLK_EMU_WGMMA_N4(a, b, c, d) BLK_EMU_WGMMA_N(a) BLK_EMU_WGMMA_N(b) BLK_EMU_WGMMA_N(c) BLK_EMU_WGMMA_N(d)
+BLK_EMU_WGMMA_N4(8, 16, 24, 32)
+BLK_EMU_WGMMA_N4(40, 48, 56, 64)
+BLK_EMU_WGMMA_N4(72, 80, 88, 96)
+BLK_EMU_WGMMA_N4(104, 112, 120, 128)
+BLK_EMU_WGMMA_N4(136, 144, 152, 160)
+BLK_EMU_WGMMA_N4(168, 176, 184, 192)
+BLK_EMU_WGMMA_N4(200, 208, 216, 224)
+BLK_EMU_WGMMA_N4(232, 240, 248, 256)
+#undef BLK_EMU_WGMMA_N4
+#undef BLK_EMU_WGMMA_N
+#endif /* !BLK_EMU_HIP */
+
+/* At the end of a thread's block: mma_async still pending are dropped. */
+static inline void blk_emu_wg_drop(int t)
+{
+#ifndef BLK_EMU_HIP
+    blk_emu_wgs[t].v.clear();
+    blk_emu_wgs[t].committed = 0;
+    blk_emu_wgs[t].fenced = false;
+#else
+    (void)t;
+#endif
+}
+
+#endif

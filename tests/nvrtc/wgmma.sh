@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# wgmma.sh BLKC SRCDIR — the dots on wgmma (--arch=sm_90a, backends/gpu/
+# gpu_wgmma.c) through NVRTC and ptxas: tests/emu/twgmma.blk and
+# examples/matmul.blk at 64 x 64 (warps 4), 128 x 128 (warps 4: 2 m-blocks
+# per warpgroup) and 128 x 128 x 64 (warps 8: 2 warpgroups) give PTX for
+# compute_90a with mt x K / 16 wgmma.mma_async of the right shape, that
+# ptxas -arch=sm_90a assembles spilling no more than the mma.sync code of
+# compute_90 (which has no wgmma; the generic 64 x 64 kernels, without
+# launch facts, spill on both), and a cubin for sm_90a. Exit 77 without
+# NVRTC or ptxas.
+set -u
+BLKC=$1 SRC=$2
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-wgmma.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export BLKC_CACHE_DIR=$T/cache
+PTXAS=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
+[ -x "$PTXAS" ] || { echo "skip: no ptxas"; exit 77; }
+fails=0
+# FILE ENTRY "DEFINES" SHAPE COUNT
+one() {
+  local f=$1 k=$2 d=$3 shape=$4 want=$5 what
+  what="$k $d"
+  # shellcheck disable=SC2086
+  if ! "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=compute_90a --emit=ptx >"$T/p.ptx" 2>"$T/err"; then
+    grep -q "NVRTC not found" "$T/err" && { echo "skip: $(cat "$T/err")"; exit 77; }
+    echo "FAIL $what: $(cat "$T/err")"; fails=$((fails + 1)); return
+  fi
+  local n
+  n=$(grep -c "wgmma.mma_async.sync.aligned.$shape" "$T/p.ptx")
+  if [ "$n" != "$want" ]; then
+    echo "FAIL $what: $n wgmma.mma_async.$shape in the PTX, want $want"; fails=$((fails + 1)); return
+  fi
+  if ! "$PTXAS" -v -arch=sm_90a "$T/p.ptx" -o /dev/null >"$T/v" 2>&1; then
+    echo "FAIL $what: ptxas -arch=sm_90a: $(cat "$T/v")"; fails=$((fails + 1)); return
+  fi
+  # shellcheck disable=SC2086
+  if ! "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=sm_90a -o "$T/k.cubin" >"$T/err" 2>&1 ||
+     [ ! -s "$T/k.cubin" ]; then
+    echo "FAIL $what: cubin for sm_90a: $(cat "$T/err")"; fails=$((fails + 1)); return
+  fi
+  # shellcheck disable=SC2086
+  "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=compute_90 --emit=ptx >"$T/q.ptx" 2>&1
+  if grep -q wgmma "$T/q.ptx"; then
+    echo "FAIL $what: wgmma in the compute_90 PTX"; fails=$((fails + 1)); return
+  fi
+  "$PTXAS" -v -arch=sm_90 "$T/q.ptx" -o /dev/null >"$T/w" 2>&1
+  local sa sb
+  sa=$(grep -o '[0-9]* bytes spill stores' "$T/v" | grep -o '^[0-9]*')
+  sb=$(grep -o '[0-9]* bytes spill stores' "$T/w" | grep -o '^[0-9]*')
+  if [ "${sa:-x}" -gt "${sb:-0}" ] 2>/dev/null || [ -z "$sa" ]; then
+    echo "FAIL $what: sm_90a spills ${sa:-?} bytes, the mma.sync code ${sb:-?}"; fails=$((fails + 1)); return
+  fi
+  echo "ok $what: $n wgmma.mma_async.$shape, $(grep -o 'Used [0-9]* registers' "$T/v"), spills $sa bytes (mma.sync: $sb)"
+}
+F=$SRC/tests/emu/twgmma.blk
+for k in twg_bf16 twg_f16 twg_bt; do
+  t=$([ $k = twg_f16 ] && echo f16 || echo bf16)
+  one "$F" $k "" "m64n64k16.f32.$t.$t" 2
+  one "$F" $k "-D BM=128 -D BN=128" "m64n128k16.f32.$t.$t" 4
+  one "$F" $k "-D BM=128 -D BN=128 -D BK=64 -D W=8" "m64n128k16.f32.$t.$t" 4
+done
+one "$SRC/examples/matmul.blk" matmul "" "m64n64k16.f32.f16.f16" 2
+one "$SRC/examples/matmul.blk" matmul "-D BM=128 -D BN=128" "m64n128k16.f32.f16.f16" 4
+echo "$fails failed"
+[ $fails = 0 ]
