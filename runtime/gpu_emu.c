@@ -29,6 +29,15 @@ extern const char rt_emu_header[];      /* runtime/emu/blk_emu.h */
 extern const char rt_emu_header_mma[];  /* runtime/emu/blk_emu_mma.h */
 extern const char rt_emu_header_mem[];  /* runtime/emu/blk_emu_mem.h */
 extern const char rt_emu_header_wgmma[]; /* runtime/emu/blk_emu_wgmma.h */
+extern const char rt_emu_header_tma[];  /* runtime/emu/blk_emu_tma.h */
+
+/* the headers blk_emu.h includes, written next to it */
+static const struct { const char *name, *text; } emu_subheaders[] = {
+    {"blk_emu_mma.h", rt_emu_header_mma},
+    {"blk_emu_mem.h", rt_emu_header_mem},
+    {"blk_emu_wgmma.h", rt_emu_header_wgmma},
+    {"blk_emu_tma.h", rt_emu_header_tma},
+};
 
 typedef struct EmuDev {
     bool hip;
@@ -209,12 +218,10 @@ static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n
     mkdir(pdir, 0755);
     snprintf(p, sizeof p, "%s/blk_emu.h", sub);
     int rc = write_atomic(p, rt_emu_header);
-    snprintf(p, sizeof p, "%s/blk_emu_mma.h", sub);
-    rc |= write_atomic(p, rt_emu_header_mma);
-    snprintf(p, sizeof p, "%s/blk_emu_mem.h", sub);
-    rc |= write_atomic(p, rt_emu_header_mem);
-    snprintf(p, sizeof p, "%s/blk_emu_wgmma.h", sub);
-    rc |= write_atomic(p, rt_emu_header_wgmma);
+    for (size_t i = 0; i < sizeof emu_subheaders / sizeof emu_subheaders[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", sub, emu_subheaders[i].name);
+        rc |= write_atomic(p, emu_subheaders[i].text);
+    }
     rc |= write_atomic(pch_inc, rt_emu_header);
     if (rc)
         return -1;
@@ -365,9 +372,8 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
         hh = fnv(hh, (const char *)&cst.st_mtime, sizeof cst.st_mtime);
     }
     hh = fnv(hh, rt_emu_header, strlen(rt_emu_header));
-    hh = fnv(hh, rt_emu_header_mma, strlen(rt_emu_header_mma));
-    hh = fnv(hh, rt_emu_header_mem, strlen(rt_emu_header_mem));
-    hh = fnv(hh, rt_emu_header_wgmma, strlen(rt_emu_header_wgmma));
+    for (size_t i = 0; i < sizeof emu_subheaders / sizeof emu_subheaders[0]; i++)
+        hh = fnv(hh, emu_subheaders[i].text, strlen(emu_subheaders[i].text));
     hh = fnv(hh, d->sm90a ? "sm_90a" : "", d->sm90a ? 6 : 0);
     hh = fnv(hh, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
     const uint64_t h = fnv(hh, image, n);

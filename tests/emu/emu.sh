@@ -34,6 +34,9 @@
 #   sample-stats  --stats-sample=N: scaled counts equal the full run's on
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
+#   tma     tests/emu/t_tma.cpp built with the host C++ compiler against
+#       runtime/emu/blk_emu_tma.h (tensor maps, mbarriers, cp.async.bulk
+#       .tensor loads and stores, a TMA ring feeding wgmma) and run
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -69,6 +72,11 @@ wrappers-*)
     echo "FAIL: a swapped fragment mapping (BLK_EMU_BREAK_LAYOUT) went unnoticed"; exit 1
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
+  ;;
+tma)
+  "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
+    -I"$SRC/runtime/emu" "$SRC/tests/emu/t_tma.cpp" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
+  timeout 120 "$T/t" || exit 1
   ;;
 exec-*)
   BLKC_GPU_DEVICE=${MODE#exec-} exec bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC"

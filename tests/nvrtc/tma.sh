@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# tma.sh BLKC SRCDIR — the CUDA prelude's tensor-memory wrappers
+# (backends/cuda/cuda.c: mbarrier init / arrive / arrive.expect_tx /
+# expect_tx / try_wait.parity, cp.async.bulk.tensor 1-3-D loads and stores,
+# bulk commit / wait_group[.read]) in a hand-written kernel appended to the
+# generated CUDA C of tests/emu/twgmma.blk: nvcc gives PTX for compute_90
+# and compute_90a holding each instruction, which ptxas -arch=sm_90 /
+# sm_90a assembles. Their emulation (runtime/emu/blk_emu_tma.h) is checked
+# by emu_tma. Exit 77 without nvcc or ptxas.
+set -u
+BLKC=$1 SRC=$2
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-tma.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export BLKC_CACHE_DIR=$T/cache
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+[ -x "$CUDA/bin/ptxas" ] && [ -x "$CUDA/bin/nvcc" ] || { echo "skip: no nvcc / ptxas"; exit 77; }
+"$BLKC" compile "$SRC/tests/emu/twgmma.blk" --entry=twg_bf16 --target=cuda --arch=sm_90a \
+  --emit=cuda >"$T/k.cu" || { echo "FAIL: blkc --emit=cuda"; exit 1; }
+cat >>"$T/k.cu" <<'CU'
+extern "C" __global__ void __launch_bounds__(128) tma_probe(const __grid_constant__ BlkTensorMap a,
+                                                            const __grid_constant__ BlkTensorMap b,
+                                                            const __grid_constant__ BlkTensorMap c,
+                                                            float *out)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    unsigned long long *bar = (unsigned long long *)sm;
+    if (threadIdx.x == 0) {
+        blk_mbar_init(bar, 1);
+        blk_fence_mbar_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        blk_mbar_expect_tx(bar, 1024);
+        blk_mbar_arrive_expect_tx(bar, 8192 + 1024);
+        blk_tma_load_1d(sm + 1024, &a, 0, bar);
+        blk_tma_load_2d(sm + 2048, &b, 64, 0, bar);
+        blk_tma_load_3d(sm + 10240, &c, 0, 4, 2, bar);
+    }
+    blk_mbar_wait_parity(bar, 0);
+    out[threadIdx.x] = ((float *)(sm + 1024))[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        blk_fence_proxy_async();
+        blk_tma_store_1d(&a, 32, sm + 1024);
+        blk_tma_store_2d(&b, 0, 8, sm + 2048);
+        blk_tma_store_3d(&c, 0, 0, 1, sm + 10240);
+        blk_bulk_commit();
+        blk_bulk_wait_read<0>();
+        blk_bulk_wait<0>();
+        blk_mbar_arrive(bar);
+    }
+}
+CU
+fails=0
+for a in 90 90a; do
+  if ! "$CUDA/bin/nvcc" -arch=compute_$a -ptx "$T/k.cu" -o "$T/k$a.ptx" >"$T/err" 2>&1; then
+    echo "FAIL compute_$a: nvcc: $(head -20 "$T/err")"; fails=$((fails + 1)); continue
+  fi
+  for ins in mbarrier.init.shared::cta.b64 fence.mbarrier_init.release.cluster \
+             mbarrier.arrive.shared::cta.b64 mbarrier.arrive.expect_tx.shared::cta.b64 \
+             mbarrier.expect_tx.relaxed.cta.shared::cta.b64 mbarrier.try_wait.parity.shared::cta.b64 \
+             cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.commit_group "cp.async.bulk.wait_group.read 0" "cp.async.bulk.wait_group 0"; do
+    grep -qF "$ins" "$T/k$a.ptx" || { echo "FAIL compute_$a: no $ins in the PTX"; fails=$((fails + 1)); }
+  done
+  if ! "$CUDA/bin/ptxas" -arch=sm_$a "$T/k$a.ptx" -o "$T/k$a.cubin" >"$T/err" 2>&1; then
+    echo "FAIL sm_$a: ptxas: $(head -20 "$T/err")"; fails=$((fails + 1)); continue
+  fi
+  echo "ok sm_$a: ptxas assembles the mbarrier and cp.async.bulk.tensor wrappers"
+done
+echo "$fails failed"
+[ $fails = 0 ]
