@@ -686,7 +686,8 @@ static void emit_func(BkGpuEm *em)
                        f->nparams ? "," : "");
     dsl_buf_printf(o, ")\n{\n");
     em->indent = 1;
-    bk_gpu_line(em, "BLK_DYNAMIC_SMEM(blk_smem);");
+    /* swizzled wgmma operands: the pattern is on address bits */
+    bk_gpu_line(em, em->wgmma ? "BLK_DYNAMIC_SMEM_1K(blk_smem);" : "BLK_DYNAMIC_SMEM(blk_smem);");
     bk_gpu_line(em, "const int blk_tid = threadIdx.x;");
     bk_gpu_line(em, "const int blk_lane = blk_tid %% %d, blk_warp = blk_tid / %d;",
                 em->dl->warp, em->dl->warp);

@@ -222,8 +222,9 @@ typedef struct BkGpuEm {
                                  fence the async proxy */
     int *wgl;                 /* wgmma operand tiles: 1 + the m-blocks per
                                  warpgroup whose rows an a tile is permuted
-                                 into (1: none, b), stored in core matrices
-                                 (blk_wgl); else 0 */
+                                 into (1: none, b); else 0 */
+    int *wgs;                 /* and their swizzle span in bytes (32, 64,
+                                 128): stored by blk_wgs */
     bool *wgd;                /* dots on wgmma */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
     BkGpuAcc acc[BK_GPU_MAXACC];

@@ -413,7 +413,10 @@ int bk_gpu_analyze(BkGpuEm *em)
     }
     for (int a = 0; a < nord; a++) {
         int x = order[a];
-        long long at = base;
+        /* a swizzled wgmma operand starts on its pattern (8 rows of its
+         * span: the swizzle is on address bits, gpu_wgmma.c) */
+        const long long al = em->wgs && em->wgs[x] ? 8LL * em->wgs[x] : 16;
+        long long at = (base + al - 1) / al * al;
         bool moved = true;
         while (moved) {
             moved = false;
@@ -422,7 +425,7 @@ int bk_gpu_analyze(BkGpuEm *em)
                 bool overlap = first[y] <= em->last[x] &&
                                first[x] <= em->last[y];
                 if (overlap && at < em->off[y] + sz[y] && em->off[y] < at + sz[x]) {
-                    at = em->off[y] + sz[y];
+                    at = (em->off[y] + sz[y] + al - 1) / al * al;
                     moved = true;
                 }
             }
@@ -470,6 +473,7 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->mrcvt);
     free(em->vmrow);
     free(em->wgl);
+    free(em->wgs);
     free(em->wgd);
     em->wgl = NULL;
     em->wgd = NULL;

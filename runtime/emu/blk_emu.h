@@ -883,6 +883,8 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
 }
 
 #define BLK_DYNAMIC_SMEM(name) unsigned char *name = blk_emu_smem_base
+/* 1024-byte aligned on a GPU; here addresses are offsets from the base */
+#define BLK_DYNAMIC_SMEM_1K(name) BLK_DYNAMIC_SMEM(name)
 
 /* The entry point runtime/gpu_emu.c calls for kernel `name` (gpu_launch.c
  * appends one line per kernel to the module text). */

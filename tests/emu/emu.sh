@@ -348,16 +348,33 @@ wgmma)
     wone "$k 128x128 warps(4)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=136 K=72
     wone "$k 128x128 warps(8)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=136 K=136
   done
+  # the spans: a in 32-byte rows, b in 64; a in two panels of 64 columns,
+  # b in four
+  wone "twg_bf16 BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BK=16 -D BN=32 M=200 N=100 K=72
+  wone "twg_bt BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bt -D BK=16 -D BN=32 M=200 N=100 K=72
+  wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=300 K=200
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
   # the dots took wgmma on sm_90a, and only there
   for k in twg_bf16 twg_f16 twg_bt; do
     "$BLKC" compile "$F" --entry=$k --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
     grep -q "; wgmma.mma_async m64n64k16 .f32.$([ $k = twg_f16 ] && echo f16 || echo bf16) (sm_90a)" "$T/ir" &&
-      [ "$(grep -c 'wgmma core matrices' "$T/ir")" = 2 ] ||
+      [ "$(grep -c 'wgmma [0-9]*B swizzle' "$T/ir")" = 2 ] ||
       { echo "FAIL $k: no wgmma dot in the sm_90a gpu-ir:"; cat "$T/ir"; fail=1; }
     "$BLKC" compile "$F" --entry=$k --target=cuda --emit=gpu-ir >"$T/ir" 2>&1
     if grep -q wgmma "$T/ir"; then echo "FAIL $k: wgmma on the default sm_80"; fail=1; fi
+  done
+  # the operand layouts: the swizzle span is the row (a: BK, b as [K, N]:
+  # BN elements of 2 bytes) up to 128 bytes
+  # DEFINES|LAYOUT OF A|LAYOUT OF B
+  for c in "-D_BK=32|64B swizzle|128B swizzle" "-D_BK=64|128B swizzle|128B swizzle" \
+           "-D_BK=16|32B swizzle|128B swizzle" "-D_BN=32|64B swizzle|64B swizzle" \
+           "-D_BK=128 -D_BN=128|128B swizzle|128B swizzle"; do
+    IFS='|' read -r d la lb <<<"$c"
+    "$BLKC" compile "$F" --entry=twg_bf16 ${d//_/ } --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+    if ! grep -q "load A.*wgmma $la" "$T/ir" || ! grep -q "load B.*wgmma $lb" "$T/ir"; then
+      echo "FAIL twg_bf16 $d: want a in $la, b in $lb:"; grep 'load [AB]' "$T/ir"; fail=1
+    fi
   done
   # 2 warps: no warpgroup, the mma.sync path
   "$BLKC" compile "$F" --entry=twg_bf16 -D W=2 --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
