@@ -5,7 +5,9 @@
  * count / rate; the slowest unit limits; with one block per SM (CU) in
  * waves, the limiting unit runs at blocks / (waves * SMs) of its peak.
  * Units: the tensor cores (FLOP of the matrix instructions at the rate of
- * the instruction blkc emits), shared memory (128-byte wavefronts), L2
+ * the instruction blkc emits), shared memory (128-byte wavefronts; on
+ * cuda-emu as sm_90a these include wgmma's operand reads, a core matrix
+ * a wavefront when conflict-free: runtime/emu/blk_emu_wgmma.h), L2
  * (every global 32-byte sector a warp instruction touches) and DRAM (the
  * distinct sectors of the launch: its compulsory traffic, the L2 holding
  * the reuse, as grouped program ids aim for; when the distinct bytes

@@ -385,13 +385,18 @@ wgmma)
     echo "FAIL BLKC_EMU_ARCH=sm_75: exit $rc, $(cat "$T/log")"; fail=1
   fi
   # --stats (clang++): a 128 x 128 block, K = 32: 2 m-blocks x 2 k steps,
-  # 64 x 128 x 16 each: 4 wgmma.mma_async, 1048576 FLOP; none on sm_80
+  # 64 x 128 x 16 each: 4 wgmma.mma_async, 1048576 FLOP; none on sm_80.
+  # Shared memory: each wgmma reads A (64 x 16 x 2 bytes) and B (128 x 16 x
+  # 2), 48 core matrices of 128 bytes, one wavefront each in the swizzled
+  # layouts: 192 in 8 requests; the cp.async writes of A and B (32 x 128 x
+  # 2 bytes each), conflict-free: 128 wavefronts in 32 warp requests
   if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1; then
-    if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log"; then
+    if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log" ||
+       ! grep -q "shared-memory wavefronts 320 (in 40 requests)" "$T/log"; then
       echo "FAIL matmul 128x128 sm_90a --stats: want 4 wgmma:"; cat "$T/log"; fail=1
     else
-      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core" "$T/log")"
+      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core\|wavefronts" "$T/log")"
     fi
   else
     echo "FAIL matmul --stats on sm_90a: $(cat "$T/log")"; fail=1
