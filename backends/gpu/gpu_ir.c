@@ -109,7 +109,8 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     } else if (em->alias[id] != id) {
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
-        snprintf(buf, n, "shared+%lld, cp.async ring of %d%s", em->off[id], em->f->stages,
+        snprintf(buf, n, "shared+%lld, %s ring of %d%s", em->off[id],
+                 em->tma && em->tma[id] ? "TMA" : "cp.async", em->f->stages,
                  em->wgl && em->wgl[id] ? wg_note(em, id) : em->swz[id] ? ", swizzled" : "");
     } else if (em->wgl && em->wgl[id]) {
         snprintf(buf, n, "shared+%lld%s", em->off[id], wg_note(em, id));

@@ -204,6 +204,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     int n = f->nins;
     int *regof = malloc(sizeof(int) * (size_t)(n + 1));
     int *owner = malloc(sizeof(int) * (size_t)(f->nregions + 1));
+    em->tma_fr = -1; /* gpu_tma.c decides, at the end of the layout pass */
     em->pos = calloc((size_t)n + 1, sizeof(int));
     em->end = calloc((size_t)n + 1, sizeof(int));
     em->last = calloc((size_t)n + 1, sizeof(int));
@@ -434,6 +435,10 @@ int bk_gpu_analyze(BkGpuEm *em)
         if (at + sz[x] > top)
             top = at + sz[x];
     }
+    if (em->tma_fr >= 0) { /* the TMA ring's mbarriers (gpu_tma.c) */
+        em->tma_bar = (top + 7) & ~7LL;
+        top = em->tma_bar + 8LL * f->stages;
+    }
     em->smem = top;
     free(first);
     free(sz);
@@ -474,6 +479,7 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->vmrow);
     free(em->wgl);
     free(em->wgs);
+    free(em->tma);
     free(em->wgd);
     em->wgl = NULL;
     em->wgd = NULL;

@@ -53,8 +53,8 @@
  * before the kernel, the inline-asm wrapper of each shape it uses (CUDA;
  * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
  *
- * Not here: TMA (the operands still come through cp.async rings or
- * stores), warp specialization, a persistent grid, wgmma groups in flight across k steps, A from
+ * Not here: TMA (gpu_tma.c fills the operand rings when the launch
+ * allows tensor maps), warp specialization, a persistent grid, wgmma groups in flight across k steps, A from
  * registers, fp8 / tf32 / i8, f16 accumulators. */
 #include "gpu_emit.h"
 
@@ -161,7 +161,7 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
         em->wgs[b] = span(f->ins[b].type.shape[1]);
         em->wgmma = true;
     }
-    return 0;
+    return bk_gpu_tma_plan(em); /* which rings TMA fills (gpu_tma.c) */
 }
 
 /* The PTX type suffix of dot id's operands. */

@@ -118,6 +118,7 @@ template <typename T, int R> struct BlkTensor; /* gpu_prelude.c defines it */
 #define __shared__ static /* blocks run one after another: one copy */
 #define __align__(n) __attribute__((aligned(n)))
 #define __restrict__ __restrict
+#define __grid_constant__ /* a kernel parameter (tensor maps) */
 
 /* ------------------------------------------------------------ statistics */
 
@@ -140,6 +141,7 @@ struct BlkEmuStats {
     long long gmem_extent;     /* 32-byte sectors spanned by the tensor arguments */
     long long wgmma;           /* of mma: wgmma.mma_async (warpgroup instructions) */
     long long wgmma_flops;     /* of mma_flops: theirs */
+    long long tma;             /* cp.async.bulk.tensor loads (boxes, blk_emu_tma.h) */
 };
 
 /* ------------------------------------------------------------ the machine */

@@ -5,15 +5,8 @@
  * emits:
  *
  *   CUDA Driver API 6.30 "Tensor Map Object Management",
- *   cuTensorMapEncodeTiled (blk_emu_tmap_encode here; the same arguments):
- *     the map 64-byte aligned; rank 1..5; globalAddress 16-byte aligned;
- *     globalDim[i] in 1..2^32; globalStrides[i] (bytes, dims 1..rank-1) a
- *     multiple of 16 below 2^40; boxDim[i] in 1..256 with boxDim[0] *
- *     element size a multiple of 16 bytes; elementStrides[i] in 1..8;
- *     swizzle NONE 0, 32B 1, 64B 2, 128B 3, the inner box dimension no
- *     wider than the swizzle span; oobFill NONE 0 (zeros) or
- *     NAN_REQUEST_ZERO_FMA 1 (NaN, floating types only). Any other value:
- *     CUDA_ERROR_INVALID_VALUE (1). Interleaved layouts: 801 (not modelled).
+ *   cuTensorMapEncodeTiled: blk_emu_tmap.h (shared with the runtime,
+ *     which encodes the maps of a launch there).
  *   PTX ISA "Parallel Synchronization and Communication Instructions:
  *   mbarrier": an mbarrier object (64 bits of shared memory, opaque) has a
  *     current phase, a pending arrival count, an expected arrival count and
@@ -58,66 +51,12 @@
 
 #ifndef BLK_EMU_HIP
 
-/* CUtensorMap: 128 opaque bytes, 64-byte aligned; here a BlkEmuTmap. */
+#include "blk_emu_tmap.h"
+
+/* CUtensorMap: 128 opaque bytes, 64-byte aligned; here a BlkEmuTmap
+ * (blk_emu_tmap.h, which the runtime shares to encode maps for launches). */
 struct alignas(64) BlkTensorMap { unsigned long long opaque[16]; };
-
-enum { BLK_EMU_TMAP_MAGIC = 0x544d4150 };
-struct BlkEmuTmap {
-    unsigned magic;
-    unsigned char dtype, rank, swizzle, oobfill, esize;
-    unsigned long long addr;
-    unsigned long long dim[5], stride[5]; /* stride[0] = the element size */
-    unsigned short box[5];
-    unsigned char estr[5];
-};
 static_assert(sizeof(BlkEmuTmap) <= sizeof(BlkTensorMap), "tensor map image");
-
-/* CUtensorMapDataType 0..12: element bytes; floating types */
-static const unsigned char blk_emu_tmap_esize[13] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
-static inline bool blk_emu_tmap_float(int t) { return t >= 6; }
-
-/* cuTensorMapEncodeTiled: 0 (CUDA_SUCCESS), 1 (CUDA_ERROR_INVALID_VALUE),
- * 801 (CUDA_ERROR_NOT_SUPPORTED: interleave, not modelled) */
-static inline int blk_emu_tmap_encode(BlkTensorMap *map, int dtype, unsigned rank, void *addr,
-                                      const unsigned long long *dim,
-                                      const unsigned long long *strides, const unsigned *box,
-                                      const unsigned *estr, int interleave, int swizzle,
-                                      int l2promo, int oobfill)
-{
-    if (!map || (uintptr_t)map % 64 || dtype < 0 || dtype > 12 || rank < 1 || rank > 5 ||
-        !addr || (uintptr_t)addr % 16 || !dim || !box || !estr || (rank > 1 && !strides) ||
-        interleave < 0 || interleave > 2 || swizzle < 0 || swizzle > 3 || l2promo < 0 ||
-        l2promo > 3 || oobfill < 0 || oobfill > 1 || (oobfill && !blk_emu_tmap_float(dtype)))
-        return 1;
-    if (interleave)
-        return 801;
-    BlkEmuTmap t;
-    memset(&t, 0, sizeof t);
-    t.magic = BLK_EMU_TMAP_MAGIC;
-    t.dtype = (unsigned char)dtype;
-    t.rank = (unsigned char)rank;
-    t.swizzle = (unsigned char)swizzle;
-    t.oobfill = (unsigned char)oobfill;
-    t.esize = blk_emu_tmap_esize[dtype];
-    t.addr = (unsigned long long)(uintptr_t)addr;
-    for (unsigned i = 0; i < rank; i++) {
-        if (dim[i] == 0 || dim[i] > (1ull << 32) || box[i] == 0 || box[i] > 256 ||
-            estr[i] == 0 || estr[i] > 8)
-            return 1;
-        if (i > 0 && (strides[i - 1] % 16 || strides[i - 1] >= (1ull << 40)))
-            return 1;
-        t.dim[i] = dim[i];
-        t.stride[i] = i ? strides[i - 1] : t.esize;
-        t.box[i] = (unsigned short)box[i];
-        t.estr[i] = (unsigned char)estr[i];
-    }
-    const unsigned inner = box[0] * t.esize;
-    if (inner % 16 || (swizzle && inner > (16u << swizzle)))
-        return 1;
-    memset(map, 0, sizeof *map);
-    memcpy(map, &t, sizeof t);
-    return 0;
-}
 
 /* ------------------------------------------------------------ mbarrier */
 
@@ -231,6 +170,10 @@ static void blk_emu_mb_progress(unsigned long long *bar)
         for (size_t j = 0; j < l.data.size(); j += 16) /* 16-byte chunks, permuted */
             memcpy(blk_emu_smem_base + blk_emu_swz(l.dst + (long long)j, l.swizzle),
                    l.data.data() + j, 16);
+        /* --stats: written a 128-byte line at a time (whole lines: the box
+         * is dense and 128-byte aligned) */
+        blk_emu_count(blk_emu_m->st.smem_wavefronts, ((long long)l.data.size() + 127) / 128);
+        blk_emu_count(blk_emu_m->st.smem_requests, 1);
         blk_emu_mb_tx_add(bar, -(long long)l.data.size());
     }
     blk_emu_tma_loads.resize(keep);
@@ -394,6 +337,20 @@ static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, i
         else
             memset(s, 0xff, t.esize);
     });
+#ifdef BLK_EMU_MEMSTATS
+    /* --stats: the box's global sectors (L2), new ones of the launch (DRAM) */
+    blk_emu_count(blk_emu_m->st.gmem_requests, 1);
+    blk_emu_box(t, c, [&](long long e, const unsigned char *g) {
+        const long long a = (long long)(uintptr_t)g;
+        /* a sector starts at a row's first element or on a 32-byte boundary */
+        if (!g || (e % ((long long)t.box[0] * t.esize) && a % 32))
+            return;
+        blk_emu_count(blk_emu_m->st.gmem_sectors, 1);
+        if (blk_emu_seen.insert(a / 32).second)
+            blk_emu_count(blk_emu_m->st.gmem_unique, 1);
+    });
+#endif
+    blk_emu_count(blk_emu_m->st.tma, 1);
     blk_emu_tma_loads.push_back(std::move(l));
     if (blk_emu_mb_waited(bar))
         blk_emu_mb_progress(bar);

@@ -343,16 +343,22 @@ wgmma)
       echo "ok $name: $(cat "$T/log")"
     fi
   }
+  # row strides that are multiples of 16 elements (K, N = 144) make tensor
+  # maps possible: the operands come by TMA (gpu_tma.c); 72 / 136 do not:
+  # cp.async; tails in M, N and K either way
   for k in twg_bf16 twg_f16 twg_bt; do
     wone "$k 64x64 warps(4)" "$F" "1e-4 1e-4" --entry=$k M=200 N=136 K=72
     wone "$k 128x128 warps(4)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=136 K=72
     wone "$k 128x128 warps(8)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=136 K=136
+    wone "$k 64x64 warps(4) TMA" "$F" "1e-4 1e-4" --entry=$k M=200 N=144 K=144
+    wone "$k 128x128 warps(4) TMA" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=144 K=144
+    wone "$k 128x128 warps(8) TMA" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=144 K=208
   done
   # the spans: a in 32-byte rows, b in 64; a in two panels of 64 columns,
   # b in four
   wone "twg_bf16 BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BK=16 -D BN=32 M=200 N=100 K=72
   wone "twg_bt BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bt -D BK=16 -D BN=32 M=200 N=100 K=72
-  wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=300 K=200
+  wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=304 K=208
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
   # the dots took wgmma on sm_90a, and only there
@@ -388,18 +394,29 @@ wgmma)
   # 64 x 128 x 16 each: 4 wgmma.mma_async, 1048576 FLOP; none on sm_80.
   # Shared memory: each wgmma reads A (64 x 16 x 2 bytes) and B (128 x 16 x
   # 2), 48 core matrices of 128 bytes, one wavefront each in the swizzled
-  # layouts: 192 in 8 requests; the cp.async writes of A and B (32 x 128 x
-  # 2 bytes each), conflict-free: 128 wavefronts in 32 warp requests
+  # layouts: 192 in 8 requests; the writes of A and B (32 x 128 x 2 bytes
+  # each): by TMA 128 lines in 10 boxes (A: 8 boxes of 16 rows, its atoms
+  # permuted for 2 m-blocks per warpgroup; B: 2 panels of 64 columns), by
+  # cp.async (BLKC_GPU_NOTMA=1) 128 conflict-free wavefronts in 32 warp
+  # requests
   if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1; then
     if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log" ||
-       ! grep -q "shared-memory wavefronts 320 (in 40 requests)" "$T/log"; then
+       ! grep -q "shared-memory wavefronts 320 (in 18 requests)" "$T/log" ||
+       ! grep -q "cp.async 0, TMA boxes 10" "$T/log"; then
       echo "FAIL matmul 128x128 sm_90a --stats: want 4 wgmma:"; cat "$T/log"; fail=1
     else
-      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core\|wavefronts" "$T/log")"
+      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core\|wavefronts\|TMA" "$T/log")"
     fi
   else
     echo "FAIL matmul --stats on sm_90a: $(cat "$T/log")"; fail=1
+  fi
+  if BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" \
+       -D BM=128 -D BN=128 M=128 N=128 K=32 --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
+     grep -q "shared-memory wavefronts 320 (in 40 requests)" "$T/log" && grep -q "cp.async 1024$" "$T/log"; then
+    echo "ok matmul 128x128 sm_90a BLKC_GPU_NOTMA=1: $(grep "wavefronts\|cp.async" "$T/log")"
+  else
+    echo "FAIL matmul --stats on sm_90a, BLKC_GPU_NOTMA=1: want cp.async:"; cat "$T/log"; fail=1
   fi
   exit $fail
   ;;

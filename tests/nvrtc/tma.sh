@@ -6,7 +6,12 @@
 # generated CUDA C of tests/emu/twgmma.blk: nvcc gives PTX for compute_90
 # and compute_90a holding each instruction, which ptxas -arch=sm_90 /
 # sm_90a assembles. Their emulation (runtime/emu/blk_emu_tma.h) is checked
-# by emu_tma. Exit 77 without nvcc or ptxas.
+# by emu_tma. Then a generated TMA kernel (backends/gpu/gpu_tma.c): the
+# variant cuda-emu as sm_90a compiles for a launch whose strides allow
+# tensor maps (BLKC_GPU_DUMP keeps its CUDA C) — 128 x 128 tiles on 4
+# warps: A in 16-row boxes, B in 2 panels — through nvcc and ptxas for
+# sm_90a: its cp.async.bulk.tensor.2d, mbarrier.try_wait.parity and
+# wgmma.mma_async in the PTX, no spills. Exit 77 without nvcc or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-tma.XXXXXX")
@@ -73,5 +78,29 @@ for a in 90 90a; do
   fi
   echo "ok sm_$a: ptxas assembles the mbarrier and cp.async.bulk.tensor wrappers"
 done
+mkdir -p "$T/dump"
+if ! BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/tests/emu/twgmma.blk" --entry=twg_bf16 \
+     -D BM=128 -D BN=128 M=144 N=144 K=144 --random --device=cuda-emu >"$T/err" 2>&1; then
+  echo "FAIL: twg_bf16 on cuda-emu as sm_90a: $(cat "$T/err")"; fails=$((fails + 1))
+else
+  f=$(grep -l 'BlkTensorMap blk_tm' "$T"/dump/*.cu | head -1)
+  if [ -z "$f" ]; then
+    echo "FAIL: no TMA variant among $(ls "$T/dump")"; fails=$((fails + 1))
+  elif ! "$CUDA/bin/nvcc" -arch=compute_90a -ptx "$f" -o "$T/g.ptx" >"$T/err" 2>&1 ||
+       ! "$CUDA/bin/ptxas" -v -arch=sm_90a "$T/g.ptx" -o "$T/g.cubin" >"$T/v" 2>&1; then
+    echo "FAIL: the TMA kernel through nvcc / ptxas: $(grep -i error "$T/err" "$T/v" | head -5)"
+    fails=$((fails + 1))
+  else
+    nb=$(grep -c 'cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes' "$T/g.ptx")
+    nw=$(grep -c 'mbarrier.try_wait.parity' "$T/g.ptx")
+    nm=$(grep -c 'wgmma.mma_async' "$T/g.ptx")
+    if [ "$nb" -lt 10 ] || [ "$nw" -lt 1 ] || [ "$nm" -lt 4 ] || ! grep -q ' 0 bytes spill stores' "$T/v"; then
+      echo "FAIL: the TMA kernel: $nb tensor copies, $nw mbarrier waits, $nm wgmma; $(grep spill "$T/v")"
+      fails=$((fails + 1))
+    else
+      echo "ok the TMA kernel of twg_bf16 128x128: $nb cp.async.bulk.tensor, $nm wgmma.mma_async, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+    fi
+  fi
+fi
 echo "$fails failed"
 [ $fails = 0 ]
