@@ -819,6 +819,11 @@ static int gen_launcher_cuda(DslBuf *c, const IrFunc *f, const AotOptions *o,
     BkGpuKernelInfo ki;
     if (bk_gpu_kernel_info(f, &bk_gpu_cuda_dialect, o->arch, &ki, err, errlen))
         return -1;
+    if (ki.ntma) { /* generic kernels have no launch facts, so no TMA: a net */
+        snprintf(err, errlen, "kernel %s takes tensor maps (TMA), which --emit=aot does "
+                 "not build", f->name);
+        return -1;
+    }
     char nm[256];
     P(c, "\n");
     gen_prototype(c, f, prefix, false);

@@ -5,7 +5,9 @@
  * count / rate; the slowest unit limits; with one block per SM (CU) in
  * waves, the limiting unit runs at blocks / (waves * SMs) of its peak.
  * Units: the tensor cores (FLOP of the matrix instructions at the rate of
- * the instruction blkc emits), shared memory (128-byte wavefronts), L2
+ * the instruction blkc emits), shared memory (128-byte wavefronts; on
+ * cuda-emu as sm_90a these include wgmma's operand reads, a core matrix
+ * a wavefront when conflict-free: runtime/emu/blk_emu_wgmma.h), L2
  * (every global 32-byte sector a warp instruction touches) and DRAM (the
  * distinct sectors of the launch: its compulsory traffic, the L2 holding
  * the reuse, as grouped program ids aim for; when the distinct bytes
@@ -58,7 +60,7 @@ static void scale_sample(RtGpuEmuStats *s)
     double f = (double)s->grid_blocks / (double)s->blocks;
     long long *c[] = {&s->mma, &s->mma_flops, &s->ldmatrix, &s->smem_wavefronts,
                       &s->smem_requests, &s->gmem_sectors, &s->gmem_requests,
-                      &s->barriers, &s->shuffles, &s->cp_async, &s->wgmma, &s->wgmma_flops};
+                      &s->barriers, &s->shuffles, &s->cp_async, &s->wgmma, &s->wgmma_flops, &s->tma};
     for (size_t i = 0; i < sizeof c / sizeof *c; i++)
         *c[i] = (long long)((double)*c[i] * f + 0.5);
     long long u = (long long)((double)s->gmem_unique * f + 0.5);
@@ -90,8 +92,11 @@ void cli_print_emu_stats(const char *kernel)
            "32-byte sectors %lld (in %lld requests), %lld distinct\n", kernel,
            s.smem_wavefronts, s.smem_requests, s.gmem_sectors, s.gmem_requests,
            s.gmem_unique);
-    printf("%s: stats: barriers %lld, shuffles/votes %lld, cp.async %lld\n", kernel,
+    printf("%s: stats: barriers %lld, shuffles/votes %lld, cp.async %lld", kernel,
            s.barriers, s.shuffles, s.cp_async);
+    if (s.tma) /* cuda-emu as sm_90a */
+        printf(", TMA boxes %lld", s.tma);
+    printf("\n");
     for (size_t i = 0; i < sizeof gpu_table / sizeof *gpu_table; i++) {
         const GpuFig *g = &gpu_table[i];
         double t[NUNIT] = {(double)(s.mma_flops - s.wgmma_flops) / g->mma_flops +

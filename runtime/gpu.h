@@ -190,6 +190,15 @@ typedef struct RtGpuOps {
     /* whether the stream's work is done: 0 done, 1 still running, -1 an
      * error (or the driver lacks cuStreamQuery / hipStreamQuery) */
     int (*query)(void *dev, void *stream, char *err, size_t errlen);
+    /* a CUtensorMap (the 128 bytes at map, 64-byte aligned) of a rank-2
+     * tensor of 16-bit elements (dtype 6 f16, 9 bf16: CUtensorMapDataType)
+     * at addr: dims innermost first, the row stride in bytes, boxes of box[0]
+     * x box[1] elements, swizzle 1/2/3 (32B/64B/128B), zero fill:
+     * cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h). NULL where there
+     * is none (HIP). */
+    int (*tmap_encode)(void *dev, void *map, int dtype, uint64_t addr, const uint64_t dims[2],
+                       uint64_t row_stride, const uint32_t box[2], int swizzle, char *err,
+                       size_t errlen);
 } RtGpuOps;
 
 #define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE */
@@ -214,6 +223,7 @@ typedef struct RtGpuEmuStats {
     long long gmem_unique;
     long long grid_blocks, gmem_extent; /* blocks < grid_blocks: a sample ran */
     long long wgmma, wgmma_flops;       /* of mma, mma_flops: wgmma.mma_async's */
+    long long tma;                      /* cp.async.bulk.tensor loads (boxes) */
 } RtGpuEmuStats;
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t);
 void rt_gpu_emu_last_stats(RtGpuEmuStats *out);

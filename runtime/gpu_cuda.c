@@ -74,6 +74,9 @@ static struct {
     CUresult (*host_dptr)(CUdeviceptr *, void *, unsigned);
     CUresult (*host_free)(void *);
     CUresult (*squery)(CUstream);
+    /* optional (CUDA 12+, TMA kernels of sm_90a) */
+    CUresult (*tmap_encode)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                            const unsigned *, const unsigned *, int, int, int, int);
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -135,6 +138,7 @@ static void cu_load(void)
     *(void **)&cu.host_dptr = dlsym(cu.lib, "cuMemHostGetDevicePointer_v2");
     *(void **)&cu.host_free = dlsym(cu.lib, "cuMemFreeHost");
     *(void **)&cu.squery = dlsym(cu.lib, "cuStreamQuery");
+    *(void **)&cu.tmap_encode = dlsym(cu.lib, "cuTensorMapEncodeTiled");
 }
 
 typedef struct CuDev {
@@ -497,12 +501,33 @@ static int c_query(void *dev, void *stream, char *err, size_t errlen)
     return 0;
 }
 
+/* cuTensorMapEncodeTiled: interleave none, L2 promotion none, OOB fill
+ * zeros, element strides 1 */
+static int c_tmap_encode(void *dev, void *map, int dtype, uint64_t addr, const uint64_t dims[2],
+                         uint64_t row_stride, const uint32_t box[2], int swizzle, char *err,
+                         size_t errlen)
+{
+    if (!cu.tmap_encode) {
+        snprintf(err, errlen, "CUDA driver (libcuda.so.1) lacks cuTensorMapEncodeTiled, which "
+                 "the TMA kernels of sm_90a need: update the driver (CUDA 12+)");
+        return -1;
+    }
+    if (cur(dev, err, errlen))
+        return -1;
+    const uint64_t strides[1] = {row_stride};
+    const unsigned bx[2] = {box[0], box[1]}, es[2] = {1, 1};
+    CK(cu.tmap_encode(map, dtype, 2, (void *)(uintptr_t)addr, dims, strides, bx, es, 0, swizzle,
+                      0, 0),
+       "cuTensorMapEncodeTiled");
+    return 0;
+}
+
 static const RtGpuOps cuda_ops = {
     "CUDA", kDLCUDA, c_open, c_close, c_alloc, c_free, c_h2d, c_d2h, c_zero,
     c_load, c_unload, c_function, c_launch, c_sync, c_event_new,
     c_event_free, c_event_record, c_event_ms, c_count, c_stream_new,
     c_stream_free, c_copy_async, c_peer_enable, c_ipc_get, c_ipc_open,
-    c_ipc_close, c_host_map, c_host_dptr, c_host_free, c_query,
+    c_ipc_close, c_host_map, c_host_dptr, c_host_free, c_query, c_tmap_encode,
 };
 
 const RtGpuOps *rt_gpu_cuda_ops(void)

@@ -13,6 +13,7 @@
  * the launch's counts (rt_gpu_emu_last_stats). */
 #include "gpu.h"
 #include "rt.h"
+#include "emu/blk_emu_tmap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +30,17 @@ extern const char rt_emu_header[];      /* runtime/emu/blk_emu.h */
 extern const char rt_emu_header_mma[];  /* runtime/emu/blk_emu_mma.h */
 extern const char rt_emu_header_mem[];  /* runtime/emu/blk_emu_mem.h */
 extern const char rt_emu_header_wgmma[]; /* runtime/emu/blk_emu_wgmma.h */
+extern const char rt_emu_header_tma[];  /* runtime/emu/blk_emu_tma.h */
+extern const char rt_emu_header_tmap[]; /* runtime/emu/blk_emu_tmap.h */
+
+/* the headers blk_emu.h includes, written next to it */
+static const struct { const char *name, *text; } emu_subheaders[] = {
+    {"blk_emu_mma.h", rt_emu_header_mma},
+    {"blk_emu_mem.h", rt_emu_header_mem},
+    {"blk_emu_wgmma.h", rt_emu_header_wgmma},
+    {"blk_emu_tma.h", rt_emu_header_tma},
+    {"blk_emu_tmap.h", rt_emu_header_tmap},
+};
 
 typedef struct EmuDev {
     bool hip;
@@ -209,12 +221,10 @@ static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n
     mkdir(pdir, 0755);
     snprintf(p, sizeof p, "%s/blk_emu.h", sub);
     int rc = write_atomic(p, rt_emu_header);
-    snprintf(p, sizeof p, "%s/blk_emu_mma.h", sub);
-    rc |= write_atomic(p, rt_emu_header_mma);
-    snprintf(p, sizeof p, "%s/blk_emu_mem.h", sub);
-    rc |= write_atomic(p, rt_emu_header_mem);
-    snprintf(p, sizeof p, "%s/blk_emu_wgmma.h", sub);
-    rc |= write_atomic(p, rt_emu_header_wgmma);
+    for (size_t i = 0; i < sizeof emu_subheaders / sizeof emu_subheaders[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", sub, emu_subheaders[i].name);
+        rc |= write_atomic(p, emu_subheaders[i].text);
+    }
     rc |= write_atomic(pch_inc, rt_emu_header);
     if (rc)
         return -1;
@@ -365,9 +375,8 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
         hh = fnv(hh, (const char *)&cst.st_mtime, sizeof cst.st_mtime);
     }
     hh = fnv(hh, rt_emu_header, strlen(rt_emu_header));
-    hh = fnv(hh, rt_emu_header_mma, strlen(rt_emu_header_mma));
-    hh = fnv(hh, rt_emu_header_mem, strlen(rt_emu_header_mem));
-    hh = fnv(hh, rt_emu_header_wgmma, strlen(rt_emu_header_wgmma));
+    for (size_t i = 0; i < sizeof emu_subheaders / sizeof emu_subheaders[0]; i++)
+        hh = fnv(hh, emu_subheaders[i].text, strlen(emu_subheaders[i].text));
     hh = fnv(hh, d->sm90a ? "sm_90a" : "", d->sm90a ? 6 : 0);
     hh = fnv(hh, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
     const uint64_t h = fnv(hh, image, n);
@@ -516,17 +525,38 @@ static int e_event_ms(void *dev, void *a, void *b, float *ms, char *err,
     return 0;
 }
 
+/* the emulated device's tensor maps (blk_emu_tmap.h, read by blk_emu_tma.h) */
+static int e_tmap_encode(void *dev, void *map, int dtype, uint64_t addr, const uint64_t dims[2],
+                         uint64_t row_stride, const uint32_t box[2], int swizzle, char *err,
+                         size_t errlen)
+{
+    (void)dev;
+    const unsigned long long d[2] = {dims[0], dims[1]}, s[1] = {row_stride};
+    const unsigned b[2] = {box[0], box[1]}, es[2] = {1, 1};
+    int r = blk_emu_tmap_encode(map, dtype, 2, (void *)(uintptr_t)addr, d, s, b, es, 0, swizzle,
+                                0, 0);
+    if (r) {
+        snprintf(err, errlen, "emu: cuTensorMapEncodeTiled failed (%d): dims %llu x %llu, row "
+                 "stride %llu bytes, box %u x %u, swizzle %d", r, d[0], d[1], s[0], b[0], b[1],
+                 swizzle);
+        return -1;
+    }
+    return 0;
+}
+
 static const RtGpuOps emu_cuda_ops = {
     "cuda-emu", kDLCPU, e_open_cuda, e_close, e_alloc, e_free, e_h2d, e_d2h,
     e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
     e_event_free, e_event_record, e_event_ms,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* no ranks */
+    e_tmap_encode,
 };
 static const RtGpuOps emu_hip_ops = {
     "hip-emu", kDLCPU, e_open_hip, e_close, e_alloc, e_free, e_h2d, e_d2h,
     e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
     e_event_free, e_event_record, e_event_ms,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* no ranks */
+    NULL, /* no tensor maps */
 };
 
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t)

@@ -523,7 +523,7 @@ static const RtGpuOps hip_ops = {
     h_load, h_unload, h_function, h_launch, h_sync, h_event_new,
     h_event_free, h_event_record, h_event_ms, h_count, h_stream_new,
     h_stream_free, h_copy_async, h_peer_enable, h_ipc_get, h_ipc_open,
-    h_ipc_close, h_host_map, h_host_dptr, h_host_free, h_query,
+    h_ipc_close, h_host_map, h_host_dptr, h_host_free, h_query, NULL, /* no tensor maps */
 };
 
 const RtGpuOps *rt_gpu_hip_ops(void)

@@ -428,6 +428,36 @@ static void pack_param(const IrFunc *f, int pi, const RtBind *b,
     memcpy(dst + 8 + (size_t)p->rank * 8, stride, (size_t)p->rank * 8);
 }
 
+/* The tensor map t of a launch (gpu_tma.c) into map: the bound tensor's
+ * data, shape and row stride; an empty tensor gets none (no box of it is
+ * ever loaded: its loop or grid is empty). */
+static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *t,
+                              const RtBind *b, unsigned char *map, char *err, size_t errlen)
+{
+    const IrParam *p = &f->params[t->param];
+    const BkTensorDesc *d = &b->desc[t->param];
+    const RtGpu *g = gm->g;
+    if (d->shape[0] <= 0 || d->shape[1] <= 0 || !d->data)
+        return BLKC_OK;
+    if (!g->ops->tmap_encode)
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s has no tensor maps (TMA)",
+                       f->name, g->ops->vendor);
+    const uint64_t dims[2] = {(uint64_t)d->shape[1], (uint64_t)d->shape[0]};
+    const uint32_t box[2] = {(uint32_t)t->box[0], (uint32_t)t->box[1]};
+    const int swz = t->span == 128 ? 3 : t->span == 64 ? 2 : 1;
+    char e[300];
+    if (d->stride[0] < 0 ||
+        g->ops->tmap_encode(g->dev, map, p->dtype == DT_BF16 ? 9 : 6,
+                            (uint64_t)(uintptr_t)d->data, dims,
+                            (uint64_t)d->stride[0] * (uint64_t)dsl_dtype_bytes(p->dtype), box, swz,
+                            e, sizeof e))
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: no tensor map for %s (shape "
+                       "%lld x %lld, row stride %lld): %s", f->name, p->name,
+                       (long long)d->shape[0], (long long)d->shape[1], (long long)d->stride[0],
+                       d->stride[0] < 0 ? "a negative row stride" : e);
+    return BLKC_OK;
+}
+
 static int64_t timeout_ms(void)
 {
     const char *s = getenv("BLKC_WAIT_TIMEOUT_MS");
@@ -479,12 +509,17 @@ static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
     size_t ctx_off = align_up(size, 8);
     if (k->ki->rank_ctx)
         size = ctx_off + sizeof(BkGpuRankCtx);
-    pk->size = align_up(size, 8);
+    size_t tma_off = align_up(size, 64); /* then the tensor maps (gpu_tma.c) */
+    if (k->ki->ntma)
+        size = tma_off + 128 * (size_t)k->ki->ntma;
+    pk->size = align_up(size, 64);
     if (st == BLKC_OK) {
-        pk->buf = calloc(1, pk->size + 8);
-        pk->params = calloc((size_t)np + 2, sizeof *pk->params);
+        pk->buf = aligned_alloc(64, pk->size + 64);
+        pk->params = calloc((size_t)np + 2 + BK_GPU_MAXTMA, sizeof *pk->params);
         if (!pk->buf || !pk->params)
             st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+        else
+            memset(pk->buf, 0, pk->size + 64);
     }
     size = 0;
     for (int i = 0; st == BLKC_OK && i < np; i++) {
@@ -504,6 +539,11 @@ static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
         rc.timeout = timeout_ms() * gm->g->info.ticks_per_ms;
         memcpy(pk->buf + ctx_off, &rc, sizeof rc);
         pk->params[np] = pk->buf + ctx_off;
+    }
+    for (int j = 0; st == BLKC_OK && j < k->ki->ntma; j++) {
+        unsigned char *map = pk->buf + tma_off + 128 * (size_t)j;
+        pk->params[np + (k->ki->rank_ctx ? 1 : 0) + j] = map;
+        st = tensor_map(gm, f, &k->ki->tma[j], &b, map, err, errlen);
     }
     if (st == BLKC_OK)
         st = rt_bind_grid(&b, f, opts, rcx ? rcx->rank : 0,

@@ -684,9 +684,11 @@ static void emit_func(BkGpuEm *em)
     if (bk_gpu_uses_ranks(f))
         dsl_buf_printf(o, "%s\n    BlkRankCtx blk_rc /* rank builtins */",
                        f->nparams ? "," : "");
+    bk_gpu_tma_params(em);
     dsl_buf_printf(o, ")\n{\n");
     em->indent = 1;
-    bk_gpu_line(em, "BLK_DYNAMIC_SMEM(blk_smem);");
+    /* swizzled wgmma operands: the pattern is on address bits */
+    bk_gpu_line(em, em->wgmma ? "BLK_DYNAMIC_SMEM_1K(blk_smem);" : "BLK_DYNAMIC_SMEM(blk_smem);");
     bk_gpu_line(em, "const int blk_tid = threadIdx.x;");
     bk_gpu_line(em, "const int blk_lane = blk_tid %% %d, blk_warp = blk_tid / %d;",
                 em->dl->warp, em->dl->warp);
@@ -766,6 +768,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->nopipe = (e = getenv("BLKC_GPU_NOPIPE")) && *e && strcmp(e, "0");
     em->nosyncelim = (e = getenv("BLKC_GPU_NOSYNCELIM")) && *e && strcmp(e, "0");
     em->nohoist = (e = getenv("BLKC_GPU_NOHOIST")) && *e && strcmp(e, "0");
+    em->notma = (e = getenv("BLKC_GPU_NOTMA")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;
@@ -797,6 +800,7 @@ int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl, const char *arch
     info->threads = em.nt;
     info->smem_bytes = em.smem;
     info->rank_ctx = bk_gpu_uses_ranks(f);
+    bk_gpu_tma_info(&em, info);
     bk_gpu_em_free(&em);
     return 0;
 }

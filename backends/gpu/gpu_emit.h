@@ -39,11 +39,24 @@ typedef struct BkGpuDialect {
 } BkGpuDialect;
 
 /* Per-kernel launch facts the runtime needs. */
+/* A tensor map the kernel takes (gpu_tma.c): the launch encodes one for
+ * tensor param `param` (rank 2, 16-bit elements) with boxes of box[0]
+ * (inner) x box[1] elements in the swizzle of `span` bytes (32, 64, 128). */
+#define BK_GPU_MAXTMA 4
+typedef struct BkGpuTma {
+    int param;
+    int box[2];
+    int span;
+} BkGpuTma;
+
 typedef struct BkGpuKernelInfo {
     int threads;            /* blockDim.x */
     long long smem_bytes;   /* dynamic shared memory per block */
-    bool rank_ctx;          /* takes a BlkRankCtx as its last parameter
-                               (bk_gpu_uses_ranks) */
+    bool rank_ctx;          /* takes a BlkRankCtx after the declared
+                               parameters (bk_gpu_uses_ranks) */
+    int ntma;               /* then this many CUtensorMaps (64-byte
+                               aligned, 128 bytes each) */
+    BkGpuTma tma[BK_GPU_MAXTMA];
 } BkGpuKernelInfo;
 
 /* The launch context of kernels that use rank(), world(), peer views,
@@ -217,14 +230,19 @@ typedef struct BkGpuEm {
     bool nohoist;             /* BLKC_GPU_NOHOIST: cp.async prefetch
                                  addresses recomputed each k step */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
+    bool notma;               /* BLKC_GPU_NOTMA: wgmma operands by cp.async */
     bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
     bool wgmma;               /* some dot uses wgmma (gpu_wgmma.c): barriers
                                  fence the async proxy */
     int *wgl;                 /* wgmma operand tiles: 1 + the m-blocks per
                                  warpgroup whose rows an a tile is permuted
-                                 into (1: none, b), stored in core matrices
-                                 (blk_wgl); else 0 */
+                                 into (1: none, b); else 0 */
+    int *wgs;                 /* and their swizzle span in bytes (32, 64,
+                                 128): stored by blk_wgs */
     bool *wgd;                /* dots on wgmma */
+    bool *tma;                /* ring loads copied by TMA (gpu_tma.c) */
+    int tma_fr;               /* the FOR whose ring they fill, or -1 */
+    long long tma_bar;        /* its stages(S) mbarriers in shared memory */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
     BkGpuAcc acc[BK_GPU_MAXACC];
     int nacc;
@@ -507,6 +525,23 @@ void bk_gpu_emit_store(BkGpuEm *em, int id);
 /* a pipelined FOR: the prologue before it, the wait/prefetch at its top */
 void bk_gpu_pipe_prologue(BkGpuEm *em, int forid);
 void bk_gpu_pipe_top(BkGpuEm *em, int forid);
+/* scalar v as C text at the iteration of FOR fr whose induction variable
+ * is iv (v must be computable there: the ring loads' indices) */
+void bk_gpu_sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n);
+/* "blk_fl < vHI" (or >): the iteration with induction variable blk_fl runs */
+void bk_gpu_pipe_runs(const BkGpuEm *em, int fr, char *buf, size_t n);
+
+/* ------------------------------------------------------------ gpu_tma.c
+ * wgmma operand rings filled by TMA (CUDA sm_90a) */
+/* which ring (tma, tma_fr), after the wgmma plan; 0 or -1 */
+int bk_gpu_tma_plan(BkGpuEm *em);
+/* the kernel's tensor maps, in parameter order */
+void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info);
+/* the kernel's tensor-map parameters (", const __grid_constant__ ...") */
+void bk_gpu_tma_params(BkGpuEm *em);
+/* the TMA forms of bk_gpu_pipe_prologue / bk_gpu_pipe_top */
+void bk_gpu_tma_prologue(BkGpuEm *em, int forid);
+void bk_gpu_tma_top(BkGpuEm *em, int forid);
 
 /* ------------------------------------------------------------ gpu_sync.c */
 /* before emitting instruction id: a barrier if its accesses conflict with

@@ -10,6 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* how a wgmma operand tile is stored (gpu_wgmma.c) */
+static const char *wg_note(const BkGpuEm *em, int id)
+{
+    return em->wgs[id] == 128 ? ", wgmma 128B swizzle" :
+           em->wgs[id] == 64 ? ", wgmma 64B swizzle" : ", wgmma 32B swizzle";
+}
+
 void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
 {
     const IrInstr *in = &em->f->ins[id];
@@ -102,10 +109,11 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
     } else if (em->alias[id] != id) {
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
-        snprintf(buf, n, "shared+%lld, cp.async ring of %d%s", em->off[id], em->f->stages,
-                 em->wgl && em->wgl[id] ? ", wgmma core matrices" : em->swz[id] ? ", swizzled" : "");
+        snprintf(buf, n, "shared+%lld, %s ring of %d%s", em->off[id],
+                 em->tma && em->tma[id] ? "TMA" : "cp.async", em->f->stages,
+                 em->wgl && em->wgl[id] ? wg_note(em, id) : em->swz[id] ? ", swizzled" : "");
     } else if (em->wgl && em->wgl[id]) {
-        snprintf(buf, n, "shared+%lld, wgmma core matrices", em->off[id]);
+        snprintf(buf, n, "shared+%lld%s", em->off[id], wg_note(em, id));
     } else if (em->swz[id]) {
         snprintf(buf, n, "shared+%lld, swizzled", em->off[id]);
     } else {

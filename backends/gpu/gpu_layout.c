@@ -204,6 +204,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     int n = f->nins;
     int *regof = malloc(sizeof(int) * (size_t)(n + 1));
     int *owner = malloc(sizeof(int) * (size_t)(f->nregions + 1));
+    em->tma_fr = -1; /* gpu_tma.c decides, at the end of the layout pass */
     em->pos = calloc((size_t)n + 1, sizeof(int));
     em->end = calloc((size_t)n + 1, sizeof(int));
     em->last = calloc((size_t)n + 1, sizeof(int));
@@ -413,7 +414,10 @@ int bk_gpu_analyze(BkGpuEm *em)
     }
     for (int a = 0; a < nord; a++) {
         int x = order[a];
-        long long at = base;
+        /* a swizzled wgmma operand starts on its pattern (8 rows of its
+         * span: the swizzle is on address bits, gpu_wgmma.c) */
+        const long long al = em->wgs && em->wgs[x] ? 8LL * em->wgs[x] : 16;
+        long long at = (base + al - 1) / al * al;
         bool moved = true;
         while (moved) {
             moved = false;
@@ -422,7 +426,7 @@ int bk_gpu_analyze(BkGpuEm *em)
                 bool overlap = first[y] <= em->last[x] &&
                                first[x] <= em->last[y];
                 if (overlap && at < em->off[y] + sz[y] && em->off[y] < at + sz[x]) {
-                    at = em->off[y] + sz[y];
+                    at = (em->off[y] + sz[y] + al - 1) / al * al;
                     moved = true;
                 }
             }
@@ -430,6 +434,10 @@ int bk_gpu_analyze(BkGpuEm *em)
         em->off[x] = at;
         if (at + sz[x] > top)
             top = at + sz[x];
+    }
+    if (em->tma_fr >= 0) { /* the TMA ring's mbarriers (gpu_tma.c) */
+        em->tma_bar = (top + 7) & ~7LL;
+        top = em->tma_bar + 8LL * f->stages;
     }
     em->smem = top;
     free(first);
@@ -470,6 +478,8 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->mrcvt);
     free(em->vmrow);
     free(em->wgl);
+    free(em->wgs);
+    free(em->tma);
     free(em->wgd);
     em->wgl = NULL;
     em->wgd = NULL;

@@ -486,9 +486,9 @@ void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n
 {
     int C, rpl, pm;
     const IrType *t = &em->f->ins[v].type;
-    if (em->wgl && em->wgl[v]) /* a wgmma operand: core matrices (gpu_wgmma.c) */
-        snprintf(buf, n, "blk_wgl(%s, %lld, %lld, %d)", e, (long long)t->shape[1],
-                 (long long)t->shape[0], em->wgl[v] - 1);
+    if (em->wgl && em->wgl[v]) /* a wgmma operand (gpu_wgmma.c) */
+        snprintf(buf, n, "blk_wgs(%s, %lld, %lld, %d, %d)", e, (long long)t->shape[1],
+                 (long long)t->shape[0], em->wgl[v] - 1, em->wgs[v]);
     else if (em->swz && em->swz[v] && swz_geom(t, &C, &rpl, &pm))
         snprintf(buf, n, "blk_swz(%s, %d, 8, %d, %d)", e, C, rpl, pm);
     else

@@ -158,7 +158,7 @@ static bool future_ok(const BkGpuEm *em, int v, int fr, int depth)
 
 /* The scalar v as C text: its name, or (see future_ok) its expression with
  * FOR fr's induction variable written as iv. */
-static void sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n)
+void bk_gpu_sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n)
 {
     const IrFunc *f = em->f;
     if (fr < 0 || (v != fr && (em->pos[v] <= em->pos[fr] || em->pos[v] > em->end[fr]))) {
@@ -178,7 +178,7 @@ static void sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n
             o[j][0] = 0;
             if (j < ir_op_nopnd[in->op] && in->opnd[j] >= 0) {
                 char r[512];
-                sval(em, in->opnd[j], fr, iv, r, sizeof r);
+                bk_gpu_sval(em, in->opnd[j], fr, iv, r, sizeof r);
                 bk_gpu_to_c(o[j], sizeof o[j], f->ins[in->opnd[j]].type.dtype, r);
             }
         }
@@ -215,11 +215,11 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
         char c[200], t[300], sv[1800];
         switch (v->d[d].kind) {
         case IDX_SCALAR:
-            sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
+            bk_gpu_sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
             bk_gpu_line(em, "const long long c%d = %s;", d, sv);
             break;
         case IDX_RANGE:
-            sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
+            bk_gpu_sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
             bk_gpu_coord(c, sizeof c, &vt, k++, ename);
             bk_gpu_line(em, "const long long c%d = (long long)%s + %s;", d, sv, c);
             break;
@@ -454,9 +454,9 @@ void bk_gpu_emit_load(BkGpuEm *em, int id)
         char ty[128];
         ir_type_str(&in->type, ty, sizeof ty);
         bk_gpu_line(em, "%s *v%d = (%s *)(blk_smem + %lld + (long long)(blk_it%d %% %d) * %lld); "
-                    "/* %s, cp.async ring slot of this iteration */", t, id, t,
+                    "/* %s, %s ring slot of this iteration */", t, id, t,
                     em->off[id], em->pipe[id], em->f->stages,
-                    bk_gpu_pipe_slot(em, id), ty);
+                    bk_gpu_pipe_slot(em, id), ty, em->tma[id] ? "TMA" : "cp.async");
         return;
     }
     int W = in->type.rank > 0 ? bk_gpu_vec_width(em, id) : 0;
@@ -781,7 +781,7 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bo
 
 /* "blk_fl < (long long)vHI" (step > 0) or ">" (step < 0): the iteration with
  * induction variable blk_fl runs */
-static void runs_cond(const BkGpuEm *em, int fr, char *buf, size_t n)
+void bk_gpu_pipe_runs(const BkGpuEm *em, int fr, char *buf, size_t n)
 {
     const IrInstr *F = &em->f->ins[fr];
     bool up = em->f->ins[F->opnd[2]].ival > 0;
@@ -790,11 +790,15 @@ static void runs_cond(const BkGpuEm *em, int fr, char *buf, size_t n)
 
 void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
 {
+    if (em->tma_fr == fr) { /* the ring of wgmma operands TMA fills */
+        bk_gpu_tma_prologue(em, fr);
+        return;
+    }
     const IrInstr *F = &em->f->ins[fr];
     int S = em->f->stages;
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char cond[128];
-    runs_cond(em, fr, cond, sizeof cond);
+    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
     bk_gpu_line(em, "// stages(%d): %d cp.async ring load(s), issued %d iteration(s) ahead",
                 S, em->pipe[fr], S - 1);
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */",
@@ -817,11 +821,15 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
 
 void bk_gpu_pipe_top(BkGpuEm *em, int fr)
 {
+    if (em->tma_fr == fr) {
+        bk_gpu_tma_top(em, fr);
+        return;
+    }
     const IrInstr *F = &em->f->ins[fr];
     int S = em->f->stages;
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char cond[128], slot[64];
-    runs_cond(em, fr, cond, sizeof cond);
+    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
     bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d have landed */",
                 S - 2, fr);
     bk_gpu_sync(em); /* ... everyone's; slot (blk_it - 1) % S is free */

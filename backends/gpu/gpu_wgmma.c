@@ -17,20 +17,29 @@
  * over the N / 8 column blocks) — every other op on the var (epilogue,
  * row reductions, conversions) is unchanged.
  *
- * Operand layout (bk_gpu_swz_idx writes `blk_wgl`, cuda.c prelude):
- * 9.7.15.5.1.2.1.3 "Canonical Layouts", no swizzle, core matrices of
- * 8 rows x 16 bytes (128 contiguous bytes), for an [R][C] tile with C the
- * contiguous (K for a, N or K for b) dimension: core (r / 8, c / 8) at
- * ((c / 8) (R / 8) + slot(r / 8)) * 128 bytes. a's row-cores are
- * permuted so that m-block i of warpgroup G (64 rows: 16 of each of its
- * warps, from their fragment i) is 8 consecutive row-cores: a K-major
- * operand with SBO = 128, LBO = (M / 8) 128. b read as [K][N] is N-major
- * (imm-trans-b = 1: SBO = (K / 8) 128 between 8-column groups, LBO = 128
- * between 8-row groups of K); b = trans(t) of an [N][K] tile t is K-major
- * (imm-trans-b = 0, SBO = 128, LBO = (N / 8) 128). Descriptor (9.7.15.5.
- * 1.2.2): start, LBO, SBO each (x & 0x3FFFF) >> 4 in bits 13-0, 29-16,
- * 45-32, base offset 0, swizzle mode 0; a k step of 16 and an m-block
- * advance the start address only.
+ * Operand layout (bk_gpu_swz_idx writes `blk_wgs`, cuda.c prelude):
+ * 9.7.15.5.1.2.1.3 "Canonical Layouts" in a swizzle mode — the layout TMA
+ * writes (runtime/emu/blk_emu_tma.h) — for an [R][C] tile with C the
+ * contiguous dimension (K for a, N or K for b): rows of S bytes (S = 128
+ * when C * 2 is a multiple of 128, else 64 or 32: the span), panels of S
+ * / 2 columns holding all R rows, 8-row atoms of 8 S bytes, and in each
+ * atom the 16-byte chunks of row r XOR'd with r (address bits [4, 4 + b)
+ * ^= [7, 7 + b), Swizzle<b, 4, 3>), so that the 8 chunks of a row, which
+ * one cp.async instruction of 8 threads writes, fall in 8 different bank
+ * groups, and the 8 rows of a chunk column, which the tensor cores read,
+ * too. The tile starts on its pattern (8 S bytes: gpu_layout.c aligns it,
+ * the dynamic shared memory is 1024-byte aligned) since the pattern is on
+ * address bits. a's atoms are permuted so that m-block i of warpgroup G
+ * (64 rows: 16 of each of its warps, from their fragment i) is 8
+ * consecutive atoms. a, and b = trans(t) of an [N][K] tile, are K-major
+ * ((8,m),(T,2k)):((cT,SBO),(1,T)): SBO = 8 S between atoms, LBO unused; a
+ * k step of 16 advances the start by 32 bytes within a panel, by a panel
+ * (R S bytes) past it. b read as [K][N] is N-major (imm-trans-b 1)
+ * ((T,c,m),(8,k)):((1,T,LBO),(cT,SBO)): LBO = K S between panels of N,
+ * SBO = 8 S between 8-row groups of K; a k step advances 16 rows (16 S
+ * bytes). Descriptor (9.7.15.5.1.2.2): start, LBO, SBO each (x & 0x3FFFF)
+ * >> 4 in bits 13-0, 29-16, 45-32, base offset 0, swizzle mode in 63-62
+ * (1: 128B, 2: 64B, 3: 32B).
  *
  * Emission (bk_gpu_wgmma_dot, under `#if __CUDA_ARCH__ >= 900 &&
  * defined(__CUDA_ARCH_FEAT_SM90_ALL)`, the FMA loop under #else):
@@ -44,8 +53,8 @@
  * before the kernel, the inline-asm wrapper of each shape it uses (CUDA;
  * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
  *
- * Not here: TMA, swizzled operand layouts, warp specialization, a
- * persistent grid, wgmma groups in flight across k steps, A from
+ * Not here: TMA (gpu_tma.c fills the operand rings when the launch
+ * allows tensor maps), warp specialization, a persistent grid, wgmma groups in flight across k steps, A from
  * registers, fp8 / tf32 / i8, f16 accumulators. */
 #include "gpu_emit.h"
 
@@ -111,12 +120,23 @@ static int readers(const BkGpuEm *em, int x)
     return n;
 }
 
+/* The swizzle span of an operand tile whose rows (the contiguous
+ * dimension) hold C 16-bit elements: 128 bytes when they are whole
+ * 128-byte rows (panels of 64 columns), 64 or 32 when that is the row,
+ * else 0 (no wgmma; the layout pass's swizzle (swz_geom) admits only
+ * these). */
+static int span(long long C)
+{
+    return C * 2 % 128 == 0 ? 128 : C * 2 == 64 ? 64 : C * 2 == 32 ? 32 : 0;
+}
+
 int bk_gpu_wgmma_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
     em->wgl = calloc((size_t)f->nins + 1, sizeof(int));
+    em->wgs = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgd = calloc((size_t)f->nins + 1, sizeof(bool));
-    if (!em->wgl || !em->wgd) {
+    if (!em->wgl || !em->wgs || !em->wgd) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -131,14 +151,17 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
         int a = in->opnd[0], b = b_src(em, id, &kmaj);
         if (!g->on || g->wb > 0 || g->wm != em->nw || g->wn != 1 ||
             g->nt * 8 != g->N || g->mt != mt || !em->swz[a] || !em->swz[b] || a == b ||
-            readers(em, a) != 1 || readers(em, b) != 1)
+            readers(em, a) != 1 || readers(em, b) != 1 || !span(f->ins[a].type.shape[1]) ||
+            !span(f->ins[b].type.shape[1]))
             continue;
         em->wgd[id] = true;
         em->wgl[a] = 1 + mt; /* rows by warpgroup m-block */
         em->wgl[b] = 1;
+        em->wgs[a] = span(f->ins[a].type.shape[1]);
+        em->wgs[b] = span(f->ins[b].type.shape[1]);
         em->wgmma = true;
     }
-    return 0;
+    return bk_gpu_tma_plan(em); /* which rings TMA fills (gpu_tma.c) */
 }
 
 /* The PTX type suffix of dot id's operands. */
@@ -204,19 +227,28 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     long long M = in->type.shape[0], N = in->type.shape[1];
     long long K = f->ins[in->opnd[0]].type.shape[1];
     int mt = g->mt; /* a warp's fragments of 16 rows = its warpgroup's m-blocks of 64 */
-    /* byte strides of the core-matrix layouts (file comment) */
-    long long albo = M / 8 * 128, bsbo = kmaj ? 128 : K / 8 * 128,
-              blbo = kmaj ? N / 8 * 128 : 128;
-    long long astep = 2 * albo, bstep = kmaj ? 2 * blbo : 2 * 128; /* per k step of 16 */
+    const int sa = em->wgs[in->opnd[0]], sb = em->wgs[b_src(em, id, &kmaj)];
+    /* per operand (file comment): the descriptor's LBO and SBO, the start
+     * address's advance per m-block (a), and per k step of 16 columns
+     * "(k * 16 / P) * X + (k * 16 % P) / 16 * S16" bytes: P columns per
+     * panel, X bytes per panel, S16 bytes per 16 columns within one */
+    const long long alo = 16, aso = 8 * sa, am = 64 * sa, ap = sa / 2, ax = M * sa, ak = 32;
+    long long blo, bso, bp, bx, bk;
+    if (kmaj) { /* [N][K]: as a */
+        blo = 16, bso = 8 * sb, bp = sb / 2, bx = N * sb, bk = 32;
+    } else {    /* [K][N]: N-major, panels of N at LBO, 8-row groups of K at SBO */
+        blo = K * sb, bso = 8 * sb, bp = K, bx = 0, bk = 16 * sb;
+    }
+    const int amode = sa == 128 ? 1 : sa == 64 ? 2 : 3, bmode = sb == 128 ? 1 : sb == 64 ? 2 : 3;
     dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     bk_gpu_line(em, "/* sm_90a: wgmma.mma_async m64n%lldk16 .f32.%s, %d m-block%s of 64 rows per "
-                "warpgroup (blk_warp / 4) x %lld k steps; a K-major, b %s-major, core matrices "
-                "of 8 x 16 bytes, no swizzle (PTX ISA 9.7.15.5.1.2) */", N, ab_type(em, id), mt,
-                mt > 1 ? "s" : "", K / 16, kmaj ? "K" : "N");
-    bk_gpu_line(em, "const unsigned long long blk_da = blk_wg_desc(blk_A, %lld, 128) + "
-                "(unsigned long long)(blk_warp / 4 * %d),", albo, mt * 8 * 128 / 16);
-    bk_gpu_line(em, "                         blk_db = blk_wg_desc(blk_B, %lld, %lld);", blbo,
-                bsbo);
+                "warpgroup (blk_warp / 4) x %lld k steps; a K-major in the %dB swizzle, b %s-major "
+                "in the %dB swizzle (PTX ISA 9.7.15.5.1.2) */", N, ab_type(em, id), mt,
+                mt > 1 ? "s" : "", K / 16, sa, kmaj ? "K" : "N", sb);
+    bk_gpu_line(em, "const unsigned long long blk_da = (blk_wg_desc(blk_A, %lld, %lld) | %dull << 62) + "
+                "(unsigned long long)(blk_warp / 4 * %lld),", alo, aso, amode, mt * am / 16);
+    bk_gpu_line(em, "                         blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
+                blo, bso, bmode);
     reg_fence(em, v);
     bk_gpu_line(em, "blk_wgmma_fence();");
     bk_gpu_line(em, "#pragma unroll");
@@ -225,9 +257,11 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     bk_gpu_line(em, "    for (int i = 0; i < %d; i++) /* descriptors: start address + bytes / 16 */",
                 mt);
     bk_gpu_line(em, "        blk_wgmma_m64n%lldk16_f32_%s<0, %d>(&var%d[i * %lld], "
-                "blk_da + (unsigned long long)(i * %d + k * %lld), "
-                "blk_db + (unsigned long long)(k * %lld), 1);", N, ab_type(em, id),
-                kmaj ? 0 : 1, v, N / 2, 8 * 128 / 16, astep / 16, bstep / 16);
+                "blk_da + (unsigned long long)(i * %lld + k * 16 / %lld * %lld + "
+                "k * 16 %% %lld * %lld / 16), "
+                "blk_db + (unsigned long long)(k * 16 / %lld * %lld + k * 16 %% %lld * %lld / 16), 1);",
+                N, ab_type(em, id), kmaj ? 0 : 1, v, N / 2, am / 16, ap, ax / 16, ap, ak / 16,
+                bp, bx / 16, bp, bk / 16);
     bk_gpu_line(em, "blk_wgmma_commit();");
     bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
     reg_fence(em, v);

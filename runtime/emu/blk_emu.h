@@ -28,6 +28,16 @@
  *                                     wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 / .f16.f16
  *     blk_wgmma_fence(), blk_wgmma_commit(), blk_wgmma_wait<N>()  wgmma.fence / commit_group / wait_group
  *     blk_smem_addr(p) (cvta.to.shared), blk_fence_proxy_async() (fence.proxy.async.shared::cta)
+ *   CUDA sm_90 tensor memory access (PTX ISA "mbarrier", "cp.async.bulk.tensor"; blk_emu_tma.h)
+ *     BlkTensorMap (CUtensorMap), blk_emu_tmap_encode(...)     cuTensorMapEncodeTiled (driver API)
+ *     blk_mbar_init(bar, count), blk_mbar_arrive(bar), blk_mbar_arrive_expect_tx(bar, bytes),
+ *     blk_mbar_expect_tx(bar, bytes), blk_mbar_try_wait_parity / blk_mbar_wait_parity(bar, parity)
+ *                                     mbarrier.init / arrive / arrive.expect_tx / expect_tx / try_wait.parity
+ *     blk_tma_load_1d/_2d/_3d(dst, map, c..., bar)  cp.async.bulk.tensor.Nd.shared::cluster.global.tile
+ *                                                   .mbarrier::complete_tx::bytes
+ *     blk_tma_store_1d/_2d/_3d(map, c..., src)      cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group
+ *     blk_bulk_commit(), blk_bulk_wait<N>(), blk_bulk_wait_read<N>()
+ *                                     cp.async.bulk.commit_group, cp.async.bulk.wait_group[.read] N
  *     blk_max_nan_f32(a, b), blk_min_nan_f32(a, b)                        max.NaN.f32, min.NaN.f32
  *     blk_cp_async16(dst, src, nbytes), blk_cp_commit(), blk_cp_wait<N>() cp.async.cg.shared.global 16 (src-size),
  *                                     cp.async.commit_group, cp.async.wait_group N ("Data Movement: cp.async")
@@ -108,6 +118,7 @@ template <typename T, int R> struct BlkTensor; /* gpu_prelude.c defines it */
 #define __shared__ static /* blocks run one after another: one copy */
 #define __align__(n) __attribute__((aligned(n)))
 #define __restrict__ __restrict
+#define __grid_constant__ /* a kernel parameter (tensor maps) */
 
 /* ------------------------------------------------------------ statistics */
 
@@ -130,6 +141,7 @@ struct BlkEmuStats {
     long long gmem_extent;     /* 32-byte sectors spanned by the tensor arguments */
     long long wgmma;           /* of mma: wgmma.mma_async (warpgroup instructions) */
     long long wgmma_flops;     /* of mma_flops: theirs */
+    long long tma;             /* cp.async.bulk.tensor loads (boxes, blk_emu_tma.h) */
 };
 
 /* ------------------------------------------------------------ the machine */
@@ -167,10 +179,11 @@ struct alignas(8) float2 { float x, y; };
 
 enum { BLK_EMU_TAG_NONE, BLK_EMU_TAG_SYNC, BLK_EMU_TAG_END, BLK_EMU_TAG_SHFL,
        BLK_EMU_TAG_VOTE, BLK_EMU_TAG_SYNCWARP, BLK_EMU_TAG_LDMATRIX, BLK_EMU_TAG_MMA,
-       BLK_EMU_TAG_WGMMA };
+       BLK_EMU_TAG_WGMMA, BLK_EMU_TAG_MBAR };
 static const char *const blk_emu_tag_name[] = {
     "?", "__syncthreads", "the end of the kernel", "a warp shuffle",
-    "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma", "a wgmma instruction"};
+    "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma", "a wgmma instruction",
+    "an mbarrier wait"};
 
 struct BlkEmuBar {
     int count = 0, tag = 0, width = 0;
@@ -658,6 +671,7 @@ static inline int __all(int p) { return blk_emu_ballot(p) == (BLK_EMU_WARP == 64
 
 #include "blk_emu_mma.h"
 #include "blk_emu_wgmma.h"
+#include "blk_emu_tma.h"
 
 /* ------------------------------------------------------------ launch */
 
@@ -723,6 +737,7 @@ static void blk_emu_fiber_main()
         blk_emu_wg_drop(t);
         blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_END);
         if (t == 0) { /* a fresh block: shared memory is garbage again */
+            blk_emu_tma_block_end(m);
 #ifdef BLK_EMU_MEMSTATS
             blk_emu_mem_block(m);
 #endif
@@ -849,6 +864,7 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
         blk_emu_cp_reset(t);
         blk_emu_wg_drop(t);
     }
+    blk_emu_tma_block_end(&m, false);
     blk_emu_schedule(&m);
     blk_emu_fibers = nullptr;
     blk_emu_m = nullptr;
@@ -869,6 +885,8 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
 }
 
 #define BLK_DYNAMIC_SMEM(name) unsigned char *name = blk_emu_smem_base
+/* 1024-byte aligned on a GPU; here addresses are offsets from the base */
+#define BLK_DYNAMIC_SMEM_1K(name) BLK_DYNAMIC_SMEM(name)
 
 /* The entry point runtime/gpu_emu.c calls for kernel `name` (gpu_launch.c
  * appends one line per kernel to the module text). */

@@ -55,8 +55,11 @@
  * rounded to f32 once with the old D (the hardware's internal order and
  * rounding are unspecified). Not modelled: A from registers, tf32, fp8,
  * integer types, f16 accumulators, imm-scale (-1), sparse, the async
- * proxy (fence.proxy.async is a no-op: one host thread runs all), the
- * shared-memory traffic of wgmma in --stats. Included by blk_emu.h only. */
+ * proxy (fence.proxy.async is a no-op: one host thread runs all).
+ * --stats counts each mma_async's operand reads as shared-memory
+ * wavefronts, a core matrix at a time (blk_emu_wg_wavefronts: how the
+ * tensor cores fetch is not documented; the model is theirs at the banks'
+ * 128 bytes per clock). Included by blk_emu.h only. */
 #ifndef BLK_EMU_WGMMA_H
 #define BLK_EMU_WGMMA_H
 
@@ -111,9 +114,10 @@ static inline void blk_emu_wg_bar(void)
     blk_emu_abandon();
 }
 
-/* Element (mn, k) of a 16-bit operand through descriptor desc: mn is A's
- * row m or B's column n; mnmajor: imm-trans = 1 (canonical layouts above). */
-static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
+/* The shared byte address of element (mn, k) of a 16-bit operand through
+ * descriptor desc: mn is A's row m or B's column n; mnmajor: imm-trans = 1
+ * (canonical layouts above). */
+static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, int k)
 {
     const long long start = (long long)(desc & 0x3fff) << 4;
     const long long lbo = (long long)((desc >> 16) & 0x3fff) << 4;
@@ -137,9 +141,32 @@ static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int
         a ^= ((a >> 7) & (c - 1)) << 4;
     if (a < 0 || a + 2 > blk_emu_m->smem_bytes)
         blk_emu_wg_fail("wgmma reads outside the block's shared memory");
+    return a;
+}
+static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
+{
     unsigned short h;
-    memcpy(&h, blk_emu_smem_base + a, 2);
+    memcpy(&h, blk_emu_smem_base + blk_emu_wg_addr(desc, mnmajor, mn, k), 2);
     return kind ? blk_emu_bf16(h) : blk_emu_f16(h);
+}
+
+/* --stats: the shared-memory wavefronts of reading an MN x 16 operand,
+ * one 8 x 8 core matrix (8 rows of 16 bytes) at a time, as if through the
+ * same 32 banks of 4 bytes as the other accesses (an assumption: the PTX
+ * ISA does not say how the tensor cores fetch; a canonical layout is 1
+ * wavefront per core matrix, bytes / 128) */
+static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, int mn)
+{
+    long long wf = 0;
+    for (int m0 = 0; m0 < mn; m0 += 8)
+        for (int k0 = 0; k0 < 16; k0 += 8) {
+            long long rows[8];
+            for (int i = 0; i < 8; i++) /* a 16-byte run of 8 elements */
+                rows[i] = mnmajor ? blk_emu_wg_addr(desc, true, m0, k0 + i)
+                                  : blk_emu_wg_addr(desc, false, m0 + i, k0);
+            wf += blk_emu_wavefronts(rows, 8, 16);
+        }
+    return wf;
 }
 
 #ifdef BLK_EMU_BREAK_LAYOUT
@@ -166,6 +193,9 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
         blk_emu_count(blk_emu_m->st.mma_flops, 2LL * 64 * n * 16);
         blk_emu_count(blk_emu_m->st.wgmma, 1);
         blk_emu_count(blk_emu_m->st.wgmma_flops, 2LL * 64 * n * 16);
+        blk_emu_count(blk_emu_m->st.smem_wavefronts, blk_emu_wg_wavefronts(da, ta != 0, 64) +
+                                                         blk_emu_wg_wavefronts(db, tb != 0, n));
+        blk_emu_count(blk_emu_m->st.smem_requests, 2);
     }
     BlkEmuWgIn in = {da, db, n, kind, ta, tb};
     BlkEmuWarp &wp = blk_emu_warp();

@@ -34,6 +34,9 @@
 #   sample-stats  --stats-sample=N: scaled counts equal the full run's on
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
+#   tma     tests/emu/t_tma.cpp built with the host C++ compiler against
+#       runtime/emu/blk_emu_tma.h (tensor maps, mbarriers, cp.async.bulk
+#       .tensor loads and stores, a TMA ring feeding wgmma) and run
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -69,6 +72,11 @@ wrappers-*)
     echo "FAIL: a swapped fragment mapping (BLK_EMU_BREAK_LAYOUT) went unnoticed"; exit 1
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
+  ;;
+tma)
+  "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
+    -I"$SRC/runtime/emu" "$SRC/tests/emu/t_tma.cpp" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
+  timeout 120 "$T/t" || exit 1
   ;;
 exec-*)
   BLKC_GPU_DEVICE=${MODE#exec-} exec bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC"
@@ -335,21 +343,44 @@ wgmma)
       echo "ok $name: $(cat "$T/log")"
     fi
   }
+  # row strides that are multiples of 16 elements (K, N = 144) make tensor
+  # maps possible: the operands come by TMA (gpu_tma.c); 72 / 136 do not:
+  # cp.async; tails in M, N and K either way
   for k in twg_bf16 twg_f16 twg_bt; do
     wone "$k 64x64 warps(4)" "$F" "1e-4 1e-4" --entry=$k M=200 N=136 K=72
     wone "$k 128x128 warps(4)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=136 K=72
     wone "$k 128x128 warps(8)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=136 K=136
+    wone "$k 64x64 warps(4) TMA" "$F" "1e-4 1e-4" --entry=$k M=200 N=144 K=144
+    wone "$k 128x128 warps(4) TMA" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=144 K=144
+    wone "$k 128x128 warps(8) TMA" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=144 K=208
   done
+  # the spans: a in 32-byte rows, b in 64; a in two panels of 64 columns,
+  # b in four
+  wone "twg_bf16 BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BK=16 -D BN=32 M=200 N=100 K=72
+  wone "twg_bt BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bt -D BK=16 -D BN=32 M=200 N=100 K=72
+  wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=304 K=208
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
   # the dots took wgmma on sm_90a, and only there
   for k in twg_bf16 twg_f16 twg_bt; do
     "$BLKC" compile "$F" --entry=$k --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
     grep -q "; wgmma.mma_async m64n64k16 .f32.$([ $k = twg_f16 ] && echo f16 || echo bf16) (sm_90a)" "$T/ir" &&
-      [ "$(grep -c 'wgmma core matrices' "$T/ir")" = 2 ] ||
+      [ "$(grep -c 'wgmma [0-9]*B swizzle' "$T/ir")" = 2 ] ||
       { echo "FAIL $k: no wgmma dot in the sm_90a gpu-ir:"; cat "$T/ir"; fail=1; }
     "$BLKC" compile "$F" --entry=$k --target=cuda --emit=gpu-ir >"$T/ir" 2>&1
     if grep -q wgmma "$T/ir"; then echo "FAIL $k: wgmma on the default sm_80"; fail=1; fi
+  done
+  # the operand layouts: the swizzle span is the row (a: BK, b as [K, N]:
+  # BN elements of 2 bytes) up to 128 bytes
+  # DEFINES|LAYOUT OF A|LAYOUT OF B
+  for c in "-D_BK=32|64B swizzle|128B swizzle" "-D_BK=64|128B swizzle|128B swizzle" \
+           "-D_BK=16|32B swizzle|128B swizzle" "-D_BN=32|64B swizzle|64B swizzle" \
+           "-D_BK=128 -D_BN=128|128B swizzle|128B swizzle"; do
+    IFS='|' read -r d la lb <<<"$c"
+    "$BLKC" compile "$F" --entry=twg_bf16 ${d//_/ } --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+    if ! grep -q "load A.*wgmma $la" "$T/ir" || ! grep -q "load B.*wgmma $lb" "$T/ir"; then
+      echo "FAIL twg_bf16 $d: want a in $la, b in $lb:"; grep 'load [AB]' "$T/ir"; fail=1
+    fi
   done
   # 2 warps: no warpgroup, the mma.sync path
   "$BLKC" compile "$F" --entry=twg_bf16 -D W=2 --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
@@ -360,16 +391,32 @@ wgmma)
     echo "FAIL BLKC_EMU_ARCH=sm_75: exit $rc, $(cat "$T/log")"; fail=1
   fi
   # --stats (clang++): a 128 x 128 block, K = 32: 2 m-blocks x 2 k steps,
-  # 64 x 128 x 16 each: 4 wgmma.mma_async, 1048576 FLOP; none on sm_80
+  # 64 x 128 x 16 each: 4 wgmma.mma_async, 1048576 FLOP; none on sm_80.
+  # Shared memory: each wgmma reads A (64 x 16 x 2 bytes) and B (128 x 16 x
+  # 2), 48 core matrices of 128 bytes, one wavefront each in the swizzled
+  # layouts: 192 in 8 requests; the writes of A and B (32 x 128 x 2 bytes
+  # each): by TMA 128 lines in 10 boxes (A: 8 boxes of 16 rows, its atoms
+  # permuted for 2 m-blocks per warpgroup; B: 2 panels of 64 columns), by
+  # cp.async (BLKC_GPU_NOTMA=1) 128 conflict-free wavefronts in 32 warp
+  # requests
   if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1; then
-    if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log"; then
+    if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log" ||
+       ! grep -q "shared-memory wavefronts 320 (in 18 requests)" "$T/log" ||
+       ! grep -q "cp.async 0, TMA boxes 10" "$T/log"; then
       echo "FAIL matmul 128x128 sm_90a --stats: want 4 wgmma:"; cat "$T/log"; fail=1
     else
-      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core" "$T/log")"
+      echo "ok matmul 128x128 sm_90a: $(grep "tensor-core\|wavefronts\|TMA" "$T/log")"
     fi
   else
     echo "FAIL matmul --stats on sm_90a: $(cat "$T/log")"; fail=1
+  fi
+  if BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" \
+       -D BM=128 -D BN=128 M=128 N=128 K=32 --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
+     grep -q "shared-memory wavefronts 320 (in 40 requests)" "$T/log" && grep -q "cp.async 1024$" "$T/log"; then
+    echo "ok matmul 128x128 sm_90a BLKC_GPU_NOTMA=1: $(grep "wavefronts\|cp.async" "$T/log")"
+  else
+    echo "FAIL matmul --stats on sm_90a, BLKC_GPU_NOTMA=1: want cp.async:"; cat "$T/log"; fail=1
   fi
   exit $fail
   ;;

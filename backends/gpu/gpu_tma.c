@@ -1,0 +1,231 @@
+/* gpu_tma.c — the operands of wgmma dots loaded by the tensor memory
+ * accelerator (CUDA sm_90a): a `stages(S)` ring whose loads all feed
+ * wgmma (gpu_wgmma.c) is filled by cp.async.bulk.tensor instead of
+ * cp.async, each slot completed by an mbarrier, one thread issuing.
+ *
+ * Which rings (bk_gpu_tma_plan, after the wgmma plan): the one loop of
+ * the kernel (the first such) whose every ring load (gpu_mem.c
+ * bk_gpu_pipe_plan)
+ *   - is a wgmma operand stored in a swizzled layout (em->wgs: 32, 64 or
+ *     128-byte rows, the modes TMA writes: runtime/emu/blk_emu_tma.h),
+ *   - reads a rank-2 tensor through two static ranges (`A[m +: BM, k +:
+ *     BK]`) with launch facts that make a tensor map possible: 16-byte
+ *     aligned data, unit inner stride, row stride a multiple of 16
+ *     elements (IR_ASSUME_*; other launches get the cp.async variant),
+ *   - has boxes of at most 256 rows.
+ * Out-of-bounds elements read zero (TMA's fill), as the slice does.
+ *
+ * Emission: the kernel takes one `const __grid_constant__ BlkTensorMap
+ * blk_tm<id>` per TMA load after its other parameters; the runtime
+ * encodes them at each launch (gpu_launch.c, from BkGpuKernelInfo.tma:
+ * the tensor, box, swizzle) with cuTensorMapEncodeTiled (cuda-emu:
+ * blk_emu_tmap.h). A tile of C columns is C / P boxes of P = span / 2
+ * columns (the panels of blk_wgs) by R rows — or, for an a tile whose
+ * atoms are permuted by warpgroup m-block (mt > 1), boxes of 16 rows,
+ * each landing on its two atoms. The S mbarriers (8 bytes each, after the
+ * tiles in shared memory) are initialized before the loop; thread 0
+ * issues iteration i's boxes with arrive.expect_tx(the ring's bytes) on
+ * mbarrier i % S, S - 1 iterations ahead as the cp.async ring does; the
+ * top of iteration i waits for phase (i / S) % 2 of mbarrier i % S, then
+ * the barrier that frees slot (i - 1) % S, then issues iteration i + S -
+ * 1. Iterations past the loop's end issue nothing and are never waited
+ * for, so the loop ends with nothing in flight. */
+#include "gpu_emit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows per box of ring load id: its whole rows, or 16 for an a tile
+ * whose atoms are permuted (blk_wgs with mt > 1). */
+static int box_rows(const BkGpuEm *em, int id)
+{
+    return em->wgl[id] - 1 > 1 ? 16 : (int)em->f->ins[id].type.shape[0];
+}
+
+static bool tma_ok(const BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    if (!em->wgl[id] || !em->wgs[id] || in->view < 0)
+        return false;
+    const IrParam *p = &f->params[in->param];
+    const IrView *v = &f->views[in->view];
+    const uint32_t need = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER | IR_ASSUME_STRIDE16(0);
+    if (p->kind != PK_TENSOR || p->rank != 2 || v->ndims != 2 || in->type.rank != 2 ||
+        (p->assume & need) != need || box_rows(em, id) > 256)
+        return false;
+    for (int d = 0; d < 2; d++)
+        if (v->d[d].kind != IDX_RANGE || v->d[d].len != in->type.shape[d])
+            return false;
+    return true;
+}
+
+int bk_gpu_tma_plan(BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    em->tma_fr = -1;
+    em->tma = calloc((size_t)f->nins + 1, sizeof(bool));
+    if (!em->tma) {
+        bk_gpu_fail(em, "out of memory");
+        return -1;
+    }
+    if (!em->sm90a || !em->wgmma || em->notma)
+        return 0;
+    for (int fr = 0; fr < f->nins && em->tma_fr < 0; fr++) {
+        if (f->ins[fr].op != IR_FOR || em->pipe[fr] <= 0)
+            continue;
+        int n = 0;
+        bool all = true;
+        for (int id = 0; id < f->nins && all; id++)
+            if (f->ins[id].op == IR_LOAD && em->pipe[id] == fr) {
+                all = tma_ok(em, id);
+                n++;
+            }
+        if (!all || n > BK_GPU_MAXTMA)
+            continue;
+        em->tma_fr = fr;
+        for (int id = 0; id < f->nins; id++)
+            em->tma[id] = f->ins[id].op == IR_LOAD && em->pipe[id] == fr;
+    }
+    return 0;
+}
+
+void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
+{
+    const IrFunc *f = em->f;
+    info->ntma = 0;
+    for (int id = 0; id < f->nins && em->tma; id++) {
+        if (!em->tma[id])
+            continue;
+        BkGpuTma *t = &info->tma[info->ntma++];
+        t->param = f->ins[id].param;
+        t->box[0] = em->wgs[id] / 2;
+        t->box[1] = box_rows(em, id);
+        t->span = em->wgs[id];
+    }
+}
+
+void bk_gpu_tma_params(BkGpuEm *em)
+{
+    for (int id = 0; id < em->f->nins && em->tma; id++)
+        if (em->tma[id])
+            dsl_buf_printf(em->o, ",\n    const __grid_constant__ BlkTensorMap blk_tm%d "
+                                  "/* the tensor map of v%d (TMA) */", id, id);
+}
+
+/* The bytes one iteration's boxes bring. */
+static long long ring_bytes(const BkGpuEm *em)
+{
+    long long b = 0;
+    for (int id = 0; id < em->f->nins; id++)
+        if (em->tma[id])
+            b += bk_gpu_pipe_slot(em, id);
+    return b;
+}
+
+/* Thread 0's boxes of FOR fr's iteration with induction variable `iv`
+ * into slot `slot` (C text), completing mbarrier blk_tb<fr>[slot]. */
+static void issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
+{
+    const IrFunc *f = em->f;
+    bk_gpu_line(em, "blk_mbar_arrive_expect_tx(&blk_tb%d[%s], %lldu);", fr, slot,
+                ring_bytes(em));
+    for (int id = 0; id < f->nins; id++) {
+        if (!em->tma[id])
+            continue;
+        const IrInstr *in = &f->ins[id];
+        const IrView *v = &f->views[in->view];
+        const int S = em->wgs[id], P = S / 2, R = (int)in->type.shape[0];
+        const int C = (int)in->type.shape[1], mt = em->wgl[id] - 1, rb = box_rows(em, id);
+        char r0[1024], c0[1024];
+        bk_gpu_sval(em, v->d[0].val, fr, iv, r0, sizeof r0);
+        bk_gpu_sval(em, v->d[1].val, fr, iv, c0, sizeof c0);
+        bk_gpu_line(em, "{ /* v%d: %s[%d x %d] by TMA, boxes of %d x %d, the %dB swizzle */", id,
+                    f->params[in->param].name, R, C, rb, P, S);
+        em->indent++;
+        bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
+                    em->off[id], slot, bk_gpu_pipe_slot(em, id));
+        bk_gpu_line(em, "const int blk_r0 = (int)%s, blk_c0 = (int)%s;", r0, c0);
+        for (int p = 0; p < C / P; p++)
+            for (int g = 0; g < R / rb; g++) {
+                /* the box's first atom: rows 16 g.. sit at atom s(2 g) of
+                 * blk_wgs's permutation (identity for one box of R rows) */
+                long long atom = 0;
+                if (rb < R) {
+                    int tr = 2 * g, w = tr / (2 * mt), j = tr % (2 * mt);
+                    atom = ((w >> 2) * mt + (j >> 1)) * 8 + (w & 3) * 2 + (j & 1);
+                }
+                bk_gpu_line(em, "blk_tma_load_2d(blk_ring + %lld, &blk_tm%d, blk_c0 + %d, "
+                            "blk_r0 + %d, &blk_tb%d[%s]);", (long long)p * R * S + atom * 8 * S,
+                            id, p * P, g * rb, fr, slot);
+            }
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+}
+
+void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    const int S = em->f->stages;
+    const long long st = (long long)em->f->ins[F->opnd[2]].ival;
+    char cond[128];
+    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
+    bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued %d iteration(s) ahead by thread 0, "
+                "slot i completed by mbarrier i (%lld bytes per iteration)", S, em->pipe[fr],
+                S - 1, ring_bytes(em));
+    bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */", fr, S);
+    bk_gpu_line(em, "unsigned long long *const blk_tb%d = (unsigned long long *)(blk_smem + %lld);",
+                fr, em->tma_bar);
+    bk_gpu_line(em, "if (blk_tid == 0) {");
+    em->indent++;
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++)", S);
+    bk_gpu_line(em, "    blk_mbar_init(&blk_tb%d[blk_s], 1);", fr);
+    bk_gpu_line(em, "blk_fence_mbar_init();");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_sync(em); /* initialized before any thread waits */
+    bk_gpu_line(em, "if (blk_tid == 0) {");
+    em->indent++;
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S - 1);
+    em->indent++;
+    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + (long long)blk_s * %lldLL;",
+                F->opnd[0], st);
+    bk_gpu_line(em, "if (%s) {", cond);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
+                bk_gpu_stype(F->type.dtype));
+    issue(em, fr, "blk_s", "blk_fiv");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_tma_top(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    const int S = em->f->stages;
+    const long long st = (long long)em->f->ins[F->opnd[2]].ival;
+    char cond[128], slot[64];
+    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
+    bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tb%d[blk_it%d %% %d], (unsigned)(blk_it%d / %d) & 1u); "
+                "/* iteration blk_it%d's tiles have landed */", fr, fr, S, fr, S, fr);
+    bk_gpu_sync(em); /* every thread is done with iteration blk_it - 1: its slot is free */
+    bk_gpu_line(em, "if (blk_tid == 0) { /* prefetch iteration blk_it%d + %d */", fr, S - 1);
+    em->indent++;
+    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", fr, st * (S - 1));
+    bk_gpu_line(em, "if (%s) {", cond);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
+                bk_gpu_stype(F->type.dtype));
+    snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
+    issue(em, fr, slot, "blk_fiv");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}

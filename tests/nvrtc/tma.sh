@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tma.sh BLKC SRCDIR — the CUDA prelude's tensor-memory wrappers
+# (backends/cuda/cuda.c: mbarrier init / arrive / arrive.expect_tx /
+# expect_tx / try_wait.parity, cp.async.bulk.tensor 1-3-D loads and stores,
+# bulk commit / wait_group[.read]) in a hand-written kernel appended to the
+# generated CUDA C of tests/emu/twgmma.blk: nvcc gives PTX for compute_90
+# and compute_90a holding each instruction, which ptxas -arch=sm_90 /
+# sm_90a assembles. Their emulation (runtime/emu/blk_emu_tma.h) is checked
+# by emu_tma. Then a generated TMA kernel (backends/gpu/gpu_tma.c): the
+# variant cuda-emu as sm_90a compiles for a launch whose strides allow
+# tensor maps (BLKC_GPU_DUMP keeps its CUDA C) — 128 x 128 tiles on 4
+# warps: A in 16-row boxes, B in 2 panels — through nvcc and ptxas for
+# sm_90a: its cp.async.bulk.tensor.2d, mbarrier.try_wait.parity and
+# wgmma.mma_async in the PTX, no spills. Exit 77 without nvcc or ptxas.
+set -u
+BLKC=$1 SRC=$2
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-tma.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export BLKC_CACHE_DIR=$T/cache
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+[ -x "$CUDA/bin/ptxas" ] && [ -x "$CUDA/bin/nvcc" ] || { echo "skip: no nvcc / ptxas"; exit 77; }
+"$BLKC" compile "$SRC/tests/emu/twgmma.blk" --entry=twg_bf16 --target=cuda --arch=sm_90a \
+  --emit=cuda >"$T/k.cu" || { echo "FAIL: blkc --emit=cuda"; exit 1; }
+cat >>"$T/k.cu" <<'CU'
+extern "C" __global__ void __launch_bounds__(128) tma_probe(const __grid_constant__ BlkTensorMap a,
+                                                            const __grid_constant__ BlkTensorMap b,
+                                                            const __grid_constant__ BlkTensorMap c,
+                                                            float *out)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    unsigned long long *bar = (unsigned long long *)sm;
+    if (threadIdx.x == 0) {
+        blk_mbar_init(bar, 1);
+        blk_fence_mbar_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        blk_mbar_expect_tx(bar, 1024);
+        blk_mbar_arrive_expect_tx(bar, 8192 + 1024);
+        blk_tma_load_1d(sm + 1024, &a, 0, bar);
+        blk_tma_load_2d(sm + 2048, &b, 64, 0, bar);
+        blk_tma_load_3d(sm + 10240, &c, 0, 4, 2, bar);
+    }
+    blk_mbar_wait_parity(bar, 0);
+    out[threadIdx.x] = ((float *)(sm + 1024))[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        blk_fence_proxy_async();
+        blk_tma_store_1d(&a, 32, sm + 1024);
+        blk_tma_store_2d(&b, 0, 8, sm + 2048);
+        blk_tma_store_3d(&c, 0, 0, 1, sm + 10240);
+        blk_bulk_commit();
+        blk_bulk_wait_read<0>();
+        blk_bulk_wait<0>();
+        blk_mbar_arrive(bar);
+    }
+}
+CU
+fails=0
+for a in 90 90a; do
+  if ! "$CUDA/bin/nvcc" -arch=compute_$a -ptx "$T/k.cu" -o "$T/k$a.ptx" >"$T/err" 2>&1; then
+    echo "FAIL compute_$a: nvcc: $(head -20 "$T/err")"; fails=$((fails + 1)); continue
+  fi
+  for ins in mbarrier.init.shared::cta.b64 fence.mbarrier_init.release.cluster \
+             mbarrier.arrive.shared::cta.b64 mbarrier.arrive.expect_tx.shared::cta.b64 \
+             mbarrier.expect_tx.relaxed.cta.shared::cta.b64 mbarrier.try_wait.parity.shared::cta.b64 \
+             cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.commit_group "cp.async.bulk.wait_group.read 0" "cp.async.bulk.wait_group 0"; do
+    grep -qF "$ins" "$T/k$a.ptx" || { echo "FAIL compute_$a: no $ins in the PTX"; fails=$((fails + 1)); }
+  done
+  if ! "$CUDA/bin/ptxas" -arch=sm_$a "$T/k$a.ptx" -o "$T/k$a.cubin" >"$T/err" 2>&1; then
+    echo "FAIL sm_$a: ptxas: $(head -20 "$T/err")"; fails=$((fails + 1)); continue
+  fi
+  echo "ok sm_$a: ptxas assembles the mbarrier and cp.async.bulk.tensor wrappers"
+done
+mkdir -p "$T/dump"
+if ! BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/tests/emu/twgmma.blk" --entry=twg_bf16 \
+     -D BM=128 -D BN=128 M=144 N=144 K=144 --random --device=cuda-emu >"$T/err" 2>&1; then
+  echo "FAIL: twg_bf16 on cuda-emu as sm_90a: $(cat "$T/err")"; fails=$((fails + 1))
+else
+  f=$(grep -l 'BlkTensorMap blk_tm' "$T"/dump/*.cu | head -1)
+  if [ -z "$f" ]; then
+    echo "FAIL: no TMA variant among $(ls "$T/dump")"; fails=$((fails + 1))
+  elif ! "$CUDA/bin/nvcc" -arch=compute_90a -ptx "$f" -o "$T/g.ptx" >"$T/err" 2>&1 ||
+       ! "$CUDA/bin/ptxas" -v -arch=sm_90a "$T/g.ptx" -o "$T/g.cubin" >"$T/v" 2>&1; then
+    echo "FAIL: the TMA kernel through nvcc / ptxas: $(grep -i error "$T/err" "$T/v" | head -5)"
+    fails=$((fails + 1))
+  else
+    nb=$(grep -c 'cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes' "$T/g.ptx")
+    nw=$(grep -c 'mbarrier.try_wait.parity' "$T/g.ptx")
+    nm=$(grep -c 'wgmma.mma_async' "$T/g.ptx")
+    if [ "$nb" -lt 10 ] || [ "$nw" -lt 1 ] || [ "$nm" -lt 4 ] || ! grep -q ' 0 bytes spill stores' "$T/v"; then
+      echo "FAIL: the TMA kernel: $nb tensor copies, $nw mbarrier waits, $nm wgmma; $(grep spill "$T/v")"
+      fails=$((fails + 1))
+    else
+      echo "ok the TMA kernel of twg_bf16 128x128: $nb cp.async.bulk.tensor, $nm wgmma.mma_async, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+    fi
+  fi
+fi
+echo "$fails failed"
+[ $fails = 0 ]
