@@ -15,6 +15,10 @@
 #   3. ratios, blkc on cuda:0 vs PyTorch on the same GPU, the two run
 #      alternately (GPU_CHECK_ROUNDS rounds, default 3; medians):
 #      - bf16 GEMM 4096^3: blkc vs torch.matmul (cuBLAS)        goal >= 0.6x
+#      - on a Hopper GPU (compute capability 9.0: blkc compiles for sm_90a,
+#        wgmma with TMA operand rings), bf16 GEMM 4096^3 and 8192^3 at the
+#        Hopper tile (GPU_CHECK_GEMM_H, default 128 x 256 x 64 on 8 warps,
+#        3 stages) vs cuBLAS                                   goal >= 0.9x
 #      - softmax 8192x8192 f32: blkc bandwidth vs a device-to-device copy
 #                                                                goal >= 0.8x
 #      - flash-attention forward, f16 [Z = batch*heads 32, S 4096, D 128],
@@ -195,9 +199,10 @@ import torch.nn.functional as F
 what = sys.argv[1]
 dev = "cuda"
 torch.manual_seed(0)
-if what == "gemm":
-    a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
-    b = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+if what in ("gemm", "gemm8192"):
+    n = 8192 if what == "gemm8192" else 4096
+    a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     fn = lambda: torch.matmul(a, b)
 elif what == "copy":
     x = torch.randn(8192, 8192, device=dev, dtype=torch.float32)
@@ -288,11 +293,23 @@ grep -q 'warps(W)' "$T/flash_w.blk" || cp examples/flash_attention.blk "$T/flash
 # flash attention BM=128 BN=64 on 8 warps (1.526 ms; BN=32 on 4: 1.709 ms)
 read -r -a GEMM_DEFS <<<"${GPU_CHECK_GEMM:--D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4}"
 read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=64 -D W=8}"
+# Hopper (issue 17): two consumer warpgroups of m64n256k16, 128B-swizzled
+# operands by TMA; 3 x 48 KiB of ring (never run on a GPU before)
+read -r -a GEMM_H_DEFS <<<"${GPU_CHECK_GEMM_H:--D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3}"
 FLASH_ARGS=(Z=32 S=4096 scale=0.08838834764831845 -D D=128)
 
 if want ratios; then
   bench gemm_bf16 gemm 0.6 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 "${GEMM_DEFS[@]}" --bench=10
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+  if [ -z "$cc" ] || [ "$cc" = 9.0 ]; then
+    bench gemm_bf16_h gemm 0.9 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
+      "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 "${GEMM_H_DEFS[@]}" --bench=10
+    bench gemm_bf16_h8192 gemm8192 0.9 '2*8192^3/(t*1e-3)/1e12' TFLOP/s \
+      "$T/gemm_bf16.blk" M=8192 N=8192 K=8192 "${GEMM_H_DEFS[@]}" --bench=5
+  else
+    log "SKIP: gemm_bf16_h (compute capability $cc, not 9.0: no sm_90a)"; skip gemm_bf16_h
+  fi
   # softmax: the ratio of times is the ratio of bandwidths (same bytes)
   bench softmax copy 0.8 '2*8192*8192*4/(t*1e-3)/1e9' 'GB/s read+write' \
     examples/softmax.blk R=8192 N=8192 -D BLOCK=8192 --bench=10

@@ -209,7 +209,16 @@ static int c_open(int id, void **out, RtGpuDevInfo *info, char *err,
     }
     if (cu.attr(&optin, CU_ATTR_SMEM_OPTIN, d->dev) != CUDA_SUCCESS || optin <= 0)
         optin = 49152;
-    snprintf(info->arch, sizeof info->arch, "sm_%d%d", major, minor);
+    /* compute capability 9.0 compiles for sm_90a, whose arch-specific
+     * instructions the Hopper paths use (wgmma, TMA kernels: docs/backends.md
+     * "Hopper"); its cubins run on 9.0 devices only, which this is.
+     * $BLKC_GPU_ARCH overrides (e.g. sm_90: the mma.sync paths) */
+    const char *ov = getenv("BLKC_GPU_ARCH");
+    if (ov && *ov)
+        snprintf(info->arch, sizeof info->arch, "%s", ov);
+    else
+        snprintf(info->arch, sizeof info->arch, "sm_%d%d%s", major, minor,
+                 major == 9 && minor == 0 ? "a" : "");
     if (cu.name(info->name, (int)sizeof info->name, d->dev) != CUDA_SUCCESS)
         snprintf(info->name, sizeof info->name, "CUDA device %d", id);
     info->max_smem = optin;
