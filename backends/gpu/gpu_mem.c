@@ -456,7 +456,7 @@ void bk_gpu_emit_load(BkGpuEm *em, int id)
         bk_gpu_line(em, "%s *v%d = (%s *)(blk_smem + %lld + (long long)(blk_it%d %% %d) * %lld); "
                     "/* %s, %s ring slot of this iteration */", t, id, t,
                     em->off[id], em->pipe[id], em->f->stages,
-                    bk_gpu_pipe_slot(em, id), ty, em->tma[id] ? "TMA" : "cp.async");
+                    bk_gpu_pipe_slot(em, id), ty, em->tma && em->tma[id] ? "TMA" : "cp.async");
         return;
     }
     int W = in->type.rank > 0 ? bk_gpu_vec_width(em, id) : 0;
