@@ -3,9 +3,9 @@
  * wgmma (gpu_wgmma.c) is filled by cp.async.bulk.tensor instead of
  * cp.async, each slot completed by an mbarrier, one thread issuing.
  *
- * Which rings (bk_gpu_tma_plan, after the wgmma plan): the one loop of
- * the kernel (the first such) whose every ring load (gpu_mem.c
- * bk_gpu_pipe_plan)
+ * Which rings (bk_gpu_tma_plan, after the wgmma plan): the first loop of
+ * the kernel's body (not nested: its mbarriers are initialized once per
+ * program) whose every ring load (gpu_mem.c bk_gpu_pipe_plan)
  *   - is a wgmma operand stored in a swizzled layout (em->wgs: 32, 64 or
  *     128-byte rows, the modes TMA writes: runtime/emu/blk_emu_tma.h),
  *   - reads a rank-2 tensor through two static ranges (`A[m +: BM, k +:
@@ -72,7 +72,11 @@ int bk_gpu_tma_plan(BkGpuEm *em)
     }
     if (!em->sm90a || !em->wgmma || em->notma)
         return 0;
-    for (int fr = 0; fr < f->nins && em->tma_fr < 0; fr++) {
+    const IrRegion *body = &f->regions[0];
+    for (int j = 0; j < body->n && em->tma_fr < 0; j++) {
+        /* a loop of the kernel's body, run once per program: its
+         * mbarriers are initialized once (no mbarrier.inval needed) */
+        int fr = body->ins[j];
         if (f->ins[fr].op != IR_FOR || em->pipe[fr] <= 0)
             continue;
         int n = 0;
