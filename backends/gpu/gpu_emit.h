@@ -528,8 +528,11 @@ void bk_gpu_pipe_top(BkGpuEm *em, int forid);
 /* scalar v as C text at the iteration of FOR fr whose induction variable
  * is iv (v must be computable there: the ring loads' indices) */
 void bk_gpu_sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n);
-/* "blk_fl < vHI" (or >): the iteration with induction variable blk_fl runs */
-void bk_gpu_pipe_runs(const BkGpuEm *em, int fr, char *buf, size_t n);
+/* Opens the prefetch of an iteration of FOR fr: `blk_fl = v<base> + ahead`
+ * (C text), and when that iteration runs `if (...) {` with blk_fiv, the
+ * induction variable's value there, declared; the caller closes the if
+ * (em->indent back by one). */
+void bk_gpu_pipe_ahead(BkGpuEm *em, int fr, int base, const char *ahead);
 
 /* ------------------------------------------------------------ gpu_tma.c
  * wgmma operand rings filled by TMA (CUDA sm_90a) */

@@ -779,13 +779,15 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bo
     }
 }
 
-/* "blk_fl < (long long)vHI" (step > 0) or ">" (step < 0): the iteration with
- * induction variable blk_fl runs */
-void bk_gpu_pipe_runs(const BkGpuEm *em, int fr, char *buf, size_t n)
+void bk_gpu_pipe_ahead(BkGpuEm *em, int fr, int base, const char *ahead)
 {
     const IrInstr *F = &em->f->ins[fr];
+    const char *t = bk_gpu_stype(F->type.dtype);
     bool up = em->f->ins[F->opnd[2]].ival > 0;
-    snprintf(buf, n, "blk_fl %s (long long)v%d", up ? "<" : ">", F->opnd[1]);
+    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %s;", base, ahead);
+    bk_gpu_line(em, "if (blk_fl %s (long long)v%d) {", up ? "<" : ">", F->opnd[1]);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", t, t);
 }
 
 void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
@@ -797,20 +799,15 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
     const IrInstr *F = &em->f->ins[fr];
     int S = em->f->stages;
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
-    char cond[128];
-    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
+    char ahead[64];
     bk_gpu_line(em, "// stages(%d): %d cp.async ring load(s), issued %d iteration(s) ahead",
                 S, em->pipe[fr], S - 1);
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */",
                 fr, S);
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S - 1);
     em->indent++;
-    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + (long long)blk_s * %lldLL;",
-                F->opnd[0], st);
-    bk_gpu_line(em, "if (%s) {", cond);
-    em->indent++;
-    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
-                bk_gpu_stype(F->type.dtype));
+    snprintf(ahead, sizeof ahead, "(long long)blk_s * %lldLL", st);
+    bk_gpu_pipe_ahead(em, fr, F->opnd[0], ahead);
     pipe_issue(em, fr, "blk_s", "blk_fiv", false);
     em->indent--;
     bk_gpu_line(em, "}");
@@ -828,19 +825,14 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
     const IrInstr *F = &em->f->ins[fr];
     int S = em->f->stages;
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
-    char cond[128], slot[64];
-    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
+    char ahead[64], slot[64];
     bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d have landed */",
                 S - 2, fr);
     bk_gpu_sync(em); /* ... everyone's; slot (blk_it - 1) % S is free */
     bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, S - 1);
     em->indent++;
-    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", fr,
-                st * (S - 1));
-    bk_gpu_line(em, "if (%s) {", cond);
-    em->indent++;
-    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
-                bk_gpu_stype(F->type.dtype));
+    snprintf(ahead, sizeof ahead, "%lldLL", st * (S - 1));
+    bk_gpu_pipe_ahead(em, fr, fr, ahead);
     bk_gpu_line(em, "(void)blk_fiv; /* unused when every load is hoisted */");
     snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
     pipe_issue(em, fr, slot, "blk_fiv", true);

@@ -174,8 +174,7 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     const IrInstr *F = &em->f->ins[fr];
     const int S = em->f->stages;
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
-    char cond[128];
-    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
+    char ahead[64];
     bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued %d iteration(s) ahead by thread 0, "
                 "slot i completed by mbarrier i (%lld bytes per iteration)", S, em->pipe[fr],
                 S - 1, ring_bytes(em));
@@ -194,12 +193,8 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     em->indent++;
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S - 1);
     em->indent++;
-    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + (long long)blk_s * %lldLL;",
-                F->opnd[0], st);
-    bk_gpu_line(em, "if (%s) {", cond);
-    em->indent++;
-    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
-                bk_gpu_stype(F->type.dtype));
+    snprintf(ahead, sizeof ahead, "(long long)blk_s * %lldLL", st);
+    bk_gpu_pipe_ahead(em, fr, F->opnd[0], ahead);
     issue(em, fr, "blk_s", "blk_fiv");
     em->indent--;
     bk_gpu_line(em, "}");
@@ -214,18 +209,14 @@ void bk_gpu_tma_top(BkGpuEm *em, int fr)
     const IrInstr *F = &em->f->ins[fr];
     const int S = em->f->stages;
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
-    char cond[128], slot[64];
-    bk_gpu_pipe_runs(em, fr, cond, sizeof cond);
+    char ahead[64], slot[64];
     bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tb%d[blk_it%d %% %d], (unsigned)(blk_it%d / %d) & 1u); "
                 "/* iteration blk_it%d's tiles have landed */", fr, fr, S, fr, S, fr);
     bk_gpu_sync(em); /* every thread is done with iteration blk_it - 1: its slot is free */
     bk_gpu_line(em, "if (blk_tid == 0) { /* prefetch iteration blk_it%d + %d */", fr, S - 1);
     em->indent++;
-    bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", fr, st * (S - 1));
-    bk_gpu_line(em, "if (%s) {", cond);
-    em->indent++;
-    bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
-                bk_gpu_stype(F->type.dtype));
+    snprintf(ahead, sizeof ahead, "%lldLL", st * (S - 1));
+    bk_gpu_pipe_ahead(em, fr, fr, ahead);
     snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
     issue(em, fr, slot, "blk_fiv");
     em->indent--;

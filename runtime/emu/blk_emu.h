@@ -324,6 +324,17 @@ static void blk_emu_fail(BlkEmuMachine *m, const char *msg)
         blk_emu_yield();
 }
 
+/* The running thread fails the launch with `what`, named by its block and
+ * thread, and stops (the emulated instructions' misuse). */
+[[noreturn]] static void blk_emu_thread_fail(const char *what)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "block (%u, %u, %u) thread %d: %s", blockIdx.x, blockIdx.y,
+             blockIdx.z, blk_emu_tid(), what);
+    blk_emu_fail(blk_emu_m, msg);
+    blk_emu_abandon();
+}
+
 static inline void blk_emu_pause()
 {
     blk_emu_yield();

@@ -98,15 +98,6 @@ struct BlkEmuBulkState { std::vector<BlkEmuTmaStore> v; long long committed; };
 static BlkEmuBulkState blk_emu_bulk[1024]; /* per thread */
 static unsigned long long *blk_emu_mbar_at[1024]; /* what a blocked thread waits on */
 
-[[noreturn]] static void blk_emu_tma_fail(const char *what)
-{
-    char msg[300];
-    snprintf(msg, sizeof msg, "block (%u, %u, %u) thread %d: %s", blockIdx.x, blockIdx.y,
-             blockIdx.z, blk_emu_tid(), what);
-    blk_emu_fail(blk_emu_m, msg);
-    blk_emu_abandon();
-}
-
 /* The offset of p in the block's shared memory, checked: n bytes there. */
 static long long blk_emu_tma_smem(const void *p, long long n, const char *what)
 {
@@ -114,7 +105,7 @@ static long long blk_emu_tma_smem(const void *p, long long n, const char *what)
     if (!p || off < 0 || off + n > blk_emu_m->smem_bytes) {
         char msg[200];
         snprintf(msg, sizeof msg, "%s outside the block's dynamic shared memory", what);
-        blk_emu_tma_fail(msg);
+        blk_emu_thread_fail(msg);
     }
     return off;
 }
@@ -123,9 +114,9 @@ static unsigned long long &blk_emu_mb_word(unsigned long long *bar)
 {
     const long long off = blk_emu_tma_smem(bar, 8, "an mbarrier");
     if (off % 8)
-        blk_emu_tma_fail("an mbarrier not 8-byte aligned");
+        blk_emu_thread_fail("an mbarrier not 8-byte aligned");
     if ((*bar >> 61 & 3) != 1)
-        blk_emu_tma_fail("an mbarrier used before mbarrier.init");
+        blk_emu_thread_fail("an mbarrier used before mbarrier.init");
     return *bar;
 }
 
@@ -151,7 +142,7 @@ static inline void blk_emu_mb_tx_add(unsigned long long *bar, long long d)
     unsigned long long w = blk_emu_mb_word(bar);
     const long long tx = blk_emu_mb_tx(w) + d;
     if (tx >= (1 << 20) || tx <= -(1 << 20))
-        blk_emu_tma_fail("mbarrier tx-count out of range (2^20 - 1 bytes)");
+        blk_emu_thread_fail("mbarrier tx-count out of range (2^20 - 1 bytes)");
     *bar = blk_emu_mb_pack(blk_emu_mb_pend(w), blk_emu_mb_exp(w), tx, blk_emu_mb_phase(w));
 }
 
@@ -195,12 +186,12 @@ static inline void blk_mbar_init(unsigned long long *bar, unsigned count)
 {
     const long long off = blk_emu_tma_smem(bar, 8, "an mbarrier");
     if (off % 8)
-        blk_emu_tma_fail("an mbarrier not 8-byte aligned");
+        blk_emu_thread_fail("an mbarrier not 8-byte aligned");
     if (count < 1 || count > (1u << 20) - 1)
-        blk_emu_tma_fail("mbarrier.init: the count must be 1 .. 2^20 - 1");
+        blk_emu_thread_fail("mbarrier.init: the count must be 1 .. 2^20 - 1");
     for (const BlkEmuTmaLoad &l : blk_emu_tma_loads)
         if (l.bar == bar)
-            blk_emu_tma_fail("mbarrier.init on an mbarrier with a tensor copy in flight");
+            blk_emu_thread_fail("mbarrier.init on an mbarrier with a tensor copy in flight");
     *bar = blk_emu_mb_pack(count, count, 0, 0);
 }
 /* fence.mbarrier_init.release.cluster: memory order is not modelled */
@@ -210,7 +201,7 @@ static inline void blk_emu_mb_arrive(unsigned long long *bar, long long tx)
 {
     unsigned long long w = blk_emu_mb_word(bar);
     if (blk_emu_mb_pend(w) == 0)
-        blk_emu_tma_fail("mbarrier arrive beyond the expected arrival count of the phase");
+        blk_emu_thread_fail("mbarrier arrive beyond the expected arrival count of the phase");
     if (tx)
         blk_emu_mb_tx_add(bar, tx);
     w = *bar;
@@ -270,15 +261,15 @@ static const BlkEmuTmap &blk_emu_tmap(const BlkTensorMap *map, int rank)
 {
     static thread_local BlkEmuTmap t;
     if (!map || (uintptr_t)map % 64)
-        blk_emu_tma_fail("cp.async.bulk.tensor: the tensor map is not 64-byte aligned");
+        blk_emu_thread_fail("cp.async.bulk.tensor: the tensor map is not 64-byte aligned");
     memcpy(&t, map, sizeof t);
     if (t.magic != BLK_EMU_TMAP_MAGIC)
-        blk_emu_tma_fail("cp.async.bulk.tensor: not a tensor map made by cuTensorMapEncodeTiled");
+        blk_emu_thread_fail("cp.async.bulk.tensor: not a tensor map made by cuTensorMapEncodeTiled");
     if (t.rank != rank) {
         char msg[120];
         snprintf(msg, sizeof msg, "cp.async.bulk.tensor.%dd with a tensor map of rank %d", rank,
                  t.rank);
-        blk_emu_tma_fail(msg);
+        blk_emu_thread_fail(msg);
     }
     return t;
 }
@@ -315,7 +306,7 @@ static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, i
         bytes *= (t.box[i] + t.estr[i] - 1) / t.estr[i];
     const long long off = blk_emu_tma_smem(dst, bytes, "cp.async.bulk.tensor: the box");
     if (off % 128)
-        blk_emu_tma_fail("cp.async.bulk.tensor: the shared-memory address is not 128-byte aligned");
+        blk_emu_thread_fail("cp.async.bulk.tensor: the shared-memory address is not 128-byte aligned");
     blk_emu_mb_word(bar);
     BlkEmuTmaLoad l;
     l.bar = bar;
@@ -388,7 +379,7 @@ static void blk_emu_tma_store(const BlkTensorMap *map, const int *c, int rank, c
         bytes *= (st.map.box[i] + st.map.estr[i] - 1) / st.map.estr[i];
     st.src = blk_emu_tma_smem(src, bytes, "cp.async.bulk.tensor: the box");
     if (st.src % 128)
-        blk_emu_tma_fail("cp.async.bulk.tensor: the shared-memory address is not 128-byte aligned");
+        blk_emu_thread_fail("cp.async.bulk.tensor: the shared-memory address is not 128-byte aligned");
     for (int i = 0; i < 5; i++)
         st.c[i] = i < rank ? c[i] : 0;
     st.group = -1;

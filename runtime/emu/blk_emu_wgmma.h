@@ -105,15 +105,6 @@ static inline void blk_emu_wg_bar(void)
                      BLK_EMU_TAG_WGMMA);
 }
 
-[[noreturn]] static void blk_emu_wg_fail(const char *what)
-{
-    char msg[300];
-    snprintf(msg, sizeof msg, "block (%u, %u, %u) thread %d: %s", blockIdx.x, blockIdx.y,
-             blockIdx.z, blk_emu_tid(), what);
-    blk_emu_fail(blk_emu_m, msg);
-    blk_emu_abandon();
-}
-
 /* The shared byte address of element (mn, k) of a 16-bit operand through
  * descriptor desc: mn is A's row m or B's column n; mnmajor: imm-trans = 1
  * (canonical layouts above). */
@@ -126,7 +117,7 @@ static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, 
     const int c = mode == 1 ? 8 : mode == 2 ? 4 : mode == 3 ? 2 : 0; /* 16-byte chunks per row */
     long long off;
     if (base != 0)
-        blk_emu_wg_fail("wgmma matrix descriptor with a non-zero base offset (not modelled)");
+        blk_emu_thread_fail("wgmma matrix descriptor with a non-zero base offset (not modelled)");
     if (!mnmajor && !c)
         off = (mn % 8) * 16 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo;
     else if (!mnmajor)
@@ -140,7 +131,7 @@ static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, 
     if (c)
         a ^= ((a >> 7) & (c - 1)) << 4;
     if (a < 0 || a + 2 > blk_emu_m->smem_bytes)
-        blk_emu_wg_fail("wgmma reads outside the block's shared memory");
+        blk_emu_thread_fail("wgmma reads outside the block's shared memory");
     return a;
 }
 static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
@@ -183,10 +174,10 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
     BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
     blk_emu_wg_check();
     if (!s.fenced)
-        blk_emu_wg_fail("wgmma.mma_async without a wgmma.fence since the accumulator "
+        blk_emu_thread_fail("wgmma.mma_async without a wgmma.fence since the accumulator "
                         "registers were last accessible (a wait_group or the block's start)");
     if (n < 8 || n > 256 || n % 8)
-        blk_emu_wg_fail("wgmma.mma_async: N must be a multiple of 8 up to 256");
+        blk_emu_thread_fail("wgmma.mma_async: N must be a multiple of 8 up to 256");
     const int t = (int)threadIdx.x, lane = blk_emu_lane(), w = t / BLK_EMU_WARP % 4;
     if (t % BLK_EMU_WG == 0) {
         blk_emu_count(blk_emu_m->st.mma, 1);
@@ -204,7 +195,7 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
     BlkEmuWgIn lead;
     memcpy(&lead, blk_emu_m->warps[t / BLK_EMU_WG * 4].slot[0].b, sizeof lead);
     if (memcmp(&lead, &in, sizeof in))
-        blk_emu_wg_fail("wgmma.mma_async: the threads of a warpgroup gave different "
+        blk_emu_thread_fail("wgmma.mma_async: the threads of a warpgroup gave different "
                         "descriptors or shapes");
     /* the input accumulator: the latest pending record of d, else d */
     const float *old = d;

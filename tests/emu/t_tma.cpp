@@ -515,52 +515,40 @@ static void gemm_test()
 
 /* ------------------------------------------------------------ misuse */
 
-static void k_unaligned(int)
-{
-    BLK_DYNAMIC_SMEM(sm);
-    unsigned long long *bar = (unsigned long long *)sm;
-    if (threadIdx.x == 0) {
-        blk_mbar_init(bar, 1);
-        blk_tma_load_2d(sm + 192, &gm_a, 0, 0, bar);
-    }
-}
-static void k_rank(int)
-{
-    BLK_DYNAMIC_SMEM(sm);
-    unsigned long long *bar = (unsigned long long *)sm;
-    if (threadIdx.x == 0) {
-        blk_mbar_init(bar, 1);
-        blk_tma_load_3d(sm + 128, &gm_a, 0, 0, 0, bar);
-    }
-}
 alignas(64) static BlkTensorMap zero_map;
-static void k_nomap(int)
+/* one misuse per launch, thread 0 after initializing an mbarrier */
+enum { M_UNALIGNED, M_RANK, M_NOMAP, M_INFLIGHT };
+static int misuse;
+static void k_misuse(int)
 {
     BLK_DYNAMIC_SMEM(sm);
     unsigned long long *bar = (unsigned long long *)sm;
-    if (threadIdx.x == 0) {
-        blk_mbar_init(bar, 1);
+    if (threadIdx.x != 0)
+        return;
+    blk_mbar_init(bar, 1);
+    if (misuse == M_UNALIGNED)
+        blk_tma_load_2d(sm + 192, &gm_a, 0, 0, bar);
+    else if (misuse == M_RANK)
+        blk_tma_load_3d(sm + 128, &gm_a, 0, 0, 0, bar);
+    else if (misuse == M_NOMAP)
         blk_tma_load_2d(sm + 128, &zero_map, 0, 0, bar);
-    }
-}
-static void k_inflight(int)
-{
-    BLK_DYNAMIC_SMEM(sm);
-    unsigned long long *bar = (unsigned long long *)sm;
-    if (threadIdx.x == 0) {
-        blk_mbar_init(bar, 1);
+    else { /* a load nobody waits for */
         blk_mbar_arrive_expect_tx(bar, 8192);
         blk_tma_load_2d(sm + 128, &gm_a, 0, 0, bar);
     }
 }
 static void misuse_tests()
 {
-    refuse(k_unaligned, 32, 16384, "not 128-byte aligned");
-    refuse(k_rank, 32, 16384, "cp.async.bulk.tensor.3d with a tensor map of rank 2");
-    refuse(k_nomap, 32, 16384, "not a tensor map made by cuTensorMapEncodeTiled");
-    refuse(k_inflight, 32, 16384, "ended with a cp.async.bulk.tensor load still in flight");
+    misuse = M_UNALIGNED;
+    refuse(k_misuse, 32, 16384, "not 128-byte aligned");
+    misuse = M_RANK;
+    refuse(k_misuse, 32, 16384, "cp.async.bulk.tensor.3d with a tensor map of rank 2");
+    misuse = M_NOMAP;
+    refuse(k_misuse, 32, 16384, "not a tensor map made by cuTensorMapEncodeTiled");
+    misuse = M_INFLIGHT;
+    refuse(k_misuse, 32, 16384, "ended with a cp.async.bulk.tensor load still in flight");
     /* the box past the end of shared memory */
-    refuse(k_inflight, 32, 4096, "the box outside the block's dynamic shared memory");
+    refuse(k_misuse, 32, 4096, "the box outside the block's dynamic shared memory");
 }
 
 int main()
