@@ -11,7 +11,9 @@
  * (every global 32-byte sector a warp instruction touches) and DRAM (the
  * distinct sectors of the launch: its compulsory traffic, the L2 holding
  * the reuse, as grouped program ids aim for; when the distinct bytes
- * exceed the L2 this is optimistic and the line says so). */
+ * exceed the L2 this is optimistic and the line says so). The TMA kernels'
+ * tensor maps are counted over the whole run (every --bench launch):
+ * encoded, or taken from the module's cache (runtime/gpu.h). */
 #include "cli.h"
 #include "../runtime/gpu.h"
 
@@ -97,6 +99,11 @@ void cli_print_emu_stats(const char *kernel)
     if (s.tma) /* cuda-emu as sm_90a */
         printf(", TMA boxes %lld", s.tma);
     printf("\n");
+    long long enc, cached; /* of the whole run (--bench: every launch) */
+    rt_gpu_tmap_counts(&enc, &cached);
+    if (enc || cached)
+        printf("%s: stats: tensor maps %lld encoded, %lld from the cache\n", kernel, enc,
+               cached);
     for (size_t i = 0; i < sizeof gpu_table / sizeof *gpu_table; i++) {
         const GpuFig *g = &gpu_table[i];
         double t[NUNIT] = {(double)(s.mma_flops - s.wgmma_flops) / g->mma_flops +

@@ -82,6 +82,17 @@ void rt_gpu_module_free(RtGpuModule *gm);
  * Picking an existing variant takes no lock and allocates nothing. */
 #define RT_GPU_MAX_VARIANTS 16
 
+/* Tensor maps (TMA kernels of sm_90a: BkGpuKernelInfo.tma). A launch
+ * needs one 128-byte map per TMA load, which depends on the bound tensor
+ * (address, shape, row stride), its dtype and the load's box and swizzle.
+ * Each module keeps the last RT_GPU_TMAP_CACHE maps its launches encoded
+ * (least recently used replaced; a failed encoding is not kept), so
+ * launches with the same tensors encode nothing; a new address or shape
+ * encodes again. rt_gpu_tmap_counts: the maps encoded by the driver and
+ * those taken from a cache, in this process (`blkc run --stats`). */
+#define RT_GPU_TMAP_CACHE 16
+void rt_gpu_tmap_counts(long long *encoded, long long *cached);
+
 /* Check args against kernel f of the module (tensors in this device's
  * memory: kDLCUDA/kDLCUDAManaged or kDLROCM with this device id), bind the
  * symbolic sizes, evaluate the grid (or take opts->grid), pack the kernel

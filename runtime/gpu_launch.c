@@ -1,7 +1,8 @@
 /* gpu_launch.c — the vendor-neutral half of the GPU runtime: devices by
  * name, modules (emit with the cuda/hip backend, load), argument checks
  * (bind.c, shared with the CPU launcher; device memory only here) and
- * packing following the kernel ABI of backends/gpu/gpu_emit.h, launch,
+ * packing following the kernel ABI of backends/gpu/gpu_emit.h (the tensor
+ * maps of TMA kernels cached per module and launch signature), launch,
  * the rank context of kernels with rank builtins (one rank here: rank 0 of
  * 1, no heap table), specialized variants of each kernel (compiled on
  * first use for the facts of a launch's tensor arguments), and the CLI's
@@ -55,6 +56,26 @@ typedef struct RtGpuPick {
     const BkGpuKernelInfo *ki;
 } RtGpuPick;
 
+/* What a tensor map's encoding depends on (RtGpuOps.tmap_encode's
+ * arguments; its other cuTensorMapEncodeTiled arguments are fixed: element
+ * strides 1, no interleave, no L2 promotion, zero fill). The device is
+ * the module's. 48 bytes without padding: compared with memcmp. */
+typedef struct RtTmapKey {
+    uint64_t addr;             /* global address */
+    uint64_t dims[2];          /* innermost first */
+    uint64_t row_stride;       /* bytes */
+    uint32_t box[2];           /* elements, innermost first */
+    int32_t dtype;             /* CUtensorMapDataType */
+    int32_t swizzle;           /* 1/2/3: 32B/64B/128B */
+} RtTmapKey;
+_Static_assert(sizeof(RtTmapKey) == 48, "RtTmapKey has padding");
+
+typedef struct RtTmapEntry {
+    RtTmapKey key;
+    uint64_t used;             /* 0: empty; else the clock of its last use */
+    unsigned char map[128];    /* the encoded CUtensorMap */
+} RtTmapEntry;
+
 struct RtGpuModule {
     RtGpu *g;
     const IrModule *m;
@@ -64,7 +85,15 @@ struct RtGpuModule {
     uint64_t fail;             /* device BkGpuFail shared by the launches */
     pthread_mutex_t lock;      /* serialises launches that use `fail` */
     pthread_mutex_t spec_lock; /* held while compiling a variant */
+    /* the tensor maps of this module's launches (gpu.h), least recently
+     * used replaced; under tmap_lock */
+    pthread_mutex_t tmap_lock;
+    uint64_t tmap_clock;
+    RtTmapEntry tmap[RT_GPU_TMAP_CACHE];
 };
+
+/* Tensor maps encoded and taken from a cache, in this process (gpu.h). */
+static long long tmap_encoded, tmap_cached;
 
 /* ------------------------------------------------------------ devices */
 
@@ -290,6 +319,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
     gm->m = m;
     pthread_mutex_init(&gm->lock, NULL);
     pthread_mutex_init(&gm->spec_lock, NULL);
+    pthread_mutex_init(&gm->tmap_lock, NULL);
     const BkGpuDialect *dl = g->target == BLKC_TARGET_HIP ? &bk_gpu_hip_dialect
                                                           : &bk_gpu_cuda_dialect;
     blkc_status st = BLKC_OK;
@@ -358,6 +388,7 @@ void rt_gpu_module_free(RtGpuModule *gm)
         gm->g->ops->unload(gm->g->dev, gm->mod);
     pthread_mutex_destroy(&gm->lock);
     pthread_mutex_destroy(&gm->spec_lock);
+    pthread_mutex_destroy(&gm->tmap_lock);
     free(gm->k);
     free(gm);
 }
@@ -428,6 +459,49 @@ static void pack_param(const IrFunc *f, int pi, const RtBind *b,
     memcpy(dst + 8 + (size_t)p->rank * 8, stride, (size_t)p->rank * 8);
 }
 
+/* The tensor map of key into map: from the module's cache, else encoded
+ * by the driver and kept (a failed encoding is not), replacing the least
+ * recently used entry when the cache is full. The lock is held across the
+ * encoding so that concurrent launches of one signature encode it once
+ * (cuTensorMapEncodeTiled only fills in 128 bytes on the host). */
+static int tmap_get(RtGpuModule *gm, const RtTmapKey *key, unsigned char *map, char *err,
+                    size_t errlen)
+{
+    const RtGpu *g = gm->g;
+    pthread_mutex_lock(&gm->tmap_lock);
+    RtTmapEntry *hit = NULL, *victim = &gm->tmap[0];
+    for (int i = 0; i < RT_GPU_TMAP_CACHE && !hit; i++) {
+        RtTmapEntry *e = &gm->tmap[i];
+        if (e->used && !memcmp(&e->key, key, sizeof *key))
+            hit = e;
+        else if (e->used < victim->used)
+            victim = e;
+    }
+    int rc = 0;
+    if (hit) {
+        memcpy(map, hit->map, sizeof hit->map);
+        hit->used = ++gm->tmap_clock;
+        __atomic_fetch_add(&tmap_cached, 1, __ATOMIC_RELAXED);
+    } else {
+        rc = g->ops->tmap_encode(g->dev, map, key->dtype, key->addr, key->dims,
+                                 key->row_stride, key->box, key->swizzle, err, errlen);
+        if (rc == 0) {
+            victim->key = *key;
+            memcpy(victim->map, map, sizeof victim->map);
+            victim->used = ++gm->tmap_clock;
+            __atomic_fetch_add(&tmap_encoded, 1, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_mutex_unlock(&gm->tmap_lock);
+    return rc;
+}
+
+void rt_gpu_tmap_counts(long long *encoded, long long *cached)
+{
+    *encoded = __atomic_load_n(&tmap_encoded, __ATOMIC_RELAXED);
+    *cached = __atomic_load_n(&tmap_cached, __ATOMIC_RELAXED);
+}
+
 /* The tensor map t of a launch (gpu_tma.c) into map: the bound tensor's
  * data, shape and row stride; an empty tensor gets none (no box of it is
  * ever loaded: its loop or grid is empty). */
@@ -442,15 +516,18 @@ static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *
     if (!g->ops->tmap_encode)
         return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s has no tensor maps (TMA)",
                        f->name, g->ops->vendor);
-    const uint64_t dims[2] = {(uint64_t)d->shape[1], (uint64_t)d->shape[0]};
-    const uint32_t box[2] = {(uint32_t)t->box[0], (uint32_t)t->box[1]};
-    const int swz = t->span == 128 ? 3 : t->span == 64 ? 2 : 1;
+    RtTmapKey key;
+    memset(&key, 0, sizeof key);
+    key.addr = (uint64_t)(uintptr_t)d->data;
+    key.dims[0] = (uint64_t)d->shape[1];
+    key.dims[1] = (uint64_t)d->shape[0];
+    key.row_stride = (uint64_t)d->stride[0] * (uint64_t)dsl_dtype_bytes(p->dtype);
+    key.box[0] = (uint32_t)t->box[0];
+    key.box[1] = (uint32_t)t->box[1];
+    key.dtype = p->dtype == DT_BF16 ? 9 : 6;
+    key.swizzle = t->span == 128 ? 3 : t->span == 64 ? 2 : 1;
     char e[300];
-    if (d->stride[0] < 0 ||
-        g->ops->tmap_encode(g->dev, map, p->dtype == DT_BF16 ? 9 : 6,
-                            (uint64_t)(uintptr_t)d->data, dims,
-                            (uint64_t)d->stride[0] * (uint64_t)dsl_dtype_bytes(p->dtype), box, swz,
-                            e, sizeof e))
+    if (d->stride[0] < 0 || tmap_get(gm, &key, map, e, sizeof e))
         return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: no tensor map for %s (shape "
                        "%lld x %lld, row stride %lld): %s", f->name, p->name,
                        (long long)d->shape[0], (long long)d->shape[1], (long long)d->stride[0],

@@ -17,9 +17,10 @@
  *
  * Emission: the kernel takes one `const __grid_constant__ BlkTensorMap
  * blk_tm<id>` per TMA load after its other parameters; the runtime
- * encodes them at each launch (gpu_launch.c, from BkGpuKernelInfo.tma:
- * the tensor, box, swizzle) with cuTensorMapEncodeTiled (cuda-emu:
- * blk_emu_tmap.h). A tile of C columns is C / P boxes of P = span / 2
+ * encodes them (gpu_launch.c, from BkGpuKernelInfo.tma: the tensor, box,
+ * swizzle) with cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h) the
+ * first time a launch signature needs them, and takes them from the
+ * module's cache after that. A tile of C columns is C / P boxes of P = span / 2
  * columns (the panels of blk_wgs) by R rows — or, for an a tile whose
  * atoms are permuted by warpgroup m-block (mt > 1), boxes of 16 rows,
  * each landing on its two atoms. The S mbarriers (8 bytes each, after the

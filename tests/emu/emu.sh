@@ -41,7 +41,8 @@
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
 #       wgmma.mma_async (gpu-ir; --stats: exact wgmma counts), none on the
-#       default sm_80; a bad BLKC_EMU_ARCH is exit 3
+#       default sm_80; a bad BLKC_EMU_ARCH is exit 3; three launches of a
+#       TMA kernel encode its 2 tensor maps once (--stats)
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -413,10 +414,25 @@ wgmma)
   fi
   if BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" \
        -D BM=128 -D BN=128 M=128 N=128 K=32 --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
-     grep -q "shared-memory wavefronts 320 (in 40 requests)" "$T/log" && grep -q "cp.async 1024$" "$T/log"; then
+     grep -q "shared-memory wavefronts 320 (in 40 requests)" "$T/log" && grep -q "cp.async 1024$" "$T/log" &&
+     ! grep -q "tensor maps" "$T/log"; then
     echo "ok matmul 128x128 sm_90a BLKC_GPU_NOTMA=1: $(grep "wavefronts\|cp.async" "$T/log")"
   else
     echo "FAIL matmul --stats on sm_90a, BLKC_GPU_NOTMA=1: want cp.async:"; cat "$T/log"; fail=1
+  fi
+  # tensor maps cached per launch signature (runtime/gpu_launch.c): 3
+  # launches (--bench=2) with the same tensors encode the maps of A and B
+  # once, then take them from the module's cache; the last launch's C (a
+  # cached map's) is the CPU's
+  if BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_bf16 M=100 N=64 K=64 \
+       --random --seed=7 --device=cuda-emu --stats --bench=2 --out C="$T/e.npy" >"$T/log" 2>&1 &&
+     grep -q "twg_bf16: stats: tensor maps 2 encoded, 4 from the cache$" "$T/log" &&
+     grep -q "TMA boxes 8$" "$T/log" &&
+     "$BLKC" run "$F" --entry=twg_bf16 M=100 N=64 K=64 --random --seed=7 --out C="$T/c.npy" >"$T/log" 2>&1 &&
+     "$NPYCMP" "$T/e.npy" "$T/c.npy" 1e-4 1e-4 >"$T/log" 2>&1; then
+    echo "ok twg_bf16 --bench=2: tensor maps 2 encoded, 4 from the cache ($(cat "$T/log"))"
+  else
+    echo "FAIL twg_bf16 --bench=2 --stats: want 2 maps encoded, 4 from the cache:"; cat "$T/log"; fail=1
   fi
   exit $fail
   ;;

@@ -12,7 +12,9 @@
  * $FAKE_CUDA_LAUNCH_NOOP is set, a line "launch N" in DIR/launches per
  * launch of another kernel (module N's), which then succeeds doing
  * nothing; from the Nth load on, $FAKE_CUDA_LOAD_FAIL_FROM=N makes
- * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image.
+ * cuModuleLoadData fail (CUDA_ERROR_INVALID_IMAGE) after saving the image;
+ * each cuTensorMapEncodeTiled is a line in DIR/tmaps, and fails with
+ * $FAKE_CUDA_TMAP_FAIL=1.
  * Memory, IPC handles, mapped host memory (cuMemHostAlloc; fails with
  * $FAKE_GPU_NO_HOSTMAP=1) and the waiting kernel ($FAKE_GPU_WAIT_KERNEL):
  * fake_mem.h (shared with fake_hip.c). It checks
@@ -175,12 +177,27 @@ P(cuMemcpyAsync, CUdeviceptr d, CUdeviceptr s, size_t n, void *st)
     memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
     return OK;
 }
-/* a tensor map (TMA kernels of sm_90a): nothing to check here */
+/* a tensor map (TMA kernels of sm_90a): nothing checked; each call is a
+ * line "tmap ADDR DIM0xDIM1 stride S box B0xB1 swizzle W" in DIR/tmaps
+ * ($FAKE_CUDA_IMAGE_DIR), ending " failed" when $FAKE_CUDA_TMAP_FAIL=1
+ * makes it fail (CUDA_ERROR_INVALID_VALUE) */
 P(cuTensorMapEncodeTiled, void *map, int dt, unsigned rank, void *addr, const void *dims,
   const void *strides, const void *box, const void *es, int il, int sw, int l2, int oob)
 {
-    (void)dt; (void)rank; (void)addr; (void)dims; (void)strides; (void)box; (void)es;
-    (void)il; (void)sw; (void)l2; (void)oob;
+    (void)dt; (void)es; (void)il; (void)l2; (void)oob;
+    const char *fail = getenv("FAKE_CUDA_TMAP_FAIL");
+    bool bad = fail && !strcmp(fail, "1");
+    const uint64_t *d = dims, *s = strides;
+    const unsigned *b = box;
+    char line[256];
+    int n = rank == 2 ? snprintf(line, sizeof line, "tmap %p %llux%llu stride %llu box %ux%u "
+                                 "swizzle %d%s\n", addr, (unsigned long long)d[0],
+                                 (unsigned long long)d[1], (unsigned long long)s[0], b[0],
+                                 b[1], sw, bad ? " failed" : "")
+                      : snprintf(line, sizeof line, "tmap rank %u\n", rank);
+    dump("tmaps", line, (size_t)n, "a");
+    if (bad)
+        return BAD_VALUE;
     memset(map, 0, 128);
     return OK;
 }
