@@ -179,7 +179,9 @@ pg_cases() { # RANKS SUFFIX
   done
 }
 
-for R in 1 2 4; do granks_cases "$R" ".r$R"; pg_cases "$R" ".r$R"; done
+# GRANKS_RANKS / GRANKS_NCCL_RANKS: the rank counts of the case lists
+# (tests/gpu/CMakeLists.txt: 2 for the hip variant in the sanitizer builds)
+for R in ${GRANKS_RANKS:-1 2 4}; do granks_cases "$R" ".r$R"; pg_cases "$R" ".r$R"; done
 for NP in 2 4; do
   mpi_case "mpi_ring_pull.np$NP" "$NP" "$G" "0 0" y --entry=ring_pull N=513
   mpi_case "mpi_ring_push.np$NP" "$NP" "$G" "0 0" y --entry=ring_push N=300
@@ -260,7 +262,7 @@ if [ -n "$FAKE" ]; then
   FN=$FAKE/../fakenccl/libfakenccl.so
   if [ -e "$FN" ]; then
     export "$NDEV=4" "$LIBVAR=$FN" FAKE_NCCL_LOG=$T/nccl.log
-    for R in 2 4; do granks_cases "$R" ".nccl$R"; pg_cases "$R" ".nccl$R"; done
+    for R in ${GRANKS_NCCL_RANKS:-2 4}; do granks_cases "$R" ".nccl$R"; pg_cases "$R" ".nccl$R"; done
     expect_fail nccl_lone_send "rank 0 sends 1 message (8 bytes) to rank 1, but rank 1 receives 0" \
       run "$P2P" --entry=lone_send --ranks=2 N=4 --device="$DEV"
     expect_fail nccl_size_mismatch "exchange mismatch: rank [01] sends 16 bytes to rank [01], but its recv wants 20" \
