@@ -37,6 +37,9 @@
 #   tma     tests/emu/t_tma.cpp built with the host C++ compiler against
 #       runtime/emu/blk_emu_tma.h (tensor maps, mbarriers, cp.async.bulk
 #       .tensor loads and stores, a TMA ring feeding wgmma) and run
+#   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
+#       into the shared operands of a wgmma group in flight fail, after
+#       the retiring wait_group they pass; wait_group 1 retires the older
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -73,9 +76,11 @@ wrappers-*)
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
   ;;
-tma)
+tma|wgrace)
+  src=$SRC/tests/emu/t_tma.cpp
+  [ "$MODE" = wgrace ] && src=$SRC/tests/emu/t_wgrace.cpp
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
-    -I"$SRC/runtime/emu" "$SRC/tests/emu/t_tma.cpp" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
+    -I"$SRC/runtime/emu" "$src" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
   timeout 120 "$T/t" || exit 1
   ;;
 exec-*)
