@@ -130,13 +130,68 @@ static int span(long long C)
     return C * 2 % 128 == 0 ? 128 : C * 2 == 64 ? 64 : C * 2 == 32 ? 32 : 0;
 }
 
+/* Whether instruction x reads value v. */
+static bool reads(const IrInstr *x, int v)
+{
+    for (int k = 0; k < 4; k++)
+        if (x->opnd[k] == v)
+            return true;
+    return false;
+}
+
+/* Wgmma dot id keeps its group in flight across the k steps of its loop
+ * (em->wga) when
+ *   - it sits directly in the body of a stages(S) ring loop fr, S >= 3
+ *     (with 2 slots one is read by the group in flight and one by the
+ *     group being issued: none is free to prefetch into, so stages(2)
+ *     keeps wait_group 0 and its one iteration ahead),
+ *   - both its operands are that ring's loads (a tile stored in the body
+ *     each step would be overwritten under the group in flight),
+ *   - it is the loop's only wgmma dot (one group per step), and
+ *   - nothing else in the loop reads or writes its var, and nothing reads
+ *     its var.get or its value but itself and its var.set: the registers
+ *     are the hardware's until the wait after the loop. */
+static void async_plan(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    bool kmaj;
+    int fr = -1, v = em->mvar[id], g = in->opnd[2], b = b_src(em, id, &kmaj);
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *F = &f->ins[x];
+        if (F->op != IR_FOR || F->dead || F->region[0] < 0 || em->pipe[x] <= 0)
+            continue;
+        const IrRegion *r = &f->regions[F->region[0]];
+        for (int j = 0; j < r->n; j++)
+            if (r->ins[j] == id)
+                fr = x;
+    }
+    if (fr < 0 || em->pipe[in->opnd[0]] != fr || em->pipe[b] != fr || em->wga[fr] ||
+        f->ins[g].op != IR_VGET || f->ins[g].param != v)
+        return;
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *o = &f->ins[x];
+        if (o->dead || x == id)
+            continue;
+        bool inloop = em->pos[x] > em->pos[fr] && em->pos[x] <= em->end[fr];
+        bool var = (o->op == IR_VGET || o->op == IR_VSET) && o->param == v;
+        bool own_set = o->op == IR_VSET && o->opnd[0] == id && o->param == v;
+        if ((inloop && em->wgd[x]) || (inloop && var && x != g && !own_set) ||
+            (reads(o, g) && x != id) || (reads(o, id) && !own_set))
+            return;
+    }
+    em->wga[id] = fr + 1;
+    em->wga[fr] = id + 1;
+}
+
 int bk_gpu_wgmma_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
     em->wgl = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgs = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgd = calloc((size_t)f->nins + 1, sizeof(bool));
-    if (!em->wgl || !em->wgs || !em->wgd) {
+    em->wga = calloc((size_t)f->nins + 1, sizeof(int));
+    if (!em->wgl || !em->wgs || !em->wgd || !em->wga) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -161,6 +216,9 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
         em->wgs[b] = span(f->ins[b].type.shape[1]);
         em->wgmma = true;
     }
+    for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
+        if (em->wgd[id])
+            async_plan(em, id);
     return bk_gpu_tma_plan(em); /* which rings TMA fills (gpu_tma.c) */
 }
 
@@ -263,6 +321,21 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
                 N, ab_type(em, id), kmaj ? 0 : 1, v, N / 2, am / 16, ap, ax / 16, ap, ak / 16,
                 bp, bx / 16, bp, bk / 16);
     bk_gpu_line(em, "blk_wgmma_commit();");
-    bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
+    if (em->wga[id])
+        bk_gpu_line(em, "blk_wgmma_wait<1>(); /* this step's group stays in flight; the "
+                    "previous step's is retired, so its ring slot may be refilled after "
+                    "the next barrier */");
+    else
+        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
     reg_fence(em, v);
+}
+
+void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)
+{
+    int id = em->wga[fr] - 1;
+    dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the last step's group: the accumulator is read "
+                "after the loop */");
+    reg_fence(em, em->mvar[id]);
+    dsl_buf_printf(em->o, "#endif\n");
 }
