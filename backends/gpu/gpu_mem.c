@@ -538,7 +538,12 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
  * i - 1, so slot (i - 1) % S == (i + S - 1) % S is free), then issues and
  * commits iteration i + S - 1 (an empty group past the end, so the count
  * stays uniform). Loops end with nothing in flight: the last real group is
- * waited for by its own iteration. */
+ * waited for by its own iteration. When the loop's wgmma dot keeps its
+ * group in flight across steps (gpu_wgmma.c), slot (i - 1) % S is still
+ * being read at the top of iteration i: the ring prefetches D = S - 2
+ * iterations ahead instead (bk_gpu_pipe_dist; wait_group D - 1, refill
+ * slot (i - 2) % S, whose group every warpgroup retired before the
+ * barrier). */
 
 static bool pad_is_zero(const BkGpuEm *em, int pad)
 {

@@ -25,11 +25,13 @@
  * each landing on its two atoms. The S mbarriers (8 bytes each, after the
  * tiles in shared memory) are initialized before the loop; thread 0
  * issues iteration i's boxes with arrive.expect_tx(the ring's bytes) on
- * mbarrier i % S, S - 1 iterations ahead as the cp.async ring does; the
- * top of iteration i waits for phase (i / S) % 2 of mbarrier i % S, then
- * the barrier that frees slot (i - 1) % S, then issues iteration i + S -
- * 1. Iterations past the loop's end issue nothing and are never waited
- * for, so the loop ends with nothing in flight. */
+ * mbarrier i % S, D = S - 1 iterations ahead as the cp.async ring does
+ * (S - 2 when a wgmma group stays in flight across the loop's steps:
+ * bk_gpu_pipe_dist, gpu_wgmma.c); the top of iteration i waits for phase
+ * (i / S) % 2 of mbarrier i % S, then the barrier that frees slot (i + D)
+ * % S, then issues iteration i + D. Iterations past the loop's end issue
+ * nothing and are never waited for, so the loop ends with nothing in
+ * flight. */
 #include "gpu_emit.h"
 
 #include <stdio.h>

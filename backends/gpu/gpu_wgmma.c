@@ -46,7 +46,23 @@
  * wgmma.fence, K / 16 x mt wgmma.mma_async (scale-d 1: in place),
  * wgmma.commit_group, wgmma.wait_group 0; the accumulator registers are
  * fenced for the compiler around it (the asm of the instructions does not
- * name them). Every barrier of such a kernel is preceded by
+ * name them).
+ *
+ * One group in flight across k steps (async_plan, em->wga; as CUTLASS's
+ * sm90 mainloop with warpgroup_wait<1>): a dot in a stages(S) ring loop,
+ * S >= 3, whose operands are the ring's loads and whose var nothing else
+ * in the loop touches, waits with wgmma.wait_group 1 instead — step i's
+ * group stays in flight while step i + 1 is loaded and issued, step i -
+ * 1's is retired — and bk_gpu_wgmma_drain puts wait_group 0 right after
+ * the loop, before anything reads the accumulator. A ring slot may be
+ * refilled only after the wait that retires the group reading it (PTX
+ * ISA 9.7.15.4: the async proxy reads the operands until the group
+ * completes): the rings prefetch S - 2 iterations ahead instead of S - 1
+ * (bk_gpu_pipe_dist), so the top of iteration i refills slot (i - 2) % S
+ * after the block barrier, which every warpgroup reaches after its wait
+ * that retired group i - 2. stages(2) keeps wait_group 0: its second slot
+ * is being refilled while the first is read. BLKC_GPU_WGSYNC=1 keeps
+ * wait_group 0 everywhere. Every barrier of such a kernel is preceded by
  * fence.proxy.async.shared::cta (gpu_emit.c bk_gpu_sync): the operand
  * tiles are written through the generic proxy (cp.async, stores) and
  * wgmma reads them through the async proxy. bk_gpu_wgmma_decls writes,
@@ -54,8 +70,9 @@
  * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
  *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
- * allows tensor maps), warp specialization, a persistent grid, wgmma groups in flight across k steps, A from
- * registers, fp8 / tf32 / i8, f16 accumulators. */
+ * allows tensor maps), warp specialization, a persistent grid, more than
+ * one group in flight (wait_group 1 only), A from registers, fp8 / tf32 /
+ * i8, f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>

@@ -44,7 +44,11 @@
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
 #       wgmma.mma_async (gpu-ir; --stats: exact wgmma counts), none on the
-#       default sm_80; a bad BLKC_EMU_ARCH is exit 3
+#       default sm_80; a bad BLKC_EMU_ARCH is exit 3; one wgmma group in
+#       flight across k steps: TMA and cp.async rings at stages(2..4)
+#       against the CPU, wait_group 1 in the ring loop and 0 after it in
+#       the CUDA C the launch ran (wait_group 0 in it for stages(2) and
+#       BLKC_GPU_WGSYNC=1)
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
