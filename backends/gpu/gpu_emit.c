@@ -590,6 +590,8 @@ static void emit_instr(BkGpuEm *em, int id)
         em->noflush_region = saved;
         em->indent--;
         bk_gpu_line(em, "}");
+        if (em->wga && em->wga[id])
+            bk_gpu_wgmma_drain(em, id);
         bk_gpu_barrier_flush(em);
         break;
     }
@@ -769,6 +771,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->nosyncelim = (e = getenv("BLKC_GPU_NOSYNCELIM")) && *e && strcmp(e, "0");
     em->nohoist = (e = getenv("BLKC_GPU_NOHOIST")) && *e && strcmp(e, "0");
     em->notma = (e = getenv("BLKC_GPU_NOTMA")) && *e && strcmp(e, "0");
+    em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;

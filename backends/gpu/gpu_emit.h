@@ -240,6 +240,11 @@ typedef struct BkGpuEm {
     int *wgs;                 /* and their swizzle span in bytes (32, 64,
                                  128): stored by blk_wgs */
     bool *wgd;                /* dots on wgmma */
+    int *wga;                 /* one wgmma group in flight across the k
+                                 steps of a ring loop (gpu_wgmma.c): the
+                                 dot's FOR + 1 at the dot, the dot + 1 at
+                                 the FOR; else 0 */
+    bool wgsync;              /* BLKC_GPU_WGSYNC: wait_group 0 every step */
     bool *tma;                /* ring loads copied by TMA (gpu_tma.c) */
     int tma_fr;               /* the FOR whose ring they fill, or -1 */
     long long tma_bar;        /* its stages(S) mbarriers in shared memory */
@@ -512,6 +517,9 @@ void bk_gpu_wgmma_decls(BkGpuEm *em);
  * blk_B declared): `#if` sm_90a and the wgmma sequence; the caller writes
  * the #else */
 void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v);
+/* after FOR fr whose dot keeps a group in flight (em->wga): the wait for
+ * it, before anything reads the accumulator */
+void bk_gpu_wgmma_drain(BkGpuEm *em, int fr);
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */
@@ -520,6 +528,10 @@ int bk_gpu_vec_width(const BkGpuEm *em, int id);
 int bk_gpu_pipe_plan(BkGpuEm *em);
 /* ring bytes of one slot of pipelined load id */
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id);
+/* iterations ring loop fr prefetches ahead: stages - 1, stages - 2 when
+ * a wgmma group stays in flight across its steps (its slot is not free
+ * until the next step's wait_group) */
+int bk_gpu_pipe_dist(const BkGpuEm *em, int fr);
 void bk_gpu_emit_load(BkGpuEm *em, int id);
 void bk_gpu_emit_store(BkGpuEm *em, int id);
 /* a pipelined FOR: the prologue before it, the wait/prefetch at its top */

@@ -481,8 +481,10 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->wgs);
     free(em->tma);
     free(em->wgd);
+    free(em->wga);
     em->wgl = NULL;
     em->wgd = NULL;
+    em->wga = NULL;
     em->mrow = em->vmrow = NULL;
     em->mrcvt = NULL;
     em->rowc = NULL;

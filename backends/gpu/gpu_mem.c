@@ -538,7 +538,12 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
  * i - 1, so slot (i - 1) % S == (i + S - 1) % S is free), then issues and
  * commits iteration i + S - 1 (an empty group past the end, so the count
  * stays uniform). Loops end with nothing in flight: the last real group is
- * waited for by its own iteration. */
+ * waited for by its own iteration. When the loop's wgmma dot keeps its
+ * group in flight across steps (gpu_wgmma.c), slot (i - 1) % S is still
+ * being read at the top of iteration i: the ring prefetches D = S - 2
+ * iterations ahead instead (bk_gpu_pipe_dist; wait_group D - 1, refill
+ * slot (i - 2) % S, whose group every warpgroup retired before the
+ * barrier). */
 
 static bool pad_is_zero(const BkGpuEm *em, int pad)
 {
@@ -594,6 +599,11 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
         }
     }
     return 0;
+}
+
+int bk_gpu_pipe_dist(const BkGpuEm *em, int fr)
+{
+    return em->f->stages - 1 - (em->wga && em->wga[fr] ? 1 : 0);
 }
 
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)
@@ -673,7 +683,7 @@ static void pipe_hoist(BkGpuEm *em, int fr)
         bk_gpu_line(em, "{");
         em->indent++;
         bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", F->opnd[0],
-                    st * (f->stages - 1));
+                    st * bk_gpu_pipe_dist(em, fr));
         bk_gpu_line(em, "const %s blk_fiv = (%s)blk_fl;", bk_gpu_stype(F->type.dtype),
                     bk_gpu_stype(F->type.dtype));
         bk_gpu_for_e(em, W, N, "");
@@ -797,14 +807,14 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
         return;
     }
     const IrInstr *F = &em->f->ins[fr];
-    int S = em->f->stages;
+    int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64];
-    bk_gpu_line(em, "// stages(%d): %d cp.async ring load(s), issued %d iteration(s) ahead",
-                S, em->pipe[fr], S - 1);
+    bk_gpu_line(em, "// stages(%d): %d cp.async ring load(s), issued %d iteration(s) ahead%s",
+                S, em->pipe[fr], D, D < S - 1 ? " (a slot stays with the wgmma group in flight)" : "");
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */",
                 fr, S);
-    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S - 1);
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", D);
     em->indent++;
     snprintf(ahead, sizeof ahead, "(long long)blk_s * %lldLL", st);
     bk_gpu_pipe_ahead(em, fr, F->opnd[0], ahead);
@@ -823,18 +833,21 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
         return;
     }
     const IrInstr *F = &em->f->ins[fr];
-    int S = em->f->stages;
+    int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64], slot[64];
     bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d have landed */",
-                S - 2, fr);
-    bk_gpu_sync(em); /* ... everyone's; slot (blk_it - 1) % S is free */
-    bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, S - 1);
+                D - 1, fr);
+    /* ... everyone's; slot (blk_it + D) % S is free: iteration blk_it - 1
+     * (D = S - 1) or, with a wgmma group in flight, blk_it - 2 (D = S - 2,
+     * retired by every warpgroup's wait_group 1 in iteration blk_it - 1) */
+    bk_gpu_sync(em);
+    bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, D);
     em->indent++;
-    snprintf(ahead, sizeof ahead, "%lldLL", st * (S - 1));
+    snprintf(ahead, sizeof ahead, "%lldLL", st * D);
     bk_gpu_pipe_ahead(em, fr, fr, ahead);
     bk_gpu_line(em, "(void)blk_fiv; /* unused when every load is hoisted */");
-    snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
+    snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, D, S);
     pipe_issue(em, fr, slot, "blk_fiv", true);
     em->indent--;
     bk_gpu_line(em, "}");

@@ -26,11 +26,13 @@
  * each landing on its two atoms. The S mbarriers (8 bytes each, after the
  * tiles in shared memory) are initialized before the loop; thread 0
  * issues iteration i's boxes with arrive.expect_tx(the ring's bytes) on
- * mbarrier i % S, S - 1 iterations ahead as the cp.async ring does; the
- * top of iteration i waits for phase (i / S) % 2 of mbarrier i % S, then
- * the barrier that frees slot (i - 1) % S, then issues iteration i + S -
- * 1. Iterations past the loop's end issue nothing and are never waited
- * for, so the loop ends with nothing in flight. */
+ * mbarrier i % S, D = S - 1 iterations ahead as the cp.async ring does
+ * (S - 2 when a wgmma group stays in flight across the loop's steps:
+ * bk_gpu_pipe_dist, gpu_wgmma.c); the top of iteration i waits for phase
+ * (i / S) % 2 of mbarrier i % S, then the barrier that frees slot (i + D)
+ * % S, then issues iteration i + D. Iterations past the loop's end issue
+ * nothing and are never waited for, so the loop ends with nothing in
+ * flight. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -173,12 +175,12 @@ static void issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
 void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
 {
     const IrInstr *F = &em->f->ins[fr];
-    const int S = em->f->stages;
+    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64];
     bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued %d iteration(s) ahead by thread 0, "
-                "slot i completed by mbarrier i (%lld bytes per iteration)", S, em->pipe[fr],
-                S - 1, ring_bytes(em));
+                "slot i completed by mbarrier i (%lld bytes per iteration)%s", S, em->pipe[fr],
+                D, ring_bytes(em), D < S - 1 ? "; a slot stays with the wgmma group in flight" : "");
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */", fr, S);
     bk_gpu_line(em, "unsigned long long *const blk_tb%d = (unsigned long long *)(blk_smem + %lld);",
                 fr, em->tma_bar);
@@ -192,7 +194,7 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     bk_gpu_sync(em); /* initialized before any thread waits */
     bk_gpu_line(em, "if (blk_tid == 0) {");
     em->indent++;
-    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", S - 1);
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", D);
     em->indent++;
     snprintf(ahead, sizeof ahead, "(long long)blk_s * %lldLL", st);
     bk_gpu_pipe_ahead(em, fr, F->opnd[0], ahead);
@@ -208,17 +210,20 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
 void bk_gpu_tma_top(BkGpuEm *em, int fr)
 {
     const IrInstr *F = &em->f->ins[fr];
-    const int S = em->f->stages;
+    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64], slot[64];
     bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tb%d[blk_it%d %% %d], (unsigned)(blk_it%d / %d) & 1u); "
                 "/* iteration blk_it%d's tiles have landed */", fr, fr, S, fr, S, fr);
-    bk_gpu_sync(em); /* every thread is done with iteration blk_it - 1: its slot is free */
-    bk_gpu_line(em, "if (blk_tid == 0) { /* prefetch iteration blk_it%d + %d */", fr, S - 1);
+    /* every thread is done with iteration blk_it - 1 (D = S - 1) or, with
+     * a wgmma group in flight, has retired iteration blk_it - 2's group
+     * (D = S - 2): slot (blk_it + D) % S is free */
+    bk_gpu_sync(em);
+    bk_gpu_line(em, "if (blk_tid == 0) { /* prefetch iteration blk_it%d + %d */", fr, D);
     em->indent++;
-    snprintf(ahead, sizeof ahead, "%lldLL", st * (S - 1));
+    snprintf(ahead, sizeof ahead, "%lldLL", st * D);
     bk_gpu_pipe_ahead(em, fr, fr, ahead);
-    snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, S - 1, S);
+    snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, D, S);
     issue(em, fr, slot, "blk_fiv");
     em->indent--;
     bk_gpu_line(em, "}");

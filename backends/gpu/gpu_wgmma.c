@@ -46,7 +46,23 @@
  * wgmma.fence, K / 16 x mt wgmma.mma_async (scale-d 1: in place),
  * wgmma.commit_group, wgmma.wait_group 0; the accumulator registers are
  * fenced for the compiler around it (the asm of the instructions does not
- * name them). Every barrier of such a kernel is preceded by
+ * name them).
+ *
+ * One group in flight across k steps (async_plan, em->wga; as CUTLASS's
+ * sm90 mainloop with warpgroup_wait<1>): a dot in a stages(S) ring loop,
+ * S >= 3, whose operands are the ring's loads and whose var nothing else
+ * in the loop touches, waits with wgmma.wait_group 1 instead — step i's
+ * group stays in flight while step i + 1 is loaded and issued, step i -
+ * 1's is retired — and bk_gpu_wgmma_drain puts wait_group 0 right after
+ * the loop, before anything reads the accumulator. A ring slot may be
+ * refilled only after the wait that retires the group reading it (PTX
+ * ISA 9.7.15.4: the async proxy reads the operands until the group
+ * completes): the rings prefetch S - 2 iterations ahead instead of S - 1
+ * (bk_gpu_pipe_dist), so the top of iteration i refills slot (i - 2) % S
+ * after the block barrier, which every warpgroup reaches after its wait
+ * that retired group i - 2. stages(2) keeps wait_group 0: its second slot
+ * is being refilled while the first is read. BLKC_GPU_WGSYNC=1 keeps
+ * wait_group 0 everywhere. Every barrier of such a kernel is preceded by
  * fence.proxy.async.shared::cta (gpu_emit.c bk_gpu_sync): the operand
  * tiles are written through the generic proxy (cp.async, stores) and
  * wgmma reads them through the async proxy. bk_gpu_wgmma_decls writes,
@@ -54,8 +70,9 @@
  * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
  *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
- * allows tensor maps), warp specialization, a persistent grid, wgmma groups in flight across k steps, A from
- * registers, fp8 / tf32 / i8, f16 accumulators. */
+ * allows tensor maps), warp specialization, a persistent grid, more than
+ * one group in flight (wait_group 1 only), A from registers, fp8 / tf32 /
+ * i8, f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -130,13 +147,68 @@ static int span(long long C)
     return C * 2 % 128 == 0 ? 128 : C * 2 == 64 ? 64 : C * 2 == 32 ? 32 : 0;
 }
 
+/* Whether instruction x reads value v. */
+static bool reads(const IrInstr *x, int v)
+{
+    for (int k = 0; k < 4; k++)
+        if (x->opnd[k] == v)
+            return true;
+    return false;
+}
+
+/* Wgmma dot id keeps its group in flight across the k steps of its loop
+ * (em->wga) when
+ *   - it sits directly in the body of a stages(S) ring loop fr, S >= 3
+ *     (with 2 slots one is read by the group in flight and one by the
+ *     group being issued: none is free to prefetch into, so stages(2)
+ *     keeps wait_group 0 and its one iteration ahead),
+ *   - both its operands are that ring's loads (a tile stored in the body
+ *     each step would be overwritten under the group in flight),
+ *   - it is the loop's only wgmma dot (one group per step), and
+ *   - nothing else in the loop reads or writes its var, and nothing reads
+ *     its var.get or its value but itself and its var.set: the registers
+ *     are the hardware's until the wait after the loop. */
+static void async_plan(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    bool kmaj;
+    int fr = -1, v = em->mvar[id], g = in->opnd[2], b = b_src(em, id, &kmaj);
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *F = &f->ins[x];
+        if (F->op != IR_FOR || F->dead || F->region[0] < 0 || em->pipe[x] <= 0)
+            continue;
+        const IrRegion *r = &f->regions[F->region[0]];
+        for (int j = 0; j < r->n; j++)
+            if (r->ins[j] == id)
+                fr = x;
+    }
+    if (fr < 0 || em->pipe[in->opnd[0]] != fr || em->pipe[b] != fr || em->wga[fr] ||
+        f->ins[g].op != IR_VGET || f->ins[g].param != v)
+        return;
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *o = &f->ins[x];
+        if (o->dead || x == id)
+            continue;
+        bool inloop = em->pos[x] > em->pos[fr] && em->pos[x] <= em->end[fr];
+        bool var = (o->op == IR_VGET || o->op == IR_VSET) && o->param == v;
+        bool own_set = o->op == IR_VSET && o->opnd[0] == id && o->param == v;
+        if ((inloop && em->wgd[x]) || (inloop && var && x != g && !own_set) ||
+            (reads(o, g) && x != id) || (reads(o, id) && !own_set))
+            return;
+    }
+    em->wga[id] = fr + 1;
+    em->wga[fr] = id + 1;
+}
+
 int bk_gpu_wgmma_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
     em->wgl = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgs = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgd = calloc((size_t)f->nins + 1, sizeof(bool));
-    if (!em->wgl || !em->wgs || !em->wgd) {
+    em->wga = calloc((size_t)f->nins + 1, sizeof(int));
+    if (!em->wgl || !em->wgs || !em->wgd || !em->wga) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -161,6 +233,9 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
         em->wgs[b] = span(f->ins[b].type.shape[1]);
         em->wgmma = true;
     }
+    for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
+        if (em->wgd[id])
+            async_plan(em, id);
     return bk_gpu_tma_plan(em); /* which rings TMA fills (gpu_tma.c) */
 }
 
@@ -263,6 +338,21 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
                 N, ab_type(em, id), kmaj ? 0 : 1, v, N / 2, am / 16, ap, ax / 16, ap, ak / 16,
                 bp, bx / 16, bp, bk / 16);
     bk_gpu_line(em, "blk_wgmma_commit();");
-    bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
+    if (em->wga[id])
+        bk_gpu_line(em, "blk_wgmma_wait<1>(); /* this step's group stays in flight; the "
+                    "previous step's is retired, so its ring slot may be refilled after "
+                    "the next barrier */");
+    else
+        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
     reg_fence(em, v);
+}
+
+void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)
+{
+    int id = em->wga[fr] - 1;
+    dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the last step's group: the accumulator is read "
+                "after the loop */");
+    reg_fence(em, em->mvar[id]);
+    dsl_buf_printf(em->o, "#endif\n");
 }

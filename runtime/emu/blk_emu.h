@@ -71,6 +71,7 @@
 #ifndef BLK_EMU_H
 #define BLK_EMU_H
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>

@@ -198,8 +198,10 @@ static BlkEmuCopies blk_emu_cps[1024]; /* per thread of the block */
 #define blk_emu_copies (blk_emu_cps[threadIdx.x].v)
 #define blk_emu_committed (blk_emu_cps[threadIdx.x].committed)
 
+static void blk_emu_wg_write(long long off, long long n, int mode, const char *who);
 static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
 {
+    blk_emu_wg_write((long long)((unsigned char *)dst - blk_emu_smem_base), 16, 0, "cp.async");
     BlkEmuCopy c;
     c.dst = (unsigned char *)dst;
     c.group = -1;

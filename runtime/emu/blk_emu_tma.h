@@ -308,6 +308,7 @@ static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, i
     if (off % 128)
         blk_emu_thread_fail("cp.async.bulk.tensor: the shared-memory address is not 128-byte aligned");
     blk_emu_mb_word(bar);
+    blk_emu_wg_write(off, bytes, t.swizzle, "cp.async.bulk.tensor");
     BlkEmuTmaLoad l;
     l.bar = bar;
     l.dst = off;

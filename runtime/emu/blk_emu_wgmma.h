@@ -39,6 +39,28 @@
  *     only after a wgmma.wait_group retires the wgmma-group
  *     (wgmma.commit_group) holding it.
  *
+ *   9.7.15.7.3 "wgmma.wait_group": "wait until only N or fewer of the
+ *     most recent wgmma-groups are pending and all the prior wgmma-groups
+ *     committed by the executing threads are complete"; "Accessing the
+ *     accumulator register or the input register containing the fragments
+ *     of matrix A of a wgmma.mma_async instruction without first performing
+ *     a wgmma.wait_group instruction that waits on a wgmma-group including
+ *     that wgmma.mma_async instruction is undefined behavior."
+ *   9.7.15.4 "Async Proxy": "The wgmma.mma_async operations are performed
+ *     in the asynchronous proxy"; "The completion of a wgmma.mma_async
+ *     operation is followed by an implicit generic-async proxy fence";
+ *     "wgmma.commit_group and wgmma.wait_group operations must be used to
+ *     wait for the completion of the wgmma.mma_async instructions."
+ *   So the ISA gives no point before the retiring wait_group at which the
+ *   shared-memory operands have been read: the async proxy may read them
+ *   at any time until the operation completes, and a write to them in that
+ *   window (a ring slot refilled by cp.async, TMA or a store while the
+ *   group reading it is in flight) races with the read. (The text quoted
+ *   names the registers as undefined; for shared memory it is the race
+ *   that the completion rule implies, as CUTLASS's sm90 mainloop releases
+ *   a stage to its producer only after the warpgroup_wait that retires
+ *   the MMAs reading it.)
+ *
  * Modelled: every mma_async is a warpgroup collective (128 consecutive
  * threads, 4 warps) that reads A and B from shared memory at issue and
  * keeps each thread's new D fragment in a pending record; consecutive
@@ -46,7 +68,14 @@
  * (the hardware accumulates in issue order); commit_group gives the
  * uncommitted records a group number; wait_group N writes the records of
  * all but the N most recent groups into the registers, in issue order.
- * A read before the wait therefore sees the old accumulator. An
+ * A read before the wait therefore sees the old accumulator. The race
+ * above: each mma_async keeps a copy of the 16-byte chunks of shared
+ * memory it read (core-matrix rows, read whole) until the wait_group that
+ * retires its group; a cp.async or TMA load issued into one of them
+ * meanwhile (blk_emu_wg_write), or a chunk whose bytes differ at the
+ * retiring wait (any other store), fails the launch naming wgmma and the
+ * shared byte offset (a store of the very bytes already there is not
+ * seen). An
  * mma_async with no wgmma.fence since the thread's last wait_group (or
  * the start of the block) fails the launch, as do descriptors that differ
  * between the warps, a non-zero base offset (not modelled), a read
@@ -81,6 +110,13 @@ enum { BLK_EMU_WG = 4 * BLK_EMU_WARP, BLK_EMU_WG_MAXD = 128 };
 struct BlkEmuWgRec { float *d; int nd; long long group; float v[BLK_EMU_WG_MAXD]; };
 struct BlkEmuWgState { std::vector<BlkEmuWgRec> v; long long committed; bool fenced; };
 static BlkEmuWgState blk_emu_wgs[1024]; /* per thread of the block */
+
+/* The operand chunks of a warpgroup's mma_async not yet retired: the
+ * shared offset / 16 of each 16-byte chunk read and its bytes at issue;
+ * group as in BlkEmuWgRec. busy[c]: how many records read chunk c. */
+struct BlkEmuWgSnap { long long group; std::vector<long long> at; std::vector<unsigned char> b; };
+static std::vector<BlkEmuWgSnap> blk_emu_wgsnap[1024 / BLK_EMU_WG]; /* per warpgroup */
+static std::vector<unsigned short> blk_emu_wg_busy;
 
 /* what each thread deposits at an mma_async */
 struct BlkEmuWgIn { unsigned long long da, db; int n, kind, ta, tb; };
@@ -160,6 +196,57 @@ static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, in
     return wf;
 }
 
+/* The warpgroup's copy of what an mma_async reads (A: 64 x 16, B: n x 16
+ * through their descriptors), kept until its group is retired. */
+static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long db, bool tb, int n)
+{
+    BlkEmuWgSnap sn;
+    sn.group = -1;
+    for (int k = 0; k < 16; k++) {
+        for (int m = 0; m < 64; m++)
+            sn.at.push_back(blk_emu_wg_addr(da, ta, m, k) >> 4);
+        for (int j = 0; j < n; j++)
+            sn.at.push_back(blk_emu_wg_addr(db, tb, j, k) >> 4);
+    }
+    std::sort(sn.at.begin(), sn.at.end());
+    sn.at.erase(std::unique(sn.at.begin(), sn.at.end()), sn.at.end());
+    const size_t nc = (size_t)(blk_emu_m->smem_bytes + 15) / 16;
+    if (blk_emu_wg_busy.size() < nc)
+        blk_emu_wg_busy.resize(nc, 0);
+    sn.b.resize(sn.at.size() * 16);
+    for (size_t i = 0; i < sn.at.size(); i++) {
+        memcpy(&sn.b[i * 16], blk_emu_smem_base + sn.at[i] * 16, 16);
+        blk_emu_wg_busy[(size_t)sn.at[i]]++;
+    }
+    blk_emu_wgsnap[threadIdx.x / BLK_EMU_WG].push_back(std::move(sn));
+}
+static void blk_emu_wg_unsnap(const BlkEmuWgSnap &sn)
+{
+    for (long long c : sn.at)
+        blk_emu_wg_busy[(size_t)c]--;
+}
+
+/* An asynchronous copy (`who`) issued into shared bytes [off, off + n),
+ * 16-byte chunks, swizzled by mode (TMA) as blk_emu_swz: none may be an
+ * operand of an mma_async not yet retired. */
+static void blk_emu_wg_write(long long off, long long n, int mode, const char *who)
+{
+    if (blk_emu_wg_busy.empty())
+        return;
+    for (long long j = 0; j < n; j += 16) {
+        long long a = off + j;
+        if (mode)
+            a ^= ((a >> 7) & ((1 << mode) - 1)) << 4;
+        if (a >= 0 && (size_t)(a >> 4) < blk_emu_wg_busy.size() && blk_emu_wg_busy[(size_t)(a >> 4)]) {
+            char msg[240];
+            snprintf(msg, sizeof msg, "%s writes shared byte offset %lld, an operand of a "
+                     "wgmma.mma_async not yet retired by a wgmma.wait_group (PTX ISA 9.7.15.4, "
+                     "9.7.15.7.3)", who, a & ~15LL);
+            blk_emu_thread_fail(msg);
+        }
+    }
+}
+
 #ifdef BLK_EMU_BREAK_LAYOUT
 static inline int blk_emu_wg_row(int r) { return r == 1 ? 2 : r == 2 ? 1 : r; }
 #else
@@ -219,6 +306,8 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
         r.v[i] = (float)(acc + (scale_d ? (double)old[i] : 0.0));
     }
     s.v.push_back(r);
+    if (t % BLK_EMU_WG == 0)
+        blk_emu_wg_snap(da, ta != 0, db, tb != 0, n);
     blk_emu_wg_bar();
 }
 
@@ -237,6 +326,11 @@ static inline void blk_wgmma_commit(void)
     for (BlkEmuWgRec &r : s.v)
         if (r.group < 0)
             r.group = s.committed;
+    /* the first thread of the warpgroup to run after the barrier (the
+     * others find nothing left to number) */
+    for (BlkEmuWgSnap &sn : blk_emu_wgsnap[threadIdx.x / BLK_EMU_WG])
+        if (sn.group < 0)
+            sn.group = s.committed;
 }
 /* wgmma.wait_group.sync.aligned N: all but the N most recent groups done */
 template <int N> static inline void blk_wgmma_wait(void)
@@ -254,6 +348,34 @@ template <int N> static inline void blk_wgmma_wait(void)
     }
     s.v.resize(keep);
     s.fenced = false;
+    /* the retired groups' operands: unchanged since their issue, else the
+     * launch fails. The first thread of the warpgroup to run after the
+     * barrier checks, before any of them can write again. */
+    std::vector<BlkEmuWgSnap> &g = blk_emu_wgsnap[threadIdx.x / BLK_EMU_WG];
+    long long bad = -1;
+    keep = 0;
+    for (size_t i = 0; i < g.size(); i++) {
+        BlkEmuWgSnap &sn = g[i];
+        if (sn.group < 0 || sn.group > s.committed - N) {
+            if (keep != i)
+                g[keep] = std::move(sn);
+            keep++;
+            continue;
+        }
+        for (size_t c = 0; c < sn.at.size() && bad < 0; c++)
+            for (int j = 0; j < 16 && bad < 0; j++)
+                if (blk_emu_smem_base[sn.at[c] * 16 + j] != sn.b[c * 16 + j])
+                    bad = sn.at[c] * 16 + j;
+        blk_emu_wg_unsnap(sn);
+    }
+    g.resize(keep);
+    if (bad >= 0) {
+        char msg[240];
+        snprintf(msg, sizeof msg, "shared byte offset %lld, an operand of a wgmma.mma_async, "
+                 "changed before the wgmma.wait_group that retires it (PTX ISA 9.7.15.4, "
+                 "9.7.15.7.3)", bad);
+        blk_emu_thread_fail(msg);
+    }
 }
 
 /* the instruction wrappers generated code calls: blk_wgmma_m64n<N>k16_f32_
@@ -287,6 +409,11 @@ static inline void blk_emu_wg_drop(int t)
     blk_emu_wgs[t].v.clear();
     blk_emu_wgs[t].committed = 0;
     blk_emu_wgs[t].fenced = false;
+    if (t % BLK_EMU_WG == 0) {
+        for (const BlkEmuWgSnap &sn : blk_emu_wgsnap[t / BLK_EMU_WG])
+            blk_emu_wg_unsnap(sn);
+        blk_emu_wgsnap[t / BLK_EMU_WG].clear();
+    }
 #else
     (void)t;
 #endif

@@ -37,12 +37,19 @@
 #   tma     tests/emu/t_tma.cpp built with the host C++ compiler against
 #       runtime/emu/blk_emu_tma.h (tensor maps, mbarriers, cp.async.bulk
 #       .tensor loads and stores, a TMA ring feeding wgmma) and run
+#   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
+#       into the shared operands of a wgmma group in flight fail, after
+#       the retiring wait_group they pass; wait_group 1 retires the older
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
 #       wgmma.mma_async (gpu-ir; --stats: exact wgmma counts), none on the
 #       default sm_80; a bad BLKC_EMU_ARCH is exit 3; three launches of a
-#       TMA kernel encode its 2 tensor maps once (--stats)
+#       TMA kernel encode its 2 tensor maps once (--stats); one wgmma group
+#       in flight across k steps: TMA and cp.async rings at stages(2..4)
+#       against the CPU, wait_group 1 in the ring loop and 0 after it in
+#       the CUDA C the launch ran (wait_group 0 in it for stages(2) and
+#       BLKC_GPU_WGSYNC=1)
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -74,9 +81,11 @@ wrappers-*)
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
   ;;
-tma)
+tma|wgrace)
+  src=$SRC/tests/emu/t_tma.cpp
+  [ "$MODE" = wgrace ] && src=$SRC/tests/emu/t_wgrace.cpp
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
-    -I"$SRC/runtime/emu" "$SRC/tests/emu/t_tma.cpp" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
+    -I"$SRC/runtime/emu" "$src" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
   timeout 120 "$T/t" || exit 1
   ;;
 exec-*)
@@ -362,6 +371,46 @@ wgmma)
   wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=304 K=208
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
+  # one wgmma group in flight across the k steps of a stages(S) ring loop
+  # (gpu_wgmma.c): with S >= 3 the dot waits for all but its own group
+  # (wait_group 1), the ring prefetches S - 2 ahead (the slot of the group
+  # in flight is refilled a step later), wait_group 0 follows the loop;
+  # stages(2) and BLKC_GPU_WGSYNC=1 keep wait_group 0 in every step. The
+  # TMA ring (strides of 144 / 208) and the cp.async ring
+  # (BLKC_GPU_NOTMA=1); f16, bf16 and b transposed; 4 and 8 warps; mt = 2
+  # (128 rows on 4 warps, 256 on 8); a loop shorter than the prefetch.
+  # Results against the CPU and the schedule in the CUDA C the launch ran
+  # (BLKC_GPU_DUMP: the variant with the ring).
+  # ENV|ENTRY|DEFINES|SIZES|RING|SCHEDULE
+  for c in "-|twg_bf16|-D S=3|M=200 N=144 K=144|TMA|async" \
+           "BLKC_GPU_NOTMA=1|twg_f16|-D S=3|M=200 N=144 K=144|cp.async|async" \
+           "-|twg_f16|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|TMA|async" \
+           "BLKC_GPU_NOTMA=1|twg_bt|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=3|M=200 N=144 K=208|cp.async|async" \
+           "-|twg_bf16|-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3|M=300 N=144 K=208|TMA|async" \
+           "-|twg_bf16|-D S=4|M=64 N=64 K=16|TMA|async" \
+           "-|twg_bf16|-D S=2|M=200 N=144 K=144|TMA|sync" \
+           "BLKC_GPU_NOTMA=1|twg_f16|-D BM=128 -D BN=128 -D S=2|M=200 N=144 K=208|cp.async|sync" \
+           "BLKC_GPU_WGSYNC=1|twg_bf16|-D S=3|M=200 N=144 K=144|TMA|sync"; do
+    IFS='|' read -r e k d sz ring sched <<<"$c"
+    rm -rf "$T/dump"; mkdir -p "$T/dump"
+    [ "$e" != - ] && export "$e"
+    # shellcheck disable=SC2086
+    BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump wone "$k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
+    [ "$e" != - ] && unset "${e%%=*}"
+    f=$(grep -l "$ring ring load" "$T"/dump/*.cu | head -1)
+    if [ -z "$f" ]; then echo "FAIL $k $d $e: no $ring ring among $(ls "$T/dump")"; fail=1; continue; fi
+    # the ring loop (at the kernel body's level) and the second line after it
+    loop=$(awk '/^    for \(.*blk_it[0-9]*\+\+\) \{$/ { on = 1 } on { print } on && $0 == "    }" { exit }' "$f")
+    n1=$(grep -c 'blk_wgmma_wait<1>' <<<"$loop") n0=$(grep -c 'blk_wgmma_wait<0>' <<<"$loop")
+    after=$(awk '/^    for \(.*blk_it[0-9]*\+\+\) \{$/ { on = 1 } on && $0 == "    }" { getline; getline; print; exit }' "$f")
+    if [ $sched = async ] && { [ "$n1" != 1 ] || [ "$n0" != 0 ] || ! grep -q 'blk_wgmma_wait<0>(); /\* the last step' <<<"$after"; }; then
+      echo "FAIL $k $d $e: want wait_group 1 in the loop, 0 right after it: $n1 / $n0 in the loop; after it: $after"; fail=1
+    elif [ $sched = sync ] && { [ "$n1" != 0 ] || [ "$n0" != 1 ] || grep -q 'the last step' "$f"; }; then
+      echo "FAIL $k $d $e: want wait_group 0 in the loop only: $n1 / $n0"; fail=1
+    else
+      echo "ok $k $d $e: $ring ring, $sched ($(grep -o 'issued [0-9]* iteration(s) ahead' "$f" | head -1))"
+    fi
+  done
   # the dots took wgmma on sm_90a, and only there
   for k in twg_bf16 twg_f16 twg_bt; do
     "$BLKC" compile "$F" --entry=$k --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1

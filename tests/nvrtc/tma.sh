@@ -10,8 +10,11 @@
 # variant cuda-emu as sm_90a compiles for a launch whose strides allow
 # tensor maps (BLKC_GPU_DUMP keeps its CUDA C) — 128 x 128 tiles on 4
 # warps: A in 16-row boxes, B in 2 panels — through nvcc and ptxas for
-# sm_90a: its cp.async.bulk.tensor.2d, mbarrier.try_wait.parity and
-# wgmma.mma_async in the PTX, no spills. Exit 77 without nvcc or ptxas.
+# sm_90a: its cp.async.bulk.tensor.2d, mbarrier.try_wait.parity,
+# wgmma.mma_async and wgmma.wait_group 1 (a group in flight across k
+# steps) in the PTX, no spills, no "wgmma ... serialized" from ptxas; the
+# same for the cp.async ring's variant (BLKC_GPU_NOTMA=1). Exit 77 without
+# nvcc or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-tma.XXXXXX")
@@ -94,12 +97,34 @@ else
     nb=$(grep -c 'cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes' "$T/g.ptx")
     nw=$(grep -c 'mbarrier.try_wait.parity' "$T/g.ptx")
     nm=$(grep -c 'wgmma.mma_async' "$T/g.ptx")
-    if [ "$nb" -lt 10 ] || [ "$nw" -lt 1 ] || [ "$nm" -lt 4 ] || ! grep -q ' 0 bytes spill stores' "$T/v"; then
-      echo "FAIL: the TMA kernel: $nb tensor copies, $nw mbarrier waits, $nm wgmma; $(grep spill "$T/v")"
+    nw1=$(grep -c 'wgmma.wait_group.sync.aligned 1;' "$T/g.ptx")
+    if [ "$nb" -lt 10 ] || [ "$nw" -lt 1 ] || [ "$nm" -lt 4 ] || [ "$nw1" -lt 1 ] ||
+       ! grep -q ' 0 bytes spill stores' "$T/v" || grep -qi 'serializ' "$T/v"; then
+      echo "FAIL: the TMA kernel: $nb tensor copies, $nw mbarrier waits, $nm wgmma, $nw1 wait_group 1; $(grep -i 'spill\|serializ' "$T/v")"
       fails=$((fails + 1))
     else
-      echo "ok the TMA kernel of twg_bf16 128x128: $nb cp.async.bulk.tensor, $nm wgmma.mma_async, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+      echo "ok the TMA kernel of twg_bf16 128x128: $nb cp.async.bulk.tensor, $nm wgmma.mma_async, $nw1 wgmma.wait_group 1 (a group in flight across k steps), $(grep -o 'Used [0-9]* registers' "$T/v"), no spills, no wgmma serialization"
     fi
+  fi
+fi
+# the cp.async ring's variant (BLKC_GPU_NOTMA=1) with its group in flight
+rm -rf "$T/dump"; mkdir -p "$T/dump"
+if ! BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a "$BLKC" run \
+     "$SRC/tests/emu/twgmma.blk" --entry=twg_bf16 -D BM=128 -D BN=128 M=144 N=144 K=144 --random \
+     --device=cuda-emu >"$T/err" 2>&1; then
+  echo "FAIL: twg_bf16 BLKC_GPU_NOTMA=1 on cuda-emu as sm_90a: $(cat "$T/err")"; fails=$((fails + 1))
+else
+  f=$(grep -l 'cp.async ring load' "$T"/dump/*.cu | head -1)
+  if [ -z "$f" ] || ! "$CUDA/bin/nvcc" -arch=compute_90a -ptx "$f" -o "$T/h.ptx" >"$T/err" 2>&1 ||
+     ! "$CUDA/bin/ptxas" -v -arch=sm_90a "$T/h.ptx" -o "$T/h.cubin" >"$T/v" 2>&1; then
+    echo "FAIL: the cp.async ring kernel through nvcc / ptxas: ${f:-none} $(grep -i error "$T/err" "$T/v" | head -5)"
+    fails=$((fails + 1))
+  elif [ "$(grep -c 'wgmma.wait_group.sync.aligned 1;' "$T/h.ptx")" -lt 1 ] ||
+       ! grep -q ' 0 bytes spill stores' "$T/v" || grep -qi 'serializ' "$T/v"; then
+    echo "FAIL: the cp.async ring kernel: no wait_group 1, spills or serialized wgmma: $(grep -i 'spill\|serializ' "$T/v")"
+    fails=$((fails + 1))
+  else
+    echo "ok the cp.async ring kernel of twg_bf16 128x128: wgmma.wait_group 1 in the loop, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills, no wgmma serialization"
   fi
 fi
 echo "$fails failed"
