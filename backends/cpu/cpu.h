@@ -66,10 +66,16 @@ typedef struct CpuGen {
                                      its consumer's loop (fuse.c) */
     uint8_t *inpl;                /* per value id: a LOAD that may read
                                      its tile in place (fuse.c); 2: with
-                                     strided rows (read by DOTs only) */
+                                     strided rows (read by DOTs only); 3:
+                                     also with its last columns out of
+                                     bounds (read by matvecs only) */
     uint64_t *inplw;              /* per value id: the tensor params (a bit
                                      each) an in-place LOAD's tile must not
                                      overlap at run time (fuse.c) */
+    LLVMValueRef *vkn;            /* per value id: the columns of a tile
+                                     read in place (inpl 3) that lie in
+                                     the tensor (i64; the rest read 0),
+                                     else NULL */
     LLVMValueRef *vld;            /* per value id: row stride (i64, in
                                      elements) of a 2-D tile read in place
                                      with strided rows, else NULL */

@@ -189,6 +189,15 @@ static int last_read(CpuGen *g, const int *reg, int v, int r, int after,
  * mem.c checks at run time that none does and copies the tile otherwise.
  * 1: in place when contiguous; 2: also with strided rows (no STOREs in
  * between). */
+/* Whether value x is a LOAD (or a RESHAPE of one) without a pad value:
+ * its elements out of bounds read 0, so a product with them adds 0. */
+static bool zero_pad(const IrFunc *f, int x)
+{
+    if (x >= 0 && f->ins[x].op == IR_RESHAPE)
+        x = f->ins[x].opnd[0];
+    return x >= 0 && f->ins[x].op == IR_LOAD && f->ins[x].opnd[0] < 0 && f->ins[x].opnd[1] < 0;
+}
+
 static int inplace_load(CpuGen *g, const int *reg, int v)
 {
     const IrFunc *f = g->f;
@@ -230,16 +239,23 @@ static int inplace_load(CpuGen *g, const int *reg, int v)
     if (w || vw->ndims != 2 || vw->d[0].kind != IDX_RANGE || in->type.rank != 2)
         return 1;
     int maxk = cpu_switch(CPU_SW_NOPACK) ? 0 : 1;
+    /* every reader a matvec's w, the x of each a tile padded with 0 */
+    bool mv = !cpu_switch(CPU_SW_NOMATVEC) && in->opnd[1] < 0;
     for (int u = 0; u < f->nins; u++) {
         const IrInstr *o = &f->ins[u];
         if (o->dead)
             continue;
         for (int k = 0; k < 4; k++)
-            if (o->opnd[k] == v && (o->op != IR_DOT || k > maxk ||
-                                    o->type.rank != 2 || g->inl[u]))
-                return 1;
+            if (o->opnd[k] == v) {
+                if (o->op != IR_DOT || k > maxk || o->type.rank != 2 || g->inl[u])
+                    return 1;
+                mv = mv && k == 0 && o->type.shape[1] == 1 && zero_pad(f, o->opnd[1]) &&
+                     cpu_matvec_applies(g, o);
+            }
     }
-    return 2;
+    /* 3: matvec.c reads only the columns in bounds (g->vkn), so a last K
+     * step past the tensor's end is read in place too */
+    return mv ? 3 : 2;
 }
 
 /* ------------------------------------------------------------ next tile */

@@ -830,6 +830,7 @@ static int gen_func(CpuGen *g)
     g->inpl = calloc((size_t)n, 1);
     g->inplw = calloc((size_t)n, sizeof *g->inplw);
     g->vld = calloc((size_t)n, sizeof *g->vld);
+    g->vkn = calloc((size_t)n, sizeof *g->vkn);
     g->fred = calloc((size_t)n, sizeof *g->fred);
     g->pfn = calloc((size_t)n, sizeof *g->pfn);
     g->var = calloc((size_t)(f->nvars + 1), sizeof *g->var);
@@ -837,7 +838,7 @@ static int gen_func(CpuGen *g)
     g->tshape = calloc((size_t)np, sizeof *g->tshape);
     g->tstride = calloc((size_t)np, sizeof *g->tstride);
     int rc = -1;
-    if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->inplw || !g->vld ||
+    if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->inplw || !g->vld || !g->vkn ||
         !g->fred || !g->pfn ||
         !g->var ||
         !g->tdata || !g->tshape || !g->tstride) {
@@ -879,12 +880,14 @@ done:
     free(g->inpl);
     free(g->inplw);
     free(g->vld);
+    free(g->vkn);
     free(g->fred);
     free(g->pfn);
     g->inl = NULL;
     g->inpl = NULL;
     g->inplw = NULL;
     g->vld = NULL;
+    g->vkn = NULL;
     g->fred = NULL;
     g->pfn = NULL;
     free(g->var);

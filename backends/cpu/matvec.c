@@ -75,15 +75,30 @@ static LLVMValueRef hsum(CpuGen *g, LLVMValueRef v, int w)
     return LLVMBuildExtractElement(b, v, cpu_i32c(g, 0), "");
 }
 
-/* dst[m0 + r] (+)= A[m0 + r, :] . x for r < RB */
+/* a + E-typed A element (dtype adt) at p times x[k] */
+static LLVMValueRef fma1(CpuGen *g, LLVMValueRef p, int adt, LLVMValueRef x, LLVMValueRef k,
+                         LLVMTypeRef E, LLVMValueRef a)
+{
+    LLVMValueRef w = cpu_widen(g, cpu_mload(g, p, adt), adt);
+    if (LLVMTypeOf(w) != E)
+        w = LLVMBuildFPExt(g->b, w, E, "");
+    LLVMValueRef xe = LLVMBuildLoad2(g->b, E, cpu_gep(g, E, x, k), "");
+    LLVMValueRef ops[3] = {w, xe, a};
+    return cpu_intrin(g, "llvm.fma", &E, 1, ops, 3);
+}
+
+/* dst[m0 + r] (+)= A[m0 + r, :kv] . x for r < RB; kv: the columns of A
+ * in its tensor (g->vkn: a last K step read in place past the end, whose
+ * other columns are 0), NULL: all K */
 static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
                  LLVMValueRef x, LLVMValueRef dst, LLVMValueRef acc_ptr,
-                 LLVMValueRef m0, int RB, int64_t K, int VW, LLVMTypeRef E)
+                 LLVMValueRef m0, int RB, int64_t K, LLVMValueRef kv, int VW, LLVMTypeRef E)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
     LLVMTypeRef at = cpu_mtype(g, adt);
     int64_t step = (int64_t)MV_U * VW, nv = K / step;
+    LLVMValueRef nvv = kv ? LLVMBuildUDiv(b, kv, cpu_i64(g, step), "") : cpu_i64(g, nv);
     LLVMValueRef slot[MV_RB][MV_U], arow[MV_RB];
     for (int r = 0; r < RB; r++) {
         arow[r] = cpu_gep(g, at, A, LLVMBuildMul(b, LLVMBuildAdd(b, m0, cpu_i64(g, r), ""),
@@ -95,7 +110,7 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
     }
     if (nv > 0) {
         CpuLoop lk;
-        cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, nv));
+        cpu_loop_open(g, &lk, cpu_i64(g, 0), nvv);
         LLVMValueRef k0 = LLVMBuildMul(b, lk.iv, cpu_i64(g, step), "");
         for (int u = 0; u < MV_U; u++) {
             LLVMValueRef ku = LLVMBuildAdd(b, k0, cpu_i64(g, (int64_t)u * VW), "");
@@ -117,16 +132,25 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
             v = LLVMBuildFAdd(b, v, LLVMBuildLoad2(b, vt, slot[r][u], ""), "");
         s[r] = hsum(g, v, VW);
     }
-    for (int64_t k = nv * step; k < K; k++) /* the tail, constant count */
+    if (kv) { /* the tail of the columns in bounds, in order */
+        LLVMValueRef ss[MV_RB];
         for (int r = 0; r < RB; r++) {
-            LLVMValueRef a = cpu_widen(g, cpu_mload(g, cpu_gep(g, at, arow[r], cpu_i64(g, k)),
-                                                    adt), adt);
-            if (LLVMTypeOf(a) != E)
-                a = LLVMBuildFPExt(b, a, E, "");
-            LLVMValueRef xe = LLVMBuildLoad2(b, E, cpu_gep(g, E, x, cpu_i64(g, k)), "");
-            LLVMValueRef ops[3] = {a, xe, s[r]};
-            s[r] = cpu_intrin(g, "llvm.fma", &E, 1, ops, 3);
+            ss[r] = cpu_alloca(g, E, 1);
+            LLVMBuildStore(b, s[r], ss[r]);
         }
+        CpuLoop lt;
+        cpu_loop_open(g, &lt, LLVMBuildMul(b, nvv, cpu_i64(g, step), ""), kv);
+        for (int r = 0; r < RB; r++)
+            LLVMBuildStore(b, fma1(g, cpu_gep(g, at, arow[r], lt.iv), adt, x, lt.iv, E,
+                                   LLVMBuildLoad2(b, E, ss[r], "")), ss[r]);
+        cpu_loop_close(g, &lt);
+        for (int r = 0; r < RB; r++)
+            s[r] = LLVMBuildLoad2(b, E, ss[r], "");
+    }
+    for (int64_t k = nv * step; k < K && !kv; k++) /* the tail, constant count */
+        for (int r = 0; r < RB; r++)
+            s[r] = fma1(g, cpu_gep(g, at, arow[r], cpu_i64(g, k)), adt, x, cpu_i64(g, k), E,
+                        s[r]);
     for (int r = 0; r < RB; r++) {
         LLVMValueRef m = LLVMBuildAdd(b, m0, cpu_i64(g, r), "");
         LLVMValueRef v = s[r];
@@ -291,6 +315,7 @@ int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef 
         VW = 1;
     LLVMValueRef A = g->val[in->opnd[0]], x = g->val[in->opnd[1]];
     LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
+    LLVMValueRef kv = g->vkn[in->opnd[0]];
     const IrType *tb = &g->f->ins[in->opnd[1]].type;
     if (tb->dtype != rdt || g->vld[in->opnd[1]]) { /* x contiguous, type E: */
         LLVMValueRef buf = cpu_alloca(g, E, K);  /* K rows of one element */
@@ -303,11 +328,11 @@ int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef 
         CpuLoop lm;
         cpu_loop_open(g, &lm, cpu_i64(g, 0), cpu_i64(g, nb));
         rows(g, A, adt, lda, x, dst, acc_ptr,
-             LLVMBuildMul(b, lm.iv, cpu_i64(g, MV_RB), ""), MV_RB, K, VW, E);
+             LLVMBuildMul(b, lm.iv, cpu_i64(g, MV_RB), ""), MV_RB, K, kv, VW, E);
         cpu_loop_close(g, &lm);
     }
     if (M % MV_RB)
         rows(g, A, adt, lda, x, dst, acc_ptr, cpu_i64(g, nb * MV_RB), (int)(M % MV_RB),
-             K, VW, E);
+             K, kv, VW, E);
     return g->failed ? -1 : 0;
 }

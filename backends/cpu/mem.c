@@ -688,10 +688,19 @@ int cpu_gen_memop(CpuGen *g, int id)
             g->tstride[c.p][c.v->ndims - 1], cpu_i64(g, 1), "");
         ok = LLVMBuildAnd(b, ok, c.pok, "");
         LLVMValueRef unit = ok; /* clipped() applies */
+        /* in place: every range dim but the innermost one spans whole
+         * rows of the ones inside it (len 1 dims excepted); part (inpl 3,
+         * a matvec's w): also when the last columns are past the end */
+        bool inplace = in->op == IR_LOAD && g->inpl && g->inpl[id];
+        bool strided = inplace && g->inpl[id] >= 2, part = inplace && g->inpl[id] == 3;
+        LLVMValueRef kv = NULL; /* part: the columns in bounds */
         for (int d = 0; d < c.v->ndims; d++) {
             LLVMValueRef s = to_i64(g, c.v->d[d].val), sh = g->tshape[c.p][d];
             if (c.v->d[d].kind == IDX_SCALAR) {
                 ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, s, sh, ""), "");
+            } else if (part && d == c.v->ndims - 1) {
+                ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, s, sh, ""), "");
+                kv = smin(g, LLVMBuildSub(b, sh, s, ""), cpu_i64(g, c.v->d[d].len));
             } else {
                 LLVMValueRef e = LLVMBuildAdd(b, s, cpu_i64(g, c.v->d[d].len), "");
                 ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSGE, s,
@@ -699,10 +708,6 @@ int cpu_gen_memop(CpuGen *g, int id)
                 ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSLE, e, sh, ""), "");
             }
         }
-        /* in place: every range dim but the innermost one spans whole
-         * rows of the ones inside it (len 1 dims excepted) */
-        bool inplace = in->op == IR_LOAD && g->inpl && g->inpl[id];
-        bool strided = inplace && g->inpl[id] == 2;
         if (inplace && g->inplw[id])
             ok = LLVMBuildAnd(b, ok, tile_disjoint(&c, g->inplw[id]), "");
         int64_t span = 1;
@@ -750,6 +755,13 @@ int cpu_gen_memop(CpuGen *g, int id)
             LLVMBasicBlockRef bbs[2] = {fend, send};
             LLVMAddIncoming(phi, vals, bbs, 2);
             g->vld[id] = phi;
+        }
+        if (part) { /* its columns in bounds: kv in place, all in the copy */
+            LLVMValueRef phi = LLVMBuildPhi(b, g->i64, "tile.kv");
+            LLVMValueRef vals[2] = {kv, cpu_i64(g, c.vt.shape[1])};
+            LLVMBasicBlockRef bbs[2] = {fend, send};
+            LLVMAddIncoming(phi, vals, bbs, 2);
+            g->vkn[id] = phi;
         }
     } else {
         general(&c, mask);

@@ -2,8 +2,11 @@
  * bounds on every side (the CPU backend's clipped rows, mem.c): 1-D views
  * starting before 0 and past N with a pad value, stores clipped to the
  * tensor at both ends, 2-D views with whole rows and columns outside,
- * f16 and bool elements, and a short last K step of a matrix-vector dot. */
+ * f16 and bool elements, and a short last K step of a matrix-vector dot
+ * (read in place up to the tensor's end: matvec.c's g->vkn). */
 #include "harness.h"
+
+#include <math.h>
 
 static const char *src =
     "kernel shift<B = 16, S = 23>(X: f32[N], Y: f32[M], Z: f32[N]) grid(cdiv(M, B)) {\n"
@@ -100,5 +103,23 @@ int main(void)
     H_LAUNCH(h_kernel(m, "mv"), h_ten(h_t2(w, H_F32, WR, WC)), h_ten(h_t1(v, H_F32, WC)),
              h_ten(h_t1(o, H_F32, WR)));
     h_check("matvec with a short last K step and a row tail", o, H_F32, ro, WR, 1e-5, 1e-5);
+
+    /* the last K step read in place (rows in bounds): only its columns in
+     * the tensor count — NaN right after W's last row must not leak in */
+    enum { WR2 = 40, TAILN = 64 };
+    float *w2 = h_array(H_F32, WR2 * WC + TAILN), *o2 = h_array(H_F32, WR2);
+    double *ro2 = h_alloc(8 * WR2);
+    h_fill(w2, H_F32, WR2 * WC, -1, 1);
+    for (int i = 0; i < TAILN; i++)
+        w2[WR2 * WC + i] = NAN;
+    for (int i = 0; i < WR2; i++) {
+        double s = 0;
+        for (int j = 0; j < WC; j++)
+            s += (double)w2[i * WC + j] * v[j];
+        ro2[i] = s;
+    }
+    H_LAUNCH(h_kernel(m, "mv"), h_ten(h_t2(w2, H_F32, WR2, WC)), h_ten(h_t1(v, H_F32, WC)),
+             h_ten(h_t1(o2, H_F32, WR2)));
+    h_check("matvec whose last K step runs past W's end", o2, H_F32, ro2, WR2, 1e-5, 1e-5);
     return h_done();
 }
