@@ -36,6 +36,17 @@ static const char *src =
     "    Y[m +: BM] = acc;\n"
     "}\n";
 
+/* r = w [R, C] times v, in double */
+static void ref_mv(double *r, const float *w, const float *v, int R, int C)
+{
+    for (int i = 0; i < R; i++) {
+        double s = 0;
+        for (int j = 0; j < C; j++)
+            s += (double)w[i * C + j] * v[j];
+        r[i] = s;
+    }
+}
+
 int main(void)
 {
     h_seed(21);
@@ -94,12 +105,7 @@ int main(void)
     double *ro = h_alloc(8 * WR);
     h_fill(w, H_F32, WR * WC, -1, 1);
     h_fill(v, H_F32, WC, -1, 1);
-    for (int i = 0; i < WR; i++) {
-        double s = 0;
-        for (int j = 0; j < WC; j++)
-            s += (double)w[i * WC + j] * v[j];
-        ro[i] = s;
-    }
+    ref_mv(ro, w, v, WR, WC);
     H_LAUNCH(h_kernel(m, "mv"), h_ten(h_t2(w, H_F32, WR, WC)), h_ten(h_t1(v, H_F32, WC)),
              h_ten(h_t1(o, H_F32, WR)));
     h_check("matvec with a short last K step and a row tail", o, H_F32, ro, WR, 1e-5, 1e-5);
@@ -112,12 +118,7 @@ int main(void)
     h_fill(w2, H_F32, WR2 * WC, -1, 1);
     for (int i = 0; i < TAILN; i++)
         w2[WR2 * WC + i] = NAN;
-    for (int i = 0; i < WR2; i++) {
-        double s = 0;
-        for (int j = 0; j < WC; j++)
-            s += (double)w2[i * WC + j] * v[j];
-        ro2[i] = s;
-    }
+    ref_mv(ro2, w2, v, WR2, WC);
     H_LAUNCH(h_kernel(m, "mv"), h_ten(h_t2(w2, H_F32, WR2, WC)), h_ten(h_t1(v, H_F32, WC)),
              h_ten(h_t1(o2, H_F32, WR2)));
     h_check("matvec whose last K step runs past W's end", o2, H_F32, ro2, WR2, 1e-5, 1e-5);
