@@ -25,7 +25,7 @@ void bk_gpu_sync(BkGpuEm *em)
 {
     if (em->wgmma) /* generic-proxy writes before wgmma's async-proxy reads */
         bk_gpu_line(em, "blk_fence_proxy_async();");
-    bk_gpu_line(em, "__syncthreads();");
+    bk_gpu_bar(em);
     em->nacc = 0;
     em->seg_gread = em->seg_gwrite = em->pending = false;
 }
@@ -588,6 +588,8 @@ static void emit_instr(BkGpuEm *em, int id)
         em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
         emit_region(em, in->region[0]);
         em->noflush_region = saved;
+        if (em->ws && em->tma_fr == id)
+            bk_gpu_ws_release(em, id);
         em->indent--;
         bk_gpu_line(em, "}");
         if (em->wga && em->wga[id])
@@ -657,8 +659,9 @@ static void emit_region(BkGpuEm *em, int r)
 static void emit_func(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
-    bk_gpu_line(em, "// kernel %s (.blk line %d): blockDim.x = %d (%d warps of %d),",
-                f->name, f->loc.line, em->nt, em->nw, em->dl->warp);
+    bk_gpu_line(em, "// kernel %s (.blk line %d): blockDim.x = %d (%d warps of %d%s),",
+                f->name, f->loc.line, bk_gpu_threads(em), em->nw, em->dl->warp,
+                em->ws ? ", then the TMA producer warpgroup" : "");
     bk_gpu_line(em, "// gridDim = the grid of ir_eval_grid, dynamic shared memory = %lld bytes",
                 em->smem);
     bk_gpu_line(em, "extern \"C\" __constant__ int blk_smem_%s = %lld;", f->name,
@@ -669,6 +672,9 @@ static void emit_func(BkGpuEm *em)
     if (mb > 1 && em->dl->kind == BK_GPU_CUDA) /* registers capped for mb blocks per SM */
         dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(",
                        em->nt, mb, f->name);
+    else if (em->ws) /* setmaxnreg needs the count at entry fixed: one block per SM */
+        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, 1) %s(",
+                       bk_gpu_threads(em), f->name);
     else
         dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(",
                        em->nt, f->name);
@@ -800,7 +806,7 @@ int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl, const char *arch
     BkGpuEm em;
     if (bk_gpu_em_init(&em, f, dl, arch, NULL, err, errlen) < 0)
         return -1;
-    info->threads = em.nt;
+    info->threads = bk_gpu_threads(&em); /* the producer warpgroup too (gpu_ws.c) */
     info->smem_bytes = em.smem;
     info->rank_ctx = bk_gpu_uses_ranks(f);
     bk_gpu_tma_info(&em, info);

@@ -247,7 +247,12 @@ typedef struct BkGpuEm {
     bool wgsync;              /* BLKC_GPU_WGSYNC: wait_group 0 every step */
     bool *tma;                /* ring loads copied by TMA (gpu_tma.c) */
     int tma_fr;               /* the FOR whose ring they fill, or -1 */
-    long long tma_bar;        /* its stages(S) mbarriers in shared memory */
+    long long tma_bar;        /* its stages(S) mbarriers in shared memory
+                                 (then S more with warp specialization) */
+    bool ws;                  /* warp-specialized (gpu_ws.c): a producer
+                                 warpgroup after the nt consumer threads */
+    bool ws_on;               /* emitting code the consumers alone run:
+                                 barriers are named barrier 1 of nt */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
     BkGpuAcc acc[BK_GPU_MAXACC];
     int nacc;
@@ -557,6 +562,27 @@ void bk_gpu_tma_params(BkGpuEm *em);
 /* the TMA forms of bk_gpu_pipe_prologue / bk_gpu_pipe_top */
 void bk_gpu_tma_prologue(BkGpuEm *em, int forid);
 void bk_gpu_tma_top(BkGpuEm *em, int forid);
+/* the boxes of FOR forid's iteration with induction variable `iv` into
+ * ring slot `slot` (C text), arrive.expect_tx on blk_tb<forid>[slot] */
+void bk_gpu_tma_issue(BkGpuEm *em, int forid, const char *slot, const char *iv);
+
+/* ------------------------------------------------------------ gpu_ws.c
+ * warp specialization of the TMA ring loop (CUDA sm_90a) */
+/* whether (em->ws), at the end of the TMA plan */
+void bk_gpu_ws_plan(BkGpuEm *em);
+/* blockDim.x: nt, plus the producer warpgroup */
+int bk_gpu_threads(const BkGpuEm *em);
+/* a block barrier: __syncthreads(), or the consumers' named barrier
+ * after the split */
+void bk_gpu_bar(BkGpuEm *em);
+/* the empty mbarriers' pointer (after blk_tb<forid>); the split after
+ * their initialization (the producer's branch, the consumers'
+ * setmaxnreg); the top of the consumers' iteration; its end (the release
+ * of the previous iteration's slot) */
+void bk_gpu_ws_bars(BkGpuEm *em, int forid);
+void bk_gpu_ws_split(BkGpuEm *em, int forid);
+void bk_gpu_ws_top(BkGpuEm *em, int forid);
+void bk_gpu_ws_release(BkGpuEm *em, int forid);
 
 /* ------------------------------------------------------------ gpu_sync.c */
 /* before emitting instruction id: a barrier if its accesses conflict with

@@ -437,7 +437,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     }
     if (em->tma_fr >= 0) { /* the TMA ring's mbarriers (gpu_tma.c) */
         em->tma_bar = (top + 7) & ~7LL;
-        top = em->tma_bar + 8LL * f->stages;
+        top = em->tma_bar + 8LL * f->stages * (em->ws ? 2 : 1); /* full[], empty[] */
     }
     em->smem = top;
     free(first);

@@ -382,11 +382,11 @@ void bk_gpu_mma_value(BkGpuEm *em, int id)
         char se[300];
         bk_gpu_swz_idx(em, id, idx, se, sizeof se);
         dsl_buf_printf(em->o, "#if !(__CUDA_ARCH__ >= 800)\n");
-        bk_gpu_line(em, "__syncthreads();");
+        bk_gpu_bar(em);
         bk_gpu_mma_loop_open(em, P);
         bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, se, P);
         bk_gpu_mma_loop_close(em);
-        bk_gpu_line(em, "__syncthreads();");
+        bk_gpu_bar(em);
         dsl_buf_printf(em->o, "#endif\n");
     }
     bk_gpu_mma_op_done(em);

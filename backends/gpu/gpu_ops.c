@@ -16,7 +16,7 @@ static const char *acc_type(int dt)
 
 static void sync(BkGpuEm *em)
 {
-    bk_gpu_line(em, "__syncthreads();");
+    bk_gpu_bar(em);
 }
 
 static void decl_result(BkGpuEm *em, int id)

@@ -95,6 +95,7 @@ int bk_gpu_tma_plan(BkGpuEm *em)
         for (int id = 0; id < f->nins; id++)
             em->tma[id] = f->ins[id].op == IR_LOAD && em->pipe[id] == fr;
     }
+    bk_gpu_ws_plan(em); /* a producer warpgroup for this ring (gpu_ws.c) */
     return 0;
 }
 
@@ -133,7 +134,7 @@ static long long ring_bytes(const BkGpuEm *em)
 
 /* Thread 0's boxes of FOR fr's iteration with induction variable `iv`
  * into slot `slot` (C text), completing mbarrier blk_tb<fr>[slot]. */
-static void issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
+void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
 {
     const IrFunc *f = em->f;
     bk_gpu_line(em, "blk_mbar_arrive_expect_tx(&blk_tb%d[%s], %lldu);", fr, slot,
@@ -178,27 +179,43 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64];
-    bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued %d iteration(s) ahead by thread 0, "
-                "slot i completed by mbarrier i (%lld bytes per iteration)%s", S, em->pipe[fr],
-                D, ring_bytes(em), D < S - 1 ? "; a slot stays with the wgmma group in flight" : "");
+    if (em->ws)
+        bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued up to %d iteration(s) ahead by "
+                    "the producer warpgroup, slot i completed by mbarrier full[i] (%lld bytes per "
+                    "iteration), released by empty[i]", S, em->pipe[fr], S, ring_bytes(em));
+    else
+        bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued %d iteration(s) ahead by thread 0, "
+                    "slot i completed by mbarrier i (%lld bytes per iteration)%s", S, em->pipe[fr],
+                    D, ring_bytes(em), D < S - 1 ? "; a slot stays with the wgmma group in flight" : "");
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */", fr, S);
     bk_gpu_line(em, "unsigned long long *const blk_tb%d = (unsigned long long *)(blk_smem + %lld);",
                 fr, em->tma_bar);
+    if (em->ws)
+        bk_gpu_ws_bars(em, fr);
     bk_gpu_line(em, "if (blk_tid == 0) {");
     em->indent++;
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++)", S);
     bk_gpu_line(em, "    blk_mbar_init(&blk_tb%d[blk_s], 1);", fr);
+    if (em->ws) {
+        bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++)", S);
+        bk_gpu_line(em, "    blk_mbar_init(&blk_te%d[blk_s], %d); /* one arrival per consumer "
+                    "warpgroup */", fr, em->nt / 128);
+    }
     bk_gpu_line(em, "blk_fence_mbar_init();");
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_sync(em); /* initialized before any thread waits */
+    if (em->ws) {
+        bk_gpu_ws_split(em, fr);
+        return;
+    }
     bk_gpu_line(em, "if (blk_tid == 0) {");
     em->indent++;
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", D);
     em->indent++;
     snprintf(ahead, sizeof ahead, "(long long)blk_s * %lldLL", st);
     bk_gpu_pipe_ahead(em, fr, F->opnd[0], ahead);
-    issue(em, fr, "blk_s", "blk_fiv");
+    bk_gpu_tma_issue(em, fr, "blk_s", "blk_fiv");
     em->indent--;
     bk_gpu_line(em, "}");
     em->indent--;
@@ -213,6 +230,10 @@ void bk_gpu_tma_top(BkGpuEm *em, int fr)
     const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64], slot[64];
+    if (em->ws) {
+        bk_gpu_ws_top(em, fr);
+        return;
+    }
     bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tb%d[blk_it%d %% %d], (unsigned)(blk_it%d / %d) & 1u); "
                 "/* iteration blk_it%d's tiles have landed */", fr, fr, S, fr, S, fr);
     /* every thread is done with iteration blk_it - 1 (D = S - 1) or, with
@@ -224,7 +245,7 @@ void bk_gpu_tma_top(BkGpuEm *em, int fr)
     snprintf(ahead, sizeof ahead, "%lldLL", st * D);
     bk_gpu_pipe_ahead(em, fr, fr, ahead);
     snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, D, S);
-    issue(em, fr, slot, "blk_fiv");
+    bk_gpu_tma_issue(em, fr, slot, "blk_fiv");
     em->indent--;
     bk_gpu_line(em, "}");
     em->indent--;

@@ -340,8 +340,8 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     bk_gpu_line(em, "blk_wgmma_commit();");
     if (em->wga[id])
         bk_gpu_line(em, "blk_wgmma_wait<1>(); /* this step's group stays in flight; the "
-                    "previous step's is retired, so its ring slot may be refilled after "
-                    "the next barrier */");
+                    "previous step's is retired, so its ring slot may be refilled %s */",
+                    em->ws ? "once released (the empty mbarrier below)" : "after the next barrier");
     else
         bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
     reg_fence(em, v);

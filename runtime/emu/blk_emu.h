@@ -180,11 +180,11 @@ struct alignas(8) float2 { float x, y; };
 
 enum { BLK_EMU_TAG_NONE, BLK_EMU_TAG_SYNC, BLK_EMU_TAG_END, BLK_EMU_TAG_SHFL,
        BLK_EMU_TAG_VOTE, BLK_EMU_TAG_SYNCWARP, BLK_EMU_TAG_LDMATRIX, BLK_EMU_TAG_MMA,
-       BLK_EMU_TAG_WGMMA, BLK_EMU_TAG_MBAR };
+       BLK_EMU_TAG_WGMMA, BLK_EMU_TAG_MBAR, BLK_EMU_TAG_NAMED, BLK_EMU_TAG_REGS };
 static const char *const blk_emu_tag_name[] = {
     "?", "__syncthreads", "the end of the kernel", "a warp shuffle",
     "a warp vote", "__syncwarp", "ldmatrix", "mma/mfma", "a wgmma instruction",
-    "an mbarrier wait"};
+    "an mbarrier wait", "a named barrier (bar.sync id, n)", "setmaxnreg"};
 
 struct BlkEmuBar {
     int count = 0, tag = 0, width = 0;
@@ -205,8 +205,12 @@ struct BlkEmuMachine {
      * waiters back, so 0 means all blocked for good */
     int running = 0;
     BlkEmuBar block;               /* __syncthreads and the end of a block */
+    BlkEmuBar named[16];           /* bar.sync id, n: barriers 1..15 */
     BlkEmuWarp *warps = nullptr;
     int *where = nullptr;          /* per thread: the tag it waits at, 0 running */
+    int *named_at = nullptr;       /* per thread: the named barrier it waits at */
+    int *handoff = nullptr;        /* threads an mbarrier arrival released, to run */
+    int nhandoff = 0;              /* next (blk_emu_schedule) */
     bool failed = false;
     char err[512] = "";
     unsigned char *smem = nullptr;
@@ -467,6 +471,63 @@ static inline void __syncthreads()
     if (m->block.count == 0)
         m->st.barriers++;
     blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_SYNC);
+}
+/* bar.sync id, n (PTX ISA "bar, barrier"): barrier id (0..15) completes
+ * once n threads have arrived, counted in whole warps (n a multiple of the
+ * warp size); the threads of one barrier instance must give the same n.
+ * Barrier 0 is __syncthreads' (n = the block). Counted in --stats as
+ * barriers, as __syncthreads is. */
+static inline void blk_bar_sync(int id, int n)
+{
+    BlkEmuMachine *m = blk_emu_m;
+    char msg[200];
+    if (id < 0 || id > 15 || n <= 0 || n % BLK_EMU_WARP || n > m->nthreads) {
+        snprintf(msg, sizeof msg, "bar.sync %d, %d: the barrier must be 0..15 and the count a "
+                 "multiple of %d up to the block's %d threads", id, n, BLK_EMU_WARP, m->nthreads);
+        blk_emu_thread_fail(msg);
+    }
+    if (id == 0) {
+        if (n != m->nthreads)
+            blk_emu_thread_fail("bar.sync 0 with fewer threads than the block: barrier 0 is "
+                                "__syncthreads'");
+        __syncthreads();
+        return;
+    }
+    BlkEmuBar &b = m->named[id];
+    if (m->failed)
+        blk_emu_abandon();
+    if (b.count && b.width != n) {
+        snprintf(msg, sizeof msg, "bar.sync %d, %d while other threads wait at it with count %d",
+                 id, n, b.width);
+        blk_emu_thread_fail(msg);
+    }
+    if (b.count == 0) {
+        b.width = n;
+        b.tag = BLK_EMU_TAG_NAMED;
+        m->st.barriers++;
+    }
+    const int t = blk_emu_tid();
+    if (++b.count == n) {
+        b.count = 0;
+        b.gen++;
+        for (int u = 0; u < m->nthreads; u++)
+            if (m->where[u] == BLK_EMU_TAG_NAMED && m->named_at[u] == id) {
+                m->where[u] = 0;
+                m->running++;
+            }
+        return;
+    }
+    const unsigned gen = b.gen;
+    m->where[t] = BLK_EMU_TAG_NAMED;
+    m->named_at[t] = id;
+    if (--m->running == 0) {
+        blk_emu_deadlock(m);
+        blk_emu_abandon();
+    }
+    while (b.gen == gen && !m->failed)
+        blk_emu_yield();
+    if (b.gen == gen)
+        blk_emu_abandon();
 }
 static inline void __syncwarp(unsigned mask = 0xffffffffu)
 {
@@ -750,6 +811,7 @@ static void blk_emu_fiber_main()
         blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_END);
         if (t == 0) { /* a fresh block: shared memory is garbage again */
             blk_emu_tma_block_end(m);
+            blk_emu_regs_reset(m);
 #ifdef BLK_EMU_MEMSTATS
             blk_emu_mem_block(m);
 #endif
@@ -816,6 +878,16 @@ static void blk_emu_schedule(BlkEmuMachine *m)
             blk_emu_resume(t);
             ran = true;
             live -= f->done;
+            /* threads an mbarrier arrival released run before anyone
+             * else (blk_emu_tma.h: the most eager legal interleaving) */
+            while (m->nhandoff > 0) {
+                const int u = m->handoff[--m->nhandoff];
+                BlkEmuFiber *g = &blk_emu_fibers[u];
+                if (g->done || (m->where[u] && !m->failed))
+                    continue;
+                blk_emu_resume(u);
+                live -= g->done;
+            }
         }
         if (!ran && !m->failed) /* bar_wait reports this first; kept as a net */
             blk_emu_deadlock(m);
@@ -840,7 +912,8 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     m.nwarps = threads / BLK_EMU_WARP;
     m.running = threads;
     std::vector<BlkEmuWarp> warps((size_t)m.nwarps);
-    std::vector<int> where((size_t)threads, 0);
+    std::vector<int> where((size_t)threads, 0), named_at((size_t)threads, 0),
+        handoff((size_t)threads, 0);
     std::vector<BlkEmuFiber> fibers((size_t)threads);
     for (int t = 0; t < threads; t++)
         if (!blk_emu_fiber_init(&fibers[(size_t)t], t)) {
@@ -849,6 +922,8 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
         }
     m.warps = warps.data();
     m.where = where.data();
+    m.named_at = named_at.data();
+    m.handoff = handoff.data();
     m.smem_bytes = smem;
     m.smem = (unsigned char *)aligned_alloc(128, (size_t)((smem + 127) / 128 * 128) + 128);
     if (!m.smem) {
@@ -877,6 +952,7 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
         blk_emu_wg_drop(t);
     }
     blk_emu_tma_block_end(&m, false);
+    blk_emu_regs_reset(&m);
     blk_emu_schedule(&m);
     blk_emu_fibers = nullptr;
     blk_emu_m = nullptr;

@@ -35,7 +35,12 @@
  * the old bytes, as it may on hardware); a store reads shared memory and
  * writes global memory when its bulk group is waited for. A waiting thread
  * blocks (try_wait's time limit is never reached), so a wait that can
- * never complete is reported as a deadlock naming the mbarrier wait.
+ * never complete is reported as a deadlock naming the mbarrier wait. An
+ * arrive that completes a phase hands the host thread to the waiters it
+ * released before the arriving thread (or its warpgroup) goes on: the
+ * most eager interleaving the ISA allows, so an arrival placed before the
+ * work it announces (a ring slot released before the wgmma.wait_group that
+ * retires its reader) lets the waiter act in that window.
  * Failures, each a failed launch with the thread named: an mbarrier that
  * was never initialized, init while copies are in flight on it, an arrive
  * beyond the expected count, a copy whose shared address is not 128-byte
@@ -134,6 +139,8 @@ static void blk_emu_mb_settle(unsigned long long *bar)
             m->where[t] = 0;
             blk_emu_mbar_at[t] = nullptr;
             m->running++;
+            if (m->nhandoff < m->nthreads)
+                m->handoff[m->nhandoff++] = t;
         }
 }
 
@@ -199,6 +206,7 @@ static inline void blk_fence_mbar_init(void) {}
 
 static inline void blk_emu_mb_arrive(unsigned long long *bar, long long tx)
 {
+    BlkEmuMachine *m = blk_emu_m;
     unsigned long long w = blk_emu_mb_word(bar);
     if (blk_emu_mb_pend(w) == 0)
         blk_emu_thread_fail("mbarrier arrive beyond the expected arrival count of the phase");
@@ -211,6 +219,8 @@ static inline void blk_emu_mb_arrive(unsigned long long *bar, long long tx)
         blk_emu_mb_progress(bar);
     else
         blk_emu_mb_settle(bar);
+    if (m->nhandoff > 0 && blk_emu_cur) /* the released waiters run first */
+        blk_emu_pause();
 }
 /* mbarrier.arrive.shared::cta.b64 _, [bar] */
 static inline void blk_mbar_arrive(unsigned long long *bar) { blk_emu_mb_arrive(bar, 0); }

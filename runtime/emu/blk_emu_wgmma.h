@@ -400,7 +400,98 @@ BLK_EMU_WGMMA_N4(200, 208, 216, 224)
 BLK_EMU_WGMMA_N4(232, 240, 248, 256)
 #undef BLK_EMU_WGMMA_N4
 #undef BLK_EMU_WGMMA_N
+
+/* setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA "setmaxnreg", sm_90a):
+ * the per-thread register count of the executing warpgroup becomes N, a
+ * multiple of 8 in [24, 256]; every warp of the warpgroup executes the
+ * same instruction. Registers come from and go back to a pool per CTA:
+ * .dec releases them, .inc blocks until the pool has them. The count at
+ * entry is ptxas's choice, unknown here: the model takes the most a block
+ * of this size can hold with one block per SM (__launch_bounds__(n, 1):
+ * 64K registers / n, a multiple of 8, at most 256), so a .dec above it
+ * fails and an .inc at or below it asks for nothing. Misuse fails the
+ * launch; waiting for registers that never come is a deadlock report. */
+static int blk_emu_nreg[1024 / BLK_EMU_WG]; /* per warpgroup: registers per thread */
+static long long blk_emu_reg_pool;          /* the CTA's free registers */
+static bool blk_emu_reg_wait[1024 / BLK_EMU_WG]; /* its leader waits for registers */
+
+static inline int blk_emu_reg_entry(const BlkEmuMachine *m)
+{
+    const int e = 65536 / m->nthreads / 8 * 8;
+    return e > 256 ? 256 : e;
+}
+static void blk_emu_setmaxnreg(int n, bool inc)
+{
+    BlkEmuMachine *m = blk_emu_m;
+    const int t = (int)threadIdx.x, wg = t / BLK_EMU_WG, lead = wg * 4;
+    char msg[200];
+    if (n < 24 || n > 256 || n % 8) {
+        snprintf(msg, sizeof msg, "setmaxnreg.%s %d: the count must be a multiple of 8 in "
+                 "[24, 256]", inc ? "inc" : "dec", n);
+        blk_emu_thread_fail(msg);
+    }
+    blk_emu_wg_check();
+    const int in[2] = {n, inc};
+    memcpy(blk_emu_warp().slot[blk_emu_lane()].b, in, sizeof in);
+    blk_emu_bar_wait(m->warps[lead].wgbar, BLK_EMU_WG, BLK_EMU_TAG_REGS);
+    if (memcmp(m->warps[lead].slot[0].b, in, sizeof in))
+        blk_emu_thread_fail("setmaxnreg: the warps of a warpgroup executed different "
+                            "setmaxnreg instructions");
+    if (t % BLK_EMU_WG == 0) {
+        int &cur = blk_emu_nreg[wg];
+        if (!inc && n > cur) {
+            snprintf(msg, sizeof msg, "setmaxnreg.dec %d above the warpgroup's %d registers "
+                     "per thread", n, cur);
+            blk_emu_thread_fail(msg);
+        }
+        if (!inc) {
+            blk_emu_reg_pool += (long long)(cur - n) * BLK_EMU_WG;
+            cur = n;
+            for (int w = 0; w < m->nthreads / BLK_EMU_WG; w++) /* .inc waiters look again */
+                if (blk_emu_reg_wait[w]) {
+                    blk_emu_reg_wait[w] = false;
+                    m->where[w * BLK_EMU_WG] = 0;
+                    m->running++;
+                }
+        }
+        while (inc && n > cur && blk_emu_reg_pool < (long long)(n - cur) * BLK_EMU_WG) {
+            m->where[t] = BLK_EMU_TAG_REGS;
+            blk_emu_reg_wait[wg] = true;
+            if (--m->running == 0) {
+                blk_emu_deadlock(m);
+                blk_emu_abandon();
+            }
+            while (m->where[t] && !m->failed)
+                blk_emu_yield();
+            if (m->failed)
+                blk_emu_abandon();
+        }
+        if (inc && n > cur) {
+            blk_emu_reg_pool -= (long long)(n - cur) * BLK_EMU_WG;
+            cur = n;
+        }
+    }
+    blk_emu_bar_wait(m->warps[lead].wgbar, BLK_EMU_WG, BLK_EMU_TAG_REGS);
+}
+template <int N> static inline void blk_setmaxnreg_inc(void) { blk_emu_setmaxnreg(N, true); }
+template <int N> static inline void blk_setmaxnreg_dec(void) { blk_emu_setmaxnreg(N, false); }
 #endif /* !BLK_EMU_HIP */
+
+/* A fresh block (thread 0, between the end barriers) or launch: every
+ * warpgroup at the entry count, the pool what the SM's 64K leave. */
+static inline void blk_emu_regs_reset(BlkEmuMachine *m)
+{
+#ifndef BLK_EMU_HIP
+    const int e = blk_emu_reg_entry(m);
+    for (int w = 0; w < 1024 / BLK_EMU_WG; w++) {
+        blk_emu_nreg[w] = e;
+        blk_emu_reg_wait[w] = false;
+    }
+    blk_emu_reg_pool = 65536 - (long long)e * m->nthreads;
+#else
+    (void)m;
+#endif
+}
 
 /* At the end of a thread's block: mma_async still pending are dropped. */
 static inline void blk_emu_wg_drop(int t)

@@ -40,6 +40,8 @@
 #   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
 #       into the shared operands of a wgmma group in flight fail, after
 #       the retiring wait_group they pass; wait_group 1 retires the older
+#   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
+#       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -49,7 +51,9 @@
 #       in flight across k steps: TMA and cp.async rings at stages(2..4)
 #       against the CPU, wait_group 1 in the ring loop and 0 after it in
 #       the CUDA C the launch ran (wait_group 0 in it for stages(2) and
-#       BLKC_GPU_WGSYNC=1)
+#       BLKC_GPU_WGSYNC=1); the warp-specialized TMA ring (a producer
+#       warpgroup, setmaxnreg, empty mbarriers, no block barrier in the
+#       loop: --stats barriers exact) against the CPU, BLKC_GPU_NOWS=1 not
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -81,9 +85,10 @@ wrappers-*)
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
   ;;
-tma|wgrace)
+tma|wgrace|ws)
   src=$SRC/tests/emu/t_tma.cpp
   [ "$MODE" = wgrace ] && src=$SRC/tests/emu/t_wgrace.cpp
+  [ "$MODE" = ws ] && src=$SRC/tests/emu/t_ws.cpp
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
     -I"$SRC/runtime/emu" "$src" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
   timeout 120 "$T/t" || exit 1
@@ -409,6 +414,64 @@ wgmma)
       echo "FAIL $k $d $e: want wait_group 0 in the loop only: $n1 / $n0"; fail=1
     else
       echo "ok $k $d $e: $ring ring, $sched ($(grep -o 'issued [0-9]* iteration(s) ahead' "$f" | head -1))"
+    fi
+  done
+  # warp specialization (backends/gpu/gpu_ws.c): the TMA ring loop gets a
+  # producer warpgroup (blockDim NT + 128, __launch_bounds__(NT + 128, 1))
+  # that waits on empty[] and issues the boxes, setmaxnreg.dec 40 there and
+  # .inc 232 in the NT consumer threads, which wait on full[] and arrive on
+  # empty[] after the wait_group 1 that retires the previous step's group;
+  # no block barrier in the loop, the consumers' named barrier after it.
+  # bf16 / f16 / b transposed, 4 and 8 consumer warps, S = 3 and 4, mt = 2,
+  # a loop shorter than the ring, M and N tails; against the CPU, with the
+  # emulator's operand-race check on every TMA issue. BLKC_GPU_NOWS=1: the
+  # ring of gpu_tma.c (no setmaxnreg, 128 x W threads). --stats: 2 barriers
+  # per block (the mbarriers' initialization, the one after the loop)
+  # instead of 2 + one per k step: 24 for 12 blocks and 5 k steps, 84
+  # without (ENV|ENTRY|DEFINES|SIZES|THREADS|BARRIERS)
+  for c in "-|twg_bf16|-D S=3|M=200 N=144 K=144|256|24" \
+           "BLKC_GPU_NOWS=1|twg_bf16|-D S=3|M=200 N=144 K=144|128|84" \
+           "-|twg_f16|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|256|8" \
+           "-|twg_bt|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=3|M=200 N=144 K=208|384|8" \
+           "-|twg_bf16|-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3|M=300 N=144 K=208|384|8" \
+           "-|twg_f16|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4|M=130 N=144 K=48|384|8" \
+           "-|twg_bt|-D BM=128 -D BN=128 -D W=8 -D S=4|M=200 N=144 K=208|384|8" \
+           "-|twg_bf16|-D S=4|M=64 N=64 K=16|256|2"; do
+    IFS='|' read -r e k d sz nt nb <<<"$c"
+    rm -rf "$T/dump"; mkdir -p "$T/dump"
+    [ "$e" != - ] && export "$e"
+    # shellcheck disable=SC2086
+    BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump wone "ws $k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
+    # shellcheck disable=SC2086
+    BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=$k $d $sz --random \
+      --device=cuda-emu --stats >"$T/log" 2>&1
+    [ "$e" != - ] && unset "${e%%=*}"
+    f=$(grep -l "TMA ring load" "$T"/dump/*.cu | head -1)
+    if [ -z "$f" ]; then echo "FAIL ws $k $d $e: no TMA ring among $(ls "$T/dump")"; fail=1; continue; fi
+    loop=$(awk '/^    for \(.*blk_it[0-9]*\+\+\) \{$/ { on = 1 } on { print } on && $0 == "    }" { exit }' "$f")
+    kern=$(sed -n '/^extern "C" __global__/,$p' "$f") # the kernel, not the prelude's wrappers
+    c=$((nt - 128))
+    if ! grep -q "blocks of $nt threads" "$T/log" || ! grep -q "barriers $nb," "$T/log"; then
+      echo "FAIL ws $k $d $e: want $nt threads, $nb barriers: $(grep 'blocks of\|barriers' "$T/log")"; fail=1
+    elif [ "$e" = BLKC_GPU_NOWS=1 ]; then
+      if grep -q 'setmaxnreg\|blk_bar_sync\|blk_te[0-9]' <<<"$kern" || ! grep -q "__launch_bounds__($nt) $k(" "$f"; then
+        echo "FAIL ws $k $d $e: warp-specialized code with BLKC_GPU_NOWS=1"; fail=1
+      else
+        echo "ok ws $k $d $e: the ring of gpu_tma.c, $nb barriers"
+      fi
+    elif ! grep -q "__launch_bounds__($nt, 1) $k(" "$f" ||
+         ! grep -q "if (blk_tid >= $c) { /\* the producer warpgroup" "$f" ||
+         ! grep -q "blk_setmaxnreg_dec<40>();" "$f" || ! grep -q "blk_setmaxnreg_inc<232>();" "$f" ||
+         ! grep -q "blk_mbar_wait_parity(&blk_te[0-9]*\[blk_pj" "$f" ||
+         ! grep -q "blk_mbar_init(&blk_te[0-9]*\[blk_s\], $((c / 128)));" "$f" ||
+         grep -q '__syncthreads\|blk_bar_sync' <<<"$loop" ||
+         ! grep -q 'blk_mbar_arrive(&blk_te' <<<"$loop" ||
+         [ "$(grep -c 'blk_wgmma_wait<1>' <<<"$loop")" != 1 ] ||
+         ! grep -q "blk_bar_sync(1, $c);" "$f"; then
+      echo "FAIL ws $k $d $e: want the producer warpgroup, setmaxnreg, empty barriers, no block barrier in the loop:"
+      grep -n 'launch_bounds\|blk_tid >=\|setmaxnreg\|blk_te\|__syncthreads\|blk_bar_sync' "$f"; fail=1
+    else
+      echo "ok ws $k $d: $nt threads, producer + $((c / 128)) consumer warpgroup(s), setmaxnreg 40 / 232, $nb barriers"
     fi
   done
   # the dots took wgmma on sm_90a, and only there

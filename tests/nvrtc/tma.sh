@@ -13,8 +13,10 @@
 # sm_90a: its cp.async.bulk.tensor.2d, mbarrier.try_wait.parity,
 # wgmma.mma_async and wgmma.wait_group 1 (a group in flight across k
 # steps) in the PTX, no spills, no "wgmma ... serialized" from ptxas; the
-# same for the cp.async ring's variant (BLKC_GPU_NOTMA=1). Exit 77 without
-# nvcc or ptxas.
+# same for the cp.async ring's variant (BLKC_GPU_NOTMA=1); the
+# warp-specialized variant (gpu_ws.c) on 4 and 8 consumer warps:
+# setmaxnreg and the consumers' named barrier, no spills (and none of
+# that with BLKC_GPU_NOWS=1). Exit 77 without nvcc or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-tma.XXXXXX")
@@ -107,6 +109,39 @@ else
     fi
   fi
 fi
+# warp specialization (backends/gpu/gpu_ws.c): the TMA kernel above is the
+# warp-specialized one; here 4 and 8 consumer warps (256 / 384 threads)
+# and BLKC_GPU_NOWS=1: setmaxnreg.dec 40 / .inc 232 and the consumers'
+# named barrier in the PTX (none with NOWS), no spills, the registers
+# ptxas reports (-v: the count at entry, which setmaxnreg then moves)
+# NAME|ENV|DEFINES|WS
+for c in "ws 4 warps|-|-D BM=128 -D BN=128|1" "ws 8 warps|-|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|1" \
+         "NOWS 8 warps|BLKC_GPU_NOWS=1|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|0"; do
+  IFS='|' read -r name e d ws <<<"$c"
+  rm -rf "$T/dump"; mkdir -p "$T/dump"
+  [ "$e" != - ] && export "$e"
+  # shellcheck disable=SC2086
+  BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/tests/emu/twgmma.blk" \
+    --entry=twg_bf16 $d M=144 N=272 K=272 --random --device=cuda-emu >"$T/err" 2>&1
+  rc=$?
+  [ "$e" != - ] && unset "${e%%=*}"
+  f=$(grep -l 'BlkTensorMap blk_tm' "$T"/dump/*.cu | head -1)
+  if [ $rc != 0 ] || [ -z "$f" ] || ! "$CUDA/bin/nvcc" -arch=compute_90a -ptx "$f" -o "$T/w.ptx" >"$T/err2" 2>&1 ||
+     ! "$CUDA/bin/ptxas" -v -arch=sm_90a "$T/w.ptx" -o "$T/w.cubin" >"$T/v" 2>&1; then
+    echo "FAIL $name: $(cat "$T/err") $(grep -i error "$T/err2" "$T/v" 2>/dev/null | head -5)"; fails=$((fails + 1)); continue
+  fi
+  nd=$(grep -c 'setmaxnreg.dec.sync.aligned.u32 40;' "$T/w.ptx")
+  ni=$(grep -c 'setmaxnreg.inc.sync.aligned.u32 232;' "$T/w.ptx")
+  nn=$(grep -Ec "bar.sync[[:space:]]+(%r[0-9]+|1), " "$T/w.ptx")
+  if ! grep -q ' 0 bytes spill stores' "$T/v" || grep -qi 'serializ\|C7508' "$T/v" ||
+     { [ "$ws" = 1 ] && { [ "$nd" -lt 1 ] || [ "$ni" -lt 1 ] || [ "$nn" -lt 1 ]; }; } ||
+     { [ "$ws" = 0 ] && [ "$((nd + ni))" != 0 ]; }; then
+    echo "FAIL $name: setmaxnreg dec $nd inc $ni, named barriers $nn; $(grep -i 'spill\|serializ\|C7508\|registers' "$T/v")"
+    fails=$((fails + 1))
+  else
+    echo "ok $name: setmaxnreg dec $nd / inc $ni, named barriers $nn, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+  fi
+done
 # the cp.async ring's variant (BLKC_GPU_NOTMA=1) with its group in flight
 rm -rf "$T/dump"; mkdir -p "$T/dump"
 if ! BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a "$BLKC" run \
