@@ -40,6 +40,9 @@
 #   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
 #       into the shared operands of a wgmma group in flight fail, after
 #       the retiring wait_group they pass; wait_group 1 retires the older
+#   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
+#       e4m3 and e5m2) and hand-written m64nNk32 e4m3 / e5m2 wgmma in the
+#       128B and 32B swizzles against exact sums
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -81,9 +84,10 @@ wrappers-*)
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
   ;;
-tma|wgrace)
+tma|wgrace|wgf8)
   src=$SRC/tests/emu/t_tma.cpp
   [ "$MODE" = wgrace ] && src=$SRC/tests/emu/t_wgrace.cpp
+  [ "$MODE" = wgf8 ] && src=$SRC/tests/emu/t_wgf8.cpp
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
     -I"$SRC/runtime/emu" "$src" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
   timeout 120 "$T/t" || exit 1
