@@ -1,5 +1,6 @@
 /* gpu_wgmma.c — dots on Hopper's warpgroup MMA (CUDA, --arch=sm_90a):
- * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B read
+ * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} (and m64nNk32 for fp8,
+ * below) with A and B read
  * by the tensor cores from shared memory through matrix descriptors.
  *
  * Which dots (bk_gpu_wgmma_plan, after the layout pass chose its layouts):
@@ -69,10 +70,21 @@
  * before the kernel, the inline-asm wrapper of each shape it uses (CUDA;
  * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
  *
+ * fp8 (f8e4m3 / f8e5m2, the two may differ): m64nNk32 .f32.e4m3.e5m2 and
+ * the like, K % 32. The PTX ISA gives 8-bit types no imm-trans, so both
+ * operands are K-major: b must be trans(t) of an [N][K] tile. The layout
+ * pass puts an fp8 dot on the register path only when wgmma will take it
+ * (bk_gpu_wgmma_f8, asked before the layouts exist; the plan fails the
+ * compile should it not, as no mma.sync fp8 path exists); else, and with
+ * b as [K][N] or off sm_90a, it stays the shared-memory FMA dot. One-byte
+ * operands: T = 16 elements per 16-byte chunk, rows of S bytes = S
+ * elements, a k step of 32 elements is 32 bytes (as 16 of 2 bytes), so
+ * the descriptors and steps above hold with columns counted as bytes.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization, a persistent grid, more than
- * one group in flight (wait_group 1 only), A from registers, fp8 / tf32 /
- * i8, f16 accumulators. */
+ * one group in flight (wait_group 1 only), A from registers, tf32 / i8,
+ * f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
