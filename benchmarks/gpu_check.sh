@@ -20,6 +20,11 @@
 #        Hopper tile (GPU_CHECK_GEMM_H, default 128 x 256 x 64 on 8 warps,
 #        4 stages: one wgmma group in flight, the ring 2 ahead) vs cuBLAS
 #                                                                goal >= 0.9x
+#        and an fp8 GEMM 4096^3 (e4m3 operands, b as [N, K]: wgmma
+#        m64n256k32 .e4m3, f32 accumulation, bf16 out; GPU_CHECK_GEMM_F8,
+#        default 128 x 256 x 128 on 8 warps, 4 stages) vs cuBLASLt through
+#        torch._scaled_mm with unit scales (skipped, with the reason, where
+#        torch lacks it or float8_e4m3fn)                       goal >= 0.7x
 #      - softmax 8192x8192 f32: blkc bandwidth vs a device-to-device copy
 #                                                                goal >= 0.8x
 #      - flash-attention forward, f16 [Z = batch*heads 32, S 4096, D 128],
@@ -200,7 +205,17 @@ import torch.nn.functional as F
 what = sys.argv[1]
 dev = "cuda"
 torch.manual_seed(0)
-if what in ("gemm", "gemm8192"):
+if what == "gemm_f8":
+    # a [M, K] row-major, b [N, K] row-major: b.t() is the column-major
+    # [K, N] operand cuBLASLt's fp8 GEMM takes; unit scales
+    if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+        raise SystemExit("torch %s lacks torch._scaled_mm / float8_e4m3fn" % torch.__version__)
+    n = 4096
+    a = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
+    one = torch.ones((), device=dev, dtype=torch.float32)
+    fn = lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+elif what in ("gemm", "gemm8192"):
     n = 8192 if what == "gemm8192" else 4096
     a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
@@ -281,6 +296,21 @@ kernel gemm_bf16<BM = 128, BN = 256, BK = 32, W = 8, S = 3>(A: bf16[M, K], B: bf
     C[m +: BM, n +: BN] = acc as bf16;
 }
 EOF
+# fp8 (sm_90a only: wgmma m64nNk32 .e4m3 wants both operands K-major, so
+# b is the transpose of an [N, K] tile; f32 accumulation, bf16 out)
+cat >"$T/gemm_f8.blk" <<'EOF'
+kernel gemm_f8<BM = 128, BN = 256, BK = 128, W = 8, S = 4>(A: f8e4m3[M, K], Bt: f8e4m3[N, K], C: bf16[M, N])
+    grid(cdiv(M, BM), cdiv(N, BN)) warps(W) stages(S)
+{
+    let m = program_id(0) * BM;
+    let n = program_id(1) * BN;
+    var acc = zeros(f32, BM, BN);
+    for k in 0 .. K step BK {
+        acc = dot(A[m +: BM, k +: BK], trans(Bt[n +: BN, k +: BK]), acc);
+    }
+    C[m +: BM, n +: BN] = acc as bf16;
+}
+EOF
 # examples/flash_attention.blk with its warps and stages as parameters W and
 # ST (the example leaves them to the defaults, 4 warps and 2 stages)
 sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' -e 's/grid(cdiv(S, BM), Z)$/grid(cdiv(S, BM), Z) warps(W) stages(ST)/' \
@@ -297,6 +327,9 @@ read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=64 -D W=8}"
 # Hopper (issue 17): two consumer warpgroups of m64n256k16, 128B-swizzled
 # operands by TMA; 3 x 48 KiB of ring (never run on a GPU before)
 read -r -a GEMM_H_DEFS <<<"${GPU_CHECK_GEMM_H:--D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4}"
+# fp8: the same m64n256 tile, 128-byte K rows (BK = 128 one-byte
+# elements): 4 x 48 KiB of ring (never run on a GPU before)
+read -r -a GEMM_F8_DEFS <<<"${GPU_CHECK_GEMM_F8:--D BM=128 -D BN=256 -D BK=128 -D W=8 -D S=4}"
 FLASH_ARGS=(Z=32 S=4096 scale=0.08838834764831845 -D D=128)
 
 if want ratios; then
@@ -308,8 +341,11 @@ if want ratios; then
       "$T/gemm_bf16.blk" M=4096 N=4096 K=4096 "${GEMM_H_DEFS[@]}" --bench=10
     bench gemm_bf16_h8192 gemm8192 0.9 '2*8192^3/(t*1e-3)/1e12' TFLOP/s \
       "$T/gemm_bf16.blk" M=8192 N=8192 K=8192 "${GEMM_H_DEFS[@]}" --bench=5
+    bench gemm_f8_h gemm_f8 0.7 '2*4096^3/(t*1e-3)/1e12' TFLOP/s \
+      "$T/gemm_f8.blk" M=4096 N=4096 K=4096 "${GEMM_F8_DEFS[@]}" --bench=10
   else
-    log "SKIP: gemm_bf16_h (compute capability $cc, not 9.0: no sm_90a)"; skip gemm_bf16_h
+    log "SKIP: gemm_bf16_h, gemm_f8_h (compute capability $cc, not 9.0: no sm_90a)"
+    skip gemm_bf16_h; skip gemm_f8_h
   fi
   # softmax: the ratio of times is the ratio of bandwidths (same bytes)
   bench softmax copy 0.8 '2*8192*8192*4/(t*1e-3)/1e9' 'GB/s read+write' \

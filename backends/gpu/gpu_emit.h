@@ -516,6 +516,13 @@ bool bk_gpu_wgmma_var(const BkGpuEm *em, int v);
 /* the dots on wgmma and their operand layouts (wgd, wgl, wgmma), at the
  * end of the layout pass; 0 or -1 */
 int bk_gpu_wgmma_plan(BkGpuEm *em);
+/* whether fp8 dot id may take the register path, for wgmma alone (the
+ * layout pass asks before its layouts exist: both operands loads of their
+ * own, b K-major (trans of an [N, K] tile), the wgmma shape) */
+bool bk_gpu_wgmma_f8(const BkGpuEm *em, int id);
+/* dot id's instruction for text: "m64n64k16 .f32.bf16", "m64n64k32
+ * .f32.e4m3.e5m2" */
+void bk_gpu_wgmma_name(const BkGpuEm *em, int id, char *buf, size_t n);
 /* before the kernel: the inline-asm wrappers of the shapes it uses */
 void bk_gpu_wgmma_decls(BkGpuEm *em);
 /* dot id into var v's registers (inside gpu_mmadot.c's block, blk_A and

@@ -75,11 +75,12 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  bk_gpu_blk_regs(em, p) / bk_gpu_blk_w(em, p), cv);
     } else if (em->lay[id] == BK_LAY_MMA) {
         const BkGpuMma *g = &em->vmma[em->mvar[id]];
-        char wg[128] = "";
-        if (in->op == IR_DOT && em->wgd && em->wgd[id])
-            snprintf(wg, sizeof wg, "  ; wgmma.mma_async m64n%lldk16 .f32.%s (sm_90a), a and b "
-                     "from shared memory", (long long)in->type.shape[1],
-                     em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16");
+        char wg[128] = "", nm[64];
+        if (in->op == IR_DOT && em->wgd && em->wgd[id]) {
+            bk_gpu_wgmma_name(em, id, nm, sizeof nm);
+            snprintf(wg, sizeof wg, "  ; wgmma.mma_async %s (sm_90a), a and b from shared memory",
+                     nm);
+        }
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s%s%s",
                  g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,
                  in->op == IR_DOT && in->opnd[2] < 0 ? "  ; accumulates at the var.set" : "",

@@ -130,6 +130,10 @@ static bool dot_types_ok(const BkGpuEm *em, int id, int fn)
     bool i8 = at->dtype == DT_I8 && in->type.dtype == DT_I32;
     bool fl = (at->dtype == DT_F16 || at->dtype == DT_BF16 || at->dtype == DT_F32) &&
               in->type.dtype == DT_F32;
+    /* fp8 -> f32: wgmma m64nNk32 on sm_90a alone (gpu_wgmma.c); else the
+     * shared-memory FMA path */
+    if ((at->dtype == DT_F8E4M3 || at->dtype == DT_F8E5M2) && in->type.dtype == DT_F32)
+        return em->sm90a && bk_gpu_wgmma_f8(em, id);
     if (at->dtype != bt->dtype || !(i8 || fl))
         return false;
     /* k steps: 16 (f16 / bf16, HIP i8), 8 (f32 as 3xTF32 m16n8k8), 4 (f32
@@ -426,6 +430,15 @@ static bool vset_ok(BkGpuEm *em, int s, int v, const int *regof, int fn, bool ma
     return true;
 }
 
+/* Whether t is an fp8 tile whose rows are a wgmma swizzle span (32, 64
+ * or a multiple of 128 bytes): gpu_wgmma.c stores it by blk_wgs, never
+ * blk_swz. */
+static bool swz_f8(const IrType *t)
+{
+    return t->rank == 2 && (t->dtype == DT_F8E4M3 || t->dtype == DT_F8E5M2) &&
+           (t->shape[1] == 32 || t->shape[1] == 64 || t->shape[1] % 128 == 0);
+}
+
 /* The swizzle of a [R][C] tile of 16-bit elements: W = 8 per 16-byte
  * chunk, nc = C / W chunks per row (a power of 2, at least 2), rpl rows
  * per 128-byte line of banks, phase mask pm. 0 if it does not apply. */
@@ -459,7 +472,8 @@ static bool swz_ok(const BkGpuEm *em, int x)
     const IrInstr *in = &f->ins[x];
     int C, rpl, pm;
     if ((in->op != IR_LOAD && !(ir_op_flags[in->op] & F_ELEM)) || em->alias[x] != x ||
-        em->var_of[x] >= 0 || em->virt[x] || !swz_geom(&in->type, &C, &rpl, &pm))
+        em->var_of[x] >= 0 || em->virt[x] ||
+        (!swz_geom(&in->type, &C, &rpl, &pm) && !swz_f8(&in->type)))
         return false;
     for (int u = 0; u < f->nins; u++) {
         const IrInstr *o = &f->ins[u];
@@ -487,8 +501,8 @@ void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n
     int C, rpl, pm;
     const IrType *t = &em->f->ins[v].type;
     if (em->wgl && em->wgl[v]) /* a wgmma operand (gpu_wgmma.c) */
-        snprintf(buf, n, "blk_wgs(%s, %lld, %lld, %d, %d)", e, (long long)t->shape[1],
-                 (long long)t->shape[0], em->wgl[v] - 1, em->wgs[v]);
+        snprintf(buf, n, "blk_wgs(%s, %lld, %lld, %d, %d, %d)", e, (long long)t->shape[1],
+                 (long long)t->shape[0], em->wgl[v] - 1, em->wgs[v], dsl_dtype_bytes(t->dtype));
     else if (em->swz && em->swz[v] && swz_geom(t, &C, &rpl, &pm))
         snprintf(buf, n, "blk_swz(%s, %d, 8, %d, %d)", e, C, rpl, pm);
     else

@@ -77,7 +77,15 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_read(em, t >= 0 ? t : in->opnd[1], ib, y, sizeof y);
     bk_gpu_line(em, "const int K_ = %lld, N_ = %lld;", K, N);
     bk_gpu_line(em, "for (int k = 0; k < K_; k++)");
-    bk_gpu_line(em, "    blk_s = blk_s + (%s)%s * (%s)%s;", ct, x, ct, y);
+    int ad = em->f->ins[in->opnd[0]].type.dtype, bd = em->f->ins[in->opnd[1]].type.dtype;
+    if (dsl_dtype_bytes(ad) == 1 && ad != DT_I8) { /* fp8 (wgmma's fallback): bytes, decoded */
+        char cx[600], cy[600];
+        bk_gpu_to_c(cx, sizeof cx, ad, x);
+        bk_gpu_to_c(cy, sizeof cy, bd, y);
+        bk_gpu_line(em, "    blk_s = blk_s + %s * %s;", cx, cy);
+    } else {
+        bk_gpu_line(em, "    blk_s = blk_s + (%s)%s * (%s)%s;", ct, x, ct, y);
+    }
     bk_gpu_line(em, "var%d[blk_r] = blk_s;", v);
     bk_gpu_mma_loop_close(em);
 }

@@ -21,7 +21,7 @@
  * swizzle) with cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h) the
  * first time a launch signature needs them, and takes them from the
  * module's cache after that. A tile of C columns is C / P boxes of P = span / 2
- * columns (the panels of blk_wgs) by R rows — or, for an a tile whose
+ * columns (the panels of blk_wgs; P = span for fp8) by R rows — or, for an a tile whose
  * atoms are permuted by warpgroup m-block (mt > 1), boxes of 16 rows,
  * each landing on its two atoms. The S mbarriers (8 bytes each, after the
  * tiles in shared memory) are initialized before the loop; thread 0
@@ -108,7 +108,7 @@ void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
             continue;
         BkGpuTma *t = &info->tma[info->ntma++];
         t->param = f->ins[id].param;
-        t->box[0] = em->wgs[id] / 2;
+        t->box[0] = em->wgs[id] / dsl_dtype_bytes(f->ins[id].type.dtype); /* S bytes */
         t->box[1] = box_rows(em, id);
         t->span = em->wgs[id];
     }
@@ -144,7 +144,7 @@ void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
             continue;
         const IrInstr *in = &f->ins[id];
         const IrView *v = &f->views[in->view];
-        const int S = em->wgs[id], P = S / 2, R = (int)in->type.shape[0];
+        const int S = em->wgs[id], P = S / dsl_dtype_bytes(in->type.dtype), R = (int)in->type.shape[0];
         const int C = (int)in->type.shape[1], mt = em->wgl[id] - 1, rb = box_rows(em, id);
         char r0[1024], c0[1024];
         bk_gpu_sval(em, v->d[0].val, fr, iv, r0, sizeof r0);

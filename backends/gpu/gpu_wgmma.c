@@ -1,5 +1,6 @@
 /* gpu_wgmma.c — dots on Hopper's warpgroup MMA (CUDA, --arch=sm_90a):
- * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B read
+ * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} (and m64nNk32 for fp8,
+ * below) with A and B read
  * by the tensor cores from shared memory through matrix descriptors.
  *
  * Which dots (bk_gpu_wgmma_plan, after the layout pass chose its layouts):
@@ -69,10 +70,21 @@
  * before the kernel, the inline-asm wrapper of each shape it uses (CUDA;
  * cuda-emu has its own, runtime/emu/blk_emu_wgmma.h).
  *
+ * fp8 (f8e4m3 / f8e5m2, the two may differ): m64nNk32 .f32.e4m3.e5m2 and
+ * the like, K % 32. The PTX ISA gives 8-bit types no imm-trans, so both
+ * operands are K-major: b must be trans(t) of an [N][K] tile. The layout
+ * pass puts an fp8 dot on the register path only when wgmma will take it
+ * (bk_gpu_wgmma_f8, asked before the layouts exist; the plan fails the
+ * compile should it not, as no mma.sync fp8 path exists); else, and with
+ * b as [K][N] or off sm_90a, it stays the shared-memory FMA dot. One-byte
+ * operands: T = 16 elements per 16-byte chunk, rows of S bytes = S
+ * elements, a k step of 32 elements is 32 bytes (as 16 of 2 bytes), so
+ * the descriptors and steps above hold with columns counted as bytes.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization, a persistent grid, more than
- * one group in flight (wait_group 1 only), A from registers, fp8 / tf32 /
- * i8, f16 accumulators. */
+ * one group in flight (wait_group 1 only), A from registers, tf32 / i8,
+ * f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -88,9 +100,17 @@ static int b_src(const BkGpuEm *em, int id, bool *kmaj)
     return t >= 0 ? t : b;
 }
 
-/* The shape facts of dot id (result [M, N], operands of 16-bit dtype
- * with K % 16 == 0) and the kernel's warps; *mt = the m-blocks of 64 rows
- * per warpgroup. */
+static bool f8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+
+/* The bytes of dot id's operand elements: 2 (f16 / bf16) or 1 (fp8). */
+static int esize(const BkGpuEm *em, int id)
+{
+    return f8(em->f->ins[em->f->ins[id].opnd[0]].type.dtype) ? 1 : 2;
+}
+
+/* The shape facts of dot id (result [M, N], operands of one 16-bit dtype
+ * with K % 16 == 0, or of fp8 dtypes, mixed or not, with K % 32 == 0) and
+ * the kernel's warps; *mt = the m-blocks of 64 rows per warpgroup. */
 static bool shape_ok(const BkGpuEm *em, int id, int *mt)
 {
     const IrFunc *f = em->f;
@@ -99,12 +119,13 @@ static bool shape_ok(const BkGpuEm *em, int id, int *mt)
         in->type.rank != 2 || in->type.dtype != DT_F32)
         return false;
     const IrType *a = &f->ins[in->opnd[0]].type, *b = &f->ins[in->opnd[1]].type;
-    if (a->rank != 2 || b->rank != 2 || a->dtype != b->dtype ||
-        (a->dtype != DT_F16 && a->dtype != DT_BF16))
+    bool e8 = f8(a->dtype) && f8(b->dtype);
+    if (a->rank != 2 || b->rank != 2 ||
+        (!e8 && (a->dtype != b->dtype || (a->dtype != DT_F16 && a->dtype != DT_BF16))))
         return false;
     long long M = in->type.shape[0], N = in->type.shape[1], K = a->shape[1];
     int ng = em->nw / 4;
-    if (M % (64 * ng) || N % 8 || N > 256 || K % 16)
+    if (M % (64 * ng) || N % 8 || N > 256 || K % (e8 ? 32 : 16))
         return false;
     *mt = (int)(M / (64 * ng));
     return (long long)*mt * N / 2 <= 128; /* accumulator registers per thread */
@@ -138,13 +159,65 @@ static int readers(const BkGpuEm *em, int x)
 }
 
 /* The swizzle span of an operand tile whose rows (the contiguous
- * dimension) hold C 16-bit elements: 128 bytes when they are whole
- * 128-byte rows (panels of 64 columns), 64 or 32 when that is the row,
- * else 0 (no wgmma; the layout pass's swizzle (swz_geom) admits only
- * these). */
-static int span(long long C)
+ * dimension) hold C elements of es bytes: 128 bytes when they are whole
+ * 128-byte rows (panels of 128 / es columns), 64 or 32 when that is the
+ * row, else 0 (no wgmma; the layout pass's swizzle (swz_geom, swz_ok)
+ * admits only these). */
+static int span(long long C, int es)
 {
-    return C * 2 % 128 == 0 ? 128 : C * 2 == 64 ? 64 : C * 2 == 32 ? 32 : 0;
+    return C * es % 128 == 0 ? 128 : C * es == 64 ? 64 : C * es == 32 ? 32 : 0;
+}
+
+/* The one instruction that reads value x (operands or view indices), or
+ * -1. */
+static int sole_user(const BkGpuEm *em, int x)
+{
+    const IrFunc *f = em->f;
+    int who = -1;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        int k = o->op == IR_YIELD ? o->nopnd : ir_op_nopnd[o->op];
+        bool r = false;
+        for (int i = 0; i < k && i < 4; i++)
+            r |= o->opnd[i] == x;
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                r |= f->views[o->view].d[d].val == x;
+        if (!o->dead && r) {
+            if (who >= 0)
+                return -1;
+            who = u;
+        }
+    }
+    return who;
+}
+
+/* Whether x is a load of its own storage read by user u alone (a tile
+ * the layout pass may store swizzled, gpu_layouts.c swz_ok). */
+static bool own_load(const BkGpuEm *em, int x, int u)
+{
+    const IrInstr *in = &em->f->ins[x];
+    return in->op == IR_LOAD && !in->dead && em->alias[x] == x && !em->virt[x] &&
+           em->var_of[x] < 0 && sole_user(em, x) == u;
+}
+
+bool bk_gpu_wgmma_f8(const BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    int mt, g = in->opnd[2], p = in->opnd[1];
+    if (em->dl->kind != BK_GPU_CUDA || in->op != IR_DOT || in->dead || g < 0 ||
+        f->ins[g].op != IR_VGET || !shape_ok(em, id, &mt) || esize(em, id) != 1)
+        return false;
+    /* b = trans(t), t [N][K]: K-major (asked before the layout pass has
+     * made the PERMUTE virtual: bk_gpu_dot_tsrc does not know it yet) */
+    const IrInstr *pi = &f->ins[p];
+    if (pi->op != IR_PERMUTE || pi->type.rank != 2 || pi->perm[0] != 1 || pi->perm[1] != 0 ||
+        sole_user(em, p) != id)
+        return false;
+    int a = in->opnd[0], t = pi->opnd[0];
+    return a != t && own_load(em, a, id) && own_load(em, t, p) &&
+           span(f->ins[a].type.shape[1], 1) && span(f->ins[t].type.shape[1], 1);
 }
 
 /* Whether instruction x reads value v. */
@@ -220,18 +293,30 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
             in->opnd[2] < 0 || !shape_ok(em, id, &mt) || (em->areg && em->areg[id]))
             continue;
         const BkGpuMma *g = &em->vmma[v];
-        int a = in->opnd[0], b = b_src(em, id, &kmaj);
+        int a = in->opnd[0], b = b_src(em, id, &kmaj), es = esize(em, id);
         if (!g->on || g->wb > 0 || g->wm != em->nw || g->wn != 1 ||
             g->nt * 8 != g->N || g->mt != mt || !em->swz[a] || !em->swz[b] || a == b ||
-            readers(em, a) != 1 || readers(em, b) != 1 || !span(f->ins[a].type.shape[1]) ||
-            !span(f->ins[b].type.shape[1]))
+            readers(em, a) != 1 || readers(em, b) != 1 || !span(f->ins[a].type.shape[1], es) ||
+            !span(f->ins[b].type.shape[1], es) || (es == 1 && !kmaj))
             continue;
         em->wgd[id] = true;
         em->wgl[a] = 1 + mt; /* rows by warpgroup m-block */
         em->wgl[b] = 1;
-        em->wgs[a] = span(f->ins[a].type.shape[1]);
-        em->wgs[b] = span(f->ins[b].type.shape[1]);
+        em->wgs[a] = span(f->ins[a].type.shape[1], es);
+        em->wgs[b] = span(f->ins[b].type.shape[1], es);
         em->wgmma = true;
+    }
+    /* an fp8 dot the layout pass put on the register path only for wgmma
+     * (bk_gpu_wgmma_f8) has no other tensor-core path */
+    for (int id = 0; id < f->nins; id++) {
+        const IrInstr *in = &f->ins[id];
+        if (!in->dead && in->op == IR_DOT && em->lay[id] == BK_LAY_MMA && !em->wgd[id] &&
+            f8(f->ins[in->opnd[0]].type.dtype)) {
+            bk_gpu_fail(em, "kernel %s: the fp8 dot v%d was planned for wgmma but its operand "
+                        "tiles cannot take its layouts (internal; BLKC_GPU_SMEM=1 avoids it)",
+                        f->name, id);
+            return -1;
+        }
     }
     for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
         if (em->wgd[id])
@@ -239,10 +324,34 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     return bk_gpu_tma_plan(em); /* which rings TMA fills (gpu_tma.c) */
 }
 
-/* The PTX type suffix of dot id's operands. */
-static const char *ab_type(const BkGpuEm *em, int id)
+/* The PTX type of one operand dtype. */
+static const char *ptx_type(int dt)
 {
-    return em->f->ins[em->f->ins[id].opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+    return dt == DT_F16 ? "f16" : dt == DT_BF16 ? "bf16" : dt == DT_F8E4M3 ? "e4m3" : "e5m2";
+}
+
+/* The wrapper name's tail of dot id's instruction into buf:
+ * "k16_f32_bf16", "k32_f32_e4m3_e5m2". */
+static const char *ab_type(const BkGpuEm *em, int id, char *buf, size_t n)
+{
+    const IrFunc *f = em->f;
+    int ad = f->ins[f->ins[id].opnd[0]].type.dtype, bd = f->ins[f->ins[id].opnd[1]].type.dtype;
+    if (esize(em, id) == 2)
+        snprintf(buf, n, "k16_f32_%s", ptx_type(ad));
+    else
+        snprintf(buf, n, "k32_f32_%s_%s", ptx_type(ad), ptx_type(bd));
+    return buf;
+}
+
+void bk_gpu_wgmma_name(const BkGpuEm *em, int id, char *buf, size_t n)
+{
+    const IrFunc *f = em->f;
+    int ad = f->ins[f->ins[id].opnd[0]].type.dtype, bd = f->ins[f->ins[id].opnd[1]].type.dtype;
+    if (esize(em, id) == 2)
+        snprintf(buf, n, "m64n%lldk16 .f32.%s", (long long)f->ins[id].type.shape[1], ptx_type(ad));
+    else
+        snprintf(buf, n, "m64n%lldk32 .f32.%s.%s", (long long)f->ins[id].type.shape[1],
+                 ptx_type(ad), ptx_type(bd));
 }
 
 void bk_gpu_wgmma_decls(BkGpuEm *em)
@@ -254,32 +363,42 @@ void bk_gpu_wgmma_decls(BkGpuEm *em)
         if (!em->wgd[id])
             continue;
         int N = (int)f->ins[id].type.shape[1];
-        const char *t = ab_type(em, id);
+        bool e8 = esize(em, id) == 1; /* fp8: no imm-trans operands (K-major only) */
+        const int kk = e8 ? 32 : 16;
+        const char *at = ptx_type(f->ins[f->ins[id].opnd[0]].type.dtype),
+                   *bt = ptx_type(f->ins[f->ins[id].opnd[1]].type.dtype);
+        char t[32];
+        ab_type(em, id, t, sizeof t);
         DslBuf *o = em->o;
         dsl_buf_printf(o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL) && "
-                          "!defined(BLK_EMU) && !defined(BLK_WGMMA_N%d_%s)\n", N, t);
-        dsl_buf_printf(o, "#define BLK_WGMMA_N%d_%s\n", N, t);
-        dsl_buf_printf(o, "/* wgmma.mma_async m64n%dk16 .f32.%s.%s: d = the thread's %d "
+                          "!defined(BLK_EMU) && !defined(BLK_WGMMA_N%d_%s)\n", N, t + 8);
+        dsl_buf_printf(o, "#define BLK_WGMMA_N%d_%s\n", N, t + 8);
+        dsl_buf_printf(o, "/* wgmma.mma_async m64n%dk%d .f32.%s.%s: d = the thread's %d "
                           "accumulator registers (PTX ISA 9.7.15.5.1.1.1), a-desc, b-desc, "
-                          "scale-d (predicate), imm-scale 1, imm-trans TA / TB */\n",
-                       N, t, t, N / 2);
-        dsl_buf_printf(o, "template <int TA, int TB>\n__device__ inline void "
-                          "blk_wgmma_m64n%dk16_f32_%s(float *d, unsigned long long a, "
-                          "unsigned long long b, int scale_d)\n{\n", N, t);
+                          "scale-d (predicate), imm-scale 1%s */\n",
+                       N, kk, at, bt, N / 2, e8 ? " (fp8: A and B K-major, no imm-trans)"
+                                         : ", imm-trans TA / TB");
+        dsl_buf_printf(o, "%s__device__ inline void "
+                          "blk_wgmma_m64n%d%s(float *d, unsigned long long a, "
+                          "unsigned long long b, int scale_d)\n{\n",
+                       e8 ? "" : "template <int TA, int TB>\n", N, t);
         dsl_buf_printf(o, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n",
                        N / 2 + 2);
-        dsl_buf_printf(o, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-                       N, t, t);
+        dsl_buf_printf(o, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
+                       N, kk, at, bt);
         for (int r = 0; r < N / 2; r++)
             dsl_buf_printf(o, "%s%%%d", r ? ", " : "", r);
-        dsl_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n\"\n", N / 2, N / 2 + 1,
-                       N / 2 + 3, N / 2 + 4);
+        if (e8)
+            dsl_buf_printf(o, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n", N / 2, N / 2 + 1);
+        else
+            dsl_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n\"\n", N / 2, N / 2 + 1,
+                           N / 2 + 3, N / 2 + 4);
         dsl_buf_printf(o, "                 :");
         for (int r = 0; r < N / 2; r++)
             dsl_buf_printf(o, "%s \"+f\"(d[%d])%s", r ? "," : "", r,
                            r % 8 == 7 && r + 1 < N / 2 ? "\n                  " : "");
-        dsl_buf_printf(o, "\n                 : \"l\"(a), \"l\"(b), \"r\"(scale_d), \"n\"(TA), "
-                          "\"n\"(TB));\n}\n#endif\n");
+        dsl_buf_printf(o, "\n                 : \"l\"(a), \"l\"(b), \"r\"(scale_d)%s);\n}\n#endif\n",
+                       e8 ? "" : ", \"n\"(TA), \"n\"(TB)");
     }
 }
 
@@ -302,24 +421,29 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     long long M = in->type.shape[0], N = in->type.shape[1];
     long long K = f->ins[in->opnd[0]].type.shape[1];
     int mt = g->mt; /* a warp's fragments of 16 rows = its warpgroup's m-blocks of 64 */
-    const int sa = em->wgs[in->opnd[0]], sb = em->wgs[b_src(em, id, &kmaj)];
+    const int sa = em->wgs[in->opnd[0]], sb = em->wgs[b_src(em, id, &kmaj)], es = esize(em, id);
     /* per operand (file comment): the descriptor's LBO and SBO, the start
-     * address's advance per m-block (a), and per k step of 16 columns
-     * "(k * 16 / P) * X + (k * 16 % P) / 16 * S16" bytes: P columns per
-     * panel, X bytes per panel, S16 bytes per 16 columns within one */
-    const long long alo = 16, aso = 8 * sa, am = 64 * sa, ap = sa / 2, ax = M * sa, ak = 32;
+     * address's advance per m-block (a), and per k step of ks = 32 / es
+     * columns (16 of 2 bytes, 32 of fp8: 32 bytes either way) "(k * ks /
+     * P) * X + (k * ks % P) / ks * Sk" bytes: P columns per panel, X bytes
+     * per panel, Sk bytes per ks columns within one */
+    const int ks = 32 / es;
+    const long long alo = 16, aso = 8 * sa, am = 64 * sa, ap = sa / es, ax = M * sa, ak = 32;
     long long blo, bso, bp, bx, bk;
+    char nm[64], wr[32];
+    bk_gpu_wgmma_name(em, id, nm, sizeof nm);
+    ab_type(em, id, wr, sizeof wr);
     if (kmaj) { /* [N][K]: as a */
-        blo = 16, bso = 8 * sb, bp = sb / 2, bx = N * sb, bk = 32;
-    } else {    /* [K][N]: N-major, panels of N at LBO, 8-row groups of K at SBO */
+        blo = 16, bso = 8 * sb, bp = sb / es, bx = N * sb, bk = 32;
+    } else {    /* [K][N] (16-bit only): N-major, panels of N at LBO, 8-row groups of K at SBO */
         blo = K * sb, bso = 8 * sb, bp = K, bx = 0, bk = 16 * sb;
     }
     const int amode = sa == 128 ? 1 : sa == 64 ? 2 : 3, bmode = sb == 128 ? 1 : sb == 64 ? 2 : 3;
     dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
-    bk_gpu_line(em, "/* sm_90a: wgmma.mma_async m64n%lldk16 .f32.%s, %d m-block%s of 64 rows per "
+    bk_gpu_line(em, "/* sm_90a: wgmma.mma_async %s, %d m-block%s of 64 rows per "
                 "warpgroup (blk_warp / 4) x %lld k steps; a K-major in the %dB swizzle, b %s-major "
-                "in the %dB swizzle (PTX ISA 9.7.15.5.1.2) */", N, ab_type(em, id), mt,
-                mt > 1 ? "s" : "", K / 16, sa, kmaj ? "K" : "N", sb);
+                "in the %dB swizzle (PTX ISA 9.7.15.5.1.2) */", nm, mt,
+                mt > 1 ? "s" : "", K / ks, sa, kmaj ? "K" : "N", sb);
     bk_gpu_line(em, "const unsigned long long blk_da = (blk_wg_desc(blk_A, %lld, %lld) | %dull << 62) + "
                 "(unsigned long long)(blk_warp / 4 * %lld),", alo, aso, amode, mt * am / 16);
     bk_gpu_line(em, "                         blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
@@ -327,16 +451,19 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     reg_fence(em, v);
     bk_gpu_line(em, "blk_wgmma_fence();");
     bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", K / 16);
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", K / ks);
     bk_gpu_line(em, "    #pragma unroll");
     bk_gpu_line(em, "    for (int i = 0; i < %d; i++) /* descriptors: start address + bytes / 16 */",
                 mt);
-    bk_gpu_line(em, "        blk_wgmma_m64n%lldk16_f32_%s<0, %d>(&var%d[i * %lld], "
-                "blk_da + (unsigned long long)(i * %lld + k * 16 / %lld * %lld + "
-                "k * 16 %% %lld * %lld / 16), "
-                "blk_db + (unsigned long long)(k * 16 / %lld * %lld + k * 16 %% %lld * %lld / 16), 1);",
-                N, ab_type(em, id), kmaj ? 0 : 1, v, N / 2, am / 16, ap, ax / 16, ap, ak / 16,
-                bp, bx / 16, bp, bk / 16);
+    char ta[16] = "";
+    if (es == 2)
+        snprintf(ta, sizeof ta, "<0, %d>", kmaj ? 0 : 1);
+    bk_gpu_line(em, "        blk_wgmma_m64n%lld%s%s(&var%d[i * %lld], "
+                "blk_da + (unsigned long long)(i * %lld + k * %d / %lld * %lld + "
+                "k * %d %% %lld * %lld / %d), "
+                "blk_db + (unsigned long long)(k * %d / %lld * %lld + k * %d %% %lld * %lld / %d), 1);",
+                N, wr, ta, v, N / 2, am / 16, ks, ap, ax / 16, ks, ap, ak / 16, ks,
+                ks, bp, bx / 16, ks, bp, bk / 16, ks);
     bk_gpu_line(em, "blk_wgmma_commit();");
     if (em->wga[id])
         bk_gpu_line(em, "blk_wgmma_wait<1>(); /* this step's group stays in flight; the "

@@ -1,7 +1,8 @@
 /* blk_emu_wgmma.h - the Hopper warpgroup MMA of blk_emu.h (cuda-emu with
  * BLKC_EMU_ARCH=sm_90a): wgmma.fence / commit_group / wait_group and
- * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B in
- * shared memory through matrix descriptors, modelled from the PTX ISA
+ * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} and
+ * .m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} with A and B in shared memory
+ * through matrix descriptors, modelled from the PTX ISA
  * (9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
  * Instructions"), never from what blkc's generator emits:
  *
@@ -13,8 +14,25 @@
  *                boundary: 1024 / 512 / 256 bytes for 128B / 64B / 32B)
  *     bits 63-62 swizzle mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
  *     where matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4.
+ *   9.7.15.5.2 syntax: the 16-bit types take "d, a-desc, b-desc, scale-d,
+ *     imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b" with shapes
+ *     .m64nNk16; the "FP8 floating point type" takes "d, a-desc, b-desc,
+ *     scale-d, imm-scale-a, imm-scale-b" with shapes .m64nNk32, .atype and
+ *     .btype each .e4m3 or .e5m2 (they may differ: ".atype and .btype must
+ *     be the same for all floating point wgmma.mma_async variants except
+ *     for the FP8 floating point variants"); "The transpose operation is
+ *     only supported for the wgmma.mma_async variants with .f16/.bf16
+ *     types on matrices accessed from shared memory using matrix
+ *     descriptors": fp8 A and B are K-major, always.
+ *   5.2.5.1 "Alternate Floating Point Data Formats" (.e4m3 and .e5m2 as in
+ *     "FP8 Formats for Deep Learning", Table 1): e4m3: sign, 4 exponent
+ *     bits of bias 7, 3 mantissa bits, no infinities, S.1111.111 the only
+ *     NaN (largest finite S.1111.110 = 448); e5m2: sign, 5 exponent bits of
+ *     bias 15, 2 mantissa bits, IEEE-like: exponent 11111 is inf (mantissa
+ *     0) or NaN; both with subnormals (exponent 0: m * 2^(1 - bias - mbits)).
  *   9.7.15.5.1.2.1.3 "Canonical Layouts" (CuTe notation, T = 128 / element
- *     bits = 8 for f16/bf16, offsets in elements, LBO/SBO in bytes here):
+ *     bits = 8 for f16/bf16, 16 for e4m3/e5m2 (a 16-byte row chunk either
+ *     way), offsets in elements, LBO/SBO in bytes here):
  *     K-major,  none:  ((8,m),(T,2k)):((1T,SBO),(1,LBO))
  *     K-major,  32B/64B/128B: ((8,m),(T,2k)):((cT,SBO),(1,T)), c = 2/4/8
  *     MN-major, none:  ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))
@@ -82,8 +100,9 @@
  * outside the block's shared memory, and a block that is not whole
  * warpgroups. Products are exact in double, summed in k order and
  * rounded to f32 once with the old D (the hardware's internal order and
- * rounding are unspecified). Not modelled: A from registers, tf32, fp8,
- * integer types, f16 accumulators, imm-scale (-1), sparse, the async
+ * rounding are unspecified); fp8 elements decode exactly (blk_emu_f8), a
+ * NaN or inf operand gives what double arithmetic gives. Not modelled: A
+ * from registers, tf32, integer types, f16 accumulators of fp8, f16 accumulators, imm-scale (-1), sparse, the async
  * proxy (fence.proxy.async is a no-op: one host thread runs all).
  * --stats counts each mma_async's operand reads as shared-memory
  * wavefronts, a core matrix at a time (blk_emu_wg_wavefronts: how the
@@ -118,8 +137,28 @@ struct BlkEmuWgSnap { long long group; std::vector<long long> at; std::vector<un
 static std::vector<BlkEmuWgSnap> blk_emu_wgsnap[1024 / BLK_EMU_WG]; /* per warpgroup */
 static std::vector<unsigned short> blk_emu_wg_busy;
 
-/* what each thread deposits at an mma_async */
-struct BlkEmuWgIn { unsigned long long da, db; int n, kind, ta, tb; };
+/* what each thread deposits at an mma_async; ka / kb: the element kinds
+ * of A / B (BLK_EMU_WG_F16 ..) */
+struct BlkEmuWgIn { unsigned long long da, db; int n, ka, kb, ta, tb; };
+enum { BLK_EMU_WG_F16, BLK_EMU_WG_BF16, BLK_EMU_WG_E4M3, BLK_EMU_WG_E5M2 };
+/* the element bytes and the k of one mma_async (16 or 32) of a kind */
+static inline int blk_emu_wg_esize(int kind) { return kind >= BLK_EMU_WG_E4M3 ? 1 : 2; }
+static inline int blk_emu_wg_k(int kind) { return 32 / blk_emu_wg_esize(kind); }
+
+/* An fp8 byte's value (5.2.5.1 above): e5m2 false: e4m3 */
+static inline double blk_emu_f8(unsigned char x, bool e5m2)
+{
+    const int mb = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+    const int e = (x & 0x7f) >> mb, m = x & ((1 << mb) - 1);
+    const double s = x & 0x80 ? -1.0 : 1.0;
+    if (e5m2 && e == 31)
+        return m ? NAN : s * INFINITY;
+    if (!e5m2 && (x & 0x7f) == 0x7f)
+        return NAN;
+    if (e == 0)
+        return s * ldexp((double)m, 1 - bias - mb);
+    return s * ldexp((double)((1 << mb) + m), e - bias - mb);
+}
 
 /* A block of whole warpgroups, else the launch fails. */
 static inline void blk_emu_wg_check(void)
@@ -141,23 +180,25 @@ static inline void blk_emu_wg_bar(void)
                      BLK_EMU_TAG_WGMMA);
 }
 
-/* The shared byte address of element (mn, k) of a 16-bit operand through
- * descriptor desc: mn is A's row m or B's column n; mnmajor: imm-trans = 1
- * (canonical layouts above). */
-static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, int k)
+/* The shared byte address of element (mn, k) of an operand of es-byte
+ * elements (2, or 1: K-major only) through descriptor desc: mn is A's row
+ * m or B's column n; mnmajor: imm-trans = 1 (canonical layouts above:
+ * T = 16 / es elements per 16-byte chunk). */
+static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, int k, int es = 2)
 {
     const long long start = (long long)(desc & 0x3fff) << 4;
     const long long lbo = (long long)((desc >> 16) & 0x3fff) << 4;
     const long long sbo = (long long)((desc >> 32) & 0x3fff) << 4;
     const int base = (int)((desc >> 49) & 7), mode = (int)(desc >> 62);
     const int c = mode == 1 ? 8 : mode == 2 ? 4 : mode == 3 ? 2 : 0; /* 16-byte chunks per row */
+    const int T = 16 / es;
     long long off;
     if (base != 0)
         blk_emu_thread_fail("wgmma matrix descriptor with a non-zero base offset (not modelled)");
     if (!mnmajor && !c)
-        off = (mn % 8) * 16 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo;
+        off = (mn % 8) * 16 + (mn / 8) * sbo + (k % T) * es + (k / T) * lbo;
     else if (!mnmajor)
-        off = (mn % 8) * 16 * c + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * 16;
+        off = (mn % 8) * 16 * c + (mn / 8) * sbo + (k % T) * es + (k / T) * 16;
     else if (!c)
         off = (mn % 8) * 2 + (mn / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo;
     else
@@ -166,47 +207,53 @@ static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, 
     long long a = start + off;
     if (c)
         a ^= ((a >> 7) & (c - 1)) << 4;
-    if (a < 0 || a + 2 > blk_emu_m->smem_bytes)
+    if (a < 0 || a + es > blk_emu_m->smem_bytes)
         blk_emu_thread_fail("wgmma reads outside the block's shared memory");
     return a;
 }
 static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
 {
+    if (kind >= BLK_EMU_WG_E4M3)
+        return blk_emu_f8(blk_emu_smem_base[blk_emu_wg_addr(desc, false, mn, k, 1)],
+                          kind == BLK_EMU_WG_E5M2);
     unsigned short h;
     memcpy(&h, blk_emu_smem_base + blk_emu_wg_addr(desc, mnmajor, mn, k), 2);
-    return kind ? blk_emu_bf16(h) : blk_emu_f16(h);
+    return kind == BLK_EMU_WG_BF16 ? blk_emu_bf16(h) : blk_emu_f16(h);
 }
 
-/* --stats: the shared-memory wavefronts of reading an MN x 16 operand,
- * one 8 x 8 core matrix (8 rows of 16 bytes) at a time, as if through the
+/* --stats: the shared-memory wavefronts of reading an MN x k operand
+ * (k = 16 of 2-byte or 32 of 1-byte elements), one core matrix (8 rows of
+ * 16 bytes) at a time, as if through the
  * same 32 banks of 4 bytes as the other accesses (an assumption: the PTX
  * ISA does not say how the tensor cores fetch; a canonical layout is 1
  * wavefront per core matrix, bytes / 128) */
-static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, int mn)
+static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, int mn, int es)
 {
     long long wf = 0;
     for (int m0 = 0; m0 < mn; m0 += 8)
-        for (int k0 = 0; k0 < 16; k0 += 8) {
+        for (int k0 = 0; k0 < 32 / es; k0 += 16 / es) {
             long long rows[8];
-            for (int i = 0; i < 8; i++) /* a 16-byte run of 8 elements */
+            for (int i = 0; i < 8; i++) /* a 16-byte run of 16 / es elements */
                 rows[i] = mnmajor ? blk_emu_wg_addr(desc, true, m0, k0 + i)
-                                  : blk_emu_wg_addr(desc, false, m0 + i, k0);
+                                  : blk_emu_wg_addr(desc, false, m0 + i, k0, es);
             wf += blk_emu_wavefronts(rows, 8, 16);
         }
     return wf;
 }
 
-/* The warpgroup's copy of what an mma_async reads (A: 64 x 16, B: n x 16
- * through their descriptors), kept until its group is retired. */
-static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long db, bool tb, int n)
+/* The warpgroup's copy of what an mma_async reads (A: 64 x K, B: n x K
+ * through their descriptors, K = 16 or 32 of es-byte elements), kept until
+ * its group is retired. */
+static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long db, bool tb, int n,
+                            int es)
 {
     BlkEmuWgSnap sn;
     sn.group = -1;
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < 32 / es; k++) {
         for (int m = 0; m < 64; m++)
-            sn.at.push_back(blk_emu_wg_addr(da, ta, m, k) >> 4);
+            sn.at.push_back(blk_emu_wg_addr(da, ta, m, k, es) >> 4);
         for (int j = 0; j < n; j++)
-            sn.at.push_back(blk_emu_wg_addr(db, tb, j, k) >> 4);
+            sn.at.push_back(blk_emu_wg_addr(db, tb, j, k, es) >> 4);
     }
     std::sort(sn.at.begin(), sn.at.end());
     sn.at.erase(std::unique(sn.at.begin(), sn.at.end()), sn.at.end());
@@ -253,10 +300,12 @@ static inline int blk_emu_wg_row(int r) { return r == 1 ? 2 : r == 2 ? 1 : r; }
 static inline int blk_emu_wg_row(int r) { return r; }
 #endif
 
-/* wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16 (kind 0), bf16 (kind 1)}
- * d, a-desc, b-desc, scale-d, 1, 1, ta, tb */
+/* wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d,
+ * a-desc, b-desc, scale-d, 1, 1, ta, tb (ka == kb), and
+ * .m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} d, a-desc, b-desc, scale-d, 1, 1
+ * (ta = tb = 0); ka / kb: BLK_EMU_WG_F16 .. */
 static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long long db,
-                          int scale_d, int ta, int tb, int kind)
+                          int scale_d, int ta, int tb, int ka, int kb)
 {
     BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
     blk_emu_wg_check();
@@ -265,17 +314,24 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
                         "registers were last accessible (a wait_group or the block's start)");
     if (n < 8 || n > 256 || n % 8)
         blk_emu_thread_fail("wgmma.mma_async: N must be a multiple of 8 up to 256");
+    const int es = blk_emu_wg_esize(ka), K = blk_emu_wg_k(ka);
+    if (blk_emu_wg_esize(kb) != es || (es == 2 && ka != kb))
+        blk_emu_thread_fail("wgmma.mma_async: .atype and .btype differ outside the fp8 variants");
+    if (es == 1 && (ta || tb))
+        blk_emu_thread_fail("wgmma.mma_async: fp8 operands are K-major (no imm-trans)");
     const int t = (int)threadIdx.x, lane = blk_emu_lane(), w = t / BLK_EMU_WARP % 4;
     if (t % BLK_EMU_WG == 0) {
         blk_emu_count(blk_emu_m->st.mma, 1);
-        blk_emu_count(blk_emu_m->st.mma_flops, 2LL * 64 * n * 16);
+        blk_emu_count(blk_emu_m->st.mma_flops, 2LL * 64 * n * K);
         blk_emu_count(blk_emu_m->st.wgmma, 1);
-        blk_emu_count(blk_emu_m->st.wgmma_flops, 2LL * 64 * n * 16);
-        blk_emu_count(blk_emu_m->st.smem_wavefronts, blk_emu_wg_wavefronts(da, ta != 0, 64) +
-                                                         blk_emu_wg_wavefronts(db, tb != 0, n));
+        blk_emu_count(blk_emu_m->st.wgmma_flops, 2LL * 64 * n * K);
+        blk_emu_count(blk_emu_m->st.smem_wavefronts, blk_emu_wg_wavefronts(da, ta != 0, 64, es) +
+                                                         blk_emu_wg_wavefronts(db, tb != 0, n, es));
         blk_emu_count(blk_emu_m->st.smem_requests, 2);
     }
-    BlkEmuWgIn in = {da, db, n, kind, ta, tb};
+    BlkEmuWgIn in;
+    memset(&in, 0, sizeof in); /* compared with memcmp: no stray padding */
+    in.da = da, in.db = db, in.n = n, in.ka = ka, in.kb = kb, in.ta = ta, in.tb = tb;
     BlkEmuWarp &wp = blk_emu_warp();
     memcpy(wp.slot[lane].b, &in, sizeof in);
     blk_emu_wg_bar();
@@ -300,14 +356,14 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
         const int row = 16 * w + blk_emu_wg_row(g + 8 * ((i >> 1) & 1));
         const int col = 8 * (i >> 2) + 2 * q + (i & 1);
         double acc = 0;
-        for (int k = 0; k < 16; k++)
-            acc += blk_emu_wg_elem(da, ta != 0, row, k, kind) *
-                   blk_emu_wg_elem(db, tb != 0, col, k, kind);
+        for (int k = 0; k < K; k++)
+            acc += blk_emu_wg_elem(da, ta != 0, row, k, ka) *
+                   blk_emu_wg_elem(db, tb != 0, col, k, kb);
         r.v[i] = (float)(acc + (scale_d ? (double)old[i] : 0.0));
     }
     s.v.push_back(r);
     if (t % BLK_EMU_WG == 0)
-        blk_emu_wg_snap(da, ta != 0, db, tb != 0, n);
+        blk_emu_wg_snap(da, ta != 0, db, tb != 0, n, es);
     blk_emu_wg_bar();
 }
 
@@ -379,16 +435,26 @@ template <int N> static inline void blk_wgmma_wait(void)
 }
 
 /* the instruction wrappers generated code calls: blk_wgmma_m64n<N>k16_f32_
- * <bf16|f16><TA, TB>(float d[N / 2], a-desc, b-desc, scale-d) */
+ * <bf16|f16><TA, TB>(float d[N / 2], a-desc, b-desc, scale-d) and
+ * blk_wgmma_m64n<N>k32_f32_<e4m3|e5m2>_<e4m3|e5m2>(d, a-desc, b-desc,
+ * scale-d) */
+#define BLK_EMU_WGMMA_F8(N, A, B, KA, KB)                                                      \
+    static inline void blk_wgmma_m64n##N##k32_f32_##A##_##B(float *d, unsigned long long a,   \
+                                                            unsigned long long b, int scale_d) \
+    { blk_emu_wgmma(d, N, a, b, scale_d, 0, 0, KA, KB); }
 #define BLK_EMU_WGMMA_N(N)                                                                     \
     template <int TA, int TB>                                                                  \
     static inline void blk_wgmma_m64n##N##k16_f32_bf16(float *d, unsigned long long a,         \
                                                        unsigned long long b, int scale_d)      \
-    { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, 1); }                                         \
+    { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, BLK_EMU_WG_BF16, BLK_EMU_WG_BF16); }          \
     template <int TA, int TB>                                                                  \
     static inline void blk_wgmma_m64n##N##k16_f32_f16(float *d, unsigned long long a,          \
                                                       unsigned long long b, int scale_d)       \
-    { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, 0); }
+    { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, BLK_EMU_WG_F16, BLK_EMU_WG_F16); }            \
+    BLK_EMU_WGMMA_F8(N, e4m3, e4m3, BLK_EMU_WG_E4M3, BLK_EMU_WG_E4M3)                          \
+    BLK_EMU_WGMMA_F8(N, e4m3, e5m2, BLK_EMU_WG_E4M3, BLK_EMU_WG_E5M2)                          \
+    BLK_EMU_WGMMA_F8(N, e5m2, e4m3, BLK_EMU_WG_E5M2, BLK_EMU_WG_E4M3)                          \
+    BLK_EMU_WGMMA_F8(N, e5m2, e5m2, BLK_EMU_WG_E5M2, BLK_EMU_WG_E5M2)
 #define BLK_EMU_WGMMA_N4(a, b, c, d) BLK_EMU_WGMMA_N(a) BLK_EMU_WGMMA_N(b) BLK_EMU_WGMMA_N(c) BLK_EMU_WGMMA_N(d)
 BLK_EMU_WGMMA_N4(8, 16, 24, 32)
 BLK_EMU_WGMMA_N4(40, 48, 56, 64)
@@ -400,6 +466,7 @@ BLK_EMU_WGMMA_N4(200, 208, 216, 224)
 BLK_EMU_WGMMA_N4(232, 240, 248, 256)
 #undef BLK_EMU_WGMMA_N4
 #undef BLK_EMU_WGMMA_N
+#undef BLK_EMU_WGMMA_F8
 
 /* setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA "setmaxnreg", sm_90a):
  * the per-thread register count of the executing warpgroup becomes N, a

@@ -42,6 +42,9 @@
 #       the retiring wait_group they pass; wait_group 1 retires the older
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
+#   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
+#       e4m3 and e5m2) and hand-written m64nNk32 e4m3 / e5m2 wgmma in the
+#       128B and 32B swizzles against exact sums
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -85,10 +88,11 @@ wrappers-*)
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
   ;;
-tma|wgrace|ws)
+tma|wgrace|ws|wgf8)
   src=$SRC/tests/emu/t_tma.cpp
   [ "$MODE" = wgrace ] && src=$SRC/tests/emu/t_wgrace.cpp
   [ "$MODE" = ws ] && src=$SRC/tests/emu/t_ws.cpp
+  [ "$MODE" = wgf8 ] && src=$SRC/tests/emu/t_wgf8.cpp
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
     -I"$SRC/runtime/emu" "$src" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
   timeout 120 "$T/t" || exit 1
@@ -376,6 +380,20 @@ wgmma)
   wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=304 K=208
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
+  # fp8 (m64nNk32, gpu_wgmma.c): e4m3, e5m2 and mixed, b the transpose of
+  # an [N, K] tile (K-major, the one fp8 layout); products are exact in
+  # f32 and double, the CPU sums them in f32 one at a time, the emulator
+  # exactly per k32 step: the bf16 cases' tolerance. Strides of 16-byte
+  # multiples (N = 144, K = 160 / 208): TMA, else cp.async; tails in M, N, K
+  for k in twg_e4m3 twg_e5m2 twg_f8mix; do
+    wone "$k 64x64 warps(4)" "$F" "1e-4 1e-4" --entry=$k M=200 N=136 K=72
+    wone "$k 128x128 warps(4) TMA" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 M=200 N=144 K=160
+    wone "$k 128x128 BK=128 warps(8) TMA" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=128 -D W=8 M=200 N=144 K=208
+    wone "$k 128x128 BK=32 warps(8)" "$F" "1e-4 1e-4" --entry=$k -D BM=128 -D BN=128 -D BK=32 -D W=8 M=200 N=136 K=72
+  done
+  # fp8 with b as [K, N]: no wgmma (8-bit operands are K-major only), the
+  # shared-memory FMA path it had before, on sm_90a and sm_80
+  wone "twg_f8kn sm_90a" "$F" "1e-4 1e-4" --entry=twg_f8kn M=200 N=136 K=72
   # one wgmma group in flight across the k steps of a stages(S) ring loop
   # (gpu_wgmma.c): with S >= 3 the dot waits for all but its own group
   # (wait_group 1), the ring prefetches S - 2 ahead (the slot of the group
@@ -395,7 +413,10 @@ wgmma)
            "-|twg_bf16|-D S=4|M=64 N=64 K=16|TMA|async" \
            "-|twg_bf16|-D S=2|M=200 N=144 K=144|TMA|sync" \
            "BLKC_GPU_NOTMA=1|twg_f16|-D BM=128 -D BN=128 -D S=2|M=200 N=144 K=208|cp.async|sync" \
-           "BLKC_GPU_WGSYNC=1|twg_bf16|-D S=3|M=200 N=144 K=144|TMA|sync"; do
+           "BLKC_GPU_WGSYNC=1|twg_bf16|-D S=3|M=200 N=144 K=144|TMA|sync" \
+           "-|twg_e4m3|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|TMA|async" \
+           "BLKC_GPU_NOTMA=1|twg_f8mix|-D BM=128 -D BN=128 -D W=8 -D S=3|M=200 N=144 K=208|cp.async|async" \
+           "BLKC_GPU_NOTMA=1|twg_e5m2|-D S=2|M=200 N=144 K=160|cp.async|sync"; do
     IFS='|' read -r e k d sz ring sched <<<"$c"
     rm -rf "$T/dump"; mkdir -p "$T/dump"
     [ "$e" != - ] && export "$e"
@@ -483,6 +504,30 @@ wgmma)
     "$BLKC" compile "$F" --entry=$k --target=cuda --emit=gpu-ir >"$T/ir" 2>&1
     if grep -q wgmma "$T/ir"; then echo "FAIL $k: wgmma on the default sm_80"; fail=1; fi
   done
+  # fp8: m64nNk32 with the operand types, in the gpu-ir and as the PTX
+  # the CUDA C writes; none on sm_80; none for b as [K, N]
+  # ENTRY|DEFINES|GPU-IR|PTX
+  for c in "twg_e4m3|-D_BK=64|m64n64k32 .f32.e4m3.e4m3 (sm_90a)|m64n64k32.f32.e4m3.e4m3" \
+           "twg_e5m2|-D_BN=128 -D_BK=128|m64n128k32 .f32.e5m2.e5m2 (sm_90a)|m64n128k32.f32.e5m2.e5m2" \
+           "twg_f8mix|-D_BK=32 -D_BN=32|m64n32k32 .f32.e4m3.e5m2 (sm_90a)|m64n32k32.f32.e4m3.e5m2"; do
+    IFS='|' read -r k d ir ptx <<<"$c"
+    # shellcheck disable=SC2086
+    "$BLKC" compile "$F" --entry=$k ${d//_/ } --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+    # shellcheck disable=SC2086
+    "$BLKC" compile "$F" --entry=$k ${d//_/ } --target=cuda --arch=sm_90a --emit=cuda >"$T/cu" 2>&1
+    if ! grep -q "; wgmma.mma_async $ir" "$T/ir" || [ "$(grep -c 'wgmma [0-9]*B swizzle' "$T/ir")" != 2 ] ||
+       ! grep -q "wgmma.mma_async.sync.aligned.$ptx {" "$T/cu" || grep -q "imm-trans TA" "$T/cu"; then
+      echo "FAIL $k $d: want $ir in the gpu-ir, $ptx in the CUDA C:"; grep "dot\|load" "$T/ir"; fail=1
+    else
+      echo "ok $k $d: $ir"
+    fi
+    "$BLKC" compile "$F" --entry=$k --target=cuda --emit=gpu-ir >"$T/ir" 2>&1
+    if grep -q wgmma "$T/ir"; then echo "FAIL $k: wgmma on the default sm_80"; fail=1; fi
+  done
+  "$BLKC" compile "$F" --entry=twg_f8kn --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+  if grep -q "wgmma\|mma(" "$T/ir" || ! grep -q "dot .*@ shared" "$T/ir"; then
+    echo "FAIL twg_f8kn: b as [K, N] in fp8 must keep the shared-memory dot:"; grep "dot" "$T/ir"; fail=1
+  fi
   # the operand layouts: the swizzle span is the row (a: BK, b as [K, N]:
   # BN elements of 2 bytes) up to 128 bytes
   # DEFINES|LAYOUT OF A|LAYOUT OF B
@@ -523,6 +568,24 @@ wgmma)
     fi
   else
     echo "FAIL matmul --stats on sm_90a: $(cat "$T/log")"; fail=1
+  fi
+  # fp8 --stats: a 128 x 128 block, K = 64: 2 m-blocks x 2 k steps of
+  # 32: 4 wgmma m64n128k32, 2 x 64 x 128 x 32 each (2097152 FLOP). Each
+  # reads A (64 rows of 32 bytes) and B (128 of 32): 48 core matrices of
+  # 128 bytes, one wavefront each; the writes of A and B (128 rows of 64
+  # bytes each) 128 more. TMA: A in 8 boxes of 16 rows (2 m-blocks per
+  # warpgroup), B one box of its 128 rows of 64 bytes; cp.async: 16 KiB in
+  # 16-byte copies
+  if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_e4m3 -D BM=128 -D BN=128 M=128 N=128 K=64 \
+       --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
+     grep -q "tensor-core instructions 4 (2097152 FLOP), of them wgmma.mma_async 4 (2097152 FLOP), ldmatrix 0" "$T/log" &&
+     grep -q "shared-memory wavefronts 320 (in 17 requests)" "$T/log" && grep -q "cp.async 0, TMA boxes 9" "$T/log" &&
+     BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_e4m3 -D BM=128 \
+       -D BN=128 M=128 N=128 K=64 --random --device=cuda-emu --stats >"$T/log2" 2>&1 &&
+     grep -q "of them wgmma.mma_async 4 (2097152 FLOP)" "$T/log2" && grep -q "cp.async 1024$" "$T/log2"; then
+    echo "ok twg_e4m3 128x128 K=64 --stats: 4 wgmma m64n128k32, 9 TMA boxes / 1024 cp.async"
+  else
+    echo "FAIL twg_e4m3 --stats on sm_90a: want 4 wgmma:"; cat "$T/log" "$T/log2"; fail=1
   fi
   if BLKC_GPU_NOTMA=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" \
        -D BM=128 -D BN=128 M=128 N=128 K=32 --random --device=cuda-emu --stats >"$T/log" 2>&1 &&

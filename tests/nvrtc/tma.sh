@@ -162,5 +162,27 @@ else
     echo "ok the cp.async ring kernel of twg_bf16 128x128: wgmma.wait_group 1 in the loop, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills, no wgmma serialization"
   fi
 fi
+# fp8: the TMA variant of twg_e4m3 128 x 128 x 64 (one-byte tensor maps,
+# boxes of 64-byte rows, m64n128k32 .e4m3): through nvcc and ptxas, no
+# spills, no wgmma serialization
+rm -rf "$T/dump"; mkdir -p "$T/dump"
+if ! BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/tests/emu/twgmma.blk" \
+     --entry=twg_e4m3 -D BM=128 -D BN=128 M=144 N=144 K=160 --random --device=cuda-emu >"$T/err" 2>&1; then
+  echo "FAIL: twg_e4m3 on cuda-emu as sm_90a: $(cat "$T/err")"; fails=$((fails + 1))
+else
+  f=$(grep -l 'BlkTensorMap blk_tm' "$T"/dump/*.cu | head -1)
+  if [ -z "$f" ] || ! "$CUDA/bin/nvcc" -arch=compute_90a -ptx "$f" -o "$T/e.ptx" >"$T/err" 2>&1 ||
+     ! "$CUDA/bin/ptxas" -v -arch=sm_90a "$T/e.ptx" -o "$T/e.cubin" >"$T/v" 2>&1; then
+    echo "FAIL: the fp8 TMA kernel through nvcc / ptxas: ${f:-none} $(grep -i error "$T/err" "$T/v" | head -5)"
+    fails=$((fails + 1))
+  elif [ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3' "$T/e.ptx")" -lt 4 ] ||
+       [ "$(grep -c 'cp.async.bulk.tensor.2d' "$T/e.ptx")" -lt 9 ] ||
+       ! grep -q ' 0 bytes spill stores' "$T/v" || grep -qi 'serializ' "$T/v"; then
+    echo "FAIL: the fp8 TMA kernel: e4m3 wgmma / tensor copies missing, spills or serialized: $(grep -i 'spill\|serializ' "$T/v")"
+    fails=$((fails + 1))
+  else
+    echo "ok the TMA kernel of twg_e4m3 128x128: m64n128k32.f32.e4m3.e4m3, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills, no wgmma serialization"
+  fi
+fi
 echo "$fails failed"
 [ $fails = 0 ]
