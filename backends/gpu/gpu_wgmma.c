@@ -82,9 +82,10 @@
  * the descriptors and steps above hold with columns counted as bytes.
  *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
- * allows tensor maps), warp specialization, a persistent grid, more than
- * one group in flight (wait_group 1 only), A from registers, tf32 / i8,
- * f16 accumulators. */
+ * allows tensor maps), warp specialization (gpu_ws.c splits such a
+ * ring into a producer and consumers), a persistent grid, more than one
+ * group in flight (wait_group 1 only), A from registers, tf32 / i8, f16
+ * accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
