@@ -207,7 +207,9 @@ static int run_ops(void)
     for (int i = 0; i < nops && rc == OK; i++)
         if (!ops[i].send)
             rc = take(ops[i].c, ops[i].peer, ops[i].buf, ops[i].bytes);
-    nops = 0;
+    free(ops); /* a rank thread's buffer must not outlive it (LeakSanitizer) */
+    ops = NULL;
+    nops = capops = 0;
     return rc;
 }
 
