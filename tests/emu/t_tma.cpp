@@ -26,16 +26,7 @@
  *     in flight or a store not waited for.
  * Exit 0 when every check holds. */
 #include "blk_emu.h"
-
-static int fails;
-#define CHECK(ok, ...)                                                                           \
-    do {                                                                                         \
-        if (!(ok) && fails++ < 12) {                                                             \
-            printf("FAIL ");                                                                     \
-            printf(__VA_ARGS__);                                                                 \
-            printf("\n");                                                                        \
-        }                                                                                        \
-    } while (0)
+#include "emu_check.h"
 
 static int launch(void (*k)(int), int threads, long long smem, char *err, size_t n)
 {

@@ -18,16 +18,7 @@
  * and rounded to f32 once per mma_async (exact: 32 fp8 products fit a
  * double). Exit 0 when every check holds. */
 #include "blk_emu.h"
-
-static int fails;
-#define CHECK(ok, ...)                                                                           \
-    do {                                                                                         \
-        if (!(ok) && fails++ < 12) {                                                             \
-            printf("FAIL ");                                                                     \
-            printf(__VA_ARGS__);                                                                 \
-            printf("\n");                                                                        \
-        }                                                                                        \
-    } while (0)
+#include "emu_check.h"
 
 /* fp8 -> f32 through the f32 bit pattern (mb mantissa bits, bias) */
 static float dec(unsigned x, bool e5m2)

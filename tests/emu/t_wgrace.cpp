@@ -15,16 +15,7 @@
  *     fails at issue (the copy may land at any time), naming the offset.
  * Exit 0 when every check holds. */
 #include "blk_emu.h"
-
-static int fails;
-#define CHECK(ok, ...)                                                                           \
-    do {                                                                                         \
-        if (!(ok) && fails++ < 12) {                                                             \
-            printf("FAIL ");                                                                     \
-            printf(__VA_ARGS__);                                                                 \
-            printf("\n");                                                                        \
-        }                                                                                        \
-    } while (0)
+#include "emu_check.h"
 
 enum { SMEM = 32768 + 64, SLOT = 16384 };
 static int launch(void (*k)(int), char *err, size_t n)
