@@ -54,7 +54,6 @@ struct CliGlobals {
     DslBuf out;                  /* emitted stage */
     struct PArg *pargs;          /* run: per parameter */
     blkc_arg *args;              /* run: launch arguments */
-    BkCpuModule *cm;             /* run: JIT'd code */
     double *times;               /* run: --bench */
 };
 extern struct CliGlobals cli_g;

@@ -620,13 +620,16 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
     }
     for (int i = 0; i < cli.nouts; i++)
         write_out(f, &cli.outs[i], pargs);
-    bk_cpu_free(cli_g.cm);
-    cli_g.cm = NULL;
     jc_code_free(run_code);
     run_code = NULL;
     free(args);
     cli_g.args = NULL;
     return X_SUCCESS;
+}
+
+static BkRangeFn code_range(const void *code, const char *name)
+{
+    return jc_code_range(code, name);
 }
 
 /* Several ranks, or a device function: the plan runner, one thread per
@@ -682,9 +685,11 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
     BkOptions bo = {NULL, 3};
     char err[1024] = "";
     bool gpu = cli.device && strcmp(cli.device, "cpu") != 0;
-    if (!gpu && bk_cpu_jit(m, &bo, &cli_g.cm, err, sizeof err) != 0)
+    /* the module's kernels through the JIT cache, as for one kernel */
+    JcSrc js = run_src(cli.defines, cli.ndefines);
+    if (!gpu && jc_cpu_code(m, &bo, &js, "ranks", &run_code, NULL, err, sizeof err) != 0)
         cli_die(X_RUNTIME, "JIT failed: %s", err);
-    RtPlanModule pm = {.ir = m, .cpu = cli_g.cm};
+    RtPlanModule pm = {.ir = m, .range = code_range, .range_ctx = run_code};
     bool has_grid = cli.grid[0] || cli.grid[1] || cli.grid[2];
     int runs = 1 + (cli.bench > 0 ? cli.bench : 0);
     double *t = malloc((size_t)runs * sizeof *t);
@@ -723,8 +728,8 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
             write_out(f, &cli.outs[i], pa[r]);
         }
     }
-    bk_cpu_free(cli_g.cm);
-    cli_g.cm = NULL;
+    jc_code_free(run_code);
+    run_code = NULL;
     for (int r = 0; r < R; r++) {
         for (int i = 0; i < f->nparams; i++)
             free(pa[r][i].data);

@@ -6,6 +6,7 @@
  * results (split: concatenated; replicated: rank 0's). Also tk_check, the
  * task branch of ir_lower. */
 #include "task.h"
+#include "cache.h"
 
 #include "../backends/backend.h"
 #include "../runtime/mega.h"
@@ -131,7 +132,7 @@ static int written_inputs(const TkTask *t, const IrModule *m, char *err, size_t 
 struct TkCompiled {
     const TkTask *t;
     IrModule *m;
-    BkCpuModule *cm;
+    JcCode *code;                  /* its kernels, through the JIT cache */
     int fi;
     RtMegaRec *mrec;               /* megakernel mode: its tables, kept
                                       between runs */
@@ -141,8 +142,7 @@ void tk_compiled_free(TkCompiled *c)
 {
     if (!c)
         return;
-    if (c->cm)
-        bk_cpu_free(c->cm);
+    jc_code_free(c->code);
     if (c->mrec)
         rt_mega_rec_free(c->mrec);
     free(c->mrec);
@@ -169,8 +169,8 @@ TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen)
         calls |= t->n[i].op == TK_CALL;
     IrModule *m = ir_compile_source(&s, &diags, calls ? t->defines : NULL,
                                     calls ? t->ndefines : 0, NULL);
-    dsl_buf_free(&src);
     if (!m || diags.nerrors) {
+        dsl_buf_free(&src);
         snprintf(err, errlen, "internal: the code generated for task %s does not compile: %s",
                  t->fn->name, diags.out.data ? diags.out.data : "out of memory");
         dsl_diags_free(&diags);
@@ -181,6 +181,7 @@ TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen)
     TkCompiled *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "out of memory");
+        dsl_buf_free(&src);
         ir_module_free(m);
         return NULL;
     }
@@ -196,10 +197,17 @@ TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen)
     }
     if (written_inputs(t, m, err, errlen))
         goto fail;
-    if (bk_cpu_jit(m, &bo, &c->cm, err, errlen))
+    /* the generated source (with the defines of the calls' files) is the
+     * cache key: a rerun of the same task, ranks and placement links the
+     * cached object instead of running LLVM (docs/jit.md) */
+    JcSrc js = {src.data, src.len, calls ? t->defines : NULL, calls ? t->ndefines : 0,
+                "cpu", NULL, 3, 0, 0};
+    if (jc_cpu_code(m, &bo, &js, "task", &c->code, NULL, err, errlen))
         goto fail;
+    dsl_buf_free(&src);
     return c;
 fail:
+    dsl_buf_free(&src);
     tk_compiled_free(c);
     return NULL;
 }
@@ -214,12 +222,16 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
     return rc;
 }
 
+static BkRangeFn code_range(const void *code, const char *name)
+{
+    return jc_code_range(code, name);
+}
+
 int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t errlen)
 {
     const TkTask *t = c->t;
     IrModule *m = c->m;
     int fi = c->fi;
-    BkCpuModule *cm = c->cm;
     int R = t->nranks, rc = -1;
     const IrFunc *f = m->funcs[fi];
     RtPlanArg **ra = calloc((size_t)R, sizeof *ra);
@@ -307,7 +319,7 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
         }
         c->mrec->cache_on = true;
     }
-    RtPlanModule pm = {.ir = m, .cpu = cm,
+    RtPlanModule pm = {.ir = m, .range = code_range, .range_ctx = c->code,
                        .mega = !t->megakernel ? NULL : t->mega_rec ? t->mega_rec : c->mrec};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # cache_cli.sh BLKC SRCDIR WORKDIR — the CLI goes through the cache: a
 # second `compile` is a hit; `cache stats|clear`; an unwritable cache dir
-# degrades to memory only without an error; BLKC_CACHE_DISABLE=1.
+# degrades to memory only without an error; BLKC_CACHE_DISABLE=1; device
+# functions on ranks and tasks are cached as kernels are.
 set -u
 blkc=$1 src=$2 work=$3
 rm -rf "$work"; mkdir -p "$work"
@@ -30,6 +31,23 @@ grep -q "tune: best" "$work/tune1.txt" || fail "no tune result"
 cmp -s "$work/c1.npy" "$work/c4.npy" || fail "tuned run differs"
 "$blkc" run "$src/examples/vector_add.blk" N=1000 --random --tune BLOCK=128,256 2>"$work/tune2.txt" >/dev/null || fail "tune 2"
 grep -q "(cached)" "$work/tune2.txt" || fail "tune choice not cached"
+# device functions on ranks and tasks go through the cache too: a rerun
+# adds no entry and gives the same bits. rerun FILE OUT ARGS...: OUT is an
+# --out spec with @ for the file's stem
+rerun() {
+  local f=$1 out=$2 n0 n1 n2 o; shift 2
+  n0=$("$blkc" cache stats | awk '/^entries:/ {print $2}')
+  "$blkc" run "$src/$f" --random "$@" --out "${out/@/$work/r1}" >/dev/null || fail "$f run 1"
+  n1=$("$blkc" cache stats | awk '/^entries:/ {print $2}')
+  [ "$n1" -gt "$n0" ] || fail "$f: no entry after the first run ($n0 -> $n1)"
+  "$blkc" run "$src/$f" --random "$@" --out "${out/@/$work/r2}" >/dev/null || fail "$f run 2"
+  n2=$("$blkc" cache stats | awk '/^entries:/ {print $2}')
+  [ "$n1" = "$n2" ] || fail "$f: the second run added entries ($n1 -> $n2)"
+  for o in "$work"/r1*.npy; do cmp -s "$o" "${o/r1/r2}" || fail "$f: cached run differs ($o)"; done
+  rm -f "$work"/r[12]*.npy
+}
+rerun lib/allreduce.blk "y=@_{rank}.npy" --entry=allreduce_twoshot --ranks=2 N=1001 op=0
+rerun tests/task/mlp.blk "result=@.npy" --ranks=2 T=16 H=16 F=32
 "$blkc" cache clear | grep -q "removed" || fail "clear"
 n3=$("$blkc" cache stats | awk '/^entries:/ {print $2}')
 [ "$n3" = 0 ] || fail "entries after clear: $n3"

@@ -12,7 +12,7 @@ NP=$1 HAVE=$2 BLKC=$3 REF=$4 SRC=$5
 . "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-mpitask.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-export BLKC_CACHE_DIR=$T/cache
+export BLKC_CACHE_DIR=${BLKC_CACHE_DIR:-$T/cache} # make test: the suite's cache
 pass=0 failed=0
 ok()  { pass=$((pass + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }

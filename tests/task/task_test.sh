@@ -25,7 +25,8 @@ BLKC=$1 REF=$2 DIR=$3 MODE=$4
 shift 4
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-export BLKC_CACHE_DIR="$TMP/cache"
+# the JIT cache of the run (make test: one for the suite), else its own
+export BLKC_CACHE_DIR="${BLKC_CACHE_DIR:-$TMP/cache}"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
