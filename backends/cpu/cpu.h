@@ -29,6 +29,7 @@
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
+    X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
     X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)")
 
@@ -118,6 +119,10 @@ LLVMValueRef cpu_alloca(CpuGen *g, LLVMTypeRef t, int64_t n);
 LLVMValueRef cpu_tile_buf(CpuGen *g, const IrType *t); /* typed elem ptr */
 LLVMValueRef cpu_gep(CpuGen *g, LLVMTypeRef et, LLVMValueRef p,
                      LLVMValueRef idx);
+/* p behind an empty asm, opaque to LLVM's loop strength reduction (which
+ * turns row pointers A + r * lda, lda a run-time value, into a chain of
+ * adds inside a k loop: one integer op per load, serialized) */
+LLVMValueRef cpu_opaque_ptr(CpuGen *g, LLVMValueRef p);
 /* Element lin of value id (scalars ignore lin), as SSA of the dtype. */
 LLVMValueRef cpu_elem(CpuGen *g, int id, LLVMValueRef lin);
 LLVMValueRef cpu_call(CpuGen *g, const char *name, LLVMTypeRef ret,

@@ -85,6 +85,14 @@ LLVMValueRef cpu_gep(CpuGen *g, LLVMTypeRef et, LLVMValueRef p, LLVMValueRef idx
     return LLVMBuildInBoundsGEP2(g->b, et, p, &idx, 1, "");
 }
 
+LLVMValueRef cpu_opaque_ptr(CpuGen *g, LLVMValueRef p)
+{
+    LLVMTypeRef ft = LLVMFunctionType(g->ptr, &g->ptr, 1, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(ft, (char *)"", 0, (char *)"=r,0", 4, 0, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(g->b, ft, asmv, &p, 1, "");
+}
+
 LLVMValueRef cpu_elem(CpuGen *g, int id, LLVMValueRef lin)
 {
     const IrType *t = &g->f->ins[id].type;

@@ -23,8 +23,24 @@
  * the results equal tile.c's to the bit. Entry: cpu_gen_matvec. */
 #include "cpu.h"
 
-enum { MV_RB = 4, MV_U = 2 };
+/* RB rows at a time: 8 rows keep 8 streams of w in flight (4 rows read
+ * 0.80x of the read bandwidth at 4096 x 4096 on an AMD EPYC, 8 rows
+ * 0.96x), and each line of w loaded is matched by a prefetch into L2 of
+ * the line RB rows down, the next row block's, so that a row's stream is
+ * in flight before its first load (short rows gave the hardware
+ * prefetchers too little to train on: the decode step's K = 768 matvecs
+ * read at ~0.7x of the C loop, which walks one row after the other;
+ * BLKC_CPU_NOMVPF=1 off; benchmarks/README.md, round 15). U = 2 vectors
+ * per row where there are 32 vector registers (AVX-512), else 1 (AVX2's
+ * 16). */
+enum { MV_RB = 8, MV_UMAX = 2 };
+enum { SK_M = 4 };   /* rows of a skinny DOT */
 enum { SK_NV = 16 }; /* vector accumulators of a skinny DOT (of 32 registers) */
+
+static int mv_u(const CpuGen *g)
+{
+    return g->vecw_bytes >= 64 ? 2 : 1;
+}
 
 static LLVMValueRef splatv(CpuGen *g, LLVMValueRef x, int vw)
 {
@@ -97,13 +113,19 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
     LLVMBuilderRef b = g->b;
     LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
     LLVMTypeRef at = cpu_mtype(g, adt);
-    int64_t step = (int64_t)MV_U * VW, nv = K / step;
+    int U = mv_u(g);
+    int64_t step = (int64_t)U * VW, nv = K / step;
     LLVMValueRef nvv = kv ? LLVMBuildUDiv(b, kv, cpu_i64(g, step), "") : cpu_i64(g, nv);
-    LLVMValueRef slot[MV_RB][MV_U], arow[MV_RB];
+    LLVMValueRef slot[MV_RB][MV_UMAX], arow[MV_RB], prow[MV_RB];
+    bool pf = !cpu_switch(CPU_SW_NOMVPF);
     for (int r = 0; r < RB; r++) {
-        arow[r] = cpu_gep(g, at, A, LLVMBuildMul(b, LLVMBuildAdd(b, m0, cpu_i64(g, r), ""),
-                                                 lda, ""));
-        for (int u = 0; u < MV_U; u++) {
+        arow[r] = cpu_opaque_ptr(g, cpu_gep(g, at, A, LLVMBuildMul(b, LLVMBuildAdd(b, m0,
+                                 cpu_i64(g, r), ""), lda, "")));
+        if (pf) { /* MV_RB rows down: the next row block's (non-faulting) */
+            LLVMValueRef off = LLVMBuildMul(b, cpu_i64(g, MV_RB), lda, "");
+            prow[r] = cpu_opaque_ptr(g, LLVMBuildGEP2(b, at, arow[r], &off, 1, ""));
+        }
+        for (int u = 0; u < U; u++) {
             slot[r][u] = cpu_alloca(g, vt, 1);
             LLVMBuildStore(b, LLVMConstNull(vt), slot[r][u]);
         }
@@ -112,12 +134,18 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
         CpuLoop lk;
         cpu_loop_open(g, &lk, cpu_i64(g, 0), nvv);
         LLVMValueRef k0 = LLVMBuildMul(b, lk.iv, cpu_i64(g, step), "");
-        for (int u = 0; u < MV_U; u++) {
+        for (int u = 0; u < U; u++) {
             LLVMValueRef ku = LLVMBuildAdd(b, k0, cpu_i64(g, (int64_t)u * VW), "");
             LLVMValueRef q = LLVMBuildBitCast(b, cpu_gep(g, E, x, ku), LLVMPointerType(vt, 0), "");
             LLVMValueRef xw = LLVMBuildLoad2(b, vt, q, "");
             LLVMSetAlignment(xw, (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E));
             for (int r = 0; r < RB; r++) {
+                if (pf && (u * VW * dsl_dtype_bytes(adt)) % 64 == 0) { /* a line, into L2 */
+                    LLVMValueRef pa[4] = {LLVMBuildGEP2(b, at, prow[r], &ku, 1, ""), cpu_i32c(g, 0),
+                                          cpu_i32c(g, 2), cpu_i32c(g, 1)};
+                    LLVMTypeRef pt = g->ptr;
+                    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
+                }
                 LLVMValueRef av = load_wide(g, cpu_gep(g, at, arow[r], ku), adt, E, VW);
                 LLVMValueRef ops[3] = {av, xw, LLVMBuildLoad2(b, vt, slot[r][u], "")};
                 LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[r][u]);
@@ -128,7 +156,7 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
     LLVMValueRef s[MV_RB];
     for (int r = 0; r < RB; r++) {
         LLVMValueRef v = LLVMBuildLoad2(b, vt, slot[r][0], "");
-        for (int u = 1; u < MV_U; u++)
+        for (int u = 1; u < U; u++)
             v = LLVMBuildFAdd(b, v, LLVMBuildLoad2(b, vt, slot[r][u], ""), "");
         s[r] = hsum(g, v, VW);
     }
@@ -186,7 +214,7 @@ static void cols(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, in
     LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
     LLVMTypeRef bt = cpu_mtype(g, bdt);
     unsigned eal = (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
-    LLVMValueRef slot[MV_RB][SK_NV], out[MV_RB][SK_NV];
+    LLVMValueRef slot[SK_M][SK_NV], out[SK_M][SK_NV];
     for (int m = 0; m < M; m++)
         for (int v = 0; v < NV; v++) {
             LLVMValueRef c = LLVMBuildAdd(b, j0, cpu_i64(g, m * N + (int64_t)v * VW), "");
@@ -268,11 +296,11 @@ bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
     if (rt->shape[1] == 1)
         return dtypes_ok(ta->dtype, rt->dtype);
     int VW = g->vecw_bytes / dsl_dtype_bytes(rt->dtype);
-    return rt->shape[0] <= MV_RB && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
+    return rt->shape[0] <= SK_M && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
            dsl_is_float(ta->dtype);
 }
 
-/* the skinny DOT [M, K] x [K, N], M <= MV_RB: B read once, in place,
+/* the skinny DOT [M, K] x [K, N], M <= SK_M: B read once, in place,
  * SK_NV / M vector columns at a time */
 static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {

@@ -431,18 +431,6 @@ static void vstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, unsigned al)
 
 enum { MAXMR = 16, MAXNRV = 4 };
 
-/* p, hidden from the optimizer behind an empty asm: LLVM's loop strength
- * reduction would otherwise turn a micro-kernel's MR row pointers
- * (A + r * lda, lda known only at run time) into a chain of adds inside
- * the k loop, one integer op per broadcast on the FMA ports. */
-static LLVMValueRef opaque_ptr(CpuGen *g, LLVMValueRef p)
-{
-    LLVMTypeRef ft = LLVMFunctionType(g->ptr, &g->ptr, 1, 0);
-    LLVMValueRef asmv = LLVMGetInlineAsm(ft, (char *)"", 0, (char *)"=r,0", 4, 0, 0,
-                                         LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(g->b, ft, asmv, &p, 1, "");
-}
-
 /* One k step of the micro-kernel: acc[r][v] += A(r) * B[v*VW ..], with
  * ap[r] pointing at A(r) and brow at the k-th row of the B columns. */
 static void micro_k(CpuGen *g, LLVMValueRef *ap, LLVMValueRef brow,
@@ -489,7 +477,7 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
     for (int r = 0; r < MR; r++) {
         LLVMValueRef row = LLVMBuildAdd(b, i0, cpu_i64(g, r), "");
         if (!aw)
-            ar[r] = opaque_ptr(g, cpu_gep(g, E, A, LLVMBuildMul(b,
+            ar[r] = cpu_opaque_ptr(g, cpu_gep(g, E, A, LLVMBuildMul(b,
                                    LLVMBuildAdd(b, ai, cpu_i64(g, r), ""), lda, "")));
         LLVMValueRef crow = cpu_gep(g, E, C, LLVMBuildMul(b, row, cpu_i64(g, ldc), ""));
         for (int v = 0; v < NRV; v++) {

@@ -1,9 +1,10 @@
 /* t_matvec.c — matrix-vector DOTs `dot(w: [BM, BK], x: [BK])` (the CPU's
  * matvec.c path) against a C reference in double: f32, f64, bf16 and f16
  * weights with f32 results; a K loop with an accumulator and a single DOT
- * without one; M and K tails (rows that are not a multiple of the 4-row
+ * without one; M and K tails (rows that are not a multiple of the 8-row
  * block, K not a multiple of the vector, views past the tensor's end that
- * read 0) and blocks read in place with the tensor's row stride.
+ * read 0) and blocks read in place with the tensor's row stride; once more
+ * without the next-row-block prefetch (BLKC_CPU_NOMVPF=1).
  * Skinny DOTs `dot(x: [BK], w: [BK, BN])` and `dot(x: [BM <= 4, BK],
  * w: [BK, BN])` (matvec.c's skinny path): the same reference, and equal to
  * the bit to the GEMM micro-kernel's result (BLKC_CPU_NOMATVEC=1), whose
@@ -148,11 +149,15 @@ int main(void)
     for (int i = 0; i < 3; i++) {
         run(wd[i], "f32", 37, 200, 16, 64, 0);  /* M, K tails past the end */
         run(wd[i], "f32", 64, 256, 32, 128, 0); /* in place, strided rows */
-        run(wd[i], "f32", 5, 45, 8, 45, 1);     /* K % 32 = 13, M < 4 rows */
-        run(wd[i], "f32", 30, 100, 12, 100, 1); /* M % 4 = 2 */
+        run(wd[i], "f32", 5, 45, 8, 45, 1);     /* K % 32 = 13, M < 8 rows */
+        run(wd[i], "f32", 30, 100, 12, 100, 1); /* BM 12: a block of 8, then 4 */
     }
     run("f64", "f64", 37, 200, 16, 64, 0);
     run("f64", "f64", 7, 33, 8, 33, 1);
+    setenv("BLKC_CPU_NOMVPF", "1", 1);
+    run("f32", "f32", 37, 200, 16, 64, 0);
+    run("bf16", "f32", 30, 100, 12, 100, 1);
+    unsetenv("BLKC_CPU_NOMVPF");
     for (int i = 0; i < 3; i++) {
         run_skinny(wd[i], 1, 1, 64, 32, 200, 100);  /* N tail block, K tail */
         run_skinny(wd[i], 0, 3, 256, 64, 256, 128); /* 3 rows, 16 vectors: 5 per chunk */
