@@ -494,14 +494,17 @@ static int rank_main(RtRank *r, void *arg)
                         err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
-    for (int i = 0; i < k->npriv; i++)
+    if (k->comm)
+        rt_gpur_nccl_release(k->main, r, k->comm, rt_rank_failed(r));
+    k->comm = NULL;
+    /* an NCCL call left behind on a helper thread may still use the
+     * device's memory and streams: kept (world_free parks the world) */
+    bool stuck = __atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < k->npriv && !stuck; i++)
         w->ops->free(dev, k->priv[i]);
     free(k->priv);
     k->priv = NULL;
     k->npriv = 0;
-    if (k->comm)
-        rt_nccl_comm_destroy(w->t, k->comm, rt_rank_failed(r));
-    k->comm = NULL;
     if (w->mpi && rc == 0) {
         /* unmap the peers' heaps, then no peer uses ours any more */
         for (int q = 0; q < w->nranks; q++)
@@ -512,15 +515,30 @@ static int rank_main(RtRank *r, void *arg)
             }
         rc = rt_barrier(r);
     }
-    ctx_free(k->main);
-    k->main = NULL;
-    free_dead(w, k);
+    if (!stuck) {
+        ctx_free(k->main);
+        k->main = NULL;
+        free_dead(w, k);
+    }
     free(local);
     return rc;
 }
 
+/* Worlds with an NCCL call left behind on a helper thread
+ * (gpu_nccl_wait.c): never freed, since NCCL may still use their
+ * devices, streams and memory; kept reachable here. */
+static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
+static RtGpuWorld *parked;
+
 static void world_free(RtGpuWorld *w)
 {
+    if (__atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&parked_mu);
+        w->parked_next = parked;
+        parked = w;
+        pthread_mutex_unlock(&parked_mu);
+        return;
+    }
     for (int i = 0; w->ranks && i < w->nranks; i++) {
         RtGpurRank *k = &w->ranks[i];
         if (k->ipc && w->ndev > 0)
