@@ -268,6 +268,17 @@ static int poll_done(RtGpuCtx *c, RtRank *r, void **comm, const char *what,
                 rt_gpur_nccl_release(c, r, *comm, 1);
                 *comm = NULL;
             }
+            /* the abort should stop NCCL's kernel; if the stream still
+             * does not drain, the run must not synchronize or free it */
+            int64_t grace = rt_now_ms() + GRACE_MS;
+            int q = 1;
+            while (q > 0 && rt_now_ms() < grace) {
+                q = w->ops->query(DEV(c), c->stream, err, sizeof err);
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+            }
+            if (q > 0)
+                __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
             return -1;
         }
         struct timespec ts = {0, spin < 100 ? 20000 : 200000};

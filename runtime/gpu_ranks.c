@@ -494,7 +494,7 @@ static int rank_main(RtRank *r, void *arg)
                         err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
-    if (k->comm)
+    if (k->comm && k->main)
         rt_gpur_nccl_release(k->main, r, k->comm, rt_rank_failed(r));
     k->comm = NULL;
     /* an NCCL call left behind on a helper thread may still use the
