@@ -33,8 +33,10 @@
  * nothing (after 200 ms, answering ncclSuccess), so the peers' calls
  * wait; =stream, they run but their stream never completes (the fake
  * driver's fake_cuda_hold, as a kernel stuck on the GPU) until the
- * communicator is aborted. ncclCommAbort waits (at most 5 s) for the
- * receives it woke to leave. */
+ * communicator is aborted, and the other ranks' calls take 300 ms more
+ * (so that rank R's deadline comes first). ncclCommAbort waits (at most
+ * 5 s) for the receives it woke to leave; OLD, $FAKE_NCCL_ABORT_MS makes
+ * it sleep that long first (an abort that waits for a stuck kernel). */
 #define _GNU_SOURCE /* RTLD_NOLOAD, nanosleep */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -88,13 +90,14 @@ enum { IN_PROGRESS = 7 };
  * ncclCommGetAsyncError keeps answering ncclInProgress (a peer that died
  * or hangs, as a real NCCL would show it). Blocking communicators ignore
  * it. */
+/* rank -1: -1 when some rank hangs at `at`, else 0 */
 static int hang_rank(int rank, int nb, const char *at)
 {
     const char *r = getenv("FAKE_NCCL_HANG_RANK");
     const char *a = getenv("FAKE_NCCL_HANG_AT");
-    if ((!nb && !OLD) || !r || !*r || atoi(r) != rank)
+    if ((!nb && !OLD) || !r || !*r || (rank >= 0 && atoi(r) != rank))
         return 0;
-    return !strcmp(a && *a ? a : "init", at);
+    return !strcmp(a && *a ? a : "init", at) ? (rank < 0 ? -1 : 1) : 0;
 }
 
 static int hang_here(const Comm *c, const char *at)
@@ -133,6 +136,9 @@ static void (*driver_hold(void))(void *, int)
             ((Comm *)(c))->hang = 1;                                         \
             return IN_PROGRESS;                                              \
         }                                                                    \
+        if (OLD && !hang_here(c, "stream") &&                                \
+            hang_rank(-1, 0, "stream") < 0)                                  \
+            sleep_ms(300); /* the hanging rank's deadline comes first */     \
         if (hang_here(c, "stream") && !(c)->held) {                          \
             void (*hold_)(void *, int) = driver_hold();                      \
             if (hold_ && (stream)) {                                         \
@@ -558,6 +564,9 @@ API int ncclCommDestroy(Comm *c)
 API int ncclCommAbort(Comm *c)
 {
     logcall("ncclCommAbort");
+    const char *ms = getenv("FAKE_NCCL_ABORT_MS"); /* an abort that hangs */
+    if (OLD && ms && atoi(ms) > 0)
+        sleep_ms(atoi(ms) < 60000 ? atoi(ms) : 60000);
     if (c) { /* the receives it wakes leave before it frees (5 s at most) */
         Shared *s = c->s;
         pthread_mutex_lock(&s->mu);

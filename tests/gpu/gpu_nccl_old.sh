@@ -11,9 +11,10 @@
 #   - FAKE_NCCL_HANG_RANK=1 makes rank 1 a peer that never arrives
 #     (FAKE_NCCL_HANG_AT=init: in ncclCommInitRank; =coll: in its
 #     collective or exchange), or whose collective's kernel never ends
-#     (=stream): exit 3 and one line naming the waiting rank and the call,
-#     within BLKC_COLL_TIMEOUT_MS + 10 s (bounded only from above: a
-#     loaded machine is slow), never a hang (each run is killed at 60 s).
+#     (=stream), also with an ncclCommAbort that hangs (FAKE_NCCL_ABORT_MS):
+#     exit 3 and one line naming the waiting rank and the call, within
+#     BLKC_COLL_TIMEOUT_MS + 10 s (bounded only from above: a loaded
+#     machine is slow), never a hang (each run is killed at 60 s).
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=$4
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-ncclold.XXXXXX")
@@ -24,7 +25,7 @@ for f in "$FAKE/libcuda.so.1" "$FN"; do
 done
 export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FAKE_CUDA_DEVICES=2 BLKC_NCCL_LIB=$FN BLKC_GPU_COLL=nccl
-unset FAKE_NCCL_HANG_RANK FAKE_NCCL_HANG_AT BLKC_COLL_TIMEOUT_MS BLKC_WAIT_TIMEOUT_MS
+unset FAKE_NCCL_HANG_RANK FAKE_NCCL_HANG_AT FAKE_NCCL_ABORT_MS BLKC_COLL_TIMEOUT_MS BLKC_WAIT_TIMEOUT_MS
 DEV=cuda:0 G=$SRC/tests/gpu/data/granks.blk
 P2P=$SRC/tests/dist/p2p.blk GRP=$SRC/tests/dist/groups.blk
 SLACK=10000
@@ -108,6 +109,10 @@ hang old_hang_coll coll "^blkc: error: rank 0: all_reduce $TAIL aborted\$" \
 hang old_hang_exchange coll "^blkc: error: rank 0: exchange (ncclSend/ncclRecv) $TAIL aborted\$" \
   "$P2P" --entry=ring N=4
 hang old_hang_stream stream "^blkc: error: rank 1: all_reduce $TAIL aborted\$" \
+  "$G" --entry=ar_sum N=4
+# ... and ncclCommAbort itself hangs (20 s): bounded too (the abort's
+# helper is left behind, the world's devices kept), exit 3 all the same
+FAKE_NCCL_ABORT_MS=20000 hang old_hang_abort stream "^blkc: error: rank 1: all_reduce $TAIL aborted\$" \
   "$G" --entry=ar_sum N=4
 
 echo "$((n - fails))/$n passed"
