@@ -271,7 +271,7 @@ static int poll_done(RtGpuCtx *c, RtRank *r, void **comm, const char *what,
             /* the abort should stop NCCL's kernel; if the stream still
              * does not drain, the run must not synchronize or free it */
             int64_t grace = rt_now_ms() + GRACE_MS;
-            int q = 1;
+            int q = c->stream ? 1 : 0;
             while (q > 0 && rt_now_ms() < grace) {
                 q = w->ops->query(DEV(c), c->stream, err, sizeof err);
                 struct timespec ts = {0, 1000000};
