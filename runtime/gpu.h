@@ -267,6 +267,9 @@ int rt_nccl_supports(int dtype, int op);
  * blocks until every rank joined (*nonblocking = 0). */
 int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
                       void **comm, int *nonblocking, char *err, size_t errlen);
+/* Whether rt_nccl_comm_init makes nonblocking communicators (the loaded
+ * library has ncclCommInitRankConfig); 0 when it does not load. */
+int rt_nccl_nonblocking(blkc_target t);
 /* ncclCommGetAsyncError of a nonblocking communicator: 0 with *pending 1
  * while its last call is in progress, 0 with *pending 0 when it is done,
  * -1 with the message when it failed. */

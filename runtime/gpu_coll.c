@@ -7,12 +7,12 @@
  * collective the ranks agree on the host (rt_coll_agree of rank_coll.c:
  * kind, dtype, op, root, count), since NCCL would hang or corrupt on a
  * mismatch; the staged path gets the same check from the CPU collectives.
- * Groups and send/recv: gpu_p2p.c. */
+ * The NCCL calls and their deadline: gpu_nccl_wait.c. Groups and
+ * send/recv: gpu_p2p.c. */
 #include "gpu_ranks.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEV(c) rt_gpu_dev((c)->k->d->g)
 
@@ -27,62 +27,7 @@ int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
         return rt_gpur_fail(r, err);
     if (rt_broadcast(r, id, sizeof id, DT_U8, 0) || rt_gpur_sync(c, r))
         return -1; /* rt_gpur_sync also makes the device's context current */
-    int nb = 0;
-    if (rt_nccl_comm_init(w->t, w->nranks, id, rt_rank_id(r), &c->k->comm, &nb,
-                          err, sizeof err))
-        return rt_gpur_fail(r, err);
-    c->k->nb = nb;
-    return nb ? rt_gpur_nccl_wait(c, r, &c->k->comm, "ncclCommInitRankConfig") : 0;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int rt_gpur_nccl_wait(RtGpuCtx *c, RtRank *r, void **comm, const char *what)
-{
-    RtGpuWorld *w = c->w;
-    char err[512];
-    if (!c->k->nb) {
-        if (rt_gpur_sync(c, r))
-            return -1;
-        if (rt_nccl_check(w->t, *comm, err, sizeof err))
-            return rt_rank_fail(r, "%s: %s", what, err);
-        return 0;
-    }
-    int64_t tmo = rt_world_coll_timeout_ms(rt_rank_world(r)), t0 = now_ms();
-    for (long spin = 0;; spin++) {
-        int pending = 0;
-        if (rt_nccl_pending(w->t, *comm, &pending, err, sizeof err))
-            return rt_rank_fail(r, "%s: %s", what, err);
-        if (!pending && c->stream && w->ops->query) {
-            int q = w->ops->query(DEV(c), c->stream, err, sizeof err);
-            if (q < 0)
-                return rt_gpur_fail(r, err);
-            pending = q;
-        }
-        if (!pending)
-            return 0;
-        if (rt_rank_check(r))
-            return -1; /* the communicator is aborted at the rank's end */
-        int64_t t = now_ms();
-        if (tmo >= 0 && t - t0 >= tmo) {
-            rt_rank_fail(r, "%s did not complete within %lld ms (a peer "
-                         "failed, hangs or called another collective); the "
-                         "%s communicator is aborted", what, (long long)tmo,
-                         w->t == BLKC_TARGET_HIP ? "RCCL" : "NCCL");
-            if (comm == &c->k->comm) { /* a group's: its owner frees it */
-                rt_nccl_comm_destroy(w->t, *comm, 1);
-                *comm = NULL;
-            }
-            return -1;
-        }
-        struct timespec ts = {0, spin < 100 ? 20000 : 200000};
-        nanosleep(&ts, NULL);
-    }
+    return rt_gpur_nccl_init(c, r, id);
 }
 
 /* Through host memory and the CPU collectives of ranks.h. */
@@ -201,10 +146,7 @@ int rt_gpur_coll(RtGpuCtx *c, RtRank *r, const RtNcclColl *d)
                     .count = d->count, .counts = x.counts, .counts2 = x.counts2};
     if (rt_coll_agree(r, &a))
         return -1;
-    char err[512];
     if (rt_gpur_comm(c, r))
         return -1;
-    if (rt_nccl_coll(w->t, c->k->comm, c->stream, &x, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return rt_gpur_nccl_wait(c, r, &c->k->comm, rt_rank_coll_name(d->kind));
+    return rt_gpur_nccl_coll(c, r, &c->k->comm, &x, rt_rank_coll_name(d->kind));
 }

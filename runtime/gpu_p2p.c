@@ -51,19 +51,10 @@ int rt_gpur_group(RtGpuCtx *c, RtRank *r, int64_t color, int64_t key,
     for (int i = 1; i < rt_group_size(g); i++)
         if (rt_group_member(g, i) < nc)
             nc = rt_group_member(g, i);
-    char err[512] = "";
     int rc = rt_gpur_comm(c, r) ? -1
-           : rt_nccl_comm_split(w->t, c->k->comm, nc, rt_group_rank(g), comm,
-                                err, sizeof err);
-    if (rc == 0 && c->k->nb && rt_gpur_nccl_wait(c, r, comm, "ncclCommSplit")) {
-        rt_nccl_comm_destroy(w->t, *comm, 1);
-        *comm = NULL;
-        rc = -1;
-    }
+           : rt_gpur_nccl_split(c, r, nc, rt_group_rank(g), comm);
     if (rc == 0 || rc == -2) /* -2: no ncclCommSplit in this NCCL, staged */
         return 0;
-    if (err[0]) /* else rt_gpur_comm recorded it */
-        rt_gpur_fail(r, err);
     rt_group_free(*out);
     *out = NULL;
     return -1;
@@ -72,7 +63,7 @@ int rt_gpur_group(RtGpuCtx *c, RtRank *r, int64_t color, int64_t key,
 void rt_gpur_group_free(RtGpuCtx *c, RtRank *r, void *comm)
 {
     if (c && comm)
-        rt_nccl_comm_destroy(c->w->t, comm, rt_rank_failed(r));
+        rt_gpur_nccl_release(c, r, comm, rt_rank_failed(r));
 }
 
 /* Through host memory: dst and src are copied down (dst too, so what the
@@ -126,10 +117,7 @@ static int group_nccl(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
                      : d->count / (size_t)G + ((size_t)q < d->count % (size_t)G);
     x.counts = cnt;
     x.counts2 = cnt;
-    char err[512];
-    if (rt_nccl_coll(c->w->t, comm, c->stream, &x, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return rt_gpur_nccl_wait(c, r, &comm, rt_rank_coll_name(d->kind));
+    return rt_gpur_nccl_coll(c, r, &comm, &x, rt_rank_coll_name(d->kind));
 }
 
 /* NCCL does not compare what the members call: they all-gather kind,
@@ -300,11 +288,8 @@ static int xchg_nccl(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
     }
     if (rc == 0 && (xchg_sizes(r, ops, n) || rt_gpur_comm(c, r)))
         rc = -1;
-    if (rc == 0 && rt_nccl_exchange(c->w->t, c->k->comm, c->stream, h, n, err,
-                                    sizeof err))
-        rc = rt_gpur_fail(r, err);
     if (rc == 0)
-        rc = rt_gpur_nccl_wait(c, r, &c->k->comm, "exchange (ncclSend/ncclRecv)");
+        rc = rt_gpur_nccl_exchange(c, r, h, n);
     for (int i = 0; tmp && i < n; i++)
         rt_gpur_free(c, tmp[i]);
     free(tmp);

@@ -111,10 +111,22 @@ static RtGpuCtx *ctx_new(RtGpuWorld *w, RtGpurRank *k, char *err, size_t errlen)
     return c;
 }
 
+/* An NCCL call was left behind on a helper thread (gpu_nccl_wait.c): its
+ * stream may never drain, so nothing waits on the devices any more and
+ * their streams and memory are kept (world_free parks the world). */
+static bool stuck(const RtGpuWorld *w)
+{
+    return __atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE);
+}
+
 static void ctx_free(RtGpuCtx *c)
 {
     if (!c)
         return;
+    if (stuck(c->w)) {
+        free(c);
+        return;
+    }
     void *dev = DEV(c);
     c->w->ops->sync(dev, c->stream, (char[8]){0}, 8);
     defer_free(c->w, c->k, c->fail);
@@ -125,6 +137,9 @@ static void ctx_free(RtGpuCtx *c)
 int rt_gpur_sync(RtGpuCtx *c, RtRank *r)
 {
     char err[512];
+    if (stuck(c->w))
+        return rt_rank_fail(r, "the device is not waited for: an NCCL call "
+                            "did not return");
     if (c->w->ops->sync(DEV(c), c->stream, err, sizeof err))
         return rt_gpur_fail(r, err);
     return 0;
@@ -203,7 +218,7 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
 
 void rt_gpur_free(RtGpuCtx *c, char *p)
 {
-    if (!c || !p)
+    if (!c || !p || stuck(c->w))
         return;
     c->w->ops->sync(DEV(c), c->stream, (char[8]){0}, 8);
     defer_free(c->w, c->k, U64(p));
@@ -494,14 +509,17 @@ static int rank_main(RtRank *r, void *arg)
                         err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
-    for (int i = 0; i < k->npriv; i++)
+    if (k->comm && k->main)
+        rt_gpur_nccl_release(k->main, r, k->comm, rt_rank_failed(r));
+    k->comm = NULL;
+    /* an NCCL call left behind on a helper thread may still use the
+     * device's memory and streams: kept (world_free parks the world) */
+    bool kept = stuck(w);
+    for (int i = 0; i < k->npriv && !kept; i++)
         w->ops->free(dev, k->priv[i]);
     free(k->priv);
     k->priv = NULL;
     k->npriv = 0;
-    if (k->comm)
-        rt_nccl_comm_destroy(w->t, k->comm, rt_rank_failed(r));
-    k->comm = NULL;
     if (w->mpi && rc == 0) {
         /* unmap the peers' heaps, then no peer uses ours any more */
         for (int q = 0; q < w->nranks; q++)
@@ -512,15 +530,30 @@ static int rank_main(RtRank *r, void *arg)
             }
         rc = rt_barrier(r);
     }
-    ctx_free(k->main);
-    k->main = NULL;
-    free_dead(w, k);
+    if (!kept) {
+        ctx_free(k->main);
+        k->main = NULL;
+        free_dead(w, k);
+    }
     free(local);
     return rc;
 }
 
+/* Worlds with an NCCL call left behind on a helper thread
+ * (gpu_nccl_wait.c): never freed, since NCCL may still use their
+ * devices, streams and memory; kept reachable here. */
+static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
+static RtGpuWorld *parked;
+
 static void world_free(RtGpuWorld *w)
 {
+    if (stuck(w)) {
+        pthread_mutex_lock(&parked_mu);
+        w->parked_next = parked;
+        parked = w;
+        pthread_mutex_unlock(&parked_mu);
+        return;
+    }
     for (int i = 0; w->ranks && i < w->nranks; i++) {
         RtGpurRank *k = &w->ranks[i];
         if (k->ipc && w->ndev > 0)

@@ -20,8 +20,9 @@
  * host memory and the CPU collectives of ranks.h. BLKC_GPU_COLL=nccl
  * makes a missing or unusable NCCL an error, =host always stages. Where
  * NCCL has ncclCommInitRankConfig the communicators are nonblocking and
- * every NCCL call is polled against the collectives' deadline
- * (rt_gpur_nccl_wait); otherwise the calls block as NCCL's do.
+ * every NCCL call is polled against the collectives' deadline; otherwise
+ * (an older NCCL) the calls run on helper threads waited for with that
+ * deadline (gpu_nccl_wait.c).
  * Groups (`let g = group(...)`, `group = g`) and exchange blocks
  * (gpu_p2p.c) are staged the same way through rank_group.c / rank_p2p.c,
  * or with NCCL run as ncclCommSplit communicators and grouped
@@ -168,6 +169,10 @@ struct RtGpuWorld {
     int fi;                        /* entry */
     RtPlanArg *const *args;        /* per rank, per param */
     const int64_t *grid;           /* kernel grid override or NULL */
+    int stuck;                     /* atomic: an NCCL call was left behind on
+                                      a helper thread (gpu_nccl_wait.c): the
+                                      devices, streams and memory are kept */
+    RtGpuWorld *parked_next;       /* gpu_ranks.c's list of stuck worlds */
 };
 
 struct RtGpuCtx {
@@ -183,14 +188,30 @@ int rt_gpur_fail(RtRank *r, const char *msg);
 /* The rank's NCCL communicator over the world, made at the first call
  * (collective: rank 0's unique id goes over the host world). */
 int rt_gpur_comm(RtGpuCtx *c, RtRank *r);
-/* After NCCL call `what` on *comm (the world's or a split of it): wait for
- * it. Blocking communicator: the stream, then the asynchronous error.
- * Nonblocking (k->nb): poll ncclCommGetAsyncError and the stream until
- * both are done, an error, the world failing, or the collectives'
+
+/* gpu_nccl_wait.c: every NCCL call, waited for with the collectives'
  * deadline (BLKC_COLL_TIMEOUT_MS; 4 x BLKC_WAIT_TIMEOUT_MS when only that
- * is set), which fails the rank with "WHAT did not complete within T ms"
- * and aborts the world's communicator at once (ncclCommAbort; *comm =
- * NULL); a group's is aborted when it is freed (rt_gpur_group_free). */
-int rt_gpur_nccl_wait(RtGpuCtx *c, RtRank *r, void **comm, const char *what);
+ * is set). Nonblocking communicators (k->nb: the library has
+ * ncclCommInitRankConfig) poll ncclCommGetAsyncError and the stream;
+ * blocking ones (an older NCCL) run the call on a helper thread that the
+ * rank waits for, then poll the stream. Past the deadline the rank fails
+ * with "WHAT did not complete within T ms (...); the NCCL communicator is
+ * aborted" (init: "abandoned") and the world's communicator is aborted at
+ * once (ncclCommAbort; *comm = NULL; a group's when it is freed). A
+ * helper still inside NCCL after that is left behind (never joined) and
+ * marks the world stuck. Each returns 0 or -1 with the rank's error set.
+ * Init: c->k->comm and c->k->nb from rank 0's unique id. */
+int rt_gpur_nccl_init(RtGpuCtx *c, RtRank *r, const void *id);
+/* ncclCommSplit of the world's communicator into *out; -2 (no error set)
+ * when the library lacks it. */
+int rt_gpur_nccl_split(RtGpuCtx *c, RtRank *r, int color, int key, void **out);
+/* A collective on *comm (the world's or a group's), named `what`. */
+int rt_gpur_nccl_coll(RtGpuCtx *c, RtRank *r, void **comm, const RtNcclColl *x,
+                      const char *what);
+/* An exchange block's grouped sends and receives on the world's. */
+int rt_gpur_nccl_exchange(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n);
+/* ncclCommDestroy (abort_it: ncclCommAbort) of comm, bounded by the
+ * deadline where it may block (a blocking communicator). */
+void rt_gpur_nccl_release(RtGpuCtx *c, RtRank *r, void *comm, int abort_it);
 
 #endif

@@ -10,6 +10,8 @@
  * ncclCommInitRankConfig (config.blocking = 0): calls may answer
  * ncclInProgress, and gpu_coll.c polls ncclCommGetAsyncError
  * (rt_nccl_pending) against a deadline instead of blocking for ever.
+ * Without it (an older NCCL) the calls block: gpu_nccl_wait.c runs them
+ * on helper threads that the rank waits for with the deadline.
  *
  * BLKC_NCCL_LIB / BLKC_RCCL_LIB name the library to load instead of the
  * default search (libnccl.so.2, then /usr/local/cuda/lib64/libnccl.so.2;
@@ -295,6 +297,13 @@ int rt_nccl_comm_init(blkc_target t, int nranks, const void *id, int rank,
     }
     *comm = c;
     return 0;
+}
+
+int rt_nccl_nonblocking(blkc_target t)
+{
+    char err[8];
+    NcclLib *L = lib_of(t, err, sizeof err);
+    return L && L->init_config;
 }
 
 int rt_nccl_pending(blkc_target t, void *comm, int *pending, char *err,

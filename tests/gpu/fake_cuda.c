@@ -17,7 +17,12 @@
  * $FAKE_CUDA_TMAP_FAIL=1.
  * Memory, IPC handles, mapped host memory (cuMemHostAlloc; fails with
  * $FAKE_GPU_NO_HOSTMAP=1) and the waiting kernel ($FAKE_GPU_WAIT_KERNEL):
- * fake_mem.h (shared with fake_hip.c). It checks
+ * fake_mem.h (shared with fake_hip.c). fake_cuda_hold(stream, 1) (called
+ * by fake_nccl.c, FAKE_NCCL_HANG_AT=stream) makes a stream's work never
+ * end, as a collective kernel whose peer never comes: cuStreamQuery
+ * answers CUDA_ERROR_NOT_READY and cuStreamSynchronize waits (at most
+ * 30 s, then CUDA_ERROR_LAUNCH_TIMEOUT) until fake_cuda_hold(stream, 0).
+ * It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
 #include "fake_mem.h"
@@ -242,11 +247,47 @@ P(cuMemHostGetDevicePointer_v2, CUdeviceptr *d, void *p, unsigned flags)
     return OK;
 }
 P(cuMemFreeHost, void *p) { free(p); return OK; }
-P(cuStreamQuery, void *s) { (void)s; return OK; }
-P(cuStreamSynchronize, void *s) { (void)s; return OK; }
+/* the streams held by fake_cuda_hold */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *held[16];
+
+static bool is_held(void *s)
+{
+    bool h = false;
+    pthread_mutex_lock(&hold_mu);
+    for (int i = 0; i < 16 && s; i++)
+        h |= held[i] == s;
+    pthread_mutex_unlock(&hold_mu);
+    return h;
+}
+
+API void fake_cuda_hold(void *s, int on);
+API void fake_cuda_hold(void *s, int on)
+{
+    pthread_mutex_lock(&hold_mu);
+    for (int i = 0; i < 16; i++)
+        if (held[i] == s)
+            held[i] = NULL;
+    for (int i = 0; i < 16 && on; i++)
+        if (!held[i]) {
+            held[i] = s;
+            break;
+        }
+    pthread_mutex_unlock(&hold_mu);
+}
+
+P(cuStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* NOT_READY */
+P(cuStreamSynchronize, void *s)
+{
+    for (int i = 0; i < 30000 && is_held(s); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return is_held(s) ? 702 : OK; /* CUDA_ERROR_LAUNCH_TIMEOUT */
+}
 P(cuCtxSynchronize, void) { return OK; }
 P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = malloc(1); return *s ? OK : 2; }
-P(cuStreamDestroy_v2, void *s) { free(s); return OK; }
+P(cuStreamDestroy_v2, void *s) { fake_cuda_hold(s, 0); free(s); return OK; }
 P(cuCtxEnablePeerAccess, void *c, unsigned f) { (void)c; (void)f; return OK; }
 P(cuEventCreate, void **e, unsigned f) { (void)f; *e = malloc(1); return *e ? OK : 2; }
 P(cuEventDestroy_v2, void *e) { free(e); return OK; }

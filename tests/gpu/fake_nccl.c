@@ -21,12 +21,36 @@
  * nonblocking communicator (its splits too): calls still run at once but
  * answer ncclInProgress where NCCL may, and ncclCommGetAsyncError says
  * when they are done; $FAKE_NCCL_HANG_RANK makes one rank's never be
- * (hang_here). */
+ * (hang_here).
+ *
+ * Built with -DFAKE_NCCL_OLD (libfakenccl_old.so) it is an NCCL 2.13:
+ * no ncclCommInitRankConfig and no ncclCommSplit, so every communicator
+ * blocks, and ncclCommInitRank waits (at most 30 s) until every rank
+ * joined, as NCCL's bootstrap does. There $FAKE_NCCL_HANG_RANK=R makes
+ * rank R a peer that never arrives: =init, its ncclCommInitRank joins
+ * nothing (after 200 ms it answers with a communicator of its own), so
+ * the others' inits wait; =coll, its collectives, sends and receives do
+ * nothing (after 200 ms, answering ncclSuccess), so the peers' calls
+ * wait; =stream, they run but their stream never completes (the fake
+ * driver's fake_cuda_hold, as a kernel stuck on the GPU) until the
+ * communicator is aborted, and the other ranks' calls take 300 ms more
+ * (so that rank R's deadline comes first). ncclCommAbort waits (at most
+ * 5 s) for the receives it woke to leave; OLD, $FAKE_NCCL_ABORT_MS makes
+ * it sleep that long first (an abort that waits for a stuck kernel). */
+#define _GNU_SOURCE /* RTLD_NOLOAD, nanosleep */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#ifdef FAKE_NCCL_OLD
+#define OLD 1
+#else
+#define OLD 0
+#endif
 
 #define API __attribute__((visibility("default")))
 
@@ -44,6 +68,7 @@ typedef struct Shared {            /* one communicator, all its ranks */
     int n, refs, joined;
     long long key;                 /* unique id (registry), or -1 */
     int aborted;
+    int busy;                      /* receives waiting (ncclCommAbort) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     Msg **head, **tail;            /* [from * n + to] */
@@ -54,6 +79,7 @@ typedef struct Comm {
     int rank;
     int nb;                        /* nonblocking (ncclCommInitRankConfig) */
     int hang;                      /* its async error stays ncclInProgress */
+    void *held;                    /* a stream it held (=stream) */
 } Comm;
 
 enum { IN_PROGRESS = 7 };
@@ -64,21 +90,61 @@ enum { IN_PROGRESS = 7 };
  * ncclCommGetAsyncError keeps answering ncclInProgress (a peer that died
  * or hangs, as a real NCCL would show it). Blocking communicators ignore
  * it. */
-static int hang_here(const Comm *c, const char *at)
+/* rank -1: -1 when some rank hangs at `at`, else 0 */
+static int hang_rank(int rank, int nb, const char *at)
 {
     const char *r = getenv("FAKE_NCCL_HANG_RANK");
     const char *a = getenv("FAKE_NCCL_HANG_AT");
-    if (!c->nb || !r || !*r || atoi(r) != c->rank)
+    if ((!nb && !OLD) || !r || !*r || (rank >= 0 && atoi(r) != rank))
         return 0;
-    return !strcmp(a && *a ? a : "init", at);
+    return !strcmp(a && *a ? a : "init", at) ? (rank < 0 ? -1 : 1) : 0;
 }
 
-/* the first collective call of a hanging rank: nothing happens */
-#define HANG_COLL(c)                                                         \
+static int hang_here(const Comm *c, const char *at)
+{
+    return hang_rank(c->rank, c->nb, at);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* the fake driver's fake_cuda_hold (fake_cuda.c), or NULL */
+static void (*driver_hold(void))(void *, int)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *f = lib ? dlsym(lib, "fake_cuda_hold") : NULL;
+    void (*hold)(void *, int) = NULL;
+    memcpy(&hold, &f, sizeof f);
+    if (lib)
+        dlclose(lib); /* RTLD_NOLOAD took a reference */
+    return hold;
+}
+
+/* A collective call of a hanging rank: nonblocking, nothing happens and
+ * it stays in progress; blocking (OLD), =coll: nothing happens after
+ * 200 ms; =stream: the stream is held (once the call has run). */
+#define HANG_COLL(c, stream)                                                 \
     do {                                                                     \
         if (hang_here(c, "coll")) {                                          \
+            if (!(c)->nb) {                                                  \
+                sleep_ms(200);                                               \
+                return OK;                                                   \
+            }                                                                \
             ((Comm *)(c))->hang = 1;                                         \
             return IN_PROGRESS;                                              \
+        }                                                                    \
+        if (OLD && !hang_here(c, "stream") &&                                \
+            hang_rank(-1, 0, "stream") < 0)                                  \
+            sleep_ms(300); /* the hanging rank's deadline comes first */     \
+        if (hang_here(c, "stream") && !(c)->held) {                          \
+            void (*hold_)(void *, int) = driver_hold();                      \
+            if (hold_ && (stream)) {                                         \
+                hold_((stream), 1);                                          \
+                ((Comm *)(c))->held = (stream);                              \
+            }                                                                \
         }                                                                    \
     } while (0)
 
@@ -173,10 +239,13 @@ static int take(Comm *c, int from, void *buf, size_t bytes)
         return INVALID_ARG;
     int q = from * s->n + c->rank;
     pthread_mutex_lock(&s->mu);
+    s->busy++;
     while (!s->head[q] && !s->aborted)
         pthread_cond_wait(&s->cv, &s->mu);
-    Msg *m = s->head[q];
+    Msg *m = s->aborted ? NULL : s->head[q];
+    s->busy--;
     if (!m) {
+        pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
         return INTERNAL;
     }
@@ -309,7 +378,7 @@ static int reduce_to(Comm *c, const void *src, void *dst, size_t count,
 
 /* ------------------------------------------------------------ API */
 
-API int ncclGetVersion(int *v) { *v = 22400; return OK; }
+API int ncclGetVersion(int *v) { *v = OLD ? 21300 : 22400; return OK; }
 
 API const char *ncclGetErrorString(int r)
 {
@@ -336,9 +405,25 @@ static int comm_init(Comm **out, int n, ncclUniqueId id, int rank, int nb);
 API int ncclCommInitRank(Comm **out, int n, ncclUniqueId id, int rank)
 {
     logcall("ncclCommInitRank");
+    if (OLD && hang_rank(rank, 0, "init")) { /* joins nothing */
+        sleep_ms(200);
+        Comm *c = calloc(1, sizeof *c);
+        Shared *s = c && n > 0 && rank >= 0 && rank < n ? shared_new(n, -1) : NULL;
+        if (!c || !s) {
+            free(c);
+            return s ? SYS : INVALID_ARG;
+        }
+        s->refs = 1;
+        s->joined = n;
+        c->s = s;
+        c->rank = rank;
+        *out = c;
+        return OK;
+    }
     return comm_init(out, n, id, rank, 0);
 }
 
+#ifndef FAKE_NCCL_OLD
 /* the head of ncclConfig_t (nccl.h): size, magic, version, blocking */
 typedef struct Config { size_t size; unsigned magic, version; int blocking; } Config;
 
@@ -356,6 +441,7 @@ API int ncclCommInitRankConfig(Comm **out, int n, ncclUniqueId id, int rank,
     }
     return rc;
 }
+#endif
 
 static int comm_init(Comm **out, int n, ncclUniqueId id, int rank, int nb)
 {
@@ -381,7 +467,18 @@ static int comm_init(Comm **out, int n, ncclUniqueId id, int rank, int nb)
         reg[slot] = NULL; /* everyone has it */
     if (s)
         s->refs++;
+    /* OLD: as NCCL's bootstrap, until every rank joined (at most 30 s) */
+    for (int i = 0; OLD && s && s->joined < s->n && i < 30000; i++) {
+        pthread_mutex_unlock(&reg_mu);
+        sleep_ms(1);
+        pthread_mutex_lock(&reg_mu);
+    }
+    int alone = s && s->joined < s->n;
     pthread_mutex_unlock(&reg_mu);
+    if (OLD && alone) {
+        free(c); /* left in the registry: the fake's process is ending */
+        return SYS;
+    }
     if (!s) {
         free(c);
         return SYS;
@@ -390,10 +487,12 @@ static int comm_init(Comm **out, int n, ncclUniqueId id, int rank, int nb)
     c->rank = rank;
     c->nb = nb;
     c->hang = 0;
+    c->held = NULL;
     *out = c;
     return OK;
 }
 
+#ifndef FAKE_NCCL_OLD
 API int ncclCommSplit(Comm *c, int color, int key, Comm **out, void *config)
 {
     (void)config;
@@ -440,6 +539,7 @@ API int ncclCommSplit(Comm *c, int color, int key, Comm **out, void *config)
             nc->rank = at;
             nc->nb = c->nb; /* config NULL: the parent's */
             nc->hang = 0;
+            nc->held = NULL;
             *out = nc;
         } else {
             free(nc);
@@ -449,6 +549,7 @@ API int ncclCommSplit(Comm *c, int color, int key, Comm **out, void *config)
     free(mem);
     return rc;
 }
+#endif
 
 API int ncclCommDestroy(Comm *c)
 {
@@ -463,11 +564,23 @@ API int ncclCommDestroy(Comm *c)
 API int ncclCommAbort(Comm *c)
 {
     logcall("ncclCommAbort");
-    if (c) {
-        pthread_mutex_lock(&c->s->mu);
-        c->s->aborted = 1;
-        pthread_cond_broadcast(&c->s->cv);
-        pthread_mutex_unlock(&c->s->mu);
+    const char *ms = getenv("FAKE_NCCL_ABORT_MS"); /* an abort that hangs */
+    if (OLD && ms && atoi(ms) > 0)
+        sleep_ms(atoi(ms) < 60000 ? atoi(ms) : 60000);
+    if (c) { /* the receives it wakes leave before it frees (5 s at most) */
+        Shared *s = c->s;
+        pthread_mutex_lock(&s->mu);
+        s->aborted = 1;
+        pthread_cond_broadcast(&s->cv);
+        for (int i = 0; s->busy && i < 5000; i++) {
+            pthread_mutex_unlock(&s->mu);
+            sleep_ms(1);
+            pthread_mutex_lock(&s->mu);
+        }
+        pthread_mutex_unlock(&s->mu);
+        void (*hold)(void *, int) = c->held ? driver_hold() : NULL;
+        if (hold)
+            hold(c->held, 0); /* its kernel stops */
     }
     return ncclCommDestroy(c);
 }
@@ -495,36 +608,32 @@ API int ncclGroupEnd(void)
 API int ncclSend(const void *buf, size_t count, int dt, int peer, Comm *c,
                  void *stream)
 {
-    (void)stream;
     logcall("ncclSend");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     return add_op(1, peer, (void *)buf, count * dt_size(dt), c);
 }
 
 API int ncclRecv(void *buf, size_t count, int dt, int peer, Comm *c,
                  void *stream)
 {
-    (void)stream;
     logcall("ncclRecv");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     return add_op(0, peer, buf, count * dt_size(dt), c);
 }
 
 API int ncclAllReduce(const void *src, void *dst, size_t count, int dt, int op,
                       Comm *c, void *stream)
 {
-    (void)stream;
     logcall("ncclAllReduce");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     return reduce_to(c, src, dst, count, 0, dt, op, -1);
 }
 
 API int ncclReduce(const void *src, void *dst, size_t count, int dt, int op,
                    int root, Comm *c, void *stream)
 {
-    (void)stream;
     logcall("ncclReduce");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     if (root < 0 || root >= c->s->n)
         return INVALID_ARG;
     return reduce_to(c, src, dst, count, 0, dt, op, root);
@@ -533,18 +642,16 @@ API int ncclReduce(const void *src, void *dst, size_t count, int dt, int op,
 API int ncclReduceScatter(const void *src, void *dst, size_t count, int dt,
                           int op, Comm *c, void *stream)
 {
-    (void)stream;
     logcall("ncclReduceScatter");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     return reduce_to(c, src, dst, count, count, dt, op, -1); /* q's block to q */
 }
 
 API int ncclAllGather(const void *src, void *dst, size_t count, int dt,
                       Comm *c, void *stream)
 {
-    (void)stream;
     logcall("ncclAllGather");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     int n = c->s->n, rc = OK;
     size_t bytes = count * dt_size(dt);
     if (!dt_size(dt))
@@ -559,9 +666,8 @@ API int ncclAllGather(const void *src, void *dst, size_t count, int dt,
 API int ncclBroadcast(const void *src, void *dst, size_t count, int dt,
                       int root, Comm *c, void *stream)
 {
-    (void)stream;
     logcall("ncclBroadcast");
-    HANG_COLL(c);
+    HANG_COLL(c, stream);
     int n = c->s->n, rc = OK;
     size_t bytes = count * dt_size(dt);
     if (!dt_size(dt) || root < 0 || root >= n)
