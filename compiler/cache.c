@@ -393,6 +393,11 @@ BkRangeFn jc_code_range(const JcCode *c, const char *name)
     return NULL;
 }
 
+BkRangeFn jc_code_range_of(const void *code, const char *name)
+{
+    return jc_code_range(code, name);
+}
+
 /* ------------------------------------------------------------ disk */
 
 static pthread_mutex_t disk_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -59,6 +59,8 @@ typedef struct JcCode JcCode;
 int jc_code_load(const void *obj, size_t len, const IrModule *m,
                  JcCode **out, char *err, size_t errlen);
 BkRangeFn jc_code_range(const JcCode *c, const char *name);
+/* the same as RtPlanModule.range (runtime/plan.h), range_ctx the JcCode */
+BkRangeFn jc_code_range_of(const void *code, const char *name);
 void jc_code_free(JcCode *c);
 
 /* ------------------------------------------------------------ disk */

@@ -627,11 +627,6 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
     return X_SUCCESS;
 }
 
-static BkRangeFn code_range(const void *code, const char *name)
-{
-    return jc_code_range(code, name);
-}
-
 /* Several ranks, or a device function: the plan runner, one thread per
  * rank. Inputs are bound per rank ({rank} in a path), outputs written per
  * rank ({rank}) or from rank 0. */
@@ -689,7 +684,7 @@ static int run_ranks(IrModule *m, int fi, PArg *tmpl, const int64_t *cmd_syms)
     JcSrc js = run_src(cli.defines, cli.ndefines);
     if (!gpu && jc_cpu_code(m, &bo, &js, "ranks", &run_code, NULL, err, sizeof err) != 0)
         cli_die(X_RUNTIME, "JIT failed: %s", err);
-    RtPlanModule pm = {.ir = m, .range = code_range, .range_ctx = run_code};
+    RtPlanModule pm = {.ir = m, .range = jc_code_range_of, .range_ctx = run_code};
     bool has_grid = cli.grid[0] || cli.grid[1] || cli.grid[2];
     int runs = 1 + (cli.bench > 0 ? cli.bench : 0);
     double *t = malloc((size_t)runs * sizeof *t);

@@ -222,11 +222,6 @@ int tk_run(const TkTask *t, const TkArg *args, TkArg *results, char *err, size_t
     return rc;
 }
 
-static BkRangeFn code_range(const void *code, const char *name)
-{
-    return jc_code_range(code, name);
-}
-
 int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t errlen)
 {
     const TkTask *t = c->t;
@@ -319,7 +314,7 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
         }
         c->mrec->cache_on = true;
     }
-    RtPlanModule pm = {.ir = m, .range = code_range, .range_ctx = c->code,
+    RtPlanModule pm = {.ir = m, .range = jc_code_range_of, .range_ctx = c->code,
                        .mega = !t->megakernel ? NULL : t->mega_rec ? t->mega_rec : c->mrec};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
