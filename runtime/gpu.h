@@ -92,6 +92,9 @@ void rt_gpu_module_free(RtGpuModule *gm);
  * those taken from a cache, in this process (`blkc run --stats`). */
 #define RT_GPU_TMAP_CACHE 16
 void rt_gpu_tmap_counts(long long *encoded, long long *cached);
+/* The last launch of a persistent kernel (BkGpuKernelInfo.persist) in this
+ * process: its blocks and programs (tiles); 0, 0 when there was none. */
+void rt_gpu_persist_last(long long *blocks, long long *tiles);
 
 /* Check args against kernel f of the module (tensors in this device's
  * memory: kDLCUDA/kDLCUDAManaged or kDLROCM with this device id), bind the
@@ -141,6 +144,9 @@ typedef struct RtGpuDevInfo {
     char name[256];            /* marketing name */
     long long max_smem;        /* dynamic shared memory per block (bytes) */
     int64_t ticks_per_ms;      /* wait-timeout clock of the generated code */
+    int sms;                   /* multiprocessors: the blocks of a persistent
+                                  kernel's launch (0: unknown, one per
+                                  program); cuda-emu: $BLKC_EMU_SMS, 4 */
 } RtGpuDevInfo;
 
 typedef struct RtGpuOps {

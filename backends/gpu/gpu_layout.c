@@ -8,6 +8,8 @@
  * bk_gpu_analyze. */
 #include "gpu_emit.h"
 
+#include <limits.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -401,6 +403,10 @@ int bk_gpu_analyze(BkGpuEm *em)
             first[i] = em->pos[fr];
             if (em->last[i] < em->end[fr])
                 em->last[i] = em->end[fr];
+            /* a persistent kernel's producer refills it for the next
+             * tile while the consumers run this tile's epilogue */
+            if (em->persist && em->tma[i])
+                em->last[i] = INT_MAX / 2;
         }
     }
     /* by position (insertion sort; kernels are small) */

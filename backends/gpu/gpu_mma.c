@@ -141,6 +141,12 @@ void bk_gpu_mma_decl_regs(BkGpuEm *em, int P, const char *ty)
 {
     const BkGpuMma *g = &em->vmma[P];
     bk_gpu_line(em, "%s var%d[%d];", ty, P, bk_gpu_mma_nregs(g));
+    bk_gpu_mma_decl_warp(em, P);
+}
+
+void bk_gpu_mma_decl_warp(BkGpuEm *em, int P)
+{
+    const BkGpuMma *g = &em->vmma[P];
     if (g->wb > 1) /* a part at a time: the warp's place in its group of wm x wn */
         bk_gpu_line(em, "const int blk_wr%d = (blk_warp %% %d / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
                     P, g->wm * g->wn, g->wn, g->WM, P, g->wn, g->WN);
@@ -191,6 +197,16 @@ void bk_gpu_mma_vset(BkGpuEm *em, int id)
     }
     if (!(em->f->ins[x].op == IR_CONST && em->virt[x])) {
         vset_expr(em, id);
+        return;
+    }
+    if (em->persist && id == em->pzero) { /* gpu_persist.c */
+        bk_gpu_line(em, "/* var.set %s = 0: by the tile's first wgmma (scale-d 0), not by "
+                    "instructions inside the wgmma pipeline across tiles */",
+                    em->f->vars[in->param].name);
+        dsl_buf_printf(em->o, "#if !(__CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL))\n");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) var%d[blk_r] = 0.0f;",
+                    bk_gpu_mma_nregs(&em->vmma[in->param]), in->param);
+        dsl_buf_printf(em->o, "#endif\n");
         return;
     }
     char lit[256];

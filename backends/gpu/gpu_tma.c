@@ -173,12 +173,9 @@ void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
     }
 }
 
-void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
+void bk_gpu_tma_init(BkGpuEm *em, int fr)
 {
-    const IrInstr *F = &em->f->ins[fr];
     const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
-    const long long st = (long long)em->f->ins[F->opnd[2]].ival;
-    char ahead[64];
     if (em->ws)
         bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued up to %d iteration(s) ahead by "
                     "the producer warpgroup, slot i completed by mbarrier full[i] (%lld bytes per "
@@ -205,6 +202,20 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_sync(em); /* initialized before any thread waits */
+}
+
+void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    const long long st = (long long)em->f->ins[F->opnd[2]].ival;
+    char ahead[64];
+    if (em->persist) { /* initialized and split before the tile loop */
+        bk_gpu_line(em, "// stages(%d): the ring of the persistent kernel (above): blk_it%d and the "
+                    "mbarriers' phases go on from the previous tile", S, fr);
+        return;
+    }
+    bk_gpu_tma_init(em, fr);
     if (em->ws) {
         bk_gpu_ws_split(em, fr);
         return;
