@@ -62,7 +62,7 @@
 #       benchmarks/gpu_check.sh against the CPU: min(programs,
 #       $BLKC_EMU_SMS) blocks each looping over tiles (--stats), tile
 #       counts not divisible by the blocks, M / N / K tails, bf16 / f16 /
-#       fp8, 4 and 8 consumer warps, a 3-D grid (program_id(2),
+#       fp8, 4 and 8 consumer warps, a 1-D grid, a 3-D one (program_id(2),
 #       num_programs), tiles of different trip counts (none in the first
 #       row); the tile loop in the CUDA C the launch ran (the accumulator
 #       zeroed by the tile's first wgmma: scale-d 0); the
@@ -644,6 +644,7 @@ persist)
            "4|$TW|twg_bf16|-D S=4|M=64 N=64 K=16|C|1e-4 1e-4|1|1" \
            "4|$TP|tpr_np|-|M=130 N=144 K=80 Z=3|C|1e-4 1e-4|27|4" \
            "4|$TP|tpr_tri|-|M=330 N=144 K=144|C|1e-4 1e-4|18|4" \
+           "4|$TP|tpr_1d|-|M=330 K=144|C|1e-4 1e-4|6|4" \
            "3|$TP|tpr_tri|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4|M=520 N=144 K=208|C|1e-4 1e-4|10|3" \
            "-|$T/gemm_bf16.blk|gemm_bf16|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4|M=520 N=528 K=208|C|1e-2 1e-2|15|4" \
            "3|$T/gemm_f8.blk|gemm_f8|-D BM=128 -D BN=256 -D BK=128 -D W=8 -D S=4|M=260 N=528 K=272|C|1e-2 1e-2|9|3"; do
