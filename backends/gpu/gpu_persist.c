@@ -88,27 +88,23 @@ void bk_gpu_persist_params(BkGpuEm *em)
                               "/* the grid of programs (persistent: gridDim.x blocks run them) */");
 }
 
-/* blk_pid0..2 of tile blk_t. */
+/* blk_pid0..2 of tile blk_t, in the tile loop's scope. */
 static void pids(BkGpuEm *em)
 {
     const int G = em->group_m;
-    bk_gpu_line(em, "{ /* tile blk_t's program ids%s */",
+    bk_gpu_line(em, "/* tile blk_t's program ids%s */",
                 G ? ", in groups of rows along program_id(0) (L2 reuse)" : "");
-    em->indent++;
-    bk_gpu_line(em, "const int blk_pl = blk_t %% (blk_np0 * blk_np1);");
-    bk_gpu_line(em, "blk_pid2 = blk_t / (blk_np0 * blk_np1);");
+    bk_gpu_line(em, "const int blk_pl = blk_t %% (blk_np0 * blk_np1), blk_pid2 = blk_t / (blk_np0 * "
+                "blk_np1);");
     if (G) {
         bk_gpu_line(em, "const int blk_gf = blk_pl / (%d * blk_np1) * %d;", G, G);
         bk_gpu_line(em, "const int blk_gs = blk_np0 - blk_gf < %d ? blk_np0 - blk_gf : %d;", G, G);
         bk_gpu_line(em, "const int blk_gr = blk_pl %% (%d * blk_np1);", G);
-        bk_gpu_line(em, "blk_pid0 = blk_gf + blk_gr %% blk_gs;");
-        bk_gpu_line(em, "blk_pid1 = blk_gr / blk_gs;");
+        bk_gpu_line(em, "const int blk_pid0 = blk_gf + blk_gr %% blk_gs, blk_pid1 = blk_gr / blk_gs;");
     } else {
-        bk_gpu_line(em, "blk_pid0 = blk_pl %% blk_np0;");
-        bk_gpu_line(em, "blk_pid1 = blk_pl / blk_np0;");
+        bk_gpu_line(em, "const int blk_pid0 = blk_pl %% blk_np0, blk_pid1 = blk_pl / blk_np0;");
     }
-    em->indent--;
-    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "(void)blk_pid0; (void)blk_pid1; (void)blk_pid2;");
 }
 
 static void tile_loop(BkGpuEm *em)
@@ -125,7 +121,6 @@ void bk_gpu_persist_body(BkGpuEm *em)
                 "the ring goes on across tiles");
     bk_gpu_line(em, "const int blk_tiles = blk_np0 * blk_np1 * blk_np2; /* the programs: each "
                 "tile one */");
-    bk_gpu_line(em, "int blk_pid0, blk_pid1, blk_pid2;");
     bk_gpu_tma_init(em, fr);
     bk_gpu_ws_split(em, fr); /* the producer's tile loop: bk_gpu_persist_produce */
     em->last_line = -1;
