@@ -328,8 +328,9 @@ read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=64 -D W=8}"
 # operands by TMA, 4 x 48 KiB of ring (sm_90a keeps rings up to its
 # 227 KiB), a producer warpgroup, a persistent grid (one block per SM,
 # each looping over tiles in grouped order: backends/gpu/gpu_persist.c;
-# the sweep times it against BLKC_GPU_NOPERSIST=1); never run on a GPU
-# before. emu_persist runs this kernel on cuda-emu as sm_90a
+# the sweep times it against BLKC_GPU_NOPERSIST=1, and the 3-stage ring,
+# which leaves room for the TMA-store epilogue's staging tile); never run
+# on a GPU before. emu_persist runs this kernel on cuda-emu as sm_90a
 read -r -a GEMM_H_DEFS <<<"${GPU_CHECK_GEMM_H:--D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4}"
 # fp8: the same m64n256 tile, 128-byte K rows (BK = 128 one-byte
 # elements): 4 x 48 KiB of ring (never run on a GPU before)

@@ -208,7 +208,7 @@ typedef struct RtGpuOps {
      * error (or the driver lacks cuStreamQuery / hipStreamQuery) */
     int (*query)(void *dev, void *stream, char *err, size_t errlen);
     /* a CUtensorMap (the 128 bytes at map, 64-byte aligned) of a rank-2
-     * tensor of 16-bit elements (dtype 6 f16, 9 bf16: CUtensorMapDataType)
+     * tensor (dtype 6 f16, 9 bf16, 0 one-byte fp8, 7 f32: CUtensorMapDataType)
      * at addr: dims innermost first, the row stride in bytes, boxes of box[0]
      * x box[1] elements, swizzle 1/2/3 (32B/64B/128B), zero fill:
      * cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h). NULL where there

@@ -526,7 +526,8 @@ static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *
     key.box[1] = (uint32_t)t->box[1];
     /* CU_TENSOR_MAP_DATA_TYPE_: BFLOAT16 9, FLOAT16 6, UINT8 0 (fp8: TMA
      * moves bytes) */
-    key.dtype = p->dtype == DT_BF16 ? 9 : dsl_dtype_bytes(p->dtype) == 1 ? 0 : 6;
+    key.dtype = p->dtype == DT_BF16 ? 9 : p->dtype == DT_F32 ? 7 /* FLOAT32: a TMA store */
+              : dsl_dtype_bytes(p->dtype) == 1 ? 0 : 6;
     key.swizzle = t->span == 128 ? 3 : t->span == 64 ? 2 : 1;
     char e[300];
     if (d->stride[0] < 0 || tmap_get(gm, &key, map, e, sizeof e))

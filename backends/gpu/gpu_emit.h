@@ -257,6 +257,10 @@ typedef struct BkGpuEm {
     bool persist;             /* persistent (gpu_persist.c): each block
                                  loops over tiles (program ids), the ring
                                  and its mbarriers going on across them */
+    int tstore;               /* persistent: the epilogue store written by
+                                 TMA from a staging tile (gpu_persist.c),
+                                 else -1 */
+    long long tst_off;        /* its staging tile in shared memory */
     int pzero;                /* persistent: the VSET before the ring loop
                                  zeroing the ring dot's accumulator, done
                                  by the tile's first wgmma (scale-d 0);
@@ -627,6 +631,13 @@ void bk_gpu_persist_produce(BkGpuEm *em, int forid);
 /* after the consumers' drain of FOR forid: the last iteration's slot
  * released (and em->pzero's zeros for a tile without iterations) */
 void bk_gpu_persist_release(BkGpuEm *em, int forid);
+/* the staging tile's bytes of em->tstore (0: none) */
+long long bk_gpu_tstore_bytes(const BkGpuEm *em);
+/* the TMA-store epilogue of store id (em->tstore), from the registers of
+ * MMA var v through the per-register expression x (gpu_mma.c fills the
+ * staging tile: bk_gpu_tstore_open / _close around it) */
+void bk_gpu_tstore_open(BkGpuEm *em, int id);
+void bk_gpu_tstore_close(BkGpuEm *em, int id);
 /* the scale-d operand (C text) of wgmma dot id's k step `k` (C text):
  * "1", or for em->pzero's accumulator 0 on the tile's first step */
 void bk_gpu_persist_scale_d(const BkGpuEm *em, int id, char *buf, size_t n);

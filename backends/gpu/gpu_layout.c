@@ -445,6 +445,15 @@ int bk_gpu_analyze(BkGpuEm *em)
         em->tma_bar = (top + 7) & ~7LL;
         top = em->tma_bar + 8LL * f->stages * (em->ws ? 2 : 1); /* full[], empty[] */
     }
+    if (em->tstore >= 0) { /* the TMA-store epilogue's staging tile (gpu_persist.c) */
+        const long long at = (top + 1023) & ~1023LL; /* the 128B swizzle's pattern */
+        if (at + bk_gpu_tstore_bytes(em) <= 232448) { /* sm_90's 227 KiB */
+            em->tst_off = at;
+            top = at + bk_gpu_tstore_bytes(em);
+        } else {
+            em->tstore = -1; /* the epilogue from the registers */
+        }
+    }
     em->smem = top;
     free(first);
     free(sz);

@@ -32,12 +32,25 @@
  * after the loop's wait_group 0 (bk_gpu_persist_release), so every slot
  * is released once per use whatever the tiles' trip counts. The ring's
  * shared memory is live for the whole kernel (gpu_layout.c): nothing
- * else may take it while the producer fills it for the next tile. */
+ * else may take it while the producer fills it for the next tile.
+ *
+ * The epilogue by TMA (tstore_plan, em->tstore): the consumers write the
+ * tile's registers into a staging tile after everything else in shared
+ * memory (128B-swizzled panels of 128-byte rows, blk_wgs: no bank
+ * conflicts), fence.proxy.async, the consumers' named barrier, then one
+ * thread stores a box per panel (cp.async.bulk.tensor ... bulk_group,
+ * out-of-bounds elements not written: the tails) and commits; before the
+ * next tile refills the staging tile that thread waits for the reads
+ * (cp.async.bulk.wait_group.read 0), before the block ends for the
+ * writes (wait_group 0). BLKC_GPU_NOTMASTORE=1: the stores from the
+ * registers (gpu_mma.c). */
 #include "gpu_emit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void tstore_plan(BkGpuEm *em);
 
 void bk_gpu_persist_plan(BkGpuEm *em)
 {
@@ -45,6 +58,7 @@ void bk_gpu_persist_plan(BkGpuEm *em)
     const char *e = getenv("BLKC_GPU_NOPERSIST");
     em->persist = false;
     em->pzero = -1;
+    em->tstore = -1;
     if (!em->ws || em->tma_fr < 0 || (e && *e && strcmp(e, "0")))
         return;
     for (int id = 0; id < f->nins; id++) {
@@ -70,6 +84,100 @@ void bk_gpu_persist_plan(BkGpuEm *em)
     const IrInstr *x = set >= 0 ? &f->ins[f->ins[set].opnd[0]] : NULL;
     em->pzero = x && x->op == IR_CONST && em->virt[f->ins[set].opnd[0]] && x->fval == 0.0
                     ? set : -1;
+    tstore_plan(em);
+}
+
+/* The epilogue store a TMA store may write (em->tstore): the one store
+ * of an MMA var (or of a per-register expression of it) at the body's
+ * level after the ring loop, unmasked, into a rank-2 tensor whose facts
+ * allow a tensor map (16-byte aligned data, unit inner stride, row
+ * stride a multiple of 16 elements; f32, bf16 or f16) through two static
+ * ranges of the tile's shape: at most 256 rows, whole 128-byte panels of
+ * columns. Its staging tile must fit beside the rest (gpu_layout.c). */
+static void tstore_plan(BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    const IrRegion *body = &f->regions[0];
+    const char *e = getenv("BLKC_GPU_NOTMASTORE");
+    int st = -1, nl = 0;
+    if (e && *e && strcmp(e, "0"))
+        return;
+    for (int id = 0; id < f->nins; id++)
+        nl += em->tma[id];
+    bool after = false;
+    for (int j = 0; j < body->n; j++) {
+        const int id = body->ins[j];
+        const IrInstr *in = &f->ins[id];
+        after |= id == em->tma_fr;
+        if (after && !in->dead && in->op == IR_STORE && em->lay[in->opnd[0]] == BK_LAY_MMA) {
+            if (st >= 0)
+                return;
+            st = id;
+        }
+    }
+    if (st < 0 || nl >= BK_GPU_MAXTMA)
+        return;
+    const IrInstr *in = &f->ins[st];
+    const IrParam *p = &f->params[in->param];
+    const BkGpuMma *g = &em->vmma[em->mvar[in->opnd[0]]];
+    const uint32_t need = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER | IR_ASSUME_STRIDE16(0);
+    if (in->opnd[1] >= 0 || in->view < 0 || p->kind != PK_TENSOR || p->rank != 2 ||
+        (p->assume & need) != need || g->wb || g->M > 256 ||
+        (p->dtype != DT_F32 && p->dtype != DT_BF16 && p->dtype != DT_F16) ||
+        g->N % (128 / dsl_dtype_bytes(p->dtype)))
+        return;
+    const IrView *v = &f->views[in->view];
+    if (v->ndims != 2 || v->d[0].kind != IDX_RANGE || v->d[1].kind != IDX_RANGE ||
+        v->d[0].len != g->M || v->d[1].len != g->N)
+        return;
+    em->tstore = st;
+}
+
+long long bk_gpu_tstore_bytes(const BkGpuEm *em)
+{
+    if (em->tstore < 0)
+        return 0;
+    const IrInstr *in = &em->f->ins[em->tstore];
+    const BkGpuMma *g = &em->vmma[em->mvar[in->opnd[0]]];
+    return g->M * g->N * dsl_dtype_bytes(em->f->params[in->param].dtype);
+}
+
+void bk_gpu_tstore_open(BkGpuEm *em, int id)
+{
+    const IrInstr *in = &em->f->ins[id];
+    const char *t = bk_gpu_stype(em->f->params[in->param].dtype);
+    bk_gpu_line(em, "/* the epilogue by TMA: the registers into the staging tile (128B-swizzled "
+                "panels), then its boxes; first the previous tile's boxes have read it */");
+    bk_gpu_line(em, "if (blk_tid == 0)");
+    bk_gpu_line(em, "    blk_bulk_wait_read<0>();");
+    bk_gpu_bar(em);
+    bk_gpu_line(em, "{");
+    em->indent++;
+    bk_gpu_line(em, "%s *const blk_st = (%s *)(blk_smem + %lld);", t, t, em->tst_off);
+}
+
+void bk_gpu_tstore_close(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrView *v = &f->views[in->view];
+    const int sz = dsl_dtype_bytes(f->params[in->param].dtype), P = 128 / sz;
+    const BkGpuMma *g = &em->vmma[em->mvar[in->opnd[0]]];
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "blk_fence_proxy_async(); /* the generic-proxy writes, before the async "
+                "proxy reads them */");
+    bk_gpu_bar(em);
+    bk_gpu_line(em, "if (blk_tid == 0) { /* %lld boxes of %d x %lld, one per panel */", g->N / P, P,
+                g->M);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_r0 = (int)v%d, blk_c0 = (int)v%d;", v->d[0].val, v->d[1].val);
+    for (long long c = 0; c < g->N / P; c++)
+        bk_gpu_line(em, "blk_tma_store_2d(&blk_tm%d, blk_c0 + %lld, blk_r0, blk_smem + %lld);", id,
+                    c * P, em->tst_off + c * g->M * 128);
+    bk_gpu_line(em, "blk_bulk_commit();");
+    em->indent--;
+    bk_gpu_line(em, "}");
 }
 
 void bk_gpu_persist_scale_d(const BkGpuEm *em, int id, char *buf, size_t n)
@@ -147,6 +255,11 @@ void bk_gpu_persist_body(BkGpuEm *em)
         bk_gpu_sync(em);
     em->indent--;
     bk_gpu_line(em, "}");
+    if (em->tstore >= 0) {
+        bk_gpu_line(em, "if (blk_tid == 0) /* the epilogue's last boxes written before the block "
+                    "ends */");
+        bk_gpu_line(em, "    blk_bulk_wait<0>();");
+    }
 }
 
 void bk_gpu_persist_produce(BkGpuEm *em, int fr)

@@ -112,6 +112,14 @@ void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
         t->box[1] = box_rows(em, id);
         t->span = em->wgs[id];
     }
+    if (em->tstore >= 0) { /* the epilogue's store (gpu_persist.c): panels of 128 bytes */
+        const IrInstr *in = &f->ins[em->tstore];
+        BkGpuTma *t = &info->tma[info->ntma++];
+        t->param = in->param;
+        t->box[0] = 128 / dsl_dtype_bytes(f->params[in->param].dtype);
+        t->box[1] = (int)em->vmma[em->mvar[in->opnd[0]]].M;
+        t->span = 128;
+    }
 }
 
 void bk_gpu_tma_params(BkGpuEm *em)
@@ -120,6 +128,9 @@ void bk_gpu_tma_params(BkGpuEm *em)
         if (em->tma[id])
             dsl_buf_printf(em->o, ",\n    const __grid_constant__ BlkTensorMap blk_tm%d "
                                   "/* the tensor map of v%d (TMA) */", id, id);
+    if (em->tstore >= 0)
+        dsl_buf_printf(em->o, ",\n    const __grid_constant__ BlkTensorMap blk_tm%d "
+                              "/* the tensor map of store %d (TMA) */", em->tstore, em->tstore);
 }
 
 /* The bytes one iteration's boxes bring. */

@@ -570,7 +570,9 @@ wgmma)
   # permuted for 2 m-blocks per warpgroup; B: 2 panels of 64 columns), by
   # cp.async (BLKC_GPU_NOTMA=1) 128 conflict-free wavefronts in 32 warp
   # requests
-  if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
+  # (BLKC_GPU_NOTMASTORE=1 here and in the fp8 count below: the epilogue
+  # from the registers; the staging tile's writes are emu_persist's)
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1; then
     if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log" ||
        ! grep -q "shared-memory wavefronts 320 (in 18 requests)" "$T/log" ||
@@ -589,7 +591,7 @@ wgmma)
   # bytes each) 128 more. TMA: A in 8 boxes of 16 rows (2 m-blocks per
   # warpgroup), B one box of its 128 rows of 64 bytes; cp.async: 16 KiB in
   # 16-byte copies
-  if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_e4m3 -D BM=128 -D BN=128 M=128 N=128 K=64 \
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_e4m3 -D BM=128 -D BN=128 M=128 N=128 K=64 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
      grep -q "tensor-core instructions 4 (2097152 FLOP), of them wgmma.mma_async 4 (2097152 FLOP), ldmatrix 0" "$T/log" &&
      grep -q "shared-memory wavefronts 320 (in 17 requests)" "$T/log" && grep -q "cp.async 0, TMA boxes 9" "$T/log" &&
@@ -611,8 +613,9 @@ wgmma)
   # tensor maps cached per launch signature (runtime/gpu_launch.c): 3
   # launches (--bench=2) with the same tensors encode the maps of A and B
   # once, then take them from the module's cache; the last launch's C (a
-  # cached map's) is the CPU's
-  if BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_bf16 M=100 N=64 K=64 \
+  # cached map's) is the CPU's (BLKC_GPU_NOTMASTORE=1: C's map for the
+  # persistent kernel's TMA-store epilogue would make 3; emu_persist)
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_bf16 M=100 N=64 K=64 \
        --random --seed=7 --device=cuda-emu --stats --bench=2 --out C="$T/e.npy" >"$T/log" 2>&1 &&
      grep -q "twg_bf16: stats: tensor maps 2 encoded, 4 from the cache$" "$T/log" &&
      grep -q "TMA boxes 8$" "$T/log" &&
@@ -631,24 +634,28 @@ persist)
     sed -n "/^cat >\"\$T\/$g.blk\" <<'EOF'\$/,/^EOF\$/p" "$SRC/benchmarks/gpu_check.sh" | sed '1d;$d' >"$T/$g.blk"
     grep -q "^kernel $g<" "$T/$g.blk" || { echo "FAIL: no kernel $g in benchmarks/gpu_check.sh"; fail=1; }
   done
-  # SMS|FILE|ENTRY|DEFINES|SIZES|OUTS|TOL|TILES|BLOCKS: the CPU against
+  # SMS|FILE|ENTRY|DEFINES|SIZES|OUTS|TOL|TILES|BLOCKS|TS: the CPU against
   # cuda-emu as sm_90a with BLKC_EMU_SMS=SMS (-: unset, 4), --stats,
-  # and the CUDA C the launch ran (BLKC_GPU_DUMP)
-  for c in "-|$TW|twg_bf16|-D S=3|M=264 N=144 K=144|C|1e-4 1e-4|15|4" \
-           "5|$TW|twg_bf16|-D S=4|M=200 N=144 K=208|C|1e-4 1e-4|12|5" \
-           "3|$TW|twg_f16|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|C|1e-4 1e-4|4|3" \
-           "3|$TW|twg_bt|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=3|M=330 N=144 K=208|C|1e-4 1e-4|6|3" \
-           "4|$TW|twg_bf16|-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3|M=300 N=272 K=208|C|1e-4 1e-4|6|4" \
-           "3|$TW|twg_e4m3|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|C|1e-4 1e-4|4|3" \
-           "4|$TW|twg_e5m2|-D BM=128 -D BN=128 -D BK=128 -D W=8|M=520 N=144 K=208|C|1e-4 1e-4|10|4" \
-           "4|$TW|twg_bf16|-D S=4|M=64 N=64 K=16|C|1e-4 1e-4|1|1" \
-           "4|$TP|tpr_np|-|M=130 N=144 K=80 Z=3|C|1e-4 1e-4|27|4" \
-           "4|$TP|tpr_tri|-|M=330 N=144 K=144|C|1e-4 1e-4|18|4" \
-           "4|$TP|tpr_1d|-|M=330 K=144|C|1e-4 1e-4|6|4" \
-           "3|$TP|tpr_tri|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4|M=520 N=144 K=208|C|1e-4 1e-4|10|3" \
-           "-|$T/gemm_bf16.blk|gemm_bf16|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4|M=520 N=528 K=208|C|1e-2 1e-2|15|4" \
-           "3|$T/gemm_f8.blk|gemm_f8|-D BM=128 -D BN=256 -D BK=128 -D W=8 -D S=4|M=260 N=528 K=272|C|1e-2 1e-2|9|3"; do
-    IFS='|' read -r sms f k d sz outs tol tiles nb <<<"$c"
+  # and the CUDA C the launch ran (BLKC_GPU_DUMP); TS 1: the epilogue by
+  # TMA (a staging tile, wait_group.read before refilling it, the boxes,
+  # wait_group 0 before the block ends), 0: from the registers (a rank-3
+  # C, or no room beside the ring for the staging tile)
+  for c in "-|$TW|twg_bf16|-D S=3|M=264 N=144 K=144|C|1e-4 1e-4|15|4|1" \
+           "5|$TW|twg_bf16|-D S=4|M=200 N=144 K=208|C|1e-4 1e-4|12|5|1" \
+           "3|$TW|twg_f16|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|C|1e-4 1e-4|4|3|1" \
+           "3|$TW|twg_bt|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=3|M=330 N=144 K=208|C|1e-4 1e-4|6|3|1" \
+           "4|$TW|twg_bf16|-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3|M=300 N=272 K=208|C|1e-4 1e-4|6|4|0" \
+           "3|$TW|twg_e4m3|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|C|1e-4 1e-4|4|3|1" \
+           "4|$TW|twg_e5m2|-D BM=128 -D BN=128 -D BK=128 -D W=8|M=520 N=144 K=208|C|1e-4 1e-4|10|4|1" \
+           "4|$TW|twg_bf16|-D S=4|M=64 N=64 K=16|C|1e-4 1e-4|1|1|1" \
+           "4|$TP|tpr_np|-|M=130 N=144 K=80 Z=3|C|1e-4 1e-4|27|4|0" \
+           "4|$TP|tpr_tri|-|M=330 N=144 K=144|C|1e-4 1e-4|18|4|1" \
+           "4|$TP|tpr_1d|-|M=330 K=144|C|1e-4 1e-4|6|4|1" \
+           "3|$TP|tpr_tri|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4|M=520 N=144 K=208|C|1e-4 1e-4|10|3|1" \
+           "-|$T/gemm_bf16.blk|gemm_bf16|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4|M=520 N=528 K=208|C|1e-2 1e-2|15|4|0" \
+           "3|$T/gemm_bf16.blk|gemm_bf16|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|M=260 N=528 K=208|C|1e-2 1e-2|9|3|1" \
+           "3|$T/gemm_f8.blk|gemm_f8|-D BM=128 -D BN=256 -D BK=128 -D W=8 -D S=4|M=260 N=528 K=272|C|1e-2 1e-2|9|3|0"; do
+    IFS='|' read -r sms f k d sz outs tol tiles nb ts <<<"$c"
     [ "$d" = - ] && d=""
     rm -rf "$T/dump"; mkdir -p "$T/dump"
     oc=() oe=()
@@ -687,10 +694,38 @@ persist)
          ! grep -q 'if (blk_it[0-9]* > blk_first[0-9]* && blk_tid % 128 == 0)' <<<"$after"; then
       echo "FAIL $k $d $sz: want the tile loops (producer, consumers), the grid parameters, the ring's releases in and after the loop:"
       grep -n 'blk_t \|blk_np\|gridDim\|blk_first\|blk_wgmma_wait' "${cu:-/dev/null}" | head -20; fail=1
+    elif nst=$(grep -c 'blk_tma_store_2d(&blk_tm' "$cu");
+         { [ "$ts" = 1 ] && { [ "$nst" = 0 ] || ! grep -q 'blk_bulk_wait_read<0>();' "$cu" ||
+                              ! grep -q 'blk_bulk_wait<0>();' "$cu" || ! grep -q 'blk_fence_proxy_async(); /\* the generic-proxy writes' "$cu"; }; } ||
+         { [ "$ts" = 0 ] && [ "$nst" != 0 ]; }; then
+      echo "FAIL $k $d $sz: want the TMA-store epilogue $ts: $nst boxes"; fail=1
     else
-      echo "ok $k $d $sz: $(cat "$T/cmp"); $tiles tiles on $nb blocks ($lo to $hi each), the ring across tiles"
+      echo "ok $k $d $sz: $(cat "$T/cmp"); $tiles tiles on $nb blocks ($lo to $hi each), the ring across tiles, $nst TMA-store boxes per tile"
     fi
   done
+  # the staging tile's writes (--stats, clang++): matmul 128 x 128, K = 32
+  # has the 320 wavefronts of its operands (emu_wgmma) and 512 more for
+  # the 64 KiB of f32 staging: 128 bytes each, no bank conflict (a lane's
+  # column pair as one 8-byte store into the 128B-swizzled panels), in 256
+  # warp requests
+  if BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 \
+       M=128 N=128 K=32 --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
+     grep -q "shared-memory wavefronts 832 (in 274 requests)" "$T/log"; then
+    echo "ok matmul 128x128 TMA-store epilogue --stats: $(grep -o 'shared-memory wavefronts [0-9]* (in [0-9]* requests)' "$T/log")"
+  else
+    echo "FAIL matmul 128x128 TMA-store epilogue --stats: want 832 wavefronts in 274 requests: $(grep 'wavefronts' "$T/log")"; fail=1
+  fi
+  # BLKC_GPU_NOTMASTORE=1: the epilogue from the registers, the same C
+  rm -rf "$T/dump"; mkdir -p "$T/dump"
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run \
+       "$TW" --entry=twg_bf16 M=264 N=144 K=144 --random --seed=7 --device=cuda-emu --out C="$T/e.C.npy" >"$T/log" 2>&1 &&
+     "$BLKC" run "$TW" --entry=twg_bf16 M=264 N=144 K=144 --random --seed=7 --out C="$T/c.C.npy" >"$T/log" 2>&1 &&
+     "$NPYCMP" "$T/e.C.npy" "$T/c.C.npy" 1e-4 1e-4 >"$T/cmp" 2>&1 && grep -q blk_tiles "$T"/dump/*.cu &&
+     ! grep -q 'blk_tma_store_2d(&blk_tm' "$T"/dump/*.cu; then
+    echo "ok twg_bf16 BLKC_GPU_NOTMASTORE=1: persistent, the epilogue from the registers ($(cat "$T/cmp"))"
+  else
+    echo "FAIL twg_bf16 BLKC_GPU_NOTMASTORE=1: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1
+  fi
   # one block per program: BLKC_GPU_NOPERSIST=1, and the kernels refused
   # (an atomic, a return that depends on the program id), which stay
   # warp-specialized (ENV|FILE|ENTRY|SIZES|OUTS|BLOCKS)
