@@ -325,7 +325,12 @@ grep -q 'warps(W)' "$T/flash_w.blk" || cp examples/flash_attention.blk "$T/flash
 read -r -a GEMM_DEFS <<<"${GPU_CHECK_GEMM:--D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4}"
 read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=64 -D W=8}"
 # Hopper (issue 17): two consumer warpgroups of m64n256k16, 128B-swizzled
-# operands by TMA; 3 x 48 KiB of ring (never run on a GPU before)
+# operands by TMA, 4 x 48 KiB of ring (sm_90a keeps rings up to its
+# 227 KiB), a producer warpgroup, a persistent grid (one block per SM,
+# each looping over tiles in grouped order: backends/gpu/gpu_persist.c;
+# the sweep times it against BLKC_GPU_NOPERSIST=1, and the 3-stage ring,
+# which leaves room for the TMA-store epilogue's staging tile); never run
+# on a GPU before. emu_persist runs this kernel on cuda-emu as sm_90a
 read -r -a GEMM_H_DEFS <<<"${GPU_CHECK_GEMM_H:--D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4}"
 # fp8: the same m64n256 tile, 128-byte K rows (BK = 128 one-byte
 # elements): 4 x 48 KiB of ring (never run on a GPU before)
@@ -391,7 +396,7 @@ sweep() {
 }
 if want sweep; then
   sweep gemm_bf16 '2*4096^3/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5;env:BLKC_GPU_MINBLOCKS=3 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4" \
+    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5;env:BLKC_GPU_MINBLOCKS=3 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;env:BLKC_GPU_NOPERSIST=1 -D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3" \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
   sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
     "-D BM=128 -D BN=64 -D W=8;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1;env:BLKC_GPU_MINBLOCKS=2 -D BM=128 -D BN=64 -D W=8;env:BLKC_GPU_MINBLOCKS=3 -D BM=64 -D BN=64 -D W=4" \

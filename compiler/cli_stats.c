@@ -83,6 +83,11 @@ void cli_print_emu_stats(const char *kernel)
     }
     printf("%s: stats: %lld blocks of %lld threads\n", kernel, s.blocks,
            s.blocks ? s.threads / s.blocks : 0);
+    long long pb, pt; /* a persistent kernel (gpu_persist.c): tiles per block */
+    rt_gpu_persist_last(&pb, &pt);
+    if (pb > 0)
+        printf("%s: stats: persistent: %lld tiles (programs) on %lld blocks, %lld to %lld "
+               "per block\n", kernel, pt, pb, pt / pb, (pt + pb - 1) / pb);
     if (s.wgmma) /* warpgroup instructions among them */
         printf("%s: stats: tensor-core instructions %lld (%lld FLOP), of them wgmma.mma_async "
                "%lld (%lld FLOP), ldmatrix %lld\n", kernel, s.mma, s.mma_flops, s.wgmma,

@@ -92,6 +92,9 @@ void rt_gpu_module_free(RtGpuModule *gm);
  * those taken from a cache, in this process (`blkc run --stats`). */
 #define RT_GPU_TMAP_CACHE 16
 void rt_gpu_tmap_counts(long long *encoded, long long *cached);
+/* The last launch of a persistent kernel (BkGpuKernelInfo.persist) in this
+ * process: its blocks and programs (tiles); 0, 0 when there was none. */
+void rt_gpu_persist_last(long long *blocks, long long *tiles);
 
 /* Check args against kernel f of the module (tensors in this device's
  * memory: kDLCUDA/kDLCUDAManaged or kDLROCM with this device id), bind the
@@ -141,6 +144,9 @@ typedef struct RtGpuDevInfo {
     char name[256];            /* marketing name */
     long long max_smem;        /* dynamic shared memory per block (bytes) */
     int64_t ticks_per_ms;      /* wait-timeout clock of the generated code */
+    int sms;                   /* multiprocessors: the blocks of a persistent
+                                  kernel's launch (0: unknown, one per
+                                  program); cuda-emu: $BLKC_EMU_SMS, 4 */
 } RtGpuDevInfo;
 
 typedef struct RtGpuOps {
@@ -202,7 +208,7 @@ typedef struct RtGpuOps {
      * error (or the driver lacks cuStreamQuery / hipStreamQuery) */
     int (*query)(void *dev, void *stream, char *err, size_t errlen);
     /* a CUtensorMap (the 128 bytes at map, 64-byte aligned) of a rank-2
-     * tensor of 16-bit elements (dtype 6 f16, 9 bf16: CUtensorMapDataType)
+     * tensor (dtype 6 f16, 9 bf16, 0 one-byte fp8, 7 f32: CUtensorMapDataType)
      * at addr: dims innermost first, the row stride in bytes, boxes of box[0]
      * x box[1] elements, swizzle 1/2/3 (32B/64B/128B), zero fill:
      * cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h). NULL where there

@@ -29,6 +29,7 @@ enum {
     CU_ATTR_MAJOR = 75,                 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
     CU_ATTR_MINOR = 76,
     CU_ATTR_SMEM_OPTIN = 97,            /* ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    CU_ATTR_SMS = 16,                   /* ..._MULTIPROCESSOR_COUNT */
     CU_FUNC_MAX_DYN_SMEM = 8,           /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 };
 
@@ -222,6 +223,8 @@ static int c_open(int id, void **out, RtGpuDevInfo *info, char *err,
     if (cu.name(info->name, (int)sizeof info->name, d->dev) != CUDA_SUCCESS)
         snprintf(info->name, sizeof info->name, "CUDA device %d", id);
     info->max_smem = optin;
+    if (cu.attr(&info->sms, CU_ATTR_SMS, d->dev) != CUDA_SUCCESS || info->sms < 0)
+        info->sms = 0; /* persistent kernels then launch a block per program */
     info->ticks_per_ms = 1000000; /* %globaltimer counts nanoseconds */
     *out = d;
     return 0;

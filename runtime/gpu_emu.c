@@ -287,6 +287,10 @@ static int e_open(bool hip, void **out, RtGpuDevInfo *info, char *err,
              hip ? "hip-emu" : "cuda-emu");
     info->max_smem = hip ? 65536 : d->sm90a ? 232448 : 166912;
     info->ticks_per_ms = 1000000; /* blk_emu.h's clock: ns */
+    /* the SMs a persistent kernel's launch fills (gpu_launch.c): few, so
+     * that each block runs several tiles */
+    const char *sms = getenv("BLKC_EMU_SMS");
+    info->sms = sms && atoi(sms) > 0 ? atoi(sms) : 4;
     *out = d;
     return 0;
 }

@@ -526,7 +526,8 @@ static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *
     key.box[1] = (uint32_t)t->box[1];
     /* CU_TENSOR_MAP_DATA_TYPE_: BFLOAT16 9, FLOAT16 6, UINT8 0 (fp8: TMA
      * moves bytes) */
-    key.dtype = p->dtype == DT_BF16 ? 9 : dsl_dtype_bytes(p->dtype) == 1 ? 0 : 6;
+    key.dtype = p->dtype == DT_BF16 ? 9 : p->dtype == DT_F32 ? 7 /* FLOAT32: a TMA store */
+              : dsl_dtype_bytes(p->dtype) == 1 ? 0 : 6;
     key.swizzle = t->span == 128 ? 3 : t->span == 64 ? 2 : 1;
     char e[300];
     if (d->stride[0] < 0 || tmap_get(gm, &key, map, e, sizeof e))
@@ -560,13 +561,48 @@ typedef struct Packed {
     unsigned char *buf;
     size_t size;
     void **params;           /* per argument (+ the rank context) */
-    int64_t grid[3];
+    int64_t grid[3];         /* the grid of programs */
+    int64_t launch[3];       /* the blocks launched: the grid, or for a
+                                persistent kernel min(programs, SMs) */
 } Packed;
 
 static void packed_free(Packed *pk)
 {
     free(pk->buf);
     free(pk->params);
+}
+
+/* A persistent kernel's launch (gpu_persist.c): the grid of programs as
+ * its last three int parameters, min(programs, SMs) blocks along x (one
+ * block per SM: its __launch_bounds__(threads, 1)). The last launch's
+ * blocks and programs are kept for --stats (0, 0: not persistent). */
+static long long persist_blocks, persist_tiles;
+
+void rt_gpu_persist_last(long long *blocks, long long *tiles)
+{
+    *blocks = __atomic_load_n(&persist_blocks, __ATOMIC_RELAXED);
+    *tiles = __atomic_load_n(&persist_tiles, __ATOMIC_RELAXED);
+}
+
+static blkc_status persist_grid(RtGpuModule *gm, const RtGpuPick *k, Packed *pk,
+                                size_t np_off, char *err, size_t errlen)
+{
+    const int64_t tiles = pk->grid[0] * pk->grid[1] * pk->grid[2];
+    if (tiles > INT32_MAX)
+        return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %lld programs, more "
+                       "than a persistent kernel counts (%d)", k->f->name, (long long)tiles,
+                       INT32_MAX);
+    int32_t g[3] = {(int32_t)pk->grid[0], (int32_t)pk->grid[1], (int32_t)pk->grid[2]};
+    memcpy(pk->buf + np_off, g, sizeof g);
+    const int np = k->f->nparams + (k->ki->rank_ctx ? 1 : 0) + k->ki->ntma;
+    for (int a = 0; a < 3; a++)
+        pk->params[np + a] = pk->buf + np_off + a * sizeof(int32_t);
+    const int sms = gm->g->info.sms;
+    pk->launch[0] = sms > 0 && tiles > sms ? sms : tiles;
+    pk->launch[1] = pk->launch[2] = 1;
+    __atomic_store_n(&persist_blocks, (long long)pk->launch[0], __ATOMIC_RELAXED);
+    __atomic_store_n(&persist_tiles, (long long)tiles, __ATOMIC_RELAXED);
+    return BLKC_OK;
 }
 
 static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
@@ -591,10 +627,13 @@ static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
     size_t tma_off = align_up(size, 64); /* then the tensor maps (gpu_tma.c) */
     if (k->ki->ntma)
         size = tma_off + 128 * (size_t)k->ki->ntma;
+    size_t np_off = align_up(size, 4); /* then a persistent kernel's grid */
+    if (k->ki->persist)
+        size = np_off + 3 * sizeof(int32_t);
     pk->size = align_up(size, 64);
     if (st == BLKC_OK) {
         pk->buf = aligned_alloc(64, pk->size + 64);
-        pk->params = calloc((size_t)np + 2 + BK_GPU_MAXTMA, sizeof *pk->params);
+        pk->params = calloc((size_t)np + 5 + BK_GPU_MAXTMA, sizeof *pk->params);
         if (!pk->buf || !pk->params)
             st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
         else
@@ -627,6 +666,13 @@ static blkc_status pack(RtGpuModule *gm, const RtGpuPick *k,
     if (st == BLKC_OK)
         st = rt_bind_grid(&b, f, opts, rcx ? rcx->rank : 0,
                           rcx ? rcx->world : 1, pk->grid, err, errlen);
+    memcpy(pk->launch, pk->grid, sizeof pk->launch);
+    if (st == BLKC_OK && k->ki->persist)
+        st = persist_grid(gm, k, pk, np_off, err, errlen);
+    else if (st == BLKC_OK) { /* the last launch was not persistent */
+        __atomic_store_n(&persist_blocks, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&persist_tiles, 0, __ATOMIC_RELAXED);
+    }
     static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
     for (int a = 0; a < 3 && st == BLKC_OK; a++)
         if (pk->grid[a] > lim[a])
@@ -847,7 +893,7 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
         g->ops->zero(g->dev, gm->fail, sizeof(BkGpuFail), stream, err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty &&
-        g->ops->launch(g->dev, k->fn, pk.grid, k->ki->threads,
+        g->ops->launch(g->dev, k->fn, pk.launch, k->ki->threads,
                        k->ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
                        err, errlen))
         st = BLKC_ERR_RUNTIME;
@@ -905,7 +951,7 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
         g->ops->zero(g->dev, rc->fail, sizeof(BkGpuFail), stream, err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty &&
-        g->ops->launch(g->dev, pkk.fn, pk.grid, pkk.ki->threads,
+        g->ops->launch(g->dev, pkk.fn, pk.launch, pkk.ki->threads,
                        pkk.ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
                        err, errlen))
         st = BLKC_ERR_RUNTIME;

@@ -478,13 +478,18 @@ static void emit_instr(BkGpuEm *em, int id)
                     f->params[in->param].name, in->attr);
         break;
     case IR_PID:
-        if (em->group_m && in->attr < 2)
+        if (em->persist) /* the tile the block is on (gpu_persist.c) */
+            bk_gpu_line(em, "const int v%d = blk_pid%d;", id, in->attr % 3);
+        else if (em->group_m && in->attr < 2)
             bk_gpu_line(em, "const int v%d = blk_pid%d;", id, in->attr);
         else
             bk_gpu_line(em, "const int v%d = (int)blockIdx.%c;", id, "xyz"[in->attr % 3]);
         break;
     case IR_NPROG:
-        bk_gpu_line(em, "const int v%d = (int)gridDim.%c;", id, "xyz"[in->attr % 3]);
+        if (em->persist) /* the grid of programs, not the blocks launched */
+            bk_gpu_line(em, "const int v%d = blk_np%d;", id, in->attr % 3);
+        else
+            bk_gpu_line(em, "const int v%d = (int)gridDim.%c;", id, "xyz"[in->attr % 3]);
         break;
     case IR_ARANGE: emit_arange(em, id); break;
     case IR_BCAST: case IR_RESHAPE: case IR_PERMUTE: emit_shape(em, id); break;
@@ -594,6 +599,8 @@ static void emit_instr(BkGpuEm *em, int id)
         bk_gpu_line(em, "}");
         if (em->wga && em->wga[id])
             bk_gpu_wgmma_drain(em, id);
+        if (em->persist && em->tma_fr == id)
+            bk_gpu_persist_release(em, id);
         bk_gpu_barrier_flush(em);
         break;
     }
@@ -656,14 +663,28 @@ static void emit_region(BkGpuEm *em, int r)
         bk_gpu_barrier_flush(em);
 }
 
+void bk_gpu_emit_instr(BkGpuEm *em, int id)
+{
+    emit_instr(em, id);
+}
+
+void bk_gpu_emit_region(BkGpuEm *em, int r)
+{
+    emit_region(em, r);
+}
+
 static void emit_func(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
     bk_gpu_line(em, "// kernel %s (.blk line %d): blockDim.x = %d (%d warps of %d%s),",
                 f->name, f->loc.line, bk_gpu_threads(em), em->nw, em->dl->warp,
                 em->ws ? ", then the TMA producer warpgroup" : "");
-    bk_gpu_line(em, "// gridDim = the grid of ir_eval_grid, dynamic shared memory = %lld bytes",
-                em->smem);
+    if (em->persist)
+        bk_gpu_line(em, "// gridDim.x = min(programs, SMs): each block loops over tiles, the grid of "
+                    "ir_eval_grid in blk_np0..2; dynamic shared memory = %lld bytes", em->smem);
+    else
+        bk_gpu_line(em, "// gridDim = the grid of ir_eval_grid, dynamic shared memory = %lld bytes",
+                    em->smem);
     bk_gpu_line(em, "extern \"C\" __constant__ int blk_smem_%s = %lld;", f->name,
                 em->smem);
     bk_gpu_wgmma_decls(em);
@@ -693,6 +714,7 @@ static void emit_func(BkGpuEm *em)
         dsl_buf_printf(o, "%s\n    BlkRankCtx blk_rc /* rank builtins */",
                        f->nparams ? "," : "");
     bk_gpu_tma_params(em);
+    bk_gpu_persist_params(em);
     dsl_buf_printf(o, ")\n{\n");
     em->indent = 1;
     /* swizzled wgmma operands: the pattern is on address bits */
@@ -722,6 +744,12 @@ static void emit_func(BkGpuEm *em)
         else
             bk_gpu_line(em, "%s *var%d = (%s *)(blk_smem + %lld); /* var %s : %s */",
                         t, v, t, em->var_off[v], var->name, ty);
+    }
+    if (em->persist) { /* a loop over tiles (gpu_persist.c) */
+        bk_gpu_persist_body(em);
+        em->indent = 0;
+        dsl_buf_printf(o, "}\n");
+        return;
     }
     if (em->group_m) {
         /* grouped ordering (as Triton's GROUP_M): blocks dispatched one after
@@ -770,6 +798,8 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->noflush_region = -1;
     em->reg_var = -1;
     em->mr_loop = -1;
+    em->pzero = -1;
+    em->tstore = -1;
     /* the old paths stay selectable (docs/backends.md) */
     const char *e;
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");
@@ -783,12 +813,13 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
         return -1;
     }
     /* cp.async rings multiply the loads' shared memory by stages(S): past
-     * the smallest CUDA per-block limit (sm_80: 163 KiB) keep the kernel
-     * loadable and give up the pipeline instead */
+     * the smallest CUDA per-block limit (sm_80: 163 KiB; sm_90a code runs
+     * on sm_90 alone: 227 KiB) keep the kernel loadable and give up the
+     * pipeline instead */
     bool piped = false;
     for (int i = 0; i < f->nins; i++)
         piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
-    if (piped && em->smem > 160 * 1024) {
+    if (piped && em->smem > (em->sm90a ? 232448 : 160 * 1024)) {
         bk_gpu_em_free(em);
         em->nopipe = true;
         em->fail = 0;
@@ -810,6 +841,7 @@ int bk_gpu_kernel_info(const IrFunc *f, const BkGpuDialect *dl, const char *arch
     info->smem_bytes = em.smem;
     info->rank_ctx = bk_gpu_uses_ranks(f);
     bk_gpu_tma_info(&em, info);
+    info->persist = em.persist;
     bk_gpu_em_free(&em);
     return 0;
 }

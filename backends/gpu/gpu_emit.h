@@ -57,6 +57,9 @@ typedef struct BkGpuKernelInfo {
     int ntma;               /* then this many CUtensorMaps (64-byte
                                aligned, 128 bytes each) */
     BkGpuTma tma[BK_GPU_MAXTMA];
+    bool persist;           /* a persistent kernel (gpu_persist.c): then
+                               three ints, the grid of programs (x, y, z);
+                               launch gridDim = (min(programs, SMs), 1, 1) */
 } BkGpuKernelInfo;
 
 /* The launch context of kernels that use rank(), world(), peer views,
@@ -251,6 +254,17 @@ typedef struct BkGpuEm {
                                  (then S more with warp specialization) */
     bool ws;                  /* warp-specialized (gpu_ws.c): a producer
                                  warpgroup after the nt consumer threads */
+    bool persist;             /* persistent (gpu_persist.c): each block
+                                 loops over tiles (program ids), the ring
+                                 and its mbarriers going on across them */
+    int tstore;               /* persistent: the epilogue store written by
+                                 TMA from a staging tile (gpu_persist.c),
+                                 else -1 */
+    long long tst_off;        /* its staging tile in shared memory */
+    int pzero;                /* persistent: the VSET before the ring loop
+                                 zeroing the ring dot's accumulator, done
+                                 by the tile's first wgmma (scale-d 0);
+                                 else -1 */
     bool ws_on;               /* emitting code the consumers alone run:
                                  barriers are named barrier 1 of nt */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
@@ -351,6 +365,10 @@ void bk_gpu_slice_open_of(BkGpuEm *em, int par, long long M);
 void bk_gpu_slice_reg(const BkGpuEm *em, int r, char *buf, size_t n);
 /* __syncthreads(), which also starts a new barrier-free segment */
 void bk_gpu_sync(BkGpuEm *em);
+/* instruction id (a persistent kernel emits the body before its ring
+ * loop twice: gpu_persist.c); region r's instructions */
+void bk_gpu_emit_instr(BkGpuEm *em, int id);
+void bk_gpu_emit_region(BkGpuEm *em, int r);
 /* identity literals for reductions in compute type */
 void bk_gpu_min_lit(char *buf, size_t n, int dt);
 void bk_gpu_max_lit(char *buf, size_t n, int dt);
@@ -490,6 +508,8 @@ void bk_gpu_mma_split(const BkGpuEm *em, const BkGpuMma *g, const char *R, char 
 void bk_gpu_mma_loop_open(BkGpuEm *em, int v);
 void bk_gpu_mma_loop_close(BkGpuEm *em);
 void bk_gpu_mma_decl_regs(BkGpuEm *em, int P, const char *ty);
+/* its warp's first row and column in the tile (blk_wr<P>, blk_wc<P>) */
+void bk_gpu_mma_decl_warp(BkGpuEm *em, int P);
 void bk_gpu_mma_op_done(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_mmadot.c */
@@ -569,6 +589,9 @@ void bk_gpu_tma_params(BkGpuEm *em);
 /* the TMA forms of bk_gpu_pipe_prologue / bk_gpu_pipe_top */
 void bk_gpu_tma_prologue(BkGpuEm *em, int forid);
 void bk_gpu_tma_top(BkGpuEm *em, int forid);
+/* the ring's iteration counter, mbarrier pointers and initialization,
+ * then a block barrier (the start of bk_gpu_tma_prologue) */
+void bk_gpu_tma_init(BkGpuEm *em, int forid);
 /* the boxes of FOR forid's iteration with induction variable `iv` into
  * ring slot `slot` (C text), arrive.expect_tx on blk_tb<forid>[slot] */
 void bk_gpu_tma_issue(BkGpuEm *em, int forid, const char *slot, const char *iv);
@@ -590,6 +613,34 @@ void bk_gpu_ws_bars(BkGpuEm *em, int forid);
 void bk_gpu_ws_split(BkGpuEm *em, int forid);
 void bk_gpu_ws_top(BkGpuEm *em, int forid);
 void bk_gpu_ws_release(BkGpuEm *em, int forid);
+/* the producer's loop over FOR forid's iterations (blk_pj declared):
+ * wait for the empty slot, issue the boxes */
+void bk_gpu_ws_produce(BkGpuEm *em, int forid);
+
+/* ------------------------------------------------------------ gpu_persist.c
+ * the persistent grid of a warp-specialized kernel (CUDA sm_90a) */
+/* whether (em->persist), at the end of the warp-specialization plan */
+void bk_gpu_persist_plan(BkGpuEm *em);
+/* the kernel's grid parameters (", const int blk_np0, ...") */
+void bk_gpu_persist_params(BkGpuEm *em);
+/* the kernel's body: the mbarriers, the split, the producer's and the
+ * consumers' tile loops */
+void bk_gpu_persist_body(BkGpuEm *em);
+/* the producer's tile loop (inside its issuing thread's branch) */
+void bk_gpu_persist_produce(BkGpuEm *em, int forid);
+/* after the consumers' drain of FOR forid: the last iteration's slot
+ * released (and em->pzero's zeros for a tile without iterations) */
+void bk_gpu_persist_release(BkGpuEm *em, int forid);
+/* the staging tile's bytes of em->tstore (0: none) */
+long long bk_gpu_tstore_bytes(const BkGpuEm *em);
+/* the TMA-store epilogue of store id (em->tstore), from the registers of
+ * MMA var v through the per-register expression x (gpu_mma.c fills the
+ * staging tile: bk_gpu_tstore_open / _close around it) */
+void bk_gpu_tstore_open(BkGpuEm *em, int id);
+void bk_gpu_tstore_close(BkGpuEm *em, int id);
+/* the scale-d operand (C text) of wgmma dot id's k step `k` (C text):
+ * "1", or for em->pzero's accumulator 0 on the tile's first step */
+void bk_gpu_persist_scale_d(const BkGpuEm *em, int id, char *buf, size_t n);
 
 /* ------------------------------------------------------------ gpu_sync.c */
 /* before emitting instruction id: a barrier if its accesses conflict with

@@ -196,7 +196,9 @@ int bk_gpu_emit_gpu_ir(const IrModule *m, const BkGpuDialect *dl, const char *ar
             dsl_buf_printf(out, "%s// kernel %s (%s): blockDim.x = %d (%d warps of %d%s), "
                            "dynamic shared memory = %lld bytes\n", nk++ ? "\n" : "",
                            f->name, dl->name, bk_gpu_threads(&em), em.nw, dl->warp,
-                           em.ws ? ", then a TMA producer warpgroup" : "", em.smem);
+                           em.persist ? ", then a TMA producer warpgroup; persistent: "
+                                        "each block loops over tiles"
+                           : em.ws ? ", then a TMA producer warpgroup" : "", em.smem);
             facts_line(out, f);
             ir_print_func_notes(out, f, (const char *const *)notes,
                                 (const char *const *)vnotes);

@@ -8,6 +8,8 @@
  * bk_gpu_analyze. */
 #include "gpu_emit.h"
 
+#include <limits.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -401,6 +403,10 @@ int bk_gpu_analyze(BkGpuEm *em)
             first[i] = em->pos[fr];
             if (em->last[i] < em->end[fr])
                 em->last[i] = em->end[fr];
+            /* a persistent kernel's producer refills it for the next
+             * tile while the consumers run this tile's epilogue */
+            if (em->persist && em->tma[i])
+                em->last[i] = INT_MAX / 2;
         }
     }
     /* by position (insertion sort; kernels are small) */
@@ -438,6 +444,15 @@ int bk_gpu_analyze(BkGpuEm *em)
     if (em->tma_fr >= 0) { /* the TMA ring's mbarriers (gpu_tma.c) */
         em->tma_bar = (top + 7) & ~7LL;
         top = em->tma_bar + 8LL * f->stages * (em->ws ? 2 : 1); /* full[], empty[] */
+    }
+    if (em->tstore >= 0) { /* the TMA-store epilogue's staging tile (gpu_persist.c) */
+        const long long at = (top + 1023) & ~1023LL; /* the 128B swizzle's pattern */
+        if (at + bk_gpu_tstore_bytes(em) <= 232448) { /* sm_90's 227 KiB */
+            em->tst_off = at;
+            top = at + bk_gpu_tstore_bytes(em);
+        } else {
+            em->tstore = -1; /* the epilogue from the registers */
+        }
     }
     em->smem = top;
     free(first);

@@ -141,6 +141,12 @@ void bk_gpu_mma_decl_regs(BkGpuEm *em, int P, const char *ty)
 {
     const BkGpuMma *g = &em->vmma[P];
     bk_gpu_line(em, "%s var%d[%d];", ty, P, bk_gpu_mma_nregs(g));
+    bk_gpu_mma_decl_warp(em, P);
+}
+
+void bk_gpu_mma_decl_warp(BkGpuEm *em, int P)
+{
+    const BkGpuMma *g = &em->vmma[P];
     if (g->wb > 1) /* a part at a time: the warp's place in its group of wm x wn */
         bk_gpu_line(em, "const int blk_wr%d = (blk_warp %% %d / %d) * %d, blk_wc%d = (blk_warp %% %d) * %d;",
                     P, g->wm * g->wn, g->wn, g->WM, P, g->wn, g->WN);
@@ -193,6 +199,16 @@ void bk_gpu_mma_vset(BkGpuEm *em, int id)
         vset_expr(em, id);
         return;
     }
+    if (em->persist && id == em->pzero) { /* gpu_persist.c */
+        bk_gpu_line(em, "/* var.set %s = 0: by the tile's first wgmma (scale-d 0), not by "
+                    "instructions inside the wgmma pipeline across tiles */",
+                    em->f->vars[in->param].name);
+        dsl_buf_printf(em->o, "#if !(__CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL))\n");
+        bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) var%d[blk_r] = 0.0f;",
+                    bk_gpu_mma_nregs(&em->vmma[in->param]), in->param);
+        dsl_buf_printf(em->o, "#endif\n");
+        return;
+    }
     char lit[256];
     bk_gpu_read(em, x, "0", lit, sizeof lit);
     bk_gpu_line(em, "#pragma unroll");
@@ -238,6 +254,45 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64], fi[64];
     const char *st = bk_gpu_stype(pp->dtype);
     char rv[BK_GPU_EXPR], cv[BK_GPU_EXPR + 64];
+    if (id == em->tstore) { /* by TMA from a staging tile (gpu_persist.c) */
+        bk_gpu_tstore_open(em, id);
+        row_caches(em, v, x, true, 0);
+        /* CUDA: a lane's registers 2i, 2i + 1 are columns c, c + 1 (c
+         * even) of one row, in one 16-byte chunk of the swizzled row: one
+         * 8-byte (4-byte) store, 2 wavefronts per warp, no bank conflict */
+        const int Q = em->dl->kind == BK_GPU_CUDA ? 2 : 1;
+        bk_gpu_mma_split(em, mg, "blk_p", mt, nt, fi, sizeof mt);
+        bk_gpu_mma_rowcol(em, v, mt, nt, fi, row, sizeof row, col, sizeof col);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_p = 0; blk_p < %d; blk_p += %d) {", bk_gpu_mma_nregs(mg), Q);
+        em->indent++;
+        bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
+        bk_gpu_line(em, "alignas(%d) %s blk_x[%d];", Q * sz, st, Q);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", Q);
+        em->indent++;
+        bk_gpu_line(em, "const int blk_r = blk_p + blk_j;");
+        bk_gpu_line(em, "const int blk_e = blk_row * %lld + blk_col + blk_j;", mg->N);
+        bk_gpu_line(em, "(void)blk_r; (void)blk_e;");
+        em->reg_var = v;
+        bk_gpu_read(em, x, "blk_e", rv, sizeof rv);
+        em->reg_var = -1;
+        bk_gpu_to_s(cv, sizeof cv, pp->dtype, rv);
+        bk_gpu_line(em, "blk_x[blk_j] = %s;", cv);
+        em->indent--;
+        bk_gpu_line(em, "}");
+        bk_gpu_line(em, "*(%s *)&blk_st[blk_wgs(blk_row * %lld + blk_col, %lld, %lld, 0, 128, %d)] = "
+                    "*(const %s *)blk_x;", Q * sz == 8 ? "unsigned long long" : Q * sz == 4 ?
+                    "unsigned" : Q * sz == 2 ? "unsigned short" : "float", mg->N, mg->N, mg->M, sz,
+                    Q * sz == 8 ? "unsigned long long" : Q * sz == 4 ? "unsigned" : Q * sz == 2 ?
+                    "unsigned short" : "float");
+        em->indent--;
+        bk_gpu_line(em, "}");
+        row_caches(em, v, x, false, 0);
+        bk_gpu_tstore_close(em, id);
+        bk_gpu_mma_op_done(em);
+        return;
+    }
     bk_gpu_base(em, id, base, sizeof base);
     bk_gpu_line(em, "/* store %s from var %s's registers (layout mma)%s, %s */",
                 pp->name, f->vars[v].name, f->ins[x].op == IR_VGET ? "" : " through a per-register expression",

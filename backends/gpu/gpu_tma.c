@@ -112,6 +112,14 @@ void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
         t->box[1] = box_rows(em, id);
         t->span = em->wgs[id];
     }
+    if (em->tstore >= 0) { /* the epilogue's store (gpu_persist.c): panels of 128 bytes */
+        const IrInstr *in = &f->ins[em->tstore];
+        BkGpuTma *t = &info->tma[info->ntma++];
+        t->param = in->param;
+        t->box[0] = 128 / dsl_dtype_bytes(f->params[in->param].dtype);
+        t->box[1] = (int)em->vmma[em->mvar[in->opnd[0]]].M;
+        t->span = 128;
+    }
 }
 
 void bk_gpu_tma_params(BkGpuEm *em)
@@ -120,6 +128,9 @@ void bk_gpu_tma_params(BkGpuEm *em)
         if (em->tma[id])
             dsl_buf_printf(em->o, ",\n    const __grid_constant__ BlkTensorMap blk_tm%d "
                                   "/* the tensor map of v%d (TMA) */", id, id);
+    if (em->tstore >= 0)
+        dsl_buf_printf(em->o, ",\n    const __grid_constant__ BlkTensorMap blk_tm%d "
+                              "/* the tensor map of store %d (TMA) */", em->tstore, em->tstore);
 }
 
 /* The bytes one iteration's boxes bring. */
@@ -173,12 +184,9 @@ void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
     }
 }
 
-void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
+void bk_gpu_tma_init(BkGpuEm *em, int fr)
 {
-    const IrInstr *F = &em->f->ins[fr];
     const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
-    const long long st = (long long)em->f->ins[F->opnd[2]].ival;
-    char ahead[64];
     if (em->ws)
         bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued up to %d iteration(s) ahead by "
                     "the producer warpgroup, slot i completed by mbarrier full[i] (%lld bytes per "
@@ -205,6 +213,20 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     em->indent--;
     bk_gpu_line(em, "}");
     bk_gpu_sync(em); /* initialized before any thread waits */
+}
+
+void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    const long long st = (long long)em->f->ins[F->opnd[2]].ival;
+    char ahead[64];
+    if (em->persist) { /* initialized and split before the tile loop */
+        bk_gpu_line(em, "// stages(%d): the ring of the persistent kernel (above): blk_it%d and the "
+                    "mbarriers' phases go on from the previous tile", S, fr);
+        return;
+    }
+    bk_gpu_tma_init(em, fr);
     if (em->ws) {
         bk_gpu_ws_split(em, fr);
         return;

@@ -456,15 +456,16 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     bk_gpu_line(em, "    #pragma unroll");
     bk_gpu_line(em, "    for (int i = 0; i < %d; i++) /* descriptors: start address + bytes / 16 */",
                 mt);
-    char ta[16] = "";
+    char ta[16] = "", sd[128];
     if (es == 2)
         snprintf(ta, sizeof ta, "<0, %d>", kmaj ? 0 : 1);
+    bk_gpu_persist_scale_d(em, id, sd, sizeof sd); /* "1": in place */
     bk_gpu_line(em, "        blk_wgmma_m64n%lld%s%s(&var%d[i * %lld], "
                 "blk_da + (unsigned long long)(i * %lld + k * %d / %lld * %lld + "
                 "k * %d %% %lld * %lld / %d), "
-                "blk_db + (unsigned long long)(k * %d / %lld * %lld + k * %d %% %lld * %lld / %d), 1);",
+                "blk_db + (unsigned long long)(k * %d / %lld * %lld + k * %d %% %lld * %lld / %d), %s);",
                 N, wr, ta, v, N / 2, am / 16, ks, ap, ax / 16, ks, ap, ak / 16, ks,
-                ks, bp, bx / 16, ks, bp, bk / 16, ks);
+                ks, bp, bx / 16, ks, bp, bk / 16, ks, sd);
     bk_gpu_line(em, "blk_wgmma_commit();");
     if (em->wga[id])
         bk_gpu_line(em, "blk_wgmma_wait<1>(); /* this step's group stays in flight; the "

@@ -64,6 +64,7 @@ void bk_gpu_ws_plan(BkGpuEm *em)
     const int fr = em->tma_fr;
     const char *e = getenv("BLKC_GPU_NOWS");
     em->ws = false;
+    em->persist = false; /* bk_gpu_persist_plan below decides */
     if (fr < 0 || !em->wga || !em->wga[fr] || (e && *e && strcmp(e, "0")) ||
         bk_gpu_minblocks() > 1 || em->nt % 128 || em->nt + 128 > 1024 ||
         bk_gpu_uses_ranks(f))
@@ -78,6 +79,7 @@ void bk_gpu_ws_plan(BkGpuEm *em)
         if (!before_ok(em, body->ins[j]))
             return;
     em->ws = true;
+    bk_gpu_persist_plan(em); /* a persistent grid (gpu_persist.c) */
 }
 
 int bk_gpu_threads(const BkGpuEm *em)
@@ -95,17 +97,34 @@ void bk_gpu_bar(BkGpuEm *em)
 
 void bk_gpu_ws_split(BkGpuEm *em, int fr)
 {
-    const IrFunc *f = em->f;
-    const IrInstr *F = &f->ins[fr];
-    const int S = f->stages, nt = em->nt;
-    const char *t = bk_gpu_stype(F->type.dtype);
-    const long long st = (long long)f->ins[F->opnd[2]].ival;
+    const int S = em->f->stages, nt = em->nt;
     bk_gpu_line(em, "if (blk_tid >= %d) { /* the producer warpgroup: TMA alone */", nt);
     em->indent++;
     bk_gpu_line(em, "blk_setmaxnreg_dec<%d>();", WS_PRODUCER_REGS);
     bk_gpu_line(em, "if (blk_tid == %d) {", nt);
     em->indent++;
     bk_gpu_line(em, "int blk_pj = 0; /* iteration number: ring slot blk_pj %% %d */", S);
+    if (em->persist)
+        bk_gpu_persist_produce(em, fr); /* every tile's iterations */
+    else
+        bk_gpu_ws_produce(em, fr);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "return; /* the consumers wait on every box it issued */");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "blk_setmaxnreg_inc<%d>(); /* the consumers: the registers the producer "
+                "gave back */", WS_CONSUMER_REGS);
+    em->ws_on = true;
+}
+
+void bk_gpu_ws_produce(BkGpuEm *em, int fr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *F = &f->ins[fr];
+    const int S = f->stages;
+    const char *t = bk_gpu_stype(F->type.dtype);
+    const long long st = (long long)f->ins[F->opnd[2]].ival;
     bk_gpu_line(em, "for (%s blk_fiv = v%d; blk_fiv %s v%d; blk_fiv += v%d, blk_pj++) {", t,
                 F->opnd[0], st > 0 ? "<" : ">", F->opnd[1], F->opnd[2]);
     em->indent++;
@@ -118,14 +137,6 @@ void bk_gpu_ws_split(BkGpuEm *em, int fr)
     bk_gpu_tma_issue(em, fr, slot, "blk_fiv");
     em->indent--;
     bk_gpu_line(em, "}");
-    em->indent--;
-    bk_gpu_line(em, "}");
-    bk_gpu_line(em, "return; /* the consumers wait on every box it issued */");
-    em->indent--;
-    bk_gpu_line(em, "}");
-    bk_gpu_line(em, "blk_setmaxnreg_inc<%d>(); /* the consumers: the registers the producer "
-                "gave back */", WS_CONSUMER_REGS);
-    em->ws_on = true;
 }
 
 void bk_gpu_ws_top(BkGpuEm *em, int fr)
@@ -140,7 +151,10 @@ void bk_gpu_ws_release(BkGpuEm *em, int fr)
     const int S = em->f->stages;
     bk_gpu_line(em, "/* iteration blk_it%d - 1's wgmma group is retired (wait_group 1 above): "
                 "its slot goes back to the producer */", fr);
-    bk_gpu_line(em, "if (blk_it%d > 0 && blk_tid %% 128 == 0)", fr);
+    if (em->persist) /* not the previous tile's last: released after its drain */
+        bk_gpu_line(em, "if (blk_it%d > blk_first%d && blk_tid %% 128 == 0)", fr, fr);
+    else
+        bk_gpu_line(em, "if (blk_it%d > 0 && blk_tid %% 128 == 0)", fr);
     bk_gpu_line(em, "    blk_mbar_arrive(&blk_te%d[(blk_it%d - 1) %% %d]);", fr, fr, S);
 }
 

@@ -472,6 +472,9 @@ static inline void __syncthreads()
         m->st.barriers++;
     blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_SYNC);
 }
+/* blk_tid_fresh(): threadIdx.x, read where it is called (CUDA: a volatile
+ * mov from %tid.x that the compiler cannot hoist out of a loop) */
+static inline int blk_tid_fresh() { return (int)threadIdx.x; }
 /* bar.sync id, n (PTX ISA "bar, barrier"): barrier id (0..15) completes
  * once n threads have arrived, counted in whole warps (n a multiple of the
  * warp size); the threads of one barrier instance must give the same n.

@@ -57,6 +57,17 @@
 #       BLKC_GPU_WGSYNC=1); the warp-specialized TMA ring (a producer
 #       warpgroup, setmaxnreg, empty mbarriers, no block barrier in the
 #       loop: --stats barriers exact) against the CPU, BLKC_GPU_NOWS=1 not
+#   persist cuda-emu as sm_90a: the persistent grid (backends/gpu/gpu_persist.c)
+#       of the warp-specialized wgmma GEMMs of twgmma.blk, tpersist.blk and
+#       benchmarks/gpu_check.sh against the CPU: min(programs,
+#       $BLKC_EMU_SMS) blocks each looping over tiles (--stats), tile
+#       counts not divisible by the blocks, M / N / K tails, bf16 / f16 /
+#       fp8, 4 and 8 consumer warps, a 1-D grid, a 3-D one (program_id(2),
+#       num_programs), tiles of different trip counts (none in the first
+#       row); the tile loop in the CUDA C the launch ran (the accumulator
+#       zeroed by the tile's first wgmma: scale-d 0); the
+#       kernels it must refuse (an atomic, a return) and BLKC_GPU_NOPERSIST=1
+#       keep a block per program
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -421,7 +432,7 @@ wgmma)
     rm -rf "$T/dump"; mkdir -p "$T/dump"
     [ "$e" != - ] && export "$e"
     # shellcheck disable=SC2086
-    BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump wone "$k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
+    BLKC_GPU_NOPERSIST=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump wone "$k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
     [ "$e" != - ] && unset "${e%%=*}"
     f=$(grep -l "$ring ring load" "$T"/dump/*.cu | head -1)
     if [ -z "$f" ]; then echo "FAIL $k $d $e: no $ring ring among $(ls "$T/dump")"; fail=1; continue; fi
@@ -437,6 +448,8 @@ wgmma)
       echo "ok $k $d $e: $ring ring, $sched ($(grep -o 'issued [0-9]* iteration(s) ahead' "$f" | head -1))"
     fi
   done
+  # (BLKC_GPU_NOPERSIST=1 above and below: the kernel with a block per
+  # program; its persistent form is checked by emu_persist)
   # warp specialization (backends/gpu/gpu_ws.c): the TMA ring loop gets a
   # producer warpgroup (blockDim NT + 128, __launch_bounds__(NT + 128, 1))
   # that waits on empty[] and issues the boxes, setmaxnreg.dec 40 there and
@@ -462,9 +475,9 @@ wgmma)
     rm -rf "$T/dump"; mkdir -p "$T/dump"
     [ "$e" != - ] && export "$e"
     # shellcheck disable=SC2086
-    BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump wone "ws $k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
+    BLKC_GPU_NOPERSIST=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump wone "ws $k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
     # shellcheck disable=SC2086
-    BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=$k $d $sz --random \
+    BLKC_GPU_NOPERSIST=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=$k $d $sz --random \
       --device=cuda-emu --stats >"$T/log" 2>&1
     [ "$e" != - ] && unset "${e%%=*}"
     f=$(grep -l "TMA ring load" "$T"/dump/*.cu | head -1)
@@ -557,7 +570,9 @@ wgmma)
   # permuted for 2 m-blocks per warpgroup; B: 2 panels of 64 columns), by
   # cp.async (BLKC_GPU_NOTMA=1) 128 conflict-free wavefronts in 32 warp
   # requests
-  if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
+  # (BLKC_GPU_NOTMASTORE=1 here and in the fp8 count below: the epilogue
+  # from the registers; the staging tile's writes are emu_persist's)
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 M=128 N=128 K=32 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1; then
     if ! grep -q "tensor-core instructions 4 (1048576 FLOP), of them wgmma.mma_async 4 (1048576 FLOP), ldmatrix 0" "$T/log" ||
        ! grep -q "shared-memory wavefronts 320 (in 18 requests)" "$T/log" ||
@@ -576,7 +591,7 @@ wgmma)
   # bytes each) 128 more. TMA: A in 8 boxes of 16 rows (2 m-blocks per
   # warpgroup), B one box of its 128 rows of 64 bytes; cp.async: 16 KiB in
   # 16-byte copies
-  if BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_e4m3 -D BM=128 -D BN=128 M=128 N=128 K=64 \
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_e4m3 -D BM=128 -D BN=128 M=128 N=128 K=64 \
        --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
      grep -q "tensor-core instructions 4 (2097152 FLOP), of them wgmma.mma_async 4 (2097152 FLOP), ldmatrix 0" "$T/log" &&
      grep -q "shared-memory wavefronts 320 (in 17 requests)" "$T/log" && grep -q "cp.async 0, TMA boxes 9" "$T/log" &&
@@ -598,8 +613,9 @@ wgmma)
   # tensor maps cached per launch signature (runtime/gpu_launch.c): 3
   # launches (--bench=2) with the same tensors encode the maps of A and B
   # once, then take them from the module's cache; the last launch's C (a
-  # cached map's) is the CPU's
-  if BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_bf16 M=100 N=64 K=64 \
+  # cached map's) is the CPU's (BLKC_GPU_NOTMASTORE=1: C's map for the
+  # persistent kernel's TMA-store epilogue would make 3; emu_persist)
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=twg_bf16 M=100 N=64 K=64 \
        --random --seed=7 --device=cuda-emu --stats --bench=2 --out C="$T/e.npy" >"$T/log" 2>&1 &&
      grep -q "twg_bf16: stats: tensor maps 2 encoded, 4 from the cache$" "$T/log" &&
      grep -q "TMA boxes 8$" "$T/log" &&
@@ -609,6 +625,135 @@ wgmma)
   else
     echo "FAIL twg_bf16 --bench=2 --stats: want 2 maps encoded, 4 from the cache:"; cat "$T/log"; fail=1
   fi
+  exit $fail
+  ;;
+persist)
+  fail=0 TW=$SRC/tests/emu/twgmma.blk TP=$SRC/tests/emu/tpersist.blk
+  # the Hopper GEMMs of benchmarks/gpu_check.sh, as it writes them
+  for g in gemm_bf16 gemm_f8; do
+    sed -n "/^cat >\"\$T\/$g.blk\" <<'EOF'\$/,/^EOF\$/p" "$SRC/benchmarks/gpu_check.sh" | sed '1d;$d' >"$T/$g.blk"
+    grep -q "^kernel $g<" "$T/$g.blk" || { echo "FAIL: no kernel $g in benchmarks/gpu_check.sh"; fail=1; }
+  done
+  # SMS|FILE|ENTRY|DEFINES|SIZES|OUTS|TOL|TILES|BLOCKS|TS: the CPU against
+  # cuda-emu as sm_90a with BLKC_EMU_SMS=SMS (-: unset, 4), --stats,
+  # and the CUDA C the launch ran (BLKC_GPU_DUMP); TS 1: the epilogue by
+  # TMA (a staging tile, wait_group.read before refilling it, the boxes,
+  # wait_group 0 before the block ends), 0: from the registers (a rank-3
+  # C, or no room beside the ring for the staging tile)
+  for c in "-|$TW|twg_bf16|-D S=3|M=264 N=144 K=144|C|1e-4 1e-4|15|4|1" \
+           "5|$TW|twg_bf16|-D S=4|M=200 N=144 K=208|C|1e-4 1e-4|12|5|1" \
+           "3|$TW|twg_f16|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|C|1e-4 1e-4|4|3|1" \
+           "3|$TW|twg_bt|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=3|M=330 N=144 K=208|C|1e-4 1e-4|6|3|1" \
+           "4|$TW|twg_bf16|-D BM=256 -D BN=128 -D BK=64 -D W=8 -D S=3|M=300 N=272 K=208|C|1e-4 1e-4|6|4|0" \
+           "3|$TW|twg_e4m3|-D BM=128 -D BN=128 -D S=4|M=200 N=144 K=208|C|1e-4 1e-4|4|3|1" \
+           "4|$TW|twg_e5m2|-D BM=128 -D BN=128 -D BK=128 -D W=8|M=520 N=144 K=208|C|1e-4 1e-4|10|4|1" \
+           "4|$TW|twg_bf16|-D S=4|M=64 N=64 K=16|C|1e-4 1e-4|1|1|1" \
+           "4|$TP|tpr_np|-|M=130 N=144 K=80 Z=3|C|1e-4 1e-4|27|4|0" \
+           "4|$TP|tpr_tri|-|M=330 N=144 K=144|C|1e-4 1e-4|18|4|1" \
+           "4|$TP|tpr_1d|-|M=330 K=144|C|1e-4 1e-4|6|4|1" \
+           "3|$TP|tpr_tri|-D BM=128 -D BN=128 -D BK=64 -D W=8 -D S=4|M=520 N=144 K=208|C|1e-4 1e-4|10|3|1" \
+           "-|$T/gemm_bf16.blk|gemm_bf16|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4|M=520 N=528 K=208|C|1e-2 1e-2|15|4|0" \
+           "3|$T/gemm_bf16.blk|gemm_bf16|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|M=260 N=528 K=208|C|1e-2 1e-2|9|3|1" \
+           "3|$T/gemm_f8.blk|gemm_f8|-D BM=128 -D BN=256 -D BK=128 -D W=8 -D S=4|M=260 N=528 K=272|C|1e-2 1e-2|9|3|0"; do
+    IFS='|' read -r sms f k d sz outs tol tiles nb ts <<<"$c"
+    [ "$d" = - ] && d=""
+    rm -rf "$T/dump"; mkdir -p "$T/dump"
+    oc=() oe=()
+    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); oe+=(--out "$o=$T/e.$o.npy"); done
+    if [ "$sms" = - ]; then unset BLKC_EMU_SMS; else export BLKC_EMU_SMS=$sms; fi
+    # shellcheck disable=SC2086
+    if ! timeout 300 "$BLKC" run "$f" --entry=$k $d $sz --random --seed=7 "${oc[@]}" >"$T/log" 2>&1 ||
+       ! BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$f" \
+           --entry=$k $d $sz --random --seed=7 --device=cuda-emu --stats "${oe[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $k $d $sz: $(cat "$T/log")"; fail=1; unset BLKC_EMU_SMS; continue
+    fi
+    unset BLKC_EMU_SMS
+    cmpok=1
+    for o in $outs; do
+      # shellcheck disable=SC2086
+      "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" $tol >"$T/cmp" 2>&1 || { cmpok=0; break; }
+    done
+    if [ $cmpok = 0 ]; then echo "FAIL $k $d $sz: $(cat "$T/cmp")"; fail=1; continue; fi
+    lo=$((tiles / nb)) hi=$(((tiles + nb - 1) / nb))
+    cu=$(grep -l 'blk_tiles' "$T"/dump/*.cu | head -1)
+    # the consumers' ring loop (in their tile loop) and what follows it
+    loop=$(awk '/^        for \(.*blk_it[0-9]*\+\+\) \{$/ { on = 1 } on { print } on && $0 == "        }" { exit }' "${cu:-/dev/null}")
+    after=$(awk '/^        for \(.*blk_it[0-9]*\+\+\) \{$/ { on = 1 } on && $0 == "        }" { for (i = 0; i < 8; i++) { getline; print } exit }' "${cu:-/dev/null}")
+    if ! grep -q "stats: $nb blocks of" "$T/log" ||
+       ! grep -q "persistent: $tiles tiles (programs) on $nb blocks, $lo to $hi per block" "$T/log"; then
+      echo "FAIL $k $d $sz: want $tiles tiles on $nb blocks: $(grep 'blocks of\|persistent' "$T/log")"; fail=1
+    elif [ -z "$cu" ] ||
+         [ "$(grep -c 'for (int blk_t = (int)blockIdx.x; blk_t < blk_tiles; blk_t += (int)gridDim.x) {' "$cu")" != 2 ] ||
+         ! grep -q 'const int blk_np0, const int blk_np1, const int blk_np2' "$cu" ||
+         grep -q 'gridDim\.[yz]\|blockIdx\.[yz]' "$cu" ||
+         ! grep -q 'blk_mbar_wait_parity(&blk_te[0-9]*\[blk_pj' "$cu" ||
+         [ "$(grep -c 'blk_wgmma_wait<1>' <<<"$loop")" != 1 ] || grep -q '__syncthreads\|blk_bar_sync' <<<"$loop" ||
+         ! grep -q 'if (blk_it[0-9]* > blk_first[0-9]* && blk_tid % 128 == 0)' <<<"$loop" ||
+         ! grep -q 'blk_wgmma_wait<0>(); /\* the last step' <<<"$after" ||
+         ! grep -q 'blk_wgmma_m64n[0-9]*.*, blk_it[0-9]* > blk_first[0-9]* || k > 0);$' <<<"$loop" ||
+         ! grep -q 'if (blk_it[0-9]* > blk_first[0-9]* && blk_tid % 128 == 0)' <<<"$after"; then
+      echo "FAIL $k $d $sz: want the tile loops (producer, consumers), the grid parameters, the ring's releases in and after the loop:"
+      grep -n 'blk_t \|blk_np\|gridDim\|blk_first\|blk_wgmma_wait' "${cu:-/dev/null}" | head -20; fail=1
+    elif nst=$(grep -c 'blk_tma_store_2d(&blk_tm' "$cu");
+         { [ "$ts" = 1 ] && { [ "$nst" = 0 ] || ! grep -q 'blk_bulk_wait_read<0>();' "$cu" ||
+                              ! grep -q 'blk_bulk_wait<0>();' "$cu" || ! grep -q 'blk_fence_proxy_async(); /\* the generic-proxy writes' "$cu"; }; } ||
+         { [ "$ts" = 0 ] && [ "$nst" != 0 ]; }; then
+      echo "FAIL $k $d $sz: want the TMA-store epilogue $ts: $nst boxes"; fail=1
+    else
+      echo "ok $k $d $sz: $(cat "$T/cmp"); $tiles tiles on $nb blocks ($lo to $hi each), the ring across tiles, $nst TMA-store boxes per tile"
+    fi
+  done
+  # the staging tile's writes (--stats, clang++): matmul 128 x 128, K = 32
+  # has the 320 wavefronts of its operands (emu_wgmma) and 512 more for
+  # the 64 KiB of f32 staging: 128 bytes each, no bank conflict (a lane's
+  # column pair as one 8-byte store into the 128B-swizzled panels), in 256
+  # warp requests
+  if BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a "$BLKC" run "$SRC/examples/matmul.blk" -D BM=128 -D BN=128 \
+       M=128 N=128 K=32 --random --device=cuda-emu --stats >"$T/log" 2>&1 &&
+     grep -q "shared-memory wavefronts 832 (in 274 requests)" "$T/log"; then
+    echo "ok matmul 128x128 TMA-store epilogue --stats: $(grep -o 'shared-memory wavefronts [0-9]* (in [0-9]* requests)' "$T/log")"
+  else
+    echo "FAIL matmul 128x128 TMA-store epilogue --stats: want 832 wavefronts in 274 requests: $(grep 'wavefronts' "$T/log")"; fail=1
+  fi
+  # BLKC_GPU_NOTMASTORE=1: the epilogue from the registers, the same C
+  rm -rf "$T/dump"; mkdir -p "$T/dump"
+  if BLKC_GPU_NOTMASTORE=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run \
+       "$TW" --entry=twg_bf16 M=264 N=144 K=144 --random --seed=7 --device=cuda-emu --out C="$T/e.C.npy" >"$T/log" 2>&1 &&
+     "$BLKC" run "$TW" --entry=twg_bf16 M=264 N=144 K=144 --random --seed=7 --out C="$T/c.C.npy" >"$T/log" 2>&1 &&
+     "$NPYCMP" "$T/e.C.npy" "$T/c.C.npy" 1e-4 1e-4 >"$T/cmp" 2>&1 && grep -q blk_tiles "$T"/dump/*.cu &&
+     ! grep -q 'blk_tma_store_2d(&blk_tm' "$T"/dump/*.cu; then
+    echo "ok twg_bf16 BLKC_GPU_NOTMASTORE=1: persistent, the epilogue from the registers ($(cat "$T/cmp"))"
+  else
+    echo "FAIL twg_bf16 BLKC_GPU_NOTMASTORE=1: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1
+  fi
+  # one block per program: BLKC_GPU_NOPERSIST=1, and the kernels refused
+  # (an atomic, a return that depends on the program id), which stay
+  # warp-specialized (ENV|FILE|ENTRY|SIZES|OUTS|BLOCKS)
+  for c in "BLKC_GPU_NOPERSIST=1|$TW|twg_bf16|M=200 N=144 K=144|C|12" \
+           "-|$TP|tpr_atomic|M=200 N=144 K=144|C Cnt|12" \
+           "-|$TP|tpr_ret|M=200 N=144 K=144|C|12"; do
+    IFS='|' read -r e f k sz outs nb <<<"$c"
+    rm -rf "$T/dump"; mkdir -p "$T/dump"
+    oc=() oe=()
+    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); oe+=(--out "$o=$T/e.$o.npy"); done
+    [ "$e" != - ] && export "$e"
+    # shellcheck disable=SC2086
+    timeout 300 "$BLKC" run "$f" --entry=$k $sz --random --seed=7 "${oc[@]}" >"$T/log" 2>&1 &&
+      BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$f" \
+        --entry=$k $sz --random --seed=7 --device=cuda-emu --stats "${oe[@]}" >"$T/log" 2>&1
+    rc=$?
+    [ "$e" != - ] && unset "${e%%=*}"
+    ok=1
+    for o in $outs; do "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" 1e-4 1e-4 >"$T/cmp" 2>&1 || ok=0; done
+    if [ $rc != 0 ] || [ $ok = 0 ]; then
+      echo "FAIL $k $e: $(cat "$T/log" "$T/cmp")"; fail=1
+    elif ! grep -q "stats: $nb blocks of" "$T/log" || grep -q 'persistent' "$T/log" ||
+         grep -q 'blk_tiles' "$T"/dump/*.cu || ! grep -q 'blk_setmaxnreg_dec<40>' "$T"/dump/*.cu; then
+      echo "FAIL $k $e: want $nb blocks, warp-specialized, not persistent: $(grep 'blocks of\|persistent' "$T/log")"; fail=1
+    else
+      echo "ok $k $e: a block per program ($nb), warp-specialized"
+    fi
+  done
   exit $fail
   ;;
 lib-*)

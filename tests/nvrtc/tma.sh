@@ -16,7 +16,9 @@
 # same for the cp.async ring's variant (BLKC_GPU_NOTMA=1); the
 # warp-specialized variant (gpu_ws.c) on 4 and 8 consumer warps:
 # setmaxnreg and the consumers' named barrier, no spills (and none of
-# that with BLKC_GPU_NOWS=1). Exit 77 without nvcc or ptxas.
+# that with BLKC_GPU_NOWS=1), persistent (gpu_persist.c: the producer's
+# and the consumers' tile loops) unless BLKC_GPU_NOPERSIST=1. Exit 77
+# without nvcc or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-tma.XXXXXX")
@@ -114,10 +116,20 @@ fi
 # and BLKC_GPU_NOWS=1: setmaxnreg.dec 40 / .inc 232 and the consumers'
 # named barrier in the PTX (none with NOWS), no spills, the registers
 # ptxas reports (-v: the count at entry, which setmaxnreg then moves)
-# NAME|ENV|DEFINES|WS
-for c in "ws 4 warps|-|-D BM=128 -D BN=128|1" "ws 8 warps|-|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|1" \
-         "NOWS 8 warps|BLKC_GPU_NOWS=1|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|0"; do
-  IFS='|' read -r name e d ws <<<"$c"
+# The warp-specialized kernels are persistent (gpu_persist.c: the tile
+# loops, the grid parameters); BLKC_GPU_NOPERSIST=1 keeps a block per
+# program; 128 x 256 x 64 on 4 stages (192 KiB of ring: sm_90a's limit)
+# is benchmarks/gpu_check.sh's Hopper GEMM.
+# TS 1: the epilogue by TMA from a staging tile (the 128 x 128 f32 tile;
+# 128 x 256 leaves it no room beside the ring): its stores and
+# wait_group.read in the PTX; BLKC_GPU_NOTMASTORE=1 none.
+# NAME|ENV|DEFINES|WS|PERSIST|TS
+for c in "ws 4 warps|-|-D BM=128 -D BN=128|1|1|1" "ws 8 warps|-|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|1|1|0" \
+         "ws 8 warps S=4|-|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4|1|1|0" \
+         "NOTMASTORE 4 warps|BLKC_GPU_NOTMASTORE=1|-D BM=128 -D BN=128|1|1|0" \
+         "NOPERSIST 8 warps|BLKC_GPU_NOPERSIST=1|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|1|0|0" \
+         "NOWS 8 warps|BLKC_GPU_NOWS=1|-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3|0|0|0"; do
+  IFS='|' read -r name e d ws pe ts <<<"$c"
   rm -rf "$T/dump"; mkdir -p "$T/dump"
   [ "$e" != - ] && export "$e"
   # shellcheck disable=SC2086
@@ -133,13 +145,18 @@ for c in "ws 4 warps|-|-D BM=128 -D BN=128|1" "ws 8 warps|-|-D BM=128 -D BN=256 
   nd=$(grep -c 'setmaxnreg.dec.sync.aligned.u32 40;' "$T/w.ptx")
   ni=$(grep -c 'setmaxnreg.inc.sync.aligned.u32 232;' "$T/w.ptx")
   nn=$(grep -Ec "bar.sync[[:space:]]+(%r[0-9]+|1), " "$T/w.ptx")
+  np=$(grep -c 'for (int blk_t = (int)blockIdx.x; blk_t < blk_tiles; blk_t += (int)gridDim.x) {' "$f")
+  nts=$(grep -c 'cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group' "$T/w.ptx")
   if ! grep -q ' 0 bytes spill stores' "$T/v" || grep -qi 'serializ\|C7508' "$T/v" ||
      { [ "$ws" = 1 ] && { [ "$nd" -lt 1 ] || [ "$ni" -lt 1 ] || [ "$nn" -lt 1 ]; }; } ||
-     { [ "$ws" = 0 ] && [ "$((nd + ni))" != 0 ]; }; then
-    echo "FAIL $name: setmaxnreg dec $nd inc $ni, named barriers $nn; $(grep -i 'spill\|serializ\|C7508\|registers' "$T/v")"
+     { [ "$ws" = 0 ] && [ "$((nd + ni))" != 0 ]; } ||
+     { [ "$pe" = 1 ] && [ "$np" != 2 ]; } || { [ "$pe" = 0 ] && [ "$np" != 0 ]; } ||
+     { [ "$ts" = 1 ] && { [ "$nts" -lt 4 ] || ! grep -q 'cp.async.bulk.wait_group.read 0' "$T/w.ptx"; }; } ||
+     { [ "$ts" = 0 ] && [ "$nts" != 0 ]; }; then
+    echo "FAIL $name: setmaxnreg dec $nd inc $ni, named barriers $nn, tile loops $np, TMA stores $nts; $(grep -i 'spill\|serializ\|C7508\|registers' "$T/v")"
     fails=$((fails + 1))
   else
-    echo "ok $name: setmaxnreg dec $nd / inc $ni, named barriers $nn, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+    echo "ok $name: setmaxnreg dec $nd / inc $ni, named barriers $nn, $np tile loops, $nts TMA stores, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
   fi
 done
 # the cp.async ring's variant (BLKC_GPU_NOTMA=1) with its group in flight
