@@ -25,7 +25,7 @@ TSAN_THREAD_TESTS := api_threads api_spec_bg exec_t_concurrent_launch rt_unit ca
 build-tsan: setup
 	@cmake --preset tsan >/dev/null
 	@cd build-tsan && have=$$(cmake --build . --target help | sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p') && \
-	  want="blkc_cli task_ref blkc_npytool gpu_fake_cuda gpu_fake_hip gpu_fake_nccl gpu_npycmp $(TSAN_THREAD_TESTS) $$(ctest -N -L dist | sed -n 's/^ *Test *#[0-9]*: *//p')" && \
+	  want="blkc_cli task_ref blkc_npytool gpu_fake_cuda gpu_fake_hip gpu_fake_nccl gpu_fake_nccl_old gpu_npycmp $(TSAN_THREAD_TESTS) $$(ctest -N -L dist | sed -n 's/^ *Test *#[0-9]*: *//p')" && \
 	  tgts=$$(for t in $$want; do echo "$$have" | grep -qx "$$t" && echo $$t || true; done) && \
 	  cmake --build . -j $(JOBS) --target $$tgts
 
