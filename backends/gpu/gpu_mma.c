@@ -229,6 +229,29 @@ void bk_gpu_mma_to_shared(BkGpuEm *em, int id)
     bk_gpu_mma_op_done(em);
 }
 
+/* blk_x[0 .. n) = the stored values (dtype dt) of value x, var v's
+ * registers blk_p .. blk_p + n - 1 at (blk_row, blk_col + j); the element
+ * index blk_e of type et (cast: its cast of blk_row) */
+static void reg_values(BkGpuEm *em, int v, int x, int n, int dt, const char *et,
+                       const char *cast)
+{
+    char rv[BK_GPU_EXPR], cv[BK_GPU_EXPR + 64];
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", n);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_r = blk_p + blk_j;");
+    bk_gpu_line(em, "const %s blk_e = %sblk_row * %lld + blk_col + blk_j;", et, cast,
+                em->vmma[v].N);
+    bk_gpu_line(em, "(void)blk_r; (void)blk_e;");
+    em->reg_var = v;
+    bk_gpu_read(em, x, "blk_e", rv, sizeof rv);
+    em->reg_var = -1;
+    bk_gpu_to_s(cv, sizeof cv, dt, rv); /* rv: the C type (float) */
+    bk_gpu_line(em, "blk_x[blk_j] = %s;", cv);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
 /* The epilogue: store id of an MMA var.get, or of a fused elementwise
  * expression of it (gpu_layouts.c store_of: a cast to bf16 / f16, a
  * scale), each lane computing the value of its own registers and writing
@@ -253,7 +276,6 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     int I = f->views[in->view].ndims - 1;
     char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64], fi[64];
     const char *st = bk_gpu_stype(pp->dtype);
-    char rv[BK_GPU_EXPR], cv[BK_GPU_EXPR + 64];
     if (id == em->tstore) { /* by TMA from a staging tile (gpu_persist.c) */
         bk_gpu_tstore_open(em, id);
         row_caches(em, v, x, true, 0);
@@ -268,19 +290,7 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
         em->indent++;
         bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
         bk_gpu_line(em, "alignas(%d) %s blk_x[%d];", Q * sz, st, Q);
-        bk_gpu_line(em, "#pragma unroll");
-        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", Q);
-        em->indent++;
-        bk_gpu_line(em, "const int blk_r = blk_p + blk_j;");
-        bk_gpu_line(em, "const int blk_e = blk_row * %lld + blk_col + blk_j;", mg->N);
-        bk_gpu_line(em, "(void)blk_r; (void)blk_e;");
-        em->reg_var = v;
-        bk_gpu_read(em, x, "blk_e", rv, sizeof rv);
-        em->reg_var = -1;
-        bk_gpu_to_s(cv, sizeof cv, pp->dtype, rv);
-        bk_gpu_line(em, "blk_x[blk_j] = %s;", cv);
-        em->indent--;
-        bk_gpu_line(em, "}");
+        reg_values(em, v, x, Q, pp->dtype, "int", "");
         bk_gpu_line(em, "*(%s *)&blk_st[blk_wgs(blk_row * %lld + blk_col, %lld, %lld, 0, 128, %d)] = "
                     "*(const %s *)blk_x;", Q * sz == 8 ? "unsigned long long" : Q * sz == 4 ?
                     "unsigned" : Q * sz == 2 ? "unsigned short" : "float", mg->N, mg->N, mg->M, sz,
@@ -308,19 +318,7 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
     bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
     /* the stored values of registers blk_p .. blk_p + P - 1 */
     bk_gpu_line(em, "%s blk_x[%d];", st, P);
-    bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", P);
-    em->indent++;
-    bk_gpu_line(em, "const int blk_r = blk_p + blk_j;");
-    bk_gpu_line(em, "const long long blk_e = (long long)blk_row * %lld + blk_col + blk_j;", mg->N);
-    bk_gpu_line(em, "(void)blk_r; (void)blk_e;");
-    em->reg_var = v;
-    bk_gpu_read(em, x, "blk_e", rv, sizeof rv);
-    em->reg_var = -1;
-    bk_gpu_to_s(cv, sizeof cv, pp->dtype, rv); /* rv: the C type (float) */
-    bk_gpu_line(em, "blk_x[blk_j] = %s;", cv);
-    em->indent--;
-    bk_gpu_line(em, "}");
+    reg_values(em, v, x, P, pp->dtype, "long long", "(long long)");
     if (P == 2) {
         bk_gpu_line(em, "bool blk_full;");
         bk_gpu_line(em, "{");
