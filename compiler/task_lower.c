@@ -4,100 +4,43 @@
  * launches: tiled GEMMs (plain, row-chunked with a masked store, or waiting
  * on signals per row chunk), elementwise / activation / cast / transpose
  * kernels over the last dim, softmax / sum / max along an axis, rmsnorm.
- * Collectives become Device IR collectives plus local copies (packing a
- * split dim that is not the outermost); fused forms become async copies
- * with signals beside waiting kernels (LANGUAGE.md §5). On a mesh, one
- * group per axis is made first and each collective runs within its axis'
- * group. All sizes are constants: a task is compiled for given sizes and
- * ranks. */
-#include "task.h"
+ * Collectives and their fused forms are lowered by task_comm.c. On a
+ * mesh, one group per axis is made first (here) and each collective runs
+ * within its axis' group. All sizes are constants: a task is compiled for
+ * given sizes and ranks. */
+#include "task_lower.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct L {
-    const TkTask *t;
-    DslBuf *k;                     /* kernels */
-    DslBuf *d;                     /* device body */
-    int R;
-    const char **buf;              /* per node: buffer name in the device fn */
-    char (*names)[32];
-    const int *root;               /* tk_fuse_roots */
-    int ax;                        /* the mesh axis of the collective being
-                                      lowered (R is its size), -1: none */
-} L;
-
-typedef enum { G_PLAIN, G_ROWS, G_WAIT } GemmKind;
 static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
                             int64_t nsig, int rt, const int *leaf, int nleaf);
 
-static int64_t ld(const L *l, const TkNode *n, int d) { return tk_local_dim(l->t, n, d); }
-
-static const char *ctype(int dt) { return dt == DT_F64 ? "f64" : "f32"; }
-
-static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* this rank's index among the collective's ranks: rank(), or on a mesh
- * rank(gK) in its axis' group */
-static const char *grank(const L *l, char *buf, size_t n)
-{
-    if (l->ax < 0)
-        return "rank()";
-    snprintf(buf, n, "rank(g%d)", l->ax);
-    return buf;
-}
-
-/* the world rank of member `r` (source text) of the collective's ranks */
-static const char *wrank(const L *l, const char *r, char *buf, size_t n)
-{
-    if (l->ax < 0)
-        return r;
-    snprintf(buf, n, "(rank() + (%s - rank(g%d)) * %d)", r, l->ax, l->t->axstride[l->ax]);
-    return buf;
-}
-
-/* lower collective `id` with R and ax of its axis (a mesh) */
-static int axis_begin(L *l, int id)
-{
-    int R0 = l->R;
-    if (l->t->naxes) {
-        l->ax = l->t->n[id].cax;
-        l->R = l->t->axsize[l->ax];
-    }
-    return R0;
-}
-
-static void axis_end(L *l, int R0)
-{
-    l->R = R0;
-    l->ax = -1;
-}
-
 /* "name[0 +: d0, 0 +: d1, ...]" with local dims */
-static void full_view(L *l, DslBuf *o, const char *name, const TkNode *n)
+void tl_full_view(L *l, DslBuf *o, const char *name, const TkNode *n)
 {
     dsl_buf_printf(o, "%s[", name);
     for (int d = 0; d < n->rank; d++)
-        dsl_buf_printf(o, "%s0 +: %lld", d ? ", " : "", (long long)ld(l, n, d));
+        dsl_buf_printf(o, "%s0 +: %lld", d ? ", " : "", (long long)tl_ld(l, n, d));
     dsl_buf_printf(o, "]");
 }
 
 /* tensor type "f32[a, b]" with local dims */
-static void local_type(L *l, DslBuf *o, const TkNode *n)
+void tl_local_type(L *l, DslBuf *o, const TkNode *n)
 {
     dsl_buf_printf(o, "%s[", dsl_dtype_name(n->dtype));
     for (int d = 0; d < n->rank; d++)
-        dsl_buf_printf(o, "%s%lld", d ? ", " : "", (long long)ld(l, n, d));
+        dsl_buf_printf(o, "%s%lld", d ? ", " : "", (long long)tl_ld(l, n, d));
     dsl_buf_printf(o, "]");
 }
 
-static void alloc(L *l, int id, const char *kind)
+void tl_alloc(L *l, int id, const char *kind)
 {
     const TkNode *n = &l->t->n[id];
     dsl_buf_printf(l->d, "    let %s = %s(%s", l->buf[id], kind, dsl_dtype_name(n->dtype));
     for (int d = 0; d < n->rank; d++)
-        dsl_buf_printf(l->d, ", %lld", (long long)ld(l, n, d));
+        dsl_buf_printf(l->d, ", %lld", (long long)tl_ld(l, n, d));
     dsl_buf_printf(l->d, ");\n");
 }
 
@@ -135,11 +78,11 @@ static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname
 {
     const TkNode *X = &l->t->n[x];
     if (X->op == TK_CONST) {
-        dsl_buf_printf(o, "(%.17g as %s)", X->fval, ctype(out->dtype));
+        dsl_buf_printf(o, "(%.17g as %s)", X->fval, tl_ctype(out->dtype));
         return;
     }
     if (X->op == TK_SCALAR) {
-        dsl_buf_printf(o, "(%s as %s)", pname, ctype(out->dtype));
+        dsl_buf_printf(o, "(%s as %s)", pname, tl_ctype(out->dtype));
         return;
     }
     int r = out->rank, off = r - X->rank;
@@ -148,7 +91,7 @@ static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname
         int od = d + off;
         if (trans && od >= r - 2)
             od = od == r - 1 ? r - 2 : r - 1;
-        bool one = ld(l, X, d) == 1 && ld(l, out, od) != 1;
+        bool one = tl_ld(l, X, d) == 1 && tl_ld(l, out, od) != 1;
         const char *sep = d ? ", " : "";
         if (one)
             dsl_buf_printf(o, "%s0", sep);
@@ -157,7 +100,7 @@ static void operand(L *l, DslBuf *o, const TkNode *out, int x, const char *pname
         else
             dsl_buf_printf(o, "%si%d", sep, od);
     }
-    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+    dsl_buf_printf(o, "] as %s)", tl_ctype(out->dtype));
 }
 
 /* the value of a unary op, an expression in x */
@@ -184,7 +127,7 @@ static void ew_open(L *l, DslBuf *k, const TkNode *n, const int64_t *ext, bool a
 {
     int r = n->rank;
     dsl_buf_printf(k, "%sO: ", after ? ", " : "");
-    local_type(l, k, n);
+    tl_local_type(l, k, n);
     dsl_buf_printf(k, ") grid(%lld, cdiv(%lld, BC)) {\n", (long long)prod_except(ext, r - 1, -1),
                    (long long)ext[r - 1]);
     decompose(k, r, ext, -1, r - 1);
@@ -197,8 +140,8 @@ static void kernel_elementwise(L *l, int id)
     int r = n->rank;
     int64_t ext[IR_MAX_RANK];
     for (int d = 0; d < r; d++)
-        ext[d] = ld(l, n, d);
-    int64_t bc = imin(ext[r - 1], 256);
+        ext[d] = tl_ld(l, n, d);
+    int64_t bc = tl_imin(ext[r - 1], 256);
     int ops[2] = {n->a, n->op == TK_BINARY ? n->b : -1};
     DslBuf *k = l->k;
     dsl_buf_printf(k, "kernel __k%d<BC = %lld>(", id, (long long)bc);
@@ -213,7 +156,7 @@ static void kernel_elementwise(L *l, int id)
             dsl_buf_printf(k, "%s%c: %s", np++ ? ", " : "", 'A' + i, dsl_dtype_name(X->dtype));
         else {
             dsl_buf_printf(k, "%s%c: ", np++ ? ", " : "", 'A' + i);
-            local_type(l, k, X);
+            tl_local_type(l, k, X);
         }
     }
     ew_open(l, k, n, ext, np > 0);
@@ -235,7 +178,7 @@ static void kernel_elementwise(L *l, int id)
     }
     ew_close(k, r, v);
     /* device: launch */
-    alloc(l, id, "empty");
+    tl_alloc(l, id, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(", id);
     np = 0;
     for (int i = 0; i < 2; i++)
@@ -332,14 +275,14 @@ static void operand2d(L *l, DslBuf *o, const TkNode *out, int x, const char *pna
     for (int d = 0; d < X->rank; d++) {
         int od = d + off;
         const char *sep = d ? ", " : "";
-        if (ld(l, X, d) == 1 && ld(l, out, od) != 1)
+        if (tl_ld(l, X, d) == 1 && tl_ld(l, out, od) != 1)
             dsl_buf_printf(o, "%s0 +: 1", sep);
         else if (od == 0)
             dsl_buf_printf(o, "%sm +: %lld", sep, (long long)BM);
         else
             dsl_buf_printf(o, "%sn +: %lld", sep, (long long)BN);
     }
-    dsl_buf_printf(o, "] as %s)", ctype(out->dtype));
+    dsl_buf_printf(o, "] as %s)", tl_ctype(out->dtype));
 }
 
 /* the kernel parameters L0: .. L<nleaf-1>: of a group's outside operands
@@ -353,7 +296,7 @@ static void leaf_params(L *l, DslBuf *k, const int *leaf, int nleaf, bool lead)
         if (X->op == TK_SCALAR)
             dsl_buf_printf(k, "%s", dsl_dtype_name(X->dtype));
         else
-            local_type(l, k, X);
+            tl_local_type(l, k, X);
     }
 }
 
@@ -367,7 +310,7 @@ static void member_let(L *l, int m, int rt, const int *root, const int *leaf, in
 {
     DslBuf *k = l->k;
     const TkNode *M = &l->t->n[m];
-    const char *ct = ctype(M->dtype);
+    const char *ct = tl_ctype(M->dtype);
     const int ops[2] = {M->a, M->op == TK_BINARY ? M->b : -1};
     char on[2][32];
     for (int q = 0; q < 2; q++) {
@@ -416,8 +359,8 @@ static void kernel_fused(L *l, int rt, const int *root)
     int r = n->rank;
     int64_t ext[IR_MAX_RANK];
     for (int d = 0; d < r; d++)
-        ext[d] = ld(l, n, d);
-    int64_t bc = imin(ext[r - 1], 256);
+        ext[d] = tl_ld(l, n, d);
+    int64_t bc = tl_imin(ext[r - 1], 256);
     int first = rt;
     for (int i = 0; i < rt; i++)
         if (root[i] == rt) {
@@ -458,7 +401,7 @@ static void kernel_fused(L *l, int rt, const int *root)
                 dsl_buf_printf(k, " %%%d", m);
         dsl_buf_printf(k, "\n");
         kernel_gemm_epi(l, mm, G_PLAIN, "", 0, 0, rt, leaf, nleaf);
-        alloc(l, rt, "empty");
+        tl_alloc(l, rt, "empty");
         const TkNode *G = &t->n[mm];
         dsl_buf_printf(l->d, "    launch __k%d(%s, %s", mm, l->buf[G->a], l->buf[G->b]);
         for (int j = 0; j < nleaf; j++)
@@ -482,7 +425,7 @@ static void kernel_fused(L *l, int rt, const int *root)
     char tv[32];
     snprintf(tv, sizeof tv, "t%d", rt);
     ew_close(k, r, tv);
-    alloc(l, rt, "empty");
+    tl_alloc(l, rt, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(", rt);
     for (int j = 0; j < nleaf; j++)
         dsl_buf_printf(l->d, "%s%s", j ? ", " : "", l->buf[leaf[j]]);
@@ -497,20 +440,20 @@ static void kernel_rowwise(L *l, int id)
     int r = X->rank, ax = n->op == TK_RMSNORM ? r - 1 : n->axis;
     int64_t ext[IR_MAX_RANK];
     for (int d = 0; d < r; d++)
-        ext[d] = ld(l, X, d);
+        ext[d] = tl_ld(l, X, d);
     int64_t len = ext[ax];
     DslBuf *k = l->k;
-    const char *ct = ctype(n->dtype);
+    const char *ct = tl_ctype(n->dtype);
     dsl_buf_printf(k, "kernel __k%d(X: ", id);
-    local_type(l, k, X);
+    tl_local_type(l, k, X);
     if (n->op == TK_RMSNORM) {
         dsl_buf_printf(k, ", W: ");
-        local_type(l, k, &l->t->n[n->b]);
+        tl_local_type(l, k, &l->t->n[n->b]);
         if (l->t->n[n->c].op == TK_SCALAR)
             dsl_buf_printf(k, ", eps: %s", dsl_dtype_name(l->t->n[n->c].dtype));
     }
     dsl_buf_printf(k, ", O: ");
-    local_type(l, k, n);
+    tl_local_type(l, k, n);
     dsl_buf_printf(k, ") grid(%lld) {\n", (long long)prod_except(ext, r, ax));
     decompose(k, r, ext, ax, r);
     DslBuf idx = {0}, oidx = {0};
@@ -548,7 +491,7 @@ static void kernel_rowwise(L *l, int id)
     dsl_buf_printf(k, "}\n\n");
     dsl_buf_free(&idx);
     dsl_buf_free(&oidx);
-    alloc(l, id, "empty");
+    tl_alloc(l, id, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(%s", id, l->buf[n->a]);
     if (n->op == TK_RMSNORM) {
         dsl_buf_printf(l->d, ", %s", l->buf[n->b]);
@@ -572,9 +515,9 @@ static void gemm_epilogue(L *l, int mm, int rt, const int *leaf, int nleaf, int6
     const TkNode *G = &t->n[mm];
     if (G->dtype != DT_F32 && G->dtype != DT_F64)
         dsl_buf_printf(k, "    let t%d = (acc as %s) as %s;\n", mm, dsl_dtype_name(G->dtype),
-                       ctype(G->dtype));
+                       tl_ctype(G->dtype));
     else
-        dsl_buf_printf(k, "    let t%d = acc as %s;\n", mm, ctype(G->dtype));
+        dsl_buf_printf(k, "    let t%d = acc as %s;\n", mm, tl_ctype(G->dtype));
     for (int m = 0; m <= rt; m++) {
         if (l->root[m] != rt || m == mm)
             continue;
@@ -586,7 +529,7 @@ static void gemm_epilogue(L *l, int mm, int rt, const int *leaf, int nleaf, int6
 /* kernel kID[suffix]: C = A @ B (local shapes); G_ROWS computes rows
  * [row0, row0 + CH) only; G_WAIT waits for ready[row / CH] and starts at
  * this rank's shard. */
-static void kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
+void tl_kernel_gemm(L *l, int id, GemmKind gk, const char *suffix, int64_t ch,
                         int64_t nsig)
 {
     kernel_gemm_epi(l, id, gk, suffix, ch, nsig, -1, NULL, 0);
@@ -599,9 +542,9 @@ static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64
 {
     const TkNode *n = &l->t->n[id], *A = &l->t->n[n->a], *B = &l->t->n[n->b];
     int r = n->rank;
-    int64_t M = ld(l, n, r - 2), N = ld(l, n, r - 1), K = ld(l, A, A->rank - 1);
-    int64_t NB = r == 3 ? ld(l, n, 0) : 1;
-    int64_t BM = imin(M, 32), BN = imin(N, 32), BK = imin(K, 32);
+    int64_t M = tl_ld(l, n, r - 2), N = tl_ld(l, n, r - 1), K = tl_ld(l, A, A->rank - 1);
+    int64_t NB = r == 3 ? tl_ld(l, n, 0) : 1;
+    int64_t BM = tl_imin(M, 32), BN = tl_imin(N, 32), BK = tl_imin(K, 32);
     if (gk != G_PLAIN) { /* tiles never straddle a chunk */
         BM = 32;
         while (BM > 1 && ch % BM)
@@ -610,12 +553,12 @@ static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64
     bool f64 = n->dtype == DT_F64;
     DslBuf *k = l->k;
     dsl_buf_printf(k, "kernel __k%d%s(A: ", id, suffix);
-    local_type(l, k, A);
+    tl_local_type(l, k, A);
     dsl_buf_printf(k, ", B: ");
-    local_type(l, k, B);
+    tl_local_type(l, k, B);
     leaf_params(l, k, leaf, nleaf, true);
     dsl_buf_printf(k, ", C: ");
-    local_type(l, k, rt >= 0 ? &l->t->n[rt] : n);
+    tl_local_type(l, k, rt >= 0 ? &l->t->n[rt] : n);
     if (gk == G_ROWS)
         dsl_buf_printf(k, ", row0: i32");
     if (gk == G_WAIT)
@@ -656,252 +599,9 @@ static void kernel_gemm_epi(L *l, int id, GemmKind gk, const char *suffix, int64
 static void gemm_plain(L *l, int id)
 {
     const TkNode *n = &l->t->n[id];
-    kernel_gemm(l, id, G_PLAIN, "", 0, 0);
-    alloc(l, id, "empty");
+    tl_kernel_gemm(l, id, G_PLAIN, "", 0, 0);
+    tl_alloc(l, id, "empty");
     dsl_buf_printf(l->d, "    launch __k%d(%s, %s, %s);\n", id, l->buf[n->a], l->buf[n->b], l->buf[id]);
-}
-
-/* AllGather+GEMM at the GEMM node g; comm node c gathers A (split(0)). */
-static void fused_ag_gemm(L *l, int c, int g)
-{
-    const TkTask *t = l->t;
-    const TkNode *C = &t->n[c], *X = &t->n[C->a], *G = &t->n[g];
-    int R = l->R, ch_per = C->chunks;
-    int64_t M = ld(l, C, 0), K = ld(l, C, 1), MR = M / R, CH = MR / ch_per;
-    DslBuf *d = l->d;
-    char gr[32], wr[96];
-    dsl_buf_printf(d, "    // AllGather+GEMM: %%%d gathered chunk by chunk while %%%d consumes it\n", c, g);
-    dsl_buf_printf(d, "    let s%d = symmetric(%s, %lld, %lld);\n", c, dsl_dtype_name(C->dtype),
-                   (long long)MR, (long long)K);
-    dsl_buf_printf(d, "    copy(s%d[0 +: %lld, 0 +: %lld], ", c, (long long)MR, (long long)K);
-    full_view(l, d, l->buf[C->a], X);
-    dsl_buf_printf(d, ");\n    barrier();\n");
-    alloc(l, c, "empty");
-    dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * ch_per);
-    dsl_buf_printf(d, "    async {\n        for i in 0 .. %d {\n            let r = (%s + i) %% %d;\n",
-                   R, grank(l, gr, sizeof gr), R);
-    dsl_buf_printf(d, "            for j in 0 .. %d {\n", ch_per);
-    dsl_buf_printf(d, "                copy(%s[r * %lld + j * %lld +: %lld, 0 +: %lld], "
-                      "peer(s%d, %s)[j * %lld +: %lld, 0 +: %lld], signal = rd%d[r * %d + j]);\n",
-                   l->buf[c], (long long)MR, (long long)CH, (long long)CH, (long long)K, c,
-                   wrank(l, "r", wr, sizeof wr), (long long)CH, (long long)CH, (long long)K, c,
-                   ch_per);
-    dsl_buf_printf(d, "            }\n        }\n    }\n");
-    kernel_gemm(l, g, G_WAIT, "_agw", CH, (int64_t)R * ch_per);
-    alloc(l, g, "empty");
-    dsl_buf_printf(d, "    launch __k%d_agw(%s, %s, %s, rd%d);\n    sync;\n", g, l->buf[c],
-                   l->buf[G->b], l->buf[g], c);
-}
-
-/* GEMM+ReduceScatter (or +AllReduce) at comm node c; its GEMM is c's operand. */
-static void fused_gemm_rs(L *l, int c)
-{
-    const TkTask *t = l->t;
-    const TkNode *C = &t->n[c];
-    int g = C->a;
-    const TkNode *G = &t->n[g];
-    int R = l->R, cp = C->chunks;
-    int64_t M = ld(l, G, 0), N = ld(l, G, 1), MR = M / R, CH = MR / cp;
-    const char *dt = dsl_dtype_name(C->dtype);
-    DslBuf *d = l->d, *k = l->k;
-    char gr[32], wr[96];
-    grank(l, gr, sizeof gr);
-    dsl_buf_printf(d, "    // GEMM+%s: %%%d computed chunk by chunk, each chunk sent as it is done\n",
-                   C->place == PL_GEMM_AR ? "AllReduce" : "ReduceScatter", g);
-    kernel_gemm(l, g, G_ROWS, "_rows", CH, 0);
-    alloc(l, g, "empty");
-    dsl_buf_printf(d, "    let rcv%d = symmetric(%s, %lld, %lld);\n", c, dt, (long long)M, (long long)N);
-    dsl_buf_printf(d, "    let rd%d = signals(%d);\n", c, R * cp);
-    dsl_buf_printf(d, "    for i in 1 .. %d {\n        let r = (%s + i) %% %d;\n", R + 1,
-                   l->ax < 0 ? "rank()" : gr, R);
-    dsl_buf_printf(d, "        for j in 0 .. %d {\n", cp);
-    dsl_buf_printf(d, "            launch __k%d_rows(%s, %s, %s, r * %lld + j * %lld);\n", g,
-                   l->buf[G->a], l->buf[G->b], l->buf[g], (long long)MR, (long long)CH);
-    dsl_buf_printf(d, "            async {\n                copy(peer(rcv%d, %s)[%s * %lld + j * %lld +: %lld, 0 +: %lld], "
-                      "%s[r * %lld + j * %lld +: %lld, 0 +: %lld], signal = rd%d[%s * %d + j]);\n"
-                      "            }\n",
-                   c, wrank(l, "r", wr, sizeof wr), l->ax < 0 ? "rank()" : gr, (long long)MR,
-                   (long long)CH, (long long)CH, (long long)N, l->buf[g],
-                   (long long)MR, (long long)CH, (long long)CH, (long long)N, c,
-                   l->ax < 0 ? "rank()" : gr, cp);
-    dsl_buf_printf(d, "        }\n    }\n");
-    /* the reduction of the R received slots, after every signal */
-    int64_t BM = imin(MR, 32), BN = imin(N, 32);
-    dsl_buf_printf(k, "kernel __k%d_red(S: %s[%lld, %lld], O: %s[%lld, %lld], ready: signal[%d]) "
-                      "grid(cdiv(%lld, %lld), cdiv(%lld, %lld)) {\n",
-                   c, dt, (long long)M, (long long)N, dt, (long long)MR, (long long)N, R * cp,
-                   (long long)MR, (long long)BM, (long long)N, (long long)BN);
-    dsl_buf_printf(k, "    for s in 0 .. %d {\n        wait(ready[s] >= 1);\n    }\n", R * cp);
-    dsl_buf_printf(k, "    let m = program_id(0) * %lld;\n    let n = program_id(1) * %lld;\n",
-                   (long long)BM, (long long)BN);
-    dsl_buf_printf(k, "    var acc = zeros(%s, %lld, %lld);\n", ctype(C->dtype), (long long)BM,
-                   (long long)BN);
-    dsl_buf_printf(k, "    for q in 0 .. %d {\n        acc = acc + (S[q * %lld + m +: %lld, n +: %lld] as %s);\n    }\n",
-                   R, (long long)MR, (long long)BM, (long long)BN, ctype(C->dtype));
-    dsl_buf_printf(k, "    O[m +: %lld, n +: %lld] = acc;\n}\n\n", (long long)BM, (long long)BN);
-    if (C->place == PL_GEMM_AR) {
-        dsl_buf_printf(d, "    let h%d = empty(%s, %lld, %lld);\n", c, dt, (long long)MR, (long long)N);
-        dsl_buf_printf(d, "    launch __k%d_red(rcv%d, h%d, rd%d);\n    sync;\n", c, c, c, c);
-        alloc(l, c, "empty");
-        if (l->ax >= 0)
-            dsl_buf_printf(d, "    all_gather(%s, h%d, group = g%d);\n", l->buf[c], c, l->ax);
-        else
-            dsl_buf_printf(d, "    all_gather(%s, h%d);\n", l->buf[c], c);
-    } else {
-        alloc(l, c, "empty");
-        dsl_buf_printf(d, "    launch __k%d_red(rcv%d, %s, rd%d);\n    sync;\n", c, c, l->buf[c], c);
-    }
-}
-
-/* ------------------------------------------------------------ collectives */
-
-/* view of buffer `name` with local dims of node n, where dim d is replaced
- * by [start +: len] (start is source text); lead: optional "j, " prefix
- * for a staging buffer */
-static void slice_view(L *l, DslBuf *o, const char *name, const char *lead, const TkNode *n,
-                       const int64_t *ext, int d, const char *start, int64_t len)
-{
-    (void)l;
-    (void)n;
-    dsl_buf_printf(o, "%s[%s", name, lead);
-    for (int e = 0; e < n->rank; e++) {
-        const char *sep = e || lead[0] ? ", " : "";
-        if (e == d)
-            dsl_buf_printf(o, "%s%s +: %lld", sep, start, (long long)len);
-        else
-            dsl_buf_printf(o, "%s0 +: %lld", sep, (long long)ext[e]);
-    }
-    dsl_buf_printf(o, "]");
-}
-
-static void staging(L *l, const char *name, int dtype, int rank, const int64_t *ext)
-{
-    dsl_buf_printf(l->d, "    let %s = empty(%s, %d", name, dsl_dtype_name(dtype), l->R);
-    for (int e = 0; e < rank; e++)
-        dsl_buf_printf(l->d, ", %lld", (long long)ext[e]);
-    dsl_buf_printf(l->d, ");\n");
-}
-
-static void plain_comm_body(L *l, int id)
-{
-    const TkTask *t = l->t;
-    const TkNode *n = &t->n[id], *X = &t->n[n->a];
-    DslBuf *d = l->d;
-    int r = n->rank;
-    /* on a mesh: the collective runs within its axis' group g<axis>
-     * (tk_lower_src), on that axis' shardings */
-    int ax = t->naxes ? n->cax : -1;
-    int R = l->R;
-    TkShard xs = ax < 0 ? X->sh : X->msh[ax], ns = ax < 0 ? n->sh : n->msh[ax];
-    char grp[32] = "", rk[32] = "rank()";
-    if (ax >= 0) {
-        snprintf(grp, sizeof grp, ", group = g%d", ax);
-        snprintf(rk, sizeof rk, "rank(g%d)", ax);
-    }
-    int64_t xe[IR_MAX_RANK], ne[IR_MAX_RANK];
-    for (int e = 0; e < r; e++) {
-        xe[e] = ld(l, X, e);
-        ne[e] = ld(l, n, e);
-    }
-    char st[64], nm[32];
-    switch (n->comm) {
-    case CM_NONE:
-        l->buf[id] = l->buf[n->a];
-        return;
-    case CM_SLICE: {
-        int s = ns.dim;
-        alloc(l, id, "empty");
-        dsl_buf_printf(d, "    copy(");
-        full_view(l, d, l->buf[id], n);
-        dsl_buf_printf(d, ", ");
-        snprintf(st, sizeof st, "%s * %lld", rk, (long long)ne[s]);
-        slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
-        dsl_buf_printf(d, ");\n");
-        return;
-    }
-    case CM_ALL_GATHER: {
-        int s = xs.dim;
-        alloc(l, id, "empty");
-        if (s == 0) {
-            dsl_buf_printf(d, "    all_gather(%s, %s%s);\n", l->buf[id], l->buf[n->a], grp);
-            return;
-        }
-        snprintf(nm, sizeof nm, "g%d", id);
-        staging(l, nm, n->dtype, r, xe);
-        dsl_buf_printf(d, "    all_gather(%s, %s%s);\n    for j in 0 .. %d {\n        copy(", nm,
-                       l->buf[n->a], grp, R);
-        snprintf(st, sizeof st, "j * %lld", (long long)xe[s]);
-        slice_view(l, d, l->buf[id], "", n, ne, s, st, xe[s]);
-        dsl_buf_printf(d, ", ");
-        slice_view(l, d, nm, "j", X, xe, -1, "", 0);
-        dsl_buf_printf(d, ");\n    }\n");
-        return;
-    }
-    case CM_ALL_REDUCE:
-        if (X->uses == 1 && X->op != TK_PARAM) {
-            l->buf[id] = l->buf[n->a];
-        } else {
-            alloc(l, id, "empty");
-            dsl_buf_printf(d, "    copy(");
-            full_view(l, d, l->buf[id], n);
-            dsl_buf_printf(d, ", ");
-            full_view(l, d, l->buf[n->a], X);
-            dsl_buf_printf(d, ");\n");
-        }
-        dsl_buf_printf(d, "    all_reduce(%s%s);\n", l->buf[id], grp);
-        return;
-    case CM_REDUCE_SCATTER: {
-        int s = ns.dim;
-        alloc(l, id, "empty");
-        if (s == 0) {
-            dsl_buf_printf(d, "    reduce_scatter(%s, %s%s);\n", l->buf[id], l->buf[n->a], grp);
-            return;
-        }
-        snprintf(nm, sizeof nm, "g%d", id);
-        staging(l, nm, n->dtype, r, ne);
-        dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
-        slice_view(l, d, nm, "j", n, ne, -1, "", 0);
-        dsl_buf_printf(d, ", ");
-        snprintf(st, sizeof st, "j * %lld", (long long)ne[s]);
-        slice_view(l, d, l->buf[n->a], "", X, xe, s, st, ne[s]);
-        dsl_buf_printf(d, ");\n    }\n    reduce_scatter(%s, %s%s);\n", l->buf[id], nm, grp);
-        return;
-    }
-    case CM_ALL_TO_ALL: {
-        int a = xs.dim, b = ns.dim;
-        int64_t pe[IR_MAX_RANK]; /* a chunk: X's local dims with dim b cut */
-        for (int e = 0; e < r; e++)
-            pe[e] = xe[e];
-        pe[b] = ne[b];
-        char s1[32], s2[32];
-        snprintf(s1, sizeof s1, "t%d", id);
-        snprintf(s2, sizeof s2, "u%d", id);
-        staging(l, s1, n->dtype, r, pe);
-        staging(l, s2, n->dtype, r, pe);
-        dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
-        slice_view(l, d, s1, "j", X, pe, -1, "", 0);
-        dsl_buf_printf(d, ", ");
-        snprintf(st, sizeof st, "j * %lld", (long long)pe[b]);
-        slice_view(l, d, l->buf[n->a], "", X, xe, b, st, pe[b]);
-        dsl_buf_printf(d, ");\n    }\n    all_to_all(%s, %s%s);\n", s2, s1, grp);
-        alloc(l, id, "empty");
-        dsl_buf_printf(d, "    for j in 0 .. %d {\n        copy(", R);
-        snprintf(st, sizeof st, "j * %lld", (long long)pe[a]);
-        slice_view(l, d, l->buf[id], "", n, ne, a, st, pe[a]);
-        dsl_buf_printf(d, ", ");
-        slice_view(l, d, s2, "j", X, pe, -1, "", 0);
-        dsl_buf_printf(d, ");\n    }\n");
-        return;
-    }
-    }
-}
-
-/* a plain collective; on a mesh its staging buffers hold its axis' ranks */
-static void plain_comm(L *l, int id)
-{
-    int R0 = axis_begin(l, id);
-    plain_comm_body(l, id);
-    axis_end(l, R0);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -989,7 +689,7 @@ static int lower_call(L *l, int id, char *err, size_t errlen)
     const TkNode *n = &t->n[id];
     const AstFunc *cf = t->prog->funcs[n->callee];
     const int *av = &t->cargs[n->carg];
-    alloc(l, id, "empty");
+    tl_alloc(l, id, "empty");
     if (cf->fkind == FN_KERNEL) {
         dsl_buf_printf(l->d, "    launch %s(", cf->name);
         for (int i = 0; i < n->cnargs; i++) {
@@ -1028,7 +728,7 @@ static int lower_call(L *l, int id, char *err, size_t errlen)
             if (k < ns)
                 continue;
             subs[ns].from = cp->dims[d]->name;
-            snprintf(subs[ns].to, sizeof subs[ns].to, "(%lld)", (long long)ld(l, X, d));
+            snprintf(subs[ns].to, sizeof subs[ns].to, "(%lld)", (long long)tl_ld(l, X, d));
             ns++;
         }
     }
@@ -1119,11 +819,9 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         case TK_MATMUL:
             if (root[i] != i)
                 break; /* a GEMM with an epilogue: emitted at the group's root */
-            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM) {
-                int R0 = axis_begin(&l, fused_by[i]);
-                fused_ag_gemm(&l, fused_by[i], i);
-                axis_end(&l, R0);
-            } else if (fused_by[i] < 0)
+            if (fused_by[i] >= 0 && t->n[fused_by[i]].place == PL_AG_GEMM)
+                tl_ag_gemm(&l, fused_by[i], i);
+            else if (fused_by[i] < 0)
                 gemm_plain(&l, i);
             break;
         case TK_CALL:
@@ -1133,14 +831,7 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
             rc = tk_moe_lower(t, i, buf, &kb, &db, err, errlen);
             break;
         case TK_COMM:
-            if (n->place == PL_AG_GEMM)
-                break; /* emitted with its GEMM */
-            if (n->place == PL_GEMM_RS || n->place == PL_GEMM_AR) {
-                int R0 = axis_begin(&l, i);
-                fused_gemm_rs(&l, i);
-                axis_end(&l, R0);
-            } else
-                plain_comm(&l, i);
+            tl_comm(&l, i);
             break;
         }
     }
@@ -1167,14 +858,14 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         const TkNode *n = &t->n[i];
         if (n->op == TK_PARAM) {
             dsl_buf_printf(out, "%s%s: ", np++ ? ", " : "", buf[i]);
-            local_type(&l, out, n);
+            tl_local_type(&l, out, n);
         } else if (n->op == TK_SCALAR) {
             dsl_buf_printf(out, "%s%s: %s", np++ ? ", " : "", buf[i], dsl_dtype_name(n->dtype));
         }
     }
     for (int r = 0; r < t->nresults; r++) {
         dsl_buf_printf(out, "%sres%d: ", np++ ? ", " : "", r);
-        local_type(&l, out, &t->n[t->results[r]]);
+        tl_local_type(&l, out, &t->n[t->results[r]]);
     }
     dsl_buf_printf(out, ") {\n");
     dsl_buf_put(out, db.data ? db.data : "", db.len);
@@ -1183,9 +874,9 @@ int tk_lower_src(const TkTask *t, DslBuf *out, char *err, size_t errlen)
         snprintf(nm, sizeof nm, "res%d", r);
         const TkNode *n = &t->n[t->results[r]];
         dsl_buf_printf(out, "    copy(");
-        full_view(&l, out, nm, n);
+        tl_full_view(&l, out, nm, n);
         dsl_buf_printf(out, ", ");
-        full_view(&l, out, buf[t->results[r]], n);
+        tl_full_view(&l, out, buf[t->results[r]], n);
         dsl_buf_printf(out, ");\n");
     }
     dsl_buf_printf(out, "}\n");
