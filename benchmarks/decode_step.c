@@ -144,6 +144,14 @@ static void layer_init(Layer *L, int D, int H, int T, int HD)
     L->sc = arr((size_t)L->NH * T, 0);
 }
 
+static void layer_free(Layer *L)
+{
+    void *p[] = {L->wq, L->wk, L->wv, L->wo, L->w1, L->w2, L->w3, L->wa, L->wf, L->kc, L->vc,
+                 L->cs, L->sn, L->x0, L->x, L->xb, L->q, L->o, L->g, L->sc};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        free(p[i]);
+}
+
 /* ------------------------------------------------------------ plain C */
 static void c_rmsnorm(float *y, const float *x, const float *w, int n)
 {
@@ -432,5 +440,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < B.nmods; i++) blkc_module_destroy(B.mods[i]);
     blkc_context_destroy(ctx);
+    layer_free(&L);
+    free(xr);
     return rc;
 }
