@@ -189,10 +189,14 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
     uint64_t p;
     size_t need = bytes ? bytes : 8;
     if (sym) {
-        /* the same size on every rank, so the offsets agree */
-        uint64_t agree = need;
-        if (rt_all_reduce(r, &agree, 1, DT_U64, RT_RED_MAX))
+        /* the same size on every rank, so the offsets agree; ranks that
+         * ask different sizes fail as on CPU ranks (rt_sym_alloc):
+         * "collective mismatch: rank 0 called sym_alloc(count B) ..." */
+        RtRankColl d = {.kind = RT_COLL_SYM_ALLOC, .dtype = -1, .op = -1, .root = -1,
+                        .count = bytes};
+        if (rt_rank_coll_begin(r, &d) || rt_rank_coll_end(r))
             return -1;
+        uint64_t agree = need;
         size_t off = (k->top + RT_SYM_ALIGN - 1) / RT_SYM_ALIGN * RT_SYM_ALIGN;
         if (off > w->heap_bytes || agree > w->heap_bytes - off)
             return rt_rank_fail(r, "symmetric heap out of memory: requested "

@@ -238,6 +238,8 @@ mm_cases() { # SUFFIX
     run "$G" --entry=mm_op --ranks=2 N=100 --device="$DEV"
   expect_fail "mm_root$1" "$MM broadcast(count 100, f32, root 0) but rank 1 called broadcast(count 100, f32, root 1)\$" \
     run "$G" --entry=mm_root --ranks=2 N=100 --device="$DEV"
+  expect_fail "mm_sym$1" "$MM sym_alloc(count 400) but rank 1 called sym_alloc(count 320)\$" \
+    run "$G" --entry=mm_sym --ranks=2 N=100 --random --device="$DEV"
   # all_to_all's receive counts: rank 1 sends 3 elements where 2 are expected
   expect_fail "mm_a2a$1" "^blkc: error: rank [01]: all_to_all: rank 1 sends 3 elements to rank [01] but rank [01] expects 2\$" \
     run "$G" --entry=mm_a2a --ranks=2 S=6 D=5 sc=@"$T/a2a_sc.npy" rc=@"$T/a2a_rc.npy" --random --device="$DEV"
