@@ -10,6 +10,8 @@
  * pairs (C time / blkc time: > 1 means blkc is faster).
  * Usage: decode_step [--check] [--bf16] [D H [T [reps]]]   (default 768 2048 1024)
  *   DECODE_PROFILE=1: also the minimum time of each part, both sides.
+ *   DECODE_ATTN=3: attention as three kernels (scores, softmax, attnout)
+ *   instead of one program per head (`attention`).
  *   --check: small dims (D 64, H 96, T 40, head dim 16), results compared,
  *   exit 1 when max |blkc - C| > 1e-5 (ctest bench_decode_step_check).
  *   --bf16: the seven weight matrices stored as bf16 (both sides read the
@@ -33,6 +35,7 @@ enum { NPART = 8 };
 static const char *part_name[NPART] = {"rmsnorm", "q k v", "rope", "attention",
                                        "wo + res", "rmsnorm", "ffn13", "w2 + res"};
 static int prof;
+static int attn3; /* DECODE_ATTN=3: attention as scores, softmax, attnout (3 launches) */
 static double pmin[2][NPART], pt0;
 static int pside;
 static double now(void);
@@ -248,9 +251,9 @@ static void c_step(Layer *L)
 
 /* ------------------------------------------------------------ blkc */
 typedef struct Blkc {
-    blkc_module *mods[8];
+    blkc_module *mods[16];
     int nmods;
-    blkc_kernel *rms, *mv_d, *mv_d_add, *mv_h_add, *ffn, *rope, *scores, *smax, *aout;
+    blkc_kernel *rms, *mv_d, *mv_d_add, *mv_h_add, *ffn, *rope, *scores, *smax, *aout, *attn;
     char fmv[64], fffn[64]; /* launch formats with the weights' dtype */
 } Blkc;
 
@@ -302,6 +305,7 @@ static blkc_kernel *kern(blkc_context *ctx, Blkc *B, const char *src, const char
     o.ndefines = n;
     blkc_module *m = NULL;
     if (blkc_module_create(ctx, src, strlen(src), &o, &m) != BLKC_OK) die(name);
+    if (B->nmods == (int)(sizeof B->mods / sizeof *B->mods)) { fprintf(stderr, "decode_step: too many modules\n"); exit(1); }
     B->mods[B->nmods++] = m;
     blkc_kernel *k = NULL;
     if (blkc_module_get_kernel(m, name, &k) != BLKC_OK) die(name);
@@ -332,6 +336,7 @@ static void blkc_setup(blkc_context *ctx, Blkc *B, const Layer *L)
     B->scores = kern(ctx, B, src, "scores", hd, "BT=32", NULL);
     B->smax = kern(ctx, B, src, "softmax", bt, NULL, NULL);
     B->aout = kern(ctx, B, src, "attnout", hd, "BT=32", NULL);
+    B->attn = kern(ctx, B, src, "attention", hd, bt, NULL);
     if (!B->ffn) die("ffn13");
     free(src);
 }
@@ -353,10 +358,15 @@ static void blkc_step(Blkc *B, Layer *L)
     PART(1);
     L1(B->rope, "f32[#,2] f32[#,2] f32[#] f32[#]", L->q, P, kr, P, L->cs, P, L->sn, P);
     PART(2);
-    L1(B->scores, "f32[#,#] f32[#] f32[#,#] f", L->kc, T, D, L->q, D, L->sc, NH, T,
-       1.0 / sqrt((double)L->HD));
-    L1(B->smax, "f32[#,#]", L->sc, NH, T);
-    L1(B->aout, "f32[#,#] f32[#,#] f32[#]", L->vc, T, D, L->sc, NH, T, L->o, D);
+    if (attn3) {
+        L1(B->scores, "f32[#,#] f32[#] f32[#,#] f", L->kc, T, D, L->q, D, L->sc, NH, T,
+           1.0 / sqrt((double)L->HD));
+        L1(B->smax, "f32[#,#]", L->sc, NH, T);
+        L1(B->aout, "f32[#,#] f32[#,#] f32[#]", L->vc, T, D, L->sc, NH, T, L->o, D);
+    } else {
+        L1(B->attn, "f32[#,#] f32[#,#] f32[#] f32[#] f", L->kc, T, D, L->vc, T, D, L->q, D,
+           L->o, D, 1.0 / sqrt((double)L->HD));
+    }
     PART(3);
     L1(B->mv_d_add, B->fmv, L->wo, D, D, L->o, D, L->x, D);
     PART(4);
@@ -386,6 +396,7 @@ int main(int argc, char **argv)
     if (ai < argc) reps = atoi(argv[ai++]);
     HD = check ? 16 : D >= 4096 ? 128 : 64;
     prof = getenv("DECODE_PROFILE") && atoi(getenv("DECODE_PROFILE")) > 0;
+    attn3 = getenv("DECODE_ATTN") && atoi(getenv("DECODE_ATTN")) == 3;
     if (D <= 0 || H <= 0 || T <= 0 || reps <= 0 || reps > 99 || D % HD || D % 2) {
         fprintf(stderr, "usage: decode_step [--check] [--bf16] [D H [T [reps]]] (D a multiple of %d)\n", HD);
         return 2;
