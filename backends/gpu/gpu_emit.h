@@ -234,6 +234,8 @@ typedef struct BkGpuEm {
                                  addresses recomputed each k step */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
     bool notma;               /* BLKC_GPU_NOTMA: wgmma operands by cp.async */
+    bool noex2ftz;            /* BLKC_GPU_NOEX2FTZ: f32 exp2 as exp2f, not
+                                 one ex2.approx.ftz (gpu_prelude.c) */
     bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
     bool wgmma;               /* some dot uses wgmma (gpu_wgmma.c): barriers
                                  fence the async proxy */
