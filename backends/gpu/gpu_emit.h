@@ -237,6 +237,9 @@ typedef struct BkGpuEm {
     bool noldsmxor;           /* BLKC_GPU_NOLDSMXOR: ldmatrix addresses of
                                  swizzled tiles as blk_swz per load, not a
                                  lane base XOR k (gpu_mmadot.c) */
+    bool nocpimm;             /* BLKC_GPU_NOCPIMM: hoisted cp.async copies
+                                 into swizzled rings by blk_swz each, not
+                                 the first's offset + an immediate */
     bool noex2ftz;            /* BLKC_GPU_NOEX2FTZ: f32 exp2 as exp2f, not
                                  one ex2.approx.ftz (gpu_prelude.c) */
     bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
