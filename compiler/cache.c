@@ -231,7 +231,8 @@ static bool gpu_switch(const char *name)
  * gpu_persist.c: also the kernel's parameters and launch) or its compiler's (BLKC_GPU_NOFMA:
  * cuda.c, hip.c): one bit each in the key */
 #define JC_GPU_SWITCHES(X) X(BLKC_GPU_SMEM) X(BLKC_GPU_NORV) X(BLKC_GPU_NOMROW) \
-    X(BLKC_GPU_NOFMA) X(BLKC_GPU_NOPERSIST) X(BLKC_GPU_NOTMASTORE)
+    X(BLKC_GPU_NOFMA) X(BLKC_GPU_NOPERSIST) X(BLKC_GPU_NOTMASTORE) X(BLKC_GPU_NOEX2FTZ) \
+    X(BLKC_GPU_NOLDSMXOR) X(BLKC_GPU_NOCPIMM)
 
 static int64_t gpu_switches(void)
 {

@@ -807,6 +807,9 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->nosyncelim = (e = getenv("BLKC_GPU_NOSYNCELIM")) && *e && strcmp(e, "0");
     em->nohoist = (e = getenv("BLKC_GPU_NOHOIST")) && *e && strcmp(e, "0");
     em->notma = (e = getenv("BLKC_GPU_NOTMA")) && *e && strcmp(e, "0");
+    em->noex2ftz = (e = getenv("BLKC_GPU_NOEX2FTZ")) && *e && strcmp(e, "0");
+    em->noldsmxor = (e = getenv("BLKC_GPU_NOLDSMXOR")) && *e && strcmp(e, "0");
+    em->nocpimm = (e = getenv("BLKC_GPU_NOCPIMM")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);

@@ -234,6 +234,14 @@ typedef struct BkGpuEm {
                                  addresses recomputed each k step */
     bool nosyncelim;          /* BLKC_GPU_NOSYNCELIM: a barrier after every op */
     bool notma;               /* BLKC_GPU_NOTMA: wgmma operands by cp.async */
+    bool noldsmxor;           /* BLKC_GPU_NOLDSMXOR: ldmatrix addresses of
+                                 swizzled tiles as blk_swz per load, not a
+                                 lane base XOR k (gpu_mmadot.c) */
+    bool nocpimm;             /* BLKC_GPU_NOCPIMM: hoisted cp.async copies
+                                 into swizzled rings by blk_swz each, not
+                                 the first's offset + an immediate */
+    bool noex2ftz;            /* BLKC_GPU_NOEX2FTZ: f32 exp2 as exp2f, not
+                                 one ex2.approx.ftz (gpu_prelude.c) */
     bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
     bool wgmma;               /* some dot uses wgmma (gpu_wgmma.c): barriers
                                  fence the async proxy */
@@ -430,6 +438,9 @@ int bk_gpu_dot_tsrc(const BkGpuEm *em, int x);
 /* dot id on the register path, not an MMA var's: registers, then its
  * shared tile (gpu_mmadot.c) */
 void bk_gpu_mma_dot_value(BkGpuEm *em, int id);
+/* C when tile v is stored swizzled by blk_swz as [R][C] (C a power of 2),
+ * else 0 */
+int bk_gpu_swz_cols(const BkGpuEm *em, int v);
 /* The shared-memory element index of element `e` of tile v as C text:
  * `blk_swz(e, ...)` for a swizzled tile (em->swz: loads read only by
  * register dots through ldmatrix), else `e` itself */

@@ -450,7 +450,12 @@ void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
     case IR_RSQRT: case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF:
     case IR_FLOOR: case IR_CEIL: case IR_LOG1P: case IR_EXPM1: case IR_TAN:
     case IR_ATAN: case IR_SINH: case IR_COSH: case IR_ROUND: case IR_TRUNC:
-        snprintf(x, n, "%s(%s)", fn1(in->op, dbl), a);
+        /* f32 exp2: the prelude's blk_exp2f (one MUFU.EX2 on sm_80+ CUDA,
+         * results below 2^-126 flushed to +0) unless BLKC_GPU_NOEX2FTZ */
+        if (in->op == IR_EXP2 && !dbl && !em->noex2ftz)
+            snprintf(x, n, "blk_exp2f(%s)", a);
+        else
+            snprintf(x, n, "%s(%s)", fn1(in->op, dbl), a);
         break;
     case IR_POW: case IR_ATAN2:
         snprintf(x, n, "%s(%s, %s)", fn1(in->op, dbl), a, b);

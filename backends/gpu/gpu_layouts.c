@@ -509,6 +509,15 @@ void bk_gpu_swz_idx(const BkGpuEm *em, int v, const char *e, char *buf, size_t n
         snprintf(buf, n, "%s", e);
 }
 
+int bk_gpu_swz_cols(const BkGpuEm *em, int v)
+{
+    int C, rpl, pm;
+    const IrType *t = &em->f->ins[v].type;
+    if ((em->wgl && em->wgl[v]) || !em->swz || !em->swz[v] || !swz_geom(t, &C, &rpl, &pm))
+        return 0;
+    return C;
+}
+
 /* Whether a dot var v's var.sets accumulate has f32 operands. */
 static bool var_f32(const BkGpuEm *em, int v, const int *regof)
 {

@@ -729,6 +729,20 @@ static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
     bk_gpu_line(em, "const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;");
     bk_gpu_line(em, "const long long blk_hi = p_%s.shape[%d] - blk_fl;", p->name, dI);
     bk_gpu_line(em, "const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);");
+    /* a tile swizzled by blk_swz repeats its XOR phase every 8 rows: when a
+     * trip of the copy loop moves whole periods (step a multiple of 8
+     * rows), copy blk_i's shared offset is the first's plus blk_i * step,
+     * an immediate, where blk_swz per copy cost a register each and two
+     * adds (BLKC_GPU_NOCPIMM=1 keeps that) */
+    long long step = (long long)em->nt * W;
+    int C = bk_gpu_swz_cols(em, id);
+    if (!em->nocpimm && C && step % (8LL * C) == 0) {
+        char e0[64];
+        snprintf(e0, sizeof e0, "blk_tid * %d", W);
+        bk_gpu_swz_idx(em, id, e0, se, sizeof se);
+        bk_gpu_line(em, "const int blk_se = %s; /* copy blk_i: + blk_i * %lld */", se, step);
+        snprintf(se, sizeof se, "(blk_se + blk_i * %lld)", step);
+    }
     bk_gpu_for_e(em, W, (long long)ir_numel(&in->type), "");
     em->indent++;
     bk_gpu_line(em, "const int blk_nb = (unsigned)(blk_ho%d[blk_i] - (int)blk_lo) < blk_hr ? %d : 0;",

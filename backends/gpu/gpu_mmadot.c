@@ -90,6 +90,23 @@ static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_mma_loop_close(em);
 }
 
+/* Bytes per row 2C of operand x of a dot on var v when its ldmatrix
+ * addresses can be a lane base XOR a constant (dot_mma): x swizzled by
+ * blk_swz as [R][C] with C == cols (C a power of 2, so rows are whole
+ * 2C-byte blocks), in one grid (no part offset) and at a smem offset (and
+ * ring slot size) that is a multiple of 2C, so a row starts at a multiple
+ * of 2C from blk_smem and XOR only touches the chunk bits; else 0. */
+static long long xor_rowbytes(const BkGpuEm *em, int v, int x, long long cols)
+{
+    int C = bk_gpu_swz_cols(em, x);
+    long long rb = 2LL * C;
+    if (em->noldsmxor || em->vmma[v].wb > 0 || !C || C != cols || em->alias[x] != x ||
+        em->off[x] < 0 || em->off[x] % rb ||
+        (em->pipe[x] >= 0 && bk_gpu_pipe_slot(em, x) % rb))
+        return 0;
+    return rb;
+}
+
 /* CUDA: per k step of 16, the warp's A fragments (ldmatrix.x4, rows of
  * A[M][K]) and B fragments (ldmatrix.x4.trans: two n-tiles of B[K][N] at
  * once; .x2.trans for an odd last one), then mt x nt mma.sync m16n8k16.
@@ -101,11 +118,40 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
     const BkGpuMma *g = &em->vmma[v];
     const IrInstr *in = &em->f->ins[id];
     const char *ab = em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+    char e[256], x[512];
+    /* Swizzled operands (xor_rowbytes): the chunk of row r, column c is
+     * (c / 8) ^ phase(r), and the phase is the same every 16 rows, so from
+     * a lane's address at k = 0 (i = 0, j = 0), k's (A; B read as is: k / 8
+     * even, the lane's chunk 0 or 1) is that XOR 2k bytes, i's (A) is
+     * + 16i rows, j's (B read .trans: chunk c0 + j, no carry since j is
+     * even and c0 = wc / 8 + 0|1 has zero bits where j has ones when
+     * wn == 1 or nt is a power of 2) XOR 16j bytes, k's + k rows:
+     * one LOP3 per k step (or j) and an immediate per ldmatrix, where
+     * blk_swz per ldmatrix costs an add each. */
+    int t = bk_gpu_dot_tsrc(em, in->opnd[1]), bs = t >= 0 ? t : in->opnd[1];
+    bool areg = em->areg && em->areg[id];
+    long long xa = areg ? 0 : xor_rowbytes(em, v, in->opnd[0], K);
+    long long xb = g->nt >= 2 ? xor_rowbytes(em, v, bs, t >= 0 ? K : N) : 0;
+    if (t < 0 && g->wn > 1 && (g->nt & (g->nt - 1)))
+        xb = 0;
+    if (xa) {
+        snprintf(e, sizeof e, "(blk_wr%d + (blk_lane & 15)) * %lld + (blk_lane >> 4) * 8", v, K);
+        bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
+        bk_gpu_line(em, "const unsigned blk_xa = (unsigned)((const unsigned char *)blk_A - blk_smem) + 2u * %s;", x);
+    }
+    if (xb) {
+        if (t >= 0)
+            snprintf(e, sizeof e, "(blk_wc%d + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + ((blk_lane >> 3) & 1) * 8",
+                     v, K);
+        else
+            snprintf(e, sizeof e, "(blk_lane & 15) * %lld + blk_wc%d + (blk_lane >> 4) * 8", N, v);
+        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
+        bk_gpu_line(em, "const unsigned blk_xb = (unsigned)((const unsigned char *)blk_B - blk_smem) + 2u * %s;", x);
+    }
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
     em->indent++;
     bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
-    char e[256], x[512];
     snprintf(e, sizeof e, "(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8",
              v, K);
     bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
@@ -122,6 +168,9 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
         bk_gpu_line(em, "    a[i][2] = blk_pack2(var%d[blk_f + 4], var%d[blk_f + 5]); a[i][3] = blk_pack2(var%d[blk_f + 6], var%d[blk_f + 7]);",
                     Q, Q, Q, Q);
         bk_gpu_line(em, "}");
+    } else if (xa) {
+        bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], blk_smem + ((blk_xa ^ (unsigned)(k * 2)) + i * %lld));",
+                    16 * xa);
     } else {
         bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
     }
@@ -129,7 +178,6 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
      * of T as they are (no .trans): lanes 8i..8i+7 give rows n of matrix
      * i = (n-tile j + i / 2, k half i % 2), so b0/b1 = k 2q.., k 2q+8.. of
      * column n = g, the fragment's */
-    int t = bk_gpu_dot_tsrc(em, in->opnd[1]), bs = t >= 0 ? t : in->opnd[1];
     if (g->nt >= 2) {
         bk_gpu_line(em, "#pragma unroll");
         bk_gpu_line(em, "for (int j = 0; j + 1 < %d; j += 2) {", g->nt);
@@ -142,7 +190,14 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
             snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
                      N, v);
         bk_gpu_swz_idx(em, bs, e, x, sizeof x);
-        bk_gpu_line(em, "blk_ldmatrix_x4%s(t, &blk_B[%s]);", t >= 0 ? "" : "_trans", x);
+        if (xb && t >= 0)
+            bk_gpu_line(em, "blk_ldmatrix_x4(t, blk_smem + ((blk_xb ^ (unsigned)(k * 2)) + j * %lld));",
+                        8 * xb);
+        else if (xb)
+            bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + k * %lld));",
+                        xb);
+        else
+            bk_gpu_line(em, "blk_ldmatrix_x4%s(t, &blk_B[%s]);", t >= 0 ? "" : "_trans", x);
         bk_gpu_line(em, "b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];");
         em->indent--;
         bk_gpu_line(em, "}");

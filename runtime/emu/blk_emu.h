@@ -39,6 +39,7 @@
  *     blk_bulk_commit(), blk_bulk_wait<N>(), blk_bulk_wait_read<N>()
  *                                     cp.async.bulk.commit_group, cp.async.bulk.wait_group[.read] N
  *     blk_max_nan_f32(a, b), blk_min_nan_f32(a, b)                        max.NaN.f32, min.NaN.f32
+ *     blk_ex2_ftz_f32(x)                                                  ex2.approx.ftz.f32
  *     blk_cp_async16(dst, src, nbytes), blk_cp_commit(), blk_cp_wait<N>() cp.async.cg.shared.global 16 (src-size),
  *                                     cp.async.commit_group, cp.async.wait_group N ("Data Movement: cp.async")
  *     blk_ticks (%globaltimer), blk_sig_load/_set/_add (ld.acquire / st.release / red.release .sys)
@@ -585,6 +586,17 @@ static inline float blk_min_nan_f32(float a, float b)
     if (a == b)
         return std::signbit(a) ? a : b;
     return a < b ? a : b;
+}
+
+/* PTX ex2.approx.ftz.f32 (the prelude's blk_exp2f of f32 on CUDA): 2^x
+ * with subnormal inputs and results flushed to zero (same sign); here the
+ * host's exp2f (the hardware's is within 2 ulp of it) */
+static inline float blk_ex2_ftz_f32(float x)
+{
+    if (std::fpclassify(x) == FP_SUBNORMAL)
+        x = 0.0f;
+    const float r = exp2f(x);
+    return std::fpclassify(r) == FP_SUBNORMAL ? 0.0f : r;
 }
 
 static inline float __fdividef(float a, float b) { return a / b; }

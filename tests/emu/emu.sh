@@ -9,7 +9,8 @@
 #   paths   examples/ and tests/emu/tchain.blk on cuda-emu against the
 #       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
 #       BLKC_GPU_NOHOIST, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (the all-shared
-#       path; the coverage nvrtc_emu had)
+#       path; the coverage nvrtc_emu had); flash attention and matmul
+#       byte-identical under BLKC_GPU_NOLDSMXOR / NOCPIMM / NOEX2FTZ
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
@@ -159,6 +160,23 @@ paths)
     one tchain "$SRC/tests/emu/tchain.blk" "1e-5 1e-5" "Y Z"
     if [ $path != default ]; then unset "$path"; fi
   done
+  # issue 12's forms (benchmarks/README.md round 16): ldmatrix lane base XOR
+  # k, cp.async ring offsets + an immediate, f32 exp2 as ex2.approx.ftz;
+  # turning each off must give the same bytes on cuda-emu (flash attention
+  # uses all three, matmul 128 x 128 the first)
+  same() { # name switch file out args...
+    local name=$1 sw=$2 file=$3 o=$4; shift 4
+    if ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 --device=cuda-emu --out "$o=$T/a.npy" >"$T/log" 2>&1 ||
+       ! env "$sw=1" timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 --device=cuda-emu --out "$o=$T/b.npy" >"$T/log" 2>&1; then
+      echo "FAIL $name ($sw): $(cat "$T/log")"; fail=1; return
+    fi
+    if cmp -s "$T/a.npy" "$T/b.npy"; then echo "ok $name: same bytes under $sw=1"
+    else echo "FAIL $name: $sw=1 changes the output"; fail=1; fi
+  }
+  for sw in BLKC_GPU_NOLDSMXOR BLKC_GPU_NOCPIMM BLKC_GPU_NOEX2FTZ; do
+    same flash_attention $sw "$EX/flash_attention.blk" O Z=1 S=130 scale=0.125
+  done
+  same matmul_128 BLKC_GPU_NOLDSMXOR "$EX/matmul.blk" C -D BM=128 -D BN=128 M=200 N=136 K=72
   exit $fail
   ;;
 debug)

@@ -62,16 +62,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             const blk_f16 *blk_A = v13, *blk_B = v14;
             (void)blk_A; (void)blk_B;
 #if __CUDA_ARCH__ >= 800
+            const unsigned blk_xa = (unsigned)((const unsigned char *)blk_A - blk_smem) + 2u * blk_swz((blk_wr0 + (blk_lane & 15)) * 32 + (blk_lane >> 4) * 8, 32, 8, 2, 3);
+            const unsigned blk_xb = (unsigned)((const unsigned char *)blk_B - blk_smem) + 2u * blk_swz((blk_lane & 15) * 64 + blk_wc0 + (blk_lane >> 4) * 8, 64, 8, 1, 7);
             #pragma unroll
             for (int k = 0; k < 32; k += 16) {
                 unsigned a[2][4], b[4][2];
                 #pragma unroll
                 for (int i = 0; i < 2; i++)
-                    blk_ldmatrix_x4(a[i], &blk_A[blk_swz((blk_wr0 + i * 16 + (blk_lane & 15)) * 32 + k + (blk_lane >> 4) * 8, 32, 8, 2, 3)]);
+                    blk_ldmatrix_x4(a[i], blk_smem + ((blk_xa ^ (unsigned)(k * 2)) + i * 1024));
                 #pragma unroll
                 for (int j = 0; j + 1 < 4; j += 2) {
                     unsigned t[4];
-                    blk_ldmatrix_x4_trans(t, &blk_B[blk_swz((k + (blk_lane & 15)) * 64 + blk_wc0 + j * 8 + (blk_lane >> 4) * 8, 64, 8, 1, 7)]);
+                    blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + k * 128));
                     b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];
                 }
                 #pragma unroll

@@ -110,10 +110,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;
                     const long long blk_hi = p_A.shape[1] - blk_fl;
                     const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);
+                    const int blk_se = blk_swz(blk_tid * 8, 32, 8, 2, 3); /* copy blk_i: + blk_i * 1024 */
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const int blk_nb = (unsigned)(blk_ho13[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
-                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 32, 8, 2, 3) * 2, (const void *)blk_hp13[blk_i], blk_nb);
+                        blk_cp_async16(blk_ring + (long long)(blk_se + blk_i * 1024) * 2, (const void *)blk_hp13[blk_i], blk_nb);
                         blk_hp13[blk_i] += blk_hd13;
                     }
                 }
@@ -122,10 +123,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                     const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;
                     const long long blk_hi = p_B.shape[0] - blk_fl;
                     const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);
+                    const int blk_se = blk_swz(blk_tid * 8, 64, 8, 1, 7); /* copy blk_i: + blk_i * 1024 */
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
                         const int blk_nb = (unsigned)(blk_ho14[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
-                        blk_cp_async16(blk_ring + (long long)blk_swz(e, 64, 8, 1, 7) * 2, (const void *)blk_hp14[blk_i], blk_nb);
+                        blk_cp_async16(blk_ring + (long long)(blk_se + blk_i * 1024) * 2, (const void *)blk_hp14[blk_i], blk_nb);
                         blk_hp14[blk_i] += blk_hd14;
                     }
                 }
@@ -140,16 +142,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             const blk_f16 *blk_A = v13, *blk_B = v14;
             (void)blk_A; (void)blk_B;
 #if __CUDA_ARCH__ >= 800
+            const unsigned blk_xa = (unsigned)((const unsigned char *)blk_A - blk_smem) + 2u * blk_swz((blk_wr0 + (blk_lane & 15)) * 32 + (blk_lane >> 4) * 8, 32, 8, 2, 3);
+            const unsigned blk_xb = (unsigned)((const unsigned char *)blk_B - blk_smem) + 2u * blk_swz((blk_lane & 15) * 64 + blk_wc0 + (blk_lane >> 4) * 8, 64, 8, 1, 7);
             #pragma unroll
             for (int k = 0; k < 32; k += 16) {
                 unsigned a[2][4], b[4][2];
                 #pragma unroll
                 for (int i = 0; i < 2; i++)
-                    blk_ldmatrix_x4(a[i], &blk_A[blk_swz((blk_wr0 + i * 16 + (blk_lane & 15)) * 32 + k + (blk_lane >> 4) * 8, 32, 8, 2, 3)]);
+                    blk_ldmatrix_x4(a[i], blk_smem + ((blk_xa ^ (unsigned)(k * 2)) + i * 1024));
                 #pragma unroll
                 for (int j = 0; j + 1 < 4; j += 2) {
                     unsigned t[4];
-                    blk_ldmatrix_x4_trans(t, &blk_B[blk_swz((k + (blk_lane & 15)) * 64 + blk_wc0 + j * 8 + (blk_lane >> 4) * 8, 64, 8, 1, 7)]);
+                    blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + k * 128));
                     b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];
                 }
                 #pragma unroll
