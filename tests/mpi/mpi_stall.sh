@@ -4,10 +4,10 @@
 # (t_mpi_stall.c: MPI_Init, world setup, the start of a run, teardown,
 # MPI_Finalize): with BLKC_MPI_SETUP_TIMEOUT_MS=1000 every such job ends
 # with exit 3 and exactly one "blkc: error: rank R: ..." line naming the
-# waiting rank, where it waits and, past MPI_Init, the rank that did not
-# arrive, in under LIMIT s (8: the deadline, the other ranks' 2 s grace or
-# the watchdog's stagger, mpirun's teardown on a loaded machine). Exits 77
-# without MPI or mpirun.
+# waiting rank, where it waits and, past MPI_Init, the ranks that did not
+# arrive (two of them on 4 ranks), in under LIMIT s (8: the deadline, the
+# other ranks' 2 s grace or the watchdog's stagger, mpirun's teardown on a
+# loaded machine). Exits 77 without MPI or mpirun.
 set -u
 NP=$1 HAVE=$2 PROG=$3
 . "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
@@ -48,6 +48,10 @@ stall setup 0 3 "^blkc: error: rank 1: MPI world setup timed out after 1000 ms: 
 stall run $L 3 "^blkc: error: rank 0: the start of a run timed out after 1000 ms: rank 0 waits, rank $L did not arrive$"
 stall free 1 3 "^blkc: error: rank 0: MPI world teardown timed out after 1000 ms: rank 0 waits, rank 1 did not arrive$"
 stall exit 1 3 "^blkc: error: rank 0: MPI_Finalize timed out after 1000 ms: rank 0 waits, rank 1 did not arrive$"
+if [ "$NP" -ge 4 ]; then
+  stall run 1,3 3 "^blkc: error: rank 0: the start of a run timed out after 1000 ms: rank 0 waits, ranks 1, 3 did not arrive$"
+  stall setup 0,1 3 "^blkc: error: rank 2: MPI world setup timed out after 1000 ms: rank 2 waits, ranks 0, 1 did not arrive$"
+fi
 
 echo "mpi_stall -np $NP: $pass passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,4 +1,4 @@
-/* t_mpi_stall.c MODE STALL — one rank (STALL) stops for 60 s at a point
+/* t_mpi_stall.c MODE STALL — ranks (STALL: "1" or "1,3") stop for 60 s at a point
  * where the other processes of an MPI world wait for it outside a run;
  * mpi_stall.sh checks that the job ends with exit 3 and one line naming
  * the waiting rank, where it waits and (where MPI lets blkc know) the rank
@@ -54,10 +54,16 @@ int main(int argc, char **argv)
         return 77;
     }
     const char *mode = argc > 1 ? argv[1] : "none";
-    int stall = argc > 2 ? atoi(argv[2]) : 1;
+    int stall = 0; /* this rank is in STALL, a list such as "1,3" */
+    for (const char *p = argc > 2 ? argv[2] : "1"; *p;) {
+        char *end;
+        long q = strtol(p, &end, 10);
+        stall |= end != p && q == me;
+        p = *end ? end + 1 : end;
+    }
 #define STALL_AT(m)                                                        \
     do {                                                                   \
-        if (me == stall && !strcmp(mode, m))                               \
+        if (stall && !strcmp(mode, m))                                     \
             sleep(60);                                                     \
     } while (0)
     STALL_AT("init");
