@@ -32,7 +32,9 @@ typedef int rt_mpig_unused_; /* nothing to bound without MPI */
 #include <time.h>
 #include <unistd.h>
 
-#define GATE_TAG 0x626b  /* the gates' tokens on MPI_COMM_WORLD */
+/* the gates' tokens on MPI_COMM_WORLD (a host that uses MPI itself must
+ * not take them with MPI_ANY_TAG while a world is made, run or freed) */
+#define GATE_TAG 0x626b
 #define GATE_GRACE_MS 2000
 #define WD_STAGGER_MS 2000 /* mpirun may take over 500 ms to stop the rest */
 
