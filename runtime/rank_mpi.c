@@ -50,11 +50,11 @@ int rt_mpi_launch_rank(void)
 
 int rt_mpi_built(void) { return 0; }
 
-int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
-                  size_t *heap_out, char **heap_base, char *err,
-                  size_t errlen)
+int rt_mpi_create(int nranks, size_t heap_bytes, int64_t setup_ms,
+                  RtMpi **out, int *me, size_t *heap_out, char **heap_base,
+                  char *err, size_t errlen)
 {
-    (void)nranks; (void)heap_bytes; (void)me; (void)heap_out;
+    (void)nranks; (void)heap_bytes; (void)setup_ms; (void)me; (void)heap_out;
     (void)heap_base;
     *out = NULL;
     snprintf(err, errlen, "this blkc was built without MPI, so it cannot run "
@@ -154,6 +154,7 @@ struct RtMpi {
     MPI_Comm shm;              /* this node's processes (= the world) */
     MPI_Win heap_win, ctrl_win;
     int me, n;
+    int64_t setup_ms;          /* deadline of the waits outside a run */
     int rma;                   /* 1: RMA windows (several nodes, or forced) */
     Ctrl *ctrl;                /* shared: the block; RMA: a local layout
                                   whose addresses give the displacements */
@@ -185,6 +186,7 @@ struct RtMpi {
 };
 
 static int mpi_started;
+static int64_t mpi_setup_ms = -1; /* the last world's, for MPI_Finalize */
 
 /* RMA: passive-target operations on a process need that process to enter
  * MPI now and then (osc/ucx over TCP has no asynchronous progress), and a
@@ -217,19 +219,30 @@ static void mpi_stop(void)
     int fin = 0;
     prog_stop();
     MPI_Finalized(&fin);
-    if (!fin)
+    if (!fin) { /* waits for every process: a late one is named first */
+        int n = 1, r = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &n);
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        rt_mpig_gate(r, n, mpi_setup_ms, "MPI_Finalize");
+        rt_mpig_arm("MPI_Finalize", r, mpi_setup_ms);
         MPI_Finalize();
+        rt_mpig_disarm();
+    }
 }
 
-static int mpi_start(char *err, size_t errlen)
+static int mpi_start(int64_t setup_ms, char *err, size_t errlen)
 {
     int init = 0;
     MPI_Initialized(&init);
     if (init)
         return 0;
     int prov;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &prov) !=
-        MPI_SUCCESS) {
+    /* waits for every process of the job: a rank stuck before it would
+     * hang this one */
+    rt_mpig_arm("MPI_Init", rt_mpi_launch_rank(), setup_ms);
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &prov);
+    rt_mpig_disarm();
+    if (rc != MPI_SUCCESS) {
         snprintf(err, errlen, "MPI_Init failed");
         return -1;
     }
@@ -681,23 +694,14 @@ static int want_rma(int several)
     return any;
 }
 
-int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
-                  size_t *heap_out, char **heap_base, char *err,
-                  size_t errlen)
+static void mpi_free(RtMpi *m);
+
+/* rt_mpi_create once every process has come: the communicator, the
+ * windows, the control block. */
+static int world_setup(int n, int r, size_t heap_bytes, int64_t setup_ms,
+                       RtMpi **out, size_t *heap_out, char **heap_base,
+                       char *err, size_t errlen)
 {
-    *out = NULL;
-    if (mpi_start(err, errlen))
-        return -1;
-    int n, r;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    if (nranks != n) {
-        snprintf(err, errlen, "the run has %d rank%s but mpirun started %d "
-                 "processes: under mpirun the number of ranks (--ranks) "
-                 "must equal the number of processes (-np)",
-                 nranks, nranks == 1 ? "" : "s", n);
-        return -1;
-    }
     RtMpi *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "out of memory");
@@ -705,6 +709,7 @@ int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
     }
     m->n = n;
     m->me = r;
+    m->setup_ms = setup_ms;
     m->heap_win = m->ctrl_win = MPI_WIN_NULL;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r,
                         MPI_INFO_NULL, &m->shm);
@@ -739,7 +744,7 @@ int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
     m->heap_bytes = stride;
     if (m->rma ? rma_windows(m, stride, err, errlen)
                : shm_windows(m, stride, page, err, errlen)) {
-        rt_mpi_free(m);
+        mpi_free(m);
         return -1;
     }
     if (r == 0)
@@ -749,15 +754,51 @@ int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
     for (int q = 0; q < n; q++)
         heap_base[q] = m->base[q];
     *heap_out = stride;
-    *me = r;
     *out = m;
     return 0;
+}
+
+int rt_mpi_create(int nranks, size_t heap_bytes, int64_t setup_ms,
+                  RtMpi **out, int *me, size_t *heap_out, char **heap_base,
+                  char *err, size_t errlen)
+{
+    *out = NULL;
+    mpi_setup_ms = setup_ms;
+    if (mpi_start(setup_ms, err, errlen))
+        return -1;
+    int n, r;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    if (nranks != n) {
+        snprintf(err, errlen, "the run has %d rank%s but mpirun started %d "
+                 "processes: under mpirun the number of ranks (--ranks) "
+                 "must equal the number of processes (-np)",
+                 nranks, nranks == 1 ? "" : "s", n);
+        return -1;
+    }
+    /* MPI may have been started long before (by the host): every process
+     * must come to the window calls, which cannot be left once entered */
+    rt_mpig_gate(r, n, setup_ms, "MPI world setup");
+    rt_mpig_arm("MPI world setup", r, setup_ms);
+    int rc = world_setup(n, r, heap_bytes, setup_ms, out, heap_out,
+                         heap_base, err, errlen);
+    rt_mpig_disarm();
+    *me = r;
+    return rc;
 }
 
 void rt_mpi_free(RtMpi *m)
 {
     if (!m)
         return;
+    rt_mpig_gate(m->me, m->n, m->setup_ms, "MPI world teardown");
+    rt_mpig_arm("MPI world teardown", m->me, m->setup_ms);
+    mpi_free(m);
+    rt_mpig_disarm();
+}
+
+static void mpi_free(RtMpi *m)
+{
     if (m->rma) {
         prog_stop(); /* before MPI_Win_free: collectives on this thread */
         if (m->locked) {
@@ -1085,7 +1126,9 @@ int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
-    MPI_Barrier(MPI_COMM_WORLD);   /* nobody still reads the last run's */
+    /* nobody still reads the last run's; a rank that never comes (the
+     * host stuck between runs) is named */
+    rt_mpig_gate(m->me, m->n, m->setup_ms, "the start of a run");
     if (m->me == 0)
         ctrl_reset(m);
     if (m->rma) {
@@ -1093,7 +1136,7 @@ int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen)
         memset(m->vseq, 0, (size_t)m->n * sizeof *m->vseq);
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    MPI_Barrier(MPI_COMM_WORLD);
+    rt_mpig_gate(m->me, m->n, m->setup_ms, "the start of a run");
     return 0;
 }
 

@@ -31,14 +31,17 @@
 typedef struct RtMpi RtMpi;
 
 /* Start MPI if needed and build the windows for a world of nranks (must
- * equal the MPI world size; shared windows on one node, RMA otherwise). heap_bytes is raised to the
+ * equal the MPI world size; shared windows on one node, RMA otherwise).
+ * setup_ms (-1: none) bounds every wait for the other processes outside a
+ * run (MPI_Init, the windows, the start of a run, freeing, MPI_Finalize):
+ * past it the job ends with exit 3 (rank_mpi_gate.c). heap_bytes is raised to the
  * largest over the ranks and rounded up to a page (*stride_out, also the
  * usable size *heap_out). heap_base (nranks entries) receives the heaps in
  * this process's mapping. Returns 0, or -1 with err set (the same on every
  * rank for a bad size or several nodes). */
-int rt_mpi_create(int nranks, size_t heap_bytes, RtMpi **out, int *me,
-                  size_t *heap_out, char **heap_base, char *err,
-                  size_t errlen);
+int rt_mpi_create(int nranks, size_t heap_bytes, int64_t setup_ms,
+                  RtMpi **out, int *me, size_t *heap_out, char **heap_base,
+                  char *err, size_t errlen);
 void rt_mpi_free(RtMpi *m); /* collective */
 
 int *rt_mpi_abort_flag(RtMpi *m); /* the shared abort flag */
@@ -86,5 +89,15 @@ int rt_mpi_sig_load(RtMpi *m, const uint64_t *cell, uint64_t *v);
 /* After all_reduce's mid-collective barrier (RMA): fetch the peers'
  * reduced buffers again. Once per collective, a no-op otherwise. */
 void rt_mpi_coll_refresh(RtMpi *m);
+
+/* rank_mpi_gate.c: deadlines for the blocking MPI calls outside a run.
+ * The gate returns once every rank of the n has called it; past timeout_ms
+ * it prints "rank me: WHAT timed out after T ms: rank me waits, rank(s) Q
+ * did not arrive" and ends the job (MPI_Abort, exit 3). arm/disarm bound
+ * the calls between them the same way (the line without the ranks, then
+ * _exit(3)); rank is the process's rank; a negative timeout arms nothing. */
+void rt_mpig_gate(int me, int n, int64_t timeout_ms, const char *what);
+void rt_mpig_arm(const char *what, int rank, int64_t timeout_ms);
+void rt_mpig_disarm(void);
 
 #endif

@@ -841,6 +841,18 @@ static int64_t env_coll_timeout_ms(void)
     return 60000;
 }
 
+/* Under mpirun, the waits for the other processes outside a run (MPI_Init,
+ * the windows, the start of a run, teardown, MPI_Finalize):
+ * BLKC_MPI_SETUP_TIMEOUT_MS; else the collectives' deadline, at least 60 s
+ * (processes start, load and compile at their own pace before they come). */
+static int64_t env_setup_timeout_ms(void)
+{
+    int64_t s = env_ms("BLKC_MPI_SETUP_TIMEOUT_MS"), c = env_coll_timeout_ms();
+    if (s >= 0)
+        return s;
+    return c > 60000 ? c : 60000;
+}
+
 static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
                          void *arg, char *err, size_t errlen);
 
@@ -956,8 +968,8 @@ int rt_world_create_mpi(int nranks, size_t heap_bytes, RtWorld **out,
     if (world_init(w, RT_WORLD_MPI, nranks, err, errlen))
         return -1;
     size_t heap;
-    if (rt_mpi_create(nranks, heap_bytes, &w->mpi, &w->self, &heap,
-                      w->heap_base, err, errlen)) {
+    if (rt_mpi_create(nranks, heap_bytes, env_setup_timeout_ms(), &w->mpi,
+                      &w->self, &heap, w->heap_base, err, errlen)) {
         rt_world_destroy(w);
         return -1;
     }

@@ -22,6 +22,7 @@
  * a GPU. */
 #include "fake_mem.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 typedef int hipError_t;
@@ -269,9 +270,46 @@ P(hipError_t, hipStreamCreateWithFlags, void **s, unsigned f)
     *s = malloc(1);
     return *s ? OK : 2;
 }
-P(hipError_t, hipStreamDestroy, void *s) { free(s); return OK; }
-P(hipError_t, hipStreamQuery, void *s) { (void)s; return OK; }
-P(hipError_t, hipStreamSynchronize, void *s) { (void)s; return OK; }
+/* the streams held by fake_hip_hold (fake_nccl.c's FAKE_NCCL_HANG_AT=
+ * stream: a collective's kernel that never ends), as fake_cuda_hold */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *held[16];
+
+static bool is_held(void *s)
+{
+    bool h = false;
+    pthread_mutex_lock(&hold_mu);
+    for (int i = 0; i < 16 && s; i++)
+        h |= held[i] == s;
+    pthread_mutex_unlock(&hold_mu);
+    return h;
+}
+
+API void fake_hip_hold(void *s, int on);
+API void fake_hip_hold(void *s, int on)
+{
+    pthread_mutex_lock(&hold_mu);
+    for (int i = 0; i < 16; i++)
+        if (held[i] == s)
+            held[i] = NULL;
+    for (int i = 0; i < 16 && on; i++)
+        if (!held[i]) {
+            held[i] = s;
+            break;
+        }
+    pthread_mutex_unlock(&hold_mu);
+}
+
+P(hipError_t, hipStreamDestroy, void *s) { fake_hip_hold(s, 0); free(s); return OK; }
+P(hipError_t, hipStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* hipErrorNotReady */
+P(hipError_t, hipStreamSynchronize, void *s)
+{
+    for (int i = 0; i < 30000 && is_held(s); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return is_held(s) ? 702 : OK; /* hipErrorLaunchTimeOut */
+}
 P(hipError_t, hipDeviceEnablePeerAccess, int peer, unsigned f)
 {
     if (f != 0 || peer < 0 || peer >= ndev() || peer == current)

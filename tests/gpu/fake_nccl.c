@@ -32,11 +32,12 @@
  * the others' inits wait; =coll, its collectives, sends and receives do
  * nothing (after 200 ms, answering ncclSuccess), so the peers' calls
  * wait; =stream, they run but their stream never completes (the fake
- * driver's fake_cuda_hold, as a kernel stuck on the GPU) until the
- * communicator is aborted, and the other ranks' calls take 300 ms more
- * (so that rank R's deadline comes first). ncclCommAbort waits (at most
- * 5 s) for the receives it woke to leave; OLD, $FAKE_NCCL_ABORT_MS makes
- * it sleep that long first (an abort that waits for a stuck kernel). */
+ * driver's fake_cuda_hold / fake_hip_hold, as a kernel stuck on the
+ * GPU) until the communicator is aborted, and the other ranks' calls
+ * take 300 ms more (so that rank R's deadline comes first).
+ * ncclCommAbort waits (at most 5 s) for the receives it woke to leave;
+ * OLD, $FAKE_NCCL_ABORT_MS makes it sleep that long first (an abort that
+ * waits for a stuck kernel). */
 #define _GNU_SOURCE /* RTLD_NOLOAD, nanosleep */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -111,15 +112,20 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* the fake driver's fake_cuda_hold (fake_cuda.c), or NULL */
+/* the loaded fake driver's fake_cuda_hold (fake_cuda.c) or fake_hip_hold
+ * (fake_hip.c), or NULL */
 static void (*driver_hold(void))(void *, int)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void *f = lib ? dlsym(lib, "fake_cuda_hold") : NULL;
+    static const char *const drv[2][2] = {{"libcuda.so.1", "fake_cuda_hold"},
+                                          {"libamdhip64.so", "fake_hip_hold"}};
     void (*hold)(void *, int) = NULL;
-    memcpy(&hold, &f, sizeof f);
-    if (lib)
-        dlclose(lib); /* RTLD_NOLOAD took a reference */
+    for (int i = 0; i < 2 && !hold; i++) {
+        void *lib = dlopen(drv[i][0], RTLD_NOW | RTLD_NOLOAD);
+        void *f = lib ? dlsym(lib, drv[i][1]) : NULL;
+        memcpy(&hold, &f, sizeof f);
+        if (lib)
+            dlclose(lib); /* RTLD_NOLOAD took a reference */
+    }
     return hold;
 }
 

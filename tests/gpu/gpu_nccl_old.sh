@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# gpu_nccl_old.sh BLKC NPYCMP SRCDIR FAKEDIR — GPU ranks over an older NCCL
-# (no ncclCommInitRankConfig: blocking communicators), i.e. fake_nccl.c
-# built with -DFAKE_NCCL_OLD (../fakenccl/libfakenccl_old.so next to
-# FAKEDIR, which holds fake_cuda.c's libcuda.so.1), on 2 ranks with one
-# fake device each (runtime/gpu_nccl_wait.c runs every NCCL call on a
+# gpu_nccl_old.sh BLKC NPYCMP SRCDIR FAKEDIR [VENDOR] — GPU ranks over an
+# older NCCL (no ncclCommInitRankConfig: blocking communicators), i.e.
+# fake_nccl.c built with -DFAKE_NCCL_OLD (../fakenccl/libfakenccl_old.so
+# next to FAKEDIR, which holds fake_cuda.c's libcuda.so.1, or with VENDOR
+# hip fake_hip.c's libamdhip64.so: the same library as an old RCCL, on
+# hip:0), on 2 ranks with one fake device each (runtime/gpu_nccl_wait.c runs every NCCL call on a
 # helper thread and waits for it with the collectives' deadline):
 #   - the collectives, exchanges and groups (staged: NCCL 2.13 has no
 #     ncclCommSplit) give exactly the CPU ranks' results, through
@@ -16,17 +17,22 @@
 #     BLKC_COLL_TIMEOUT_MS + 10 s (bounded only from above: a loaded
 #     machine is slow), never a hang (each run is killed at 60 s).
 set -u
-BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=$4
+BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=$4 VENDOR=${5:-cuda}
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-ncclold.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 FN=$FAKE/../fakenccl/libfakenccl_old.so
-for f in "$FAKE/libcuda.so.1" "$FN"; do
+if [ "$VENDOR" = hip ]; then
+  FLIB=libamdhip64.so NDEV=FAKE_HIP_DEVICES LIBVAR=BLKC_RCCL_LIB DEV=hip:0 COLL=RCCL
+else
+  FLIB=libcuda.so.1 NDEV=FAKE_CUDA_DEVICES LIBVAR=BLKC_NCCL_LIB DEV=cuda:0 COLL=NCCL
+fi
+for f in "$FAKE/$FLIB" "$FN"; do
   [ -e "$f" ] || { echo "FAIL: no $f (build its target first)"; exit 1; }
 done
 export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export FAKE_CUDA_DEVICES=2 BLKC_NCCL_LIB=$FN BLKC_GPU_COLL=nccl
+export "$NDEV=2" "$LIBVAR=$FN" BLKC_GPU_COLL=nccl
 unset FAKE_NCCL_HANG_RANK FAKE_NCCL_HANG_AT FAKE_NCCL_ABORT_MS BLKC_COLL_TIMEOUT_MS BLKC_WAIT_TIMEOUT_MS
-DEV=cuda:0 G=$SRC/tests/gpu/data/granks.blk
+G=$SRC/tests/gpu/data/granks.blk
 P2P=$SRC/tests/dist/p2p.blk GRP=$SRC/tests/dist/groups.blk
 SLACK=10000
 [ "${BLKC_SANITIZED:-}" = 1 ] && SLACK=20000
@@ -101,7 +107,7 @@ unset FAKE_NCCL_LOG
 # (a), (b): a peer that never arrives; the stream of a collective that
 # never ends. Rank 1 is late by 200 ms (init, coll) or done (stream), so
 # the first rank at its deadline is the one named.
-TAIL="did not complete within 1200 ms (a peer failed, hangs or called another collective); the NCCL communicator is"
+TAIL="did not complete within 1200 ms (a peer failed, hangs or called another collective); the $COLL communicator is"
 hang old_hang_init init "^blkc: error: rank 0: ncclCommInitRank $TAIL abandoned\$" \
   "$G" --entry=ar_sum N=4
 hang old_hang_coll coll "^blkc: error: rank 0: all_reduce $TAIL aborted\$" \
@@ -115,5 +121,5 @@ hang old_hang_stream stream "^blkc: error: rank 1: all_reduce $TAIL aborted\$" \
 FAKE_NCCL_ABORT_MS=20000 hang old_hang_abort stream "^blkc: error: rank 1: all_reduce $TAIL aborted\$" \
   "$G" --entry=ar_sum N=4
 
-echo "$((n - fails))/$n passed"
+echo "$VENDOR: $((n - fails))/$n passed"
 [ $fails = 0 ]

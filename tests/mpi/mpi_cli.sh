@@ -6,7 +6,8 @@
 # rank that returns early, and a peer busy in a kernel while the others
 # wait in all_reduce, a send nobody receives and a peer busy while the
 # others wait in an exchange, end every process with exit 3 and a
-# "blkc: error: rank R: ..." line; --ranks other than -np is an error.
+# "blkc: error: rank R: ..." line, and so does a process that never starts
+# blkc (MPI_Init's deadline); --ranks other than -np is an error.
 # Exits 77 without MPI or mpirun.
 set -u
 NP=$1 HAVE=$2 BLKC=$3 NPY=$4 SRC=$5
@@ -71,6 +72,15 @@ mpi 3 "^blkc: error: rank [0-9]+: exchange mismatch: rank 0 sends 1 message \(16
   run "$P" --entry=lone_send --ranks=$NP N=4
 BLKC_COLL_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): exchange timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
   run "$P" --entry=busy_ring --ranks=$NP N=16
+# the last process never starts blkc (a stand-in that sleeps 60 s): the
+# others' MPI_Init gives up at BLKC_MPI_SETUP_TIMEOUT_MS, one line, exit 3
+t0=$(date +%s%N)
+BLKC_MPI_SETUP_TIMEOUT_MS=1000 timeout 20 "${MPI[@]}" -np $((NP - 1)) "$BLKC" run "$L/allreduce.blk" \
+  --entry=allreduce_oneshot --ranks=$NP N=4 op=0 : -np 1 sleep 60 >"$T/out" 2>"$T/err"
+rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ "$rc" = 3 ] && [ "$(grep -c '^blkc: error:' "$T/err")" = 1 ] && [ "$ms" -lt 8000 ] &&
+   grep -q "^blkc: error: rank 0: MPI_Init timed out after 1000 ms: rank 0 waits" "$T/err"; then ok
+else bad "a process that never starts: exit $rc in $ms ms: $(cat "$T/err")"; fi
 mpi 3 "^blkc: error: .*--ranks must equal -np" -- \
   run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=$((NP + 1)) N=4 op=0
 

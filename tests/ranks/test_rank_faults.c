@@ -2,7 +2,8 @@
  * out (BLKC_WAIT_TIMEOUT_MS=200) with the exact message, a rank that fails
  * while others wait in a collective, a barrier and a signal wait (they stop
  * within a bounded time, well under the wait timeout), a rank that returns
- * non-zero, ranks that return early while others wait for them, collectives
+ * non-zero, ranks that return early while others wait for them, two ranks
+ * that never come to a barrier (both named), collectives
  * that disagree, and the plain-C wait loop for generated code. */
 #include "rk_test.h"
 
@@ -180,6 +181,47 @@ static void test_early_return(void)
     }
 }
 
+/* ------------------------------------------------------------ missing */
+/* ranks 1 and 3 stay away (busy, checking the abort flag) while 0 and 2
+ * wait in a barrier or an all_reduce: the timeout names both */
+static int f_missing(RtRank *r, void *arg)
+{
+    int in_allreduce = *(int *)arg, me = rt_rank_id(r);
+    if (me % 2) {
+        for (int k = 0; k < 300; k++) { /* at most 3 s */
+            if (rt_rank_failed(r))
+                return -1;
+            usleep(10000);
+        }
+        return rt_barrier(r);
+    }
+    int64_t v[3] = {1, 2, 3};
+    return in_allreduce ? rt_all_reduce(r, v, 3, DT_I64, RT_RED_SUM)
+                        : rt_barrier(r);
+}
+
+static void test_missing_ranks(void)
+{
+    char err[512];
+    setenv("BLKC_COLL_TIMEOUT_MS", "200", 1);
+    for (int ar = 0; ar < 2; ar++) {
+        double t0 = t_now();
+        int rc = run(4, f_missing, &ar, err, sizeof err, NULL);
+        double dt = elapsed_since(t0);
+        const char *what = ar ? "all_reduce" : "barrier";
+        char want0[160], want2[160];
+        snprintf(want0, sizeof want0, "rank 0: %s timed out after 200 ms: "
+                 "rank 0 waits, ranks 1, 3 did not arrive", what);
+        snprintf(want2, sizeof want2, "rank 2: %s timed out after 200 ms: "
+                 "rank 2 waits, ranks 1, 3 did not arrive", what);
+        T_CHECK(rc == -1 && (!strcmp(err, want0) || !strcmp(err, want2)),
+                "missing ranks (%s): rc %d, '%s'", what, rc, err);
+        T_CHECK(dt >= 0.19 && dt < 2.0, "missing ranks (%s) took %.3f s",
+                what, dt);
+    }
+    unsetenv("BLKC_COLL_TIMEOUT_MS");
+}
+
 /* ------------------------------------------------------------ mismatch */
 static int f_mismatch(RtRank *r, void *arg)
 {
@@ -291,6 +333,7 @@ int main(void)
     test_timeout();
     test_failing_rank();
     test_early_return();
+    test_missing_ranks();
     test_mismatch();
     test_reuse();
     return t_done("test_rank_faults");

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# mpi_stall.sh NP HAVE_MPI T_MPI_STALL — a rank that stops for 60 s where
+# the other processes of an MPI world wait for it outside a run
+# (t_mpi_stall.c: MPI_Init, world setup, the start of a run, teardown,
+# MPI_Finalize): with BLKC_MPI_SETUP_TIMEOUT_MS=D (3000, or
+# $MPI_STALL_DEADLINE_MS) every such job ends with exit 3 and exactly one
+# "blkc: error: rank R: ..." line naming the waiting rank, where it waits
+# and, past MPI_Init, the ranks that did not arrive (two of them on 4
+# ranks), in under D + 7 s (the other ranks' 2 s grace or the watchdog's
+# stagger, mpirun's teardown on a loaded machine). The deadline covers the
+# processes' start too: MPI_Init takes 0.3-0.5 s here, 2-3.5 s under ASan
+# (tests/mpi/CMakeLists.txt gives it 10 s there). Exits 77 without MPI or
+# mpirun.
+set -u
+NP=$1 HAVE=$2 PROG=$3
+. "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
+T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-stall.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+D=${MPI_STALL_DEADLINE_MS:-3000}
+LIMIT=$((D / 1000 + 7))
+pass=0 failed=0
+ok()  { pass=$((pass + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# stall MODE RANK CODE PATTERN: exit status, the one error line, the time
+stall() {
+  local mode=$1 rank=$2 code=$3 pat=$4
+  local t0=$(date +%s%N)
+  BLKC_MPI_SETUP_TIMEOUT_MS=$D timeout 40 "${MPI[@]}" -np "$NP" "$PROG" "$mode" "$rank" \
+    >"$T/out" 2>"$T/err"
+  local rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  local lines=$(grep -c "^blkc: error:" "$T/err")
+  echo "stall $mode rank $rank: exit $rc in $ms ms"
+  if [ "$rc" != "$code" ]; then
+    bad "$mode/$rank: exit $rc, wanted $code: $(cat "$T/out" "$T/err")"; return
+  fi
+  if [ -n "$pat" ] && { [ "$lines" != 1 ] || ! grep -Eq -- "$pat" "$T/err"; }; then
+    bad "$mode/$rank: wanted one line /$pat/, got $lines: $(grep "^blkc:" "$T/err")"; return
+  fi
+  if [ "$ms" -ge $((LIMIT * 1000)) ]; then
+    bad "$mode/$rank: took $ms ms, more than $LIMIT s"; return
+  fi
+  ok
+}
+
+L=$((NP - 1))
+stall none 1 0 ""
+stall init 1 3 "^blkc: error: rank 0: MPI_Init timed out after $D ms: rank 0 waits \(MPI does not tell which ranks did not arrive\)$"
+stall init 0 3 "^blkc: error: rank 1: MPI_Init timed out after $D ms: rank 1 waits \(MPI does not tell which ranks did not arrive\)$"
+stall setup 1 3 "^blkc: error: rank 0: MPI world setup timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+stall setup 0 3 "^blkc: error: rank 1: MPI world setup timed out after $D ms: rank 1 waits, rank 0 did not arrive$"
+stall run $L 3 "^blkc: error: rank 0: the start of a run timed out after $D ms: rank 0 waits, rank $L did not arrive$"
+stall free 1 3 "^blkc: error: rank 0: MPI world teardown timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+stall exit 1 3 "^blkc: error: rank 0: MPI_Finalize timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+if [ "$NP" -ge 4 ]; then
+  stall run 1,3 3 "^blkc: error: rank 0: the start of a run timed out after $D ms: rank 0 waits, ranks 1, 3 did not arrive$"
+  stall setup 0,1 3 "^blkc: error: rank 2: MPI world setup timed out after $D ms: rank 2 waits, ranks 0, 1 did not arrive$"
+fi
+
+echo "mpi_stall -np $NP: $pass passed, $failed failed"
+[ "$failed" = 0 ]
