@@ -45,6 +45,9 @@
 #   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
 #       e4m3 and e5m2) and hand-written m64nNk32 e4m3 / e5m2 wgmma in the
 #       128B and 32B swizzles against exact sums
+#   wgrs    tests/emu/t_wgrs.cpp: hand-written wgmma with A from registers
+#       (f16 with B N-major, bf16 with B K-major) against exact sums; built
+#       with the emulator's A fragment table broken it must fail
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -98,6 +101,22 @@ wrappers-*)
     echo "FAIL: a swapped fragment mapping (BLK_EMU_BREAK_LAYOUT) went unnoticed"; exit 1
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
+  ;;
+wgrs)
+  # A from registers (t_wgrs.cpp), and with the emulator's fragment table
+  # broken (BLK_EMU_BREAK_AREG) the same test must fail
+  for d in "" -DBLK_EMU_BREAK_AREG; do
+    # shellcheck disable=SC2086
+    "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 $d \
+      -I"$SRC/runtime/emu" "$SRC/tests/emu/t_wgrs.cpp" -o "$T/t" || { echo "FAIL: compile $d"; exit 1; }
+    if [ -z "$d" ]; then
+      timeout 120 "$T/t" || exit 1
+    elif timeout 120 "$T/t" >"$T/log" 2>&1; then
+      echo "FAIL: a broken A fragment table (BLK_EMU_BREAK_AREG) went unnoticed"; exit 1
+    else
+      echo "ok: the broken A fragment table fails: $(head -1 "$T/log")"
+    fi
+  done
   ;;
 tma|wgrace|ws|wgf8)
   src=$SRC/tests/emu/t_tma.cpp
