@@ -808,6 +808,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->nohoist = (e = getenv("BLKC_GPU_NOHOIST")) && *e && strcmp(e, "0");
     em->notma = (e = getenv("BLKC_GPU_NOTMA")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
+    em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;

@@ -71,6 +71,12 @@
 #       zeroed by the tile's first wgmma: scale-d 0); the
 #       kernels it must refuse (an atomic, a return) and BLKC_GPU_NOPERSIST=1
 #       keep a block per program
+#   wgflash cuda-emu as sm_90a: flash attention (examples/flash_attention.blk
+#       f16, tests/emu/tflash.blk bf16; causal and not, BN 64 / 32, D 64 /
+#       128, tails in S) against the CPU with both dots on wgmma (S =
+#       q k^T from shared memory, acc += p v with p from the registers):
+#       gpu-ir, --stats' exact wgmma count, no ldmatrix; BLKC_GPU_NOWGREG=1
+#       and sm_80 leave both on mma.sync
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -644,6 +650,47 @@ wgmma)
   else
     echo "FAIL twg_bf16 --bench=2 --stats: want 2 maps encoded, 4 from the cache:"; cat "$T/log"; fail=1
   fi
+  exit $fail
+  ;;
+wgflash)
+  fail=0 EX=$SRC/examples/flash_attention.blk TF=$SRC/tests/emu/tflash.blk
+  # FILE|ENTRY|DEFINES|SIZES|WGMMA (per block: 2 dots x k steps per KV block)
+  for c in "$EX|-|-|Z=2 S=130|144" \
+           "$EX|-|-D CAUSAL=true -D D=128|Z=1 S=70|36" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32|Z=1 S=150|66"; do
+    IFS='|' read -r f e d sz nw <<<"$c"
+    [ "$e" = - ] && e=
+    [ "$d" = - ] && d=
+    # shellcheck disable=SC2086
+    "$BLKC" compile "$f" $e $d --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+    # shellcheck disable=SC2086
+    if ! grep -q "dot .*wgmma.mma_async .*a and b from shared memory" "$T/ir" ||
+       ! grep -q "dot .*a from registers  ; wgmma.mma_async .*b from shared memory" "$T/ir"; then
+      echo "FAIL flash $e $d: both dots on wgmma in gpu-ir:"; grep " dot " "$T/ir"; fail=1; continue
+    fi
+    # shellcheck disable=SC2086
+    if ! timeout 120 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 --out O="$T/c.npy" >"$T/log" 2>&1 ||
+       ! BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
+           --device=cuda-emu --stats --out O="$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
+      echo "FAIL flash $e $d $sz: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1; continue
+    fi
+    if ! grep -q "of them wgmma.mma_async $nw (.*ldmatrix 0$" "$T/log"; then
+      echo "FAIL flash $e $d $sz: want $nw wgmma, no ldmatrix: $(grep tensor-core "$T/log")"; fail=1; continue
+    fi
+    echo "ok flash $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async"
+  done
+  # BLKC_GPU_NOWGREG=1 and sm_80: both dots on mma.sync
+  for c in "BLKC_GPU_NOWGREG=1|sm_90a" "BLKC_GPU_NOWGREG=0|sm_80"; do
+    IFS='|' read -r e a <<<"$c"
+    env "$e" "$BLKC" compile "$EX" --target=cuda --arch=$a --emit=gpu-ir >"$T/ir" 2>&1
+    env "$e" "$BLKC" compile "$EX" --target=cuda --arch=$a --emit=cuda >"$T/cu" 2>&1
+    if grep -q wgmma "$T/ir" || grep -q 'blk_wgmma_m64n' "$T/cu"; then
+      echo "FAIL flash $e --arch=$a: want both dots on mma.sync:"; grep " dot " "$T/ir"; fail=1
+    else
+      echo "ok flash $e --arch=$a: both dots on mma.sync"
+    fi
+  done
   exit $fail
   ;;
 persist)
