@@ -4,8 +4,10 @@
  * by the tensor cores from shared memory through matrix descriptors.
  *
  * Which dots (bk_gpu_wgmma_plan, after the layout pass chose its layouts):
- * a 2-D dot accumulating in place into an MMA var (f32 [M, N]) from
- * f16 / bf16 operand tiles of the same dtype, in a kernel of warps(4) or
+ * a 2-D dot accumulating in place into an MMA var (f32 [M, N]) — or, a
+ * dot value in registers (the registers of its pseudo-var,
+ * gpu_mmadot.c bk_gpu_mma_dot_value: flash attention's S = q k^T) —
+ * from f16 / bf16 operand tiles of the same dtype, in a kernel of warps(4) or
  * warps(8) (one or two warpgroups of 4 warps), M a multiple of 64 per
  * warpgroup, N a multiple of 8 up to 256, K a multiple of 16, the
  * operands stored tiles read by this dot alone (those the layout pass may
@@ -81,11 +83,29 @@
  * elements, a k step of 32 elements is 32 bytes (as 16 of 2 bytes), so
  * the descriptors and steps above hold with columns counted as bytes.
  *
+ * A from registers (em->areg: a is a register value of an MMA layout,
+ * flash attention's p = exp2(..) as f16 / bf16 in acc += dot(p, v)):
+ * wgmma.mma_async m64nNk16 "d, a, b-desc, scale-d, imm-scale-a,
+ * imm-scale-b, imm-trans-b" with a = four .f16x2 registers (PTX ISA
+ * 9.7.15.5.1.1.1, Figure 148: warp w of the warpgroup rows 16 w .. + 15
+ * in mma.m16n8k16's A pattern, rows groupID (+ 8 for a2 a3 a6 a7),
+ * columns 2 threadID_in_group + (i & 1) (+ 8 for a4 .. a7)). When a's
+ * registers are in an MMA layout of the accumulator's warp grid with K
+ * columns (areg_ok), the m16n8 n-tiles 2 s and 2 s + 1 of m-block i (c0
+ * c1 row g, c2 c3 row g + 8) are exactly a0 a1 a2 a3 / a4 a5 a6 a7 of k
+ * step s: blk_ra[s][i] packs registers (i nt + 2 s) * 4 .. + 7 in pairs,
+ * as mma.sync's A does (gpu_mmadot.c). They are packed and fenced before
+ * wgmma.fence and fenced again after the wait_group 0 that retires them
+ * (9.7.15.7.3: A's registers are the hardware's until then). Off sm_90a
+ * the dot keeps mma.sync (#elif), and BLKC_GPU_NOWGREG=1 keeps both
+ * this and the dot-value form on mma.sync.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization (gpu_ws.c splits such a
  * ring into a producer and consumers), a persistent grid, more than one
- * group in flight (wait_group 1 only), A from registers, tf32 / i8, f16
- * accumulators. */
+ * group in flight (wait_group 1 only; none for the dot values and the
+ * register-A dots, which wait_group 0), fp8 A from registers, tf32 /
+ * i8, f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>

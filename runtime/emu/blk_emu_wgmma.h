@@ -2,7 +2,8 @@
  * BLKC_EMU_ARCH=sm_90a): wgmma.fence / commit_group / wait_group and
  * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} and
  * .m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} with A and B in shared memory
- * through matrix descriptors, modelled from the PTX ISA
+ * through matrix descriptors, and m64nNk16 f16 / bf16 with A from
+ * registers (blk_emu_wg_areg), modelled from the PTX ISA
  * (9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
  * Instructions"), never from what blkc's generator emits:
  *
