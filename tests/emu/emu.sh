@@ -416,6 +416,11 @@ wgmma)
   wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=304 K=208
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
+  # acc = acc * 0.5 + dot (the dot accumulates at the var.set): wgmma too
+  wone "twg_scale" "$F" "1e-4 1e-4" --entry=twg_scale M=100 N=72 K=96
+  "$BLKC" compile "$F" --entry=twg_scale --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+  grep -q "accumulates at the var.set  ; wgmma.mma_async" "$T/ir" ||
+    { echo "FAIL twg_scale: not on wgmma: $(grep ' dot ' "$T/ir")"; fail=1; }
   # fp8 (m64nNk32, gpu_wgmma.c): e4m3, e5m2 and mixed, b the transpose of
   # an [N, K] tile (K-major, the one fp8 layout); products are exact in
   # f32 and double, the CPU sums them in f32 one at a time, the emulator
