@@ -72,8 +72,8 @@
 #       kernels it must refuse (an atomic, a return) and BLKC_GPU_NOPERSIST=1
 #       keep a block per program
 #   wgflash cuda-emu as sm_90a: flash attention (examples/flash_attention.blk
-#       f16, tests/emu/tflash.blk bf16; causal and not, BN 64 / 32, D 64 /
-#       128, tails in S) against the CPU with both dots on wgmma (S =
+#       f16 BN 64 D 64, tests/emu/tflash.blk bf16 causal BN 32 D 128;
+#       tails in S) against the CPU with both dots on wgmma (S =
 #       q k^T from shared memory, acc += p v with p from the registers):
 #       gpu-ir, --stats' exact wgmma count, no ldmatrix; BLKC_GPU_NOWGREG=1
 #       and sm_80 leave both on mma.sync
@@ -660,9 +660,9 @@ wgmma)
 wgflash)
   fail=0 EX=$SRC/examples/flash_attention.blk TF=$SRC/tests/emu/tflash.blk
   # FILE|ENTRY|DEFINES|SIZES|WGMMA (per block: 2 dots x k steps per KV block)
+  # (two modules: the emulator's compile is most of the time)
   for c in "$EX|-|-|Z=2 S=130|144" \
-           "$EX|-|-D CAUSAL=true -D D=128|Z=1 S=70|36" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32|Z=1 S=150|66"; do
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|110"; do
     IFS='|' read -r f e d sz nw <<<"$c"
     [ "$e" = - ] && e=
     [ "$d" = - ] && d=
