@@ -227,12 +227,12 @@ static bool gpu_switch(const char *name)
 }
 
 /* the GPU emitter's switches that change its code (gpu_layouts.c,
- * gpu_rvals.c, gpu_mrows.c; BLKC_GPU_NOPERSIST / NOTMASTORE,
- * gpu_persist.c: also the kernel's parameters and launch) or its compiler's (BLKC_GPU_NOFMA:
- * cuda.c, hip.c): one bit each in the key */
+ * gpu_rvals.c, gpu_mrows.c; BLKC_GPU_NOWGREG, gpu_wgmma.c; BLKC_GPU_NOPERSIST / NOTMASTORE,
+ * gpu_persist.c: also the kernel's parameters and launch; NOEX2FTZ, NOLDSMXOR, NOCPIMM)
+ * or its compiler's (BLKC_GPU_NOFMA: cuda.c, hip.c): one bit each in the key */
 #define JC_GPU_SWITCHES(X) X(BLKC_GPU_SMEM) X(BLKC_GPU_NORV) X(BLKC_GPU_NOMROW) \
     X(BLKC_GPU_NOFMA) X(BLKC_GPU_NOPERSIST) X(BLKC_GPU_NOTMASTORE) X(BLKC_GPU_NOEX2FTZ) \
-    X(BLKC_GPU_NOLDSMXOR) X(BLKC_GPU_NOCPIMM)
+    X(BLKC_GPU_NOLDSMXOR) X(BLKC_GPU_NOCPIMM) X(BLKC_GPU_NOWGREG)
 
 static int64_t gpu_switches(void)
 {

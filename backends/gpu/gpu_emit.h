@@ -256,6 +256,9 @@ typedef struct BkGpuEm {
                                  dot's FOR + 1 at the dot, the dot + 1 at
                                  the FOR; else 0 */
     bool wgsync;              /* BLKC_GPU_WGSYNC: wait_group 0 every step */
+    bool nowgreg;             /* BLKC_GPU_NOWGREG: no wgmma for a dot whose
+                                 result is a register value or whose a
+                                 comes from registers (mma.sync) */
     bool *tma;                /* ring loads copied by TMA (gpu_tma.c) */
     int tma_fr;               /* the FOR whose ring they fill, or -1 */
     long long tma_bar;        /* its stages(S) mbarriers in shared memory

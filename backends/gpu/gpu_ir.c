@@ -29,13 +29,19 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         return;
     if (BK_GPU_RV(em, id) && !em->virt[id]) {
         const BkGpuMma *g = &em->vmma[BK_GPU_RV_VAR(em, id)];
-        char cv[96] = "";
+        char cv[160] = "";
         if (em->rcvt[id])
             snprintf(cv, sizeof cv, "  ; convert mma -> shared+%lld%s", em->off[id],
                      em->swz[id] ? ", swizzled" : "");
         else if (em->rfb[id])
             snprintf(cv, sizeof cv, "  ; a dot reads it as a from registers (FMA path: shared+%lld)",
                      em->off[id]);
+        if (in->op == IR_DOT && em->wgd && em->wgd[id]) { /* a dot value on wgmma */
+            char nm[64];
+            bk_gpu_wgmma_name(em, id, nm, sizeof nm);
+            snprintf(cv, sizeof cv, "  ; wgmma.mma_async %s (sm_90a), a and b from shared memory",
+                     nm);
+        }
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers%s)%s", g->wm, g->wn,
                  g->mt, g->nt, g->fm, g->fn,
                  em->rroot[id] == id ? "" : ", per register", cv);
@@ -78,8 +84,8 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         char wg[128] = "", nm[64];
         if (in->op == IR_DOT && em->wgd && em->wgd[id]) {
             bk_gpu_wgmma_name(em, id, nm, sizeof nm);
-            snprintf(wg, sizeof wg, "  ; wgmma.mma_async %s (sm_90a), a and b from shared memory",
-                     nm);
+            snprintf(wg, sizeof wg, "  ; wgmma.mma_async %s (sm_90a), %s from shared memory",
+                     nm, em->areg && em->areg[id] ? "b" : "a and b");
         }
         snprintf(buf, n, "mma(%dx%d warps, %dx%d fragments of %dx%d, registers)%s%s%s",
                  g->wm, g->wn, g->mt, g->nt, g->fm, g->fn,

@@ -440,6 +440,10 @@ static void dot_regs(BkGpuEm *em, int id, int v)
     bool f32 = f->ins[in->opnd[0]].type.dtype == DT_F32;
     if (em->wgd && em->wgd[id]) { /* sm_90a (gpu_wgmma.c): its operand layouts only */
         bk_gpu_wgmma_dot(em, id, v);
+        if (em->areg && em->areg[id]) { /* a from registers: mma.sync off sm_90a */
+            dsl_buf_printf(em->o, "#elif __CUDA_ARCH__ >= 800\n");
+            dot_mma(em, id, v, K, N);
+        }
         dsl_buf_printf(em->o, "#else\n");
         dot_fma(em, id, v, K, N);
         dsl_buf_printf(em->o, "#endif\n");

@@ -4,8 +4,10 @@
  * by the tensor cores from shared memory through matrix descriptors.
  *
  * Which dots (bk_gpu_wgmma_plan, after the layout pass chose its layouts):
- * a 2-D dot accumulating in place into an MMA var (f32 [M, N]) from
- * f16 / bf16 operand tiles of the same dtype, in a kernel of warps(4) or
+ * a 2-D dot accumulating in place into an MMA var (f32 [M, N]) — or, a
+ * dot value in registers (the registers of its pseudo-var,
+ * gpu_mmadot.c bk_gpu_mma_dot_value: flash attention's S = q k^T) —
+ * from f16 / bf16 operand tiles of the same dtype, in a kernel of warps(4) or
  * warps(8) (one or two warpgroups of 4 warps), M a multiple of 64 per
  * warpgroup, N a multiple of 8 up to 256, K a multiple of 16, the
  * operands stored tiles read by this dot alone (those the layout pass may
@@ -81,11 +83,29 @@
  * elements, a k step of 32 elements is 32 bytes (as 16 of 2 bytes), so
  * the descriptors and steps above hold with columns counted as bytes.
  *
+ * A from registers (em->areg: a is a register value of an MMA layout,
+ * flash attention's p = exp2(..) as f16 / bf16 in acc += dot(p, v)):
+ * wgmma.mma_async m64nNk16 "d, a, b-desc, scale-d, imm-scale-a,
+ * imm-scale-b, imm-trans-b" with a = four .f16x2 registers (PTX ISA
+ * 9.7.15.5.1.1.1, Figure 148: warp w of the warpgroup rows 16 w .. + 15
+ * in mma.m16n8k16's A pattern, rows groupID (+ 8 for a2 a3 a6 a7),
+ * columns 2 threadID_in_group + (i & 1) (+ 8 for a4 .. a7)). When a's
+ * registers are in an MMA layout of the accumulator's warp grid with K
+ * columns (areg_ok), the m16n8 n-tiles 2 s and 2 s + 1 of m-block i (c0
+ * c1 row g, c2 c3 row g + 8) are exactly a0 a1 a2 a3 / a4 a5 a6 a7 of k
+ * step s: blk_ra[s][i] packs registers (i nt + 2 s) * 4 .. + 7 in pairs,
+ * as mma.sync's A does (gpu_mmadot.c). They are packed and fenced before
+ * wgmma.fence and fenced again after the wait_group 0 that retires them
+ * (9.7.15.7.3: A's registers are the hardware's until then). Off sm_90a
+ * the dot keeps mma.sync (#elif), and BLKC_GPU_NOWGREG=1 keeps both
+ * this and the dot-value form on mma.sync.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization (gpu_ws.c splits such a
  * ring into a producer and consumers), a persistent grid, more than one
- * group in flight (wait_group 1 only), A from registers, tf32 / i8, f16
- * accumulators. */
+ * group in flight (wait_group 1 only; none for the dot values and the
+ * register-A dots, which wait_group 0), fp8 A from registers, tf32 /
+ * i8, f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -221,6 +241,20 @@ bool bk_gpu_wgmma_f8(const BkGpuEm *em, int id)
            span(f->ins[a].type.shape[1], 1) && span(f->ins[t].type.shape[1], 1);
 }
 
+/* Whether dot id's a, a register value (em->areg), can be wgmma's A
+ * from registers: 16-bit elements in an MMA layout of the accumulator's
+ * warp grid whose columns are the dot's K (the A fragment of k step s,
+ * m-block i is then registers (i nt + 2 s) * 4 .. + 7 of it: file
+ * comment). */
+static bool areg_ok(const BkGpuEm *em, int id, int mt)
+{
+    const IrInstr *in = &em->f->ins[id];
+    const BkGpuMma *q = &em->vmma[BK_GPU_RV_VAR(em, in->opnd[0])];
+    long long K = em->f->ins[in->opnd[0]].type.shape[1];
+    return esize(em, id) == 2 && q->on && q->wb <= 0 && q->wm == em->nw && q->wn == 1 &&
+           q->mt == mt && q->nt * 8 == K && q->N == K;
+}
+
 /* Whether instruction x reads value v. */
 static bool reads(const IrInstr *x, int v)
 {
@@ -257,8 +291,8 @@ static void async_plan(BkGpuEm *em, int id)
             if (r->ins[j] == id)
                 fr = x;
     }
-    if (fr < 0 || em->pipe[in->opnd[0]] != fr || em->pipe[b] != fr || em->wga[fr] ||
-        f->ins[g].op != IR_VGET || f->ins[g].param != v)
+    if (fr < 0 || v < 0 || g < 0 || (em->areg && em->areg[id]) || em->pipe[in->opnd[0]] != fr ||
+        em->pipe[b] != fr || em->wga[fr] || f->ins[g].op != IR_VGET || f->ins[g].param != v)
         return;
     for (int x = 0; x < f->nins; x++) {
         const IrInstr *o = &f->ins[x];
@@ -289,21 +323,31 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     for (int id = 0; id < f->nins && em->sm90a; id++) {
         const IrInstr *in = &f->ins[id];
         int mt, v = em->mvar[id];
-        bool kmaj;
-        if (in->dead || in->op != IR_DOT || em->lay[id] != BK_LAY_MMA || v < 0 ||
-            in->opnd[2] < 0 || !shape_ok(em, id, &mt) || (em->areg && em->areg[id]))
+        bool kmaj, ar = em->areg && em->areg[id];
+        /* accumulating into an MMA var, or a dot value in registers
+         * (gpu_mmadot.c bk_gpu_mma_dot_value, its tile written after) */
+        bool val = v < 0 && (em->lay[id] == BK_LAY_REG || em->lay[id] == BK_LAY_SHARED) &&
+                   em->vmma[BK_GPU_DOT_VAR(em, id)].on;
+        if (in->dead || in->op != IR_DOT || (em->lay[id] != BK_LAY_MMA && !val) ||
+            !shape_ok(em, id, &mt) || (em->nowgreg && (v < 0 || ar || in->opnd[2] < 0)))
             continue;
+        if (v < 0) /* a dot value: the registers of its pseudo-var */
+            v = BK_GPU_DOT_VAR(em, id);
         const BkGpuMma *g = &em->vmma[v];
         int a = in->opnd[0], b = b_src(em, id, &kmaj), es = esize(em, id);
         if (!g->on || g->wb > 0 || g->wm != em->nw || g->wn != 1 ||
-            g->nt * 8 != g->N || g->mt != mt || !em->swz[a] || !em->swz[b] || a == b ||
-            readers(em, a) != 1 || readers(em, b) != 1 || !span(f->ins[a].type.shape[1], es) ||
-            !span(f->ins[b].type.shape[1], es) || (es == 1 && !kmaj))
+            g->nt * 8 != g->N || g->mt != mt || !em->swz[b] || a == b ||
+            readers(em, b) != 1 || !span(f->ins[b].type.shape[1], es) || (es == 1 && !kmaj))
+            continue;
+        if (ar ? !areg_ok(em, id, mt)
+               : (!em->swz[a] || readers(em, a) != 1 || !span(f->ins[a].type.shape[1], es)))
             continue;
         em->wgd[id] = true;
-        em->wgl[a] = 1 + mt; /* rows by warpgroup m-block */
+        if (!ar) {
+            em->wgl[a] = 1 + mt; /* rows by warpgroup m-block */
+            em->wgs[a] = span(f->ins[a].type.shape[1], es);
+        }
         em->wgl[b] = 1;
-        em->wgs[a] = span(f->ins[a].type.shape[1], es);
         em->wgs[b] = span(f->ins[b].type.shape[1], es);
         em->wgmma = true;
     }
@@ -355,6 +399,38 @@ void bk_gpu_wgmma_name(const BkGpuEm *em, int id, char *buf, size_t n)
                  ptx_type(ad), ptx_type(bd));
 }
 
+/* The inline-asm wrapper of dot id's wgmma with A from registers (PTX
+ * ISA 9.7.15.5.2: "d, a, b-desc, scale-d, imm-scale-a, imm-scale-b,
+ * imm-trans-b", a = four .f16x2 registers). */
+static void decl_rs(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    DslBuf *o = em->o;
+    int N = (int)f->ins[id].type.shape[1], R = N / 2;
+    const char *t = ptx_type(f->ins[f->ins[id].opnd[0]].type.dtype);
+    dsl_buf_printf(o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL) && "
+                      "!defined(BLK_EMU) && !defined(BLK_WGMMA_N%d_%s_RS)\n", N, t);
+    dsl_buf_printf(o, "#define BLK_WGMMA_N%d_%s_RS\n", N, t);
+    dsl_buf_printf(o, "/* wgmma.mma_async m64n%dk16 .f32.%s.%s with A from registers: d = the "
+                      "thread's %d accumulator registers, a = its four .f16x2 A registers (PTX "
+                      "ISA 9.7.15.5.1.1.1), b-desc, scale-d (predicate), imm-scale 1, imm-trans "
+                      "TB */\n", N, t, t, R);
+    dsl_buf_printf(o, "template <int TB>\n__device__ inline void blk_wgmma_m64n%dk16_f32_%s_rs("
+                      "float *d, const unsigned *a, unsigned long long b, int scale_d)\n{\n", N, t);
+    dsl_buf_printf(o, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", R + 5);
+    dsl_buf_printf(o, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", N, t, t);
+    for (int r = 0; r < R; r++)
+        dsl_buf_printf(o, "%s%%%d", r ? ", " : "", r);
+    dsl_buf_printf(o, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %%%d;\\n}\\n\"\n", R, R + 1,
+                   R + 2, R + 3, R + 4, R + 6);
+    dsl_buf_printf(o, "                 :");
+    for (int r = 0; r < R; r++)
+        dsl_buf_printf(o, "%s \"+f\"(d[%d])%s", r ? "," : "", r,
+                       r % 8 == 7 && r + 1 < R ? "\n                  " : "");
+    dsl_buf_printf(o, "\n                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+                      "\"l\"(b), \"r\"(scale_d), \"n\"(TB));\n}\n#endif\n");
+}
+
 void bk_gpu_wgmma_decls(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
@@ -363,6 +439,10 @@ void bk_gpu_wgmma_decls(BkGpuEm *em)
     for (int id = 0; id < f->nins; id++) {
         if (!em->wgd[id])
             continue;
+        if (em->areg && em->areg[id]) {
+            decl_rs(em, id);
+            continue;
+        }
         int N = (int)f->ins[id].type.shape[1];
         bool e8 = esize(em, id) == 1; /* fp8: no imm-trans operands (K-major only) */
         const int kk = e8 ? 32 : 16;
@@ -412,11 +492,43 @@ static void reg_fence(BkGpuEm *em, int v)
                 bk_gpu_mma_nregs(&em->vmma[v]), v);
 }
 
+/* compiler fences on the A fragments blk_ra of S k steps x mt m-blocks */
+static void ra_fence(BkGpuEm *em, int mt, long long S)
+{
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_r = 0; blk_r < %lld; blk_r++) blk_wgmma_reg_fence((&blk_ra[0][0][0])[blk_r]);",
+                S * mt * 4);
+}
+
+/* The A fragments of wgmma dot id with a from registers, blk_ra[k step][m-
+ * block][4], packed from the MMA-layout registers of a's value: the
+ * m16n8 n-tiles 2 s and 2 s + 1 of m-block i (registers (i nt + 2 s) * 4
+ * .. + 7: c0 c1 = row g, c2 c3 = row g + 8) are a0 a1 / a2 a3 / a4 a5 / a6
+ * a7 of k step s (PTX ISA 9.7.15.5.1.1.1: rows g, g + 8 x columns 2q..,
+ * 2q + 8..), fenced before the wgmma.fence. */
+static void rs_frags(BkGpuEm *em, int id, int mt, long long S)
+{
+    int Q = BK_GPU_RV_VAR(em, em->f->ins[id].opnd[0]);
+    bk_gpu_line(em, "unsigned blk_ra[%lld][%d][4]; /* A from the registers of v%d (var%d) */", S, mt,
+                em->f->ins[id].opnd[0], Q);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", S);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int i = 0; i < %d; i++)", mt);
+    bk_gpu_line(em, "        #pragma unroll");
+    bk_gpu_line(em, "        for (int j = 0; j < 4; j++) {");
+    bk_gpu_line(em, "            const int blk_f = (i * %d + 2 * k) * 4 + 2 * j;", em->vmma[Q].nt);
+    bk_gpu_line(em, "            blk_ra[k][i][j] = blk_pack2(var%d[blk_f], var%d[blk_f + 1]);", Q, Q);
+    bk_gpu_line(em, "        }");
+    ra_fence(em, mt, S);
+}
+
 void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
     const BkGpuMma *g = &em->vmma[v];
+    const bool ar = em->areg && em->areg[id];
     bool kmaj;
     b_src(em, id, &kmaj);
     long long M = in->type.shape[0], N = in->type.shape[1];
@@ -441,14 +553,25 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     }
     const int amode = sa == 128 ? 1 : sa == 64 ? 2 : 3, bmode = sb == 128 ? 1 : sb == 64 ? 2 : 3;
     dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    char ad[48];
+    if (ar)
+        snprintf(ad, sizeof ad, "a from registers");
+    else
+        snprintf(ad, sizeof ad, "a K-major in the %dB swizzle", sa);
     bk_gpu_line(em, "/* sm_90a: wgmma.mma_async %s, %d m-block%s of 64 rows per "
-                "warpgroup (blk_warp / 4) x %lld k steps; a K-major in the %dB swizzle, b %s-major "
+                "warpgroup (blk_warp / 4) x %lld k steps; %s, b %s-major "
                 "in the %dB swizzle (PTX ISA 9.7.15.5.1.2) */", nm, mt,
-                mt > 1 ? "s" : "", K / ks, sa, kmaj ? "K" : "N", sb);
-    bk_gpu_line(em, "const unsigned long long blk_da = (blk_wg_desc(blk_A, %lld, %lld) | %dull << 62) + "
-                "(unsigned long long)(blk_warp / 4 * %lld),", alo, aso, amode, mt * am / 16);
-    bk_gpu_line(em, "                         blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
-                blo, bso, bmode);
+                mt > 1 ? "s" : "", K / ks, ad, kmaj ? "K" : "N", sb);
+    if (ar) {
+        rs_frags(em, id, mt, K / ks);
+        bk_gpu_line(em, "const unsigned long long blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
+                    blo, bso, bmode);
+    } else {
+        bk_gpu_line(em, "const unsigned long long blk_da = (blk_wg_desc(blk_A, %lld, %lld) | %dull << 62) + "
+                    "(unsigned long long)(blk_warp / 4 * %lld),", alo, aso, amode, mt * am / 16);
+        bk_gpu_line(em, "                         blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
+                    blo, bso, bmode);
+    }
     reg_fence(em, v);
     bk_gpu_line(em, "blk_wgmma_fence();");
     bk_gpu_line(em, "#pragma unroll");
@@ -460,6 +583,12 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     if (es == 2)
         snprintf(ta, sizeof ta, "<0, %d>", kmaj ? 0 : 1);
     bk_gpu_persist_scale_d(em, id, sd, sizeof sd); /* "1": in place */
+    if (ar)
+        bk_gpu_line(em, "        blk_wgmma_m64n%lldk16_f32_%s_rs<%d>(&var%d[i * %lld], blk_ra[k][i], "
+                    "blk_db + (unsigned long long)(k * %d / %lld * %lld + k * %d %% %lld * %lld / %d), %s);",
+                    N, ptx_type(f->ins[in->opnd[0]].type.dtype), kmaj ? 0 : 1, v, N / 2,
+                    ks, bp, bx / 16, ks, bp, bk / 16, ks, sd);
+    else
     bk_gpu_line(em, "        blk_wgmma_m64n%lld%s%s(&var%d[i * %lld], "
                 "blk_da + (unsigned long long)(i * %lld + k * %d / %lld * %lld + "
                 "k * %d %% %lld * %lld / %d), "
@@ -472,8 +601,11 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
                     "previous step's is retired, so its ring slot may be refilled %s */",
                     em->ws ? "once released (the empty mbarrier below)" : "after the next barrier");
     else
-        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot */");
+        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot%s */",
+                    ar ? "; A's registers may change after it (PTX ISA 9.7.15.7.3)" : "");
     reg_fence(em, v);
+    if (ar)
+        ra_fence(em, mt, K / ks);
 }
 
 void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)

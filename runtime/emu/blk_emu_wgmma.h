@@ -2,7 +2,8 @@
  * BLKC_EMU_ARCH=sm_90a): wgmma.fence / commit_group / wait_group and
  * wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} and
  * .m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} with A and B in shared memory
- * through matrix descriptors, modelled from the PTX ISA
+ * through matrix descriptors, and m64nNk16 f16 / bf16 with A from
+ * registers (blk_emu_wg_areg), modelled from the PTX ISA
  * (9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
  * Instructions"), never from what blkc's generator emits:
  *
@@ -101,8 +102,10 @@
  * warpgroups. Products are exact in double, summed in k order and
  * rounded to f32 once with the old D (the hardware's internal order and
  * rounding are unspecified); fp8 elements decode exactly (blk_emu_f8), a
- * NaN or inf operand gives what double arithmetic gives. Not modelled: A
- * from registers, tf32, integer types, f16 accumulators of fp8, f16 accumulators, imm-scale (-1), sparse, the async
+ * NaN or inf operand gives what double arithmetic gives. A from
+ * registers (f16 / bf16, blk_emu_wg_areg): the fragments are taken at
+ * issue — a write to them before the retiring wait_group (undefined,
+ * 9.7.15.7.3) is not seen. Not modelled: fp8 A from registers, tf32, integer types, f16 accumulators of fp8, f16 accumulators, imm-scale (-1), sparse, the async
  * proxy (fence.proxy.async is a no-op: one host thread runs all).
  * --stats counts each mma_async's operand reads as shared-memory
  * wavefronts, a core matrix at a time (blk_emu_wg_wavefronts: how the
@@ -245,12 +248,12 @@ static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, in
  * through their descriptors, K = 16 or 32 of es-byte elements), kept until
  * its group is retired. */
 static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long db, bool tb, int n,
-                            int es)
+                            int es, bool areg = false)
 {
     BlkEmuWgSnap sn;
     sn.group = -1;
     for (int k = 0; k < 32 / es; k++) {
-        for (int m = 0; m < 64; m++)
+        for (int m = 0; m < 64 && !areg; m++)
             sn.at.push_back(blk_emu_wg_addr(da, ta, m, k, es) >> 4);
         for (int j = 0; j < n; j++)
             sn.at.push_back(blk_emu_wg_addr(db, tb, j, k, es) >> 4);
@@ -300,12 +303,35 @@ static inline int blk_emu_wg_row(int r) { return r == 1 ? 2 : r == 2 ? 1 : r; }
 static inline int blk_emu_wg_row(int r) { return r; }
 #endif
 
+/* Multiplicand A in registers (9.7.15.5.1.1.1, "Multiplicand A in
+ * registers", Figure 148: four .f16x2 registers a0..a7, low half first):
+ * warp w of the warpgroup holds rows 16 w .. 16 w + 15, in the pattern of
+ * mma.m16n8k16's A (9.7.14.5.8, Figure 79):
+ *   row = 16 w + groupID (+ 8 for a2, a3, a6, a7)
+ *   col = 2 threadID_in_group + (i & 1) (+ 8 for a4 .. a7)
+ * Each thread deposits its registers at issue (blk_emu_wga); element
+ * (row, k) is then read from the thread that holds it. */
+static unsigned blk_emu_wga[1024][4];
+static double blk_emu_wg_areg(int wg0, int row, int k, int kind)
+{
+    const int w = row / 16, r = row % 16;
+#ifdef BLK_EMU_BREAK_AREG /* a wrong table (the hi / lo k halves swapped): tests must fail */
+    const int i = 4 * (1 - k / 8) + 2 * (r / 8) + (k & 1);
+#else
+    const int i = 4 * (k / 8) + 2 * (r / 8) + (k & 1);
+#endif
+    const int lane = 4 * (r % 8) + (k % 8) / 2;
+    const unsigned x = blk_emu_wga[wg0 + 32 * w + lane][i / 2];
+    const unsigned short h = (unsigned short)(i & 1 ? x >> 16 : x & 0xffff);
+    return kind == BLK_EMU_WG_BF16 ? blk_emu_bf16(h) : blk_emu_f16(h);
+}
+
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d,
  * a-desc, b-desc, scale-d, 1, 1, ta, tb (ka == kb), and
  * .m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} d, a-desc, b-desc, scale-d, 1, 1
  * (ta = tb = 0); ka / kb: BLK_EMU_WG_F16 .. */
 static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long long db,
-                          int scale_d, int ta, int tb, int ka, int kb)
+                          int scale_d, int ta, int tb, int ka, int kb, const unsigned *ar = nullptr)
 {
     BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
     blk_emu_wg_check();
@@ -319,19 +345,24 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
         blk_emu_thread_fail("wgmma.mma_async: .atype and .btype differ outside the fp8 variants");
     if (es == 1 && (ta || tb))
         blk_emu_thread_fail("wgmma.mma_async: fp8 operands are K-major (no imm-trans)");
+    if (ar && es != 2)
+        blk_emu_thread_fail("wgmma.mma_async: A from registers is modelled for f16 / bf16 only");
     const int t = (int)threadIdx.x, lane = blk_emu_lane(), w = t / BLK_EMU_WARP % 4;
+    if (ar) /* the thread's A fragment, read by the warpgroup after the barrier */
+        memcpy(blk_emu_wga[t], ar, sizeof blk_emu_wga[t]);
     if (t % BLK_EMU_WG == 0) {
         blk_emu_count(blk_emu_m->st.mma, 1);
         blk_emu_count(blk_emu_m->st.mma_flops, 2LL * 64 * n * K);
         blk_emu_count(blk_emu_m->st.wgmma, 1);
         blk_emu_count(blk_emu_m->st.wgmma_flops, 2LL * 64 * n * K);
-        blk_emu_count(blk_emu_m->st.smem_wavefronts, blk_emu_wg_wavefronts(da, ta != 0, 64, es) +
-                                                         blk_emu_wg_wavefronts(db, tb != 0, n, es));
-        blk_emu_count(blk_emu_m->st.smem_requests, 2);
+        blk_emu_count(blk_emu_m->st.smem_wavefronts,
+                      (ar ? 0 : blk_emu_wg_wavefronts(da, ta != 0, 64, es)) +
+                          blk_emu_wg_wavefronts(db, tb != 0, n, es));
+        blk_emu_count(blk_emu_m->st.smem_requests, ar ? 1 : 2);
     }
     BlkEmuWgIn in;
     memset(&in, 0, sizeof in); /* compared with memcmp: no stray padding */
-    in.da = da, in.db = db, in.n = n, in.ka = ka, in.kb = kb, in.ta = ta, in.tb = tb;
+    in.da = ar ? ~0ull : da, in.db = db, in.n = n, in.ka = ka, in.kb = kb, in.ta = ta, in.tb = tb;
     BlkEmuWarp &wp = blk_emu_warp();
     memcpy(wp.slot[lane].b, &in, sizeof in);
     blk_emu_wg_bar();
@@ -357,13 +388,14 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
         const int col = 8 * (i >> 2) + 2 * q + (i & 1);
         double acc = 0;
         for (int k = 0; k < K; k++)
-            acc += blk_emu_wg_elem(da, ta != 0, row, k, ka) *
+            acc += (ar ? blk_emu_wg_areg(t / BLK_EMU_WG * BLK_EMU_WG, row, k, ka)
+                       : blk_emu_wg_elem(da, ta != 0, row, k, ka)) *
                    blk_emu_wg_elem(db, tb != 0, col, k, kb);
         r.v[i] = (float)(acc + (scale_d ? (double)old[i] : 0.0));
     }
     s.v.push_back(r);
     if (t % BLK_EMU_WG == 0)
-        blk_emu_wg_snap(da, ta != 0, db, tb != 0, n, es);
+        blk_emu_wg_snap(da, ta != 0, db, tb != 0, n, es, ar != nullptr);
     blk_emu_wg_bar();
 }
 
@@ -435,7 +467,10 @@ template <int N> static inline void blk_wgmma_wait(void)
 }
 
 /* the instruction wrappers generated code calls: blk_wgmma_m64n<N>k16_f32_
- * <bf16|f16><TA, TB>(float d[N / 2], a-desc, b-desc, scale-d) and
+ * <bf16|f16><TA, TB>(float d[N / 2], a-desc, b-desc, scale-d),
+ * blk_wgmma_m64n<N>k16_f32_<bf16|f16>_rs<TB>(d, const unsigned a[4],
+ * b-desc, scale-d) (A from registers: "d, a, b-desc, scale-d,
+ * imm-scale-a, imm-scale-b, imm-trans-b") and
  * blk_wgmma_m64n<N>k32_f32_<e4m3|e5m2>_<e4m3|e5m2>(d, a-desc, b-desc,
  * scale-d) */
 #define BLK_EMU_WGMMA_F8(N, A, B, KA, KB)                                                      \
@@ -451,6 +486,14 @@ template <int N> static inline void blk_wgmma_wait(void)
     static inline void blk_wgmma_m64n##N##k16_f32_f16(float *d, unsigned long long a,          \
                                                       unsigned long long b, int scale_d)       \
     { blk_emu_wgmma(d, N, a, b, scale_d, TA, TB, BLK_EMU_WG_F16, BLK_EMU_WG_F16); }            \
+    template <int TB>                                                                          \
+    static inline void blk_wgmma_m64n##N##k16_f32_bf16_rs(float *d, const unsigned *a,         \
+                                                          unsigned long long b, int scale_d)   \
+    { blk_emu_wgmma(d, N, 0, b, scale_d, 0, TB, BLK_EMU_WG_BF16, BLK_EMU_WG_BF16, a); }        \
+    template <int TB>                                                                          \
+    static inline void blk_wgmma_m64n##N##k16_f32_f16_rs(float *d, const unsigned *a,          \
+                                                         unsigned long long b, int scale_d)    \
+    { blk_emu_wgmma(d, N, 0, b, scale_d, 0, TB, BLK_EMU_WG_F16, BLK_EMU_WG_F16, a); }          \
     BLK_EMU_WGMMA_F8(N, e4m3, e4m3, BLK_EMU_WG_E4M3, BLK_EMU_WG_E4M3)                          \
     BLK_EMU_WGMMA_F8(N, e4m3, e5m2, BLK_EMU_WG_E4M3, BLK_EMU_WG_E5M2)                          \
     BLK_EMU_WGMMA_F8(N, e5m2, e4m3, BLK_EMU_WG_E5M2, BLK_EMU_WG_E4M3)                          \

@@ -46,6 +46,9 @@
 #   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
 #       e4m3 and e5m2) and hand-written m64nNk32 e4m3 / e5m2 wgmma in the
 #       128B and 32B swizzles against exact sums
+#   wgrs    tests/emu/t_wgrs.cpp: hand-written wgmma with A from registers
+#       (f16 with B N-major, bf16 with B K-major) against exact sums; built
+#       with the emulator's A fragment table broken it must fail
 #   wgmma   cuda-emu as sm_90a (BLKC_EMU_ARCH): tests/emu/twgmma.blk (bf16,
 #       f16, b transposed; 64 x 64 on 4 warps, 128 x 128 on 4 and on 8
 #       warps) and examples/matmul.blk against the CPU, their dots on
@@ -69,6 +72,12 @@
 #       zeroed by the tile's first wgmma: scale-d 0); the
 #       kernels it must refuse (an atomic, a return) and BLKC_GPU_NOPERSIST=1
 #       keep a block per program
+#   wgflash cuda-emu as sm_90a: flash attention (examples/flash_attention.blk
+#       f16 BN 64 D 64, tests/emu/tflash.blk bf16 causal BN 32 D 128;
+#       tails in S) against the CPU with both dots on wgmma (S =
+#       q k^T from shared memory, acc += p v with p from the registers):
+#       gpu-ir, --stats' exact wgmma count, no ldmatrix; BLKC_GPU_NOWGREG=1
+#       and sm_80 leave both on mma.sync
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -99,6 +108,22 @@ wrappers-*)
     echo "FAIL: a swapped fragment mapping (BLK_EMU_BREAK_LAYOUT) went unnoticed"; exit 1
   fi
   echo "ok: the swapped fragment mapping fails: $(head -1 "$T/log")"
+  ;;
+wgrs)
+  # A from registers (t_wgrs.cpp), and with the emulator's fragment table
+  # broken (BLK_EMU_BREAK_AREG) the same test must fail
+  for d in "" -DBLK_EMU_BREAK_AREG; do
+    # shellcheck disable=SC2086
+    "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 $d \
+      -I"$SRC/runtime/emu" "$SRC/tests/emu/t_wgrs.cpp" -o "$T/t" || { echo "FAIL: compile $d"; exit 1; }
+    if [ -z "$d" ]; then
+      timeout 120 "$T/t" || exit 1
+    elif timeout 120 "$T/t" >"$T/log" 2>&1; then
+      echo "FAIL: a broken A fragment table (BLK_EMU_BREAK_AREG) went unnoticed"; exit 1
+    else
+      echo "ok: the broken A fragment table fails: $(head -1 "$T/log")"
+    fi
+  done
   ;;
 tma|wgrace|ws|wgf8)
   src=$SRC/tests/emu/t_tma.cpp
@@ -409,6 +434,11 @@ wgmma)
   wone "twg_bf16 128x256 BK=128 warps(8)" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BM=128 -D BN=256 -D BK=128 -D W=8 M=130 N=304 K=208
   wone "matmul 64x64" "$SRC/examples/matmul.blk" "1e-4 1e-4" M=130 N=72 K=48
   wone "matmul 128x128" "$SRC/examples/matmul.blk" "1e-4 1e-4" -D BM=128 -D BN=128 M=130 N=72 K=48
+  # acc = acc * 0.5 + dot (the dot accumulates at the var.set): wgmma too
+  wone "twg_scale" "$F" "1e-4 1e-4" --entry=twg_scale M=100 N=72 K=96
+  "$BLKC" compile "$F" --entry=twg_scale --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+  grep -q "accumulates at the var.set  ; wgmma.mma_async" "$T/ir" ||
+    { echo "FAIL twg_scale: not on wgmma: $(grep ' dot ' "$T/ir")"; fail=1; }
   # fp8 (m64nNk32, gpu_wgmma.c): e4m3, e5m2 and mixed, b the transpose of
   # an [N, K] tile (K-major, the one fp8 layout); products are exact in
   # f32 and double, the CPU sums them in f32 one at a time, the emulator
@@ -643,6 +673,47 @@ wgmma)
   else
     echo "FAIL twg_bf16 --bench=2 --stats: want 2 maps encoded, 4 from the cache:"; cat "$T/log"; fail=1
   fi
+  exit $fail
+  ;;
+wgflash)
+  fail=0 EX=$SRC/examples/flash_attention.blk TF=$SRC/tests/emu/tflash.blk
+  # FILE|ENTRY|DEFINES|SIZES|WGMMA (per block: 2 dots x k steps per KV block)
+  # (two modules: the emulator's compile is most of the time)
+  for c in "$EX|-|-|Z=2 S=130|144" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|110"; do
+    IFS='|' read -r f e d sz nw <<<"$c"
+    [ "$e" = - ] && e=
+    [ "$d" = - ] && d=
+    # shellcheck disable=SC2086
+    "$BLKC" compile "$f" $e $d --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
+    # shellcheck disable=SC2086
+    if ! grep -q "dot .*wgmma.mma_async .*a and b from shared memory" "$T/ir" ||
+       ! grep -q "dot .*a from registers  ; wgmma.mma_async .*b from shared memory" "$T/ir"; then
+      echo "FAIL flash $e $d: both dots on wgmma in gpu-ir:"; grep " dot " "$T/ir"; fail=1; continue
+    fi
+    # shellcheck disable=SC2086
+    if ! timeout 120 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 --out O="$T/c.npy" >"$T/log" 2>&1 ||
+       ! BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
+           --device=cuda-emu --stats --out O="$T/e.npy" >"$T/log" 2>&1 ||
+       ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
+      echo "FAIL flash $e $d $sz: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1; continue
+    fi
+    if ! grep -q "of them wgmma.mma_async $nw (.*ldmatrix 0$" "$T/log"; then
+      echo "FAIL flash $e $d $sz: want $nw wgmma, no ldmatrix: $(grep tensor-core "$T/log")"; fail=1; continue
+    fi
+    echo "ok flash $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async"
+  done
+  # BLKC_GPU_NOWGREG=1 and sm_80: both dots on mma.sync
+  for c in "BLKC_GPU_NOWGREG=1|sm_90a" "BLKC_GPU_NOWGREG=0|sm_80"; do
+    IFS='|' read -r e a <<<"$c"
+    env "$e" "$BLKC" compile "$EX" --target=cuda --arch=$a --emit=gpu-ir >"$T/ir" 2>&1
+    env "$e" "$BLKC" compile "$EX" --target=cuda --arch=$a --emit=cuda >"$T/cu" 2>&1
+    if grep -q wgmma "$T/ir" || grep -q 'blk_wgmma_m64n' "$T/cu"; then
+      echo "FAIL flash $e --arch=$a: want both dots on mma.sync:"; grep " dot " "$T/ir"; fail=1
+    else
+      echo "ok flash $e --arch=$a: both dots on mma.sync"
+    fi
+  done
   exit $fail
   ;;
 persist)

@@ -8,8 +8,10 @@
 # compute_90 (which has no wgmma; the generic 64 x 64 kernels, without
 # launch facts, spill on both), and a cubin for sm_90a. fp8 (twg_e4m3,
 # twg_f8mix: m64nNk32 .e4m3 / .e5m2, K / 32 per m-block) must not spill at
-# all (compute_90 has no fp8 tensor-core path here: the FMA loop). Exit 77
-# without NVRTC or ptxas.
+# all (compute_90 has no fp8 tensor-core path here: the FMA loop). Flash
+# attention (examples/flash_attention.blk f16, tests/emu/tflash.blk bf16):
+# both dots on wgmma, the second with A from registers ("{%r..}" in the
+# PTX), no more spills than mma.sync. Exit 77 without NVRTC or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-wgmma.XXXXXX")
@@ -53,7 +55,12 @@ one() {
   if [ "${sa:-x}" -gt "${sb:-0}" ] 2>/dev/null || [ -z "$sa" ]; then
     echo "FAIL $what: sm_90a spills ${sa:-?} bytes, the mma.sync code ${sb:-?}"; fails=$((fails + 1)); return
   fi
-  echo "ok $what: $n wgmma.mma_async.$shape, $(grep -o 'Used [0-9]* registers' "$T/v"), spills $sa bytes (mma.sync: $sb)"
+  local rs
+  rs=$(grep -c "wgmma.mma_async.sync.aligned.*}, {%r" "$T/p.ptx")
+  if [ "$rs" != "${RS:-0}" ]; then
+    echo "FAIL $what: $rs wgmma.mma_async with A from registers, want ${RS:-0}"; fails=$((fails + 1)); return
+  fi
+  echo "ok $what: $n wgmma.mma_async.$shape ($rs with A from registers), $(grep -o 'Used [0-9]* registers' "$T/v"), spills $sa bytes (mma.sync: $sb)"
 }
 F=$SRC/tests/emu/twgmma.blk
 for k in twg_bf16 twg_f16 twg_bt; do
@@ -69,5 +76,11 @@ one "$F" twg_f8mix "-D BM=128 -D BN=128" "m64n128k32.f32.e4m3.e5m2" 4
 NOSPILL=
 one "$SRC/examples/matmul.blk" matmul "" "m64n64k16.f32.f16.f16" 2
 one "$SRC/examples/matmul.blk" matmul "-D BM=128 -D BN=128" "m64n128k16.f32.f16.f16" 4
+# flash attention: both dots on wgmma, K / 16 each per KV block (S =
+# q k^T: K = D, from shared memory; acc += p v: K = BN, A from registers)
+FA=$SRC/examples/flash_attention.blk
+RS=4 one "$FA" flash_attention "" "m64n64k16.f32.f16.f16" 8
+RS=4 one "$FA" flash_attention "-D CAUSAL=true -D D=128" "m64n128k16.f32.f16.f16" 4
+RS=2 one "$SRC/tests/emu/tflash.blk" tflash_bf16 "-D BN=32" "m64n.*k16.f32.bf16.bf16" 6
 echo "$fails failed"
 [ $fails = 0 ]
