@@ -104,7 +104,7 @@
  * rounding are unspecified); fp8 elements decode exactly (blk_emu_f8), a
  * NaN or inf operand gives what double arithmetic gives. A from
  * registers (f16 / bf16, blk_emu_wg_areg): the fragments are taken at
- * issue — a write to them before the retiring wait_group (undefined,
+ * issue - a write to them before the retiring wait_group (undefined,
  * 9.7.15.7.3) is not seen. Not modelled: fp8 A from registers, tf32, integer types, f16 accumulators of fp8, f16 accumulators, imm-scale (-1), sparse, the async
  * proxy (fence.proxy.async is a no-op: one host thread runs all).
  * --stats counts each mma_async's operand reads as shared-memory

@@ -48,6 +48,23 @@ rerun() {
 }
 rerun lib/allreduce.blk "y=@_{rank}.npy" --entry=allreduce_twoshot --ranks=2 N=1001 op=0
 rerun tests/task/mlp.blk "result=@.npy" --ranks=2 T=16 H=16 F=32
+# every GPU emitter switch is in the key (compiler/cache.c JC_GPU_SWITCHES):
+# a compile under each adds its own entry, a second one under it none
+gent() { "$blkc" cache stats | awk '/^entries:/ {print $2}'; }
+if "$blkc" compile "$src/examples/matmul.blk" --target=cuda --emit=ptx >/dev/null 2>&1; then
+for sw in SMEM NORV NOMROW NOFMA NOPERSIST NOTMASTORE NOEX2FTZ NOLDSMXOR NOCPIMM NOWGREG \
+          NOVEC NOPIPE NOSYNCELIM NOHOIST NOTMA WGSYNC NOWS; do
+  gb=$(gent)
+  env "BLKC_GPU_$sw=1" "$blkc" compile "$src/examples/matmul.blk" --target=cuda --emit=ptx >/dev/null ||
+    fail "cuda compile with BLKC_GPU_$sw"
+  gc=$(gent)
+  [ "$gc" -gt "$gb" ] || fail "BLKC_GPU_$sw=1 reused another setting's entry ($gb -> $gc)"
+  env "BLKC_GPU_$sw=1" "$blkc" compile "$src/examples/matmul.blk" --target=cuda --emit=ptx >/dev/null
+  [ "$(gent)" = "$gc" ] || fail "BLKC_GPU_$sw=1: the second compile added an entry"
+done
+else
+  echo "skip: the GPU switches in the key (no NVRTC: --target=cuda --emit=ptx failed)"
+fi
 "$blkc" cache clear | grep -q "removed" || fail "clear"
 n3=$("$blkc" cache stats | awk '/^entries:/ {print $2}')
 [ "$n3" = 0 ] || fail "entries after clear: $n3"
