@@ -57,9 +57,11 @@ count() {
     a = substr($0, RSTART + 2); sub(/\*.*/, "", a)
     ins = substr($0, RSTART + RLENGTH - 1); sub(/ *;.*/, "", ins)
     sub(/^@!?U?P[T0-9]+ +/, "", ins)
-    split(ins, f, / +/)
+    nf = split(ins, f, / +/)
     n++; addr[n] = hex(a); op[n] = f[1]
-    if (f[1] == "BRA" && f[2] ~ /^0x/) tgt[n] = hex(f[2])
+    # the target is the last operand: "BRA 0x..." or "BRA P1, 0x..." (a
+    # second predicate, as nvcc writes a loop test of two conditions)
+    if (f[1] == "BRA" && f[nf] ~ /^0x/) tgt[n] = hex(f[nf])
   }
   END {
     best = -1

@@ -10,7 +10,9 @@
 #       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
 #       BLKC_GPU_NOHOIST, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (the all-shared
 #       path; the coverage nvrtc_emu had); flash attention and matmul
-#       byte-identical under BLKC_GPU_NOLDSMXOR / NOCPIMM / NOEX2FTZ
+#       byte-identical under BLKC_GPU_NOLDSMXOR / NOCPIMM / NOEX2FTZ, and
+#       under BLKC_GPU_NOLOOPSPLIT (flash attention at S with and without
+#       a tail, causal too, the ring loop of gpu_check's configuration)
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
@@ -202,6 +204,26 @@ paths)
     same flash_attention $sw "$EX/flash_attention.blk" O Z=1 S=130 scale=0.125
   done
   same matmul_128 BLKC_GPU_NOLDSMXOR "$EX/matmul.blk" C -D BM=128 -D BN=128 M=200 N=136 K=72
+  # the loop split at flash attention's bounds mask (gpu_split.c): the
+  # steps with every key in range, then the rest masked; S with a tail
+  # step (130, 200, 333) and without (256), causal or not, the plain loop
+  # and gpu_check's cp.async ring loop (BM=128 BN=64 W=8 stages 2)
+  sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' \
+      -e 's/grid(cdiv(S, BM), Z)$/grid(cdiv(S, BM), Z) warps(W) stages(ST)/' \
+      "$EX/flash_attention.blk" >"$T/flash_w.blk"
+  for S in 130 256; do
+    for c in false true; do
+      same "flash_attention S=$S causal=$c" BLKC_GPU_NOLOOPSPLIT "$EX/flash_attention.blk" O Z=2 S=$S scale=0.125 -D CAUSAL=$c
+    done
+  done
+  for S in 200 333; do
+    same "flash_attention ring S=$S" BLKC_GPU_NOLOOPSPLIT "$T/flash_w.blk" O Z=1 S=$S scale=0.125 -D BM=128 -D BN=64 -D W=8
+  done
+  same "flash_attention ring S=256 causal" BLKC_GPU_NOLOOPSPLIT "$T/flash_w.blk" O Z=1 S=256 scale=0.125 -D BM=128 -D BN=64 -D W=8 -D CAUSAL=true
+  # the split form itself against the CPU (tail steps and causal)
+  path=default
+  one "flash_attention S=333 causal" "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=333 scale=0.125 -D CAUSAL=true
+  one "flash_attention ring S=200" "$T/flash_w.blk" "2e-2 2e-2" O Z=1 S=200 scale=0.125 -D BM=128 -D BN=64 -D W=8
   exit $fail
   ;;
 debug)
