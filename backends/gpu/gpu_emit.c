@@ -454,35 +454,40 @@ static bool loop_loads_tiles(const BkGpuEm *em, int id)
     return false;
 }
 
-/* One C loop of FOR id: `for (init; cond; step) {`, its body, `}`. With
- * fold (a split's full steps, gpu_split.c) the compares sp->cmp are
- * `true` in the body. */
-static void for_loop(BkGpuEm *em, int id, const char *init, const char *cond,
-                     const BkGpuSplit *fold)
+/* FOR id's body; with sp (a split, gpu_split.c) twice under a uniform
+ * branch: `if (iv < blk_fs) {` the body with the compares sp->cmp
+ * emitted as `true` `} else {` the body as it is `}`. */
+static void for_body(BkGpuEm *em, int id, const BkGpuSplit *sp)
 {
     const IrInstr *in = &em->f->ins[id];
-    if (em->pipe[id] > 0) {
-        bk_gpu_line(em, "for (%s; %s; v%d += v%d, blk_it%d++) {", init, cond, id,
-                    in->opnd[2], id);
-        em->indent++;
-        bk_gpu_pipe_top(em, id);
-    } else {
-        bk_gpu_line(em, "for (%s; %s; v%d += v%d) {", init, cond, id, in->opnd[2]);
-        em->indent++;
+    if (!sp) {
+        emit_region(em, in->region[0]);
+        return;
     }
+    /* both bodies from the same barrier state (gpu_sync.c): each path
+     * through the branch is the one body the single form had, and
+     * folding a compare changes no memory access */
+    BkGpuEm s0 = *em;
     int nf = em->nfold;
-    if (fold) /* after pipe_top: its prefetch is for a later step */
-        for (int i = 0; i < fold->n && em->nfold < 2 * BK_GPU_MAXFOLD; i++)
-            em->fold[em->nfold++] = fold->cmp[i];
-    /* a pipelined body starts with a barrier (pipe_top), which covers
-     * the back edge: what the body still owes is paid after the loop */
-    int saved = em->noflush_region;
-    em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
+    bk_gpu_line(em, "if ((long long)v%d < blk_fs%d) { /* every bounds compare true */", id, id);
+    em->indent++;
+    for (int i = 0; i < sp->n && em->nfold < 2 * BK_GPU_MAXFOLD; i++)
+        em->fold[em->nfold++] = sp->cmp[i];
+    em->last_line = -1;
     emit_region(em, in->region[0]);
-    em->noflush_region = saved;
     em->nfold = nf;
-    if (em->ws && em->tma_fr == id)
-        bk_gpu_ws_release(em, id);
+    em->indent--;
+    bk_gpu_line(em, "} else { /* the steps with a bounds mask */");
+    em->indent++;
+    memcpy(em->acc, s0.acc, sizeof em->acc);
+    em->nacc = s0.nacc;
+    em->seg_gread = s0.seg_gread;
+    em->seg_gwrite = s0.seg_gwrite;
+    em->pending = s0.pending;
+    em->seg_ok = s0.seg_ok;
+    em->seg_none = s0.seg_none;
+    em->last_line = -1;
+    emit_region(em, in->region[0]);
     em->indent--;
     bk_gpu_line(em, "}");
 }
@@ -493,7 +498,7 @@ static void emit_for(BkGpuEm *em, int id)
     const IrInstr *in = &f->ins[id];
     const IrInstr *stp = &f->ins[in->opnd[2]];
     const char *t = bk_gpu_stype(in->type.dtype);
-    char cond[256], init[128];
+    char cond[256];
     if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival > 0)
         snprintf(cond, sizeof cond, "v%d < v%d", id, in->opnd[1]);
     else if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival < 0)
@@ -501,49 +506,43 @@ static void emit_for(BkGpuEm *em, int id)
     else
         snprintf(cond, sizeof cond, "v%d > 0 ? v%d < v%d : (v%d < 0 && v%d > v%d)",
                  in->opnd[2], id, in->opnd[1], in->opnd[2], id, in->opnd[1]);
-    if (em->pipe[id] > 0)
-        bk_gpu_pipe_prologue(em, id);
-    else if (em->dl->kind == BK_GPU_HIP && em->f->stages > 1 && em->pipe[id] == 0 &&
-             loop_loads_tiles(em, id))
-        bk_gpu_line(em, "// stages(%d) ignored: no cp.async on AMD GPUs; "
-                    "loads go through registers", em->f->stages);
     BkGpuSplit sp;
-    if (!bk_gpu_split_plan(em, id, &sp)) {
-        snprintf(init, sizeof init, "%s v%d = v%d", t, id, in->opnd[0]);
-        for_loop(em, id, init, cond, NULL);
-    } else {
-        /* gpu_split.c: the full steps with the masks folded, then the rest */
+    bool split = bk_gpu_split_plan(em, id, &sp) > 0;
+    if (split) { /* gpu_split.c: the steps below blk_fs have every compare true */
         const IrInstr *b = &f->ins[sp.bound];
-        char bnd[BK_GPU_EXPR], fcond[BK_GPU_EXPR + 512];
+        char bnd[BK_GPU_EXPR];
         if (b->op == IR_CONST)
             snprintf(bnd, sizeof bnd, "%lldLL", (long long)b->ival);
         else
             bk_gpu_read(em, sp.bound, "0", bnd, sizeof bnd);
-        bk_gpu_line(em, "{ /* loop split at %d bounds compare(s) against v%d (gpu_split.c) */",
-                    sp.n, sp.bound);
-        em->indent++;
-        bk_gpu_line(em, "%s v%d = v%d;", t, id, in->opnd[0]);
         bk_gpu_line(em, "const long long blk_fs%d = (long long)(%s) - %lldLL; "
-                    "/* steps below: every compare true */", id, bnd, sp.lim);
-        snprintf(fcond, sizeof fcond, "%s && (long long)v%d < blk_fs%d", cond, id, id);
-        /* both bodies from the same barrier state (gpu_sync.c): every path
-         * through the two loops is one through the single loop */
-        BkGpuEm s0 = *em;
-        em->last_line = -1;
-        for_loop(em, id, "", fcond, &sp);
-        memcpy(em->acc, s0.acc, sizeof em->acc);
-        em->nacc = s0.nacc;
-        em->seg_gread = s0.seg_gread;
-        em->seg_gwrite = s0.seg_gwrite;
-        em->pending = s0.pending;
-        em->seg_ok = s0.seg_ok;
-        em->seg_none = s0.seg_none;
-        em->last_line = -1;
-        bk_gpu_line(em, "// the steps with a bounds mask");
-        for_loop(em, id, "", cond, NULL);
-        em->indent--;
-        bk_gpu_line(em, "}");
+                    "/* loop split at %d bounds compare(s) (gpu_split.c) */", id, bnd, sp.lim, sp.n);
     }
+    if (em->pipe[id] > 0) {
+        bk_gpu_pipe_prologue(em, id);
+        bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d, blk_it%d++) {", t,
+                    id, in->opnd[0], cond, id, in->opnd[2], id);
+        em->indent++;
+        bk_gpu_pipe_top(em, id);
+    } else {
+        if (em->dl->kind == BK_GPU_HIP && em->f->stages > 1 &&
+            em->pipe[id] == 0 && loop_loads_tiles(em, id))
+            bk_gpu_line(em, "// stages(%d) ignored: no cp.async on AMD GPUs; "
+                        "loads go through registers", em->f->stages);
+        bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d) {", t, id,
+                    in->opnd[0], cond, id, in->opnd[2]);
+        em->indent++;
+    }
+    /* a pipelined body starts with a barrier (pipe_top), which covers
+     * the back edge: what the body still owes is paid after the loop */
+    int saved = em->noflush_region;
+    em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
+    for_body(em, id, split ? &sp : NULL);
+    em->noflush_region = saved;
+    if (em->ws && em->tma_fr == id)
+        bk_gpu_ws_release(em, id);
+    em->indent--;
+    bk_gpu_line(em, "}");
     if (em->wga && em->wga[id])
         bk_gpu_wgmma_drain(em, id);
     if (em->persist && em->tma_fr == id)

@@ -163,7 +163,8 @@ typedef struct BkGpuMma {
 
 /* A FOR split at its bounds mask (gpu_split.c): compares cmp[0 .. n) of
  * index blocks iv + arange against the loop-invariant scalar `bound` are
- * all true in the steps with iv < bound - lim. */
+ * all true in the steps with iv < bound - lim (the body emitted twice
+ * under that test, gpu_emit.c for_body). */
 #define BK_GPU_MAXFOLD 8
 typedef struct BkGpuSplit {
     int n;                    /* compares folded in the full steps */
@@ -255,8 +256,8 @@ typedef struct BkGpuEm {
                                  one ex2.approx.ftz (gpu_prelude.c) */
     bool noloopsplit;         /* BLKC_GPU_NOLOOPSPLIT: no loop split at a
                                  bounds mask (gpu_split.c) */
-    int fold[2 * BK_GPU_MAXFOLD]; /* compares emitted as `true` (the full
-                                 steps' loop of a split FOR, nested) */
+    int fold[2 * BK_GPU_MAXFOLD]; /* compares emitted as `true` (the
+                                 full-step body of a split FOR, nested) */
     int nfold;
     bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
     bool wgmma;               /* some dot uses wgmma (gpu_wgmma.c): barriers

@@ -1,24 +1,26 @@
-/* gpu_split.c — loop splitting at a bounds mask (issue 12: fewer
+/* gpu_split.c — loop splitting at a bounds mask (one loop, two bodies) (issue 12: fewer
  * instructions per mma).
  *
  * A FOR with a constant positive step whose body compares an index block
  * `iv + arange(a, B)` (iv the loop's own i32 induction variable, a >= 0;
  * through reshapes and broadcasts) against a loop-invariant i32 scalar
- * bound (`idx < bound`, `idx <= bound`, `bound > idx`, `bound >= idx`) is
- * emitted as two C loops over one induction variable: first the steps
- * where every element of every such compare is true (iv + a + B - 1 <
- * bound, in 64 bits, so no element wraps), those compares emitted as
- * `true` so that the C++ compiler folds the masks away (flash attention's
- * `where(cols < S, s, -inf)`: 32 FSEL and ~30 integer instructions per
- * step at BM=128 BN=64 W=8), then the remaining steps with the compares
- * as they are. iv only grows, so once a step is not full no later one is:
- * the two loops run the same steps in the same order and give the same
- * bits. The body is emitted twice from the same barrier state (every path
- * through the two loops is a path the one loop had: gpu_sync.c's
- * decisions for the body hold for both), and folding a compare changes
- * no memory access. Loops whose ring the TMA / wgmma / warp-specialized /
- * persistent paths own keep one loop (their state spans the loop's steps).
- * BLKC_GPU_NOLOOPSPLIT=1 keeps one loop everywhere.
+ * bound (`idx < bound`, `idx <= bound`, `bound > idx`, `bound >= idx`)
+ * gets its body twice under a block-uniform branch (gpu_emit.c
+ * for_body): in the steps where every element of every such compare is
+ * true (iv + a + B - 1 < bound, in 64 bits, so no element wraps) the
+ * body with those compares emitted as `true`, so that the C++ compiler
+ * folds the masks away (flash attention's `where(cols < S, s, -inf)`: 32
+ * FSEL and ~30 integer instructions per step at BM=128 BN=64 W=8), else
+ * the body as it is. The loop, its steps and its cp.async ring stay as
+ * they were, so the bits are the same. (Two loops, the full steps then
+ * the rest, fold the same compares, but ptxas allocated the state they
+ * share worse: 619 instructions a step instead of 576 in that
+ * configuration, benchmarks/README.md round 17.) Both bodies are emitted
+ * from the same barrier state (each path through the branch is the one
+ * body the single form had: gpu_sync.c's decisions hold for both), and
+ * folding a compare changes no memory access. Loops whose ring the TMA /
+ * wgmma-in-flight / warp-specialized / persistent paths own keep one
+ * body. BLKC_GPU_NOLOOPSPLIT=1 keeps one body everywhere.
  * Cross-file: bk_gpu_split_*. */
 #include "gpu_emit.h"
 
