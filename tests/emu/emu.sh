@@ -205,7 +205,8 @@ paths)
   done
   same matmul_128 BLKC_GPU_NOLDSMXOR "$EX/matmul.blk" C -D BM=128 -D BN=128 M=200 N=136 K=72
   # the loop split at flash attention's bounds mask (gpu_split.c): the
-  # steps with every key in range, then the rest masked; S with a tail
+  # body with the mask folded in the steps with every key in range, the
+  # body masked in the others (one loop, two bodies); S with a tail
   # step (130, 200, 333) and without (256), causal or not, the plain loop
   # and gpu_check's cp.async ring loop (BM=128 BN=64 W=8 stages 2)
   sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' \
