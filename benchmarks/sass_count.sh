@@ -48,6 +48,9 @@ count() {
   spill=$(sed -n 's/.* \([0-9]*\) bytes spill stores, \([0-9]*\) bytes spill loads.*/\1+\2/p' "$d/ptxas.txt" | head -1)
   # mawk has no strtonum: hex() converts the addresses
   awk -v name="$name" -v cu="$(basename "$cu")" -v regs="$regs" -v spill="$spill" '
+  function relax(i, k) {
+    if (cost[k] < 0 || cost[i] + 1 < cost[k]) { cost[k] = cost[i] + 1; ph[k] = ph[i] + (op[k] ~ /^HMMA/) }
+  }
   function hex(s,   v, i) {
     sub(/^0x/, "", s); v = 0
     for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
@@ -56,10 +59,13 @@ count() {
   match($0, /\/\*[0-9a-f]+\*\/ +[@!A-Z]/) {
     a = substr($0, RSTART + 2); sub(/\*.*/, "", a)
     ins = substr($0, RSTART + RLENGTH - 1); sub(/ *;.*/, "", ins)
+    p = ins ~ /^@!?U?P[0-9]+ / # predicated (not @PT): may fall through
     sub(/^@!?U?P[T0-9]+ +/, "", ins)
-    split(ins, f, / +/)
-    n++; addr[n] = hex(a); op[n] = f[1]
-    if (f[1] == "BRA" && f[2] ~ /^0x/) tgt[n] = hex(f[2])
+    nf = split(ins, f, / +/)
+    n++; addr[n] = hex(a); op[n] = f[1]; pr[n] = p
+    # the target is the last operand: "BRA 0x..." or "BRA P1, 0x..." (a
+    # second predicate, as nvcc writes a loop test of two conditions)
+    if (f[1] == "BRA" && f[nf] ~ /^0x/) tgt[n] = hex(f[nf])
   }
   END {
     best = -1
@@ -71,6 +77,25 @@ count() {
       if (h > bh || (h == bh && h > 0 && c < bc)) { bh = h; bc = c; best = i }
     }
     if (best < 0) { printf "%s: no loop with HMMA found\n", name > "/dev/stderr"; exit 1 }
+    # one step of the loop: the shortest path from its top to its back
+    # branch that falls through every conditional forward branch except
+    # one jumping over HMMA (a loop split at a bounds mask, gpu_split.c:
+    # `if (full) {...} else {...}`, the two bodies; the guards of the
+    # prefetch copies etc. are counted); a loop without such a branch
+    # counts whole, as before
+    for (s = 1; addr[s] < tgt[best]; s++) ;
+    for (i = s; i <= best; i++) { idx[addr[i]] = i; cost[i] = -1 }
+    cost[s] = 1; ph[s] = op[s] ~ /^HMMA/
+    for (i = s; i < best; i++) {
+      if (cost[i] < 0) continue
+      if (!(op[i] == "BRA" && !pr[i])) relax(i, i + 1)
+      if (op[i] == "BRA" && (i in tgt) && tgt[i] > addr[i] && (tgt[i] in idx)) {
+        k = idx[tgt[i]]; jh = 0
+        for (j = i + 1; j < k; j++) if (op[j] ~ /^HMMA/) jh = 1
+        if (!pr[i] || jh) relax(i, k)
+      }
+    }
+    bc = cost[best]; bh = ph[best]
     printf "%-6s %-22s loop 0x%x-0x%x: %4d instructions, %3d HMMA, %6.2f per HMMA; %s registers, spill %s bytes\n",
            name, cu, tgt[best], addr[best], bc, bh, bc / bh, regs, spill
   }' "$d/k.sass"

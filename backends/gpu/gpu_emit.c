@@ -454,6 +454,102 @@ static bool loop_loads_tiles(const BkGpuEm *em, int id)
     return false;
 }
 
+/* FOR id's body; with sp (a split, gpu_split.c) twice under a uniform
+ * branch: `if (iv < blk_fs) {` the body with the compares sp->cmp
+ * emitted as `true` `} else {` the body as it is `}`. */
+static void for_body(BkGpuEm *em, int id, const BkGpuSplit *sp)
+{
+    const IrInstr *in = &em->f->ins[id];
+    if (!sp) {
+        emit_region(em, in->region[0]);
+        return;
+    }
+    /* both bodies from the same barrier state (gpu_sync.c): each path
+     * through the branch is the one body the single form had, and
+     * folding a compare changes no memory access */
+    BkGpuEm s0 = *em;
+    int nf = em->nfold;
+    bk_gpu_line(em, "if ((long long)v%d < blk_fs%d) { /* every bounds compare true */", id, id);
+    em->indent++;
+    for (int i = 0; i < sp->n && em->nfold < 2 * BK_GPU_MAXFOLD; i++)
+        em->fold[em->nfold++] = sp->cmp[i];
+    em->last_line = -1;
+    emit_region(em, in->region[0]);
+    em->nfold = nf;
+    em->indent--;
+    bk_gpu_line(em, "} else { /* the steps with a bounds mask */");
+    em->indent++;
+    memcpy(em->acc, s0.acc, sizeof em->acc);
+    em->nacc = s0.nacc;
+    em->seg_gread = s0.seg_gread;
+    em->seg_gwrite = s0.seg_gwrite;
+    em->pending = s0.pending;
+    em->seg_ok = s0.seg_ok;
+    em->seg_none = s0.seg_none;
+    em->last_line = -1;
+    emit_region(em, in->region[0]);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+static void emit_for(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrInstr *stp = &f->ins[in->opnd[2]];
+    const char *t = bk_gpu_stype(in->type.dtype);
+    char cond[256];
+    if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival > 0)
+        snprintf(cond, sizeof cond, "v%d < v%d", id, in->opnd[1]);
+    else if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival < 0)
+        snprintf(cond, sizeof cond, "v%d > v%d", id, in->opnd[1]);
+    else
+        snprintf(cond, sizeof cond, "v%d > 0 ? v%d < v%d : (v%d < 0 && v%d > v%d)",
+                 in->opnd[2], id, in->opnd[1], in->opnd[2], id, in->opnd[1]);
+    BkGpuSplit sp;
+    bool split = bk_gpu_split_plan(em, id, &sp) > 0;
+    if (split) { /* gpu_split.c: the steps below blk_fs have every compare true */
+        const IrInstr *b = &f->ins[sp.bound];
+        char bnd[BK_GPU_EXPR];
+        if (b->op == IR_CONST)
+            snprintf(bnd, sizeof bnd, "%lldLL", (long long)b->ival);
+        else
+            bk_gpu_read(em, sp.bound, "0", bnd, sizeof bnd);
+        bk_gpu_line(em, "const long long blk_fs%d = (long long)(%s) - %lldLL; "
+                    "/* loop split at %d bounds compare(s) (gpu_split.c) */", id, bnd, sp.lim, sp.n);
+    }
+    if (em->pipe[id] > 0) {
+        bk_gpu_pipe_prologue(em, id);
+        bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d, blk_it%d++) {", t,
+                    id, in->opnd[0], cond, id, in->opnd[2], id);
+        em->indent++;
+        bk_gpu_pipe_top(em, id);
+    } else {
+        if (em->dl->kind == BK_GPU_HIP && em->f->stages > 1 &&
+            em->pipe[id] == 0 && loop_loads_tiles(em, id))
+            bk_gpu_line(em, "// stages(%d) ignored: no cp.async on AMD GPUs; "
+                        "loads go through registers", em->f->stages);
+        bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d) {", t, id,
+                    in->opnd[0], cond, id, in->opnd[2]);
+        em->indent++;
+    }
+    /* a pipelined body starts with a barrier (pipe_top), which covers
+     * the back edge: what the body still owes is paid after the loop */
+    int saved = em->noflush_region;
+    em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
+    for_body(em, id, split ? &sp : NULL);
+    em->noflush_region = saved;
+    if (em->ws && em->tma_fr == id)
+        bk_gpu_ws_release(em, id);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    if (em->wga && em->wga[id])
+        bk_gpu_wgmma_drain(em, id);
+    if (em->persist && em->tma_fr == id)
+        bk_gpu_persist_release(em, id);
+    bk_gpu_barrier_flush(em);
+}
+
 static void emit_instr(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
@@ -561,49 +657,7 @@ static void emit_instr(BkGpuEm *em, int id)
             bk_gpu_loop_close(em);
         }
         break;
-    case IR_FOR: {
-        const IrInstr *stp = &f->ins[in->opnd[2]];
-        const char *t = bk_gpu_stype(in->type.dtype);
-        char cond[256];
-        if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival > 0)
-            snprintf(cond, sizeof cond, "v%d < v%d", id, in->opnd[1]);
-        else if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival < 0)
-            snprintf(cond, sizeof cond, "v%d > v%d", id, in->opnd[1]);
-        else
-            snprintf(cond, sizeof cond, "v%d > 0 ? v%d < v%d : (v%d < 0 && v%d > v%d)",
-                     in->opnd[2], id, in->opnd[1], in->opnd[2], id, in->opnd[1]);
-        if (em->pipe[id] > 0) {
-            bk_gpu_pipe_prologue(em, id);
-            bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d, blk_it%d++) {", t,
-                        id, in->opnd[0], cond, id, in->opnd[2], id);
-            em->indent++;
-            bk_gpu_pipe_top(em, id);
-        } else {
-            if (em->dl->kind == BK_GPU_HIP && em->f->stages > 1 &&
-                em->pipe[id] == 0 && loop_loads_tiles(em, id))
-                bk_gpu_line(em, "// stages(%d) ignored: no cp.async on AMD GPUs; "
-                            "loads go through registers", em->f->stages);
-            bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d) {", t, id,
-                        in->opnd[0], cond, id, in->opnd[2]);
-            em->indent++;
-        }
-        /* a pipelined body starts with a barrier (pipe_top), which covers
-         * the back edge: what the body still owes is paid after the loop */
-        int saved = em->noflush_region;
-        em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
-        emit_region(em, in->region[0]);
-        em->noflush_region = saved;
-        if (em->ws && em->tma_fr == id)
-            bk_gpu_ws_release(em, id);
-        em->indent--;
-        bk_gpu_line(em, "}");
-        if (em->wga && em->wga[id])
-            bk_gpu_wgmma_drain(em, id);
-        if (em->persist && em->tma_fr == id)
-            bk_gpu_persist_release(em, id);
-        bk_gpu_barrier_flush(em);
-        break;
-    }
+    case IR_FOR: emit_for(em, id); break;
     case IR_WHILE:
         bk_gpu_line(em, "while (true) {");
         em->indent++;
@@ -810,6 +864,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->noex2ftz = (e = getenv("BLKC_GPU_NOEX2FTZ")) && *e && strcmp(e, "0");
     em->noldsmxor = (e = getenv("BLKC_GPU_NOLDSMXOR")) && *e && strcmp(e, "0");
     em->nocpimm = (e = getenv("BLKC_GPU_NOCPIMM")) && *e && strcmp(e, "0");
+    em->noloopsplit = (e = getenv("BLKC_GPU_NOLOOPSPLIT")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {

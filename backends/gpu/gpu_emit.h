@@ -161,6 +161,18 @@ typedef struct BkGpuMma {
     int cm, cn;               /* parts per matrix: cm of M rows by cn of N columns */
 } BkGpuMma;
 
+/* A FOR split at its bounds mask (gpu_split.c): compares cmp[0 .. n) of
+ * index blocks iv + arange against the loop-invariant scalar `bound` are
+ * all true in the steps with iv < bound - lim (the body emitted twice
+ * under that test, gpu_emit.c for_body). */
+#define BK_GPU_MAXFOLD 8
+typedef struct BkGpuSplit {
+    int n;                    /* compares folded in the full steps */
+    int cmp[BK_GPU_MAXFOLD];  /* their instruction ids */
+    int bound;                /* the scalar value they compare against */
+    long long lim;            /* full step: iv < bound - lim (64-bit) */
+} BkGpuSplit;
+
 typedef struct BkGpuEm {
     const IrFunc *f;          /* the kernel being emitted */
     const BkGpuDialect *dl;   /* CUDA or HIP */
@@ -242,6 +254,11 @@ typedef struct BkGpuEm {
                                  the first's offset + an immediate */
     bool noex2ftz;            /* BLKC_GPU_NOEX2FTZ: f32 exp2 as exp2f, not
                                  one ex2.approx.ftz (gpu_prelude.c) */
+    bool noloopsplit;         /* BLKC_GPU_NOLOOPSPLIT: no loop split at a
+                                 bounds mask (gpu_split.c) */
+    int fold[2 * BK_GPU_MAXFOLD]; /* compares emitted as `true` (the
+                                 full-step body of a split FOR, nested) */
+    int nfold;
     bool sm90a;               /* CUDA --arch=sm_90a: dots may use wgmma */
     bool wgmma;               /* some dot uses wgmma (gpu_wgmma.c): barriers
                                  fence the async proxy */
@@ -655,6 +672,12 @@ void bk_gpu_tstore_close(BkGpuEm *em, int id);
 /* the scale-d operand (C text) of wgmma dot id's k step `k` (C text):
  * "1", or for em->pzero's accumulator 0 on the tile's first step */
 void bk_gpu_persist_scale_d(const BkGpuEm *em, int id, char *buf, size_t n);
+
+/* ------------------------------------------------------------ gpu_split.c */
+/* the split of FOR fr (sp->n compares, 0: emit one loop); whether
+ * compare id is emitted as `true` now */
+int bk_gpu_split_plan(const BkGpuEm *em, int fr, BkGpuSplit *sp);
+bool bk_gpu_split_true(const BkGpuEm *em, int id);
 
 /* ------------------------------------------------------------ gpu_sync.c */
 /* before emitting instruction id: a barrier if its accesses conflict with

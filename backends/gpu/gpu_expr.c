@@ -431,6 +431,10 @@ void bk_gpu_elem_expr(BkGpuEm *em, int id, const char *a, const char *b,
     int dt = in->opnd[0] >= 0 ? em->f->ins[in->opnd[0]].type.dtype : in->type.dtype;
     bool fl = dsl_is_float(dt), dbl = dt == DT_F64;
     int bits = dsl_dtype_bytes(dt) * 8;
+    if (em->nfold && bk_gpu_split_true(em, id)) { /* a full step of a split loop */
+        snprintf(x, n, "true");
+        return;
+    }
     switch (in->op) {
     case IR_NEG: snprintf(x, n, "-%s", a); break;
     case IR_NOT: snprintf(x, n, "!%s", a); break;

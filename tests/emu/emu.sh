@@ -10,7 +10,9 @@
 #       CPU on the default code paths and under each BLKC_GPU_NOPIPE,
 #       BLKC_GPU_NOHOIST, BLKC_GPU_NOVEC, BLKC_GPU_NOSYNCELIM, BLKC_GPU_SMEM (the all-shared
 #       path; the coverage nvrtc_emu had); flash attention and matmul
-#       byte-identical under BLKC_GPU_NOLDSMXOR / NOCPIMM / NOEX2FTZ
+#       byte-identical under BLKC_GPU_NOLDSMXOR / NOCPIMM / NOEX2FTZ, and
+#       under BLKC_GPU_NOLOOPSPLIT (flash attention at S with and without
+#       a tail, causal too, the ring loop of gpu_check's configuration)
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
@@ -202,6 +204,27 @@ paths)
     same flash_attention $sw "$EX/flash_attention.blk" O Z=1 S=130 scale=0.125
   done
   same matmul_128 BLKC_GPU_NOLDSMXOR "$EX/matmul.blk" C -D BM=128 -D BN=128 M=200 N=136 K=72
+  # the loop split at flash attention's bounds mask (gpu_split.c): the
+  # body with the mask folded in the steps with every key in range, the
+  # body masked in the others (one loop, two bodies); S with a tail
+  # step (130, 200, 333) and without (256), causal or not, the plain loop
+  # and gpu_check's cp.async ring loop (BM=128 BN=64 W=8 stages 2)
+  sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' \
+      -e 's/grid(cdiv(S, BM), Z)$/grid(cdiv(S, BM), Z) warps(W) stages(ST)/' \
+      "$EX/flash_attention.blk" >"$T/flash_w.blk"
+  for S in 130 256; do
+    for c in false true; do
+      same "flash_attention S=$S causal=$c" BLKC_GPU_NOLOOPSPLIT "$EX/flash_attention.blk" O Z=2 S=$S scale=0.125 -D CAUSAL=$c
+    done
+  done
+  for S in 200 333; do
+    same "flash_attention ring S=$S" BLKC_GPU_NOLOOPSPLIT "$T/flash_w.blk" O Z=1 S=$S scale=0.125 -D BM=128 -D BN=64 -D W=8
+  done
+  same "flash_attention ring S=256 causal" BLKC_GPU_NOLOOPSPLIT "$T/flash_w.blk" O Z=1 S=256 scale=0.125 -D BM=128 -D BN=64 -D W=8 -D CAUSAL=true
+  # the split form itself against the CPU (tail steps and causal)
+  path=default
+  one "flash_attention S=333 causal" "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=333 scale=0.125 -D CAUSAL=true
+  one "flash_attention ring S=200" "$T/flash_w.blk" "2e-2 2e-2" O Z=1 S=200 scale=0.125 -D BM=128 -D BN=64 -D W=8
   exit $fail
   ;;
 debug)
@@ -348,7 +371,8 @@ layouts)
   # running max / sum and both row reductions in registers, no row value
   # in shared memory, 6 barriers in the kernel (3 per KV step on sm_80+,
   # 2 more only on the FMA path; 11 with the row values in shared memory,
-  # 7 with the key columns `n + arange(BN)` of the mask in a shared tile)
+  # 7 with the key columns `n + arange(BN)` of the mask in a shared tile;
+  # in one loop: BLKC_GPU_NOLOOPSPLIT=1)
   for sh in "" "-D BM=128 -D BN=32 -D D=128"; do
     "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=gpu-ir >"$T/ir" 2>&1 ||
       { cat "$T/ir"; exit 1; }
@@ -367,13 +391,18 @@ layouts)
        grep -E 'f32\[[0-9]+\] @ (shared|slice)|convert (mma rows|slice) -> shared' "$T/irh"; then
       echo "FAIL flash_attention $sh on HIP: a row value in shared memory:"; cat "$T/irh"; fail=1
     fi
-    "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
+    # counted in one loop (BLKC_GPU_NOLOOPSPLIT=1); split at the bounds
+    # mask (gpu_split.c) the KV step's body is there twice: 1 + 2 x 5
+    BLKC_GPU_NOLOOPSPLIT=1 "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
       { cat "$T/src"; exit 1; }
     nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
-    if [ "$nb" != 6 ]; then
-      echo "FAIL flash_attention $sh: $nb barriers (want 6)"; fail=1
+    "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
+      { cat "$T/src"; exit 1; }
+    ns=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
+    if [ "$nb" != 6 ] || [ "$ns" != 11 ]; then
+      echo "FAIL flash_attention $sh: $nb barriers in one loop (want 6), $ns split (want 11)"; fail=1
     else
-      echo "ok flash_attention $sh: row values in registers, $nb barriers"
+      echo "ok flash_attention $sh: row values in registers, $nb barriers ($ns split)"
     fi
   done
   F=$SRC/tests/emu/tblocked.blk

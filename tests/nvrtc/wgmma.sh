@@ -11,7 +11,8 @@
 # all (compute_90 has no fp8 tensor-core path here: the FMA loop). Flash
 # attention (examples/flash_attention.blk f16, tests/emu/tflash.blk bf16):
 # both dots on wgmma, the second with A from registers ("{%r..}" in the
-# PTX), no more spills than mma.sync. Exit 77 without NVRTC or ptxas.
+# PTX), no more spills than mma.sync, in one loop body and split at the
+# bounds mask (twice the counts). Exit 77 without NVRTC or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-wgmma.XXXXXX")
@@ -22,8 +23,8 @@ PTXAS=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
 fails=0
 # FILE ENTRY "DEFINES" SHAPE COUNT
 one() {
-  local f=$1 k=$2 d=$3 shape=$4 want=$5 what
-  what="$k $d"
+  local f=$1 k=$2 d=$3 shape=$4 want=$((${5} * ${X:-1})) what
+  what="$k $d${X:+ (split: x$X)}"
   # shellcheck disable=SC2086
   if ! "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=compute_90a --emit=ptx >"$T/p.ptx" 2>"$T/err"; then
     grep -q "NVRTC not found" "$T/err" && { echo "skip: $(cat "$T/err")"; exit 77; }
@@ -57,8 +58,8 @@ one() {
   fi
   local rs
   rs=$(grep -c "wgmma.mma_async.sync.aligned.*}, {%r" "$T/p.ptx")
-  if [ "$rs" != "${RS:-0}" ]; then
-    echo "FAIL $what: $rs wgmma.mma_async with A from registers, want ${RS:-0}"; fails=$((fails + 1)); return
+  if [ "$rs" != "$((${RS:-0} * ${X:-1}))" ]; then
+    echo "FAIL $what: $rs wgmma.mma_async with A from registers, want $((${RS:-0} * ${X:-1}))"; fails=$((fails + 1)); return
   fi
   echo "ok $what: $n wgmma.mma_async.$shape ($rs with A from registers), $(grep -o 'Used [0-9]* registers' "$T/v"), spills $sa bytes (mma.sync: $sb)"
 }
@@ -78,9 +79,16 @@ one "$SRC/examples/matmul.blk" matmul "" "m64n64k16.f32.f16.f16" 2
 one "$SRC/examples/matmul.blk" matmul "-D BM=128 -D BN=128" "m64n128k16.f32.f16.f16" 4
 # flash attention: both dots on wgmma, K / 16 each per KV block (S =
 # q k^T: K = D, from shared memory; acc += p v: K = BN, A from registers)
+# In one loop body (BLKC_GPU_NOLOOPSPLIT=1), then split at the bounds
+# mask `cols < S` (gpu_split.c): the KV step's body twice, X = 2
 FA=$SRC/examples/flash_attention.blk
-RS=4 one "$FA" flash_attention "" "m64n64k16.f32.f16.f16" 8
-RS=4 one "$FA" flash_attention "-D CAUSAL=true -D D=128" "m64n128k16.f32.f16.f16" 4
-RS=2 one "$SRC/tests/emu/tflash.blk" tflash_bf16 "-D BN=32" "m64n.*k16.f32.bf16.bf16" 6
+for x in 1 2; do
+  export BLKC_GPU_NOLOOPSPLIT=$((2 - x)) X=$x
+  [ $x = 1 ] && X=
+  RS=4 one "$FA" flash_attention "" "m64n64k16.f32.f16.f16" 8
+  RS=4 one "$FA" flash_attention "-D CAUSAL=true -D D=128" "m64n128k16.f32.f16.f16" 4
+  RS=2 one "$SRC/tests/emu/tflash.blk" tflash_bf16 "-D BN=32" "m64n.*k16.f32.bf16.bf16" 6
+done
+unset BLKC_GPU_NOLOOPSPLIT X
 echo "$fails failed"
 [ $fails = 0 ]
