@@ -2,8 +2,8 @@
 # mpi_stall.sh NP HAVE_MPI T_MPI_STALL — a rank that stops for 60 s where
 # the other processes of an MPI world wait for it outside a run
 # (t_mpi_stall.c: MPI_Init, world setup, the start of a run, teardown,
-# MPI_Finalize): with BLKC_MPI_SETUP_TIMEOUT_MS=D (3000, or
-# $MPI_STALL_DEADLINE_MS) every such job ends with exit 3 and exactly one
+# MPI_Finalize): with BLKC_MPI_SETUP_TIMEOUT_MS=D (3000, 3 x a stall-free
+# job's time when longer, or $MPI_STALL_DEADLINE_MS) every such job ends with exit 3 and exactly one
 # "blkc: error: rank R: ..." line naming the waiting rank, where it waits
 # and, past MPI_Init, the ranks that did not arrive (two of them on 4
 # ranks), in under D + 7 s (the other ranks' 2 s grace or the watchdog's
@@ -16,7 +16,21 @@ NP=$1 HAVE=$2 PROG=$3
 . "$(dirname "$0")/mpi_prelude.sh" "$HAVE"
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-stall.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-D=${MPI_STALL_DEADLINE_MS:-3000}
+# the deadline covers the processes' start, so it must exceed what a job
+# without a stall takes here: 3000 ms, or 3 x one stall-free job's time
+# when that is longer (a loaded machine, a root without /sys where hwloc
+# makes MPI_Init slow: 3 s was too short there); $MPI_STALL_DEADLINE_MS
+# fixes it
+if [ -n "${MPI_STALL_DEADLINE_MS:-}" ]; then
+  D=$MPI_STALL_DEADLINE_MS
+else
+  t0=$(date +%s%N)
+  BLKC_MPI_SETUP_TIMEOUT_MS=60000 timeout 90 "${MPI[@]}" -np "$NP" "$PROG" none 1 >/dev/null 2>&1
+  cal=$(( ($(date +%s%N) - t0) / 1000000 ))
+  D=$(( (3 * cal + 999) / 1000 * 1000 ))
+  [ "$D" -ge 3000 ] || D=3000
+  echo "deadline $D ms (a stall-free job took $cal ms)"
+fi
 LIMIT=$((D / 1000 + 7))
 pass=0 failed=0
 ok()  { pass=$((pass + 1)); }
@@ -26,7 +40,7 @@ bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
 stall() {
   local mode=$1 rank=$2 code=$3 pat=$4
   local t0=$(date +%s%N)
-  BLKC_MPI_SETUP_TIMEOUT_MS=$D timeout 40 "${MPI[@]}" -np "$NP" "$PROG" "$mode" "$rank" \
+  BLKC_MPI_SETUP_TIMEOUT_MS=$D timeout $((LIMIT + 30)) "${MPI[@]}" -np "$NP" "$PROG" "$mode" "$rank" \
     >"$T/out" 2>"$T/err"
   local rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   local lines=$(grep -c "^blkc: error:" "$T/err")
