@@ -20,24 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rt_plan_vfail(Exec *x, const IrInstr *in, const char *fmt, va_list ap)
+int rt_plan_fail(Exec *x, const IrInstr *in, const char *fmt, ...)
 {
     char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     if (in && in->loc.line > 0)
         return rt_rank_fail(x->r, "%s line %d: %s", x->f->name, in->loc.line, msg);
     return rt_rank_fail(x->r, "%s: %s", x->f->name, msg);
-}
-
-static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = rt_plan_vfail(x, in, fmt, ap);
-    va_end(ap);
-    return rc;
 }
 
 static int64_t vi(Exec *x, int id) { return x->val[id].i; }
@@ -55,14 +47,14 @@ static int span_of(Exec *x, const IrInstr *in, int p, int vid, int peer,
     int esz = dsl_dtype_bytes(b->dtype);
     char *base = b->data;
     if (!base)
-        return fail(x, in, "buffer '%s' is not allocated", x->f->params[p].name);
+        return rt_plan_fail(x, in, "buffer '%s' is not allocated", x->f->params[p].name);
     if (peer >= 0) {
         int pr = (int)vi(x, peer);
         if (pr < 0 || pr >= rt_rank_size(x->r))
-            return fail(x, in, "peer rank %d out of range (world %d)", pr,
+            return rt_plan_fail(x, in, "peer rank %d out of range (world %d)", pr,
                         rt_rank_size(x->r));
         if (b->mem == MEM_GLOBAL)
-            return fail(x, in, "peer access to '%s', which is not symmetric",
+            return rt_plan_fail(x, in, "peer access to '%s', which is not symmetric",
                         x->f->params[p].name);
         base = x->g ? rt_gpur_peer(x->g, x->r, base, pr)
                     : rt_sym_peer_of(x->r, base, pr);
@@ -74,9 +66,9 @@ static int span_of(Exec *x, const IrInstr *in, int p, int vid, int peer,
         int64_t len = v->d[d].kind == IDX_SCALAR ? 1
                     : v->d[d].len ? v->d[d].len : vi(x, v->d[d].lenv);
         if (v->d[d].kind == IDX_TILE)
-            return fail(x, in, "gather views are not supported in device functions");
+            return rt_plan_fail(x, in, "gather views are not supported in device functions");
         if (st < 0 || len < 0 || st + len > b->shape[d])
-            return fail(x, in, "view of '%s' out of bounds: dim %d is [%lld, %lld) of %lld",
+            return rt_plan_fail(x, in, "view of '%s' out of bounds: dim %d is [%lld, %lld) of %lld",
                         x->f->params[p].name, d, (long long)st,
                         (long long)(st + len), (long long)b->shape[d]);
         base += st * b->stride[d] * esz;
@@ -188,7 +180,7 @@ static int do_copy(Exec *x, const IrInstr *in)
         span_of(x, in, in->xparam[0], in->xview[0], in->opnd[2], &s))
         return -1;
     if (d.numel != s.numel)
-        return fail(x, in, "copy of %lld elements into a view of %lld",
+        return rt_plan_fail(x, in, "copy of %lld elements into a view of %lld",
                     (long long)s.numel, (long long)d.numel);
     if (x->g) {
         if (rt_gpur_copy(x->g, x->r, &d, &s, dsl_dtype_bytes(x->buf[in->param].dtype)))
@@ -225,7 +217,7 @@ static int alloc_buf(Exec *x, const IrInstr *in)
     for (int d = v->ndims - 1; d >= 0; d--) {
         int64_t e = vi(x, v->d[d].val);
         if (e < 0 || (e > 0 && n > ((int64_t)1 << 40) / e))
-            return fail(x, in, "bad extent %lld for buffer '%s'", (long long)e, p->name);
+            return rt_plan_fail(x, in, "bad extent %lld for buffer '%s'", (long long)e, p->name);
         b->shape[d] = e;
         b->stride[d] = n;
         n *= e;
@@ -238,7 +230,7 @@ static int alloc_buf(Exec *x, const IrInstr *in)
             rt_gpur_free(x->g, b->data);
         b->owned = false;
         if (in->attr != MEM_GLOBAL && x->in_async)
-            return fail(x, in, "symmetric buffers must be allocated outside async blocks");
+            return rt_plan_fail(x, in, "symmetric buffers must be allocated outside async blocks");
         if (rt_gpur_alloc(x->g, x->r, bytes, in->attr != MEM_GLOBAL, &b->data))
             return -1;
         b->owned = in->attr == MEM_GLOBAL;
@@ -250,11 +242,11 @@ static int alloc_buf(Exec *x, const IrInstr *in)
         b->data = calloc(1, bytes ? bytes : 1);
         b->owned = true;
         if (!b->data)
-            return fail(x, in, "out of memory allocating %zu bytes for '%s'", bytes, p->name);
+            return rt_plan_fail(x, in, "out of memory allocating %zu bytes for '%s'", bytes, p->name);
         return 0;
     }
     if (x->in_async)
-        return fail(x, in, "symmetric buffers must be allocated outside async blocks");
+        return rt_plan_fail(x, in, "symmetric buffers must be allocated outside async blocks");
     size_t off;
     if (rt_sym_alloc(x->r, bytes ? bytes : 8, &off))
         return -1;
@@ -275,7 +267,7 @@ static int do_launch(Exec *x, const IrInstr *in)
     const IrFunc *k = x->pm->ir->funcs[in->attr];
     BkRangeFn fn = x->g ? NULL : rt_plan_range(x->pm, k->name);
     if (!fn && !x->g)
-        return fail(x, in, "kernel '%s' is not compiled", k->name);
+        return rt_plan_fail(x, in, "kernel '%s' is not compiled", k->name);
     DLTensor t[64];
     blkc_arg a[64];
     for (int i = 0; i < in->xn && i < 64; i++) {
@@ -316,14 +308,14 @@ static int do_launch(Exec *x, const IrInstr *in)
     char err[512];
     if (x->mega) { /* a tile-task table entry instead of a launch */
         if (rt_mega_launch(x->mega, k, fn, a, in->xn, &lo, err, sizeof err))
-            return fail(x, in, "launch %s: %s", k->name, err);
+            return rt_plan_fail(x, in, "launch %s: %s", k->name, err);
         return 0;
     }
     RtWorldView wv = rt_rank_view(x->r);
     blkc_status s = rt_cpu_launch_ranked(k, fn, a, in->xn, &lo, &wv, NULL, err,
                                          sizeof err);
     if (s != BLKC_OK)
-        return fail(x, in, "launch %s: %s", k->name, err);
+        return rt_plan_fail(x, in, "launch %s: %s", k->name, err);
     return 0;
 }
 
@@ -364,7 +356,7 @@ static int start_async(Exec *x, const IrInstr *in)
         int nc = x->cap_async ? x->cap_async * 2 : 8;
         Async **na = realloc(x->asyncs, sizeof *na * (size_t)nc);
         if (!na)
-            return fail(x, in, "out of memory");
+            return rt_plan_fail(x, in, "out of memory");
         x->asyncs = na;
         x->cap_async = nc;
     }
@@ -373,7 +365,7 @@ static int start_async(Exec *x, const IrInstr *in)
     if (!a || !ax) {
         free(a);
         free(ax);
-        return fail(x, in, "out of memory");
+        return rt_plan_fail(x, in, "out of memory");
     }
     *ax = *x;
     ax->asyncs = NULL;
@@ -388,7 +380,7 @@ static int start_async(Exec *x, const IrInstr *in)
         free(ax->vars);
         free(ax);
         free(a);
-        return fail(x, in, "out of memory");
+        return rt_plan_fail(x, in, "out of memory");
     }
     memcpy(ax->val, x->val, nv * sizeof *ax->val);
     memcpy(ax->vars, x->vars, nw * sizeof *ax->vars);
@@ -413,7 +405,7 @@ static int start_async(Exec *x, const IrInstr *in)
         free(ax->vars);
         free(ax);
         free(a);
-        return fail(x, in, "could not start a thread for an async block");
+        return rt_plan_fail(x, in, "could not start a thread for an async block");
     }
     x->asyncs[x->nasync++] = a;
     return 0;
@@ -423,7 +415,7 @@ const RtGroup *rt_plan_group_of(Exec *x, const IrInstr *in, int vid)
 {
     int64_t h = vi(x, vid);
     if (h < 0 || h >= x->ngroups)
-        return fail(x, in, "%lld is not a group made in this call of %s",
+        return rt_plan_fail(x, in, "%lld is not a group made in this call of %s",
                     (long long)h, x->f->name), NULL;
     return x->groups[h];
 }
@@ -434,9 +426,9 @@ static int exec_region(Exec *x, int reg);
 static int do_group(Exec *x, const IrInstr *in, int id)
 {
     if (x->in_async)
-        return fail(x, in, "group() cannot run inside an async block");
+        return rt_plan_fail(x, in, "group() cannot run inside an async block");
     if (x->ngroups == (int)(sizeof x->groups / sizeof x->groups[0]))
-        return fail(x, in, "more than %d groups in one call of %s",
+        return rt_plan_fail(x, in, "more than %d groups in one call of %s",
                     (int)(sizeof x->groups / sizeof x->groups[0]), x->f->name);
     RtGroup *g;
     int64_t color = vi(x, in->opnd[0]), key = vi(x, in->opnd[1]);
@@ -453,7 +445,7 @@ static int do_group(Exec *x, const IrInstr *in, int id)
 static int do_xchg(Exec *x, const IrInstr *in)
 {
     if (x->in_async)
-        return fail(x, in, "an exchange block cannot run inside an async block");
+        return rt_plan_fail(x, in, "an exchange block cannot run inside an async block");
     Xchg g = {NULL, 0, 0};
     x->xg = &g;
     int rc = exec_region(x, in->region[0]);
@@ -570,7 +562,7 @@ static int mega_all_reduce(Exec *x, const IrInstr *in, MegaOp *o)
         else
             snprintf(name, sizeof name, "all_reduce");
         if (rt_mega_op(x->mega, name, true, mega_op_run, o, sizeof *o, &sp, 1, err, sizeof err))
-            return fail(x, in, "%s", err);
+            return rt_plan_fail(x, in, "%s", err);
     }
     return 1;
 }
@@ -616,7 +608,7 @@ static int mega_defer(Exec *x, const IrInstr *in, int reg)
     }
     char err[512];
     if (rt_mega_op(x->mega, name, remote, mega_op_run, &o, sizeof o, sp, n, err, sizeof err))
-        return fail(x, in, "%s", err);
+        return rt_plan_fail(x, in, "%s", err);
     return 1;
 }
 
@@ -632,7 +624,7 @@ static int mega_flush(Exec *x, const IrInstr *in)
         snprintf(what, sizeof what, "%s", coll[in->attr]);
     bool entry_end = !in && x->mega != NULL && x->entry;
     if (rt_mega_flush(x->mega, entry_end ? NULL : what, err, sizeof err))
-        return in ? fail(x, in, "%s", err) : rt_rank_fail(x->r, "%s: %s", x->f->name, err);
+        return in ? rt_plan_fail(x, in, "%s", err) : rt_rank_fail(x->r, "%s: %s", x->f->name, err);
     return 0;
 }
 
@@ -705,7 +697,7 @@ static int exec_region(Exec *x, int reg)
         case IR_CALL: rc = do_call(x, in); break;
         case IR_CHECKDIM:
             if (x->shapes[in->param][in->attr] != vi(x, in->opnd[0]))
-                return fail(x, in, "'%s' dim %d is %lld, but its type says %s = %lld",
+                return rt_plan_fail(x, in, "'%s' dim %d is %lld, but its type says %s = %lld",
                             f->params[in->param].name, in->attr,
                             (long long)x->shapes[in->param][in->attr],
                             f->syms[in->axis].name, (long long)vi(x, in->opnd[0]));
@@ -717,7 +709,7 @@ static int exec_region(Exec *x, int reg)
         case IR_NOTIFY: case IR_WAIT: rc = do_signal(x, in); break;
         default:
             if (ir_eval_instr(f, id, &env, x->val, err, sizeof err))
-                return fail(x, in, "%s", err);
+                return rt_plan_fail(x, in, "%s", err);
         }
         if (rc < 0)
             return -1;
@@ -812,14 +804,14 @@ out:
 static int do_call(Exec *x, const IrInstr *in)
 {
     if (in->attr < 0 || in->attr >= x->pm->ir->nfuncs)
-        return fail(x, in, "call of an unknown device function");
+        return rt_plan_fail(x, in, "call of an unknown device function");
     const IrFunc *g = x->pm->ir->funcs[in->attr];
     size_t np = (size_t)g->nparams + 1;
     Buf *bufs = calloc(np, sizeof *bufs);
     IrScalarVal *sc = calloc(np, sizeof *sc);
     int rc = -1;
     if (!bufs || !sc) {
-        fail(x, in, "out of memory");
+        rt_plan_fail(x, in, "out of memory");
         goto out;
     }
     for (int i = 0; i < in->xn && i < g->nparams; i++) {
@@ -831,7 +823,7 @@ static int do_call(Exec *x, const IrInstr *in)
         }
         bufs[i] = x->buf[-2 - e];
         if (!bufs[i].data) {
-            fail(x, in, "call %s: buffer '%s' is not allocated", g->name,
+            rt_plan_fail(x, in, "call %s: buffer '%s' is not allocated", g->name,
                  x->f->params[-2 - e].name);
             goto out;
         }
@@ -840,7 +832,7 @@ static int do_call(Exec *x, const IrInstr *in)
             if (gp->dims[d] >= 0) {
                 want = gp->dims[d];
                 if (have != want) {
-                    fail(x, in, "call %s: '%s' dim %d is %lld, '%s' wants %lld", g->name,
+                    rt_plan_fail(x, in, "call %s: '%s' dim %d is %lld, '%s' wants %lld", g->name,
                          x->f->params[-2 - e].name, d, (long long)have, gp->name,
                          (long long)want);
                     goto out;
@@ -852,7 +844,7 @@ static int do_call(Exec *x, const IrInstr *in)
                 continue; /* bound here */
             want = bufs[sy->param].shape[sy->dim];
             if (have != want) {
-                fail(x, in, "call %s: size %s is %lld from '%s' dim %d but %lld from '%s' dim %d",
+                rt_plan_fail(x, in, "call %s: size %s is %lld from '%s' dim %d but %lld from '%s' dim %d",
                      g->name, sy->name, (long long)want, g->params[sy->param].name, sy->dim,
                      (long long)have, gp->name, d);
                 goto out;

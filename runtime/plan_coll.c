@@ -9,17 +9,6 @@
 
 #include <stdlib.h>
 
-static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(Exec *x, const IrInstr *in, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = rt_plan_vfail(x, in, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 static int64_t vi(Exec *x, int id) { return x->val[id].i; }
 
 /* A collective on GPU ranks (gpu_ranks.h): buffers are device memory. */
@@ -38,11 +27,11 @@ static int read_counts(Exec *x, const IrInstr *in, int p, size_t *out, int W)
 {
     const Buf *b = &x->buf[p];
     if (b->rank != 1)
-        return fail(x, in, "all_to_all: counts '%s' must be a 1-D buffer",
+        return rt_plan_fail(x, in, "all_to_all: counts '%s' must be a 1-D buffer",
                     x->f->params[p].name);
     int64_t n = b->shape[0];
     if (n < W)
-        return fail(x, in, "all_to_all: '%s' has %lld counts, the world has %d ranks",
+        return rt_plan_fail(x, in, "all_to_all: '%s' has %lld counts, the world has %d ranks",
                     x->f->params[p].name, (long long)n, W);
     int esz = dsl_dtype_bytes(b->dtype);
     const char *data = b->data;
@@ -50,7 +39,7 @@ static int read_counts(Exec *x, const IrInstr *in, int p, size_t *out, int W)
     if (x->g) { /* GPU ranks: the counts are in device memory */
         size_t bytes = ((size_t)(W - 1) * (size_t)b->stride[0] + 1) * (size_t)esz;
         if (!(host = malloc(bytes)))
-            return fail(x, in, "out of memory");
+            return rt_plan_fail(x, in, "out of memory");
         if (rt_gpur_read(x->g, x->r, host, data, bytes)) {
             free(host);
             return -1;
@@ -62,7 +51,7 @@ static int read_counts(Exec *x, const IrInstr *in, int p, size_t *out, int W)
                                 b->dtype);
         if (c < 0) {
             free(host);
-            return fail(x, in, "all_to_all: negative count %lld for rank %d in '%s'",
+            return rt_plan_fail(x, in, "all_to_all: negative count %lld for rank %d in '%s'",
                         (long long)c, q, x->f->params[p].name);
         }
         out[q] = (size_t)c;
@@ -79,7 +68,7 @@ static int do_all_to_all_v(Exec *x, const IrInstr *in, const Buf *d,
     int W = rt_rank_size(r);
     size_t sc[256], rc[256];
     if (W > 256)
-        return fail(x, in, "all_to_all: too many ranks");
+        return rt_plan_fail(x, in, "all_to_all: too many ranks");
     if (read_counts(x, in, in->xparam[1], sc, W))
         return -1;
     if (in->xview[1] >= 0) {
@@ -94,10 +83,10 @@ static int do_all_to_all_v(Exec *x, const IrInstr *in, const Buf *d,
         rt += rc[q];
     }
     if ((int64_t)st > ns)
-        return fail(x, in, "all_to_all: send counts add up to %zu, src has %lld elements",
+        return rt_plan_fail(x, in, "all_to_all: send counts add up to %zu, src has %lld elements",
                     st, (long long)ns);
     if ((int64_t)rt > nd)
-        return fail(x, in, "all_to_all: %zu elements arrive, dst has room for %lld",
+        return rt_plan_fail(x, in, "all_to_all: %zu elements arrive, dst has room for %lld",
                     rt, (long long)nd);
     if (x->g)
         return gpu_coll(x, RT_COLL_ALL_TO_ALL, d->data, s->data, 0, sc, rc,
@@ -123,7 +112,7 @@ static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
         const Buf *b = &x->buf[in->param];
         const Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
         if (!rt_plan_buf_contiguous(b) || (s && !rt_plan_buf_contiguous(s)))
-            return fail(x, in, "collectives need contiguous buffers");
+            return rt_plan_fail(x, in, "collectives need contiguous buffers");
         int64_t nd = rt_plan_buf_numel(b), ns = s ? rt_plan_buf_numel(s) : nd;
         d.dtype = b->dtype;
         d.dst = b->data;
@@ -146,20 +135,20 @@ static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
         case COLL_REDUCE_SCATTER: {
             int64_t share = ns / G + (q < ns % G ? 1 : 0);
             if (nd != share)
-                return fail(x, in, "reduce_scatter: dst has %lld elements, but group rank %d's share of %lld is %lld",
+                return rt_plan_fail(x, in, "reduce_scatter: dst has %lld elements, but group rank %d's share of %lld is %lld",
                             (long long)nd, q, (long long)ns, (long long)share);
             d.count = (size_t)ns;
             break;
         }
         case COLL_ALL_TO_ALL:
             if (ns % G || nd != ns)
-                return fail(x, in, "all_to_all: src and dst need the same size, divisible by the group's %d ranks", G);
+                return rt_plan_fail(x, in, "all_to_all: src and dst need the same size, divisible by the group's %d ranks", G);
             d.count = (size_t)(ns / G);
             break;
         default: break;
         }
         if (whole != part * G)
-            return fail(x, in, "%s: %s has %lld elements, expected %d x %lld (the group's ranks)",
+            return rt_plan_fail(x, in, "%s: %s has %lld elements, expected %d x %lld (the group's ranks)",
                         name, in->attr == COLL_SCATTER ? "src" : "dst",
                         (long long)whole, G, (long long)part);
         size_t es = (size_t)dsl_dtype_bytes(b->dtype);
@@ -179,7 +168,7 @@ static int group_coll(Exec *x, const IrInstr *in, const RtGroup *grp)
 int rt_plan_coll(Exec *x, const IrInstr *in)
 {
     if (x->in_async)
-        return fail(x, in, "collectives cannot run inside an async block");
+        return rt_plan_fail(x, in, "collectives cannot run inside an async block");
     RtRank *r = x->r;
     const RtGroup *grp = NULL;
     if (in->opnd[1] >= 0 && !(grp = rt_plan_group_of(x, in, in->opnd[1])))
@@ -193,17 +182,17 @@ int rt_plan_coll(Exec *x, const IrInstr *in)
     Buf *s = in->xparam[0] >= 0 ? &x->buf[in->xparam[0]] : NULL;
     int64_t nd = rt_plan_buf_numel(d), ns = rt_plan_buf_numel(s);
     if (!rt_plan_buf_contiguous(d) || (s && !rt_plan_buf_contiguous(s))) /* whole, C-order buffers */
-        return fail(x, in, "collectives need contiguous buffers");
+        return rt_plan_fail(x, in, "collectives need contiguous buffers");
     switch (in->attr) {
     case COLL_SEND: case COLL_RECV: {
         Xchg *g = x->xg;
         if (!g)
-            return fail(x, in, "send/recv outside an exchange block");
+            return rt_plan_fail(x, in, "send/recv outside an exchange block");
         if (g->n == g->cap) {
             int cap = g->cap ? 2 * g->cap : 8;
             RtP2p *o = realloc(g->ops, sizeof *o * (size_t)cap);
             if (!o)
-                return fail(x, in, "out of memory");
+                return rt_plan_fail(x, in, "out of memory");
             g->ops = o;
             g->cap = cap;
         }
@@ -223,7 +212,7 @@ int rt_plan_coll(Exec *x, const IrInstr *in)
         return rt_broadcast(r, d->data, (size_t)nd, d->dtype, (int)vi(x, in->opnd[0]));
     case COLL_ALL_GATHER:
         if (nd != ns * W)
-            return fail(x, in, "all_gather: dst has %lld elements, expected %d x %lld",
+            return rt_plan_fail(x, in, "all_gather: dst has %lld elements, expected %d x %lld",
                         (long long)nd, W, (long long)ns);
         if (x->g)
             return gpu_coll(x, RT_COLL_ALL_GATHER, d->data, s->data, (size_t)ns,
@@ -235,7 +224,7 @@ int rt_plan_coll(Exec *x, const IrInstr *in)
         int q = rt_rank_id(r);
         int64_t share = ns / W + (q < ns % W ? 1 : 0);
         if (nd != share)
-            return fail(x, in, "reduce_scatter: dst has %lld elements, but rank %d's share of %lld is %lld",
+            return rt_plan_fail(x, in, "reduce_scatter: dst has %lld elements, but rank %d's share of %lld is %lld",
                         (long long)nd, q, (long long)ns, (long long)share);
         if (x->g)
             return gpu_coll(x, RT_COLL_REDUCE_SCATTER, d->data, s->data,
@@ -246,10 +235,10 @@ int rt_plan_coll(Exec *x, const IrInstr *in)
         if (in->xparam[1] >= 0)
             return do_all_to_all_v(x, in, d, s, nd, ns);
         if (ns % W || nd != ns)
-            return fail(x, in, "all_to_all: src and dst need the same size, divisible by %d ranks", W);
+            return rt_plan_fail(x, in, "all_to_all: src and dst need the same size, divisible by %d ranks", W);
         size_t cnt[256];
         if (W > 256)
-            return fail(x, in, "all_to_all: too many ranks");
+            return rt_plan_fail(x, in, "all_to_all: too many ranks");
         for (int i = 0; i < W; i++)
             cnt[i] = (size_t)(ns / W);
         if (x->g)
@@ -270,7 +259,7 @@ int rt_plan_coll(Exec *x, const IrInstr *in)
         bool g = in->attr == COLL_GATHER;
         int64_t part = g ? ns : nd, whole = g ? nd : ns;
         if (whole != part * W)
-            return fail(x, in, "%s: %s has %lld elements, expected %d x %lld",
+            return rt_plan_fail(x, in, "%s: %s has %lld elements, expected %d x %lld",
                         g ? "gather" : "scatter", g ? "dst" : "src",
                         (long long)whole, W, (long long)part);
         int root = (int)vi(x, in->opnd[0]);
@@ -282,5 +271,5 @@ int rt_plan_coll(Exec *x, const IrInstr *in)
                  : rt_scatter(r, d->data, s->data, (size_t)part, d->dtype, root);
     }
     }
-    return fail(x, in, "unknown collective");
+    return rt_plan_fail(x, in, "unknown collective");
 }

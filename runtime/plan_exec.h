@@ -62,7 +62,8 @@ typedef struct Xchg {
 
 /* plan.c */
 /* Record "FUNC line L: msg" (or "FUNC: msg") as the rank's error; -1. */
-int rt_plan_vfail(Exec *x, const IrInstr *in, const char *fmt, va_list ap);
+int rt_plan_fail(Exec *x, const IrInstr *in, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The group a handle value (instruction vid's) names, or NULL with the
  * error recorded. */
 const RtGroup *rt_plan_group_of(Exec *x, const IrInstr *in, int vid);
