@@ -18,9 +18,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-stall.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 # the deadline covers the processes' start, so it must exceed what a job
 # without a stall takes here: 3000 ms, or 3 x one stall-free job's time
-# when that is longer (a loaded machine, a root without /sys where hwloc
-# makes MPI_Init slow: 3 s was too short there); $MPI_STALL_DEADLINE_MS
-# raises the 3000 ms floor (ASan: 10000)
+# when that is longer (a loaded machine, or a root without /etc/hosts,
+# where every MPI start waited for DNS: 3 s was too short there);
+# $MPI_STALL_DEADLINE_MS raises the 3000 ms floor (ASan: 10000)
 t0=$(date +%s%N)
 BLKC_MPI_SETUP_TIMEOUT_MS=60000 timeout 90 "${MPI[@]}" -np "$NP" "$PROG" none 1 >/dev/null 2>&1
 cal=$(( ($(date +%s%N) - t0) / 1000000 ))
