@@ -865,6 +865,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->noldsmxor = (e = getenv("BLKC_GPU_NOLDSMXOR")) && *e && strcmp(e, "0");
     em->nocpimm = (e = getenv("BLKC_GPU_NOCPIMM")) && *e && strcmp(e, "0");
     em->nocplim32 = (e = getenv("BLKC_GPU_NOCPLIM32")) && *e && strcmp(e, "0");
+    em->nocpguard32 = (e = getenv("BLKC_GPU_NOCPGUARD32")) && *e && strcmp(e, "0");
     em->noloopsplit = (e = getenv("BLKC_GPU_NOLOOPSPLIT")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");

@@ -671,6 +671,20 @@ static bool lim32(const BkGpuEm *em, int fr)
            (long long)a->ival + st * bk_gpu_pipe_dist(em, fr) >= 0;
 }
 
+/* Whether the loop top of FOR fr tests "this prefetch is in the loop" as
+ * iv < end - D * step on an i32 computed once (issue 12, round 18), not in
+ * 64 bits per k step: exact for an i32 loop with a positive step (the
+ * difference clamped at INT_MIN, where no iv passes; BLKC_GPU_NOCPGUARD32=1
+ * keeps the 64-bit test). */
+static bool guard32(const BkGpuEm *em, int fr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *F = &f->ins[fr];
+    long long st = (long long)f->ins[F->opnd[2]].ival;
+    return !em->nocpguard32 && F->type.dtype == DT_I32 && st > 0 &&
+           st * bk_gpu_pipe_dist(em, fr) < (1LL << 30);
+}
+
 /* Before FOR fr (after its prologue): the hoisted copy state of each ring
  * load with a hoist_dim, at the first iteration the loop top prefetches
  * (induction variable start + (S - 1) * step). */
@@ -869,7 +883,13 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "blk_cp_commit(); /* group blk_s, maybe empty */");
     em->indent--;
-    bk_gpu_line(em, "}");    pipe_hoist(em, fr);
+    bk_gpu_line(em, "}");
+    pipe_hoist(em, fr);
+    if (guard32(em, fr)) {
+        long long ah = st * D;
+        bk_gpu_line(em, "const int blk_pe%d = v%d > %lld ? v%d - %lld : -2147483647 - 1; /* prefetch while iv < this */",
+                    fr, F->opnd[1], ah - 2147483648LL, F->opnd[1], ah);
+    }
 }
 
 void bk_gpu_pipe_top(BkGpuEm *em, int fr)
@@ -891,7 +911,14 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
     bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, D);
     em->indent++;
     snprintf(ahead, sizeof ahead, "%lldLL", st * D);
-    bk_gpu_pipe_ahead(em, fr, fr, ahead);
+    if (guard32(em, fr)) {
+        bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %s;", fr, ahead);
+        bk_gpu_line(em, "if (v%d < blk_pe%d) {", fr, fr);
+        em->indent++;
+        bk_gpu_line(em, "const int blk_fiv = (int)blk_fl;");
+    } else {
+        bk_gpu_pipe_ahead(em, fr, fr, ahead);
+    }
     bk_gpu_line(em, "(void)blk_fiv; /* unused when every load is hoisted */");
     snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, D, S);
     pipe_issue(em, fr, slot, "blk_fiv", true);

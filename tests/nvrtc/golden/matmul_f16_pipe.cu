@@ -99,12 +99,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             blk_ho14[blk_i] = ((unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? (int)(c0 - blk_fl) : -1;
         }
     }
+    const int blk_pe11 = v8 > -2147483584 ? v8 - 64 : -2147483647 - 1; /* prefetch while iv < this */
     for (int v11 = v10; v11 < v8; v11 += v9, blk_it11++) {
         blk_cp_wait<1>(); /* this thread's copies of group blk_it11 have landed */
         __syncthreads();
         { /* prefetch iteration blk_it11 + 2 */
             const long long blk_fl = (long long)v11 + 64LL;
-            if (blk_fl < (long long)v8) {
+            if (v11 < blk_pe11) {
                 const int blk_fiv = (int)blk_fl;
                 (void)blk_fiv; /* unused when every load is hoisted */
                 { /* v13: A, hoisted */
