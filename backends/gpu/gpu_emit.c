@@ -864,6 +864,8 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->noex2ftz = (e = getenv("BLKC_GPU_NOEX2FTZ")) && *e && strcmp(e, "0");
     em->noldsmxor = (e = getenv("BLKC_GPU_NOLDSMXOR")) && *e && strcmp(e, "0");
     em->nocpimm = (e = getenv("BLKC_GPU_NOCPIMM")) && *e && strcmp(e, "0");
+    em->nocplim32 = (e = getenv("BLKC_GPU_NOCPLIM32")) && *e && strcmp(e, "0");
+    em->nocpguard32 = (e = getenv("BLKC_GPU_NOCPGUARD32")) && *e && strcmp(e, "0");
     em->noloopsplit = (e = getenv("BLKC_GPU_NOLOOPSPLIT")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");

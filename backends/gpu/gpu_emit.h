@@ -252,6 +252,12 @@ typedef struct BkGpuEm {
     bool nocpimm;             /* BLKC_GPU_NOCPIMM: hoisted cp.async copies
                                  into swizzled rings by blk_swz each, not
                                  the first's offset + an immediate */
+    bool nocplim32;           /* BLKC_GPU_NOCPLIM32: hoisted cp.async
+                                 limits clamped in 64 bits per k step, not
+                                 one 32-bit subtract (gpu_mem.c lim32) */
+    bool nocpguard32;         /* BLKC_GPU_NOCPGUARD32: the loop top's
+                                 prefetch test in 64 bits per k step, not
+                                 iv against an i32 bound (gpu_mem.c) */
     bool noex2ftz;            /* BLKC_GPU_NOEX2FTZ: f32 exp2 as exp2f, not
                                  one ex2.approx.ftz (gpu_prelude.c) */
     bool noloopsplit;         /* BLKC_GPU_NOLOOPSPLIT: no loop split at a

@@ -653,6 +653,38 @@ static int hoist_dim(const BkGpuEm *em, int id, int fr)
     return dI;
 }
 
+/* Whether FOR fr's hoisted copies test their limits in 32 bits (issue 12,
+ * benchmarks/README.md round 18): its step is positive and its start a
+ * constant with start + D * step >= 0, so every prefetched iteration has
+ * 0 <= blk_fl < its i32 end: blk_fiv is exact, the lower limit is 0 and the
+ * upper one is min(shape, INT_MAX) - blk_fiv, one subtract and one max per
+ * k step on the loop-invariant clamp (BLKC_GPU_NOCPLIM32=1: both limits
+ * clamped in 64 bits each step). The same test while shape <= INT_MAX;
+ * past that the loop's i32 end already cuts the extent. */
+static bool lim32(const BkGpuEm *em, int fr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *F = &f->ins[fr];
+    const IrInstr *a = &f->ins[F->opnd[0]];
+    long long st = (long long)f->ins[F->opnd[2]].ival;
+    return !em->nocplim32 && st > 0 && a->op == IR_CONST && a->type.rank == 0 &&
+           (long long)a->ival + st * bk_gpu_pipe_dist(em, fr) >= 0;
+}
+
+/* Whether the loop top of FOR fr tests "this prefetch is in the loop" as
+ * iv < end - D * step on an i32 computed once (issue 12, round 18), not in
+ * 64 bits per k step: exact for an i32 loop with a positive step (the
+ * difference clamped at INT_MIN, where no iv passes; BLKC_GPU_NOCPGUARD32=1
+ * keeps the 64-bit test). */
+static bool guard32(const BkGpuEm *em, int fr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *F = &f->ins[fr];
+    long long st = (long long)f->ins[F->opnd[2]].ival;
+    return !em->nocpguard32 && F->type.dtype == DT_I32 && st > 0 &&
+           st * bk_gpu_pipe_dist(em, fr) < (1LL << 30);
+}
+
 /* Before FOR fr (after its prologue): the hoisted copy state of each ring
  * load with a hoist_dim, at the first iteration the loop top prefetches
  * (induction variable start + (S - 1) * step). */
@@ -680,6 +712,9 @@ static void pipe_hoist(BkGpuEm *em, int fr)
         bk_gpu_line(em, "const %s *blk_hp%d[%lld]; int blk_ho%d[%lld];", t, id, trips, id, trips);
         bk_gpu_line(em, "const long long blk_hd%d = %lldLL * p_%s.stride[%d];", id, st,
                     p->name, dI);
+        if (lim32(em, fr))
+            bk_gpu_line(em, "const int blk_sc%d = p_%s.shape[%d] < 2147483647LL ? (int)p_%s.shape[%d] : 2147483647;",
+                        id, p->name, dI, p->name, dI);
         bk_gpu_line(em, "{");
         em->indent++;
         bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %lldLL;", F->opnd[0],
@@ -710,7 +745,7 @@ static void pipe_hoist(BkGpuEm *em, int fr)
 }
 
 /* The loop top's copies of hoisted ring load id (see hoist_dim). */
-static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
+static void pipe_issue_hoisted(BkGpuEm *em, int fr, int id, int dI, const char *slot)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
@@ -726,9 +761,17 @@ static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
     /* 0 <= blk_fl + ho < shape as lo <= ho < hi, both limits clamped to
      * [0, INT_MAX] (ho is small or -1), one unsigned 32-bit compare per
      * copy against limits computed once per k step */
-    bk_gpu_line(em, "const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;");
-    bk_gpu_line(em, "const long long blk_hi = p_%s.shape[%d] - blk_fl;", p->name, dI);
-    bk_gpu_line(em, "const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);");
+    bool l32 = lim32(em, fr);
+    if (l32) { /* blk_fl >= 0: no lower limit (see lim32) */
+        /* as a difference then a clamp: `sc > fiv ? sc - fiv : 0` costs
+         * the GEMM 16 instructions a step more (nvcc, sm_90) */
+        bk_gpu_line(em, "const int blk_hx = blk_sc%d - blk_fiv;", id);
+        bk_gpu_line(em, "const unsigned blk_hr = (unsigned)(blk_hx > 0 ? blk_hx : 0);");
+    } else {
+        bk_gpu_line(em, "const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;");
+        bk_gpu_line(em, "const long long blk_hi = p_%s.shape[%d] - blk_fl;", p->name, dI);
+        bk_gpu_line(em, "const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);");
+    }
     /* a tile swizzled by blk_swz repeats its XOR phase every 8 rows: when a
      * trip of the copy loop moves whole periods (step a multiple of 8
      * rows), copy blk_i's shared offset is the first's plus blk_i * step,
@@ -745,8 +788,11 @@ static void pipe_issue_hoisted(BkGpuEm *em, int id, int dI, const char *slot)
     }
     bk_gpu_for_e(em, W, (long long)ir_numel(&in->type), "");
     em->indent++;
-    bk_gpu_line(em, "const int blk_nb = (unsigned)(blk_ho%d[blk_i] - (int)blk_lo) < blk_hr ? %d : 0;",
-                id, W * sz);
+    if (l32) /* ho = -1 (another dimension out): above every limit */
+        bk_gpu_line(em, "const int blk_nb = (unsigned)blk_ho%d[blk_i] < blk_hr ? %d : 0;", id, W * sz);
+    else
+        bk_gpu_line(em, "const int blk_nb = (unsigned)(blk_ho%d[blk_i] - (int)blk_lo) < blk_hr ? %d : 0;",
+                    id, W * sz);
     /* the source as it is even when out of bounds: with src-size 0
      * cp.async reads nothing (CUTLASS's cp_async_zfill does the same) */
     bk_gpu_line(em, "blk_cp_async16(blk_ring + (long long)%s * %d, (const void *)blk_hp%d[blk_i], blk_nb);",
@@ -769,7 +815,7 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bo
             continue;
         int dI = top ? hoist_dim(em, id, fr) : -1;
         if (dI >= 0) {
-            pipe_issue_hoisted(em, id, dI, slot);
+            pipe_issue_hoisted(em, fr, id, dI, slot);
             continue;
         }
         const IrInstr *in = &f->ins[id];
@@ -837,7 +883,13 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "blk_cp_commit(); /* group blk_s, maybe empty */");
     em->indent--;
-    bk_gpu_line(em, "}");    pipe_hoist(em, fr);
+    bk_gpu_line(em, "}");
+    pipe_hoist(em, fr);
+    if (guard32(em, fr)) {
+        long long ah = st * D;
+        bk_gpu_line(em, "const int blk_pe%d = v%d > %lld ? v%d - %lld : -2147483647 - 1; /* prefetch while iv < this */",
+                    fr, F->opnd[1], ah - 2147483648LL, F->opnd[1], ah);
+    }
 }
 
 void bk_gpu_pipe_top(BkGpuEm *em, int fr)
@@ -859,7 +911,14 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
     bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, D);
     em->indent++;
     snprintf(ahead, sizeof ahead, "%lldLL", st * D);
-    bk_gpu_pipe_ahead(em, fr, fr, ahead);
+    if (guard32(em, fr)) {
+        bk_gpu_line(em, "const long long blk_fl = (long long)v%d + %s;", fr, ahead);
+        bk_gpu_line(em, "if (v%d < blk_pe%d) {", fr, fr);
+        em->indent++;
+        bk_gpu_line(em, "const int blk_fiv = (int)blk_fl;");
+    } else {
+        bk_gpu_pipe_ahead(em, fr, fr, ahead);
+    }
     bk_gpu_line(em, "(void)blk_fiv; /* unused when every load is hoisted */");
     snprintf(slot, sizeof slot, "(blk_it%d + %d) %% %d", fr, D, S);
     pipe_issue(em, fr, slot, "blk_fiv", true);

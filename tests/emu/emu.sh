@@ -12,7 +12,9 @@
 #       path; the coverage nvrtc_emu had); flash attention and matmul
 #       byte-identical under BLKC_GPU_NOLDSMXOR / NOCPIMM / NOEX2FTZ, and
 #       under BLKC_GPU_NOLOOPSPLIT (flash attention at S with and without
-#       a tail, causal too, the ring loop of gpu_check's configuration)
+#       a tail, causal too, the ring loop of gpu_check's configuration);
+#       gpu_check's bf16 GEMM, matmul and flash attention under
+#       BLKC_GPU_NOCPLIM32 / NOCPGUARD32
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
@@ -221,6 +223,23 @@ paths)
     same "flash_attention ring S=$S" BLKC_GPU_NOLOOPSPLIT "$T/flash_w.blk" O Z=1 S=$S scale=0.125 -D BM=128 -D BN=64 -D W=8
   done
   same "flash_attention ring S=256 causal" BLKC_GPU_NOLOOPSPLIT "$T/flash_w.blk" O Z=1 S=256 scale=0.125 -D BM=128 -D BN=64 -D W=8 -D CAUSAL=true
+  # round 18 (issue 12): the hoisted cp.async copies' k-step limit in 32
+  # bits (BLKC_GPU_NOCPLIM32: clamped in 64) and the loop top's prefetch
+  # test against an i32 bound (BLKC_GPU_NOCPGUARD32: in 64 bits);
+  # gpu_check's bf16 GEMM at K a multiple of BK and not (208: the last
+  # step's copies half out), below the prefetch distance (48), M / N
+  # edges, two tile shapes; matmul.blk (f16); flash attention's ring loop
+  sed -n "/^cat >\"\$T\/gemm_bf16.blk\" <<'EOF'$/,/^EOF$/p" "$SRC/benchmarks/gpu_check.sh" | sed '1d;$d' >"$T/gemm_bf16.blk"
+  for sw in BLKC_GPU_NOCPLIM32 BLKC_GPU_NOCPGUARD32; do
+    for sh in "M=256 N=256 K=256" "M=200 N=136 K=208"; do
+      same "gemm_bf16 128x128x32 $sh" $sw "$T/gemm_bf16.blk" C $sh -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4
+    done
+    same "gemm_bf16 64x64x32 M=64 N=300 K=48" $sw "$T/gemm_bf16.blk" C M=64 N=300 K=48 -D BM=64 -D BN=64 -D BK=32 -D W=4 -D S=3
+    same "matmul_128 M=200 N=136 K=208" $sw "$EX/matmul.blk" C -D BM=128 -D BN=128 M=200 N=136 K=208
+    same "flash_attention ring S=200" $sw "$T/flash_w.blk" O Z=1 S=200 scale=0.125 -D BM=128 -D BN=64 -D W=8
+  done
+  path=default
+  one "gemm_bf16 128x128x32 M=200 N=136 K=208" "$T/gemm_bf16.blk" "1e-2 1e-2" C M=200 N=136 K=208 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4
   # the split form itself against the CPU (tail steps and causal)
   path=default
   one "flash_attention S=333 causal" "$EX/flash_attention.blk" "2e-2 2e-2" O Z=1 S=333 scale=0.125 -D CAUSAL=true

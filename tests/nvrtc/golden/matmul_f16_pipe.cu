@@ -72,6 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
     /* v13: A, the prefetch's copies hoisted (coordinate 1 follows the loop) */
     const blk_f16 *blk_hp13[2]; int blk_ho13[2];
     const long long blk_hd13 = 32LL * p_A.stride[1];
+    const int blk_sc13 = p_A.shape[1] < 2147483647LL ? (int)p_A.shape[1] : 2147483647;
     {
         const long long blk_fl = (long long)v10 + 64LL;
         const int blk_fiv = (int)blk_fl;
@@ -86,6 +87,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
     /* v14: B, the prefetch's copies hoisted (coordinate 0 follows the loop) */
     const blk_f16 *blk_hp14[2]; int blk_ho14[2];
     const long long blk_hd14 = 32LL * p_B.stride[0];
+    const int blk_sc14 = p_B.shape[0] < 2147483647LL ? (int)p_B.shape[0] : 2147483647;
     {
         const long long blk_fl = (long long)v10 + 64LL;
         const int blk_fiv = (int)blk_fl;
@@ -97,36 +99,35 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
             blk_ho14[blk_i] = ((unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? (int)(c0 - blk_fl) : -1;
         }
     }
+    const int blk_pe11 = v8 > -2147483584 ? v8 - 64 : -2147483647 - 1; /* prefetch while iv < this */
     for (int v11 = v10; v11 < v8; v11 += v9, blk_it11++) {
         blk_cp_wait<1>(); /* this thread's copies of group blk_it11 have landed */
         __syncthreads();
         { /* prefetch iteration blk_it11 + 2 */
             const long long blk_fl = (long long)v11 + 64LL;
-            if (blk_fl < (long long)v8) {
+            if (v11 < blk_pe11) {
                 const int blk_fiv = (int)blk_fl;
                 (void)blk_fiv; /* unused when every load is hoisted */
                 { /* v13: A, hoisted */
                     unsigned char *const blk_ring = blk_smem + 0 + (long long)((blk_it11 + 2) % 3) * 4096;
-                    const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;
-                    const long long blk_hi = p_A.shape[1] - blk_fl;
-                    const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);
+                    const int blk_hx = blk_sc13 - blk_fiv;
+                    const unsigned blk_hr = (unsigned)(blk_hx > 0 ? blk_hx : 0);
                     const int blk_se = blk_swz(blk_tid * 8, 32, 8, 2, 3); /* copy blk_i: + blk_i * 1024 */
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
-                        const int blk_nb = (unsigned)(blk_ho13[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
+                        const int blk_nb = (unsigned)blk_ho13[blk_i] < blk_hr ? 16 : 0;
                         blk_cp_async16(blk_ring + (long long)(blk_se + blk_i * 1024) * 2, (const void *)blk_hp13[blk_i], blk_nb);
                         blk_hp13[blk_i] += blk_hd13;
                     }
                 }
                 { /* v14: B, hoisted */
                     unsigned char *const blk_ring = blk_smem + 12288 + (long long)((blk_it11 + 2) % 3) * 4096;
-                    const long long blk_lo = blk_fl >= 0 ? 0 : blk_fl < -2147483647LL ? 2147483647LL : -blk_fl;
-                    const long long blk_hi = p_B.shape[0] - blk_fl;
-                    const unsigned blk_hr = (unsigned)((blk_hi < 0 ? 0 : blk_hi > 2147483647LL ? 2147483647LL : blk_hi) - blk_lo);
+                    const int blk_hx = blk_sc14 - blk_fiv;
+                    const unsigned blk_hr = (unsigned)(blk_hx > 0 ? blk_hx : 0);
                     const int blk_se = blk_swz(blk_tid * 8, 64, 8, 1, 7); /* copy blk_i: + blk_i * 1024 */
                     #pragma unroll
                     for (int blk_i = 0, e = blk_tid * 8; blk_i < 2; blk_i++, e += 1024) {
-                        const int blk_nb = (unsigned)(blk_ho14[blk_i] - (int)blk_lo) < blk_hr ? 16 : 0;
+                        const int blk_nb = (unsigned)blk_ho14[blk_i] < blk_hr ? 16 : 0;
                         blk_cp_async16(blk_ring + (long long)(blk_se + blk_i * 1024) * 2, (const void *)blk_hp14[blk_i], blk_nb);
                         blk_hp14[blk_i] += blk_hd14;
                     }
