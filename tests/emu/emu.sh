@@ -75,12 +75,13 @@
 #       kernels it must refuse (an atomic, a return) and BLKC_GPU_NOPERSIST=1
 #       keep a block per program
 #   wgflash cuda-emu as sm_90a: flash attention (examples/flash_attention.blk
-#       f16 BN 64 D 64, tests/emu/tflash.blk bf16 causal or not, BN 32 / 64,
-#       D 64 / 128, stages 2 to 4; tails in S) against the CPU with both
+#       f16 stages(3), tests/emu/tflash.blk bf16; causal or not, BN 32 / 64,
+#       D 64 / 128, stages 2 to 4, 4 or 8 warps; tails in S) against the CPU with both
 #       dots on wgmma (S = q k^T from shared memory, acc += p v with p from
 #       the registers): gpu-ir, --stats' exact wgmma count, no ldmatrix, and
 #       in the CUDA C the launch ran the p v group kept in flight across the
-#       back edge (stages >= 3) or not (stages(2), BLKC_GPU_NOWGKEEP=1):
+#       back edge (stages >= 3) or not (stages(2), BLKC_GPU_NOWGKEEP=1,
+#       BLKC_GPU_WGSYNC=1):
 #       wait_group counts and the ring's prefetch distance;
 #       BLKC_GPU_NOWGREG=1 and sm_80 leave both on mma.sync
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
@@ -718,7 +719,11 @@ wgflash)
   # (stages - 2 with KEEP 1; stages(2) and BLKC_GPU_NOWGKEEP=1 keep the
   # wait). The emulator fails a cp.async into an operand of a group not yet
   # retired (blk_emu_wgmma.h), so a too-early refill cannot pass.
-  for c in "$EX|-|-|Z=2 S=130|144|-|0 1" \
+  for c in "$EX|-|-|Z=2 S=130|144|-|1 1" \
+           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|190|-|1 1" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|128|-|1 1" \
            "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|110|-|1 1" \
            "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|128|-|1 2" \
            "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|72|-|1 2" \

@@ -101,7 +101,7 @@ unset BLKC_GPU_NOLOOPSPLIT X
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 # FILE ENTRY "DEFINES" ENV WAITS
 flash_ring() {
-  local f=$1 k=$2 d=$3 en=$4 want=$5 what="$2 $3 $4 (ring)"
+  local f=$1 k=$2 d=$3 en=$4 want=$5 what="$2 $3 $4 (ring, stages(3))"
   rm -rf "$T/dump"; mkdir -p "$T/dump"
   # shellcheck disable=SC2086
   if ! env "$en" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
@@ -125,8 +125,10 @@ flash_ring() {
 }
 if [ -x "$NVCC" ]; then
   TF=$SRC/tests/emu/tflash.blk
-  flash_ring "$TF" tflash_bf16 "" BLKC_GPU_NOWGKEEP=0 3
-  flash_ring "$TF" tflash_bf16 "" BLKC_GPU_NOWGKEEP=1 4
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=0 3
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=1 4
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=0 3
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=1 4
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4
 else
