@@ -638,7 +638,7 @@ static void ra_fence(BkGpuEm *em, int mt, long long S)
 static void rs_frags(BkGpuEm *em, int id, int mt, long long S)
 {
     int Q = BK_GPU_RV_VAR(em, em->f->ins[id].opnd[0]);
-    if (em->wgk[id]) /* the array before the loop: live across its back edge */
+    if (em->wgk[id] > 0) /* the array before the loop: live across its back edge */
         bk_gpu_line(em, "unsigned (&blk_ra)[%lld][%d][4] = blk_rk%d; /* A from the registers of "
                     "v%d (var%d), read by the group in flight until the next wait */", S, mt, id,
                     em->f->ins[id].opnd[0], Q);
