@@ -27,8 +27,8 @@ trap 'rm -rf "$T"' EXIT
 
 # the kernels exactly as gpu_check.sh writes them
 sed -n "/^cat >\"\$T\/gemm_bf16.blk\" <<'EOF'$/,/^EOF$/p" "$ROOT/benchmarks/gpu_check.sh" | sed '1d;$d' >"$T/gemm_bf16.blk"
-sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 2>(/' \
-    -e 's/grid(cdiv(S, BM), Z)$/grid(cdiv(S, BM), Z) warps(W) stages(ST)/' \
+sed -e 's/CAUSAL = false>(/CAUSAL = false, W = 4, ST = 3>(/' \
+    -e 's/grid(cdiv(S, BM), Z) stages(3)$/grid(cdiv(S, BM), Z) warps(W) stages(ST)/' \
     "$ROOT/examples/flash_attention.blk" >"$T/flash_w.blk"
 read -r -a GEMM_DEFS <<<"${GPU_CHECK_GEMM:--D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4}"
 read -r -a FLASH_DEFS <<<"${GPU_CHECK_FLASH:--D BM=128 -D BN=64 -D W=8}"

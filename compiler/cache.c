@@ -228,7 +228,8 @@ static bool gpu_switch(const char *name)
 
 /* the GPU emitter's switches that change its code (gpu_emit.c: NOVEC, NOPIPE,
  * NOSYNCELIM, NOHOIST, NOTMA, WGSYNC, the address forms NOEX2FTZ, NOLDSMXOR,
- * NOCPIMM, NOCPLIM32, NOCPGUARD32 and NOLOOPSPLIT, gpu_split.c; gpu_layouts.c, gpu_rvals.c, gpu_mrows.c; NOWGREG, gpu_wgmma.c; NOWS,
+ * NOCPIMM, NOCPLIM32, NOCPGUARD32 and NOLOOPSPLIT, gpu_split.c; gpu_layouts.c,
+ * gpu_rvals.c, gpu_mrows.c; NOWGREG and NOWGKEEP, gpu_wgmma.c; NOWS,
  * gpu_ws.c; NOPERSIST / NOTMASTORE, gpu_persist.c: also the kernel's parameters
  * and launch) or its compiler's (NOFMA: cuda.c, hip.c): one bit each in the key
  * (fewer than 32: BLKC_GPU_MINBLOCKS takes the bits from 32 up) */
@@ -237,7 +238,7 @@ static bool gpu_switch(const char *name)
     X(BLKC_GPU_NOLDSMXOR) X(BLKC_GPU_NOCPIMM) X(BLKC_GPU_NOWGREG) X(BLKC_GPU_NOVEC) \
     X(BLKC_GPU_NOPIPE) X(BLKC_GPU_NOSYNCELIM) X(BLKC_GPU_NOHOIST) X(BLKC_GPU_NOTMA) \
     X(BLKC_GPU_WGSYNC) X(BLKC_GPU_NOWS) X(BLKC_GPU_NOLOOPSPLIT) \
-    X(BLKC_GPU_NOCPLIM32) X(BLKC_GPU_NOCPGUARD32)
+    X(BLKC_GPU_NOCPLIM32) X(BLKC_GPU_NOCPGUARD32) X(BLKC_GPU_NOWGKEEP)
 
 static int64_t gpu_switches(void)
 {

@@ -519,6 +519,8 @@ static void emit_for(BkGpuEm *em, int id)
                     "/* loop split at %d bounds compare(s) (gpu_split.c) */", id, bnd, sp.lim, sp.n);
     }
     if (em->pipe[id] > 0) {
+        if (em->wgk && em->wgk[id])
+            bk_gpu_wgmma_keep_decl(em, id);
         bk_gpu_pipe_prologue(em, id);
         bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d, blk_it%d++) {", t,
                     id, in->opnd[0], cond, id, in->opnd[2], id);
@@ -543,7 +545,7 @@ static void emit_for(BkGpuEm *em, int id)
         bk_gpu_ws_release(em, id);
     em->indent--;
     bk_gpu_line(em, "}");
-    if (em->wga && em->wga[id])
+    if ((em->wga && em->wga[id]) || (em->wgk && em->wgk[id]))
         bk_gpu_wgmma_drain(em, id);
     if (em->persist && em->tma_fr == id)
         bk_gpu_persist_release(em, id);
@@ -869,6 +871,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->noloopsplit = (e = getenv("BLKC_GPU_NOLOOPSPLIT")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");
+    em->nowgkeep = (e = getenv("BLKC_GPU_NOWGKEEP")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;

@@ -278,7 +278,14 @@ typedef struct BkGpuEm {
                                  steps of a ring loop (gpu_wgmma.c): the
                                  dot's FOR + 1 at the dot, the dot + 1 at
                                  the FOR; else 0 */
+    int *wgk;                 /* a register-A wgmma group kept in flight
+                                 across the back edge of a ring loop
+                                 (gpu_wgmma.c keep_plan): FOR + 1 at the
+                                 kept dot, the kept dot + 1 at the FOR,
+                                 -(kept dot + 1) at the dot whose wait
+                                 retires it; else 0 */
     bool wgsync;              /* BLKC_GPU_WGSYNC: wait_group 0 every step */
+    bool nowgkeep;            /* BLKC_GPU_NOWGKEEP: no wgk groups */
     bool nowgreg;             /* BLKC_GPU_NOWGREG: no wgmma for a dot whose
                                  result is a register value or whose a
                                  comes from registers (mma.sync) */
@@ -586,9 +593,12 @@ void bk_gpu_wgmma_decls(BkGpuEm *em);
  * blk_B declared): `#if` sm_90a and the wgmma sequence; the caller writes
  * the #else */
 void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v);
-/* after FOR fr whose dot keeps a group in flight (em->wga): the wait for
- * it, before anything reads the accumulator */
+/* after FOR fr whose dot keeps a group in flight (em->wga, em->wgk): the
+ * wait for it, before anything reads the accumulator */
 void bk_gpu_wgmma_drain(BkGpuEm *em, int fr);
+/* before ring FOR fr whose register-A dot keeps its group in flight
+ * across the back edge (em->wgk): that dot's A registers, live across it */
+void bk_gpu_wgmma_keep_decl(BkGpuEm *em, int fr);
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */
@@ -598,8 +608,8 @@ int bk_gpu_pipe_plan(BkGpuEm *em);
 /* ring bytes of one slot of pipelined load id */
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id);
 /* iterations ring loop fr prefetches ahead: stages - 1, stages - 2 when
- * a wgmma group stays in flight across its steps (its slot is not free
- * until the next step's wait_group) */
+ * a wgmma group stays in flight across its steps (em->wga, em->wgk: its
+ * slot is not free until the next step's wait_group) */
 int bk_gpu_pipe_dist(const BkGpuEm *em, int fr);
 void bk_gpu_emit_load(BkGpuEm *em, int id);
 void bk_gpu_emit_store(BkGpuEm *em, int id);

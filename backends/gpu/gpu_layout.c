@@ -497,6 +497,8 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->tma);
     free(em->wgd);
     free(em->wga);
+    free(em->wgk);
+    em->wgk = NULL;
     em->wgl = NULL;
     em->wgd = NULL;
     em->wga = NULL;

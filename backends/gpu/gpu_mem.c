@@ -603,7 +603,7 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
 
 int bk_gpu_pipe_dist(const BkGpuEm *em, int fr)
 {
-    return em->f->stages - 1 - (em->wga && em->wga[fr] ? 1 : 0);
+    return em->f->stages - 1 - ((em->wga && em->wga[fr]) || (em->wgk && em->wgk[fr]) ? 1 : 0);
 }
 
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)

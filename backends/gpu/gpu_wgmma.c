@@ -100,12 +100,22 @@
  * the dot keeps mma.sync (#elif), and BLKC_GPU_NOWGREG=1 keeps both
  * this and the dot-value form on mma.sync.
  *
+ * Such a dot in a stages(S >= 3) cp.async ring loop, with b the ring's
+ * load and the loop's other wgmma dot (S = q k^T) first in its body,
+ * keeps its group in flight across the back edge (keep_plan, em->wgk):
+ * no wait after it; the other dot's wait_group 0 in the next step retires
+ * both, bk_gpu_wgmma_drain the last after the loop. The ring then
+ * prefetches S - 2 ahead (slot i % S stays with group i until step i +
+ * 1's wait), and A's registers are an array declared before the loop
+ * (bk_gpu_wgmma_keep_decl), fenced after the retiring waits.
+ * BLKC_GPU_NOWGKEEP=1 (or WGSYNC) waits after it as before.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization (gpu_ws.c splits such a
  * ring into a producer and consumers), a persistent grid, more than one
- * group in flight (wait_group 1 only; none for the dot values and the
- * register-A dots, which wait_group 0), fp8 A from registers, tf32 /
- * i8, f16 accumulators. */
+ * group in flight (wait_group 1 across k steps; a register-A group kept
+ * until the next step's first wait; the dot values wait_group 0 at
+ * once), fp8 A from registers, tf32 / i8, f16 accumulators. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -309,6 +319,87 @@ static void async_plan(BkGpuEm *em, int id)
     em->wga[fr] = id + 1;
 }
 
+/* The FOR whose body region holds instruction x directly, or -1. */
+static int body_of(const BkGpuEm *em, int x)
+{
+    const IrFunc *f = em->f;
+    for (int fr = 0; fr < f->nins; fr++) {
+        const IrInstr *F = &f->ins[fr];
+        if (F->op != IR_FOR || F->dead || F->region[0] < 0)
+            continue;
+        const IrRegion *r = &f->regions[F->region[0]];
+        for (int j = 0; j < r->n; j++)
+            if (r->ins[j] == x)
+                return fr;
+    }
+    return -1;
+}
+
+/* Register-A wgmma dot id (flash attention's acc = acc * alpha + dot(p,
+ * v), run at the var.set s of its var) keeps its group in flight across
+ * the back edge of its loop fr (em->wgk): no wait after it; the wait_group
+ * 0 of the loop's other wgmma dot q (S = q k^T), which comes first in the
+ * next iteration, retires it together with q's own group, and the drain
+ * after the loop retires the last one. Tensor cores run p v while the
+ * step ends and the next one waits for its tiles, passes the barrier and
+ * issues q k^T. Legal (PTX ISA 9.7.15.4: the operands are the async
+ * proxy's until the retiring wait_group; 9.7.15.7.3: so are the
+ * accumulator and A registers) when
+ *   - fr is a cp.async ring loop (not TMA, no group of em->wga) of a
+ *     stages(S) kernel, S >= 3, and v (b of the dot) is its ring load: the
+ *     ring prefetches S - 2 ahead (bk_gpu_pipe_dist), so the top of
+ *     iteration i + 1 refills slot (i - 1) % S, never slot i % S that
+ *     group i still reads, and slot (i - 1) % S was retired by every
+ *     thread's wait of q in iteration i, before that barrier; with
+ *     stages(2) the refill would hit slot i % S;
+ *   - id, s and q sit directly in fr's body (each runs every step), q
+ *     before s, and they are the loop's only wgmma dots;
+ *   - nothing in the loop before q or after s reads or writes the var
+ *     (its registers are the hardware's until q's wait), and the loop
+ *     holds no return or wait (no thread leaves with the group pending);
+ *   - A's registers are an array declared before the loop
+ *     (bk_gpu_wgmma_keep_decl), so the compiler keeps them through the
+ *     back edge; they are fenced after q's wait and after the drain.
+ * BLKC_GPU_NOWGKEEP=1 and BLKC_GPU_WGSYNC=1 keep wait_group 0 after it. */
+static void keep_plan(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    bool kmaj;
+    int fr = body_of(em, id), v = em->mvar[id], b = b_src(em, id, &kmaj), s = -1, q = -1;
+    if (fr < 0 || v < 0 || in->opnd[2] >= 0 || em->pipe[fr] <= 0 || em->pipe[b] != fr ||
+        em->wga[fr] || em->wgk[fr] || em->tma_fr == fr || body_of(em, fr) >= 0)
+        return;
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *o = &f->ins[x];
+        int rest;
+        if (o->dead || em->pos[x] <= em->pos[fr] || em->pos[x] > em->end[fr])
+            continue;
+        if (o->op == IR_VSET && o->param == v && bk_gpu_set_dot(em, o->opnd[0], &rest) == id)
+            s = x;
+        if (o->op == IR_DOT && x != id && em->wgd[x]) {
+            if (q >= 0)
+                return;
+            q = x;
+        }
+    }
+    if (s < 0 || q < 0 || body_of(em, s) != fr || body_of(em, q) != fr || em->pos[q] > em->pos[s] ||
+        em->mvar[q] >= 0 || em->wga[q] || (em->areg && em->areg[q]))
+        return;
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *o = &f->ins[x];
+        if (o->dead || em->pos[x] <= em->pos[fr] || em->pos[x] > em->end[fr])
+            continue;
+        bool var = (o->op == IR_VGET || o->op == IR_VSET) && o->param == v;
+        if (o->op == IR_RET || o->op == IR_WAIT ||
+            (var && (em->pos[x] < em->pos[q] || em->pos[x] > em->pos[s])))
+            return;
+    }
+    em->wgk[id] = fr + 1;
+    em->wgk[fr] = id + 1;
+    em->wgk[q] = -(id + 1);
+}
+
 int bk_gpu_wgmma_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
@@ -316,7 +407,8 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     em->wgs = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgd = calloc((size_t)f->nins + 1, sizeof(bool));
     em->wga = calloc((size_t)f->nins + 1, sizeof(int));
-    if (!em->wgl || !em->wgs || !em->wgd || !em->wga) {
+    em->wgk = calloc((size_t)f->nins + 1, sizeof(int));
+    if (!em->wgl || !em->wgs || !em->wgd || !em->wga || !em->wgk) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -366,7 +458,12 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
         if (em->wgd[id])
             async_plan(em, id);
-    return bk_gpu_tma_plan(em); /* which rings TMA fills (gpu_tma.c) */
+    if (bk_gpu_tma_plan(em) < 0) /* which rings TMA fills (gpu_tma.c) */
+        return -1;
+    for (int id = 0; id < f->nins && !em->wgsync && !em->nowgkeep && f->stages >= 3; id++)
+        if (em->wgd[id] && em->areg && em->areg[id])
+            keep_plan(em, id);
+    return 0;
 }
 
 /* The PTX type of one operand dtype. */
@@ -492,6 +589,38 @@ static void reg_fence(BkGpuEm *em, int v)
                 bk_gpu_mma_nregs(&em->vmma[v]), v);
 }
 
+/* The A registers' array of register-A dot id: [k steps][m-blocks][4]. */
+static void keep_dims(const BkGpuEm *em, int id, long long *S, int *mt)
+{
+    const IrInstr *in = &em->f->ins[id];
+    *S = em->f->ins[in->opnd[0]].type.shape[1] / 16;
+    *mt = em->vmma[em->mvar[id]].mt;
+}
+
+/* compiler fences on the accumulator and the A registers of dot id's
+ * group kept in flight (em->wgk), after the wait that retired it */
+static void keep_fence(BkGpuEm *em, int id)
+{
+    long long S;
+    int mt;
+    keep_dims(em, id, &S, &mt);
+    reg_fence(em, em->mvar[id]);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_r = 0; blk_r < %lld; blk_r++) blk_wgmma_reg_fence((&blk_rk%d[0][0][0])[blk_r]);",
+                S * mt * 4, id);
+}
+
+void bk_gpu_wgmma_keep_decl(BkGpuEm *em, int fr)
+{
+    int id = em->wgk[fr] - 1;
+    long long S;
+    int mt;
+    keep_dims(em, id, &S, &mt);
+    bk_gpu_line(em, "unsigned blk_rk%d[%lld][%d][4] = {}; /* v%d's A registers, read by its "
+                "wgmma group in flight across the back edge (sm_90a) */", id, S, mt, id);
+    bk_gpu_line(em, "(void)blk_rk%d;", id);
+}
+
 /* compiler fences on the A fragments blk_ra of S k steps x mt m-blocks */
 static void ra_fence(BkGpuEm *em, int mt, long long S)
 {
@@ -509,8 +638,13 @@ static void ra_fence(BkGpuEm *em, int mt, long long S)
 static void rs_frags(BkGpuEm *em, int id, int mt, long long S)
 {
     int Q = BK_GPU_RV_VAR(em, em->f->ins[id].opnd[0]);
-    bk_gpu_line(em, "unsigned blk_ra[%lld][%d][4]; /* A from the registers of v%d (var%d) */", S, mt,
-                em->f->ins[id].opnd[0], Q);
+    if (em->wgk[id] > 0) /* the array before the loop: live across its back edge */
+        bk_gpu_line(em, "unsigned (&blk_ra)[%lld][%d][4] = blk_rk%d; /* A from the registers of "
+                    "v%d (var%d), read by the group in flight until the next wait */", S, mt, id,
+                    em->f->ins[id].opnd[0], Q);
+    else
+        bk_gpu_line(em, "unsigned blk_ra[%lld][%d][4]; /* A from the registers of v%d (var%d) */",
+                    S, mt, em->f->ins[id].opnd[0], Q);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", S);
     bk_gpu_line(em, "    #pragma unroll");
@@ -596,24 +730,37 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
                 N, wr, ta, v, N / 2, am / 16, ks, ap, ax / 16, ks, ap, ak / 16, ks,
                 ks, bp, bx / 16, ks, bp, bk / 16, ks, sd);
     bk_gpu_line(em, "blk_wgmma_commit();");
+    if (em->wgk[id] > 0) { /* keep_plan: retired by the next step's first wait or the drain */
+        bk_gpu_line(em, "/* no wait: this group stays in flight across the back edge (v%d's ring "
+                    "prefetches %d iteration(s) ahead, so its slot is not refilled before the "
+                    "next step's wgmma.wait_group 0 retires it) */",
+                    em->wgk[id] - 1, bk_gpu_pipe_dist(em, em->wgk[id] - 1));
+        return;
+    }
     if (em->wga[id])
         bk_gpu_line(em, "blk_wgmma_wait<1>(); /* this step's group stays in flight; the "
                     "previous step's is retired, so its ring slot may be refilled %s */",
                     em->ws ? "once released (the empty mbarrier below)" : "after the next barrier");
     else
-        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot%s */",
-                    ar ? "; A's registers may change after it (PTX ISA 9.7.15.7.3)" : "");
+        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the accumulator is read after the dot%s%s */",
+                    ar ? "; A's registers may change after it (PTX ISA 9.7.15.7.3)" : "",
+                    em->wgk[id] < 0 ? "; also retires the previous step's group kept in flight" : "");
     reg_fence(em, v);
     if (ar)
         ra_fence(em, mt, K / ks);
+    if (em->wgk[id] < 0) /* the kept group's registers are the program's again */
+        keep_fence(em, -em->wgk[id] - 1);
 }
 
 void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)
 {
-    int id = em->wga[fr] - 1;
+    int id = em->wga[fr] ? em->wga[fr] - 1 : em->wgk[fr] - 1;
     dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the last step's group: the accumulator is read "
                 "after the loop */");
-    reg_fence(em, em->mvar[id]);
+    if (em->wga[fr])
+        reg_fence(em, em->mvar[id]);
+    else
+        keep_fence(em, id);
     dsl_buf_printf(em->o, "#endif\n");
 }

@@ -77,11 +77,15 @@
 #       kernels it must refuse (an atomic, a return) and BLKC_GPU_NOPERSIST=1
 #       keep a block per program
 #   wgflash cuda-emu as sm_90a: flash attention (examples/flash_attention.blk
-#       f16 BN 64 D 64, tests/emu/tflash.blk bf16 causal BN 32 D 128;
-#       tails in S) against the CPU with both dots on wgmma (S =
-#       q k^T from shared memory, acc += p v with p from the registers):
-#       gpu-ir, --stats' exact wgmma count, no ldmatrix; BLKC_GPU_NOWGREG=1
-#       and sm_80 leave both on mma.sync
+#       f16 stages(3), tests/emu/tflash.blk bf16; causal or not, BN 32 / 64,
+#       D 64 / 128, stages 2 to 4, 4 or 8 warps; tails in S) against the CPU with both
+#       dots on wgmma (S = q k^T from shared memory, acc += p v with p from
+#       the registers): gpu-ir, --stats' exact wgmma count, no ldmatrix, and
+#       in the CUDA C the launch ran the p v group kept in flight across the
+#       back edge (stages >= 3) or not (stages(2), BLKC_GPU_NOWGKEEP=1,
+#       BLKC_GPU_WGSYNC=1):
+#       wait_group counts and the ring's prefetch distance;
+#       BLKC_GPU_NOWGREG=1 and sm_80 leave both on mma.sync
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
@@ -725,13 +729,30 @@ wgmma)
   ;;
 wgflash)
   fail=0 EX=$SRC/examples/flash_attention.blk TF=$SRC/tests/emu/tflash.blk
-  # FILE|ENTRY|DEFINES|SIZES|WGMMA (per block: 2 dots x k steps per KV block)
-  # (two modules: the emulator's compile is most of the time)
-  for c in "$EX|-|-|Z=2 S=130|144" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|110"; do
-    IFS='|' read -r f e d sz nw <<<"$c"
+  # FILE|ENTRY|DEFINES|SIZES|WGMMA (per block: 2 dots x k steps per KV
+  # block)|ENV|KEEP AHEAD: in the CUDA C the launch ran (BLKC_GPU_DUMP),
+  # KEEP 1: p v's group stays in flight across the back edge (no wait after
+  # its commit in either body of the split loop, the S dot's wait_group 0
+  # retires it, one more after the loop: 3 waits), 0: 4 wait_group 0 and
+  # nothing left in flight; the ring issued AHEAD iteration(s) ahead
+  # (stages - 2 with KEEP 1; stages(2) and BLKC_GPU_NOWGKEEP=1 keep the
+  # wait). The emulator fails a cp.async into an operand of a group not yet
+  # retired (blk_emu_wgmma.h), so a too-early refill cannot pass.
+  for c in "$EX|-|-|Z=2 S=130|144|-|1 1" \
+           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|190|-|1 1" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|128|-|1 1" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|110|-|1 1" \
+           "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|128|-|1 2" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|72|-|1 2" \
+           "$TF|--entry=tflash_bf16|-D BN=32|Z=1 S=130|90|BLKC_GPU_NOWGKEEP=1|0 2" \
+           "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1"; do
+    IFS='|' read -r f e d sz nw en ka <<<"$c"
     [ "$e" = - ] && e=
     [ "$d" = - ] && d=
+    [ "$en" = - ] && en=BLKC_GPU_NOWGKEEP=0
+    read -r keep ahead <<<"$ka"
     # shellcheck disable=SC2086
     "$BLKC" compile "$f" $e $d --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
     # shellcheck disable=SC2086
@@ -740,16 +761,29 @@ wgflash)
       echo "FAIL flash $e $d: both dots on wgmma in gpu-ir:"; grep " dot " "$T/ir"; fail=1; continue
     fi
     # shellcheck disable=SC2086
+    rm -rf "$T/dump"; mkdir -p "$T/dump"
+    # shellcheck disable=SC2086
     if ! timeout 120 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 --out O="$T/c.npy" >"$T/log" 2>&1 ||
-       ! BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
+       ! env "$en" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
+           "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
            --device=cuda-emu --stats --out O="$T/e.npy" >"$T/log" 2>&1 ||
        ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
-      echo "FAIL flash $e $d $sz: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1; continue
+      echo "FAIL flash $en $e $d $sz: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1; continue
     fi
     if ! grep -q "of them wgmma.mma_async $nw (.*ldmatrix 0$" "$T/log"; then
       echo "FAIL flash $e $d $sz: want $nw wgmma, no ldmatrix: $(grep tensor-core "$T/log")"; fail=1; continue
     fi
-    echo "ok flash $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async"
+    cu=$(ls "$T"/dump/*.cu | sort -t. -k2 -n | tail -1)
+    nk=$(grep -c "blk_wgmma_commit();" "$cu") n0=$(grep -c "blk_wgmma_wait<0>();" "$cu")
+    nf=$(grep -c "no wait: this group stays in flight" "$cu") n1=$(grep -c "blk_wgmma_wait<1>" "$cu")
+    nr=$(grep -c "also retires the previous step's group kept in flight" "$cu")
+    if [ "$keep" = 1 ]; then want="4 3 2 0 2"; else want="4 4 0 0 0"; fi
+    if [ "$nk $n0 $nf $n1 $nr" != "$want" ] ||
+       ! grep -q "cp.async ring load(s), issued $ahead iteration(s) ahead" "$cu"; then
+      echo "FAIL flash $en $e $d $sz: commits, wait_group 0, kept, wait_group 1, retiring waits $nk $n0 $nf $n1 $nr, want $want;" \
+           "ring: $(grep -o 'cp.async ring load(s), issued .*' "$cu"), want $ahead ahead"; fail=1; continue
+    fi
+    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep, ring $ahead ahead"
   done
   # BLKC_GPU_NOWGREG=1 and sm_80: both dots on mma.sync
   for c in "BLKC_GPU_NOWGREG=1|sm_90a" "BLKC_GPU_NOWGREG=0|sm_80"; do

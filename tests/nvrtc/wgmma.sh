@@ -12,7 +12,9 @@
 # attention (examples/flash_attention.blk f16, tests/emu/tflash.blk bf16):
 # both dots on wgmma, the second with A from registers ("{%r..}" in the
 # PTX), no more spills than mma.sync, in one loop body and split at the
-# bounds mask (twice the counts). Exit 77 without NVRTC or ptxas.
+# bounds mask (twice the counts); with the KV ring of a launch (nvcc
+# needed) the p v group kept in flight across the back edge for stages >=
+# 3, no spills. Exit 77 without NVRTC or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-wgmma.XXXXXX")
@@ -90,5 +92,47 @@ for x in 1 2; do
   RS=2 one "$SRC/tests/emu/tflash.blk" tflash_bf16 "-D BN=32" "m64n.*k16.f32.bf16.bf16" 6
 done
 unset BLKC_GPU_NOLOOPSPLIT X
+# flash attention with its KV ring (the launch's facts: the variant
+# cuda-emu as sm_90a compiles, kept by BLKC_GPU_DUMP) through nvcc for
+# sm_90a: with stages >= 3 the p v group stays in flight across the back
+# edge (gpu_wgmma.c keep_plan): 3 wgmma.wait_group 0 in the PTX (the S
+# dot's in the two bodies of the split loop, one after it) against 4 with
+# BLKC_GPU_NOWGKEEP=1; no spills, no "wgmma ... serialized" from ptxas
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+# FILE ENTRY "DEFINES" ENV WAITS
+flash_ring() {
+  local f=$1 k=$2 d=$3 en=$4 want=$5 what="$2 $3 $4 (ring, stages(3))"
+  rm -rf "$T/dump"; mkdir -p "$T/dump"
+  # shellcheck disable=SC2086
+  if ! env "$en" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
+       "$BLKC" run "$f" --entry=$k $d Z=1 S=130 scale=0.125 --random --device=cuda-emu >"$T/err" 2>&1; then
+    echo "FAIL $what: cuda-emu: $(cat "$T/err")"; fails=$((fails + 1)); return
+  fi
+  local cu
+  cu=$(ls "$T"/dump/*.cu | sort -t. -k2 -n | tail -1)
+  if ! "$NVCC" -ptx -arch=sm_90a -o "$T/r.ptx" "$cu" >"$T/err" 2>&1 ||
+     ! "$PTXAS" -v -arch=sm_90a "$T/r.ptx" -o /dev/null >"$T/v" 2>&1; then
+    echo "FAIL $what: nvcc / ptxas: $(cat "$T/err" "$T/v")"; fails=$((fails + 1)); return
+  fi
+  local n0 sp
+  n0=$(grep -c "wgmma.wait_group.sync.aligned 0;" "$T/r.ptx")
+  sp=$(grep -o '[0-9]* bytes spill stores' "$T/v" | grep -o '^[0-9]*')
+  if [ "$n0" != "$want" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v"; then
+    echo "FAIL $what: $n0 wgmma.wait_group 0 (want $want), spills ${sp:-?} bytes: $(cat "$T/v")"
+    fails=$((fails + 1)); return
+  fi
+  echo "ok $what: $n0 wgmma.wait_group 0, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+}
+if [ -x "$NVCC" ]; then
+  TF=$SRC/tests/emu/tflash.blk
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=0 3
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=1 4
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=0 3
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=1 4
+  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3
+  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4
+else
+  echo "skip: flash attention with its ring (no nvcc)"
+fi
 echo "$fails failed"
 [ $fails = 0 ]
