@@ -6,12 +6,13 @@
  * bounds and the innermost dim is contiguous, a plain copy loop that LLVM
  * vectorizes; a store computes its value there (fuse.c's inline values go
  * straight to memory; rows of 1 KB and more through a window buffer, with
- * non-temporal stores for large tensors: stream_row), and a load that
- * fuse.c marks in place (g->inpl) copies nothing when the whole view is
- * contiguous and overlaps no tensor stored to before its last read: its
- * tile is the tensor's memory. A view partly out of bounds (unit inner
- * stride, no mask) is copied row by row with the inner range clipped to
- * the tensor (clipped); other views test every element (general). */
+ * non-temporal stores for large tensors: stream_row; a cheap value into a
+ * large tensor line by line from registers instead: stream_lines), and a
+ * load that fuse.c marks in place (g->inpl) copies nothing when the whole
+ * view is contiguous and overlaps no tensor stored to before its last
+ * read: its tile is the tensor's memory. A view partly out of bounds
+ * (unit inner stride, no mask) is copied row by row with the inner range
+ * clipped to the tensor (clipped); other views test every element. */
 #include "cpu.h"
 
 #include <string.h>
@@ -523,14 +524,10 @@ static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t 
 }
 
 /* A cheap value's view row of L elements at base, streamed without the
- * window (the streaming case of stream_row, BLKC_CPU_NOLINEST=1 off): the
- * elements up to the destination's first 64-byte boundary and those after
- * its last whole line get plain stores; each whole line in between is
- * computed into a one-line buffer by a loop the vectorizer turns into one
- * vector store, and stored non-temporally from it, which the optimizer
- * forwards: the value goes from a register to memory, without the
- * window's extra store and load per vector and its bookkeeping per 1 KB.
- * Lines are written one way each, as in stream_row. */
+ * window (BLKC_CPU_NOLINEST=1: stream_row): plain stores up to the first
+ * 64-byte line and after the last whole one; each whole line computed into
+ * a one-line buffer (one vector store once vectorized, forwarded by O3 to
+ * the non-temporal store that copies it out): registers to memory. */
 static void stream_lines(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
 {
     CpuGen *g = c->g;
