@@ -24,6 +24,7 @@
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")      \
+    X(NOLINEST, "a cheap value streams through stream_row's window, not line by line from registers (mem.c)") \
     X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
     X(NOGRIDORDER, "programs run with axis 0 fastest always (lower.c)") \
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \

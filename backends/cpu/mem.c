@@ -6,12 +6,13 @@
  * bounds and the innermost dim is contiguous, a plain copy loop that LLVM
  * vectorizes; a store computes its value there (fuse.c's inline values go
  * straight to memory; rows of 1 KB and more through a window buffer, with
- * non-temporal stores for large tensors: stream_row), and a load that
- * fuse.c marks in place (g->inpl) copies nothing when the whole view is
- * contiguous and overlaps no tensor stored to before its last read: its
- * tile is the tensor's memory. A view partly out of bounds (unit inner
- * stride, no mask) is copied row by row with the inner range clipped to
- * the tensor (clipped); other views test every element (general). */
+ * non-temporal stores for large tensors: stream_row; a cheap value into a
+ * large tensor line by line from registers instead: stream_lines), and a
+ * load that fuse.c marks in place (g->inpl) copies nothing when the whole
+ * view is contiguous and overlaps no tensor stored to before its last
+ * read: its tile is the tensor's memory. A view partly out of bounds
+ * (unit inner stride, no mask) is copied row by row with the inner range
+ * clipped to the tensor (clipped); other views test every element. */
 #include "cpu.h"
 
 #include <string.h>
@@ -522,6 +523,40 @@ static void stream_row(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t 
     cpu_loop_close(g, &k);
 }
 
+/* A cheap value's view row of L elements at base, streamed without the
+ * window (BLKC_CPU_NOLINEST=1: stream_row): plain stores up to the first
+ * 64-byte line and after the last whole one; each whole line computed into
+ * a one-line buffer (one vector store once vectorized, forwarded by O3 to
+ * the non-temporal store that copies it out): registers to memory. */
+static void stream_lines(MemCtx *c, LLVMValueRef base, LLVMValueRef lin0, int64_t L)
+{
+    CpuGen *g = c->g;
+    LLVMBuilderRef b = g->b;
+    int es = dsl_dtype_bytes(c->dt);
+    int64_t V = 64 / es;
+    LLVMValueRef buf = cpu_alloca(g, c->et, V);
+    LLVMValueRef bb = LLVMBuildBitCast(b, buf, LLVMPointerType(g->i8, 0), "");
+    LLVMValueRef db = LLVMBuildBitCast(b, base, LLVMPointerType(g->i8, 0), "");
+    LLVMValueRef hb = LLVMBuildAnd(b, LLVMBuildSub(b, cpu_i64(g, 0),
+        LLVMBuildPtrToInt(b, db, g->i64, ""), ""), cpu_i64(g, 63), "");
+    LLVMValueRef h = LLVMBuildUDiv(b, hb, cpu_i64(g, es), "h");
+    store_range(c, base, lin0, cpu_i64(g, 0), h);
+    LLVMValueRef nl = LLVMBuildUDiv(b, LLVMBuildSub(b, cpu_i64(g, L), h, ""),
+                                    cpu_i64(g, V), "nl");
+    CpuLoop q, j;
+    cpu_loop_open(g, &q, cpu_i64(g, 0), nl);
+    LLVMValueRef s = LLVMBuildAdd(b, h, LLVMBuildMul(b, q.iv, cpu_i64(g, V), ""), "");
+    LLVMValueRef ls = LLVMBuildAdd(b, lin0, s, "");
+    cpu_loop_open(g, &j, cpu_i64(g, 0), cpu_i64(g, V));
+    cpu_mstore(g, cpu_elem(g, c->in->opnd[0], LLVMBuildAdd(b, ls, j.iv, "")),
+               cpu_gep(g, c->et, buf, j.iv), c->dt);
+    cpu_loop_close(g, &j);
+    copy_block(g, bb, cpu_gep(g, c->et, base, s), cpu_i64(g, 0), true);
+    cpu_loop_close(g, &q);
+    store_range(c, base, lin0, LLVMBuildAdd(b, h, LLVMBuildMul(b, nl, cpu_i64(g, V), ""), ""),
+                cpu_i64(g, L));
+}
+
 /* Copy loop for an in-bounds, unmasked view whose last dim is a contiguous
  * range; a STORE computes its value per element (an inline value goes
  * straight to the tensor). inplace: a LOAD whose view is contiguous as a
@@ -562,7 +597,10 @@ static LLVMValueRef fast(MemCtx *c, bool inplace)
         LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "st.end");
         LLVMBuildCondBr(b, stream, sb, nb);
         LLVMPositionBuilderAtEnd(b, sb);
-        stream_row(c, base, lin0, L, LLVMConstInt(g->i1, 1, 0));
+        if (cpu_switch(CPU_SW_NOLINEST))
+            stream_row(c, base, lin0, L, LLVMConstInt(g->i1, 1, 0));
+        else
+            stream_lines(c, base, lin0, L);
         LLVMBuildBr(b, jb);
         LLVMPositionBuilderAtEnd(b, nb);
         store_range(c, base, lin0, cpu_i64(g, 0), cpu_i64(g, L));
