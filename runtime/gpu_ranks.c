@@ -799,6 +799,8 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
         rt_world_set_abort_mirror(hw, w->abort_host);
     if (st == BLKC_OK && rt_world_run(hw, rank_main, w, err, errlen))
         st = BLKC_ERR_RUNTIME;
+    if (hw && rt_world_behind(hw)) /* a rank thread still uses the devices */
+        __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
     rt_world_destroy(hw);
     world_free(w);
     return st;
