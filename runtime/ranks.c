@@ -12,7 +12,9 @@
  * The end of a run has a deadline too (end_of_run): once a rank's function
  * has returned, the others have the collectives' deadline to return as
  * well, else the run fails with "the end of the run timed out ... did not
- * arrive"; after any failure the ranks have END_GRACE_MS to return. A rank
+ * arrive"; after any failure the ranks have the signal-wait deadline plus
+ * END_GRACE_MS to return (a rank in a wait that cannot see the abort flag,
+ * a GPU kernel without mapped memory, ends by its own deadline). A rank
  * that still has not (computing, where nothing can interrupt it) is left
  * behind: its thread is detached, never joined, and its world is kept, not
  * freed (rt_world_destroy keeps it on a list), so it never touches freed
@@ -34,7 +36,8 @@
 #include <unistd.h>
 
 #define CACHELINE 64
-#define END_GRACE_MS 1000 /* after a failure, for ranks to return */
+#define END_GRACE_MS 1000 /* after a failure, for ranks to return (more
+                             the signal-wait deadline) */
 
 struct RtRank {
     RtWorld *world;
@@ -956,7 +959,8 @@ static int missing_in_wait(RtWorld *w, int started)
 /* Wait for the started ranks' functions to return, with a deadline: once
  * one has returned, the others have the collectives' deadline (longer
  * while one of them is in a signal wait, as for a barrier), then the run
- * fails naming them; after a failure they have END_GRACE_MS. Joins the
+ * fails naming them; after a failure they have the signal-wait deadline
+ * plus END_GRACE_MS. Joins the
  * ranks that returned and detaches the others (left behind, the world
  * kept). Every round sleeps 1 ms; the loop ends by the deadlines. */
 static void end_of_run(RtWorld *w, int started)
@@ -967,7 +971,7 @@ static void end_of_run(RtWorld *w, int started)
         if (__atomic_load_n(&w->failed, __ATOMIC_ACQUIRE)) {
             if (t_fail < 0)
                 t_fail = now;
-            else if (now - t_fail >= END_GRACE_MS)
+            else if (now - t_fail >= END_GRACE_MS + (w->timeout_ms > 0 ? w->timeout_ms : 0))
                 break;
         } else if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) > 0) {
             if (t_left < 0)

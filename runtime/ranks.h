@@ -81,7 +81,8 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
 /* The end of a run has a deadline: once one rank's function has returned,
  * the others have the collectives' deadline to return (else the run fails
  * with "rank R: the end of the run timed out after T ms: rank R waits,
- * rank(s) Q did not arrive"), and after any failure they have 1 s. A rank
+ * rank(s) Q did not arrive"), and after any failure they have the signal
+ * wait's deadline (BLKC_WAIT_TIMEOUT_MS) plus 1 s. A rank
  * still running then (computing; nothing can interrupt it) is left behind:
  * its thread is detached, the world is kept (rt_world_destroy does not free
  * it, a later rt_world_run on it fails), and the caller's memory it

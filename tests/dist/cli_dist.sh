@@ -96,14 +96,15 @@ done
 # the end of a run: ranks computing for ever (one program instance, nothing
 # to interrupt) while the others return; the end of the run times out after
 # the collectives' deadline naming them, one line, exit 3, and the run ends
-# (deadline + 1 s for the failed ranks + compile and start) well inside 10 s
+# (deadline + the 300 ms signal-wait deadline and 1 s for the failed ranks
+# + compile and start) well inside 10 s
 for W in 2 4; do
   last=$((W - 1)) odd="rank 1"
   [ "$W" = 4 ] && odd="ranks 1, 3"
   for e in forever_last forever_odd; do
     if [ $e = forever_last ]; then who="rank $last" waits="[0-$((last - 1))]"; else who=$odd waits="[02]"; fi
     t0=$(date +%s%N)
-    BLKC_COLL_TIMEOUT_MS=300 expect 3 "^blkc: error: rank ($waits): the end of the run timed out after 300 ms: rank \1 waits, $who did not arrive$" -- \
+    BLKC_COLL_TIMEOUT_MS=300 BLKC_WAIT_TIMEOUT_MS=300 expect 3 "^blkc: error: rank ($waits): the end of the run timed out after 300 ms: rank \1 waits, $who did not arrive$" -- \
       run "$F" --entry=$e --ranks=$W N=16
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     [ "$ms" -ge 300 ] && [ "$ms" -lt 10000 ] && ok || bad "$e W=$W took $ms ms"

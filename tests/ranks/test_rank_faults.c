@@ -367,6 +367,7 @@ static void test_end_of_run(void)
     for (int two = 0; two < 2; two++) {
         int N = two ? 4 : 2, behind = rt_ranks_left_behind();
         RtWorld *w = NULL;
+        setenv("BLKC_WAIT_TIMEOUT_MS", "200", 1);
         __atomic_store_n(&release_spin, 0, __ATOMIC_RELEASE);
         double t0 = t_now();
         int rc = run(N, f_end, &two, err, sizeof err, &w);
@@ -379,7 +380,8 @@ static void test_end_of_run(void)
                  "after 200 ms: rank 2 waits, %s did not arrive", miss);
         T_CHECK(rc == -1 && (!strcmp(err, want0) || (two && !strcmp(err, want2))),
                 "end of run (%d ranks): rc %d, '%s'", N, rc, err);
-        /* the deadline, then 1 s for the failed ranks to return */
+        /* the deadline, then 200 ms (the signal-wait deadline) + 1 s for
+         * the failed ranks to return */
         T_CHECK(dt >= 0.19 && dt < 2.5, "end of run (%d ranks) took %.3f s",
                 N, dt);
         T_CHECK(rt_ranks_left_behind() == behind + (two ? 2 : 1),
@@ -389,6 +391,7 @@ static void test_end_of_run(void)
                 "a world with ranks left behind runs again: rc %d, '%s'", rc, err);
         rt_world_destroy(w); /* kept: the spinning ranks still use it */
         __atomic_store_n(&release_spin, 1, __ATOMIC_RELEASE);
+        unsetenv("BLKC_WAIT_TIMEOUT_MS");
         usleep(20000);
     }
     for (int k = 0; k < 2; k++) {
