@@ -14,6 +14,8 @@
  * hit refreshes. */
 #include "cache.h"
 #include "isolate.h"
+
+#include "../runtime/ranks.h"
 #ifndef BLKC_NO_CPU_BACKEND
 #include "../backends/cpu/cpu.h"
 #endif
@@ -21,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #ifndef BLKC_NO_CPU_BACKEND
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -316,7 +319,12 @@ struct JcCode {
     char **names;
     BkRangeFn *ranges;
     char jit_error[CPU_JIT_ERROR_LEN]; /* ORC's first error (cpu_lljit) */
+    struct JcCode *kept_next;  /* on kept_code */
 };
+
+/* Code kept, not freed, while ranks left behind may run it (ranks.h). */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct JcCode *kept_code;
 
 static int llvm_err(LLVMErrorRef e, const char *what, char *err, size_t errlen)
 {
@@ -330,6 +338,13 @@ void jc_code_free(JcCode *c)
 {
     if (!c)
         return;
+    if (rt_ranks_left_behind()) { /* a rank left behind may run this code */
+        pthread_mutex_lock(&kept_lock);
+        c->kept_next = kept_code;
+        kept_code = c;
+        pthread_mutex_unlock(&kept_lock);
+        return;
+    }
     if (c->jit)
         LLVMOrcDisposeLLJIT(c->jit);
     for (int i = 0; c->names && i < c->n; i++)

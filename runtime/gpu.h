@@ -113,11 +113,15 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
  * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
  * heap table, the rank's own failure record; the timeout is filled in
  * here), specialized like rt_gpu_launch (a note about a variant is not
- * reported), then waits for the kernel and reports a timed-out wait. */
+ * reported), then waits for the kernel and reports a timed-out wait.
+ * drain (may be NULL: the stream is synchronized) waits for the stream
+ * instead, returning 0 or -1 (its error is the caller's, err says only
+ * "the kernel did not end"). */
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
-                               const BkGpuRankCtx *rc, char *err,
+                               const BkGpuRankCtx *rc,
+                               int (*drain)(void *cx), void *cx, char *err,
                                size_t errlen);
 
 /* ------------------------------------------------------------ CLI

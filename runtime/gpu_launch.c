@@ -929,7 +929,8 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
-                               const BkGpuRankCtx *rc, char *err,
+                               const BkGpuRankCtx *rc,
+                               int (*drain)(void *cx), void *cx, char *err,
                                size_t errlen)
 {
     RtGpuKernel *k = gm && f ? find_kernel(gm, f) : NULL;
@@ -955,8 +956,13 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                        pkk.ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
                        err, errlen))
         st = BLKC_ERR_RUNTIME;
-    if (st == BLKC_OK && !empty && g->ops->sync(g->dev, stream, err, errlen))
+    if (st == BLKC_OK && !empty && drain && drain(cx)) {
+        snprintf(err, errlen, "kernel %s did not end", f->name);
         st = BLKC_ERR_RUNTIME;
+    } else if (st == BLKC_OK && !empty && !drain &&
+               g->ops->sync(g->dev, stream, err, errlen)) {
+        st = BLKC_ERR_RUNTIME;
+    }
     packed_free(&pk);
     if (st != BLKC_OK || empty || !ranks)
         return st;

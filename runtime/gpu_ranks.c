@@ -168,9 +168,55 @@ int rt_gpur_join(RtGpuCtx *c, RtRank *r)
     return rc;
 }
 
+/* Wait for the rank's own stream (its kernels, at a launch and at the
+ * end of the run) by polling it (cuStreamQuery / hipStreamQuery), so that
+ * a rank whose kernel does not end (computing for ever; its peers name it
+ * at the end of the run) stops when the world fails: the stream gets
+ * END_GRACE_MS more to drain, then the world is marked stuck (its streams
+ * and memory kept, as for an NCCL call left behind). Without a query
+ * function: synchronized, unbounded. Each round sleeps 20-200 us; the
+ * loop ends with the stream, or by the grace once the world failed (the
+ * peers' deadlines fail it). */
+#define END_GRACE_MS 1000
+static int drain(RtGpuCtx *c, RtRank *r)
+{
+    RtGpuWorld *w = c->w;
+    char err[512];
+    if (stuck(w) || !w->ops->query)
+        return rt_gpur_sync(c, r);
+    int64_t give_up = -1;
+    for (long spin = 0;; spin++) {
+        int q = w->ops->query(DEV(c), c->stream, err, sizeof err);
+        if (q < 0)
+            return rt_gpur_fail(r, err);
+        if (q == 0)
+            return 0;
+        if (rt_rank_failed(r)) {
+            int64_t now = rt_now_ms();
+            if (give_up < 0) {
+                give_up = now + END_GRACE_MS;
+            } else if (now >= give_up) {
+                __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
+                rt_rank_check(r); /* records why: "aborted because ..." */
+                return -1;
+            }
+        }
+        struct timespec ts = {0, spin < 100 ? 20000 : 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+typedef struct Drain { RtGpuCtx *c; RtRank *r; } Drain;
+
+static int drain_cb(void *cx)
+{
+    Drain *d = cx;
+    return drain(d->c, d->r);
+}
+
 int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
 {
-    if (rt_gpur_sync(c, r))
+    if (drain(c, r))
         return -1;
     char err[512];
     if (c->k->comm && rt_nccl_check(c->w->t, c->k->comm, err, sizeof err))
@@ -378,8 +424,9 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
     rc.fail = c->fail;
     rc.abort_flag = d->abort_dptr;
     char err[1024];
-    if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, err, sizeof err) !=
-        BLKC_OK)
+    Drain dr = {c, r};
+    if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, drain_cb, &dr, err,
+                           sizeof err) != BLKC_OK)
         return rt_rank_fail(r, "launch %s: %s", k->name, err);
     return 0;
 }
@@ -503,8 +550,10 @@ static int rank_main(RtRank *r, void *arg)
                           : run_kernel(w, r, local);
     if (rc == 0)
         rc = rt_gpur_finish(k->main, r);
+    /* the ranks meet at the end of the run: one whose kernel never ends
+     * is named there */
     if (rc == 0)
-        rc = rt_barrier(r);
+        rc = rt_sym_release_final(r, rt_sym_mark(r));
     for (int p = 0; p < f->nparams && rc == 0; p++) {
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && mine[p].data &&
@@ -799,6 +848,8 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
         rt_world_set_abort_mirror(hw, w->abort_host);
     if (st == BLKC_OK && rt_world_run(hw, rank_main, w, err, errlen))
         st = BLKC_ERR_RUNTIME;
+    if (hw && rt_world_behind(hw)) /* a rank thread still uses the devices */
+        __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
     rt_world_destroy(hw);
     world_free(w);
     return st;

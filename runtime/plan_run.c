@@ -122,9 +122,15 @@ static int rank_main(RtRank *r, void *arg)
     if (rc == 0)
         rc = f->is_device ? rt_plan_exec(run->pm, run->fi, r, local)
                           : run_kernel(run, r, local);
+    /* a kernel's ranks meet at the end of the run (a device function's
+     * did on leaving it): one that never comes is named there */
+    if (rc == 0 && !f->is_device)
+        rc = rt_sym_release_final(r, rt_sym_mark(r));
     if (rc == 0)
         rc = rt_barrier(r);
-    for (int p = 0; p < f->nparams && rc == 0; p++) {
+    /* rc first: a rank left behind that returns after all (rc != 0, the
+     * world failed) reads nothing of the caller's any more */
+    for (int p = 0; rc == 0 && p < f->nparams; p++) {
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && ip->mem != MEM_GLOBAL && mine[p].data)
             memcpy(mine[p].data, local[p].data,

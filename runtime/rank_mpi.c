@@ -101,7 +101,8 @@ int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen)
     snprintf(err, errlen, "this blkc was built without MPI");
     return -1;
 }
-int rt_mpi_run_end(RtMpi *m) { (void)m; return -1; }
+int rt_mpi_run_end(RtMpi *m, int64_t timeout_ms)
+{ (void)m; (void)timeout_ms; return -1; }
 int rt_mpi_rma(const RtMpi *m) { (void)m; return 0; }
 int rt_mpi_heap_copy(RtMpi *m, void *dp, const void *sp, size_t bytes)
 { (void)m; memmove(dp, sp, bytes); return 0; }
@@ -1140,11 +1141,32 @@ int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen)
     return 0;
 }
 
-int rt_mpi_run_end(RtMpi *m)
+int rt_mpi_run_end(RtMpi *m, int64_t timeout_ms)
 {
     unsigned round = 0;
-    while (c_get(m, &m->ctrl->nleft) < m->n && !failed(m))
+    int64_t start = rt_now_ms();
+    while (c_get(m, &m->ctrl->nleft) < m->n && !failed(m)) {
+        if (timeout_ms >= 0 && rt_now_ms() - start >= timeout_ms) {
+            /* this rank returned, some did not (computing, never waiting):
+             * name them; the first to report ends the job */
+            char miss[256], msg[RT_RANK_ERRLEN];
+            size_t k = 0;
+            int count = 0;
+            miss[0] = 0;
+            for (int q = 0; q < m->n && k < sizeof miss; q++)
+                if (!c_get(m, &m->left[q]))
+                    k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%d",
+                                          count++ ? ", " : "", q);
+            if (count == 0)
+                break;
+            snprintf(msg, sizeof msg, "the end of the run timed out after "
+                     "%lld ms: rank %d waits, rank%s %s did not arrive",
+                     (long long)timeout_ms, m->me, count > 1 ? "s" : "", miss);
+            rt_mpi_fail(m, m->me, msg);
+            break;
+        }
         rma_backoff(&round);
+    }
     if (!failed(m))
         return 0;
     /* the first failing rank prints and aborts the job; should it be stuck

@@ -71,9 +71,11 @@ const RtRankColl *rt_mpi_coll_view(RtMpi *m, int q, uint64_t seq);
 void rt_mpi_coll_restage(RtMpi *m);
 /* Around a run: begin resets the control block (collective, MPI_Barrier);
  * end waits until every rank's function returned and returns 0, or, if the
- * world failed, never returns (the first failing rank aborts the job). */
+ * world failed or some rank has not returned timeout_ms after this one
+ * ("the end of the run timed out ..."), never returns (the first failing
+ * rank aborts the job). */
 int rt_mpi_run_begin(RtMpi *m, char *err, size_t errlen);
-int rt_mpi_run_end(RtMpi *m);
+int rt_mpi_run_end(RtMpi *m, int64_t timeout_ms);
 
 /* The RMA path (ranks on several nodes, or BLKC_MPI_RMA=1; see the top of
  * rank_mpi.c): 1 when this world uses it. */

@@ -7,7 +7,18 @@
  * same cells (signals, the abort flag) can be touched by generated code.
  * Waiting spins briefly, then yields, then sleeps (<= 200 us), polling the
  * world's abort flag every round so a failure anywhere stops every waiter
- * within a few ms. */
+ * within a few ms.
+ *
+ * The end of a run has a deadline too (end_of_run): once a rank's function
+ * has returned, the others have the collectives' deadline to return as
+ * well, else the run fails with "the end of the run timed out ... did not
+ * arrive"; after any failure the ranks have the signal-wait deadline plus
+ * END_GRACE_MS to return (a rank in a wait that cannot see the abort flag,
+ * a GPU kernel without mapped memory, ends by its own deadline). A rank
+ * that still has not (computing, where nothing can interrupt it) is left
+ * behind: its thread is detached, never joined, and its world is kept, not
+ * freed (rt_world_destroy keeps it on a list), so it never touches freed
+ * memory of the world. */
 #include "ranks.h"
 #include "rank_mpi.h"
 
@@ -25,6 +36,8 @@
 #include <unistd.h>
 
 #define CACHELINE 64
+#define END_GRACE_MS 1000 /* after a failure, for ranks to return (more
+                             the signal-wait deadline) */
 
 struct RtRank {
     RtWorld *world;
@@ -60,12 +73,15 @@ struct RtWorld {
     int (*fn)(RtRank *, void *);
     void *arg;
     int running;             /* under lock: a run is in progress */
+    int behind;              /* ranks left behind by a run (world kept) */
+    RtWorld *kept_next;      /* on the list of kept worlds */
     pthread_mutex_t lock;    /* failure record, running */
     int fail_rank;           /* first failing rank (-1: none, -2: runtime) */
     char fail_msg[RT_RANK_ERRLEN]; /* its message without "rank Q: " */
     _Alignas(CACHELINE) int failed; /* atomic abort flag */
     volatile int *mirror;    /* rt_world_set_abort_mirror, or NULL */
     _Alignas(CACHELINE) int nleft;  /* atomic: ranks whose fn returned */
+    int first_left;          /* atomic: the rank that returned first, or -1 */
     _Alignas(CACHELINE) unsigned bar_count; /* atomic: arrivals */
     _Alignas(CACHELINE) unsigned bar_gen;   /* atomic: completed barriers */
 };
@@ -526,6 +542,14 @@ static int left_early(RtRank *r, const RtRankColl *desc, int leaving, int stayin
                         leaving, staying, rt_rank_coll_name(cs->kind));
 }
 
+/* What a barrier of a collective of this kind waits in, for messages:
+ * RT_COLL_LEAVE is the run's last one. */
+static const char *coll_what(int kind)
+{
+    return kind == RT_COLL_LEAVE ? "the end of the run"
+                                 : rt_rank_coll_name(kind);
+}
+
 int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
 {
     RtWorld *w = r->world;
@@ -538,7 +562,7 @@ int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
         if (rt_mpi_coll_publish(w->mpi, mine, r->sym_top, e, sizeof e))
             return rt_rank_fail(r, "%s", e);
     }
-    if (barrier_wait(r, rt_rank_coll_name(desc->kind)))
+    if (barrier_wait(r, coll_what(desc->kind)))
         return -1;
     int leaving = -1, staying = -1; /* a rank that returned, one that did not */
     for (int q = 0; q < w->nranks; q++) {
@@ -584,8 +608,7 @@ int rt_rank_coll_sync(RtRank *r)
 {
     if (r->world->mpi) /* staged copies are what peers read */
         rt_mpi_coll_restage(r->world->mpi);
-    if (barrier_wait(r, rt_rank_coll_name(r->coll[(r->coll_seq - 1) & 1]
-                                              .kind)))
+    if (barrier_wait(r, coll_what(r->coll[(r->coll_seq - 1) & 1].kind)))
         return -1;
     if (r->world->mpi) /* RMA: all_reduce's second phase reads fresh copies */
         rt_mpi_coll_refresh(r->world->mpi);
@@ -766,10 +789,32 @@ void rt_rank_keep(RtRank *r, void *p)
     r->kept[3] = p;
 }
 
+/* Worlds with ranks left behind (end_of_run): kept, never freed. */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static RtWorld *kept_worlds;
+static int ranks_behind; /* atomic: rank threads ever left behind */
+
+int rt_world_behind(const RtWorld *w)
+{
+    return w->behind;
+}
+
+int rt_ranks_left_behind(void)
+{
+    return __atomic_load_n(&ranks_behind, __ATOMIC_ACQUIRE);
+}
+
 void rt_world_destroy(RtWorld *w)
 {
     if (!w)
         return;
+    if (w->behind) { /* a rank thread may still use it */
+        pthread_mutex_lock(&kept_lock);
+        w->kept_next = kept_worlds;
+        kept_worlds = w;
+        pthread_mutex_unlock(&kept_lock);
+        return;
+    }
     if (w->mpi)
         rt_mpi_free(w->mpi); /* the heap is its window */
     else if (w->heap)
@@ -797,6 +842,9 @@ static void *rank_main(void *p)
             rt_rank_fail(r, "returned %d", rc);
     }
     __atomic_store_n(&r->left, 1, __ATOMIC_RELEASE);
+    int none = -1;
+    __atomic_compare_exchange_n(&w->first_left, &none, r->id, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     __atomic_add_fetch(&w->nleft, 1, __ATOMIC_ACQ_REL);
     if (w->mpi)
         rt_mpi_left(w->mpi);
@@ -881,6 +929,78 @@ static void begin_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg)
     if (w->mirror)
         __atomic_store_n(w->mirror, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&w->nleft, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->first_left, -1, __ATOMIC_RELEASE);
+}
+
+/* The ranks that have not returned, "1, 3", into miss; their count. */
+static int not_returned(RtWorld *w, int started, char *miss, size_t len)
+{
+    size_t n = 0;
+    int count = 0;
+    miss[0] = 0;
+    for (int q = 0; q < started && n < len; q++)
+        if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE))
+            n += (size_t)snprintf(miss + n, len - n, "%s%d",
+                                  count++ ? ", " : "", q);
+    return count;
+}
+
+/* A rank that has not returned is in a signal wait, which ends by its own
+ * deadline with the better message. */
+static int missing_in_wait(RtWorld *w, int started)
+{
+    for (int q = 0; q < started; q++)
+        if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE) &&
+            __atomic_load_n(&w->ranks[q].in_wait, __ATOMIC_ACQUIRE) > 0)
+            return 1;
+    return 0;
+}
+
+/* Wait for the started ranks' functions to return, with a deadline: once
+ * one has returned, the others have the collectives' deadline (longer
+ * while one of them is in a signal wait, as for a barrier), then the run
+ * fails naming them; after a failure they have the signal-wait deadline
+ * plus END_GRACE_MS. Joins the
+ * ranks that returned and detaches the others (left behind, the world
+ * kept). Every round sleeps 1 ms; the loop ends by the deadlines. */
+static void end_of_run(RtWorld *w, int started)
+{
+    int64_t t_left = -1, t_fail = -1, tmo = w->coll_timeout_ms;
+    while (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) < started) {
+        int64_t now = rt_now_ms();
+        if (__atomic_load_n(&w->failed, __ATOMIC_ACQUIRE)) {
+            if (t_fail < 0)
+                t_fail = now;
+            else if (now - t_fail >= END_GRACE_MS + (w->timeout_ms > 0 ? w->timeout_ms : 0))
+                break;
+        } else if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) > 0) {
+            if (t_left < 0)
+                t_left = now;
+            else if (now - t_left >= tmo &&
+                     !(rt_barrier_grace(now - t_left, tmo) &&
+                       missing_in_wait(w, started))) {
+                char miss[256];
+                int first = __atomic_load_n(&w->first_left, __ATOMIC_ACQUIRE);
+                int count = not_returned(w, started, miss, sizeof miss);
+                if (count > 0 && first >= 0)
+                    rt_rank_fail(&w->ranks[first], "the end of the run timed "
+                                 "out after %lld ms: rank %d waits, rank%s %s "
+                                 "did not arrive", (long long)tmo, first,
+                                 count > 1 ? "s" : "", miss);
+            }
+        }
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int q = 0; q < started; q++) {
+        if (__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE)) {
+            pthread_join(w->ranks[q].thread, NULL);
+        } else {
+            pthread_detach(w->ranks[q].thread);
+            w->behind++;
+            __atomic_add_fetch(&ranks_behind, 1, __ATOMIC_ACQ_REL);
+        }
+    }
 }
 
 int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
@@ -892,6 +1012,13 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
     if (w->running) {
         pthread_mutex_unlock(&w->lock);
         snprintf(err, errlen, "the world is already running");
+        return -1;
+    }
+    if (w->behind) {
+        pthread_mutex_unlock(&w->lock);
+        snprintf(err, errlen, "the world has %d rank%s still running, left "
+                 "behind by an earlier run", w->behind,
+                 w->behind == 1 ? "" : "s");
         return -1;
     }
     w->running = 1;
@@ -924,8 +1051,7 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
         }
     }
     pthread_attr_destroy(&attr);
-    for (int q = 0; q < started; q++)
-        pthread_join(w->ranks[q].thread, NULL);
+    end_of_run(w, started);
 
     int rc = 0;
     pthread_mutex_lock(&w->lock);
@@ -1018,7 +1144,7 @@ static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
         } else {
             pthread_join(r->thread, NULL);
         }
-        rc = rt_mpi_run_end(w->mpi);
+        rc = rt_mpi_run_end(w->mpi, w->coll_timeout_ms);
     }
     pthread_mutex_lock(&w->lock);
     w->running = 0;

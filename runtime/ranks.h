@@ -78,6 +78,19 @@ void rt_world_destroy(RtWorld *w);
  * no recorded errors. One run at a time per world. */
 int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                  char *err, size_t errlen);
+/* The end of a run has a deadline: once one rank's function has returned,
+ * the others have the collectives' deadline to return (else the run fails
+ * with "rank R: the end of the run timed out after T ms: rank R waits,
+ * rank(s) Q did not arrive"), and after any failure they have the signal
+ * wait's deadline (BLKC_WAIT_TIMEOUT_MS) plus 1 s. A rank
+ * still running then (computing; nothing can interrupt it) is left behind:
+ * its thread is detached, the world is kept (rt_world_destroy does not free
+ * it, a later rt_world_run on it fails), and the caller's memory it
+ * uses (arguments, code) must outlive it. The number of rank threads ever
+ * left behind in this process (the JIT keeps its code while it is not 0). */
+int rt_ranks_left_behind(void);
+/* The ranks this world's last run left behind (0: none). */
+int rt_world_behind(const RtWorld *w);
 int rt_world_size(const RtWorld *w);
 int rt_world_kind(const RtWorld *w);
 /* A world of nranks ranks, one per process of this mpirun job (nranks

@@ -4,7 +4,8 @@
 # with {rank}; the overlapped and plain variants write identical bytes),
 # 3 with a one-line error for runtime failures (a wait timeout naming the
 # rank, the signal and the values; a rank that returns early; symmetric
-# heap exhaustion), 2 for a bad --ranks. One ctest entry (label dist).
+# heap exhaustion; ranks computing for ever at the end of a run), 2 for a
+# bad --ranks. One ctest entry (label dist).
 set -u
 BLKC=$1 NPY=$2 SRC=$3
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-dist.XXXXXX")
@@ -91,6 +92,23 @@ for W in 1 3 4; do
       run "$F" --entry=busy_peer --ranks=$W N=16
     [ $(( $(date +%s) - t0 )) -lt 10 ] && ok || bad "busy_peer W=$W took $(( $(date +%s) - t0 )) s"
   fi
+done
+# the end of a run: ranks computing for ever (one program instance, nothing
+# to interrupt) while the others return; the end of the run times out after
+# the collectives' deadline naming them, one line, exit 3, and the run ends
+# (deadline + the 300 ms signal-wait deadline and 1 s for the failed ranks
+# + compile and start) well inside 10 s
+for W in 2 4; do
+  last=$((W - 1)) odd="rank 1"
+  [ "$W" = 4 ] && odd="ranks 1, 3"
+  for e in forever_last forever_odd; do
+    if [ $e = forever_last ]; then who="rank $last" waits="[0-$((last - 1))]"; else who=$odd waits="[02]"; fi
+    t0=$(date +%s%N)
+    BLKC_COLL_TIMEOUT_MS=300 BLKC_WAIT_TIMEOUT_MS=300 expect 3 "^blkc: error: rank ($waits): the end of the run timed out after 300 ms: rank \1 waits, $who did not arrive$" -- \
+      run "$F" --entry=$e --ranks=$W N=16
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ "$ms" -ge 300 ] && [ "$ms" -lt 10000 ] && ok || bad "$e W=$W took $ms ms"
+  done
 done
 expect 2 "ranks" -- run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=0 N=4 op=0
 expect 2 "ranks" -- run "$L/allreduce.blk" --entry=allreduce_oneshot --ranks=x N=4 op=0

@@ -21,7 +21,8 @@
  * by fake_nccl.c, FAKE_NCCL_HANG_AT=stream) makes a stream's work never
  * end, as a collective kernel whose peer never comes: cuStreamQuery
  * answers CUDA_ERROR_NOT_READY and cuStreamSynchronize waits (at most
- * 30 s, then CUDA_ERROR_LAUNCH_TIMEOUT) until fake_cuda_hold(stream, 0).
+ * 30 s, then CUDA_ERROR_LAUNCH_TIMEOUT) until fake_cuda_hold(stream, 0);
+ * so does the stand-in kernel on the ranks of $FAKE_GPU_SPIN_RANK.
  * It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
@@ -207,11 +208,13 @@ P(cuTensorMapEncodeTiled, void *map, int dt, unsigned rank, void *addr, const vo
     return OK;
 }
 
+API void fake_cuda_hold(void *s, int on);
+
 P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   unsigned by, unsigned bz, unsigned smem, void *st, void **params, void **extra)
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
-    (void)smem; (void)st; (void)extra;
+    (void)smem; (void)extra;
     intptr_t k = (intptr_t)f;
     if (k == 4) { /* the rank context is the last argument (the runtime's
                      params array ends with NULL) */
@@ -220,6 +223,12 @@ P(cuLaunchKernel, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
             n++;
         if (n == 0)
             return BAD_VALUE;
+        int spin = fake_spin_rank(params[n - 1]);
+        if (spin >= 0) {
+            if (spin)
+                fake_cuda_hold(st, 1);
+            return OK;
+        }
         fake_wait_kernel(params[n - 1], 1e6); /* %globaltimer: ns */
         return OK;
     }

@@ -164,12 +164,14 @@ P(hipError_t, hipModuleGetFunction, void **f, void *m, const char *name)
 #define HIP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
 #define HIP_LAUNCH_PARAM_END ((void *)0x03)
 
+API void fake_hip_hold(void *s, int on);
+
 P(hipError_t, hipModuleLaunchKernel, void *f, unsigned gx, unsigned gy,
   unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, void *st,
   void **params, void **extra)
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
-    (void)smem; (void)st; (void)params;
+    (void)smem; (void)params;
     intptr_t k = (intptr_t)f;
     if (k != 1 && k != 2 && k != 4)
         return NOT_SUPPORTED;
@@ -186,9 +188,15 @@ P(hipError_t, hipModuleLaunchKernel, void *f, unsigned gx, unsigned gy,
     if (k == 4) { /* the rank context ends the packed arguments */
         if (!buf || size < sizeof(FakeRankCtx))
             return BAD_VALUE;
-        fake_wait_kernel((const FakeRankCtx *)((const char *)buf + size -
-                                               sizeof(FakeRankCtx)),
-                         100000); /* hipDeviceGetAttribute's clock, kHz */
+        const FakeRankCtx *rc = (const FakeRankCtx *)((const char *)buf +
+                                                      size - sizeof(FakeRankCtx));
+        int spin = fake_spin_rank(rc);
+        if (spin >= 0) {
+            if (spin)
+                fake_hip_hold(st, 1);
+            return OK;
+        }
+        fake_wait_kernel(rc, 100000); /* hipDeviceGetAttribute's clock, kHz */
         return OK;
     }
     if (!buf || size != 16) /* (u64 *cell, u64 v) */

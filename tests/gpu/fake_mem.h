@@ -3,7 +3,8 @@
  * (pid, fd, size: the first bytes of the driver's 64-byte handle) can be
  * opened by another process of the same user through /proc/PID/fd/FD (GPU
  * ranks under mpirun); mapped pinned host memory; the notify kernels and
- * a stand-in for a generated kernel that waits (fake_wait_kernel).
+ * a stand-in for a generated kernel that waits (fake_wait_kernel), or
+ * that computes for ever on some ranks (fake_spin_rank).
  * Included once by each fake; every int function returns 0 or -1. */
 #ifndef BLKC_FAKE_MEM_H
 #define BLKC_FAKE_MEM_H
@@ -164,6 +165,29 @@ typedef struct FakeFail {
     uint64_t expected, seen;
     int32_t asserted, amsg, aline, apid[3];
 } FakeFail;
+
+/* $FAKE_GPU_SPIN_RANK ("1" or "1,3"): the stand-in kernel computes for
+ * ever on those ranks (the fake holds its stream: it never drains, and
+ * the kernel looks at nothing, not even the abort flag) and does nothing
+ * on the others. -1 when unset, else 1 for such a rank, 0 for another. */
+static int fake_spin_rank(const FakeRankCtx *rcp)
+{
+    const char *s = getenv("FAKE_GPU_SPIN_RANK");
+    if (!s || !*s)
+        return -1;
+    FakeRankCtx rc;
+    memcpy(&rc, rcp, sizeof rc);
+    for (const char *p = s; *p;) {
+        char *end;
+        long q = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (q == rc.rank)
+            return 1;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
 
 static int fake_is_wait_kernel(const char *name)
 {

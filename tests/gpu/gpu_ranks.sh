@@ -359,6 +359,19 @@ if [ -n "$FAKE" ]; then
     "^blkc: error: rank 1: launch stuck: kernel stuck: wait on S\[0\] timed out after 300 ms (waiting for 1, saw 0)$" 300 4500 300 \
     run "$SRC/tests/gpu/data/gstuck.blk" --entry=pull_stuck N=4 --random --ranks=2 --device="$DEV"
   unset FAKE_GPU_WAIT_KERNEL FAKE_GPU_FAIL_RANK
+  # ranks whose kernel never ends (computing for ever: the fake holds their
+  # stream) while the others finish (tests/gpu/data/gforever.blk): the
+  # others name them at the end of the run at the collectives' deadline,
+  # one line, exit 3; the stuck ranks stop polling their stream 1 s after
+  # the failure (a kernel entry, and a device function on 4 ranks)
+  export FAKE_GPU_WAIT_KERNEL=spin
+  FAKE_GPU_SPIN_RANK=1 BLKC_COLL_TIMEOUT_MS=300 timed_fail end_forever \
+    "^blkc: error: rank 0: the end of the run timed out after 300 ms: rank 0 waits, rank 1 did not arrive$" 300 6000 5000 \
+    run "$SRC/tests/gpu/data/gforever.blk" --entry=spin N=16 --ranks=2 --device="$DEV"
+  FAKE_GPU_SPIN_RANK=1,3 BLKC_COLL_TIMEOUT_MS=300 timed_fail end_forever_4 \
+    "^blkc: error: rank \([02]\): the end of the run timed out after 300 ms: rank \1 waits, ranks 1, 3 did not arrive$" 300 6000 5000 \
+    run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=4 --device="$DEV"
+  unset FAKE_GPU_WAIT_KERNEL
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF

@@ -5,8 +5,9 @@
 # outputs without {rank} come from rank 0 only; a wait that times out and a
 # rank that returns early, and a peer busy in a kernel while the others
 # wait in all_reduce, a send nobody receives and a peer busy while the
-# others wait in an exchange, end every process with exit 3 and a
-# "blkc: error: rank R: ..." line, and so does a process that never starts
+# others wait in an exchange, and a rank computing for ever at the end of
+# the run, end every process with exit 3 and a "blkc: error: rank R: ..."
+# line, and so does a process that never starts
 # blkc (MPI_Init's deadline); --ranks other than -np is an error.
 # Exits 77 without MPI or mpirun.
 set -u
@@ -66,6 +67,15 @@ mpi 3 "^blkc: error: rank [0-9]+: " -- run "$F" --entry=early_return --ranks=$NP
 # it, well inside mpi()'s 20 s limit
 BLKC_COLL_TIMEOUT_MS=300 mpi 3 "^blkc: error: rank ([02-9]): all_reduce timed out after 300 ms: rank \1 waits, rank 1 did not arrive$" -- \
   run "$F" --entry=busy_peer --ranks=$NP N=16
+# the last rank computes for ever (one program instance) while the others
+# finish: the end of the run times out naming it, one line, exit 3
+t0=$(date +%s%N)
+BLKC_COLL_TIMEOUT_MS=300 timeout 20 "${MPI[@]}" -np "$NP" "$BLKC" run "$F" --entry=forever_last \
+  --ranks=$NP N=16 >"$T/out" 2>"$T/err"
+rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ "$rc" = 3 ] && [ "$(grep -c '^blkc: error:' "$T/err")" = 1 ] && [ "$ms" -lt 10000 ] &&
+   grep -Eq "^blkc: error: rank ([0-9]+): the end of the run timed out after 300 ms: rank \1 waits, rank $((NP - 1)) did not arrive$" "$T/err"; then ok
+else bad "forever_last: exit $rc in $ms ms: $(cat "$T/err")"; fi
 # a send nobody receives: every rank names the pair
 P=$SRC/tests/dist/p2p.blk
 mpi 3 "^blkc: error: rank [0-9]+: exchange mismatch: rank 0 sends 1 message \(16 bytes\) to rank 1, but rank 1 receives 0 \(0 bytes\) from rank 0$" -- \

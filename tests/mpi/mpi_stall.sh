@@ -2,7 +2,8 @@
 # mpi_stall.sh NP HAVE_MPI T_MPI_STALL — a rank that stops for 60 s where
 # the other processes of an MPI world wait for it outside a run
 # (t_mpi_stall.c: MPI_Init, world setup, the start of a run, teardown,
-# MPI_Finalize): with BLKC_MPI_SETUP_TIMEOUT_MS=D (3000, 3 x a stall-free
+# MPI_Finalize) or inside a run while the others returned (the end of the
+# run, BLKC_COLL_TIMEOUT_MS=D as well): with BLKC_MPI_SETUP_TIMEOUT_MS=D (3000, 3 x a stall-free
 # job's time when longer, or $MPI_STALL_DEADLINE_MS) every such job ends with exit 3 and exactly one
 # "blkc: error: rank R: ..." line naming the waiting rank, where it waits
 # and, past MPI_Init, the ranks that did not arrive (two of them on 4
@@ -64,6 +65,7 @@ if [ "$NP" -ge 4 ]; then
   # cases on the same code (each stalled job costs the deadline, serially)
   stall run 1,3 3 "^blkc: error: rank 0: the start of a run timed out after $D ms: rank 0 waits, ranks 1, 3 did not arrive$"
   stall setup 0,1 3 "^blkc: error: rank 2: MPI world setup timed out after $D ms: rank 2 waits, ranks 0, 1 did not arrive$"
+  BLKC_COLL_TIMEOUT_MS=$D stall end 1,3 3 "^blkc: error: rank ([02]): the end of the run timed out after $D ms: rank \1 waits, ranks 1, 3 did not arrive$"
   echo "mpi_stall -np $NP: $pass passed, $failed failed"
   [ "$failed" = 0 ]; exit
 fi
@@ -73,5 +75,8 @@ stall setup 0 3 "^blkc: error: rank 1: MPI world setup timed out after $D ms: ra
 stall run $L 3 "^blkc: error: rank 0: the start of a run timed out after $D ms: rank 0 waits, rank $L did not arrive$"
 stall free 1 3 "^blkc: error: rank 0: MPI world teardown timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
 stall exit 1 3 "^blkc: error: rank 0: MPI_Finalize timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+# a rank computing in the run's function while the others returned: the
+# end of the run, after the collectives' deadline (any waiting rank reports)
+BLKC_COLL_TIMEOUT_MS=$D stall end $L 3 "^blkc: error: rank ([0-9]+): the end of the run timed out after $D ms: rank \1 waits, rank $L did not arrive$"
 echo "mpi_stall -np $NP: $pass passed, $failed failed"
 [ "$failed" = 0 ]

@@ -8,6 +8,9 @@
  *   run   between two runs of one world: the start of a run
  *   free  before destroying the world: teardown
  *   exit  after destroying it, before exit: MPI_Finalize
+ *   end   inside its first run's function (computing, waiting on no one)
+ *         while the others return: the end of the run (the collectives'
+ *         deadline, BLKC_COLL_TIMEOUT_MS)
  *   none  no stall: two worlds, two runs each, exit 0.
  * Exits 77 when not started by mpirun with 2+ processes or without MPI. */
 #include "runtime/ranks.h"
@@ -17,10 +20,14 @@
 #include <string.h>
 #include <unistd.h>
 
+static int stall_end; /* this rank stops in the run's function (MODE end) */
+
 static int noop(RtRank *r, void *arg)
 {
     (void)r;
     (void)arg;
+    if (stall_end)
+        sleep(60);
     return 0;
 }
 
@@ -68,6 +75,7 @@ int main(int argc, char **argv)
     } while (0)
     STALL_AT("init");
     RtWorld *w = create(n);
+    stall_end = stall && !strcmp(mode, "end");
     run(w);
     rt_world_destroy(w);
     STALL_AT("setup");

@@ -4,7 +4,9 @@
  * within a bounded time, well under the wait timeout), a rank that returns
  * non-zero, ranks that return early while others wait for them, two ranks
  * that never come to a barrier (both named), collectives
- * that disagree, and the plain-C wait loop for generated code. */
+ * that disagree, the plain-C wait loop for generated code, and the end of
+ * a run: ranks that compute on (never waiting on anyone) after the others
+ * returned are named after the collectives' deadline and left behind. */
 #include "rk_test.h"
 
 #include <unistd.h>
@@ -326,6 +328,89 @@ static void test_wait_cell(void)
     T_CHECK(rt_signal_wait_cell(&cell, RT_WAIT_GE, 1, 0, NULL) == 0, ">= 1");
 }
 
+/* ------------------------------------------------------------ end */
+static int release_spin; /* atomic: the spinning ranks may return */
+
+/* ranks 1 (and 3) compute on, looking at nothing of the world, until
+ * released (at most 10 s); the others return at once */
+static int f_end(RtRank *r, void *arg)
+{
+    int two = *(int *)arg, me = rt_rank_id(r);
+    if (me == 1 || (two && me == 3)) {
+        double t0 = t_now();
+        while (!__atomic_load_n(&release_spin, __ATOMIC_ACQUIRE) &&
+               t_now() - t0 < 10.0)
+            usleep(1000);
+    }
+    return 0;
+}
+
+/* rank 1 returns 100 ms (arg 0) after the others: inside the deadline; or
+ * it waits 1 s on a signal nobody sets (arg 1): its own timeout is the
+ * message, not the end of the run's */
+static int f_end_late(RtRank *r, void *arg)
+{
+    if (rt_rank_id(r) != 1)
+        return 0;
+    if (*(int *)arg == 0) {
+        usleep(100000);
+        return 0;
+    }
+    uint64_t cell = 0;
+    return rt_signal_wait(r, &cell, RT_WAIT_GE, 1, "never[0]");
+}
+
+static void test_end_of_run(void)
+{
+    char err[512];
+    setenv("BLKC_COLL_TIMEOUT_MS", "200", 1);
+    for (int two = 0; two < 2; two++) {
+        int N = two ? 4 : 2, behind = rt_ranks_left_behind();
+        RtWorld *w = NULL;
+        setenv("BLKC_WAIT_TIMEOUT_MS", "200", 1);
+        __atomic_store_n(&release_spin, 0, __ATOMIC_RELEASE);
+        double t0 = t_now();
+        int rc = run(N, f_end, &two, err, sizeof err, &w);
+        double dt = elapsed_since(t0);
+        const char *miss = two ? "ranks 1, 3" : "rank 1";
+        char want0[160], want2[160];
+        snprintf(want0, sizeof want0, "rank 0: the end of the run timed out "
+                 "after 200 ms: rank 0 waits, %s did not arrive", miss);
+        snprintf(want2, sizeof want2, "rank 2: the end of the run timed out "
+                 "after 200 ms: rank 2 waits, %s did not arrive", miss);
+        T_CHECK(rc == -1 && (!strcmp(err, want0) || (two && !strcmp(err, want2))),
+                "end of run (%d ranks): rc %d, '%s'", N, rc, err);
+        /* the deadline, then 200 ms (the signal-wait deadline) + 1 s for
+         * the failed ranks to return */
+        T_CHECK(dt >= 0.19 && dt < 2.5, "end of run (%d ranks) took %.3f s",
+                N, dt);
+        T_CHECK(rt_ranks_left_behind() == behind + (two ? 2 : 1),
+                "left behind: %d, was %d", rt_ranks_left_behind(), behind);
+        rc = rt_world_run(w, f_end, &two, err, sizeof err);
+        T_CHECK(rc == -1 && strstr(err, "left behind by an earlier run"),
+                "a world with ranks left behind runs again: rc %d, '%s'", rc, err);
+        rt_world_destroy(w); /* kept: the spinning ranks still use it */
+        __atomic_store_n(&release_spin, 1, __ATOMIC_RELEASE);
+        unsetenv("BLKC_WAIT_TIMEOUT_MS");
+        usleep(20000);
+    }
+    for (int k = 0; k < 2; k++) {
+        setenv("BLKC_WAIT_TIMEOUT_MS", "1000", 1);
+        double t0 = t_now();
+        int rc = run(3, f_end_late, &k, err, sizeof err, NULL);
+        double dt = elapsed_since(t0);
+        if (k == 0)
+            T_CHECK(rc == 0, "a rank 100 ms late at the end: rc %d, '%s'", rc, err);
+        else
+            T_CHECK(rc == -1 && !strcmp(err, "rank 1: wait on signal never[0] "
+                                        "timed out after 1000 ms: expected >= 1, saw 0"),
+                    "a rank in a signal wait at the end: rc %d, '%s'", rc, err);
+        T_CHECK(dt < 2.5, "end of run %d took %.3f s", k, dt);
+        unsetenv("BLKC_WAIT_TIMEOUT_MS");
+    }
+    unsetenv("BLKC_COLL_TIMEOUT_MS");
+}
+
 int main(void)
 {
     unsetenv("BLKC_WAIT_TIMEOUT_MS");
@@ -336,5 +421,6 @@ int main(void)
     test_missing_ranks();
     test_mismatch();
     test_reuse();
+    test_end_of_run(); /* last: it leaves rank threads behind */
     return t_done("test_rank_faults");
 }
