@@ -76,6 +76,7 @@ struct RtWorld {
     int behind;              /* ranks left behind by a run (world kept) */
     RtWorld *kept_next;      /* on the list of kept worlds */
     pthread_mutex_t lock;    /* failure record, running */
+    pthread_cond_t left_cv;  /* a rank returned (nleft grew; under lock) */
     int fail_rank;           /* first failing rank (-1: none, -2: runtime) */
     char fail_msg[RT_RANK_ERRLEN]; /* its message without "rank Q: " */
     _Alignas(CACHELINE) int failed; /* atomic abort flag */
@@ -715,6 +716,11 @@ static int world_init(RtWorld *w, int kind, int nranks, char *err,
     w->nranks = nranks;
     w->fail_rank = -1;
     pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->left_cv, &ca);
+    pthread_condattr_destroy(&ca);
     w->ranks = aligned_alloc(CACHELINE, sizeof(RtRank) * (size_t)nranks);
     if (w->ranks)
         memset(w->ranks, 0, sizeof(RtRank) * (size_t)nranks);
@@ -825,6 +831,7 @@ void rt_world_destroy(RtWorld *w)
             free(w->ranks[q].kept[k]);
     free(w->ranks);
     pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->left_cv);
     free(w);
 }
 
@@ -845,7 +852,10 @@ static void *rank_main(void *p)
     int none = -1;
     __atomic_compare_exchange_n(&w->first_left, &none, r->id, 0,
                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&w->lock); /* end_of_run waits on left_cv */
     __atomic_add_fetch(&w->nleft, 1, __ATOMIC_ACQ_REL);
+    pthread_cond_broadcast(&w->left_cv);
+    pthread_mutex_unlock(&w->lock);
     if (w->mpi)
         rt_mpi_left(w->mpi);
     return NULL;
@@ -960,9 +970,10 @@ static int missing_in_wait(RtWorld *w, int started)
  * one has returned, the others have the collectives' deadline (longer
  * while one of them is in a signal wait, as for a barrier), then the run
  * fails naming them; after a failure they have the signal-wait deadline
- * plus END_GRACE_MS. Joins the
- * ranks that returned and detaches the others (left behind, the world
- * kept). Every round sleeps 1 ms; the loop ends by the deadlines. */
+ * plus END_GRACE_MS. Joins the ranks that returned and detaches the
+ * others (left behind, the world kept). A returning rank wakes it at once
+ * (left_cv: no added latency where every rank returns); otherwise it looks
+ * at the clock every 2 ms; the loop ends by the deadlines. */
 static void end_of_run(RtWorld *w, int started)
 {
     int64_t t_left = -1, t_fail = -1, tmo = w->coll_timeout_ms;
@@ -989,8 +1000,18 @@ static void end_of_run(RtWorld *w, int started)
                                  count > 1 ? "s" : "", miss);
             }
         }
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
+        /* a returning rank wakes this at once; the clock every 2 ms */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 2 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&w->lock);
+        if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) < started)
+            pthread_cond_timedwait(&w->left_cv, &w->lock, &ts);
+        pthread_mutex_unlock(&w->lock);
     }
     for (int q = 0; q < started; q++) {
         if (__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE)) {
