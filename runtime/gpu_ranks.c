@@ -174,7 +174,9 @@ int rt_gpur_join(RtGpuCtx *c, RtRank *r)
  * at the end of the run) stops when the world fails: the stream gets
  * END_GRACE_MS more to drain, then the world is marked stuck (its streams
  * and memory kept, as for an NCCL call left behind). Without a query
- * function: synchronized, unbounded. Each round sleeps 20-200 us; the
+ * function: synchronized, unbounded. Each round sleeps 20 us, 100 us
+ * after the first 2500 rounds (50+ ms): a kernel's end is seen that late
+ * at most; the
  * loop ends with the stream, or by the grace once the world failed (the
  * peers' deadlines fail it). */
 #define END_GRACE_MS 1000
@@ -201,7 +203,7 @@ static int drain(RtGpuCtx *c, RtRank *r)
                 return -1;
             }
         }
-        struct timespec ts = {0, spin < 100 ? 20000 : 200000};
+        struct timespec ts = {0, spin < 2500 ? 20000 : 100000};
         nanosleep(&ts, NULL);
     }
 }
@@ -389,7 +391,7 @@ int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
                                 cmp == RT_WAIT_EQ ? "==" : ">=",
                                 (unsigned long long)v,
                                 (unsigned long long)seen);
-        struct timespec ts = {0, spin < 100 ? 20000 : 200000};
+        struct timespec ts = {0, spin < 2500 ? 20000 : 100000};
         nanosleep(&ts, NULL);
     }
 }
