@@ -891,9 +891,9 @@ static int missing(RtMpi *m, int gen, char *buf, size_t len)
     size_t k = 0;
     int count = 0;
     buf[0] = 0;
-    for (int q = 0; q < m->n && k < len; q++)
+    for (int q = 0; q < m->n; q++)
         if (c_get(m, &m->arrived[q]) != gen + 1)
-            k += (size_t)snprintf(buf + k, len - k, "%s%d", count++ ? ", " : "", q);
+            rt_rank_list_add(buf, len, &k, &count, q);
     return count;
 }
 
@@ -1153,10 +1153,9 @@ int rt_mpi_run_end(RtMpi *m, int64_t timeout_ms)
             size_t k = 0;
             int count = 0;
             miss[0] = 0;
-            for (int q = 0; q < m->n && k < sizeof miss; q++)
+            for (int q = 0; q < m->n; q++)
                 if (!c_get(m, &m->left[q]))
-                    k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%d",
-                                          count++ ? ", " : "", q);
+                    rt_rank_list_add(miss, sizeof miss, &k, &count, q);
             if (count == 0)
                 break;
             snprintf(msg, sizeof msg, "the end of the run timed out after "

@@ -131,10 +131,9 @@ static int gate_missing(const MPI_Request *rq, int me, int n, char *buf,
     size_t k = 0;
     int count = 0;
     buf[0] = 0;
-    for (int q = 0; q < n && k < len; q++)
+    for (int q = 0; q < n; q++)
         if (q != me && rq[q] != MPI_REQUEST_NULL)
-            k += (size_t)snprintf(buf + k, len - k, "%s%d",
-                                  count++ ? ", " : "", q);
+            rt_rank_list_add(buf, len, &k, &count, q);
     return count;
 }
 

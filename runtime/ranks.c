@@ -101,6 +101,13 @@ int rt_barrier_grace(int64_t waited_ms, int64_t timeout_ms)
     return waited_ms < 2 * timeout_ms + 1000;
 }
 
+void rt_rank_list_add(char *buf, size_t len, size_t *used, int *count, int q)
+{
+    if (*used < len)
+        *used += (size_t)snprintf(buf + *used, len - *used, "%s%d",
+                                  (*count)++ ? ", " : "", q);
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -394,10 +401,9 @@ static int barrier_timeout(RtRank *r, const char *what, unsigned gen,
     size_t n = 0;
     int count = 0;
     miss[0] = 0;
-    for (int q = 0; q < w->nranks && n < sizeof miss; q++)
+    for (int q = 0; q < w->nranks; q++)
         if (__atomic_load_n(&w->ranks[q].bar_arrived, __ATOMIC_ACQUIRE) != gen + 1)
-            n += (size_t)snprintf(miss + n, sizeof miss - n, "%s%d",
-                                  count++ ? ", " : "", q);
+            rt_rank_list_add(miss, sizeof miss, &n, &count, q);
     if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
         return 0; /* everyone came after all (0: not 1, which means wait on) */
     return rt_rank_fail(r, "%s timed out after %lld ms: rank %d waits, "
@@ -948,10 +954,9 @@ static int not_returned(RtWorld *w, int started, char *miss, size_t len)
     size_t n = 0;
     int count = 0;
     miss[0] = 0;
-    for (int q = 0; q < started && n < len; q++)
+    for (int q = 0; q < started; q++)
         if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE))
-            n += (size_t)snprintf(miss + n, len - n, "%s%d",
-                                  count++ ? ", " : "", q);
+            rt_rank_list_add(miss, len, &n, &count, q);
     return count;
 }
 

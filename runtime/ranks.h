@@ -128,6 +128,10 @@ int64_t rt_now_ms(void);
  * deadline gives the better message): up to twice the timeout plus a
  * second, on local and MPI ranks alike. */
 int rt_barrier_grace(int64_t waited_ms, int64_t timeout_ms);
+/* Appends rank q to the list "1, 3" in buf (len bytes, *used of them
+ * taken), counting it in *count, unless buf is full: the ranks named in
+ * "... did not arrive" messages. */
+void rt_rank_list_add(char *buf, size_t len, size_t *used, int *count, int q);
 
 int rt_rank_id(const RtRank *r);
 /* The rank's count of signal waits in progress (kernels' and device
