@@ -21,7 +21,7 @@ build-asan: setup
 # ThreadSanitizer: only the runtime and threading tests — every test labelled
 # dist (the multi-rank runtime and device tier) plus the threaded API, launch
 # and thread-pool tests below — and only the targets they need, not the tree.
-# gpu_ranks_fake_hip is left out (30-55 s, serial): its host side is
+# gpu_ranks_fake_hip(_timed) is left out (30-55 s): its host side is
 # gpu_ranks_fake's code behind the vendor's table, which runs here.
 TSAN_THREAD_TESTS := api_threads api_spec_bg exec_t_concurrent_launch rt_unit cache_threads cache_inflight
 build-tsan: setup
@@ -33,7 +33,7 @@ build-tsan: setup
 
 test-tsan: build-tsan
 	@cd build-tsan && export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" && \
-	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L dist -E '^gpu_ranks_fake_hip$$' && \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600 -L dist -E '^gpu_ranks_fake_hip(_timed)?$$' && \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 \
 	    -R '^($(subst $(eval) ,|,$(strip $(TSAN_THREAD_TESTS))))$$'
 
@@ -49,12 +49,14 @@ demo: build
 # twins run the same code there), and the tests that compile every
 # program with NVRTC + ptxas or hipcc (~4 min under ASan, nearly all of it
 # in those uninstrumented compilers; the CUDA / HIP C emitters they drive
-# run under ASan in the emu, golden and gpuir tests); all of them run in
-# the default build. Test runs use one private JIT cache (never the
+# run under ASan in the emu, golden and gpuir tests), and the emulator's
+# unit programs (emu_wrappers-*, tma, wgrace, ws, wgf8, wgrs: C++ built
+# with the host compiler, no blkc code, the same run in both builds); all
+# of them run in the default build. Test runs use one private JIT cache (never the
 # user's ~/.cache/blkc), shared by the tests: reruns of a program link
 # its cached code.
 export BLKC_CACHE_DIR ?= $(CURDIR)/build/test-cache
-ASAN_SKIP := ^(mpi_.*_np4|nvrtc_(blk|compile|examples|examples_spec|tma|wgmma)|hip_(blk|compile|examples_spec))$$
+ASAN_SKIP := ^(mpi_.*_np4|nvrtc_(blk|compile|examples|examples_spec|tma|wgmma)|hip_(blk|compile|examples_spec)|emu_(wrappers-cuda|wrappers-hip|tma|wgrace|ws|wgf8|wgrs))$$
 
 test: build build-asan
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 300

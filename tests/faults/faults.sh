@@ -20,7 +20,7 @@
 #                 wait for it: exit 3 within a bounded time, no hang
 #   compile_oom   `blkc compile --emit=obj` of a 20-kernel module with
 #                 compile isolation (BLKC_COMPILE_ISOLATE=1) under `ulimit -v`
-#                 rising 1 MB at a time until it succeeds: never an abort;
+#                 rising 2 MB at a time until it succeeds: never an abort;
 #                 where LLVM runs out of memory, exit 3 "compile worker died:
 #                 out of memory" (in-process, the same limit aborts, as
 #                 documented); LLVM aborting in the parent itself: KNOWN;
@@ -209,7 +209,7 @@ case_compile_oom() {
     printf '    Y[r, 0 +: BLOCK] = e / sum(e) + tanh(x) * sigmoid(x);\n}\n'
   done >"$T/big.blk"
   export BLKC_CACHE_DISABLE=1
-  for v in $(seq 150000 1000 400000); do
+  for v in $(seq 150000 2000 400000); do
     r=$( (ulimit -v $v; BLKC_COMPILE_ISOLATE=1 timeout 120 "$BLKC" compile "$T/big.blk" \
           --emit=obj -o "$T/big.o" >/dev/null 2>"$T/err"; echo $?) )
     case $r in

@@ -69,12 +69,21 @@ if [ "$NP" -ge 4 ]; then
   echo "mpi_stall -np $NP: $pass passed, $failed failed"
   [ "$failed" = 0 ]; exit
 fi
-stall init 0 3 "^blkc: error: rank 1: MPI_Init timed out after $D ms: rank 1 waits \(MPI does not tell which ranks did not arrive\)$"
+# (MPI_STALL_QUICK=1, the ASan build: every stalled job costs the 10 s
+# deadline there, so the stalls on the other rank and the two teardown
+# gates, the same code as the setup gate, are left to the default build)
+if [ -z "${MPI_STALL_QUICK:-}" ]; then
+  stall init 0 3 "^blkc: error: rank 1: MPI_Init timed out after $D ms: rank 1 waits \(MPI does not tell which ranks did not arrive\)$"
+fi
 stall setup 1 3 "^blkc: error: rank 0: MPI world setup timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
-stall setup 0 3 "^blkc: error: rank 1: MPI world setup timed out after $D ms: rank 1 waits, rank 0 did not arrive$"
+if [ -z "${MPI_STALL_QUICK:-}" ]; then
+  stall setup 0 3 "^blkc: error: rank 1: MPI world setup timed out after $D ms: rank 1 waits, rank 0 did not arrive$"
+fi
 stall run $L 3 "^blkc: error: rank 0: the start of a run timed out after $D ms: rank 0 waits, rank $L did not arrive$"
-stall free 1 3 "^blkc: error: rank 0: MPI world teardown timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
-stall exit 1 3 "^blkc: error: rank 0: MPI_Finalize timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+if [ -z "${MPI_STALL_QUICK:-}" ]; then
+  stall free 1 3 "^blkc: error: rank 0: MPI world teardown timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+  stall exit 1 3 "^blkc: error: rank 0: MPI_Finalize timed out after $D ms: rank 0 waits, rank 1 did not arrive$"
+fi
 # a rank computing in the run's function while the others returned: the
 # end of the run, after the collectives' deadline (any waiting rank reports)
 BLKC_COLL_TIMEOUT_MS=$D stall end $L 3 "^blkc: error: rank ([0-9]+): the end of the run timed out after $D ms: rank \1 waits, rank $L did not arrive$"
