@@ -44,7 +44,10 @@
 #       .tensor loads and stores, a TMA ring feeding wgmma) and run
 #   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
 #       into the shared operands of a wgmma group in flight fail, after
-#       the retiring wait_group they pass; wait_group 1 retires the older
+#       the retiring wait_group they pass; wait_group 1 retires the older;
+#       B of a wgmma with A from registers the same; a 3-slot ring of
+#       register-A groups kept across the back edge (keep_plan's shape):
+#       refilled 1 step ahead passes, 2 steps ahead fails at the cp.async
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
 #   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
