@@ -110,6 +110,17 @@
  * (bk_gpu_wgmma_keep_decl), fenced after the retiring waits.
  * BLKC_GPU_NOWGKEEP=1 (or WGSYNC) waits after it as before.
  *
+ * Such a kept dot whose var.set is acc = acc * alpha[:, None] + dot(p, v)
+ * (alpha a row value of the step) is deferred behind the next step's
+ * q k^T (qk_plan, em->wgq; FlashAttention-3's intra-warpgroup overlap):
+ * step i rescales acc by alpha_{i-1} (blk_qa<dot>), issues q k_i^T, then
+ * p_{i-1} v_{i-1} from blk_rk<dot> and slot (i - 1) % S, waits
+ * wait_group 1 for S alone and runs the softmax while p v is on the
+ * tensor cores; the var.set waits wait_group 0, packs p_i and keeps
+ * alpha_i; the drain issues the last p v. Step 0 issues a p v of zeros:
+ * ptxas serializes the wgmma when a branch surrounds one. The ring keeps
+ * the S - 2 distance. BLKC_GPU_NOQKPIPE=1 keeps keep_plan's order.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization (gpu_ws.c splits such a
  * ring into a producer and consumers), a persistent grid, more than one
