@@ -413,7 +413,7 @@ static void keep_plan(BkGpuEm *em, int id)
 
 /* The row value r whose broadcast back r[:, None] is x (a virtual
  * broadcast of the [M, 1] reshape of an MROW value held in registers
- * alone, gpu_mrows.c), or -1. */
+ * alone, gpu_mrows.c, as an array v<r> of its own), or -1. */
 static int row_bcast(const BkGpuEm *em, int x, long long M)
 {
     const IrFunc *f = em->f;
@@ -426,7 +426,7 @@ static int row_bcast(const BkGpuEm *em, int x, long long M)
         rs->type.shape[1] != 1)
         return -1;
     int r = bk_gpu_mrow_root(em, y);
-    if (r < 0 || !em->mrcvt || em->mrcvt[r] || f->ins[r].op == IR_VGET ||
+    if (r < 0 || em->virt[r] || !em->mrcvt || em->mrcvt[r] || f->ins[r].op == IR_VGET ||
         f->ins[r].type.dtype != DT_F32)
         return -1;
     return r;

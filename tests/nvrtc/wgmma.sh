@@ -137,7 +137,6 @@ if [ -x "$NVCC" ]; then
   flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
   flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
   flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true" BLKC_GPU_NOWGKEEP=0 3 2
-  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=64 -D ST=4" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
