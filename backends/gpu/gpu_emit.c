@@ -872,6 +872,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");
     em->nowgkeep = (e = getenv("BLKC_GPU_NOWGKEEP")) && *e && strcmp(e, "0");
+    em->noqkpipe = (e = getenv("BLKC_GPU_NOQKPIPE")) && *e && strcmp(e, "0");
     if (bk_gpu_analyze(em) < 0) {
         bk_gpu_em_free(em);
         return -1;

@@ -284,8 +284,13 @@ typedef struct BkGpuEm {
                                  kept dot, the kept dot + 1 at the FOR,
                                  -(kept dot + 1) at the dot whose wait
                                  retires it; else 0 */
+    int *wgq;                 /* at a kept dot (wgk > 0) whose p v is
+                                 deferred behind the next step's q k^T
+                                 (gpu_wgmma.c qk_plan): the row value that
+                                 rescales its accumulator + 1; else 0 */
     bool wgsync;              /* BLKC_GPU_WGSYNC: wait_group 0 every step */
     bool nowgkeep;            /* BLKC_GPU_NOWGKEEP: no wgk groups */
+    bool noqkpipe;            /* BLKC_GPU_NOQKPIPE: no wgq dots */
     bool nowgreg;             /* BLKC_GPU_NOWGREG: no wgmma for a dot whose
                                  result is a register value or whose a
                                  comes from registers (mma.sync) */
@@ -599,6 +604,9 @@ void bk_gpu_wgmma_drain(BkGpuEm *em, int fr);
 /* before ring FOR fr whose register-A dot keeps its group in flight
  * across the back edge (em->wgk): that dot's A registers, live across it */
 void bk_gpu_wgmma_keep_decl(BkGpuEm *em, int fr);
+/* whether the var.set's dot d is deferred (em->wgq): its rescale is
+ * emitted by the next step's q k^T on sm_90a */
+bool bk_gpu_wgmma_deferred(const BkGpuEm *em, int d);
 
 /* ------------------------------------------------------------ gpu_mem.c */
 /* 128-bit vector width (elements) load/store id may use, or 0 */

@@ -499,6 +499,8 @@ void bk_gpu_em_free(BkGpuEm *em)
     free(em->wga);
     free(em->wgk);
     em->wgk = NULL;
+    free(em->wgq);
+    em->wgq = NULL;
     em->wgl = NULL;
     em->wgd = NULL;
     em->wga = NULL;

@@ -369,6 +369,9 @@ static void vset_expr(BkGpuEm *em, int id)
     char idx[128], rv[BK_GPU_EXPR];
     bk_gpu_line(em, "/* var.set %s, layout mma: per register (row, col)%s */",
                 em->f->vars[v].name, d >= 0 ? ", then the dot accumulates in place" : "");
+    bool dfr = d >= 0 && bk_gpu_wgmma_deferred(em, d);
+    if (dfr) /* gpu_wgmma.c qk_plan: on sm_90a the next step's q k^T rescales */
+        dsl_buf_printf(em->o, "#if !(__CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL))\n");
     bk_gpu_line(em, "{");
     em->indent++;
     row_caches(em, v, e, true, 0);
@@ -380,6 +383,8 @@ static void vset_expr(BkGpuEm *em, int id)
     row_caches(em, v, e, false, 0);
     em->indent--;
     bk_gpu_line(em, "}");
+    if (dfr)
+        dsl_buf_printf(em->o, "#endif\n");
     if (d >= 0)
         bk_gpu_mma_dot(em, d, v);
     else

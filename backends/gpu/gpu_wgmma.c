@@ -110,6 +110,17 @@
  * (bk_gpu_wgmma_keep_decl), fenced after the retiring waits.
  * BLKC_GPU_NOWGKEEP=1 (or WGSYNC) waits after it as before.
  *
+ * Such a kept dot whose var.set is acc = acc * alpha[:, None] + dot(p, v)
+ * (alpha a row value of the step) is deferred behind the next step's
+ * q k^T (qk_plan, em->wgq; FlashAttention-3's intra-warpgroup overlap):
+ * step i rescales acc by alpha_{i-1} (blk_qa<dot>), issues q k_i^T, then
+ * p_{i-1} v_{i-1} from blk_rk<dot> and slot (i - 1) % S, waits
+ * wait_group 1 for S alone and runs the softmax while p v is on the
+ * tensor cores; the var.set waits wait_group 0, packs p_i and keeps
+ * alpha_i; the drain issues the last p v. Step 0 issues a p v of zeros:
+ * ptxas serializes the wgmma when a branch surrounds one. The ring keeps
+ * the S - 2 distance. BLKC_GPU_NOQKPIPE=1 keeps keep_plan's order.
+ *
  * Not here: TMA (gpu_tma.c fills the operand rings when the launch
  * allows tensor maps), warp specialization (gpu_ws.c splits such a
  * ring into a producer and consumers), a persistent grid, more than one
@@ -400,6 +411,93 @@ static void keep_plan(BkGpuEm *em, int id)
     em->wgk[q] = -(id + 1);
 }
 
+/* The row value r whose broadcast back r[:, None] is x (a virtual
+ * broadcast of the [M, 1] reshape of an MROW value held in registers
+ * alone, gpu_mrows.c, as an array v<r> of its own), or -1. */
+static int row_bcast(const BkGpuEm *em, int x, long long M)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *b = &f->ins[x];
+    if (b->op != IR_BCAST || !em->virt[x] || b->type.rank != 2 || b->type.shape[0] != M)
+        return -1;
+    int y = b->opnd[0];
+    const IrInstr *rs = &f->ins[y];
+    if (rs->op != IR_RESHAPE || rs->type.rank != 2 || rs->type.shape[0] != M ||
+        rs->type.shape[1] != 1)
+        return -1;
+    int r = bk_gpu_mrow_root(em, y);
+    if (r < 0 || em->virt[r] || !em->mrcvt || em->mrcvt[r] || f->ins[r].op == IR_VGET ||
+        f->ins[r].type.dtype != DT_F32)
+        return -1;
+    return r;
+}
+
+/* Kept dot id (keep_plan: acc = acc * alpha[:, None] + dot(p, v) at its
+ * var.set s, retired by the next step's q k^T wait) is deferred into the
+ * next step behind that q k^T (em->wgq, FlashAttention-3's intra-
+ * warpgroup overlap): step i rescales acc by alpha_{i-1} before it
+ * issues q k_i^T, then issues p_{i-1} v_{i-1} from the A registers
+ * packed in step i - 1 and v_{i-1}'s ring slot, waits wait_group 1 (S
+ * alone; p v stays in flight) and runs the softmax under p v; at s it
+ * waits wait_group 0, packs p_i and keeps alpha_i (blk_qa<id>). The
+ * drain after the loop issues the last step's p v. Step 0 issues a p v
+ * of zeros (the A array's initial value, alpha 1) on v_0's slot: no
+ * branch around the wgmma, which ptxas would serialize ("wgmma ...
+ * serialized due to ... WG.DP in divergent path"), and so is a rescale
+ * of acc between q k^T's issue and p v's. The ring needs no other
+ * distance: at the top of step i the refill (S - 2 ahead) hits slot (i -
+ * 2) % S, whose p v step i - 1 retired before that barrier; p v_{i-1}
+ * reads slot (i - 1) % S. Legal when alpha is a row value in registers
+ * computed in the body between q and s, the var.set's other term is
+ * acc * alpha[:, None] (either order), and the loop reads or writes the
+ * var nowhere but there. BLKC_GPU_NOQKPIPE=1 keeps keep_plan's order. */
+static void qk_plan(BkGpuEm *em, int id)
+{
+    const IrFunc *f = em->f;
+    int fr = em->wgk[id] - 1, v = em->mvar[id], s = -1, q = -1, rest = -1, g = -1, r = -1;
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *o = &f->ins[x];
+        if (o->dead || em->pos[x] <= em->pos[fr] || em->pos[x] > em->end[fr])
+            continue;
+        if (em->wgk[x] == -(id + 1))
+            q = x;
+        if (o->op == IR_VSET && o->param == v && bk_gpu_set_dot(em, o->opnd[0], &rest) == id)
+            s = x;
+    }
+    if (q < 0 || s < 0 || bk_gpu_set_dot(em, f->ins[s].opnd[0], &rest) != id || rest < 0)
+        return;
+    const IrInstr *m = &f->ins[rest];
+    if (m->op != IR_MUL || !em->virt[rest])
+        return;
+    for (int j = 0; j < 2; j++) {
+        int o = m->opnd[j];
+        if (f->ins[o].op == IR_VGET && f->ins[o].param == v)
+            g = o;
+        else
+            r = row_bcast(em, o, f->ins[id].type.shape[0]);
+    }
+    if (g < 0 || r < 0 || sole_user(em, g) != rest || !bk_gpu_same_rows(em, em->mrow[r], v) ||
+        body_of(em, r) != fr || em->pos[r] <= em->pos[q] || em->pos[r] >= em->pos[s])
+        return;
+    int S;
+    char slot[160];
+    bk_gpu_mma_slot(em, v, "0", slot, sizeof slot, &S);
+    if (S != bk_gpu_mrow_regs(em, em->mrow[r]))
+        return;
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *o = &f->ins[x];
+        if (!o->dead && em->pos[x] > em->pos[fr] && em->pos[x] <= em->end[fr] &&
+            (o->op == IR_VGET || o->op == IR_VSET) && o->param == v && x != g && x != s)
+            return;
+    }
+    em->wgq[id] = r + 1;
+}
+
+bool bk_gpu_wgmma_deferred(const BkGpuEm *em, int d)
+{
+    return em->wgq && em->wgq[d] > 0;
+}
+
 int bk_gpu_wgmma_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
@@ -408,7 +506,8 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     em->wgd = calloc((size_t)f->nins + 1, sizeof(bool));
     em->wga = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgk = calloc((size_t)f->nins + 1, sizeof(int));
-    if (!em->wgl || !em->wgs || !em->wgd || !em->wga || !em->wgk) {
+    em->wgq = calloc((size_t)f->nins + 1, sizeof(int));
+    if (!em->wgl || !em->wgs || !em->wgd || !em->wga || !em->wgk || !em->wgq) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -463,6 +562,9 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     for (int id = 0; id < f->nins && !em->wgsync && !em->nowgkeep && f->stages >= 3; id++)
         if (em->wgd[id] && em->areg && em->areg[id])
             keep_plan(em, id);
+    for (int id = 0; id < f->nins && !em->noqkpipe; id++)
+        if (em->wgk[id] > 0 && em->wgd[id])
+            qk_plan(em, id);
     return 0;
 }
 
@@ -619,6 +721,27 @@ void bk_gpu_wgmma_keep_decl(BkGpuEm *em, int fr)
     bk_gpu_line(em, "unsigned blk_rk%d[%lld][%d][4] = {}; /* v%d's A registers, read by its "
                 "wgmma group in flight across the back edge (sm_90a) */", id, S, mt, id);
     bk_gpu_line(em, "(void)blk_rk%d;", id);
+    if (!bk_gpu_wgmma_deferred(em, id))
+        return;
+    int R;
+    char slot[160];
+    bk_gpu_mma_slot(em, em->mvar[id], "0", slot, sizeof slot, &R);
+    bk_gpu_line(em, "float blk_qa%d[%d]; /* alpha of the step whose p v (v%d) is deferred into "
+                "the next (1 before the first: its p v is of zeros) */", id, R, id);
+    bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) blk_qa%d[blk_s] = 1.0f;", R, id);
+}
+
+/* var v (dot id's accumulator) *= blk_qa<id> per row: the deferred
+ * rescale acc * alpha[:, None] (qk_plan) */
+static void qk_rescale(BkGpuEm *em, int id)
+{
+    int v = em->mvar[id], S;
+    char slot[160];
+    bk_gpu_mma_slot(em, v, "blk_r", slot, sizeof slot, &S);
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) var%d[blk_r] = (var%d[blk_r] * "
+                "blk_qa%d[%s]); /* v%d's acc * alpha[:, None], deferred */",
+                bk_gpu_mma_nregs(&em->vmma[v]), v, v, id, slot, id);
 }
 
 /* compiler fences on the A fragments blk_ra of S k steps x mt m-blocks */
@@ -655,6 +778,57 @@ static void rs_frags(BkGpuEm *em, int id, int mt, long long S)
     bk_gpu_line(em, "            blk_ra[k][i][j] = blk_pack2(var%d[blk_f], var%d[blk_f + 1]);", Q, Q);
     bk_gpu_line(em, "        }");
     ra_fence(em, mt, S);
+}
+
+/* The register-A issue of dot id into var v: K / 16 k steps x mt
+ * m-blocks, A from blk_ra or `arr` (the kept array), b at descriptor
+ * blk_db (file comment: b's panels and k steps) */
+static void rs_issue(BkGpuEm *em, int id, int v, const char *arr)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    bool kmaj;
+    int b = b_src(em, id, &kmaj), sb = em->wgs[b], mt = em->vmma[v].mt;
+    long long N = in->type.shape[1], K = f->ins[in->opnd[0]].type.shape[1];
+    long long bp = kmaj ? sb / 2 : K, bx = kmaj ? N * sb : 0, bk = kmaj ? 32 : 16 * sb;
+    char sd[128];
+    bk_gpu_persist_scale_d(em, id, sd, sizeof sd); /* "1": in place */
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", K / 16);
+    bk_gpu_line(em, "    #pragma unroll");
+    bk_gpu_line(em, "    for (int i = 0; i < %d; i++) /* descriptors: start address + bytes / 16 */",
+                mt);
+    bk_gpu_line(em, "        blk_wgmma_m64n%lldk16_f32_%s_rs<%d>(&var%d[i * %lld], %s[k][i], "
+                "blk_db + (unsigned long long)(k * 16 / %lld * %lld + k * 16 %% %lld * %lld / 16), %s);",
+                N, ptx_type(f->ins[in->opnd[0]].type.dtype), kmaj ? 0 : 1, v, N / 2, arr,
+                bp, bx / 16, bp, bk / 16, sd);
+}
+
+/* The deferred p v of kept dot id (qk_plan): its accumulator fenced,
+ * wgmma.fence, b from its ring slot `slot` (a C expression), A from
+ * blk_rk<id>, commit. */
+static void qk_issue(BkGpuEm *em, int id, const char *slot)
+{
+    const IrFunc *f = em->f;
+    bool kmaj;
+    int v = em->mvar[id], L = b_src(em, id, &kmaj), sb = em->wgs[L];
+    long long K = f->ins[f->ins[id].opnd[0]].type.shape[1];
+    const char *t = bk_gpu_stype(f->ins[L].type.dtype);
+    char arr[32];
+    bk_gpu_line(em, "{ /* v%d deferred: the p v of the previous step, A from blk_rk%d, b from "
+                "its ring slot */", id, id);
+    em->indent++;
+    reg_fence(em, v);
+    bk_gpu_line(em, "blk_wgmma_fence();");
+    bk_gpu_line(em, "const %s *blk_B = (const %s *)(blk_smem + %lld + (long long)(%s) * %lld);",
+                t, t, em->off[L], slot, bk_gpu_pipe_slot(em, L));
+    bk_gpu_line(em, "const unsigned long long blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
+                kmaj ? 16 : K * sb, 8LL * sb, sb == 128 ? 1 : sb == 64 ? 2 : 3);
+    snprintf(arr, sizeof arr, "blk_rk%d", id);
+    rs_issue(em, id, v, arr);
+    bk_gpu_line(em, "blk_wgmma_commit();");
+    em->indent--;
+    bk_gpu_line(em, "}");
 }
 
 void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
@@ -696,6 +870,27 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
                 "warpgroup (blk_warp / 4) x %lld k steps; %s, b %s-major "
                 "in the %dB swizzle (PTX ISA 9.7.15.5.1.2) */", nm, mt,
                 mt > 1 ? "s" : "", K / ks, ad, kmaj ? "K" : "N", sb);
+    const int kq = em->wgk[id] < 0 && bk_gpu_wgmma_deferred(em, -em->wgk[id] - 1)
+                       ? -em->wgk[id] - 1 : -1; /* the p v deferred behind this dot */
+    if (bk_gpu_wgmma_deferred(em, id)) { /* qk_plan: issued in the next step */
+        char rv[64];
+        bk_gpu_line(em, "blk_wgmma_wait<0>(); /* retires the previous step's p v, issued behind "
+                    "this step's q k^T (and that q k^T, retired already) */");
+        keep_fence(em, id);
+        rs_frags(em, id, mt, K / ks);
+        bk_gpu_mrow_reg(em, em->wgq[id] - 1, rv, sizeof rv);
+        bk_gpu_line(em, "#pragma unroll");
+        bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) blk_qa%d[blk_s] = %s[blk_s];",
+                    bk_gpu_mrow_regs(em, em->mrow[em->wgq[id] - 1]), id, rv);
+        bk_gpu_line(em, "/* no p v issued here: the next step issues it behind its q k^T, after "
+                    "the loop the drain (v%d's ring prefetches %d iteration(s) ahead: slot "
+                    "blk_it %% %d is not refilled before) */", em->wgk[id] - 1,
+                    bk_gpu_pipe_dist(em, em->wgk[id] - 1), f->stages);
+        return;
+    }
+    if (kq >= 0) /* acc is not in flight here: rescaling it between this issue and p v's
+                    would make ptxas serialize the wgmma */
+        qk_rescale(em, kq);
     if (ar) {
         rs_frags(em, id, mt, K / ks);
         bk_gpu_line(em, "const unsigned long long blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
@@ -730,6 +925,17 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
                 N, wr, ta, v, N / 2, am / 16, ks, ap, ax / 16, ks, ap, ak / 16, ks,
                 ks, bp, bx / 16, ks, bp, bk / 16, ks, sd);
     bk_gpu_line(em, "blk_wgmma_commit();");
+    if (kq >= 0) { /* qk_plan: the previous step's p v behind it, then S alone retired */
+        char sl[128];
+        int fr = em->wgk[kq] - 1, S = f->stages;
+        snprintf(sl, sizeof sl, "(blk_it%d + %d + (blk_it%d == 0)) %% %d", fr, S - 1, fr, S);
+        qk_issue(em, kq, sl);
+        bk_gpu_line(em, "blk_wgmma_wait<1>(); /* the accumulator is read after the dot; the p v "
+                    "just issued stays in flight under what follows (the first step's: zeros "
+                    "on slot 0) */");
+        reg_fence(em, v);
+        return;
+    }
     if (em->wgk[id] > 0) { /* keep_plan: retired by the next step's first wait or the drain */
         bk_gpu_line(em, "/* no wait: this group stays in flight across the back edge (v%d's ring "
                     "prefetches %d iteration(s) ahead, so its slot is not refilled before the "
@@ -756,6 +962,16 @@ void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)
 {
     int id = em->wga[fr] ? em->wga[fr] - 1 : em->wgk[fr] - 1;
     dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    if (!em->wga[fr] && bk_gpu_wgmma_deferred(em, id)) { /* the last step's p v */
+        char sl[64];
+        snprintf(sl, sizeof sl, "(blk_it%d + %d) %% %d", fr, em->f->stages - 1, em->f->stages);
+        bk_gpu_line(em, "if (blk_it%d > 0) { /* the last step's p v, deferred (qk_plan) */", fr);
+        em->indent++;
+        qk_rescale(em, id);
+        qk_issue(em, id, sl);
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
     bk_gpu_line(em, "blk_wgmma_wait<0>(); /* the last step's group: the accumulator is read "
                 "after the loop */");
     if (em->wga[fr])

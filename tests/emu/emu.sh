@@ -44,7 +44,10 @@
 #       .tensor loads and stores, a TMA ring feeding wgmma) and run
 #   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
 #       into the shared operands of a wgmma group in flight fail, after
-#       the retiring wait_group they pass; wait_group 1 retires the older
+#       the retiring wait_group they pass; wait_group 1 retires the older;
+#       B of a wgmma with A from registers the same; a 3-slot ring of
+#       register-A groups kept across the back edge (keep_plan's shape):
+#       refilled 1 step ahead passes, 2 steps ahead fails at the cp.async
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
 #   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
@@ -730,22 +733,32 @@ wgmma)
 wgflash)
   fail=0 EX=$SRC/examples/flash_attention.blk TF=$SRC/tests/emu/tflash.blk
   # FILE|ENTRY|DEFINES|SIZES|WGMMA (per block: 2 dots x k steps per KV
-  # block)|ENV|KEEP AHEAD: in the CUDA C the launch ran (BLKC_GPU_DUMP),
-  # KEEP 1: p v's group stays in flight across the back edge (no wait after
-  # its commit in either body of the split loop, the S dot's wait_group 0
-  # retires it, one more after the loop: 3 waits), 0: 4 wait_group 0 and
-  # nothing left in flight; the ring issued AHEAD iteration(s) ahead
-  # (stages - 2 with KEEP 1; stages(2) and BLKC_GPU_NOWGKEEP=1 keep the
-  # wait). The emulator fails a cp.async into an operand of a group not yet
-  # retired (blk_emu_wgmma.h), so a too-early refill cannot pass.
-  for c in "$EX|-|-|Z=2 S=130|144|-|1 1" \
-           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|190|-|1 1" \
+  # block, BM / 64 m-blocks each; with KEEP 2 one p v more, of zeros, in
+  # each block's first step)|ENV|KEEP AHEAD: in the CUDA C the launch ran
+  # (BLKC_GPU_DUMP), KEEP 2: p v is deferred behind the next step's q k^T
+  # (gpu_wgmma.c qk_plan: in both bodies of the split loop, q k^T's commit,
+  # then p v's, wait_group 1; at p v's var.set a wait_group 0 and no issue;
+  # after the loop the last p v and a wait_group 0: 5 commits, 3 waits of
+  # 0, 2 of 1), KEEP 1 (BLKC_GPU_NOQKPIPE=1): p v's group stays in flight
+  # across the back edge (no wait after its commit in either body, the S
+  # dot's wait_group 0 retires it, one more after the loop: 3 waits), 0: 4
+  # wait_group 0 and nothing left in flight; the ring issued AHEAD
+  # iteration(s) ahead (stages - 2 with KEEP 1 or 2; stages(2) and
+  # BLKC_GPU_NOWGKEEP=1 keep the wait). The emulator fails a cp.async into
+  # an operand of a group not yet retired (blk_emu_wgmma.h), so a too-early
+  # refill cannot pass.
+  for c in "$EX|-|-|Z=2 S=130|168|-|2 1" \
+           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2" \
-           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|128|-|1 1" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|110|-|1 1" \
-           "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|128|-|1 2" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|72|-|1 2" \
+           "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|208|-|2 1" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1|1 1" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true -D ST=4|Z=1 S=177|208|-|2 2" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|116|-|2 1" \
+           "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|144|-|2 2" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|80|-|2 2" \
            "$TF|--entry=tflash_bf16|-D BN=32|Z=1 S=130|90|BLKC_GPU_NOWGKEEP=1|0 2" \
            "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1"; do
     IFS='|' read -r f e d sz nw en ka <<<"$c"
@@ -777,13 +790,13 @@ wgflash)
     nk=$(grep -c "blk_wgmma_commit();" "$cu") n0=$(grep -c "blk_wgmma_wait<0>();" "$cu")
     nf=$(grep -c "no wait: this group stays in flight" "$cu") n1=$(grep -c "blk_wgmma_wait<1>" "$cu")
     nr=$(grep -c "also retires the previous step's group kept in flight" "$cu")
-    if [ "$keep" = 1 ]; then want="4 3 2 0 2"; else want="4 4 0 0 0"; fi
+    case $keep in 2) want="5 3 0 2 0" ;; 1) want="4 3 2 0 2" ;; *) want="4 4 0 0 0" ;; esac
     if [ "$nk $n0 $nf $n1 $nr" != "$want" ] ||
        ! grep -q "cp.async ring load(s), issued $ahead iteration(s) ahead" "$cu"; then
       echo "FAIL flash $en $e $d $sz: commits, wait_group 0, kept, wait_group 1, retiring waits $nk $n0 $nf $n1 $nr, want $want;" \
            "ring: $(grep -o 'cp.async ring load(s), issued .*' "$cu"), want $ahead ahead"; fail=1; continue
     fi
-    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep, ring $ahead ahead"
+    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), ring $ahead ahead"
   done
   # BLKC_GPU_NOWGREG=1 and sm_80: both dots on mma.sync
   for c in "BLKC_GPU_NOWGREG=1|sm_90a" "BLKC_GPU_NOWGREG=0|sm_80"; do

@@ -12,7 +12,15 @@
  *     may be written, the younger's may not (the failure comes at the
  *     wait_group 0 that retires it, naming the younger slot's offset);
  *   - a cp.async or a TMA load issued into an operand not yet retired
- *     fails at issue (the copy may land at any time), naming the offset.
+ *     fails at issue (the copy may land at any time), naming the offset;
+ *   - the same for B of a wgmma with A from registers (9.7.15.5.2 "d, a,
+ *     b-desc": only B is in shared memory), the operand flash attention's
+ *     p v group keeps in flight (gpu_wgmma.c keep_plan);
+ *   - a 3-slot cp.async ring of such groups, each kept in flight across
+ *     the loop's back edge until the next step's wait_group 0 (the shape
+ *     of keep_plan, written here without the generator): refilling the
+ *     slot S - 2 = 1 step ahead passes, S - 1 = 2 steps ahead writes the
+ *     slot of the group still in flight and fails at the cp.async.
  * Exit 0 when every check holds. */
 #include "blk_emu.h"
 #include "emu_check.h"
@@ -212,10 +220,157 @@ static void two_tests()
                   "younger group's slot");
 }
 
+/* ------------------------------------------------- A from registers */
+
+/* Thread t's A fragment of k step 0 (Figure 148: warp w rows 16 w + g,
+ * + 8 for a2 a3 a6 a7; columns 2 q + (i & 1), + 8 for a4 .. a7) of slot
+ * s's A, four .f16x2 registers, low half first. */
+static void afrag(unsigned a[4], int s)
+{
+    const int t = (int)threadIdx.x, w = t / 32, g = t % 32 / 4, q = t % 4;
+    for (int i = 0; i < 8; i++) {
+        const int row = 16 * w + g + ((i >> 1) & 1) * 8, col = 2 * q + (i & 1) + (i >= 4 ? 8 : 0);
+        const unsigned h = bf(Av(s, row, col));
+        a[i / 2] = i & 1 ? a[i / 2] | h << 16 : h;
+    }
+}
+
+enum { R_BEFORE, R_CPASYNC, R_AFTER };
+static void k_rs(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    const unsigned short x = bf(100);
+    float d[32] = {0};
+    unsigned a[4];
+    fill(sm, 0);
+    afrag(a, 0);
+    blk_fence_proxy_async();
+    __syncthreads();
+    blk_wgmma_fence();
+    blk_wgmma_m64n64k16_f32_bf16_rs<0>(d, a, desc128(8192), 1);
+    blk_wgmma_commit();
+    if (threadIdx.x == 0 && what == R_BEFORE) /* B[7][0]: 8192 + 7 * 128 + (0 ^ 7) * 16 */
+        memcpy(sm + at(8192, 7, 0), &x, 2);
+    else if (threadIdx.x == 0 && what == R_CPASYNC) /* B row 5, k 0..7: chunk 0 ^ 5 */
+        blk_cp_async16(sm + at(8192, 5, 0), gsrc, 16);
+    blk_wgmma_wait<0>();
+    store_d(d, 0);
+    if (threadIdx.x == 0 && what == R_AFTER) {
+        blk_cp_async16(sm + at(8192, 5, 0), gsrc, 16);
+        blk_cp_commit();
+        blk_cp_wait<0>();
+    }
+    __syncthreads();
+}
+
+static void rs_tests()
+{
+    what = R_BEFORE;
+    refuse(k_rs, "shared byte offset 9200, an operand of a wgmma.mma_async, changed before the "
+                 "wgmma.wait_group that retires it", "A from registers: a store to B before the "
+                 "wait");
+    what = R_CPASYNC;
+    refuse(k_rs, "cp.async writes shared byte offset 8912, an operand of a wgmma.mma_async not "
+                 "yet retired by a wgmma.wait_group", "A from registers: cp.async into B before "
+                 "the wait");
+    what = R_AFTER;
+    run(k_rs, "A from registers: cp.async into B after the wait");
+    check_d(0, 1, "A from registers: cp.async into B after the wait");
+}
+
+/* -------------------------- a ring of register-A groups kept in flight */
+
+enum { STEPS = 6, RING = 3, BSLOT = 8192 }; /* B of slot j at j * 8192 */
+static int dist; /* how many steps ahead the ring is refilled */
+static unsigned short gring[STEPS][64 * 64]; /* step i's B, [N][K] */
+/* step i's B element (n, k) and its A */
+static double Bs(int i, int n, int k) { return (double)((k * 3 + n + 5 * i) % 7 - 3); }
+static double As(int i, int m, int k) { return (double)((m + 2 * k + i) % 5 - 2); }
+
+/* Step i's B into ring slot i % RING by thread 0 alone (so that the
+ * first chunk written is row 0's first, whatever order the threads run
+ * in): 64 rows of 128 bytes, 8 chunks each, in the 128B swizzle, one
+ * 16-byte cp.async a chunk. */
+static void ring_load(unsigned char *sm, int i)
+{
+    for (int c = 0; c < 64 * 8 && threadIdx.x == 0; c++) {
+        const int n = c / 8, k = c % 8 * 8;
+        blk_cp_async16(sm + at((long long)BSLOT * (i % RING), n, k), &gring[i][n * 64 + k], 16);
+    }
+}
+/* acc += A_i B_i over STEPS steps (k 0..15 of each), each group kept in
+ * flight across the back edge until the next step's wait_group 0, as
+ * gpu_wgmma.c keep_plan emits it: the ring is refilled `dist` steps ahead
+ * at the top of each step, after the barrier and before that wait, so
+ * the refill of step i + dist lands in slot (i + dist) % 3 while step i -
+ * 1's group still reads slot (i - 1) % 3 */
+static void k_ring(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    float d[32] = {0};
+    unsigned a[4]; /* live across the back edge: the group in flight reads it */
+    for (int i = 0; i < dist; i++) {
+        ring_load(sm, i);
+        blk_cp_commit();
+    }
+    for (int i = 0; i < STEPS; i++) {
+        blk_cp_wait<0>(); /* this thread's copies of step i have landed */
+        blk_fence_proxy_async();
+        __syncthreads(); /* ... and every thread's */
+        if (i + dist < STEPS)
+            ring_load(sm, i + dist);
+        blk_cp_commit();
+        /* flash attention's S = q k^T would be issued here; its wait: */
+        blk_wgmma_wait<0>(); /* retires step i - 1's group */
+        const int t = (int)threadIdx.x, w = t / 32, g = t % 32 / 4, q = t % 4;
+        for (int j = 0; j < 8; j++) {
+            const int row = 16 * w + g + ((j >> 1) & 1) * 8, col = 2 * q + (j & 1) + (j >= 4 ? 8 : 0);
+            const unsigned h = bf(As(i, row, col));
+            a[j / 2] = j & 1 ? a[j / 2] | h << 16 : h;
+        }
+        blk_wgmma_fence();
+        blk_wgmma_m64n64k16_f32_bf16_rs<0>(d, a, desc128((long long)BSLOT * (i % RING)), 1);
+        blk_wgmma_commit(); /* no wait: in flight across the back edge */
+    }
+    blk_wgmma_wait<0>();
+    store_d(d, 0);
+}
+
+static void ring_tests()
+{
+    for (int i = 0; i < STEPS; i++)
+        for (int n = 0; n < 64; n++)
+            for (int k = 0; k < 64; k++)
+                gring[i][n * 64 + k] = bf(Bs(i, n, k));
+    dist = RING - 2;
+    run(k_ring, "a 3-slot ring refilled 1 step ahead under a group kept in flight");
+    int bad = 0;
+    for (int m = 0; m < 64; m++)
+        for (int n = 0; n < 64; n++) {
+            double v = 0;
+            for (int i = 0; i < STEPS; i++) {
+                double p = 0;
+                for (int k = 0; k < 16; k++)
+                    p += As(i, m, k) * Bs(i, n, k);
+                v = (float)(v + p);
+            }
+            if (got[0][m][n] != (float)v && bad++ < 3)
+                CHECK(false, "ring: D[%d][%d] = %g, expected %g", m, n, got[0][m][n], v);
+        }
+    /* step 1 refills slot (1 + 2) % 3 = 0 while step 0's group reads it:
+     * thread 0's first chunk, B row 0 k 0..7, at offset 0 */
+    dist = RING - 1;
+    refuse(k_ring, "cp.async writes shared byte offset 0, an operand of a wgmma.mma_async not "
+                   "yet retired by a wgmma.wait_group", "a 3-slot ring refilled 2 steps ahead "
+                   "under a group kept in flight");
+}
+
 int main()
 {
     one_tests();
     two_tests();
+    rs_tests();
+    ring_tests();
     printf("%s cuda-emu wgmma operands in flight\n", fails ? "FAIL" : "ok");
     return fails ? 1 : 0;
 }

@@ -94,14 +94,17 @@ done
 unset BLKC_GPU_NOLOOPSPLIT X
 # flash attention with its KV ring (the launch's facts: the variant
 # cuda-emu as sm_90a compiles, kept by BLKC_GPU_DUMP) through nvcc for
-# sm_90a: with stages >= 3 the p v group stays in flight across the back
-# edge (gpu_wgmma.c keep_plan): 3 wgmma.wait_group 0 in the PTX (the S
-# dot's in the two bodies of the split loop, one after it) against 4 with
+# sm_90a: with stages >= 3 the p v group is deferred behind the next
+# step's q k^T (gpu_wgmma.c qk_plan): 3 wgmma.wait_group 0 (at p v's
+# var.set in the two bodies of the split loop, one after it) and 2
+# wgmma.wait_group 1 (q k^T's: p v stays in flight under the softmax);
+# BLKC_GPU_NOQKPIPE=1: p v in flight across the back edge (keep_plan), 3
+# wait_group 0 (the S dot's) and none of 1; 4 and 0 with
 # BLKC_GPU_NOWGKEEP=1; no spills, no "wgmma ... serialized" from ptxas
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-# FILE ENTRY "DEFINES" ENV WAITS
+# FILE ENTRY "DEFINES" ENV WAITS0 WAITS1
 flash_ring() {
-  local f=$1 k=$2 d=$3 en=$4 want=$5 what="$2 $3 $4 (ring, stages(3))"
+  local f=$1 k=$2 d=$3 en=$4 want=$5 want1=$6 what="$2 $3 $4 (ring)"
   rm -rf "$T/dump"; mkdir -p "$T/dump"
   # shellcheck disable=SC2086
   if ! env "$en" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
@@ -114,23 +117,29 @@ flash_ring() {
      ! "$PTXAS" -v -arch=sm_90a "$T/r.ptx" -o /dev/null >"$T/v" 2>&1; then
     echo "FAIL $what: nvcc / ptxas: $(cat "$T/err" "$T/v")"; fails=$((fails + 1)); return
   fi
-  local n0 sp
+  local n0 n1 sp
   n0=$(grep -c "wgmma.wait_group.sync.aligned 0;" "$T/r.ptx")
+  n1=$(grep -c "wgmma.wait_group.sync.aligned 1;" "$T/r.ptx")
   sp=$(grep -o '[0-9]* bytes spill stores' "$T/v" | grep -o '^[0-9]*')
-  if [ "$n0" != "$want" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v"; then
-    echo "FAIL $what: $n0 wgmma.wait_group 0 (want $want), spills ${sp:-?} bytes: $(cat "$T/v")"
+  if [ "$n0 $n1" != "$want $want1" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v"; then
+    echo "FAIL $what: $n0 wgmma.wait_group 0, $n1 of 1 (want $want $want1), spills ${sp:-?} bytes: $(cat "$T/v")"
     fails=$((fails + 1)); return
   fi
-  echo "ok $what: $n0 wgmma.wait_group 0, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+  echo "ok $what: $n0 wgmma.wait_group 0, $n1 of 1, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
 }
 if [ -x "$NVCC" ]; then
   TF=$SRC/tests/emu/tflash.blk
-  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=0 3
-  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=1 4
-  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=0 3
-  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=1 4
-  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3
-  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOQKPIPE=1 3 0
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=1 4 0
+  flash_ring "$FA" flash_attention "-D D=128" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
+  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
+  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
 else
   echo "skip: flash attention with its ring (no nvcc)"
 fi
