@@ -288,6 +288,9 @@ typedef struct BkGpuEm {
                                  deferred behind the next step's q k^T
                                  (gpu_wgmma.c qk_plan): the row value that
                                  rescales its accumulator + 1; else 0 */
+    bool *wgqz;               /* at such a dot: its accumulator is zeroed
+                                 before the loop, so the first real p v
+                                 overwrites it (scale-d 0) */
     bool wgsync;              /* BLKC_GPU_WGSYNC: wait_group 0 every step */
     bool nowgkeep;            /* BLKC_GPU_NOWGKEEP: no wgk groups */
     bool noqkpipe;            /* BLKC_GPU_NOQKPIPE: no wgq dots */

@@ -501,6 +501,8 @@ void bk_gpu_em_free(BkGpuEm *em)
     em->wgk = NULL;
     free(em->wgq);
     em->wgq = NULL;
+    free(em->wgqz);
+    em->wgqz = NULL;
     em->wgl = NULL;
     em->wgd = NULL;
     em->wga = NULL;

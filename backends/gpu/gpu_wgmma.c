@@ -491,6 +491,20 @@ static void qk_plan(BkGpuEm *em, int id)
             return;
     }
     em->wgq[id] = r + 1;
+    /* acc zeroed before the loop (its last var.set there a splat of 0):
+     * the first real p v (step 1's, or the drain's after one step) is
+     * issued with scale-d 0, so step 0's p v of zeros on v_0's slot
+     * leaves nothing behind, not even 0 * inf = nan (else it adds 0 * v_0,
+     * exact for finite v_0) */
+    const IrRegion *body = &f->regions[0];
+    int set = -1;
+    for (int j = 0; j < body->n && body->ins[j] != fr; j++) {
+        const IrInstr *in = &f->ins[body->ins[j]];
+        if (!in->dead && in->op == IR_VSET && in->param == v)
+            set = body->ins[j];
+    }
+    const IrInstr *z = set >= 0 ? &f->ins[f->ins[set].opnd[0]] : NULL;
+    em->wgqz[id] = z && z->op == IR_CONST && em->virt[f->ins[set].opnd[0]] && z->fval == 0.0;
 }
 
 bool bk_gpu_wgmma_deferred(const BkGpuEm *em, int d)
@@ -507,7 +521,8 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     em->wga = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgk = calloc((size_t)f->nins + 1, sizeof(int));
     em->wgq = calloc((size_t)f->nins + 1, sizeof(int));
-    if (!em->wgl || !em->wgs || !em->wgd || !em->wga || !em->wgk || !em->wgq) {
+    em->wgqz = calloc((size_t)f->nins + 1, sizeof(bool));
+    if (!em->wgl || !em->wgs || !em->wgd || !em->wga || !em->wgk || !em->wgq || !em->wgqz) {
         bk_gpu_fail(em, "out of memory");
         return -1;
     }
@@ -782,8 +797,9 @@ static void rs_frags(BkGpuEm *em, int id, int mt, long long S)
 
 /* The register-A issue of dot id into var v: K / 16 k steps x mt
  * m-blocks, A from blk_ra or `arr` (the kept array), b at descriptor
- * blk_db (file comment: b's panels and k steps) */
-static void rs_issue(BkGpuEm *em, int id, int v, const char *arr)
+ * blk_db (file comment: b's panels and k steps), scale-d the C
+ * expression scale_d (of k, the k step) */
+static void rs_issue(BkGpuEm *em, int id, int v, const char *arr, const char *scale_d)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
@@ -791,8 +807,6 @@ static void rs_issue(BkGpuEm *em, int id, int v, const char *arr)
     int b = b_src(em, id, &kmaj), sb = em->wgs[b], mt = em->vmma[v].mt;
     long long N = in->type.shape[1], K = f->ins[in->opnd[0]].type.shape[1];
     long long bp = kmaj ? sb / 2 : K, bx = kmaj ? N * sb : 0, bk = kmaj ? 32 : 16 * sb;
-    char sd[128];
-    bk_gpu_persist_scale_d(em, id, sd, sizeof sd); /* "1": in place */
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", K / 16);
     bk_gpu_line(em, "    #pragma unroll");
@@ -801,7 +815,7 @@ static void rs_issue(BkGpuEm *em, int id, int v, const char *arr)
     bk_gpu_line(em, "        blk_wgmma_m64n%lldk16_f32_%s_rs<%d>(&var%d[i * %lld], %s[k][i], "
                 "blk_db + (unsigned long long)(k * 16 / %lld * %lld + k * 16 %% %lld * %lld / 16), %s);",
                 N, ptx_type(f->ins[in->opnd[0]].type.dtype), kmaj ? 0 : 1, v, N / 2, arr,
-                bp, bx / 16, bp, bk / 16, sd);
+                bp, bx / 16, bp, bk / 16, scale_d);
 }
 
 /* The deferred p v of kept dot id (qk_plan): its accumulator fenced,
@@ -825,7 +839,10 @@ static void qk_issue(BkGpuEm *em, int id, const char *slot)
     bk_gpu_line(em, "const unsigned long long blk_db = blk_wg_desc(blk_B, %lld, %lld) | %dull << 62;",
                 kmaj ? 16 : K * sb, 8LL * sb, sb == 128 ? 1 : sb == 64 ? 2 : 3);
     snprintf(arr, sizeof arr, "blk_rk%d", id);
-    rs_issue(em, id, v, arr);
+    char sd[48] = "1"; /* in place; the first real p v overwrites a zeroed acc */
+    if (em->wgqz[id])
+        snprintf(sd, sizeof sd, "blk_it%d != 1 || k > 0", em->wgk[id] - 1);
+    rs_issue(em, id, v, arr, sd);
     bk_gpu_line(em, "blk_wgmma_commit();");
     em->indent--;
     bk_gpu_line(em, "}");

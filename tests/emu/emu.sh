@@ -798,6 +798,34 @@ wgflash)
     fi
     echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), ring $ahead ahead"
   done
+  # an inf in v's first KV block (v all 1 but V[0, 3, 5], non-causal: every
+  # p > 0): the CPU's column 5 is inf, the rest 1. The deferred p v's
+  # step 0 issues a p v of zeros on v_0's slot; 0 * inf = nan must not
+  # reach the output (qk_plan: a zeroed acc's first real p v has scale-d
+  # 0), with the loop (S = 130) and after it (S = 64: one step, the drain)
+  for S in 130 64; do
+    {
+      h="{'descr': '<f2', 'fortran_order': False, 'shape': (1, $S, 64), }"
+      while [ $(((10 + ${#h} + 1) % 64)) -ne 0 ]; do h="$h "; done
+      printf '\x93NUMPY\x01\x00'
+      printf "\\x$(printf %02x $(((${#h} + 1) & 255)))\\x$(printf %02x $(((${#h} + 1) >> 8)))"
+      printf '%s\n' "$h"
+      for ((i = 0; i < S * 64; i++)); do
+        if [ $i = $((3 * 64 + 5)) ]; then printf '\x00\x7c'; else printf '\x00\x3c'; fi
+      done
+    } >"$T/vinf.npy"
+    for en in BLKC_GPU_NOQKPIPE=0 BLKC_GPU_NOQKPIPE=1; do
+      if ! "$BLKC" run "$EX" Z=1 S=$S scale=0.125 --random --seed=5 V=@"$T/vinf.npy" \
+             --out O="$T/c.npy" >"$T/log" 2>&1 ||
+         ! env $en BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$EX" Z=1 S=$S scale=0.125 --random \
+             --seed=5 V=@"$T/vinf.npy" --device=cuda-emu --out O="$T/e.npy" >"$T/log" 2>&1 ||
+         ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
+        echo "FAIL flash inf in v_0, $en S=$S: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1
+      else
+        echo "ok flash inf in v_0, $en S=$S: $(cat "$T/cmp")"
+      fi
+    done
+  done
   # BLKC_GPU_NOWGREG=1 and sm_80: both dots on mma.sync
   for c in "BLKC_GPU_NOWGREG=1|sm_90a" "BLKC_GPU_NOWGREG=0|sm_80"; do
     IFS='|' read -r e a <<<"$c"
