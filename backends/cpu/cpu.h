@@ -32,7 +32,8 @@
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
-    X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)")
+    X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)") \
+    X(EXPDEG7, "on: f32 exp / exp2 use the degree-7 Cephes polynomial of rounds 1-18, not degree 6 (vmath.c; for comparison)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,
