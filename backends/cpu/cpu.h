@@ -1,7 +1,8 @@
 /* cpu.h — private header of the CPU backend (Core IR -> LLVM IR via LLVM-C).
  * Shared between the code generator files (lower.c: functions, control flow
  * and elementwise ops; dtype.c: scalar types and conversions; mem.c:
- * load/store/atomic; tile.c: shape ops, reductions, dot) and jit.c (passes,
+ * load/store/atomic; stream.c: a store's rows, non-temporal for large
+ * tensors; tile.c: shape ops, reductions, dot) and jit.c (passes,
  * ORC LLJIT, emitted stages). Cross-file prefix: cpu_ (functions), Cpu
  * (types). */
 #ifndef BLKC_CPU_H
@@ -23,8 +24,8 @@
     X(NOINPLACE, "loads always copy their tile (fuse.c)")                 \
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
-    X(NOSTREAM, "no non-temporal stores for large tensors (mem.c)")      \
-    X(NOLINEST, "a cheap value streams through stream_row's window, not line by line from registers (mem.c)") \
+    X(NOSTREAM, "no non-temporal stores for large tensors (mem.c, stream.c)") \
+    X(NOLINEST, "a cheap value streams through stream_row's window, not line by line from registers (stream.c)") \
     X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
     X(NOGRIDORDER, "programs run with axis 0 fastest always (lower.c)") \
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \
@@ -32,7 +33,8 @@
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
-    X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)")
+    X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)") \
+    X(EXPDEG7, "on: f32 exp / exp2 use the degree-7 Cephes polynomial of rounds 1-18, not degree 6 (vmath.c; for comparison)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,
@@ -195,6 +197,20 @@ int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC, NOTIFY,
 
 /* The kernel's BkLaunchCtx pointer (its nprog argument). */
 LLVMValueRef cpu_launch_ctx(CpuGen *g);
+
+/* ------------------------------------------------------------ stream.c */
+#define CPU_STREAM_CHUNK 1024 /* stream.c's window; shorter rows never stream */
+/* One view row of a STORE on mem.c's fast path. */
+typedef struct CpuRowStore {
+    int value;                /* the stored value's id */
+    int dt;                   /* element dtype */
+    LLVMTypeRef et;           /* memory type of an element */
+    LLVMValueRef base;        /* the row's first element in the tensor */
+    LLVMValueRef lin0;        /* its linear offset in the view */
+    int64_t len;              /* elements in the row */
+    LLVMValueRef stream;      /* i1: the tensor is large, or NULL: never */
+} CpuRowStore;
+void cpu_store_row(CpuGen *g, const CpuRowStore *rs);
 
 /* ------------------------------------------------------------ tile.c */
 int cpu_gen_tileop(CpuGen *g, int id);     /* BCAST RESHAPE PERMUTE REDUCE

@@ -7,7 +7,8 @@
  *
  * Algorithms (Cody-Waite range reduction + Cephes / FreeBSD polynomials):
  *   exp(x)  = 2^n * e^r, n = rint(x*log2(e)), r = x - n*ln2_hi - n*ln2_lo,
- *             e^r = 1 + r + r^2*P(r) (f32: Cephes expf minimax, evaluated as
+ *             e^r = 1 + r + r^2*P(r) (f32: P of degree 4, a relative-error
+ *             minimax for |r| <= ln2/2 with 1 + r fixed, evaluated as
  *             (P(r)*r + 1)*r + 1 with fused multiply-adds; f64: Taylor
  *             to r^13); 2^n applied as two exact power-of-two factors built
  *             from exponent bits so that subnormal results round once (on
@@ -23,7 +24,7 @@
  *   tanh    |x| < 0.625: x + x^3*P(x^2) (f32 Cephes tanhf; f64 Cephes
  *             rational P/Q), else sign(x)*(1 - 2/(exp(2|x|)+1)).
  * Accuracy (tests/cpu/test_vmath.c, vs libm over dense sweeps): see the
- * test for the bounds it enforces (f32 exp/exp2 <= 2 ulp, f64 <= 4 ulp,
+ * test for the bounds it enforces (f32 exp/exp2 <= 1 ulp, f64 <= 4 ulp,
  * log/log2/sigmoid/tanh <= 4 ulp). */
 #include "cpu.h"
 
@@ -286,19 +287,30 @@ static LLVMValueRef expm1_tail(CpuGen *g, LLVMValueRef r)
     return LLVMBuildFMul(b, horner(g, r, c, 12), r2, "");
 }
 
-/* e^r for |r| <= ln2/2. f32: the Cephes polynomial P (e^r = 1 + r +
- * r^2 P(r)) evaluated as (P(r) r + 1) r + 1, two fused multiply-adds
- * instead of r^2, a multiply and two adds (softmax's inner loop is mostly
- * this); the rounding of P(r) r + 1 is scaled by r, so the error stays
- * <= 1 ulp (tests/cpu/test_vmath.c). f64: 1 + r + (e^r - 1 - r). */
+/* e^r for |r| <= ln2/2. f32: e^r = 1 + r + r^2 P(r) evaluated as
+ * (P(r) r + 1) r + 1, two fused multiply-adds instead of r^2, a multiply
+ * and two adds (softmax's inner loop is mostly this); the rounding of
+ * P(r) r + 1 is scaled by r. P has degree 4: a minimax of the relative
+ * error (e^r - 1 - r - r^2 P(r)) / e^r over [-ln2/2, ln2/2] (Remez
+ * exchange, 3.1e-9 = 0.026 ulp of 1 before the coefficients are rounded
+ * to f32), 6 fused multiply-adds in all. With the reduction below, f32
+ * exp and exp2 stay within 0.89 ulp of the exact result (test_vmath's
+ * sweeps; the degree-5 Cephes P of rounds 1-18, one multiply-add more,
+ * the same: BLKC_CPU_EXPDEG7=1). A degree-3 P, one fewer again, reaches
+ * 2.2 ulp in a C model of this sequence: not taken. f64: 1 + r +
+ * (e^r - 1 - r). */
 static LLVMValueRef exp_r(CpuGen *g, LLVMValueRef r)
 {
     LLVMTypeRef t = LLVMTypeOf(r);
     if (t == g->f32) {
-        static const double c[] = {5.0000001201E-1, 1.6666665459E-1,
-                                   4.1665795894E-2, 8.3334519073E-3,
-                                   1.3981999507E-3, 1.9875691500E-4};
-        LLVMValueRef p = horner(g, r, c, 6);
+        static const double c6[] = {4.9999993451700546E-1, 1.6666520689843029E-1,
+                                    4.1668387362868736E-2, 8.3687098232002384E-3,
+                                    1.3814613180291448E-3};
+        static const double c7[] = {5.0000001201E-1, 1.6666665459E-1,
+                                    4.1665795894E-2, 8.3334519073E-3,
+                                    1.3981999507E-3, 1.9875691500E-4};
+        LLVMValueRef p = cpu_switch(CPU_SW_EXPDEG7) ? horner(g, r, c7, 6)
+                                                    : horner(g, r, c6, 5);
         return fmuladd(g, fmuladd(g, p, r, K(t, 1.0)), r, K(t, 1.0));
     }
     return LLVMBuildFAdd(g->b, LLVMBuildFAdd(g->b, expm1_tail(g, r), r, ""),
