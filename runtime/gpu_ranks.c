@@ -503,6 +503,24 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     return rc < 0 ? -1 : 0;
 }
 
+/* The uploads are done (the default stream drained), polled with the
+ * collectives' deadline, counted as a wait (in_wait: a peer's barrier
+ * gives it time, and this rank's message names it): "the uploads to the
+ * device did not complete within T ms". Without a query function:
+ * synchronized, unbounded. */
+static int uploads_done(RtGpuWorld *w, void *dev, RtRank *r)
+{
+    char err[512];
+    if (!w->ops->query)
+        return w->ops->sync(dev, NULL, err, sizeof err) ? rt_gpur_fail(r, err) : 0;
+    int *busy = rt_rank_in_wait(r);
+    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
+    int rc = rt_gpur_stream_wait(w, dev, NULL, r, "the uploads to the device",
+                                 rt_world_coll_timeout_ms(rt_rank_world(r)));
+    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
+    return rc;
+}
+
 static int rank_main(RtRank *r, void *arg)
 {
     RtGpuWorld *w = arg;
@@ -552,8 +570,8 @@ static int rank_main(RtRank *r, void *arg)
             w->ops->h2d(dev, U64(dp), mine[p].data, bytes, err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
-    if (rc == 0 && w->ops->sync(dev, NULL, err, sizeof err)) /* uploads done */
-        rc = rt_gpur_fail(r, err);
+    if (rc == 0) /* uploads done */
+        rc = uploads_done(w, dev, r);
     if (rc == 0) /* every rank's inputs are in place before any rank starts */
         rc = rt_barrier(r);
     if (rc == 0)

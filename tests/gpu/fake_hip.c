@@ -7,7 +7,9 @@
  * blk_sig_add, recognised by name, arguments read from the packed buffer
  * of hipModuleLaunchKernel's `extra`); any other launch fails with
  * hipErrorNotSupported, but for the waiting kernel and mapped host
- * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP).
+ * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP);
+ * the default stream of the devices in $FAKE_GPU_SYNC_HANG (hipSetDevice's)
+ * never drains.
  * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
@@ -290,7 +292,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h;
+    return h || (!s && fake_sync_hang(current));
 }
 
 API void fake_hip_hold(void *s, int on);

@@ -4,7 +4,8 @@
  * opened by another process of the same user through /proc/PID/fd/FD (GPU
  * ranks under mpirun); mapped pinned host memory; the notify kernels and
  * a stand-in for a generated kernel that waits (fake_wait_kernel), or
- * that computes for ever on some ranks (fake_spin_rank).
+ * that computes for ever on some ranks (fake_spin_rank); a default stream
+ * that never drains on some devices (fake_sync_hang).
  * Included once by each fake; every int function returns 0 or -1. */
 #ifndef BLKC_FAKE_MEM_H
 #define BLKC_FAKE_MEM_H
@@ -166,27 +167,41 @@ typedef struct FakeFail {
     int32_t asserted, amsg, aline, apid[3];
 } FakeFail;
 
+/* Whether v is in the list $name ("1" or "1,3"); -1 when it is unset. */
+static int fake_in_list(const char *name, long v)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return -1;
+    for (const char *p = s; *p;) {
+        char *end;
+        long q = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (q == v)
+            return 1;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* $FAKE_GPU_SYNC_HANG ("1" or "1,3"): the legacy default stream (NULL) of
+ * those devices never drains, as if a copy never ended: its query answers
+ * not ready, a synchronize waits (30 s at most, then an error). */
+static int fake_sync_hang(int dev)
+{
+    return fake_in_list("FAKE_GPU_SYNC_HANG", dev) == 1;
+}
+
 /* $FAKE_GPU_SPIN_RANK ("1" or "1,3"): the stand-in kernel computes for
  * ever on those ranks (the fake holds its stream: it never drains, and
  * the kernel looks at nothing, not even the abort flag) and does nothing
  * on the others. -1 when unset, else 1 for such a rank, 0 for another. */
 static int fake_spin_rank(const FakeRankCtx *rcp)
 {
-    const char *s = getenv("FAKE_GPU_SPIN_RANK");
-    if (!s || !*s)
-        return -1;
     FakeRankCtx rc;
     memcpy(&rc, rcp, sizeof rc);
-    for (const char *p = s; *p;) {
-        char *end;
-        long q = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (q == rc.rank)
-            return 1;
-        p = *end ? end + 1 : end;
-    }
-    return 0;
+    return fake_in_list("FAKE_GPU_SPIN_RANK", rc.rank);
 }
 
 static int fake_is_wait_kernel(const char *name)
