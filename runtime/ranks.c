@@ -39,6 +39,9 @@
 #include <unistd.h>
 
 #define CACHELINE 64
+#define END_GRACE_MS 1000 /* after a failure, for ranks to return (more
+                             the signal-wait deadline) */
+
 enum { RANK_RUNNING, RANK_RETURNED, RANK_BEHIND }; /* RtRank.left */
 
 /* What a world releases when it is freed (rt_world_keep). */
@@ -47,8 +50,6 @@ typedef struct RtWorldKeep {
     void *ctx;
     struct RtWorldKeep *next;
 } RtWorldKeep;
-#define END_GRACE_MS 1000 /* after a failure, for ranks to return (more
-                             the signal-wait deadline) */
 
 struct RtRank {
     RtWorld *world;
