@@ -75,40 +75,10 @@ P(cuDeviceGetAttribute, int *v, int a, int d)
 }
 P(cuDevicePrimaryCtxRetain, void **c, int d) { *c = (void *)(intptr_t)(d + 1); return OK; }
 P(cuDevicePrimaryCtxRelease_v2, int d) { (void)d; return OK; }
-/* cuCtxSetCurrent's device per thread, kept only under $FAKE_GPU_SYNC_HANG
- * (a table, not _Thread_local: with a thread left inside the fake NCCL at
- * exit, a dlopen'ed library's TLS made LeakSanitizer fail, as for
- * fake_hip in gpu_nccl_old_fake_hip) */
-static pthread_mutex_t cur_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct { pthread_t t; int dev; } cur_tab[64];
-
-static int current_dev(void)
-{
-    int d = 0;
-    pthread_mutex_lock(&cur_mu);
-    for (int i = 0; i < 64; i++)
-        if (cur_tab[i].t && pthread_equal(cur_tab[i].t, pthread_self()))
-            d = cur_tab[i].dev;
-    pthread_mutex_unlock(&cur_mu);
-    return d;
-}
-
 P(cuCtxSetCurrent, void *c)
 {
-    if (fake_in_list("FAKE_GPU_SYNC_HANG", -1) < 0 || !c)
-        return OK;
-    pthread_mutex_lock(&cur_mu);
-    int i = 0, fresh = -1;
-    for (; i < 64 && !(cur_tab[i].t && pthread_equal(cur_tab[i].t, pthread_self())); i++)
-        if (!cur_tab[i].t && fresh < 0)
-            fresh = i;
-    if (i == 64)
-        i = fresh;
-    if (i >= 0) {
-        cur_tab[i].t = pthread_self();
-        cur_tab[i].dev = (int)(intptr_t)c - 1; /* primary contexts are d + 1 */
-    }
-    pthread_mutex_unlock(&cur_mu);
+    if (c)
+        fake_cur_set((int)(intptr_t)c - 1); /* primary contexts are d + 1 */
     return OK;
 }
 static int nloads; /* modules loaded so far (atomic): module N is (void *)N */
@@ -304,7 +274,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h || (!s && fake_sync_hang(current_dev()));
+    return h || (!s && fake_sync_hang(fake_cur_get()));
 }
 
 API void fake_cuda_hold(void *s, int on);

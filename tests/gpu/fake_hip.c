@@ -46,7 +46,6 @@ static int ndev(void)
     return n > 0 ? n : 0;
 }
 
-static _Thread_local int current; /* hipSetDevice */
 
 P(hipError_t, hipInit, unsigned f) { (void)f; return ndev() ? OK : NO_DEVICE; }
 P(hipError_t, hipGetDeviceCount, int *n)
@@ -58,7 +57,7 @@ P(hipError_t, hipSetDevice, int d)
 {
     if (d < 0 || d >= ndev())
         return BAD_DEVICE;
-    current = d;
+    fake_cur_set(d);
     return OK;
 }
 P(hipError_t, hipDeviceGetAttribute, int *v, int a, int d)
@@ -292,7 +291,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h || (!s && fake_sync_hang(current));
+    return h || (!s && fake_sync_hang(fake_cur_get()));
 }
 
 API void fake_hip_hold(void *s, int on);
@@ -322,7 +321,7 @@ P(hipError_t, hipStreamSynchronize, void *s)
 }
 P(hipError_t, hipDeviceEnablePeerAccess, int peer, unsigned f)
 {
-    if (f != 0 || peer < 0 || peer >= ndev() || peer == current)
+    if (f != 0 || peer < 0 || peer >= ndev() || peer == fake_cur_get())
         return BAD_DEVICE;
     return OK;
 }
