@@ -652,10 +652,8 @@ BLKC_API blkc_status blkc_module_create_from_file(
     return st;
 }
 
-BLKC_API void blkc_module_destroy(blkc_module *m)
+static void module_free(blkc_module *m)
 {
-    if (!m)
-        return;
     if (m->cpu)
         bk_cpu_free(m->cpu);
     rt_gpu_module_free(m->gpu);
@@ -665,6 +663,20 @@ BLKC_API void blkc_module_destroy(blkc_module *m)
         ir_module_free(m->ir);
     free(m->kernels);
     free(m);
+}
+
+void api_module_hold(const void *ctx, int delta)
+{
+    blkc_module *m = (blkc_module *)ctx;
+    if (__atomic_add_fetch(&m->holds, delta, __ATOMIC_ACQ_REL) == -1)
+        module_free(m);
+}
+
+/* Freed now, or when the last run that left ranks behind lets it go. */
+BLKC_API void blkc_module_destroy(blkc_module *m)
+{
+    if (m)
+        api_module_hold(m, -1);
 }
 
 BLKC_API int blkc_module_kernel_count(const blkc_module *m)

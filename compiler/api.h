@@ -30,7 +30,13 @@ struct blkc_module {
                                    the environment) */
     blkc_parallel_for_fn parallel_for; /* the context's hook (or NULL) */
     void *parallel_for_user;
+    int holds;            /* atomic: runs that left ranks behind holding it,
+                             minus 1 once blkc_module_destroy was called:
+                             freed when it reaches -1 */
 };
+/* RtPlanModule.hold (runtime/plan.h) for a module (ctx): +1 keeps it,
+ * -1 lets it go (the last one after blkc_module_destroy frees it). */
+void api_module_hold(const void *ctx, int delta);
 
 /* Set the thread's last error (blkc_last_error) and return s. */
 blkc_status api_err(blkc_status s, const char *fmt, ...)

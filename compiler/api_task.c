@@ -613,7 +613,8 @@ BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks, const blk
     if (st == BLKC_OK) { /* the module's own (cached) code, no second JIT */
         char err[1024] = "";
         RtPlanModule pm = {.ir = k->module->ir, .range = module_range,
-                           .range_ctx = k->module};
+                           .range_ctx = k->module, .hold = api_module_hold,
+                           .hold_ctx = k->module};
         bool has_grid = opts && (opts->grid[0] || opts->grid[1] || opts->grid[2]);
         if (rt_plan_run(&pm, k->index, nranks, ra, has_grid ? opts->grid : NULL,
                         err, sizeof err) != 0)

@@ -15,7 +15,6 @@
 #include "cache.h"
 #include "isolate.h"
 
-#include "../runtime/ranks.h"
 #ifndef BLKC_NO_CPU_BACKEND
 #include "../backends/cpu/cpu.h"
 #endif
@@ -304,6 +303,11 @@ void jc_code_free(JcCode *c)
     free(c);
 }
 
+int64_t jc_code_live(void)
+{
+    return 0;
+}
+
 int jc_code_load(const void *obj, size_t len, const IrModule *m,
                  JcCode **out, char *err, size_t errlen)
 {
@@ -320,12 +324,14 @@ struct JcCode {
     char **names;
     BkRangeFn *ranges;
     char jit_error[CPU_JIT_ERROR_LEN]; /* ORC's first error (cpu_lljit) */
-    struct JcCode *kept_next;  /* on kept_code */
 };
 
-/* Code kept, not freed, while ranks left behind may run it (ranks.h). */
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct JcCode *kept_code;
+static int64_t code_live; /* atomic: JcCode loaded and not freed */
+
+int64_t jc_code_live(void)
+{
+    return __atomic_load_n(&code_live, __ATOMIC_ACQUIRE);
+}
 
 static int llvm_err(LLVMErrorRef e, const char *what, char *err, size_t errlen)
 {
@@ -339,13 +345,7 @@ void jc_code_free(JcCode *c)
 {
     if (!c)
         return;
-    if (rt_ranks_left_behind()) { /* a rank left behind may run this code */
-        pthread_mutex_lock(&kept_lock);
-        c->kept_next = kept_code;
-        kept_code = c;
-        pthread_mutex_unlock(&kept_lock);
-        return;
-    }
+    __atomic_sub_fetch(&code_live, 1, __ATOMIC_ACQ_REL);
     if (c->jit)
         LLVMOrcDisposeLLJIT(c->jit);
     for (int i = 0; c->names && i < c->n; i++)
@@ -363,6 +363,7 @@ int jc_code_load(const void *obj, size_t len, const IrModule *m,
     JcCode *c = calloc(1, sizeof *c);
     if (!c)
         return snprintf(err, errlen, "out of memory"), -1;
+    __atomic_add_fetch(&code_live, 1, __ATOMIC_ACQ_REL);
     c->n = m->nfuncs;
     c->names = calloc((size_t)c->n + 1, sizeof *c->names);
     c->ranges = calloc((size_t)c->n + 1, sizeof *c->ranges);

@@ -61,7 +61,11 @@ int jc_code_load(const void *obj, size_t len, const IrModule *m,
 BkRangeFn jc_code_range(const JcCode *c, const char *name);
 /* the same as RtPlanModule.range (runtime/plan.h), range_ctx the JcCode */
 BkRangeFn jc_code_range_of(const void *code, const char *name);
+/* Frees c at once: whoever runs code on ranks that may be left behind
+ * holds its owner instead (RtPlanModule.hold, runtime/plan.h). */
 void jc_code_free(JcCode *c);
+/* JcCode loaded and not yet freed in this process (tests). */
+int64_t jc_code_live(void);
 
 /* ------------------------------------------------------------ disk */
 /* The cache directory (NULL when disabled or unusable); stable after the

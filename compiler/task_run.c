@@ -136,11 +136,16 @@ struct TkCompiled {
     int fi;
     RtMegaRec *mrec;               /* megakernel mode: its tables, kept
                                       between runs */
+    int holds;                     /* atomic: runs that left ranks behind
+                                      holding it, -1 once tk_compiled_free
+                                      was called: freed at -1 */
 };
 
-void tk_compiled_free(TkCompiled *c)
+/* RtPlanModule.hold: a rank left behind may still run c's code and IR. */
+static void compiled_hold(const void *ctx, int delta)
 {
-    if (!c)
+    TkCompiled *c = (TkCompiled *)ctx;
+    if (__atomic_add_fetch(&c->holds, delta, __ATOMIC_ACQ_REL) != -1)
         return;
     jc_code_free(c->code);
     if (c->mrec)
@@ -148,6 +153,12 @@ void tk_compiled_free(TkCompiled *c)
     free(c->mrec);
     ir_module_free(c->m);
     free(c);
+}
+
+void tk_compiled_free(TkCompiled *c)
+{
+    if (c)
+        compiled_hold(c, -1);
 }
 
 TkCompiled *tk_compile(const TkTask *t, char *err, size_t errlen)
@@ -315,7 +326,8 @@ int tk_exec(TkCompiled *c, const TkArg *args, TkArg *results, char *err, size_t 
         c->mrec->cache_on = true;
     }
     RtPlanModule pm = {.ir = m, .range = jc_code_range_of, .range_ctx = c->code,
-                       .mega = !t->megakernel ? NULL : t->mega_rec ? t->mega_rec : c->mrec};
+                       .mega = !t->megakernel ? NULL : t->mega_rec ? t->mega_rec : c->mrec,
+                       .hold = compiled_hold, .hold_ctx = c};
     if (rt_plan_run(&pm, fi, R, ra, NULL, err, errlen))
         goto out;
     /* gather the results */

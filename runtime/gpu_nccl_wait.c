@@ -269,20 +269,13 @@ static int poll_done(RtGpuCtx *c, RtRank *r, void **comm, const char *what,
                 *comm = NULL;
             }
             /* the abort should stop NCCL's kernel; if the stream still
-             * does not drain, the run must not synchronize or free it */
-            int64_t grace = rt_now_ms() + GRACE_MS;
-            int q = c->stream ? 1 : 0;
-            while (q > 0 && rt_now_ms() < grace) {
-                q = w->ops->query(DEV(c), c->stream, err, sizeof err);
-                struct timespec ts = {0, 1000000};
-                nanosleep(&ts, NULL);
-            }
-            if (q > 0)
-                __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
+             * does not drain in the grace, the world is marked stuck: the
+             * run must not synchronize or free it */
+            if (c->stream)
+                rt_gpur_stream_wait(w, DEV(c), c->stream, r, NULL, -1);
             return -1;
         }
-        struct timespec ts = {0, spin < 100 ? 20000 : 200000};
-        nanosleep(&ts, NULL);
+        rt_gpur_poll_pause(spin);
     }
 }
 

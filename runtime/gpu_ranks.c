@@ -168,44 +168,53 @@ int rt_gpur_join(RtGpuCtx *c, RtRank *r)
     return rc;
 }
 
-/* Wait for the rank's own stream (its kernels, at a launch and at the
- * end of the run) by polling it (cuStreamQuery / hipStreamQuery), so that
- * a rank whose kernel does not end (computing for ever; its peers name it
- * at the end of the run) stops when the world fails: the stream gets
- * END_GRACE_MS more to drain, then the world is marked stuck (its streams
- * and memory kept, as for an NCCL call left behind). Without a query
- * function: synchronized, unbounded. Each round sleeps 20 us, 100 us
- * after the first 2500 rounds (50+ ms): a kernel's end is seen that late
- * at most; the
- * loop ends with the stream, or by the grace once the world failed (the
- * peers' deadlines fail it). */
-#define END_GRACE_MS 1000
-static int drain(RtGpuCtx *c, RtRank *r)
+void rt_gpur_poll_pause(long round)
 {
-    RtGpuWorld *w = c->w;
+    struct timespec ts = {0, round < 2500 ? 20000 : 100000};
+    nanosleep(&ts, NULL);
+}
+
+int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
+                        const char *what, int64_t tmo_ms)
+{
     char err[512];
-    if (stuck(w) || !w->ops->query)
-        return rt_gpur_sync(c, r);
-    int64_t give_up = -1;
-    for (long spin = 0;; spin++) {
-        int q = w->ops->query(DEV(c), c->stream, err, sizeof err);
+    int64_t t0 = rt_now_ms(), give_up = -1;
+    for (long round = 0;; round++) {
+        int q = w->ops->query(dev, stream, err, sizeof err);
         if (q < 0)
             return rt_gpur_fail(r, err);
         if (q == 0)
             return 0;
+        int64_t now = rt_now_ms();
+        if (tmo_ms >= 0 && now - t0 >= tmo_ms && !rt_rank_failed(r))
+            rt_rank_fail(r, "%s did not complete within %lld ms", what,
+                         (long long)tmo_ms);
         if (rt_rank_failed(r)) {
-            int64_t now = rt_now_ms();
             if (give_up < 0) {
-                give_up = now + END_GRACE_MS;
+                give_up = now + RT_GPUR_GRACE_MS;
             } else if (now >= give_up) {
                 __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
                 rt_rank_check(r); /* records why: "aborted because ..." */
                 return -1;
             }
         }
-        struct timespec ts = {0, spin < 2500 ? 20000 : 100000};
-        nanosleep(&ts, NULL);
+        rt_gpur_poll_pause(round);
     }
+}
+
+/* Wait for the rank's own stream (its kernels, at a launch and at the
+ * end of the run) by polling it (rt_gpur_stream_wait), so that a rank
+ * whose kernel does not end (computing for ever; its peers name it at the
+ * end of the run) stops when the world fails: the stream gets
+ * RT_GPUR_GRACE_MS more to drain, then the world is marked stuck (its
+ * streams and memory kept, as for an NCCL call left behind). Without a
+ * query function: synchronized, unbounded. */
+static int drain(RtGpuCtx *c, RtRank *r)
+{
+    RtGpuWorld *w = c->w;
+    if (stuck(w) || !w->ops->query)
+        return rt_gpur_sync(c, r);
+    return rt_gpur_stream_wait(w, DEV(c), c->stream, r, NULL, -1);
 }
 
 typedef struct Drain { RtGpuCtx *c; RtRank *r; } Drain;
@@ -494,6 +503,24 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     return rc < 0 ? -1 : 0;
 }
 
+/* The uploads are done (the default stream drained), polled with the
+ * collectives' deadline, counted as a wait (in_wait: a peer's barrier
+ * gives it time, and this rank's message names it): "the uploads to the
+ * device did not complete within T ms". Without a query function:
+ * synchronized, unbounded. */
+static int uploads_done(RtGpuWorld *w, void *dev, RtRank *r)
+{
+    char err[512];
+    if (!w->ops->query)
+        return w->ops->sync(dev, NULL, err, sizeof err) ? rt_gpur_fail(r, err) : 0;
+    int *busy = rt_rank_in_wait(r);
+    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
+    int rc = rt_gpur_stream_wait(w, dev, NULL, r, "the uploads to the device",
+                                 rt_world_coll_timeout_ms(rt_rank_world(r)));
+    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
+    return rc;
+}
+
 static int rank_main(RtRank *r, void *arg)
 {
     RtGpuWorld *w = arg;
@@ -543,8 +570,8 @@ static int rank_main(RtRank *r, void *arg)
             w->ops->h2d(dev, U64(dp), mine[p].data, bytes, err, sizeof err))
             rc = rt_gpur_fail(r, err);
     }
-    if (rc == 0 && w->ops->sync(dev, NULL, err, sizeof err)) /* uploads done */
-        rc = rt_gpur_fail(r, err);
+    if (rc == 0) /* uploads done */
+        rc = uploads_done(w, dev, r);
     if (rc == 0) /* every rank's inputs are in place before any rank starts */
         rc = rt_barrier(r);
     if (rc == 0)

@@ -184,6 +184,23 @@ struct RtGpuCtx {
 
 /* Wait for the context's stream; record a message as the rank's error. */
 int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
+/* The polled wait for a stream (gpu_ranks.c; the rank's own stream at a
+ * launch and the end of the run, the default stream after the uploads,
+ * NCCL's stream in gpu_nccl_wait.c): cuStreamQuery / hipStreamQuery, never
+ * a synchronize, until the stream of dev (NULL: the legacy default
+ * stream) is done: 0. -1 with the rank's error set: a query error; `what`
+ * not done within tmo_ms (-1: no deadline of its own; "WHAT did not
+ * complete within T ms", failing the world); or, once the world failed,
+ * the stream did not drain within RT_GPUR_GRACE_MS more: the world is
+ * marked stuck (its streams and memory kept). The driver must have a
+ * query function (ops->query). */
+#define RT_GPUR_GRACE_MS 1000
+int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
+                        const char *what, int64_t tmo_ms);
+/* The pause between two rounds of a polled wait (the stream waits above,
+ * NCCL's asynchronous state): 20 us for the first 2500 rounds (~50 ms: a
+ * short kernel's end is seen that late at most), then 100 us. */
+void rt_gpur_poll_pause(long round);
 int rt_gpur_fail(RtRank *r, const char *msg);
 /* The rank's NCCL communicator over the world, made at the first call
  * (collective: rank 0's unique id goes over the host world). */

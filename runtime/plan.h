@@ -33,6 +33,12 @@ typedef struct RtPlanModule {
     /* Megakernel mode (runtime/mega.h), or NULL: each CPU rank's launches
      * become one tile-task graph run by worker threads. */
     struct RtMegaRec *mega;
+    /* Keeps what a rank left behind by rt_plan_run may still read (code,
+     * ir, range_ctx, mega): hold(hold_ctx, +1) once ranks were left behind,
+     * hold(hold_ctx, -1) when the last of them has returned (ranks.h). NULL:
+     * the caller keeps it all for the rest of the process. */
+    void (*hold)(const void *hold_ctx, int delta);
+    const void *hold_ctx;
 } RtPlanModule;
 
 /* The CPU range entry of kernel `name` of pm (range, else cpu), or NULL. */

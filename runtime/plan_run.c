@@ -2,7 +2,9 @@
  * ranks (threads) or, under mpirun, MPI processes, puts every rank's
  * symmetric and signal entry arguments on the symmetric heap, runs the
  * entry (a device function through plan.c's interpreter, or a kernel once
- * per rank) and copies the symmetric outputs back. */
+ * per rank) and copies the symmetric outputs back. A run that leaves ranks
+ * behind (ranks.h) keeps its own copy of the module description and has the
+ * caller's module held (RtPlanModule.hold) until they have all returned. */
 #include "plan.h"
 
 #include <stdio.h>
@@ -25,7 +27,9 @@ RtWorldView rt_rank_view(RtRank *r)
 }
 
 typedef struct Run {
-    const RtPlanModule *pm;        /* what to run */
+    const RtPlanModule *pm;        /* what to run: &own */
+    RtPlanModule own;              /* the caller's, copied (a rank left
+                                      behind reads it after the call) */
     int fi;                        /* entry */
     RtPlanArg *const *args;        /* per rank, per param */
     const int64_t *grid;           /* kernel grid override or NULL */
@@ -140,6 +144,16 @@ static int rank_main(RtRank *r, void *arg)
     return rc;
 }
 
+/* The world of a run that left ranks behind is freed (they all returned):
+ * what they read is released. */
+static void run_release(void *p)
+{
+    Run *run = p;
+    if (run->own.hold)
+        run->own.hold(run->own.hold_ctx, -1);
+    free(run);
+}
+
 int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
                 RtPlanArg *const *args, const int64_t *grid, char *err,
                 size_t errlen)
@@ -164,8 +178,22 @@ int rt_plan_run(const RtPlanModule *pm, int fi, int nranks,
     if (mpi ? rt_world_create_mpi(nranks, heap, &w, err, errlen)
             : rt_world_create(nranks, heap, &w, err, errlen))
         return -1;
-    Run run = {pm, fi, args, grid};
-    int rc = rt_world_run(w, rank_main, &run, err, errlen);
+    /* on the heap: a rank left behind reads it after this returns */
+    Run *run = malloc(sizeof *run);
+    if (!run) {
+        rt_world_destroy(w);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *run = (Run){&run->own, *pm, fi, args, grid};
+    int rc = rt_world_run(w, rank_main, run, err, errlen);
+    if (!rt_world_behind(w)) {
+        free(run);
+    } else { /* released when the ranks left behind have all returned */
+        if (pm->hold)
+            pm->hold(pm->hold_ctx, +1);
+        (void)rt_world_keep(w, run_release, run); /* else kept for ever */
+    }
     rt_world_destroy(w);
     return rc;
 }

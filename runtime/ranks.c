@@ -18,7 +18,10 @@
  * that still has not (computing, where nothing can interrupt it) is left
  * behind: its thread is detached, never joined, and its world is kept, not
  * freed (rt_world_destroy keeps it on a list), so it never touches freed
- * memory of the world. */
+ * memory of the world. Should it return after all, the last such rank of a
+ * destroyed world frees it, and with it what the run kept (rt_world_keep).
+ * Whether a rank returned or was left behind is one compare-and-swap on
+ * RtRank.left, so exactly one of end_of_run and the rank decides. */
 #include "ranks.h"
 #include "rank_mpi.h"
 
@@ -39,11 +42,21 @@
 #define END_GRACE_MS 1000 /* after a failure, for ranks to return (more
                              the signal-wait deadline) */
 
+enum { RANK_RUNNING, RANK_RETURNED, RANK_BEHIND }; /* RtRank.left */
+
+/* What a world releases when it is freed (rt_world_keep). */
+typedef struct RtWorldKeep {
+    void (*release)(void *);
+    void *ctx;
+    struct RtWorldKeep *next;
+} RtWorldKeep;
+
 struct RtRank {
     RtWorld *world;
     int id;
     int ret;                 /* what fn returned */
-    int left;                /* atomic: fn has returned */
+    int left;                /* atomic: RANK_* (fn has returned, or the rank
+                                was left behind; CAS decides which first) */
     int has_err;             /* err holds a message (under world->lock) */
     char err[RT_RANK_ERRLEN]; /* "rank R: ..." */
     size_t sym_top;          /* bump offset into this rank's heap */
@@ -74,6 +87,9 @@ struct RtWorld {
     void *arg;
     int running;             /* under lock: a run is in progress */
     int behind;              /* ranks left behind by a run (world kept) */
+    int behind_live;         /* under lock: of those, not returned yet */
+    int destroyed;           /* under lock: rt_world_destroy was called */
+    RtWorldKeep *keeps;      /* under lock: rt_world_keep's, run when freed */
     RtWorld *kept_next;      /* on the list of kept worlds */
     pthread_mutex_t lock;    /* failure record, running */
     pthread_cond_t left_cv;  /* a rank returned (nleft grew; under lock) */
@@ -801,7 +817,8 @@ void rt_rank_keep(RtRank *r, void *p)
     r->kept[3] = p;
 }
 
-/* Worlds with ranks left behind (end_of_run): kept, never freed. */
+/* Worlds with ranks left behind (end_of_run): kept until the last of them
+ * returns (never, for a rank computing for ever). */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static RtWorld *kept_worlds;
 static int ranks_behind; /* atomic: rank threads ever left behind */
@@ -816,16 +833,27 @@ int rt_ranks_left_behind(void)
     return __atomic_load_n(&ranks_behind, __ATOMIC_ACQUIRE);
 }
 
-void rt_world_destroy(RtWorld *w)
+int rt_world_keep(RtWorld *w, void (*release)(void *), void *ctx)
 {
-    if (!w)
-        return;
-    if (w->behind) { /* a rank thread may still use it */
-        pthread_mutex_lock(&kept_lock);
-        w->kept_next = kept_worlds;
-        kept_worlds = w;
-        pthread_mutex_unlock(&kept_lock);
-        return;
+    RtWorldKeep *k = malloc(sizeof *k);
+    if (!k)
+        return -1;
+    k->release = release;
+    k->ctx = ctx;
+    pthread_mutex_lock(&w->lock);
+    k->next = w->keeps;
+    w->keeps = k;
+    pthread_mutex_unlock(&w->lock);
+    return 0;
+}
+
+/* Free the world: no rank thread uses it any more. */
+static void world_free(RtWorld *w)
+{
+    for (RtWorldKeep *k = w->keeps, *nx; k; k = nx) {
+        nx = k->next;
+        k->release(k->ctx);
+        free(k);
     }
     if (w->mpi)
         rt_mpi_free(w->mpi); /* the heap is its window */
@@ -841,6 +869,43 @@ void rt_world_destroy(RtWorld *w)
     free(w);
 }
 
+void rt_world_destroy(RtWorld *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    int live = w->behind_live;
+    w->destroyed = 1;
+    if (live) { /* a rank thread still uses it: the last one frees it */
+        pthread_mutex_lock(&kept_lock);
+        w->kept_next = kept_worlds;
+        kept_worlds = w;
+        pthread_mutex_unlock(&kept_lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!live)
+        world_free(w);
+}
+
+/* A rank left behind has returned after all: the last one of a destroyed
+ * world frees it (and what the run kept with it). */
+static void behind_returned(RtWorld *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int last = --w->behind_live == 0 && w->destroyed;
+    pthread_mutex_unlock(&w->lock);
+    if (!last)
+        return;
+    pthread_mutex_lock(&kept_lock);
+    for (RtWorld **p = &kept_worlds; *p; p = &(*p)->kept_next)
+        if (*p == w) {
+            *p = w->kept_next;
+            break;
+        }
+    pthread_mutex_unlock(&kept_lock);
+    world_free(w);
+}
+
 static void *rank_main(void *p)
 {
     RtRank *r = p;
@@ -854,7 +919,12 @@ static void *rank_main(void *p)
         if (!has)
             rt_rank_fail(r, "returned %d", rc);
     }
-    __atomic_store_n(&r->left, 1, __ATOMIC_RELEASE);
+    int running = RANK_RUNNING;
+    if (!__atomic_compare_exchange_n(&r->left, &running, RANK_RETURNED, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        behind_returned(w); /* end_of_run has gone: only the world is left */
+        return NULL;
+    }
     int none = -1;
     __atomic_compare_exchange_n(&w->first_left, &none, r->id, 0,
                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -924,7 +994,7 @@ static int mpi_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg),
 static void reset_rank(RtRank *r)
 {
     r->ret = 0;
-    r->left = 0;
+    r->left = RANK_RUNNING;
     r->has_err = 0;
     r->err[0] = 0;
     r->sym_top = 0;
@@ -1019,12 +1089,21 @@ static void end_of_run(RtWorld *w, int started)
         pthread_mutex_unlock(&w->lock);
     }
     for (int q = 0; q < started; q++) {
-        if (__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE)) {
-            pthread_join(w->ranks[q].thread, NULL);
-        } else {
-            pthread_detach(w->ranks[q].thread);
+        int running = RANK_RUNNING;
+        pthread_mutex_lock(&w->lock); /* before the rank's behind_returned */
+        int behind = __atomic_compare_exchange_n(&w->ranks[q].left, &running,
+                                                 RANK_BEHIND, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE);
+        if (behind) {
             w->behind++;
+            w->behind_live++;
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (behind) {
+            pthread_detach(w->ranks[q].thread);
             __atomic_add_fetch(&ranks_behind, 1, __ATOMIC_ACQ_REL);
+        } else {
+            pthread_join(w->ranks[q].thread, NULL);
         }
     }
 }

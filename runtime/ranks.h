@@ -85,10 +85,18 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
  * wait's deadline (BLKC_WAIT_TIMEOUT_MS) plus 1 s. A rank
  * still running then (computing; nothing can interrupt it) is left behind:
  * its thread is detached, the world is kept (rt_world_destroy does not free
- * it, a later rt_world_run on it fails), and the caller's memory it
- * uses (arguments, code) must outlive it. The number of rank threads ever
- * left behind in this process (the JIT keeps its code while it is not 0). */
+ * it, a later rt_world_run on it fails) until the last rank left behind
+ * returns (then the world is freed: at once by rt_world_destroy, or by that
+ * rank's thread if the world was destroyed before), and the caller's memory
+ * it uses (arguments, code) must outlive it: rt_world_keep. The number of
+ * rank threads ever left behind in this process. */
 int rt_ranks_left_behind(void);
+/* Have release(ctx) called when w is freed: at rt_world_destroy, or, when
+ * ranks were left behind, once the last of them has returned (never, for
+ * one that computes for ever). How a run keeps what its ranks left behind
+ * may still read (plan_run.c: the module). Not during a run. 0, or -1 out
+ * of memory (nothing is kept). */
+int rt_world_keep(RtWorld *w, void (*release)(void *), void *ctx);
 /* The ranks this world's last run left behind (0: none). */
 int rt_world_behind(const RtWorld *w);
 int rt_world_size(const RtWorld *w);

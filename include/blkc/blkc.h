@@ -297,7 +297,9 @@ BLKC_API void blkc_specialize_wait(void);
  * for blkc_kernel_launch; a device function's buffers made inside it are
  * not parameters). Collectives run across the ranks. It runs the module's
  * own JIT'd (cached) code: nothing is compiled per call. CPU modules only;
- * not under mpirun (BLKC_ERR_UNSUPPORTED). */
+ * not under mpirun (BLKC_ERR_UNSUPPORTED). A rank left behind by a failed
+ * run (still computing past its deadlines) holds the module: destroying it
+ * (or its context) is safe at once, it is freed when that rank returns. */
 BLKC_API blkc_status blkc_kernel_run_ranks(blkc_kernel *k, int nranks,
                                            const blkc_arg *args, int nargs,
                                            const blkc_launch_options *opts);

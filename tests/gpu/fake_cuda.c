@@ -22,7 +22,9 @@
  * end, as a collective kernel whose peer never comes: cuStreamQuery
  * answers CUDA_ERROR_NOT_READY and cuStreamSynchronize waits (at most
  * 30 s, then CUDA_ERROR_LAUNCH_TIMEOUT) until fake_cuda_hold(stream, 0);
- * so does the stand-in kernel on the ranks of $FAKE_GPU_SPIN_RANK.
+ * so does the stand-in kernel on the ranks of $FAKE_GPU_SPIN_RANK, and
+ * the default stream (NULL) of the devices in $FAKE_GPU_SYNC_HANG (the
+ * current context's, cuCtxSetCurrent).
  * It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
@@ -73,7 +75,12 @@ P(cuDeviceGetAttribute, int *v, int a, int d)
 }
 P(cuDevicePrimaryCtxRetain, void **c, int d) { *c = (void *)(intptr_t)(d + 1); return OK; }
 P(cuDevicePrimaryCtxRelease_v2, int d) { (void)d; return OK; }
-P(cuCtxSetCurrent, void *c) { (void)c; return OK; }
+P(cuCtxSetCurrent, void *c)
+{
+    if (c)
+        fake_cur_set((int)(intptr_t)c - 1); /* primary contexts are d + 1 */
+    return OK;
+}
 static int nloads; /* modules loaded so far (atomic): module N is (void *)N */
 
 /* The size of an ELF64 image (a cubin): its section or program header
@@ -267,7 +274,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h;
+    return h || (!s && fake_sync_hang(fake_cur_get()));
 }
 
 API void fake_cuda_hold(void *s, int on);

@@ -7,7 +7,9 @@
  * blk_sig_add, recognised by name, arguments read from the packed buffer
  * of hipModuleLaunchKernel's `extra`); any other launch fails with
  * hipErrorNotSupported, but for the waiting kernel and mapped host
- * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP).
+ * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP);
+ * the default stream of the devices in $FAKE_GPU_SYNC_HANG (hipSetDevice's)
+ * never drains.
  * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
@@ -44,7 +46,6 @@ static int ndev(void)
     return n > 0 ? n : 0;
 }
 
-static _Thread_local int current; /* hipSetDevice */
 
 P(hipError_t, hipInit, unsigned f) { (void)f; return ndev() ? OK : NO_DEVICE; }
 P(hipError_t, hipGetDeviceCount, int *n)
@@ -56,7 +57,7 @@ P(hipError_t, hipSetDevice, int d)
 {
     if (d < 0 || d >= ndev())
         return BAD_DEVICE;
-    current = d;
+    fake_cur_set(d);
     return OK;
 }
 P(hipError_t, hipDeviceGetAttribute, int *v, int a, int d)
@@ -290,7 +291,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h;
+    return h || (!s && fake_sync_hang(fake_cur_get()));
 }
 
 API void fake_hip_hold(void *s, int on);
@@ -320,7 +321,7 @@ P(hipError_t, hipStreamSynchronize, void *s)
 }
 P(hipError_t, hipDeviceEnablePeerAccess, int peer, unsigned f)
 {
-    if (f != 0 || peer < 0 || peer >= ndev() || peer == current)
+    if (f != 0 || peer < 0 || peer >= ndev() || peer == fake_cur_get())
         return BAD_DEVICE;
     return OK;
 }

@@ -4,7 +4,8 @@
  * opened by another process of the same user through /proc/PID/fd/FD (GPU
  * ranks under mpirun); mapped pinned host memory; the notify kernels and
  * a stand-in for a generated kernel that waits (fake_wait_kernel), or
- * that computes for ever on some ranks (fake_spin_rank).
+ * that computes for ever on some ranks (fake_spin_rank); a default stream
+ * that never drains on some devices (fake_sync_hang).
  * Included once by each fake; every int function returns 0 or -1. */
 #ifndef BLKC_FAKE_MEM_H
 #define BLKC_FAKE_MEM_H
@@ -166,27 +167,85 @@ typedef struct FakeFail {
     int32_t asserted, amsg, aline, apid[3];
 } FakeFail;
 
+/* The calling thread's current device (cuCtxSetCurrent, hipSetDevice; 0
+ * until set), in a table rather than a _Thread_local: under ASan, the TLS
+ * of a dlopen'ed library made LeakSanitizer fail at the exit of a process
+ * with a thread left inside the fake NCCL (gpu_nccl_old_fake*,
+ * old_hang_init: "Tracer caught signal 11"). Threads that ended keep
+ * their slot; when the table is full the oldest slot is taken again. */
+#define FAKE_CUR_MAX 256
+static pthread_mutex_t fake_cur_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { pthread_t t; int dev, used; } fake_cur_tab[FAKE_CUR_MAX];
+static int fake_cur_next; /* the slot taken again when the table is full */
+
+static int fake_cur_find(void) /* under fake_cur_mu; -1 when not there */
+{
+    for (int i = 0; i < FAKE_CUR_MAX; i++)
+        if (fake_cur_tab[i].used && pthread_equal(fake_cur_tab[i].t, pthread_self()))
+            return i;
+    return -1;
+}
+
+static int fake_cur_get(void)
+{
+    pthread_mutex_lock(&fake_cur_mu);
+    int i = fake_cur_find(), d = i < 0 ? 0 : fake_cur_tab[i].dev;
+    pthread_mutex_unlock(&fake_cur_mu);
+    return d;
+}
+
+static void fake_cur_set(int dev)
+{
+    pthread_mutex_lock(&fake_cur_mu);
+    int i = fake_cur_find();
+    for (int j = 0; j < FAKE_CUR_MAX && i < 0; j++)
+        if (!fake_cur_tab[j].used)
+            i = j;
+    if (i < 0) {
+        i = fake_cur_next;
+        fake_cur_next = (fake_cur_next + 1) % FAKE_CUR_MAX;
+    }
+    fake_cur_tab[i].t = pthread_self();
+    fake_cur_tab[i].dev = dev;
+    fake_cur_tab[i].used = 1;
+    pthread_mutex_unlock(&fake_cur_mu);
+}
+
+/* Whether v is in the list $name ("1" or "1,3"); -1 when it is unset. */
+static int fake_in_list(const char *name, long v)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return -1;
+    for (const char *p = s; *p;) {
+        char *end;
+        long q = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (q == v)
+            return 1;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* $FAKE_GPU_SYNC_HANG ("1" or "1,3"): the legacy default stream (NULL) of
+ * those devices never drains, as if a copy never ended: its query answers
+ * not ready, a synchronize waits (30 s at most, then an error). */
+static int fake_sync_hang(int dev)
+{
+    return fake_in_list("FAKE_GPU_SYNC_HANG", dev) == 1;
+}
+
 /* $FAKE_GPU_SPIN_RANK ("1" or "1,3"): the stand-in kernel computes for
  * ever on those ranks (the fake holds its stream: it never drains, and
  * the kernel looks at nothing, not even the abort flag) and does nothing
  * on the others. -1 when unset, else 1 for such a rank, 0 for another. */
 static int fake_spin_rank(const FakeRankCtx *rcp)
 {
-    const char *s = getenv("FAKE_GPU_SPIN_RANK");
-    if (!s || !*s)
-        return -1;
     FakeRankCtx rc;
     memcpy(&rc, rcp, sizeof rc);
-    for (const char *p = s; *p;) {
-        char *end;
-        long q = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (q == rc.rank)
-            return 1;
-        p = *end ? end + 1 : end;
-    }
-    return 0;
+    return fake_in_list("FAKE_GPU_SPIN_RANK", rc.rank);
 }
 
 static int fake_is_wait_kernel(const char *name)

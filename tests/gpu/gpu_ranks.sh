@@ -387,6 +387,14 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_SPIN_RANK=1,3 BLKC_COLL_TIMEOUT_MS=$et timed_fail end_forever_4 \
     "^blkc: error: rank \([02]\): the end of the run timed out after $et ms: rank \1 waits, ranks 1, 3 did not arrive$" $et $((et + 6000)) 5000 \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=4 --device="$DEV"
+  # a rank whose uploads never complete (the fake's default stream of
+  # device 1 never drains): polled, it names itself at the collectives'
+  # deadline (a peer's barrier gives a rank in a wait longer), one line,
+  # exit 3, and stops polling 1 s later (not on the first device: the
+  # setup there synchronizes its default stream, unbounded)
+  FAKE_GPU_SYNC_HANG=1 BLKC_COLL_TIMEOUT_MS=$et timed_fail upload_forever \
+    "^blkc: error: rank 1: the uploads to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
+    run "$SRC/tests/gpu/data/gforever.blk" --entry=spin N=16 --ranks=2 --device="$DEV"
   unset FAKE_GPU_WAIT_KERNEL
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
