@@ -26,9 +26,11 @@
 # deadline (gstuck.blk). World collectives the ranks disagree on (mm_*)
 # fail with the CPU ranks' "collective mismatch", also before NCCL.
 # The CPU side can come from saved references (gpu_ref.sh).
-# GRANKS_PART=cases runs every case but the timed ones (timed_fail),
-# GRANKS_PART=timed only those (ctest: gpu_ranks_fake and
-# gpu_ranks_fake_timed, the second alone on the machine); unset: all.
+# GRANKS_PART=cases runs every case but the timed ones (timed_fail) and
+# those under mpirun, GRANKS_PART=timed only those (ctest: gpu_ranks_fake
+# and gpu_ranks_fake_timed, the second alone on the machine: timed
+# windows, and mpirun's processes spin on the cores while they wait);
+# unset: all.
 set -u
 BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
@@ -89,7 +91,7 @@ if command -v mpirun >/dev/null 2>&1 && [ "${BLKC_SANITIZED:-}" != 1 ]; then
   mpirun --version 2>&1 | grep -q "Open MPI" && MPI=(mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x BLKC_WAIT_TIMEOUT_MS)
 fi
 mpi_case() {
-  want cases || return 0
+  want timed || return 0
   local name=$1 np=$2 file=$3 tol=$4 o=$5 r; shift 5
   if [ ${#MPI[@]} = 0 ] && [ -z "$REF_WRITE" ]; then echo "skip $name: no mpirun"; return; fi
   n=$((n + 1))
@@ -197,7 +199,7 @@ for NP in 2 4; do
   mpi_case "mpi_ag.np$NP" "$NP" "$G" "0 0" dst --entry=ag S=37 D=$((37 * NP))
   mpi_case "mpi_a2a.np$NP" "$NP" "$G" "0 0" dst --entry=a2a S=$((6 * NP))
 done
-if [ ${#MPI[@]} != 0 ] && [ -z "$REF_WRITE" ] && want cases; then # a timed-out wait ends every process: exit 3
+if [ ${#MPI[@]} != 0 ] && [ -z "$REF_WRITE" ] && want timed; then # a timed-out wait ends every process: exit 3
   n=$((n + 1))
   BLKC_WAIT_TIMEOUT_MS=300 timeout 60 "${MPI[@]}" -np 2 "$BLKC" run "$G" --entry=never \
     --ranks=2 N=4 --device="$DEV" >"$T/out" 2>"$T/log"
