@@ -112,7 +112,7 @@ static void scenario(const char *entry, int64_t base)
     int64_t kept = jc_code_live();
     CHECK(kept == live_a);
     /* other modules, compiled, run and freed meanwhile, are freed */
-    int64_t most = 0;
+    int64_t most = 0, most_after = base;
     int made = 0;
     for (int i = 0; i < 40 && now_s() - t_behind < 1.0; i++, made++) {
         blkc_context *c2 = NULL;
@@ -140,7 +140,11 @@ static void scenario(const char *entry, int64_t base)
         most = live > most ? live : most;
         blkc_module_destroy(m2);
         blkc_context_destroy(c2);
-        CHECK(jc_code_live() == kept);
+        /* at most the module left behind: fewer once the rank returned
+         * (it may, before this loop ends, on a slow machine) */
+        int64_t after = jc_code_live();
+        CHECK(after <= kept && after >= base);
+        most_after = after > most_after ? after : most_after;
     }
     CHECK(made >= 1);
     /* the rank returns: its world, the module and its code are freed */
@@ -151,9 +155,9 @@ static void scenario(const char *entry, int64_t base)
     CHECK(xs[1][0] > 900.0f); /* rank 1 computed to the end */
     printf("api_behind %s: JIT code objects alive: %lld before, %lld with the "
            "module left behind (destroyed), at most %lld while %d other "
-           "modules were made and freed, %lld after each, %lld once the rank "
-           "returned %.1f s later (n %lld)\n", entry, (long long)base,
-           (long long)kept, (long long)most, made, (long long)kept,
+           "modules were made and freed, at most %lld after each, %lld once "
+           "the rank returned %.1f s later (n %lld)\n", entry, (long long)base,
+           (long long)kept, (long long)most, made, (long long)most_after,
            (long long)jc_code_live(), now_s() - t_behind, (long long)(n / 4));
 }
 

@@ -36,11 +36,14 @@ BLKC=$1 NPYCMP=$2 SRC=$3 FAKE=${4:-} VENDOR=${5:-cuda}
 DEV=${BLKC_GPU_DEVICE:-cuda:0}
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-granks.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# a FAIL line, kept to be repeated under the summary (a CI log that keeps
+# only the output's head and tail still shows which case failed and why)
+say_fail() { echo "$*"; echo "$*" >>"$T/fails"; }
 G=$SRC/tests/gpu/data/granks.blk LIB=$SRC/lib
 if [ -n "$FAKE" ]; then
   # the fake driver must be there, or the machine's real one answers
   if [ "$VENDOR" = hip ]; then flib=libamdhip64.so; else flib=libcuda.so.1; fi
-  [ -e "$FAKE/$flib" ] || { echo "FAIL: no fake driver $FAKE/$flib (build its target first)"; exit 1; }
+  [ -e "$FAKE/$flib" ] || { say_fail "FAIL: no fake driver $FAKE/$flib (build its target first)"; exit 1; }
   export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   DEV=$VENDOR:0
 fi
@@ -64,17 +67,17 @@ run_case() {
   done
   n=$((n + 1))
   if ! cpu_ref "$name" "$file" --ranks="$R" "$@" --random --seed=11 "${oc[@]}" >"$T/log" 2>&1; then
-    echo "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
+    say_fail "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
   fi
   [ -z "$REF_WRITE" ] || { echo "ref $name"; return; }
   if ! timeout 120 "$BLKC" run "$file" --ranks="$R" "$@" --random --seed=11 --device="$DEV" "${og[@]}" >"$T/log" 2>&1; then
-    echo "FAIL $name: $DEV run: $(cat "$T/log")"; fails=$((fails + 1)); return
+    say_fail "FAIL $name: $DEV run: $(cat "$T/log")"; fails=$((fails + 1)); return
   fi
   for o in $outs; do
     for ((r = 0; r < R; r++)); do
       # shellcheck disable=SC2086
       if ! "$NPYCMP" "$T/$name.gpu.$o.$r.npy" "$T/$name.cpu.$o.$r.npy" $tol >"$T/cmp" 2>&1; then
-        echo "FAIL $name: output $o of rank $r: $(cat "$T/cmp")"; ok=0
+        say_fail "FAIL $name: output $o of rank $r: $(cat "$T/cmp")"; ok=0
       fi
     done
   done
@@ -96,7 +99,7 @@ mpi_case() {
   if [ ${#MPI[@]} = 0 ] && [ -z "$REF_WRITE" ]; then echo "skip $name: no mpirun"; return; fi
   n=$((n + 1))
   if ! cpu_ref "$name" "$file" --ranks="$np" "$@" --random --seed=11 --out "$o=$T/$name.cpu.{rank}.npy" >"$T/log" 2>&1; then
-    echo "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
+    say_fail "FAIL $name: cpu run: $(cat "$T/log")"; fails=$((fails + 1)); return
   fi
   [ -z "$REF_WRITE" ] || { echo "ref $name"; return; }
   timeout 120 "${MPI[@]}" -np "$np" "$BLKC" run "$file" --ranks="$np" "$@" --random --seed=11 \
@@ -106,12 +109,12 @@ mpi_case() {
     n=$((n - 1)); echo "skip $name: blkc built without MPI"; return
   fi
   if [ $rc != 0 ]; then
-    echo "FAIL $name: mpirun -np $np on $DEV: $(cat "$T/log")"; fails=$((fails + 1)); return
+    say_fail "FAIL $name: mpirun -np $np on $DEV: $(cat "$T/log")"; fails=$((fails + 1)); return
   fi
   for ((r = 0; r < np; r++)); do
     # shellcheck disable=SC2086
     if ! "$NPYCMP" "$T/$name.gpu.$r.npy" "$T/$name.cpu.$r.npy" $tol >"$T/cmp" 2>&1; then
-      echo "FAIL $name: rank $r: $(cat "$T/cmp")"; fails=$((fails + 1)); return
+      say_fail "FAIL $name: rank $r: $(cat "$T/cmp")"; fails=$((fails + 1)); return
     fi
   done
   echo "ok $name ($(tail -1 "$T/cmp"))"
@@ -124,7 +127,7 @@ expect_fail() {
   n=$((n + 1))
   BLKC_WAIT_TIMEOUT_MS=300 timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
   if [ $rc -ne 3 ] || ! grep -q "$pat" "$T/log" || [ "$(wc -l <"$T/log")" -ne 1 ]; then
-    echo "FAIL $name: wanted exit 3 and one line with '$pat', got $rc: $(cat "$T/log")"
+    say_fail "FAIL $name: wanted exit 3 and one line with '$pat', got $rc: $(cat "$T/log")"
     fails=$((fails + 1)); return
   fi
   echo "ok $name ($(cat "$T/log"))"
@@ -132,20 +135,29 @@ expect_fail() {
 
 # timed_fail NAME PATTERN MIN_MS MAX_MS TIMEOUT_MS ARGS...: exit 3 and one
 # line matching PATTERN, with BLKC_WAIT_TIMEOUT_MS=TIMEOUT_MS, in MIN_MS to
-# MAX_MS of wall time (the run is killed after 60 s)
+# MAX_MS of wall time (the run is killed after 60 s). A run right but out
+# of the window is tried once more (a loaded machine), and said so under
+# the summary; a wrong exit, message or line count fails at once.
 timed_fail() {
   want timed || return 0
-  local name=$1 pat=$2 lo=$3 hi=$4 tmo=$5 rc t0 ms; shift 5
+  local name=$1 pat=$2 lo=$3 hi=$4 tmo=$5 rc t0 ms try; shift 5
   [ -z "$REF_WRITE" ] || return 0
   n=$((n + 1))
-  t0=$(date +%s%N)
-  BLKC_WAIT_TIMEOUT_MS=$tmo timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
-  ms=$((($(date +%s%N) - t0) / 1000000))
-  if [ $rc -ne 3 ] || ! grep -q "$pat" "$T/log" || [ "$(wc -l <"$T/log")" -ne 1 ] ||
-     [ $ms -lt "$lo" ] || [ $ms -gt "$hi" ]; then
-    echo "FAIL $name: wanted exit 3, one line with '$pat' in $lo..$hi ms, got $rc in $ms ms: $(cat "$T/log")"
-    fails=$((fails + 1)); return
-  fi
+  for try in 1 2; do
+    t0=$(date +%s%N)
+    BLKC_WAIT_TIMEOUT_MS=$tmo timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ $rc -ne 3 ] || ! grep -q "$pat" "$T/log" || [ "$(wc -l <"$T/log")" -ne 1 ]; then
+      say_fail "FAIL $name: wanted exit 3, one line with '$pat', got $rc in $ms ms: $(cat "$T/log")"
+      fails=$((fails + 1)); return
+    fi
+    [ $ms -lt "$lo" ] || [ $ms -gt "$hi" ] || break
+    if [ $try = 2 ]; then
+      say_fail "FAIL $name: wanted $lo..$hi ms, took $ms ms twice: $(cat "$T/log")"
+      fails=$((fails + 1)); return
+    fi
+    echo "retry $name: $ms ms, outside $lo..$hi" | tee -a "$T/retried"
+  done
   echo "ok $name ($ms ms: $(cat "$T/log"))"
 }
 # a kernel waiting on a failed peer (tests/gpu/data/gabort.blk) gives up at
@@ -209,7 +221,7 @@ if [ ${#MPI[@]} != 0 ] && [ -z "$REF_WRITE" ] && want timed; then # a timed-out 
   elif [ $rc = 3 ] && grep -q "^blkc: error: rank [01]: wait on signal sig\[0\] timed out after 300 ms" "$T/log"; then
     echo "ok mpi_never ($(grep '^blkc: error' "$T/log" | head -1))"
   else
-    echo "FAIL mpi_never: exit $rc: $(head -c 600 "$T/log")"; fails=$((fails + 1))
+    say_fail "FAIL mpi_never: exit $rc: $(head -c 600 "$T/log")"; fails=$((fails + 1))
   fi
 fi
 expect_fail never_times_out "wait on signal sig\[0\] timed out after 300 ms" \
@@ -292,7 +304,7 @@ if [ -n "$FAKE" ]; then
     if want cases; then
       n=$((n + 1))
       if grep -qv "ncclGetUniqueId\|ncclCommInitRankConfig\|ncclCommSplit\|ncclCommAbort\|ncclCommDestroy" "$T/mm.log" 2>/dev/null; then
-        echo "FAIL nccl_mm_no_call: $COLL was called: $(sort -u "$T/mm.log" | tr '\n' ' ')"; fails=$((fails + 1))
+        say_fail "FAIL nccl_mm_no_call: $COLL was called: $(sort -u "$T/mm.log" | tr '\n' ' ')"; fails=$((fails + 1))
       else
         echo "ok nccl_mm_no_call"
       fi
@@ -317,7 +329,7 @@ if [ -n "$FAKE" ]; then
          grep -q ncclAllReduce "$T/nccl.log"; then
         echo "ok nccl_used ($(sort "$T/nccl.log" | uniq -c | tr -s ' \n' ' '))"
       else
-        echo "FAIL nccl_used: $COLL calls: $(sort -u "$T/nccl.log" 2>/dev/null | tr '\n' ' ')"; fails=$((fails + 1))
+        say_fail "FAIL nccl_used: $COLL calls: $(sort -u "$T/nccl.log" 2>/dev/null | tr '\n' ' ')"; fails=$((fails + 1))
       fi
     fi
     unset FAKE_NCCL_LOG
@@ -444,4 +456,6 @@ else
   done
 fi
 echo "$((n - fails))/$n passed"
+[ ! -s "$T/retried" ] || { echo "retried:"; cat "$T/retried"; }
+[ ! -s "$T/fails" ] || { echo "failed:"; cat "$T/fails"; }
 [ $fails = 0 ]
