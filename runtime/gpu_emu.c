@@ -5,7 +5,8 @@
  * compiler ($CXX, else c++, g++ or clang++ on PATH, found at run time)
  * with runtime/emu/blk_emu.h (embedded in the library: rt_emu_header*)
  * into a shared object cached under $BLKC_CACHE_DIR/emu (else $TMPDIR),
- * and loaded with dlopen; with $BLKC_EMU_STATS=1 (blkc run --stats) by
+ * and loaded with dlopen (at the first launch of one of its kernels
+ * unless the cache has it: EmuMod); with $BLKC_EMU_STATS=1 (blkc run --stats) by
  * clang++ with blk_emu_mem.h's load/store counting, when clang++ is on
  * PATH. A launch runs the grid's blocks one after
  * another, the threads of a block as fibers on the calling thread
@@ -359,11 +360,120 @@ static int e_zero(void *dev, uint64_t dst, size_t n, void *stream, char *err,
 }
 
 /* image: the module's C text; compiled (or found in the cache) and loaded */
+/* A module. Its shared object is dlopened at load when the cache has it;
+ * otherwise the image is kept and compiled at the first launch of one of
+ * its kernels (lazy loading, as the CUDA driver's CUDA_MODULE_LOADING=LAZY
+ * default): a module whose kernels never run is never compiled (the
+ * generic kernel of a launch that runs a specialized variant,
+ * gpu_launch.c). A failed compile is not retried: every launch of the
+ * module gets its message. */
+typedef struct EmuFn EmuFn;
+typedef struct EmuMod {
+    EmuDev d;                  /* the device's compiler and flags */
+    pthread_mutex_t mu;        /* held while compiling */
+    void *lib;                 /* the dlopen handle, once compiled */
+    char *image;               /* the source until then */
+    size_t n;
+    char so[600], sub[560];    /* the cached object, its headers' folder */
+    char *fail;                /* a compile's error, kept */
+    EmuFn *fns;                /* the kernels' handles, freed with it */
+} EmuMod;
+
+/* A kernel's handle: entry (BLK_EMU_ENTRY of blk_emu.h) once its module
+ * is compiled, published with a release store. */
+struct EmuFn {
+    EmuMod *m;
+    EmuFn *next;
+    void *entry;
+    char sym[200];
+};
+
+static void mod_free(EmuMod *m)
+{
+    if (!m)
+        return;
+    if (m->lib)
+        dlclose(m->lib);
+    for (EmuFn *f = m->fns, *nx; f; f = nx) {
+        nx = f->next;
+        free(f);
+    }
+    pthread_mutex_destroy(&m->mu);
+    free(m->image);
+    free(m->fail);
+    free(m);
+}
+
+/* Compile m's image into m->so (its headers, with the precompiled one,
+ * under m->sub) and dlopen it; m->mu held. 0 ok. */
+static int mod_compile(EmuMod *m, char *err, size_t errlen)
+{
+    const EmuDev *d = &m->d;
+    char src[700], tmp[700], log[720], hp[600], pch_inc[700];
+    const char *dir = m->so; /* the object's folder: so up to its last '/' */
+    int dlen = (int)(strrchr(dir, '/') - dir);
+    int rc = emu_headers(d, m->sub, pch_inc, sizeof pch_inc);
+    snprintf(hp, sizeof hp, "%s/blk_emu.h", m->sub);
+    snprintf(src, sizeof src, "%.*s.%d.cpp", (int)(strlen(m->so) - 3), m->so, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%d.so", m->so, (int)getpid());
+    snprintf(log, sizeof log, "%s.log", src);
+    rc |= write_file(src, m->image, m->n);
+    if (rc) {
+        snprintf(err, errlen, "emu: cannot write into %.*s", dlen, dir);
+        return -1;
+    }
+    /* with the precompiled header; once more with the plain one if that
+     * fails (a precompiled header the compiler rejects must not fail a
+     * module: then it is set aside for good) */
+    bool ok = pch_inc[0] && run_cxx(d, m->sub, pch_inc, false, src, tmp, log) == 0;
+    if (!ok && run_cxx(d, m->sub, hp, false, src, tmp, log) == 0) {
+        ok = true;
+        if (pch_inc[0]) {
+            char bad[720];
+            snprintf(bad, sizeof bad, "%s/pch/nopch", m->sub);
+            write_file(bad, "rejected\n", 9);
+            snprintf(bad, sizeof bad, "%s.gch", pch_inc);
+            unlink(bad);
+        }
+    }
+    if (!ok) {
+        char text[1500] = "";
+        FILE *f = fopen(log, "rb");
+        if (f) {
+            size_t k = fread(text, 1, sizeof text - 1, f);
+            text[k] = 0;
+            fclose(f);
+        }
+        for (char *q = text; *q; q++)
+            if (*q == '\n' && q[1])
+                *q = ' ';
+        snprintf(err, errlen, "emu: %s failed on the generated %s C: %s", d->cxx,
+                 d->hip ? "HIP" : "CUDA", text);
+        unlink(tmp);
+        return -1;
+    }
+    unlink(src);
+    unlink(log);
+    if (rename(tmp, m->so)) {
+        snprintf(err, errlen, "emu: cannot rename %s", tmp);
+        unlink(tmp);
+        return -1;
+    }
+    m->lib = dlopen(m->so, RTLD_NOW | RTLD_LOCAL);
+    if (!m->lib) {
+        snprintf(err, errlen, "emu: dlopen %s: %s", m->so, dlerror());
+        return -1;
+    }
+    free(m->image);
+    m->image = NULL;
+    return 0;
+}
+
 static int e_load(void *dev, const void *image, size_t n, void **mod,
                   char *err, size_t errlen)
 {
     EmuDev *d = dev;
-    char dir[512], src[600], so[600], tmp[640], log[640], hp[600];
+    char dir[512];
     if (cache_dir(dir, sizeof dir)) {
         snprintf(err, errlen, "emu: cannot create the cache directory %s", dir);
         return -1;
@@ -384,90 +494,88 @@ static int e_load(void *dev, const void *image, size_t n, void **mod,
     hh = fnv(hh, d->sm90a ? "sm_90a" : "", d->sm90a ? 6 : 0);
     hh = fnv(hh, d->memstats ? "memstats" : "", d->memstats ? 8 : 0);
     const uint64_t h = fnv(hh, image, n);
-    snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)h);
-    void *lib = access(so, R_OK) == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!lib) {
-        char sub[560], pch_inc[700];
-        snprintf(sub, sizeof sub, "%s/h%016llx", dir, (unsigned long long)hh);
-        int rc = emu_headers(d, sub, pch_inc, sizeof pch_inc);
-        snprintf(hp, sizeof hp, "%s/blk_emu.h", sub);
-        snprintf(src, sizeof src, "%s/k%016llx.%d.cpp", dir, (unsigned long long)h,
-                 (int)getpid());
-        snprintf(tmp, sizeof tmp, "%s.%d.so", so, (int)getpid());
-        snprintf(log, sizeof log, "%s.log", src);
-        rc |= write_file(src, image, n);
-        if (rc) {
-            snprintf(err, errlen, "emu: cannot write into %s", dir);
-            return -1;
-        }
-        /* with the precompiled header; once more with the plain one if
-         * that fails (a precompiled header the compiler rejects must not
-         * fail a module: then it is set aside for good) */
-        bool ok = pch_inc[0] && run_cxx(d, sub, pch_inc, false, src, tmp, log) == 0;
-        if (!ok && run_cxx(d, sub, hp, false, src, tmp, log) == 0) {
-            ok = true;
-            if (pch_inc[0]) {
-                char bad[720];
-                snprintf(bad, sizeof bad, "%s/pch/nopch", sub);
-                write_file(bad, "rejected\n", 9);
-                snprintf(bad, sizeof bad, "%s.gch", pch_inc);
-                unlink(bad);
-            }
-        }
-        if (!ok) {
-            char text[1500] = "";
-            FILE *f = fopen(log, "rb");
-            if (f) {
-                size_t k = fread(text, 1, sizeof text - 1, f);
-                text[k] = 0;
-                fclose(f);
-            }
-            for (char *q = text; *q; q++)
-                if (*q == '\n' && q[1])
-                    *q = ' ';
-            snprintf(err, errlen, "emu: %s failed on the generated %s C: %s",
-                     d->cxx, d->hip ? "HIP" : "CUDA", text);
-            unlink(tmp);
-            return -1;
-        }
-        unlink(src);
-        unlink(log);
-        if (rename(tmp, so)) {
-            snprintf(err, errlen, "emu: cannot rename %s", tmp);
-            unlink(tmp);
-            return -1;
-        }
-        lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!lib) {
-        snprintf(err, errlen, "emu: dlopen %s: %s", so, dlerror());
+    EmuMod *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    *mod = lib;
+    m->d = *d;
+    pthread_mutex_init(&m->mu, NULL);
+    snprintf(m->so, sizeof m->so, "%s/k%016llx.so", dir, (unsigned long long)h);
+    snprintf(m->sub, sizeof m->sub, "%s/h%016llx", dir, (unsigned long long)hh);
+    if (access(m->so, R_OK) == 0)
+        m->lib = dlopen(m->so, RTLD_NOW | RTLD_LOCAL);
+    if (!m->lib) { /* compiled at its first launch */
+        m->image = malloc(n + 1);
+        if (!m->image) {
+            mod_free(m);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        memcpy(m->image, image, n);
+        m->image[n] = 0;
+        m->n = n;
+    }
+    *mod = m;
     return 0;
 }
 
 static void e_unload(void *dev, void *mod)
 {
     (void)dev;
-    if (mod)
-        dlclose(mod);
+    mod_free(mod);
 }
 
-/* The kernel's entry point (BLK_EMU_ENTRY of blk_emu.h) is the handle. */
+/* The kernel's handle: its entry point now if the module is loaded, else
+ * once the first launch compiles it; a kernel the module does not define
+ * fails here either way (an image's kernels are its BLK_EMU_ENTRY lines,
+ * gpu_launch.c). */
 static int e_function(void *dev, void *mod, const char *name, long long smem,
                       void **fn, char *err, size_t errlen)
 {
     (void)dev, (void)smem;
-    char sym[200];
-    snprintf(sym, sizeof sym, "blk_emu_entry_%s", name);
-    void *p = dlsym(mod, sym);
-    if (!p) {
+    EmuMod *m = mod;
+    EmuFn *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(f->sym, sizeof f->sym, "blk_emu_entry_%s", name);
+    char line[240];
+    snprintf(line, sizeof line, "\nBLK_EMU_ENTRY(%s)\n", name);
+    if (m->lib ? !(f->entry = dlsym(m->lib, f->sym)) : !strstr(m->image, line)) {
+        free(f);
         snprintf(err, errlen, "emu: kernel %s not found in the module", name);
         return -1;
     }
-    *fn = p;
+    f->m = m;
+    f->next = m->fns;
+    m->fns = f;
+    *fn = f;
     return 0;
+}
+
+/* f's entry point, compiling its module on the first launch. */
+static EmuEntry fn_entry(EmuFn *f, char *err, size_t errlen)
+{
+    void *p = __atomic_load_n(&f->entry, __ATOMIC_ACQUIRE);
+    EmuMod *m = f->m;
+    if (!p) {
+        pthread_mutex_lock(&m->mu);
+        char e[2000] = "";
+        if (!m->lib && !m->fail && mod_compile(m, e, sizeof e))
+            m->fail = strdup(e[0] ? e : "emu: compiling the module failed");
+        if (m->fail)
+            snprintf(err, errlen, "%s", m->fail);
+        else if (!(p = dlsym(m->lib, f->sym)))
+            snprintf(err, errlen, "emu: %s not found in the module", f->sym);
+        else
+            __atomic_store_n(&f->entry, p, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&m->mu);
+    }
+    EmuEntry entry;
+    *(void **)&entry = p;
+    return entry;
 }
 
 static int e_launch(void *dev, void *fn, const int64_t grid[3], int threads,
@@ -475,8 +583,9 @@ static int e_launch(void *dev, void *fn, const int64_t grid[3], int threads,
                     size_t size, char *err, size_t errlen)
 {
     (void)dev, (void)stream, (void)buf, (void)size;
-    EmuEntry entry;
-    *(void **)&entry = fn;
+    EmuEntry entry = fn_entry(fn, err, errlen);
+    if (!entry)
+        return -1;
     long long g[3] = {grid[0], grid[1], grid[2]};
     RtGpuEmuStats st;
     memset(&st, 0, sizeof st);
