@@ -132,14 +132,11 @@ if [ -x "$NVCC" ]; then
   flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$FA" flash_attention "" BLKC_GPU_NOQKPIPE=1 3 0
   flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=1 4 0
+  # (the switches on f16 D 64; the larger shapes with the default plan
+  # only: their registers, 205 / 173 / 158 at round 19, are what matters)
   flash_ring "$FA" flash_attention "-D D=128" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
-  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
-  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
-  flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
-  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
-  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
 else
   echo "skip: flash attention with its ring (no nvcc)"
 fi
