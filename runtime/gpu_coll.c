@@ -11,6 +11,7 @@
  * send/recv: gpu_p2p.c. */
 #include "gpu_ranks.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,9 +102,14 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     /* reduce and gather change only the root's output */
     bool writes = (d->kind != RT_COLL_REDUCE && d->kind != RT_COLL_GATHER) ||
                   me == d->root;
-    if (rc == 0 && writes && (ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err) ||
-                    ops->sync(dev, NULL, err, sizeof err)))
+    if (rc == 0 && writes && ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err))
         rc = rt_gpur_fail(r, err);
+    if (rc == 0 && writes) {
+        char what[96];
+        snprintf(what, sizeof what, "the copy of %s's result to the device",
+                 rt_rank_coll_name(d->kind));
+        rc = rt_gpur_dev_wait(c, r, what);
+    }
     free(hs);
     free(hd);
     return rc < 0 ? -1 : 0;

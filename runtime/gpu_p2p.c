@@ -23,6 +23,7 @@
  * project has NCCL and several GPUs). Prefix rt_gpur_. */
 #include "gpu_ranks.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,9 +95,14 @@ static int group_host(RtGpuCtx *c, RtRank *r, const RtGroup *g,
         rc = rt_group_coll(r, g, &h);
     else
         rt_rank_check(r);
-    if (rc == 0 && db && (ops->h2d(dev, U64(d->dst), hd, db, err, sizeof err) ||
-                          ops->sync(dev, NULL, err, sizeof err)))
+    if (rc == 0 && db && ops->h2d(dev, U64(d->dst), hd, db, err, sizeof err))
         rc = rt_gpur_fail(r, err);
+    if (rc == 0 && db) {
+        char what[96];
+        snprintf(what, sizeof what, "the copy of a group %s's result to the "
+                 "device", rt_rank_coll_name(d->kind));
+        rc = rt_gpur_dev_wait(c, r, what);
+    }
     free(hd);
     if (!same)
         free(hs);
@@ -218,8 +224,9 @@ static int xchg_host(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
             if (!ops[i].send && ops[i].peer == q && ops[i].bytes &&
                 go->h2d(dev, U64(ops[i].buf), h[i].buf, ops[i].bytes, err, sizeof err))
                 rc = rt_gpur_fail(r, err);
-    if (rc == 0 && n && go->sync(dev, NULL, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
+    if (rc == 0 && n)
+        rc = rt_gpur_dev_wait(c, r, "the copy of the exchange's received "
+                              "messages to the device");
     free(h);
     free(mem);
     return rc < 0 ? -1 : 0;

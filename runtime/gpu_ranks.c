@@ -13,7 +13,17 @@
  * compiled for the device's gfx arch: a system-scope fence and a release
  * store or atomic add), so it lands after the copy queued before it. A
  * wait from a device function polls the cell from the host with the
- * timeout of ranks.h, and gives up when another rank fails. */
+ * timeout of ranks.h, and gives up when another rank fails.
+ *
+ * Deadlines. The waits for a stream are polled (rt_gpur_stream_wait):
+ * a launch's kernel and the end of the run (no deadline of their own:
+ * the others name the rank), the default stream after the uploads and
+ * after a staged collective's copy back (rt_gpur_dev_wait, the
+ * collectives' deadline). Not bounded: the synchronous driver copies
+ * (h2d, d2h: from pageable host memory an asynchronous copy is no
+ * better; a deadline would need pinned staging buffers), and
+ * rt_gpur_sync, which synchronizes the rank's own stream when only
+ * copies and notify kernels are queued on it (docs/device.md). */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
@@ -503,19 +513,16 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     return rc < 0 ? -1 : 0;
 }
 
-/* The uploads are done (the default stream drained), polled with the
- * collectives' deadline, counted as a wait (in_wait: a peer's barrier
- * gives it time, and this rank's message names it): "the uploads to the
- * device did not complete within T ms". Without a query function:
- * synchronized, unbounded. */
-static int uploads_done(RtGpuWorld *w, void *dev, RtRank *r)
+int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what)
 {
+    RtGpuWorld *w = c->w;
     char err[512];
     if (!w->ops->query)
-        return w->ops->sync(dev, NULL, err, sizeof err) ? rt_gpur_fail(r, err) : 0;
+        return w->ops->sync(DEV(c), NULL, err, sizeof err) ? rt_gpur_fail(r, err)
+                                                           : 0;
     int *busy = rt_rank_in_wait(r);
     __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    int rc = rt_gpur_stream_wait(w, dev, NULL, r, "the uploads to the device",
+    int rc = rt_gpur_stream_wait(w, DEV(c), NULL, r, what,
                                  rt_world_coll_timeout_ms(rt_rank_world(r)));
     __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
     return rc;
@@ -571,7 +578,7 @@ static int rank_main(RtRank *r, void *arg)
             rc = rt_gpur_fail(r, err);
     }
     if (rc == 0) /* uploads done */
-        rc = uploads_done(w, dev, r);
+        rc = rt_gpur_dev_wait(k->main, r, "the uploads to the device");
     if (rc == 0) /* every rank's inputs are in place before any rank starts */
         rc = rt_barrier(r);
     if (rc == 0)

@@ -182,7 +182,8 @@ struct RtGpuCtx {
     uint64_t fail;                 /* BkGpuFail of its kernels */
 };
 
-/* Wait for the context's stream; record a message as the rank's error. */
+/* Wait for the context's stream (synchronized, no deadline: see the top
+ * of gpu_ranks.c); record a message as the rank's error. */
 int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
 /* The polled wait for a stream (gpu_ranks.c; the rank's own stream at a
  * launch and the end of the run, the default stream after the uploads,
@@ -197,6 +198,14 @@ int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
 #define RT_GPUR_GRACE_MS 1000
 int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
                         const char *what, int64_t tmo_ms);
+/* The synchronous copies to c's device are done (the legacy default stream
+ * drained: after the uploads, and after a staged collective, group
+ * collective or exchange copied its result back), polled with the
+ * collectives' deadline (rt_gpur_stream_wait) and counted as a wait
+ * (rt_rank_in_wait: a peer's barrier gives it time, so its message is the
+ * run's): "WHAT did not complete within T ms". Without a query function:
+ * synchronized, unbounded. 0, or -1 with the rank's error set. */
+int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what);
 /* The pause between two rounds of a polled wait (the stream waits above,
  * NCCL's asynchronous state): 20 us for the first 2500 rounds (~50 ms: a
  * short kernel's end is seen that late at most), then 100 us. */

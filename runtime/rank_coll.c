@@ -4,7 +4,7 @@
  * every dtype, and rt_coll_agree: their checks and agreement alone, for
  * collectives that another library runs (NCCL on GPU ranks).
  *
- * Every collective is built on the staging of ranks.c: each rank publishes
+ * Every collective is built on the staging of rank_agree.c: each rank publishes
  * its buffer pointers, a barrier makes them visible, every rank reads its
  * peers' buffers directly, and a closing barrier keeps the buffers alive
  * until all have finished. all_reduce is a reduce-scatter followed by an

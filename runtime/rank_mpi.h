@@ -1,6 +1,6 @@
 /* rank_mpi.h — the MPI side of a world of kind RT_WORLD_MPI (rank_mpi.c),
- * private to ranks.c. The public entry points (rt_world_create_mpi,
- * rt_mpi_launch_size, ...) are in ranks.h.
+ * private to ranks.c and rank_agree.c. The public entry points
+ * (rt_world_create_mpi, rt_mpi_launch_size, ...) are in ranks.h.
  *
  * One process per rank, all on one node. Two MPI-3 shared-memory windows on
  * the node's communicator: the symmetric heap (each process allocates its

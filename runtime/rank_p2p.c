@@ -1,6 +1,6 @@
 /* rank_p2p.c — grouped point-to-point transfers (send/recv inside an
  * `exchange { }` block; NCCL's ncclGroupStart/ncclGroupEnd around
- * ncclSend/ncclRecv) on the staging of ranks.c.
+ * ncclSend/ncclRecv) on the staging of rank_agree.c.
  *
  * A group is one collective over the world (kind RT_COLL_EXCHANGE): every
  * rank packs what it sends, peer by peer in rank order, into one stream

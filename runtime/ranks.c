@@ -1,31 +1,15 @@
-/* ranks.c — a local world of ranks as threads: running them, errors and
- * fault propagation, the barrier every collective is built on, collective
- * staging (descriptors published per rank and checked for agreement), the
- * symmetric heap and signal waits.
+/* ranks.c — a local world of ranks as threads: creating it and running
+ * them, errors and fault propagation, signal waits and the symmetric heap.
+ * The barrier and the collectives' agreement are in rank_agree.c, the end
+ * of a run and the ranks it leaves behind in rank_end.c; the world's
+ * fields are in ranks_impl.h.
  *
  * Synchronisation is done with GCC __atomic builtins on plain fields so the
  * same cells (signals, the abort flag) can be touched by generated code.
  * Waiting spins briefly, then yields, then sleeps (<= 200 us), polling the
  * world's abort flag every round so a failure anywhere stops every waiter
- * within a few ms.
- *
- * The end of a run has a deadline too (end_of_run): once a rank's function
- * has returned, the others have the collectives' deadline to return as
- * well, else the run fails with "the end of the run timed out ... did not
- * arrive"; after any failure the ranks have the signal-wait deadline plus
- * END_GRACE_MS to return (a rank in a wait that cannot see the abort flag,
- * a GPU kernel without mapped memory, ends by its own deadline). A rank
- * that still has not (computing, where nothing can interrupt it) is left
- * behind: its thread is detached, never joined, and its world is kept, not
- * freed (rt_world_destroy keeps it on a list), so it never touches freed
- * memory of the world. Should it return after all, the last such rank of a
- * destroyed world frees it, and with it what the run kept (rt_world_keep).
- * Whether a rank returned or was left behind is one compare-and-swap on
- * RtRank.left, so exactly one of end_of_run and the rank decides. */
-#include "ranks.h"
-#include "rank_mpi.h"
-
-#include "../dsl/dsl.h"
+ * within a few ms. */
+#include "ranks_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -37,71 +21,6 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CACHELINE 64
-#define END_GRACE_MS 1000 /* after a failure, for ranks to return (more
-                             the signal-wait deadline) */
-
-enum { RANK_RUNNING, RANK_RETURNED, RANK_BEHIND }; /* RtRank.left */
-
-/* What a world releases when it is freed (rt_world_keep). */
-typedef struct RtWorldKeep {
-    void (*release)(void *);
-    void *ctx;
-    struct RtWorldKeep *next;
-} RtWorldKeep;
-
-struct RtRank {
-    RtWorld *world;
-    int id;
-    int ret;                 /* what fn returned */
-    int left;                /* atomic: RANK_* (fn has returned, or the rank
-                                was left behind; CAS decides which first) */
-    int has_err;             /* err holds a message (under world->lock) */
-    char err[RT_RANK_ERRLEN]; /* "rank R: ..." */
-    size_t sym_top;          /* bump offset into this rank's heap */
-    uint64_t coll_seq;       /* collectives begun in this run */
-    int in_wait;             /* atomic: signal waits in progress */
-    unsigned bar_arrived;    /* atomic: 1 + the barrier generation it last
-                                arrived at (who is missing, on a timeout) */
-    RtRankColl coll[2];      /* published descriptors, by seq parity */
-    void *kept[4];           /* buffers of failed collectives that peers may
-                                still read (rt_rank_keep): freed with the world */
-    pthread_t thread;
-    _Alignas(CACHELINE) char pad_[CACHELINE];
-};
-
-struct RtWorld {
-    int kind;                /* RT_WORLD_LOCAL or RT_WORLD_MPI */
-    RtMpi *mpi;              /* RT_WORLD_MPI: the windows (rank_mpi.c) */
-    int self;                /* RT_WORLD_MPI: this process's rank */
-    int nranks;
-    size_t heap_bytes;       /* usable bytes per rank */
-    size_t heap_stride;      /* distance between two ranks' heaps */
-    unsigned char *heap;     /* nranks * heap_stride bytes (mmap) */
-    char **heap_base;        /* [nranks]: each rank's heap */
-    RtRank *ranks;           /* [nranks] */
-    int64_t timeout_ms;      /* signal wait timeout of this run */
-    int64_t coll_timeout_ms; /* barrier / collective timeout of this run */
-    int (*fn)(RtRank *, void *);
-    void *arg;
-    int running;             /* under lock: a run is in progress */
-    int behind;              /* ranks left behind by a run (world kept) */
-    int behind_live;         /* under lock: of those, not returned yet */
-    int destroyed;           /* under lock: rt_world_destroy was called */
-    RtWorldKeep *keeps;      /* under lock: rt_world_keep's, run when freed */
-    RtWorld *kept_next;      /* on the list of kept worlds */
-    pthread_mutex_t lock;    /* failure record, running */
-    pthread_cond_t left_cv;  /* a rank returned (nleft grew; under lock) */
-    int fail_rank;           /* first failing rank (-1: none, -2: runtime) */
-    char fail_msg[RT_RANK_ERRLEN]; /* its message without "rank Q: " */
-    _Alignas(CACHELINE) int failed; /* atomic abort flag */
-    volatile int *mirror;    /* rt_world_set_abort_mirror, or NULL */
-    _Alignas(CACHELINE) int nleft;  /* atomic: ranks whose fn returned */
-    int first_left;          /* atomic: the rank that returned first, or -1 */
-    _Alignas(CACHELINE) unsigned bar_count; /* atomic: arrivals */
-    _Alignas(CACHELINE) unsigned bar_gen;   /* atomic: completed barriers */
-};
 
 /* ------------------------------------------------------------ waiting */
 
@@ -133,8 +52,7 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* One round of backing off: spin, then yield, then sleep 20..200 us. */
-static void backoff(unsigned *round)
+void rt_rank_backoff(unsigned *round)
 {
     unsigned k = (*round)++;
     if (k < 64) {
@@ -172,7 +90,7 @@ int rt_signal_wait_cell(const volatile uint64_t *cell, int cmp, uint64_t v,
         } else if (timeout_ms == 0) {
             return -1;
         }
-        backoff(&round);
+        rt_rank_backoff(&round);
     }
 }
 
@@ -227,8 +145,7 @@ int rt_rank_fail(RtRank *r, const char *fmt, ...)
     return -1;
 }
 
-/* The world has failed: record why this rank gives up. */
-static int rank_aborted(RtRank *r)
+int rt_rank_aborted(RtRank *r)
 {
     RtWorld *w = r->world;
     char cause[RT_RANK_ERRLEN];
@@ -256,7 +173,7 @@ int rt_rank_failed(const RtRank *r)
 
 int rt_rank_check(RtRank *r)
 {
-    return rt_rank_failed(r) ? rank_aborted(r) : 0;
+    return rt_rank_failed(r) ? rt_rank_aborted(r) : 0;
 }
 
 const char *rt_rank_error(const RtRank *r)
@@ -360,7 +277,7 @@ int rt_signal_wait_report(RtRank *r, int rc, const volatile uint64_t *cell,
                           int cmp, uint64_t v, const char *name)
 {
     if (rc == -2 || rt_rank_failed(r))
-        return rank_aborted(r);
+        return rt_rank_aborted(r);
     char buf[64];
     if (!name) {
         RtWorld *w = r->world;
@@ -395,252 +312,6 @@ int rt_signal_wait(RtRank *r, const uint64_t *cell, int cmp, uint64_t v,
     if (rc == 0)
         return 0;
     return rt_signal_wait_report(r, rc, cell, cmp, v, name);
-}
-
-/* ------------------------------------------------------------ barrier */
-
-/* A barrier waited for longer than the collective timeout: name the ranks
- * that have not arrived (a peer busy in a kernel, or in another wait).
- * Returns 1 (keep waiting) while a missing rank is in a signal wait, which
- * ends by its own deadline and is the better message, up to a hard limit
- * of twice the timeout plus a second. */
-static int barrier_timeout(RtRank *r, const char *what, unsigned gen,
-                           int64_t waited_ms)
-{
-    RtWorld *w = r->world;
-    if (rt_barrier_grace(waited_ms, w->coll_timeout_ms))
-        for (int q = 0; q < w->nranks; q++)
-            if (__atomic_load_n(&w->ranks[q].bar_arrived, __ATOMIC_ACQUIRE) != gen + 1 &&
-                __atomic_load_n(&w->ranks[q].in_wait, __ATOMIC_ACQUIRE) > 0)
-                return 1;
-    char miss[256];
-    size_t n = 0;
-    int count = 0;
-    miss[0] = 0;
-    for (int q = 0; q < w->nranks; q++)
-        if (__atomic_load_n(&w->ranks[q].bar_arrived, __ATOMIC_ACQUIRE) != gen + 1)
-            rt_rank_list_add(miss, sizeof miss, &n, &count, q);
-    if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
-        return 0; /* everyone came after all (0: not 1, which means wait on) */
-    return rt_rank_fail(r, "%s timed out after %lld ms: rank %d waits, "
-                        "rank%s %s did not arrive", what,
-                        (long long)w->coll_timeout_ms, r->id,
-                        count > 1 ? "s" : "", miss);
-}
-
-/* A central counting barrier. A waiter gives up when the world fails, or
- * when a rank has left the run without completing this barrier (it can
- * never arrive). */
-static int barrier_wait(RtRank *r, const char *what)
-{
-    RtWorld *w = r->world;
-    if (rt_rank_failed(r))
-        return rank_aborted(r);
-    if (w->nranks == 1)
-        return 0;
-    if (w->mpi) {
-        char miss[256];
-        int q = rt_mpi_barrier(w->mpi, w->coll_timeout_ms, miss, sizeof miss);
-        if (q == 0)
-            return 0;
-        if (q == -2)
-            return rt_rank_fail(r, "%s timed out after %lld ms: rank %d "
-                                "waits, rank%s %s did not arrive", what,
-                                (long long)w->coll_timeout_ms, r->id,
-                                strchr(miss, ',') ? "s" : "", miss);
-        if (q < 0)
-            return rank_aborted(r);
-        return rt_rank_fail(r, "rank %d left the run while rank %d waited "
-                            "in %s", q - 1, r->id, what);
-    }
-    unsigned gen = __atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&r->bar_arrived, gen + 1, __ATOMIC_RELEASE);
-    if (__atomic_add_fetch(&w->bar_count, 1, __ATOMIC_ACQ_REL) ==
-        (unsigned)w->nranks) {
-        __atomic_store_n(&w->bar_count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&w->bar_gen, gen + 1, __ATOMIC_RELEASE);
-        return 0;
-    }
-    unsigned round = 0;
-    int64_t start = rt_now_ms();
-    for (;;) {
-        if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
-            return 0;
-        if (rt_rank_failed(r))
-            return rank_aborted(r);
-        int64_t waited = round >= 64 ? rt_now_ms() - start : 0;
-        if (round >= 64 && w->coll_timeout_ms >= 0 && waited >= w->coll_timeout_ms) {
-            int k = barrier_timeout(r, what, gen, waited);
-            if (k != 1)
-                return k;
-        }
-        if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) > 0) {
-            for (int q = 0; q < w->nranks; q++) {
-                if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE))
-                    continue;
-                /* q left; if it had passed this barrier, gen has moved */
-                if (__atomic_load_n(&w->bar_gen, __ATOMIC_ACQUIRE) != gen)
-                    return 0;
-                if (rt_rank_failed(r))
-                    return rank_aborted(r);
-                return rt_rank_fail(r,
-                                    "rank %d left the run while rank %d "
-                                    "waited in %s",
-                                    q, r->id, what);
-            }
-        }
-        backoff(&round);
-    }
-}
-
-/* ------------------------------------------------------------ staging */
-
-const char *rt_rank_coll_name(int kind)
-{
-    static const char *const names[RT_COLL_KINDS] = {
-        "barrier",   "all_reduce", "all_gather", "reduce_scatter",
-        "all_to_all", "broadcast", "sym_alloc",  "sym_release",
-        "leave",      "reduce",    "gather",     "scatter",
-        "exchange",
-    };
-    return kind >= 0 && kind < RT_COLL_KINDS ? names[kind] : "?";
-}
-
-void rt_rank_coll_describe(const RtRankColl *c, char *buf, size_t len)
-{
-    int n = snprintf(buf, len, "%s(", rt_rank_coll_name(c->kind));
-    const char *sep = "";
-    if (c->kind != RT_COLL_BARRIER && c->kind != RT_COLL_EXCHANGE) {
-        n += snprintf(buf + n, len - (size_t)n, "count %zu", c->count);
-        sep = ", ";
-    }
-    if (c->dtype >= 0) {
-        n += snprintf(buf + n, len - (size_t)n, "%s%s", sep,
-                      dsl_dtype_name(c->dtype));
-        sep = ", ";
-    }
-    if (c->op >= 0) {
-        n += snprintf(buf + n, len - (size_t)n, "%s%s", sep,
-                      rt_rank_op_name(c->op));
-        sep = ", ";
-    }
-    if (c->root >= 0)
-        n += snprintf(buf + n, len - (size_t)n, "%sroot %d", sep, c->root);
-    snprintf(buf + n, len - (size_t)n, ")");
-}
-
-/* Rank q's descriptor of collective #seq. */
-static const RtRankColl *coll_slot(const RtWorld *w, int q, uint64_t seq)
-{
-    if (w->mpi)
-        return rt_mpi_coll_view(w->mpi, q, seq);
-    return &w->ranks[q].coll[seq & 1];
-}
-
-static int coll_same(const RtRankColl *a, const RtRankColl *b)
-{
-    return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
-           a->root == b->root && a->count == b->count && a->seq == b->seq;
-}
-
-/* Rank `leaving` has returned from the run's function (its last
- * collective is RT_COLL_LEAVE) while the others are in a collective. The
- * ranks that stay report it, each naming the collective it waits in; the
- * leaving rank lets them (so the run's error is theirs) and fails itself
- * only if none has within the timeout. */
-static int left_early(RtRank *r, const RtRankColl *desc, int leaving, int staying)
-{
-    RtWorld *w = r->world;
-    if (desc->kind != RT_COLL_LEAVE)
-        return rt_rank_fail(r, "rank %d left the run (returned early) while rank %d waits in %s",
-                            leaving, r->id, rt_rank_coll_name(desc->kind));
-    int64_t end = rt_now_ms() + (w->timeout_ms > 0 ? w->timeout_ms : 5000);
-    unsigned round = 0;
-    while (!rt_rank_failed(r) && rt_now_ms() < end)
-        backoff(&round);
-    if (rt_rank_failed(r))
-        return rank_aborted(r);
-    const RtRankColl *cs = coll_slot(w, staying, r->coll_seq - 1);
-    return rt_rank_fail(r, "rank %d left the run (returned early) while rank %d waits in %s",
-                        leaving, staying, rt_rank_coll_name(cs->kind));
-}
-
-/* What a barrier of a collective of this kind waits in, for messages:
- * RT_COLL_LEAVE is the run's last one. */
-static const char *coll_what(int kind)
-{
-    return kind == RT_COLL_LEAVE ? "the end of the run"
-                                 : rt_rank_coll_name(kind);
-}
-
-int rt_rank_coll_begin(RtRank *r, const RtRankColl *desc)
-{
-    RtWorld *w = r->world;
-    uint64_t seq = r->coll_seq++;
-    RtRankColl *mine = &r->coll[seq & 1];
-    *mine = *desc;
-    mine->seq = seq;
-    if (w->mpi) {
-        char e[RT_RANK_ERRLEN];
-        if (rt_mpi_coll_publish(w->mpi, mine, r->sym_top, e, sizeof e))
-            return rt_rank_fail(r, "%s", e);
-    }
-    if (barrier_wait(r, coll_what(desc->kind)))
-        return -1;
-    int leaving = -1, staying = -1; /* a rank that returned, one that did not */
-    for (int q = 0; q < w->nranks; q++) {
-        if (coll_slot(w, q, seq)->kind == RT_COLL_LEAVE) {
-            if (leaving < 0)
-                leaving = q;
-        } else if (staying < 0) {
-            staying = q;
-        }
-    }
-    if (leaving >= 0 && staying >= 0)
-        return left_early(r, desc, leaving, staying);
-    const RtRankColl *c0 = coll_slot(w, 0, seq);
-    for (int q = 1; q < w->nranks; q++) {
-        const RtRankColl *cq = coll_slot(w, q, seq);
-        if (coll_same(c0, cq))
-            continue;
-        char a[160], b[160];
-        rt_rank_coll_describe(c0, a, sizeof a);
-        rt_rank_coll_describe(cq, b, sizeof b);
-        if (c0->seq != cq->seq)
-            return rt_rank_fail(r,
-                                "collective mismatch: rank 0 is at "
-                                "collective #%llu, %s, but rank %d at #%llu, "
-                                "%s",
-                                (unsigned long long)c0->seq, a, q,
-                                (unsigned long long)cq->seq, b);
-        return rt_rank_fail(r,
-                            "collective mismatch: rank 0 called %s but rank "
-                            "%d called %s",
-                            a, q, b);
-    }
-    return 0;
-}
-
-const RtRankColl *rt_rank_coll_peer(const RtRank *r, int peer)
-{
-    uint64_t seq = r->coll_seq - 1;
-    return coll_slot(r->world, peer, seq);
-}
-
-int rt_rank_coll_sync(RtRank *r)
-{
-    if (r->world->mpi) /* staged copies are what peers read */
-        rt_mpi_coll_restage(r->world->mpi);
-    if (barrier_wait(r, coll_what(r->coll[(r->coll_seq - 1) & 1].kind)))
-        return -1;
-    if (r->world->mpi) /* RMA: all_reduce's second phase reads fresh copies */
-        rt_mpi_coll_refresh(r->world->mpi);
-    return 0;
-}
-
-int rt_rank_coll_end(RtRank *r)
-{
-    return rt_rank_coll_sync(r);
 }
 
 /* ------------------------------------------------------------ sym heap */
@@ -808,31 +479,6 @@ int rt_world_create(int nranks, size_t heap_bytes, RtWorld **out, char *err,
     return 0;
 }
 
-void rt_rank_keep(RtRank *r, void *p)
-{
-    if (!p)
-        return;
-    free(r->kept[0]); /* the oldest: its collective ended long ago */
-    memmove(&r->kept[0], &r->kept[1], 3 * sizeof r->kept[0]);
-    r->kept[3] = p;
-}
-
-/* Worlds with ranks left behind (end_of_run): kept until the last of them
- * returns (never, for a rank computing for ever). */
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static RtWorld *kept_worlds;
-static int ranks_behind; /* atomic: rank threads ever left behind */
-
-int rt_world_behind(const RtWorld *w)
-{
-    return w->behind;
-}
-
-int rt_ranks_left_behind(void)
-{
-    return __atomic_load_n(&ranks_behind, __ATOMIC_ACQUIRE);
-}
-
 int rt_world_keep(RtWorld *w, void (*release)(void *), void *ctx)
 {
     RtWorldKeep *k = malloc(sizeof *k);
@@ -847,8 +493,7 @@ int rt_world_keep(RtWorld *w, void (*release)(void *), void *ctx)
     return 0;
 }
 
-/* Free the world: no rank thread uses it any more. */
-static void world_free(RtWorld *w)
+void rt_world_free(RtWorld *w)
 {
     for (RtWorldKeep *k = w->keeps, *nx; k; k = nx) {
         nx = k->next;
@@ -871,39 +516,8 @@ static void world_free(RtWorld *w)
 
 void rt_world_destroy(RtWorld *w)
 {
-    if (!w)
-        return;
-    pthread_mutex_lock(&w->lock);
-    int live = w->behind_live;
-    w->destroyed = 1;
-    if (live) { /* a rank thread still uses it: the last one frees it */
-        pthread_mutex_lock(&kept_lock);
-        w->kept_next = kept_worlds;
-        kept_worlds = w;
-        pthread_mutex_unlock(&kept_lock);
-    }
-    pthread_mutex_unlock(&w->lock);
-    if (!live)
-        world_free(w);
-}
-
-/* A rank left behind has returned after all: the last one of a destroyed
- * world frees it (and what the run kept with it). */
-static void behind_returned(RtWorld *w)
-{
-    pthread_mutex_lock(&w->lock);
-    int last = --w->behind_live == 0 && w->destroyed;
-    pthread_mutex_unlock(&w->lock);
-    if (!last)
-        return;
-    pthread_mutex_lock(&kept_lock);
-    for (RtWorld **p = &kept_worlds; *p; p = &(*p)->kept_next)
-        if (*p == w) {
-            *p = w->kept_next;
-            break;
-        }
-    pthread_mutex_unlock(&kept_lock);
-    world_free(w);
+    if (w && !rt_world_keep_behind(w))
+        rt_world_free(w);
 }
 
 static void *rank_main(void *p)
@@ -922,13 +536,13 @@ static void *rank_main(void *p)
     int running = RANK_RUNNING;
     if (!__atomic_compare_exchange_n(&r->left, &running, RANK_RETURNED, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        behind_returned(w); /* end_of_run has gone: only the world is left */
+        rt_world_behind_returned(w); /* rt_world_end_run has gone: only the world is left */
         return NULL;
     }
     int none = -1;
     __atomic_compare_exchange_n(&w->first_left, &none, r->id, 0,
                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    pthread_mutex_lock(&w->lock); /* end_of_run waits on left_cv */
+    pthread_mutex_lock(&w->lock); /* rt_world_end_run waits on left_cv */
     __atomic_add_fetch(&w->nleft, 1, __ATOMIC_ACQ_REL);
     pthread_cond_broadcast(&w->left_cv);
     pthread_mutex_unlock(&w->lock);
@@ -1018,96 +632,6 @@ static void begin_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg)
     __atomic_store_n(&w->first_left, -1, __ATOMIC_RELEASE);
 }
 
-/* The ranks that have not returned, "1, 3", into miss; their count. */
-static int not_returned(RtWorld *w, int started, char *miss, size_t len)
-{
-    size_t n = 0;
-    int count = 0;
-    miss[0] = 0;
-    for (int q = 0; q < started; q++)
-        if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE))
-            rt_rank_list_add(miss, len, &n, &count, q);
-    return count;
-}
-
-/* A rank that has not returned is in a signal wait, which ends by its own
- * deadline with the better message. */
-static int missing_in_wait(RtWorld *w, int started)
-{
-    for (int q = 0; q < started; q++)
-        if (!__atomic_load_n(&w->ranks[q].left, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&w->ranks[q].in_wait, __ATOMIC_ACQUIRE) > 0)
-            return 1;
-    return 0;
-}
-
-/* Wait for the started ranks' functions to return, with a deadline: once
- * one has returned, the others have the collectives' deadline (longer
- * while one of them is in a signal wait, as for a barrier), then the run
- * fails naming them; after a failure they have the signal-wait deadline
- * plus END_GRACE_MS. Joins the ranks that returned and detaches the
- * others (left behind, the world kept). A returning rank wakes it at once
- * (left_cv: no added latency where every rank returns); otherwise it looks
- * at the clock every 2 ms; the loop ends by the deadlines. */
-static void end_of_run(RtWorld *w, int started)
-{
-    int64_t t_left = -1, t_fail = -1, tmo = w->coll_timeout_ms;
-    while (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) < started) {
-        int64_t now = rt_now_ms();
-        if (__atomic_load_n(&w->failed, __ATOMIC_ACQUIRE)) {
-            if (t_fail < 0)
-                t_fail = now;
-            else if (now - t_fail >= END_GRACE_MS + (w->timeout_ms > 0 ? w->timeout_ms : 0))
-                break;
-        } else if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) > 0) {
-            if (t_left < 0)
-                t_left = now;
-            else if (now - t_left >= tmo &&
-                     !(rt_barrier_grace(now - t_left, tmo) &&
-                       missing_in_wait(w, started))) {
-                char miss[256];
-                int first = __atomic_load_n(&w->first_left, __ATOMIC_ACQUIRE);
-                int count = not_returned(w, started, miss, sizeof miss);
-                if (count > 0 && first >= 0)
-                    rt_rank_fail(&w->ranks[first], "the end of the run timed "
-                                 "out after %lld ms: rank %d waits, rank%s %s "
-                                 "did not arrive", (long long)tmo, first,
-                                 count > 1 ? "s" : "", miss);
-            }
-        }
-        /* a returning rank wakes this at once; the clock every 2 ms */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 2 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&w->lock);
-        if (__atomic_load_n(&w->nleft, __ATOMIC_ACQUIRE) < started)
-            pthread_cond_timedwait(&w->left_cv, &w->lock, &ts);
-        pthread_mutex_unlock(&w->lock);
-    }
-    for (int q = 0; q < started; q++) {
-        int running = RANK_RUNNING;
-        pthread_mutex_lock(&w->lock); /* before the rank's behind_returned */
-        int behind = __atomic_compare_exchange_n(&w->ranks[q].left, &running,
-                                                 RANK_BEHIND, 0, __ATOMIC_ACQ_REL,
-                                                 __ATOMIC_ACQUIRE);
-        if (behind) {
-            w->behind++;
-            w->behind_live++;
-        }
-        pthread_mutex_unlock(&w->lock);
-        if (behind) {
-            pthread_detach(w->ranks[q].thread);
-            __atomic_add_fetch(&ranks_behind, 1, __ATOMIC_ACQ_REL);
-        } else {
-            pthread_join(w->ranks[q].thread, NULL);
-        }
-    }
-}
-
 int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                  char *err, size_t errlen)
 {
@@ -1156,7 +680,7 @@ int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
         }
     }
     pthread_attr_destroy(&attr);
-    end_of_run(w, started);
+    rt_world_end_run(w, started);
 
     int rc = 0;
     pthread_mutex_lock(&w->lock);

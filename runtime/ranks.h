@@ -78,27 +78,12 @@ void rt_world_destroy(RtWorld *w);
  * no recorded errors. One run at a time per world. */
 int rt_world_run(RtWorld *w, int (*fn)(RtRank *r, void *arg), void *arg,
                  char *err, size_t errlen);
-/* The end of a run has a deadline: once one rank's function has returned,
- * the others have the collectives' deadline to return (else the run fails
- * with "rank R: the end of the run timed out after T ms: rank R waits,
- * rank(s) Q did not arrive"), and after any failure they have the signal
- * wait's deadline (BLKC_WAIT_TIMEOUT_MS) plus 1 s. A rank
- * still running then (computing; nothing can interrupt it) is left behind:
- * its thread is detached, the world is kept (rt_world_destroy does not free
- * it, a later rt_world_run on it fails) until the last rank left behind
- * returns (then the world is freed: at once by rt_world_destroy, or by that
- * rank's thread if the world was destroyed before), and the caller's memory
- * it uses (arguments, code) must outlive it: rt_world_keep. The number of
- * rank threads ever left behind in this process. */
-int rt_ranks_left_behind(void);
 /* Have release(ctx) called when w is freed: at rt_world_destroy, or, when
  * ranks were left behind, once the last of them has returned (never, for
  * one that computes for ever). How a run keeps what its ranks left behind
  * may still read (plan_run.c: the module). Not during a run. 0, or -1 out
  * of memory (nothing is kept). */
 int rt_world_keep(RtWorld *w, void (*release)(void *), void *ctx);
-/* The ranks this world's last run left behind (0: none). */
-int rt_world_behind(const RtWorld *w);
 int rt_world_size(const RtWorld *w);
 int rt_world_kind(const RtWorld *w);
 /* A world of nranks ranks, one per process of this mpirun job (nranks
@@ -214,6 +199,7 @@ void rt_signal_notify_cell(volatile uint64_t *cell, uint64_t v, int op);
 int rt_signal_wait_report(RtRank *r, int rc, const volatile uint64_t *cell,
                           int cmp, uint64_t v, const char *name);
 
+/* ------------------------------------------------------------ rank_agree.c */
 /* Collective staging (used by rank_coll.c; also the way to add new
  * collectives). rt_rank_coll_begin publishes *desc for this rank, waits
  * for every rank, and checks that kind, dtype, op, root and count agree
@@ -259,6 +245,23 @@ const char *rt_rank_coll_name(int kind); /* "all_reduce", ... */
 /* "all_reduce(count 100, f32, sum)": kind, count, dtype, op, root of c
  * as the mismatch message spells them. */
 void rt_rank_coll_describe(const RtRankColl *c, char *buf, size_t len);
+
+/* ------------------------------------------------------------ rank_end.c */
+/* The end of a run has a deadline: once one rank's function has returned,
+ * the others have the collectives' deadline to return (else the run fails
+ * with "rank R: the end of the run timed out after T ms: rank R waits,
+ * rank(s) Q did not arrive"), and after any failure they have the signal
+ * wait's deadline (BLKC_WAIT_TIMEOUT_MS) plus 1 s. A rank
+ * still running then (computing; nothing can interrupt it) is left behind:
+ * its thread is detached, the world is kept (rt_world_destroy does not free
+ * it, a later rt_world_run on it fails) until the last rank left behind
+ * returns (then the world is freed: at once by rt_world_destroy, or by that
+ * rank's thread if the world was destroyed before), and the caller's memory
+ * it uses (arguments, code) must outlive it: rt_world_keep. The number of
+ * rank threads ever left behind in this process. */
+int rt_ranks_left_behind(void);
+/* The ranks this world's last run left behind (0: none). */
+int rt_world_behind(const RtWorld *w);
 
 /* ------------------------------------------------------------ rank_coll.c */
 /* Collectives over all ranks of the world, for any world size >= 1 and any

@@ -24,7 +24,8 @@
  * 30 s, then CUDA_ERROR_LAUNCH_TIMEOUT) until fake_cuda_hold(stream, 0);
  * so does the stand-in kernel on the ranks of $FAKE_GPU_SPIN_RANK, and
  * the default stream (NULL) of the devices in $FAKE_GPU_SYNC_HANG (the
- * current context's, cuCtxSetCurrent).
+ * current context's, cuCtxSetCurrent; "D@N": from its N-th wait on,
+ * fake_mem.h).
  * It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
@@ -295,11 +296,13 @@ API void fake_cuda_hold(void *s, int on)
 P(cuStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* NOT_READY */
 P(cuStreamSynchronize, void *s)
 {
-    for (int i = 0; i < 30000 && is_held(s); i++) {
+    bool h = is_held(s); /* once a round: fake_sync_hang counts answers */
+    for (int i = 0; i < 30000 && h; i++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
+        h = is_held(s);
     }
-    return is_held(s) ? 702 : OK; /* CUDA_ERROR_LAUNCH_TIMEOUT */
+    return h ? 702 : OK; /* CUDA_ERROR_LAUNCH_TIMEOUT */
 }
 P(cuCtxSynchronize, void) { return OK; }
 P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = malloc(1); return *s ? OK : 2; }

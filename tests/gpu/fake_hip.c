@@ -9,7 +9,7 @@
  * hipErrorNotSupported, but for the waiting kernel and mapped host
  * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP);
  * the default stream of the devices in $FAKE_GPU_SYNC_HANG (hipSetDevice's)
- * never drains.
+ * never drains ("D@N": from its N-th wait on, fake_mem.h).
  * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
@@ -313,11 +313,13 @@ P(hipError_t, hipStreamDestroy, void *s) { fake_hip_hold(s, 0); free(s); return 
 P(hipError_t, hipStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* hipErrorNotReady */
 P(hipError_t, hipStreamSynchronize, void *s)
 {
-    for (int i = 0; i < 30000 && is_held(s); i++) {
+    bool h = is_held(s); /* once a round: fake_sync_hang counts answers */
+    for (int i = 0; i < 30000 && h; i++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
+        h = is_held(s);
     }
-    return is_held(s) ? 702 : OK; /* hipErrorLaunchTimeOut */
+    return h ? 702 : OK; /* hipErrorLaunchTimeOut */
 }
 P(hipError_t, hipDeviceEnablePeerAccess, int peer, unsigned f)
 {

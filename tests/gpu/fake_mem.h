@@ -229,12 +229,46 @@ static int fake_in_list(const char *name, long v)
     return 0;
 }
 
-/* $FAKE_GPU_SYNC_HANG ("1" or "1,3"): the legacy default stream (NULL) of
- * those devices never drains, as if a copy never ended: its query answers
- * not ready, a synchronize waits (30 s at most, then an error). */
+/* $FAKE_GPU_SYNC_HANG ("1", "1,3", "1@2,3"): the legacy default stream
+ * (NULL) of those devices never drains, as if a copy never ended: its
+ * query answers not ready, a synchronize waits (30 s at most, then an
+ * error). "D@N": device D's default stream drains for its first N - 1
+ * waits (a query answered ready, a synchronize that returned) and never
+ * from the N-th on; "D" is "D@1". On a device with one rank the uploads'
+ * wait is the first, the copy back of the first staged collective, group
+ * collective or exchange the second. Called once per answer about the
+ * default stream of dev: 1, not drained (a drained answer is counted). */
+#define FAKE_DEV_MAX 64
+static pthread_mutex_t fake_hang_mu = PTHREAD_MUTEX_INITIALIZER;
+static int fake_drained[FAKE_DEV_MAX]; /* under fake_hang_mu */
+
 static int fake_sync_hang(int dev)
 {
-    return fake_in_list("FAKE_GPU_SYNC_HANG", dev) == 1;
+    const char *s = getenv("FAKE_GPU_SYNC_HANG");
+    long from = 0; /* 0: dev is not in the list */
+    for (const char *p = s ? s : ""; *p;) {
+        char *end;
+        long q = strtol(p, &end, 10), n = 1;
+        if (end == p)
+            break;
+        if (*end == '@') {
+            p = end + 1;
+            n = strtol(p, &end, 10);
+            if (end == p)
+                break;
+        }
+        if (q == dev)
+            from = n > 0 ? n : 1;
+        p = *end ? end + 1 : end;
+    }
+    if (dev < 0 || dev >= FAKE_DEV_MAX)
+        return from > 0;
+    pthread_mutex_lock(&fake_hang_mu);
+    int hang = from > 0 && fake_drained[dev] >= from - 1;
+    if (!hang)
+        fake_drained[dev]++;
+    pthread_mutex_unlock(&fake_hang_mu);
+    return hang;
 }
 
 /* $FAKE_GPU_SPIN_RANK ("1" or "1,3"): the stand-in kernel computes for

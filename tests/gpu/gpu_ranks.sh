@@ -404,12 +404,24 @@ if [ -n "$FAKE" ]; then
   # a rank whose uploads never complete (the fake's default stream of
   # device 1 never drains): polled, it names itself at the collectives'
   # deadline (a peer's barrier gives a rank in a wait longer), one line,
-  # exit 3, and stops polling 1 s later (not on the first device: the
-  # setup there synchronizes its default stream, unbounded)
+  # exit 3, and stops polling 1 s later
   FAKE_GPU_SYNC_HANG=1 BLKC_COLL_TIMEOUT_MS=$et timed_fail upload_forever \
     "^blkc: error: rank 1: the uploads to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin N=16 --ranks=2 --device="$DEV"
   unset FAKE_GPU_WAIT_KERNEL
+  # the same for the copy back of a staged collective, group collective
+  # and exchange: the default stream drains for the uploads, never from
+  # its second wait on (FAKE_GPU_SYNC_HANG=D@2); the group case on the
+  # first device (rank 0)
+  FAKE_GPU_SYNC_HANG=1@2 BLKC_GPU_COLL=host BLKC_COLL_TIMEOUT_MS=$et timed_fail copy_back_coll \
+    "^blkc: error: rank 1: the copy of all_reduce's result to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
+    run "$G" --entry=ar_sum N=16 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_SYNC_HANG=0@2 BLKC_GPU_COLL=host BLKC_COLL_TIMEOUT_MS=$et timed_fail copy_back_group \
+    "^blkc: error: rank 0: the copy of a group all_reduce's result to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
+    run "$GRP" --entry=g_mixed N=16 C=1 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_SYNC_HANG=1@2 BLKC_GPU_COLL=host BLKC_COLL_TIMEOUT_MS=$et timed_fail copy_back_exchange \
+    "^blkc: error: rank 1: the copy of the exchange's received messages to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
+    run "$P2P" --entry=ring N=16 --random --ranks=2 --device="$DEV"
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
