@@ -56,8 +56,6 @@ blkc_status rt_gpu_upload(RtGpu *g, uint64_t dst, const void *src,
                           size_t bytes, char *err, size_t errlen);
 blkc_status rt_gpu_download(RtGpu *g, void *dst, uint64_t src, size_t bytes,
                             char *err, size_t errlen);
-blkc_status rt_gpu_zero(RtGpu *g, uint64_t dst, size_t bytes, char *err,
-                        size_t errlen);
 
 /* ------------------------------------------------------------ modules */
 /* Emit every kernel of m for the device's arch (CUDA: cubin for sm_XY,

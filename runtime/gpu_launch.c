@@ -203,15 +203,6 @@ blkc_status rt_gpu_download(RtGpu *g, void *dst, uint64_t src, size_t bytes,
                                                              : BLKC_OK;
 }
 
-blkc_status rt_gpu_zero(RtGpu *g, uint64_t dst, size_t bytes, char *err,
-                        size_t errlen)
-{
-    if (g->ops->zero(g->dev, dst, bytes, NULL, err, errlen) ||
-        g->ops->sync(g->dev, NULL, err, errlen))
-        return BLKC_ERR_RUNTIME;
-    return BLKC_OK;
-}
-
 /* ------------------------------------------------------------ modules */
 
 static bool absent(const char *msg)

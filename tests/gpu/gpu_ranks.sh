@@ -398,8 +398,11 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_SPIN_RANK=1 BLKC_COLL_TIMEOUT_MS=$et timed_fail end_forever \
     "^blkc: error: rank 0: the end of the run timed out after $et ms: rank 0 waits, rank 1 did not arrive$" $et $((et + 6000)) 5000 \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin N=16 --ranks=2 --device="$DEV"
-  FAKE_GPU_SPIN_RANK=1,3 BLKC_COLL_TIMEOUT_MS=$et timed_fail end_forever_4 \
-    "^blkc: error: rank \([02]\): the end of the run timed out after $et ms: rank \1 waits, ranks 1, 3 did not arrive$" $et $((et + 6000)) 5000 \
+  # (4 ranks: at least 1 s, so that rank 2, which returns, arrives in time
+  # on a loaded machine: at 300 ms it was once named with 1 and 3)
+  et4=$((et < 1000 ? 1000 : et))
+  FAKE_GPU_SPIN_RANK=1,3 BLKC_COLL_TIMEOUT_MS=$et4 timed_fail end_forever_4 \
+    "^blkc: error: rank \([02]\): the end of the run timed out after $et4 ms: rank \1 waits, ranks 1, 3 did not arrive$" $et4 $((et4 + 6000)) 5000 \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=4 --device="$DEV"
   # a rank whose uploads never complete (the fake's default stream of
   # device 1 never drains): polled, it names itself at the collectives'
