@@ -476,23 +476,28 @@ wgmma)
       echo "ok $name: $(cat "$T/log")"
     fi
   }
+  # "ENTRIES|SHAPE|ARGS"...: wone for each entry of each row, on $F
+  wtable() {
+    local c ks shape args k
+    for c in "$@"; do
+      IFS='|' read -r ks shape args <<<"$c"
+      for k in $ks; do
+        # shellcheck disable=SC2086
+        wone "$k $shape" "$F" "1e-4 1e-4" --entry=$k $args
+      done
+    done
+  }
   # row strides that are multiples of 16 elements (K, N = 144) make tensor
   # maps possible: the operands come by TMA (gpu_tma.c); 72 / 136 do not:
   # cp.async; tails in M, N and K either way
   # (bf16 every shape; f16 and b transposed the shapes that differ for
   # them: the operand type, the transposed b's layout with and without TMA)
-  for c in "twg_bf16 twg_bt|64x64 warps(4)|M=200 N=136 K=72" \
-           "twg_bf16|128x128 warps(4)|-D BM=128 -D BN=128 M=200 N=136 K=72" \
-           "twg_bf16 twg_f16 twg_bt|128x128 warps(8)|-D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=136 K=136" \
-           "twg_bf16 twg_f16|64x64 warps(4) TMA|M=200 N=144 K=144" \
-           "twg_bf16 twg_bt|128x128 warps(4) TMA|-D BM=128 -D BN=128 M=200 N=144 K=144" \
-           "twg_bf16|128x128 warps(8) TMA|-D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=144 K=208"; do
-    IFS='|' read -r ks shape args <<<"$c"
-    for k in $ks; do
-      # shellcheck disable=SC2086
-      wone "$k $shape" "$F" "1e-4 1e-4" --entry=$k $args
-    done
-  done
+  wtable "twg_bf16 twg_bt|64x64 warps(4)|M=200 N=136 K=72" \
+         "twg_bf16|128x128 warps(4)|-D BM=128 -D BN=128 M=200 N=136 K=72" \
+         "twg_bf16 twg_f16 twg_bt|128x128 warps(8)|-D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=136 K=136" \
+         "twg_bf16 twg_f16|64x64 warps(4) TMA|M=200 N=144 K=144" \
+         "twg_bf16 twg_bt|128x128 warps(4) TMA|-D BM=128 -D BN=128 M=200 N=144 K=144" \
+         "twg_bf16|128x128 warps(8) TMA|-D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=144 K=208"
   # the spans: a in 32-byte rows, b in 64; a in two panels of 64 columns,
   # b in four
   wone "twg_bf16 BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BK=16 -D BN=32 M=200 N=100 K=72
@@ -512,16 +517,10 @@ wgmma)
   # multiples (N = 144, K = 160 / 208): TMA, else cp.async; tails in M, N, K
   # (e4m3 every shape, e5m2 and mixed two: the operand decode is the same
   # code in each shape; the ring loop below runs both again)
-  for c in "twg_e4m3 twg_e5m2 twg_f8mix|64x64 warps(4)|M=200 N=136 K=72" \
-           "twg_e4m3 twg_f8mix|128x128 warps(4) TMA|-D BM=128 -D BN=128 M=200 N=144 K=160" \
-           "twg_e4m3 twg_e5m2|128x128 BK=128 warps(8) TMA|-D BM=128 -D BN=128 -D BK=128 -D W=8 M=200 N=144 K=208" \
-           "twg_e4m3|128x128 BK=32 warps(8)|-D BM=128 -D BN=128 -D BK=32 -D W=8 M=200 N=136 K=72"; do
-    IFS='|' read -r ks shape args <<<"$c"
-    for k in $ks; do
-      # shellcheck disable=SC2086
-      wone "$k $shape" "$F" "1e-4 1e-4" --entry=$k $args
-    done
-  done
+  wtable "twg_e4m3 twg_e5m2 twg_f8mix|64x64 warps(4)|M=200 N=136 K=72" \
+         "twg_e4m3 twg_f8mix|128x128 warps(4) TMA|-D BM=128 -D BN=128 M=200 N=144 K=160" \
+         "twg_e4m3 twg_e5m2|128x128 BK=128 warps(8) TMA|-D BM=128 -D BN=128 -D BK=128 -D W=8 M=200 N=144 K=208" \
+         "twg_e4m3|128x128 BK=32 warps(8)|-D BM=128 -D BN=128 -D BK=32 -D W=8 M=200 N=136 K=72"
   # fp8 with b as [K, N]: no wgmma (8-bit operands are K-major only), the
   # shared-memory FMA path it had before, on sm_90a and sm_80
   wone "twg_f8kn sm_90a" "$F" "1e-4 1e-4" --entry=twg_f8kn M=200 N=136 K=72
