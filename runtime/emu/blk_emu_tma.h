@@ -17,8 +17,9 @@
  *     test_wait/try_wait.parity P: true once the phase of parity P (the
  *     current or the immediately preceding one) has completed.
  *   PTX ISA "Data Movement: cp.async.bulk.tensor" and "Tensor Access
- *   Modes / Tensor-copy swizzling modes": tile mode copies the box at
- *     the given element coordinates (innermost first), ceil(boxDim[i] /
+ *   Modes / Tensor-copy swizzling modes": .1d to .5d (the map's rank),
+ *     tile mode copies the box at the given signed 32-bit element
+ *     coordinates (innermost first), ceil(boxDim[i] /
  *     elementStrides[i]) elements along dimension i, dense in shared
  *     memory, innermost dimension fastest; elements outside the tensor read
  *     as the OOB fill and are not written by a store; a load signals
@@ -378,6 +379,18 @@ static inline void blk_tma_load_3d(void *dst, const BlkTensorMap *map, int c0, i
     const int c[3] = {c0, c1, c2};
     blk_emu_tma_load(dst, map, c, 3, bar);
 }
+static inline void blk_tma_load_4d(void *dst, const BlkTensorMap *map, int c0, int c1, int c2,
+                                   int c3, unsigned long long *bar)
+{
+    const int c[4] = {c0, c1, c2, c3};
+    blk_emu_tma_load(dst, map, c, 4, bar);
+}
+static inline void blk_tma_load_5d(void *dst, const BlkTensorMap *map, int c0, int c1, int c2,
+                                   int c3, int c4, unsigned long long *bar)
+{
+    const int c[5] = {c0, c1, c2, c3, c4};
+    blk_emu_tma_load(dst, map, c, 5, bar);
+}
 
 /* cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {c0, ...}], [src]:
  * recorded; shared memory is read when its group is waited for */
@@ -411,6 +424,18 @@ static inline void blk_tma_store_3d(const BlkTensorMap *map, int c0, int c1, int
 {
     const int c[3] = {c0, c1, c2};
     blk_emu_tma_store(map, c, 3, src);
+}
+static inline void blk_tma_store_4d(const BlkTensorMap *map, int c0, int c1, int c2, int c3,
+                                    const void *src)
+{
+    const int c[4] = {c0, c1, c2, c3};
+    blk_emu_tma_store(map, c, 4, src);
+}
+static inline void blk_tma_store_5d(const BlkTensorMap *map, int c0, int c1, int c2, int c3,
+                                    int c4, const void *src)
+{
+    const int c[5] = {c0, c1, c2, c3, c4};
+    blk_emu_tma_store(map, c, 5, src);
 }
 /* cp.async.bulk.commit_group: this thread's uncommitted stores form a group */
 static inline void blk_bulk_commit(void)
