@@ -42,6 +42,12 @@
  * most eager interleaving the ISA allows, so an arrival placed before the
  * work it announces (a ring slot released before the wgmma.wait_group that
  * retires its reader) lets the waiter act in that window.
+ * A wgmma.mma_async that reads a shared byte such a load will write (its
+ * mbarrier not waited on since: the bytes may land at any time) fails
+ * the launch (blk_emu_wgmma.h blk_emu_wg_pending): the race a ring
+ * refilled too early makes when the slot's wgmma is issued after the
+ * refill, which the check at the copy's issue (an operand of a group in
+ * flight) cannot see.
  * Failures, each a failed launch with the thread named: an mbarrier that
  * was never initialized, init while copies are in flight on it, an arrive
  * beyond the expected count, a copy whose shared address is not 128-byte
@@ -169,6 +175,7 @@ static void blk_emu_mb_progress(unsigned long long *bar)
         for (size_t j = 0; j < l.data.size(); j += 16) /* 16-byte chunks, permuted */
             memcpy(blk_emu_smem_base + blk_emu_swz(l.dst + (long long)j, l.swizzle),
                    l.data.data() + j, 16);
+        blk_emu_wg_pending(l.dst, (long long)l.data.size(), l.swizzle, -1);
         /* --stats: written a 128-byte line at a time (whole lines: the box
          * is dense and 128-byte aligned) */
         blk_emu_count(blk_emu_m->st.smem_wavefronts, ((long long)l.data.size() + 127) / 128);
@@ -354,6 +361,7 @@ static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, i
     });
 #endif
     blk_emu_count(blk_emu_m->st.tma, 1);
+    blk_emu_wg_pending(off, bytes, t.swizzle, 1);
     blk_emu_tma_loads.push_back(std::move(l));
     if (blk_emu_mb_waited(bar))
         blk_emu_mb_progress(bar);
@@ -498,6 +506,7 @@ static inline void blk_emu_tma_block_end(BlkEmuMachine *m, bool check = true)
         blk_emu_fail(m, msg);
     }
     blk_emu_tma_loads.clear();
+    blk_emu_wg_pend.assign(blk_emu_wg_pend.size(), 0);
     for (int t = 0; t < m->nthreads; t++) {
         blk_emu_bulk[t].v.clear();
         blk_emu_bulk[t].committed = 0;
