@@ -84,7 +84,8 @@ void rt_gpu_module_free(RtGpuModule *gm);
 
 /* Tensor maps (TMA kernels of sm_90a: BkGpuKernelInfo.tma). A launch
  * needs one 128-byte map per TMA load, which depends on the bound tensor
- * (address, shape, row stride), its dtype and the load's box and swizzle.
+ * (address, shape and strides; rank 2..5), its dtype and the load's box and
+ * swizzle.
  * Each module keeps the last RT_GPU_TMAP_CACHE maps its launches encoded
  * (least recently used replaced; a failed encoding is not kept), so
  * launches with the same tensors encode nothing; a new address or shape
