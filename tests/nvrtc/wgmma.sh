@@ -152,7 +152,6 @@ if [ -x "$NVCC" ]; then
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOQKPIPE=1 3 0
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=1 4 0
-  flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOTMA=1 3 2 0
   flash_ring "$TF" tflash_bshd "-D D=128" BLKC_GPU_NOWGKEEP=0 3 2 4
 else
   echo "skip: flash attention with its ring (no nvcc)"
