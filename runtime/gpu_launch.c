@@ -530,11 +530,12 @@ static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *
     memset(&key, 0, sizeof key);
     key.addr = (uint64_t)(uintptr_t)d->data;
     key.rank = r;
+    const uint64_t es = (uint64_t)dsl_dtype_bytes(p->dtype);
     for (int i = 0; i < r; i++) { /* map dim i: tensor dim r - 1 - i */
         key.dims[i] = (uint64_t)d->shape[r - 1 - i];
         key.box[i] = (uint32_t)t->box[i];
         if (i > 0)
-            key.strides[i - 1] = (uint64_t)d->stride[r - 1 - i] * (uint64_t)dsl_dtype_bytes(p->dtype);
+            key.strides[i - 1] = (uint64_t)d->stride[r - 1 - i] * es;
     }
     /* CU_TENSOR_MAP_DATA_TYPE_: BFLOAT16 9, FLOAT16 6, UINT8 0 (fp8: TMA
      * moves bytes) */

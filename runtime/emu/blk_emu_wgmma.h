@@ -300,8 +300,10 @@ static void blk_emu_wg_pending(long long off, long long n, int mode, int d)
         long long a = off + j;
         if (mode)
             a ^= ((a >> 7) & ((1 << mode) - 1)) << 4;
-        if (a >= 0 && (size_t)(a >> 4) < nc)
-            blk_emu_wg_pend[(size_t)(a >> 4)] = (unsigned short)(blk_emu_wg_pend[(size_t)(a >> 4)] + d);
+        if (a >= 0 && (size_t)(a >> 4) < nc) {
+            unsigned short &n16 = blk_emu_wg_pend[(size_t)(a >> 4)];
+            n16 = (unsigned short)(n16 + d);
+        }
     }
 }
 
