@@ -82,7 +82,8 @@ void rt_gpu_module_free(RtGpuModule *gm);
 
 /* Tensor maps (TMA kernels of sm_90a: BkGpuKernelInfo.tma). A launch
  * needs one 128-byte map per TMA load, which depends on the bound tensor
- * (address, shape, row stride), its dtype and the load's box and swizzle.
+ * (address, shape and strides; rank 2..5), its dtype and the load's box and
+ * swizzle.
  * Each module keeps the last RT_GPU_TMAP_CACHE maps its launches encoded
  * (least recently used replaced; a failed encoding is not kept), so
  * launches with the same tensors encode nothing; a new address or shape
@@ -209,15 +210,16 @@ typedef struct RtGpuOps {
     /* whether the stream's work is done: 0 done, 1 still running, -1 an
      * error (or the driver lacks cuStreamQuery / hipStreamQuery) */
     int (*query)(void *dev, void *stream, char *err, size_t errlen);
-    /* a CUtensorMap (the 128 bytes at map, 64-byte aligned) of a rank-2
-     * tensor (dtype 6 f16, 9 bf16, 0 one-byte fp8, 7 f32: CUtensorMapDataType)
-     * at addr: dims innermost first, the row stride in bytes, boxes of box[0]
-     * x box[1] elements, swizzle 1/2/3 (32B/64B/128B), zero fill:
-     * cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h). NULL where there
-     * is none (HIP). */
-    int (*tmap_encode)(void *dev, void *map, int dtype, uint64_t addr, const uint64_t dims[2],
-                       uint64_t row_stride, const uint32_t box[2], int swizzle, char *err,
-                       size_t errlen);
+    /* a CUtensorMap (the 128 bytes at map, 64-byte aligned) of a tensor of
+     * rank 1..5 (dtype 6 f16, 9 bf16, 0 one-byte fp8, 7 f32:
+     * CUtensorMapDataType) at addr: dims innermost first, strides[i] the
+     * bytes between elements of dim i + 1 (rank - 1 of them), boxes of
+     * box[0] x .. x box[rank - 1] elements, swizzle 1/2/3 (32B/64B/128B),
+     * zero fill: cuTensorMapEncodeTiled (cuda-emu: blk_emu_tmap.h). NULL
+     * where there is none (HIP). */
+    int (*tmap_encode)(void *dev, void *map, int dtype, int rank, uint64_t addr,
+                       const uint64_t *dims, const uint64_t *strides, const uint32_t *box,
+                       int swizzle, char *err, size_t errlen);
 } RtGpuOps;
 
 #define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE */

@@ -515,9 +515,9 @@ static int c_query(void *dev, void *stream, char *err, size_t errlen)
 
 /* cuTensorMapEncodeTiled: interleave none, L2 promotion none, OOB fill
  * zeros, element strides 1 */
-static int c_tmap_encode(void *dev, void *map, int dtype, uint64_t addr, const uint64_t dims[2],
-                         uint64_t row_stride, const uint32_t box[2], int swizzle, char *err,
-                         size_t errlen)
+static int c_tmap_encode(void *dev, void *map, int dtype, int rank, uint64_t addr,
+                         const uint64_t *dims, const uint64_t *strides, const uint32_t *box,
+                         int swizzle, char *err, size_t errlen)
 {
     if (!cu.tmap_encode) {
         snprintf(err, errlen, "CUDA driver (libcuda.so.1) lacks cuTensorMapEncodeTiled, which "
@@ -526,10 +526,11 @@ static int c_tmap_encode(void *dev, void *map, int dtype, uint64_t addr, const u
     }
     if (cur(dev, err, errlen))
         return -1;
-    const uint64_t strides[1] = {row_stride};
-    const unsigned bx[2] = {box[0], box[1]}, es[2] = {1, 1};
-    CK(cu.tmap_encode(map, dtype, 2, (void *)(uintptr_t)addr, dims, strides, bx, es, 0, swizzle,
-                      0, 0),
+    unsigned bx[5], es[5] = {1, 1, 1, 1, 1};
+    for (int i = 0; i < rank && i < 5; i++)
+        bx[i] = box[i];
+    CK(cu.tmap_encode(map, dtype, (unsigned)rank, (void *)(uintptr_t)addr, dims, strides, bx, es,
+                      0, swizzle, 0, 0),
        "cuTensorMapEncodeTiled");
     return 0;
 }

@@ -639,19 +639,33 @@ static int e_event_ms(void *dev, void *a, void *b, float *ms, char *err,
 }
 
 /* the emulated device's tensor maps (blk_emu_tmap.h, read by blk_emu_tma.h) */
-static int e_tmap_encode(void *dev, void *map, int dtype, uint64_t addr, const uint64_t dims[2],
-                         uint64_t row_stride, const uint32_t box[2], int swizzle, char *err,
-                         size_t errlen)
+static int e_tmap_encode(void *dev, void *map, int dtype, int rank, uint64_t addr,
+                         const uint64_t *dims, const uint64_t *strides, const uint32_t *box,
+                         int swizzle, char *err, size_t errlen)
 {
     (void)dev;
-    const unsigned long long d[2] = {dims[0], dims[1]}, s[1] = {row_stride};
-    const unsigned b[2] = {box[0], box[1]}, es[2] = {1, 1};
-    int r = blk_emu_tmap_encode(map, dtype, 2, (void *)(uintptr_t)addr, d, s, b, es, 0, swizzle,
-                                0, 0);
+    unsigned long long d[5] = {0}, s[4] = {0};
+    unsigned b[5] = {0}, es[5] = {1, 1, 1, 1, 1};
+    for (int i = 0; i < rank && i < 5; i++) {
+        d[i] = dims[i];
+        b[i] = box[i];
+        if (i > 0)
+            s[i - 1] = strides[i - 1];
+    }
+    int r = blk_emu_tmap_encode(map, dtype, (unsigned)rank, (void *)(uintptr_t)addr, d, s, b, es,
+                                0, swizzle, 0, 0);
     if (r) {
-        snprintf(err, errlen, "emu: cuTensorMapEncodeTiled failed (%d): dims %llu x %llu, row "
-                 "stride %llu bytes, box %u x %u, swizzle %d", r, d[0], d[1], s[0], b[0], b[1],
-                 swizzle);
+        int n = snprintf(err, errlen, "emu: cuTensorMapEncodeTiled failed (%d): rank %d, dims", r,
+                         rank);
+        for (int i = 0; i < rank && i < 5 && n > 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - (size_t)n, "%s%llu", i ? " x " : " ", d[i]);
+        for (int i = 0; i + 1 < rank && i < 4 && n > 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - (size_t)n, "%s%llu", i ? ", " : ", strides (bytes) ",
+                          s[i]);
+        for (int i = 0; i < rank && i < 5 && n > 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - (size_t)n, "%s%u", i ? " x " : ", box ", b[i]);
+        if (n > 0 && (size_t)n < errlen)
+            snprintf(err + n, errlen - (size_t)n, ", swizzle %d", swizzle);
         return -1;
     }
     return 0;

@@ -59,16 +59,18 @@ typedef struct RtGpuPick {
 /* What a tensor map's encoding depends on (RtGpuOps.tmap_encode's
  * arguments; its other cuTensorMapEncodeTiled arguments are fixed: element
  * strides 1, no interleave, no L2 promotion, zero fill). The device is
- * the module's. 48 bytes without padding: compared with memcmp. */
+ * the module's. 112 bytes without padding, 0 past the rank: compared with
+ * memcmp. */
 typedef struct RtTmapKey {
     uint64_t addr;             /* global address */
-    uint64_t dims[2];          /* innermost first */
-    uint64_t row_stride;       /* bytes */
-    uint32_t box[2];           /* elements, innermost first */
+    uint64_t dims[5];          /* innermost first */
+    uint64_t strides[4];       /* bytes, of dims 1 .. rank - 1 */
+    uint32_t box[5];           /* elements, innermost first */
+    int32_t rank;              /* 2..5: the tensor's */
     int32_t dtype;             /* CUtensorMapDataType */
     int32_t swizzle;           /* 1/2/3: 32B/64B/128B */
 } RtTmapKey;
-_Static_assert(sizeof(RtTmapKey) == 48, "RtTmapKey has padding");
+_Static_assert(sizeof(RtTmapKey) == 112, "RtTmapKey has padding");
 
 typedef struct RtTmapEntry {
     RtTmapKey key;
@@ -474,8 +476,8 @@ static int tmap_get(RtGpuModule *gm, const RtTmapKey *key, unsigned char *map, c
         hit->used = ++gm->tmap_clock;
         __atomic_fetch_add(&tmap_cached, 1, __ATOMIC_RELAXED);
     } else {
-        rc = g->ops->tmap_encode(g->dev, map, key->dtype, key->addr, key->dims,
-                                 key->row_stride, key->box, key->swizzle, err, errlen);
+        rc = g->ops->tmap_encode(g->dev, map, key->dtype, key->rank, key->addr, key->dims,
+                                 key->strides, key->box, key->swizzle, err, errlen);
         if (rc == 0) {
             victim->key = *key;
             memcpy(victim->map, map, sizeof victim->map);
@@ -494,15 +496,23 @@ void rt_gpu_tmap_counts(long long *encoded, long long *cached)
 }
 
 /* The tensor map t of a launch (gpu_tma.c) into map: the bound tensor's
- * data, shape and row stride; an empty tensor gets none (no box of it is
- * ever loaded: its loop or grid is empty). */
+ * data, shape and strides, its dims reversed (the map's innermost first);
+ * an empty tensor gets none (no box of it is ever loaded: its loop or grid
+ * is empty). */
 static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *t,
                               const RtBind *b, unsigned char *map, char *err, size_t errlen)
 {
     const IrParam *p = &f->params[t->param];
     const BkTensorDesc *d = &b->desc[t->param];
     const RtGpu *g = gm->g;
-    if (d->shape[0] <= 0 || d->shape[1] <= 0 || !d->data)
+    const int r = t->rank;
+    bool neg = false;
+    for (int i = 0; i < r; i++) {
+        if (d->shape[i] <= 0)
+            return BLKC_OK;
+        neg |= d->stride[i] < 0;
+    }
+    if (!d->data)
         return BLKC_OK;
     if (!g->ops->tmap_encode)
         return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: %s has no tensor maps (TMA)",
@@ -510,23 +520,31 @@ static blkc_status tensor_map(RtGpuModule *gm, const IrFunc *f, const BkGpuTma *
     RtTmapKey key;
     memset(&key, 0, sizeof key);
     key.addr = (uint64_t)(uintptr_t)d->data;
-    key.dims[0] = (uint64_t)d->shape[1];
-    key.dims[1] = (uint64_t)d->shape[0];
-    key.row_stride = (uint64_t)d->stride[0] * (uint64_t)dsl_dtype_bytes(p->dtype);
-    key.box[0] = (uint32_t)t->box[0];
-    key.box[1] = (uint32_t)t->box[1];
+    key.rank = r;
+    const uint64_t es = (uint64_t)dsl_dtype_bytes(p->dtype);
+    for (int i = 0; i < r; i++) { /* map dim i: tensor dim r - 1 - i */
+        key.dims[i] = (uint64_t)d->shape[r - 1 - i];
+        key.box[i] = (uint32_t)t->box[i];
+        if (i > 0)
+            key.strides[i - 1] = (uint64_t)d->stride[r - 1 - i] * es;
+    }
     /* CU_TENSOR_MAP_DATA_TYPE_: BFLOAT16 9, FLOAT16 6, UINT8 0 (fp8: TMA
      * moves bytes) */
     key.dtype = p->dtype == DT_BF16 ? 9 : p->dtype == DT_F32 ? 7 /* FLOAT32: a TMA store */
               : dsl_dtype_bytes(p->dtype) == 1 ? 0 : 6;
     key.swizzle = t->span == 128 ? 3 : t->span == 64 ? 2 : 1;
-    char e[300];
-    if (d->stride[0] < 0 || tmap_get(gm, &key, map, e, sizeof e))
+    char e[300], sh[160] = "";
+    if (!neg && !tmap_get(gm, &key, map, e, sizeof e))
+        return BLKC_OK;
+    for (int i = 0, n = 0; i < r && n >= 0 && (size_t)n < sizeof sh; i++)
+        n += snprintf(sh + n, sizeof sh - (size_t)n, "%s%lld", i ? " x " : "",
+                      (long long)d->shape[i]);
+    if (r == 2) /* the rank-2 message as before */
         return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: no tensor map for %s (shape "
-                       "%lld x %lld, row stride %lld): %s", f->name, p->name,
-                       (long long)d->shape[0], (long long)d->shape[1], (long long)d->stride[0],
-                       d->stride[0] < 0 ? "a negative row stride" : e);
-    return BLKC_OK;
+                       "%s, row stride %lld): %s", f->name, p->name, sh, (long long)d->stride[0],
+                       neg ? "a negative row stride" : e);
+    return rt_fail(BLKC_ERR_RUNTIME, err, errlen, "kernel %s: no tensor map for %s (shape %s): %s",
+                   f->name, p->name, sh, neg ? "a negative stride" : e);
 }
 
 static int64_t timeout_ms(void)

@@ -40,12 +40,17 @@ typedef struct BkGpuDialect {
 
 /* Per-kernel launch facts the runtime needs. */
 /* A tensor map the kernel takes (gpu_tma.c): the launch encodes one for
- * tensor param `param` (rank 2, 16-bit elements) with boxes of box[0]
- * (inner) x box[1] elements in the swizzle of `span` bytes (32, 64, 128). */
+ * tensor param `param` of `rank` 2..5 (the map has the tensor's rank: its
+ * dim i is the tensor's dim rank - 1 - i, innermost first) with boxes of
+ * box[i] elements along map dim i (box[0] the inner columns; 1 on the
+ * dims a view indexes by a scalar) in the swizzle of `span` bytes (32,
+ * 64, 128). */
 #define BK_GPU_MAXTMA 4
+#define BK_GPU_TMA_RANK 5 /* cuTensorMapEncodeTiled's highest rank */
 typedef struct BkGpuTma {
     int param;
-    int box[2];
+    int rank;
+    int box[BK_GPU_TMA_RANK];
     int span;
 } BkGpuTma;
 

@@ -8,12 +8,23 @@
  * program) whose every ring load (gpu_mem.c bk_gpu_pipe_plan)
  *   - is a wgmma operand stored in a swizzled layout (em->wgs: 32, 64 or
  *     128-byte rows, the modes TMA writes: runtime/emu/blk_emu_tma.h),
- *   - reads a rank-2 tensor through two static ranges (`A[m +: BM, k +:
- *     BK]`) with launch facts that make a tensor map possible: 16-byte
- *     aligned data, unit inner stride, row stride a multiple of 16
- *     elements (IR_ASSUME_*; other launches get the cp.async variant),
+ *   - reads a tensor of rank 2..5 (cuTensorMapEncodeTiled's limit)
+ *     through two static ranges, the tile's rows on one dim and its
+ *     columns on the last, every other dim indexed by a scalar (`A[m +:
+ *     BM, k +: BK]`, attention's `K[z, n +: BN, :]` or `K[b, n +: BN, h,
+ *     :]`), with launch facts that make a tensor map possible: 16-byte
+ *     aligned data, unit inner stride, every other stride a multiple of
+ *     16 elements (IR_ASSUME_ALIGN16, _UNIT_INNER, _STRIDE16(d) for each
+ *     d < rank - 1: the driver wants each of them a multiple of 16 bytes,
+ *     the scalar-indexed dims' too; other launches get the variant without
+ *     TMA, which needs the same facts for its cp.async ring: gpu_mem.c
+ *     bk_gpu_vec_width),
  *   - has boxes of at most 256 rows.
  * Out-of-bounds elements read zero (TMA's fill), as the slice does.
+ * The tensor map has the tensor's rank, its dims reversed (innermost
+ * first); a box is 1 element on every scalar-indexed dim, so it lands as
+ * the same dense rows x columns as a rank-2 one, and its coordinates
+ * (innermost first) carry the scalar indices (blk_tma_load_3d .. _5d).
  *
  * Emission: the kernel takes one `const __grid_constant__ BlkTensorMap
  * blk_tm<id>` per TMA load after its other parameters; the runtime
@@ -46,22 +57,44 @@ static int box_rows(const BkGpuEm *em, int id)
     return em->wgl[id] - 1 > 1 ? 16 : (int)em->f->ins[id].type.shape[0];
 }
 
+/* The tensor dim of load id's rows, or -1: its view of a tensor of rank
+ * 2..5 ranges statically over the tile's rows on one dim and over its
+ * columns on the last (unit-stride) dim, and indexes every other dim by a
+ * scalar (`K[z, n +: BN, :]`). */
+static int rows_dim(const IrFunc *f, int id)
+{
+    const IrInstr *in = &f->ins[id];
+    const IrParam *p = &f->params[in->param];
+    const IrView *v = &f->views[in->view];
+    int nr = 0, dr = -1;
+    if (p->kind != PK_TENSOR || p->rank < 2 || p->rank > BK_GPU_TMA_RANK ||
+        v->ndims != p->rank || in->type.rank != 2 || v->d[p->rank - 1].kind != IDX_RANGE)
+        return -1;
+    for (int d = 0; d < p->rank; d++) {
+        if (v->d[d].kind == IDX_SCALAR)
+            continue;
+        if (v->d[d].kind != IDX_RANGE || nr == 2 || v->d[d].len != in->type.shape[nr])
+            return -1;
+        if (nr++ == 0)
+            dr = d;
+    }
+    return nr == 2 ? dr : -1;
+}
+
 static bool tma_ok(const BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    if (!em->wgl[id] || !em->wgs[id] || in->view < 0)
+    if (!em->wgl[id] || !em->wgs[id] || in->view < 0 || rows_dim(f, id) < 0 ||
+        box_rows(em, id) > 256)
         return false;
+    /* the driver's rules: base 16-byte aligned, every stride but the
+     * innermost (1) a multiple of 16 bytes, the scalar-indexed dims' too */
     const IrParam *p = &f->params[in->param];
-    const IrView *v = &f->views[in->view];
-    const uint32_t need = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER | IR_ASSUME_STRIDE16(0);
-    if (p->kind != PK_TENSOR || p->rank != 2 || v->ndims != 2 || in->type.rank != 2 ||
-        (p->assume & need) != need || box_rows(em, id) > 256)
-        return false;
-    for (int d = 0; d < 2; d++)
-        if (v->d[d].kind != IDX_RANGE || v->d[d].len != in->type.shape[d])
-            return false;
-    return true;
+    uint32_t need = IR_ASSUME_ALIGN16 | IR_ASSUME_UNIT_INNER;
+    for (int d = 0; d < p->rank - 1; d++)
+        need |= IR_ASSUME_STRIDE16(d);
+    return (p->assume & need) == need;
 }
 
 int bk_gpu_tma_plan(BkGpuEm *em)
@@ -107,15 +140,20 @@ void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
         if (!em->tma[id])
             continue;
         BkGpuTma *t = &info->tma[info->ntma++];
+        const int r = f->params[f->ins[id].param].rank, dr = rows_dim(f, id);
         t->param = f->ins[id].param;
-        t->box[0] = em->wgs[id] / dsl_dtype_bytes(f->ins[id].type.dtype); /* S bytes */
-        t->box[1] = box_rows(em, id);
+        t->rank = r;
+        for (int i = 0; i < BK_GPU_TMA_RANK; i++) /* map dim i: tensor dim r - 1 - i */
+            t->box[i] = i == 0 ? em->wgs[id] / dsl_dtype_bytes(f->ins[id].type.dtype) /* S bytes */
+                      : i == r - 1 - dr ? box_rows(em, id) : 1;
         t->span = em->wgs[id];
     }
     if (em->tstore >= 0) { /* the epilogue's store (gpu_persist.c): panels of 128 bytes */
         const IrInstr *in = &f->ins[em->tstore];
         BkGpuTma *t = &info->tma[info->ntma++];
+        memset(t, 0, sizeof *t);
         t->param = in->param;
+        t->rank = 2;
         t->box[0] = 128 / dsl_dtype_bytes(f->params[in->param].dtype);
         t->box[1] = (int)em->vmma[em->mvar[in->opnd[0]]].M;
         t->span = 128;
@@ -157,15 +195,27 @@ void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
         const IrView *v = &f->views[in->view];
         const int S = em->wgs[id], P = S / dsl_dtype_bytes(in->type.dtype), R = (int)in->type.shape[0];
         const int C = (int)in->type.shape[1], mt = em->wgl[id] - 1, rb = box_rows(em, id);
-        char r0[1024], c0[1024];
-        bk_gpu_sval(em, v->d[0].val, fr, iv, r0, sizeof r0);
-        bk_gpu_sval(em, v->d[1].val, fr, iv, c0, sizeof c0);
+        const int r = f->params[in->param].rank, dr = rows_dim(f, id);
+        char r0[1024], c0[1024], x[1024];
+        bk_gpu_sval(em, v->d[dr].val, fr, iv, r0, sizeof r0);
+        bk_gpu_sval(em, v->d[r - 1].val, fr, iv, c0, sizeof c0);
         bk_gpu_line(em, "{ /* v%d: %s[%d x %d] by TMA, boxes of %d x %d, the %dB swizzle */", id,
                     f->params[in->param].name, R, C, rb, P, S);
         em->indent++;
         bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
                     em->off[id], slot, bk_gpu_pipe_slot(em, id));
         bk_gpu_line(em, "const int blk_r0 = (int)%s, blk_c0 = (int)%s;", r0, c0);
+        /* the scalar-indexed dims' coordinates (boxes of 1 there), the
+         * outer ones last, as the map's dims go */
+        char xin[64] = "", xout[64] = ""; /* those between the rows' and the columns', the outer */
+        for (int d = r - 2; d >= 0; d--)
+            if (d != dr) {
+                char *xs = d > dr ? xin : xout;
+                bk_gpu_sval(em, v->d[d].val, fr, iv, x, sizeof x);
+                bk_gpu_line(em, "const int blk_x%d = (int)%s; /* %s dim %d */", d, x,
+                            f->params[in->param].name, d);
+                snprintf(xs + strlen(xs), 64 - strlen(xs), ", blk_x%d", d);
+            }
         for (int p = 0; p < C / P; p++)
             for (int g = 0; g < R / rb; g++) {
                 /* the box's first atom: rows 16 g.. sit at atom s(2 g) of
@@ -175,9 +225,15 @@ void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
                     int tr = 2 * g, w = tr / (2 * mt), j = tr % (2 * mt);
                     atom = ((w >> 2) * mt + (j >> 1)) * 8 + (w & 3) * 2 + (j & 1);
                 }
-                bk_gpu_line(em, "blk_tma_load_2d(blk_ring + %lld, &blk_tm%d, blk_c0 + %d, "
-                            "blk_r0 + %d, &blk_tb%d[%s]);", (long long)p * R * S + atom * 8 * S,
-                            id, p * P, g * rb, fr, slot);
+                if (r == 2)
+                    bk_gpu_line(em, "blk_tma_load_2d(blk_ring + %lld, &blk_tm%d, blk_c0 + %d, "
+                                "blk_r0 + %d, &blk_tb%d[%s]);", (long long)p * R * S + atom * 8 * S,
+                                id, p * P, g * rb, fr, slot);
+                else /* coordinates innermost first: the rows' among the scalars */
+                    bk_gpu_line(em, "blk_tma_load_%dd(blk_ring + %lld, &blk_tm%d, blk_c0 + %d%s, "
+                                "blk_r0 + %d%s, &blk_tb%d[%s]);", r,
+                                (long long)p * R * S + atom * 8 * S, id, p * P, xin, g * rb,
+                                xout, fr, slot);
             }
         em->indent--;
         bk_gpu_line(em, "}");

@@ -356,13 +356,13 @@ static int body_of(const BkGpuEm *em, int x)
  * issues q k^T. Legal (PTX ISA 9.7.15.4: the operands are the async
  * proxy's until the retiring wait_group; 9.7.15.7.3: so are the
  * accumulator and A registers) when
- *   - fr is a cp.async ring loop (not TMA, no group of em->wga) of a
- *     stages(S) kernel, S >= 3, and v (b of the dot) is its ring load: the
- *     ring prefetches S - 2 ahead (bk_gpu_pipe_dist), so the top of
- *     iteration i + 1 refills slot (i - 1) % S, never slot i % S that
- *     group i still reads, and slot (i - 1) % S was retired by every
- *     thread's wait of q in iteration i, before that barrier; with
- *     stages(2) the refill would hit slot i % S;
+ *   - fr is a ring loop (cp.async or TMA, both refilled after the top's
+ *     barrier; no group of em->wga) of a stages(S) kernel, S >= 3, and v
+ *     (b of the dot) is its ring load: the ring prefetches S - 2 ahead
+ *     (bk_gpu_pipe_dist), so the top of iteration i + 1 refills slot (i
+ *     - 1) % S, never slot i % S that group i still reads, and slot (i -
+ *     1) % S was retired by every thread's wait of q in iteration i,
+ *     before that barrier; with stages(2) the refill would hit slot i % S;
  *   - id, s and q sit directly in fr's body (each runs every step), q
  *     before s, and they are the loop's only wgmma dots;
  *   - nothing in the loop before q or after s reads or writes the var
@@ -379,7 +379,7 @@ static void keep_plan(BkGpuEm *em, int id)
     bool kmaj;
     int fr = body_of(em, id), v = em->mvar[id], b = b_src(em, id, &kmaj), s = -1, q = -1;
     if (fr < 0 || v < 0 || in->opnd[2] >= 0 || em->pipe[fr] <= 0 || em->pipe[b] != fr ||
-        em->wga[fr] || em->wgk[fr] || em->tma_fr == fr || body_of(em, fr) >= 0)
+        em->wga[fr] || em->wgk[fr] || body_of(em, fr) >= 0)
         return;
     for (int x = 0; x < f->nins; x++) {
         const IrInstr *o = &f->ins[x];

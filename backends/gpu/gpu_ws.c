@@ -12,7 +12,14 @@
  * too, for the loop's bounds and the boxes' coordinates), the kernel uses
  * no rank builtins, prints or waits, and neither BLKC_GPU_NOWS nor
  * BLKC_GPU_MINBLOCKS > 1 is set. Otherwise the ring stays as gpu_tma.c
- * emits it.
+ * emits it. Flash attention's K / V ring (TMA with rank-3 / rank-4 maps)
+ * stays so, by design for now: its body loads q into shared memory before
+ * the loop (the producer must not run that), and its group in flight is
+ * p v's (gpu_wgmma.c keep_plan / qk_plan, em->wgk), retired by the next
+ * step's waits, not a group of em->wga: the consumers would release V's
+ * slot one step later than here (after the wait that retires p v), and
+ * with qk_plan p v reads that slot in the step after its own, so the
+ * empty barriers would need a distance of their own. Not designed yet.
  *
  * The layout: consumers keep blk_tid 0 .. nt - 1 (every tile layout and
  * block-strided loop is theirs, em->nt unchanged); the producer is

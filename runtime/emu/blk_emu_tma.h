@@ -17,8 +17,9 @@
  *     test_wait/try_wait.parity P: true once the phase of parity P (the
  *     current or the immediately preceding one) has completed.
  *   PTX ISA "Data Movement: cp.async.bulk.tensor" and "Tensor Access
- *   Modes / Tensor-copy swizzling modes": tile mode copies the box at
- *     the given element coordinates (innermost first), ceil(boxDim[i] /
+ *   Modes / Tensor-copy swizzling modes": .1d to .5d (the map's rank),
+ *     tile mode copies the box at the given signed 32-bit element
+ *     coordinates (innermost first), ceil(boxDim[i] /
  *     elementStrides[i]) elements along dimension i, dense in shared
  *     memory, innermost dimension fastest; elements outside the tensor read
  *     as the OOB fill and are not written by a store; a load signals
@@ -41,6 +42,12 @@
  * most eager interleaving the ISA allows, so an arrival placed before the
  * work it announces (a ring slot released before the wgmma.wait_group that
  * retires its reader) lets the waiter act in that window.
+ * A wgmma.mma_async that reads a shared byte such a load will write (its
+ * mbarrier not waited on since: the bytes may land at any time) fails
+ * the launch (blk_emu_wgmma.h blk_emu_wg_pending): the race a ring
+ * refilled too early makes when the slot's wgmma is issued after the
+ * refill, which the check at the copy's issue (an operand of a group in
+ * flight) cannot see.
  * Failures, each a failed launch with the thread named: an mbarrier that
  * was never initialized, init while copies are in flight on it, an arrive
  * beyond the expected count, a copy whose shared address is not 128-byte
@@ -168,6 +175,7 @@ static void blk_emu_mb_progress(unsigned long long *bar)
         for (size_t j = 0; j < l.data.size(); j += 16) /* 16-byte chunks, permuted */
             memcpy(blk_emu_smem_base + blk_emu_swz(l.dst + (long long)j, l.swizzle),
                    l.data.data() + j, 16);
+        blk_emu_wg_pending(l.dst, (long long)l.data.size(), l.swizzle, -1);
         /* --stats: written a 128-byte line at a time (whole lines: the box
          * is dense and 128-byte aligned) */
         blk_emu_count(blk_emu_m->st.smem_wavefronts, ((long long)l.data.size() + 127) / 128);
@@ -353,6 +361,7 @@ static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, i
     });
 #endif
     blk_emu_count(blk_emu_m->st.tma, 1);
+    blk_emu_wg_pending(off, bytes, t.swizzle, 1);
     blk_emu_tma_loads.push_back(std::move(l));
     if (blk_emu_mb_waited(bar))
         blk_emu_mb_progress(bar);
@@ -377,6 +386,18 @@ static inline void blk_tma_load_3d(void *dst, const BlkTensorMap *map, int c0, i
 {
     const int c[3] = {c0, c1, c2};
     blk_emu_tma_load(dst, map, c, 3, bar);
+}
+static inline void blk_tma_load_4d(void *dst, const BlkTensorMap *map, int c0, int c1, int c2,
+                                   int c3, unsigned long long *bar)
+{
+    const int c[4] = {c0, c1, c2, c3};
+    blk_emu_tma_load(dst, map, c, 4, bar);
+}
+static inline void blk_tma_load_5d(void *dst, const BlkTensorMap *map, int c0, int c1, int c2,
+                                   int c3, int c4, unsigned long long *bar)
+{
+    const int c[5] = {c0, c1, c2, c3, c4};
+    blk_emu_tma_load(dst, map, c, 5, bar);
 }
 
 /* cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {c0, ...}], [src]:
@@ -411,6 +432,18 @@ static inline void blk_tma_store_3d(const BlkTensorMap *map, int c0, int c1, int
 {
     const int c[3] = {c0, c1, c2};
     blk_emu_tma_store(map, c, 3, src);
+}
+static inline void blk_tma_store_4d(const BlkTensorMap *map, int c0, int c1, int c2, int c3,
+                                    const void *src)
+{
+    const int c[4] = {c0, c1, c2, c3};
+    blk_emu_tma_store(map, c, 4, src);
+}
+static inline void blk_tma_store_5d(const BlkTensorMap *map, int c0, int c1, int c2, int c3,
+                                    int c4, const void *src)
+{
+    const int c[5] = {c0, c1, c2, c3, c4};
+    blk_emu_tma_store(map, c, 5, src);
 }
 /* cp.async.bulk.commit_group: this thread's uncommitted stores form a group */
 static inline void blk_bulk_commit(void)
@@ -473,6 +506,7 @@ static inline void blk_emu_tma_block_end(BlkEmuMachine *m, bool check = true)
         blk_emu_fail(m, msg);
     }
     blk_emu_tma_loads.clear();
+    blk_emu_wg_pend.assign(blk_emu_wg_pend.size(), 0);
     for (int t = 0; t < m->nthreads; t++) {
         blk_emu_bulk[t].v.clear();
         blk_emu_bulk[t].committed = 0;

@@ -4,8 +4,10 @@
  * argument rules (CUDA Driver API 6.30 "Tensor Map Object Management"):
  * the map 64-byte aligned; rank 1..5; globalAddress 16-byte aligned;
  * globalDim[i] in 1..2^32; globalStrides[i] (bytes, dims 1..rank-1) a
- * multiple of 16 below 2^40; boxDim[i] in 1..256, boxDim[0] * element size
- * a multiple of 16 bytes; elementStrides[i] in 1..8; swizzle NONE 0, 32B 1,
+ * multiple of 16 below 2^40 (in any order: the rules order none, and a
+ * tensor map may walk dims of a tensor whose memory order differs);
+ * boxDim[i] in 1..256, boxDim[0] * element size a multiple of 16 bytes;
+ * elementStrides[i] in 1..8; swizzle NONE 0, 32B 1,
  * 64B 2, 128B 3 with the inner box no wider than the span; oobFill NONE 0
  * or NAN_REQUEST_ZERO_FMA 1 (floating types only); else
  * CUDA_ERROR_INVALID_VALUE (1); interleaved layouts CUDA_ERROR_NOT_SUPPORTED

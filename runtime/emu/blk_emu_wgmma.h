@@ -94,7 +94,8 @@
  * meanwhile (blk_emu_wg_write), or a chunk whose bytes differ at the
  * retiring wait (any other store), fails the launch naming wgmma and the
  * shared byte offset (a store of the very bytes already there is not
- * seen). An
+ * seen); so does an mma_async that reads a chunk a TMA load in flight
+ * will write (blk_emu_wg_pending: issued, its mbarrier not waited on). An
  * mma_async with no wgmma.fence since the thread's last wait_group (or
  * the start of the block) fails the launch, as do descriptors that differ
  * between the warps, a non-zero base offset (not modelled), a read
@@ -139,6 +140,10 @@ static BlkEmuWgState blk_emu_wgs[1024]; /* per thread of the block */
 struct BlkEmuWgSnap { long long group; std::vector<long long> at; std::vector<unsigned char> b; };
 static std::vector<BlkEmuWgSnap> blk_emu_wgsnap[1024 / BLK_EMU_WG]; /* per warpgroup */
 static std::vector<unsigned short> blk_emu_wg_busy;
+/* per 16-byte chunk: the cp.async.bulk.tensor loads in flight that will
+ * write it (blk_emu_tma.h; they land when a thread waits on their
+ * mbarrier) */
+static std::vector<unsigned short> blk_emu_wg_pend;
 
 /* what each thread deposits at an mma_async; ka / kb: the element kinds
  * of A / B (BLK_EMU_WG_F16 ..) */
@@ -265,6 +270,14 @@ static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long d
         blk_emu_wg_busy.resize(nc, 0);
     sn.b.resize(sn.at.size() * 16);
     for (size_t i = 0; i < sn.at.size(); i++) {
+        if ((size_t)sn.at[i] < blk_emu_wg_pend.size() && blk_emu_wg_pend[(size_t)sn.at[i]]) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "wgmma.mma_async reads shared byte offset %lld, which a "
+                     "cp.async.bulk.tensor load in flight writes (no thread has waited on its "
+                     "mbarrier since it was issued: PTX ISA cp.async.bulk.tensor, mbarrier complete_tx)",
+                     sn.at[i] * 16);
+            blk_emu_thread_fail(msg);
+        }
         memcpy(&sn.b[i * 16], blk_emu_smem_base + sn.at[i] * 16, 16);
         blk_emu_wg_busy[(size_t)sn.at[i]]++;
     }
@@ -274,6 +287,24 @@ static void blk_emu_wg_unsnap(const BlkEmuWgSnap &sn)
 {
     for (long long c : sn.at)
         blk_emu_wg_busy[(size_t)c]--;
+}
+
+/* A tensor copy into shared bytes [off, off + n) (16-byte chunks,
+ * swizzled by mode) issued (d = 1) or landed (d = -1). */
+static void blk_emu_wg_pending(long long off, long long n, int mode, int d)
+{
+    const size_t nc = (size_t)(blk_emu_m->smem_bytes + 15) / 16;
+    if (blk_emu_wg_pend.size() < nc)
+        blk_emu_wg_pend.resize(nc, 0);
+    for (long long j = 0; j < n; j += 16) {
+        long long a = off + j;
+        if (mode)
+            a ^= ((a >> 7) & ((1 << mode) - 1)) << 4;
+        if (a >= 0 && (size_t)(a >> 4) < nc) {
+            unsigned short &n16 = blk_emu_wg_pend[(size_t)(a >> 4)];
+            n16 = (unsigned short)(n16 + d);
+        }
+    }
 }
 
 /* An asynchronous copy (`who`) issued into shared bytes [off, off + n),

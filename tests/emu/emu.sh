@@ -40,8 +40,9 @@
 #       uniform blocks; examples/matmul.blk at 128 x 128 x 32, 1024^3, is
 #       limited by the tensor cores on the H200; --out refused
 #   tma     tests/emu/t_tma.cpp built with the host C++ compiler against
-#       runtime/emu/blk_emu_tma.h (tensor maps, mbarriers, cp.async.bulk
-#       .tensor loads and stores, a TMA ring feeding wgmma) and run
+#       runtime/emu/blk_emu_tma.h (tensor maps of rank 1 to 5, mbarriers,
+#       cp.async.bulk.tensor loads and stores, a TMA ring feeding wgmma)
+#       and run
 #   wgrace  tests/emu/t_wgrace.cpp, the same way: stores, cp.async and TMA
 #       into the shared operands of a wgmma group in flight fail, after
 #       the retiring wait_group they pass; wait_group 1 retires the older;
@@ -67,7 +68,9 @@
 #       the CUDA C the launch ran (wait_group 0 in it for stages(2) and
 #       BLKC_GPU_WGSYNC=1); the warp-specialized TMA ring (a producer
 #       warpgroup, setmaxnreg, empty mbarriers, no block barrier in the
-#       loop: --stats barriers exact) against the CPU, BLKC_GPU_NOWS=1 not
+#       loop: --stats barriers exact) against the CPU, BLKC_GPU_NOWS=1 not;
+#       a batch of GEMMs over rank-3 tensors (twg_batched): rank-3 tensor
+#       maps, warp-specialized
 #   persist cuda-emu as sm_90a: the persistent grid (backends/gpu/gpu_persist.c)
 #       of the warp-specialized wgmma GEMMs of twgmma.blk, tpersist.blk and
 #       benchmarks/gpu_check.sh against the CPU: min(programs,
@@ -81,13 +84,17 @@
 #       keep a block per program
 #   wgflash cuda-emu as sm_90a: flash attention (examples/flash_attention.blk
 #       f16 stages(3), tests/emu/tflash.blk bf16; causal or not, BN 32 / 64,
-#       D 64 / 128, stages 2 to 4, 4 or 8 warps; tails in S) against the CPU with both
+#       D 64 / 128, stages 2 to 4, 4 or 8 warps; tails in S; K and V packed
+#       in one tensor, the [B, S, H, D] layout) against the CPU with both
 #       dots on wgmma (S = q k^T from shared memory, acc += p v with p from
 #       the registers): gpu-ir, --stats' exact wgmma count, no ldmatrix, and
 #       in the CUDA C the launch ran the p v group kept in flight across the
 #       back edge (stages >= 3) or not (stages(2), BLKC_GPU_NOWGKEEP=1,
 #       BLKC_GPU_WGSYNC=1):
-#       wait_group counts and the ring's prefetch distance;
+#       wait_group counts and the ring's prefetch distance; the K / V ring
+#       on TMA (rank-3 and rank-4 tensor maps; --stats' exact box count),
+#       on cp.async with BLKC_GPU_NOTMA=1, none when the rows' stride is
+#       not a multiple of 16 elements;
 #       BLKC_GPU_NOWGREG=1 and sm_80 leave both on mma.sync
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
@@ -498,6 +505,23 @@ wgmma)
          "twg_bf16 twg_f16|64x64 warps(4) TMA|M=200 N=144 K=144" \
          "twg_bf16 twg_bt|128x128 warps(4) TMA|-D BM=128 -D BN=128 M=200 N=144 K=144" \
          "twg_bf16|128x128 warps(8) TMA|-D BM=128 -D BN=128 -D BK=64 -D W=8 M=200 N=144 K=208"
+  # rank-3 operands (a batch index): rank-3 tensor maps, the ring
+  # warp-specialized and persistent (gpu_ws.c, gpu_persist.c); a in
+  # 16-row boxes at BM = 128: its cp.async.bulk.tensor.3d boxes in the
+  # CUDA C the launch ran
+  for c in "2|-" "10|-D BM=128 -D BN=128"; do
+    IFS='|' read -r n3 d <<<"$c"
+    [ "$d" = - ] && d=
+    rm -rf "$T/dump"; mkdir -p "$T/dump"
+    # shellcheck disable=SC2086
+    BLKC_GPU_DUMP="$T/dump" BLKC_CACHE_DISABLE=1 wone "twg_batched $d TMA" "$F" "1e-4 1e-4" \
+      --entry=twg_batched $d Bt=3 M=200 N=144 K=144
+    cu=$(ls "$T"/dump/*.cu | sort -t. -k2 -n | tail -1)
+    if [ "$(grep -c 'blk_tma_load_3d(blk_ring' "$cu")" != "$n3" ] || ! grep -q 'producer warpgroup' "$cu"; then
+      echo "FAIL twg_batched $d: want $n3 3-D tensor copies and a producer warpgroup:" \
+           "$(grep -c 'blk_tma_load_3d(blk_ring' "$cu"), $(grep -c 'producer warpgroup' "$cu")"; fail=1
+    fi
+  done
   # the spans: a in 32-byte rows, b in 64; a in two panels of 64 columns,
   # b in four
   wone "twg_bf16 BK=16 BN=32" "$F" "1e-4 1e-4" --entry=twg_bf16 -D BK=16 -D BN=32 M=200 N=100 K=72
@@ -760,28 +784,38 @@ wgflash)
   # dot's wait_group 0 retires it, one more after the loop: 3 waits), 0: 4
   # wait_group 0 and nothing left in flight; the ring issued AHEAD
   # iteration(s) ahead (stages - 2 with KEEP 1 or 2; stages(2) and
-  # BLKC_GPU_NOWGKEEP=1 keep the wait). The emulator fails a cp.async into
-  # an operand of a group not yet retired (blk_emu_wgmma.h), so a too-early
-  # refill cannot pass.
-  for c in "$EX|-|-|Z=2 S=130|168|-|2 1" \
-           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1" \
-           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2" \
-           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2" \
-           "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1" \
-           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1" \
-           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|208|-|2 1" \
-           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1|1 1" \
-           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true -D ST=4|Z=1 S=177|208|-|2 2" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|116|-|2 1" \
-           "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|144|-|2 2" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|80|-|2 2" \
-           "$TF|--entry=tflash_bf16|-D BN=32|Z=1 S=130|90|BLKC_GPU_NOWGKEEP=1|0 2" \
-           "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1"; do
+  # BLKC_GPU_NOWGKEEP=1 keep the wait) by RING: TMA (gpu_tma.c: the
+  # launch's contiguous tensors allow tensor maps of rank 3 or 4, K and V
+  # fed by cp.async.bulk.tensor; BOXES in --stats, 1 box per K / V tile
+  # of 128-byte rows, 2 for D = 128), cp.async (BLKC_GPU_NOTMA=1) or none
+  # (tflash_kv with rows of DKV = 136: no tensor map and no vector copy
+  # without 16-element strides, so no ring). The emulator fails a cp.async
+  # or TMA load into an operand of a group not yet retired
+  # (blk_emu_wgmma.h), so a too-early refill cannot pass.
+  for c in "$EX|-|-|Z=2 S=130|168|-|2 1 TMA 36" \
+           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2 TMA 18" \
+           "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1 TMA 36" \
+           "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOTMA=1|2 1 cp.async 0" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1 TMA 16" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|208|-|2 1 TMA 32" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1|1 1 TMA 32" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true -D ST=4|Z=1 S=177|208|-|2 2 TMA 40" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|116|-|2 1 TMA 44" \
+           "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|144|-|2 2 TMA 32" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|80|-|2 2 TMA 24" \
+           "$TF|--entry=tflash_bf16|-D BN=32|Z=1 S=130|90|BLKC_GPU_NOWGKEEP=1|0 2 TMA 30" \
+           "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1 TMA 18" \
+           "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=128|84|-|2 1 TMA 18" \
+           "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=136|72|-|0 - none 0" \
+           "$TF|--entry=tflash_bshd|-D CAUSAL=true -D BN=32|B=1 H=3 S=100|120|-|2 1 TMA 36" \
+           "$TF|--entry=tflash_bshd|-D D=128|B=1 H=2 S=130|216|BLKC_GPU_NOQKPIPE=1|1 1 TMA 72"; do
     IFS='|' read -r f e d sz nw en ka <<<"$c"
     [ "$e" = - ] && e=
     [ "$d" = - ] && d=
     [ "$en" = - ] && en=BLKC_GPU_NOWGKEEP=0
-    read -r keep ahead <<<"$ka"
+    read -r keep ahead ring boxes <<<"$ka"
     # shellcheck disable=SC2086
     "$BLKC" compile "$f" $e $d --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
     # shellcheck disable=SC2086
@@ -807,12 +841,16 @@ wgflash)
     nf=$(grep -c "no wait: this group stays in flight" "$cu") n1=$(grep -c "blk_wgmma_wait<1>" "$cu")
     nr=$(grep -c "also retires the previous step's group kept in flight" "$cu")
     case $keep in 2) want="5 3 0 2 0" ;; 1) want="4 3 2 0 2" ;; *) want="4 4 0 0 0" ;; esac
-    if [ "$nk $n0 $nf $n1 $nr" != "$want" ] ||
-       ! grep -q "cp.async ring load(s), issued $ahead iteration(s) ahead" "$cu"; then
-      echo "FAIL flash $en $e $d $sz: commits, wait_group 0, kept, wait_group 1, retiring waits $nk $n0 $nf $n1 $nr, want $want;" \
-           "ring: $(grep -o 'cp.async ring load(s), issued .*' "$cu"), want $ahead ahead"; fail=1; continue
+    nb=$(grep -o 'TMA boxes [0-9]*' "$T/log" | grep -o '[0-9]*$')
+    if [ "$ring" = none ]; then ringok=$(! grep -q "ring load(s), issued" "$cu" && echo 1)
+    else ringok=$(grep -q "stages([0-9]*): [0-9]* $ring ring load(s), issued $ahead iteration(s) ahead" "$cu" && echo 1)
     fi
-    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), ring $ahead ahead"
+    if [ "$nk $n0 $nf $n1 $nr" != "$want" ] || [ -z "$ringok" ] || [ "${nb:-0}" != "$boxes" ]; then
+      echo "FAIL flash $en $e $d $sz: commits, wait_group 0, kept, wait_group 1, retiring waits $nk $n0 $nf $n1 $nr, want $want;" \
+           "ring: $(grep -o '[a-zA-Z.]* ring load(s), issued .*' "$cu"), want $ring $ahead ahead; TMA boxes ${nb:-0}, want $boxes"
+      fail=1; continue
+    fi
+    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead, $boxes TMA boxes"
   done
   # an inf in v's first KV block (v all 1 but V[0, 3, 5], non-causal: every
   # p > 0): the CPU's column 5 is inf, the rest 1. The deferred p v's

@@ -2,28 +2,33 @@
  * alone (ctest label emu, emu.sh mode tma), each check written from the
  * vendor's documents, not from the header:
  *   - cuTensorMapEncodeTiled's argument rules (CUDA Driver API 6.30): each
- *     broken rule is CUDA_ERROR_INVALID_VALUE, interleave NOT_SUPPORTED;
+ *     broken rule is CUDA_ERROR_INVALID_VALUE, interleave NOT_SUPPORTED
+ *     (rank 6; at rank 5 each globalStrides entry, any order allowed);
  *   - mbarrier phases (PTX ISA "mbarrier"): waiters block until the last
  *     expected arrival; parity P of the immediately preceding phase is
  *     already complete; a phase with all arrivals but bytes outstanding is
  *     not; a wait nobody can end is a deadlock report, not a hang;
  *   - cp.async.bulk.tensor tile loads (1-D, 2-D with every swizzle mode,
- *     3-D) at coordinates inside and across the tensor's edges: every
+ *     3-D, 4-D, 5-D: globalStrides with padding, or not in dim order as a
+ *     [B, S, H, D] tensor read as (D, S, H, B) has; boxes of extent 1 on
+ *     the dims an attention kernel indexes by a scalar, a plane index past
+ *     the tensor) at coordinates inside and across the tensor's edges: every
  *     element of the box where the tensor-copy swizzle puts it (16-byte
  *     chunk c of 128-byte line L of the span's pattern goes to chunk c ^
  *     (L mod 2, 4, 8) for 32B, 64B, 128B), zeros outside the tensor, NaN
  *     with OOB fill NAN_REQUEST_ZERO_FMA, the old bytes before the wait;
- *   - tile stores (bulk_group): nothing written before the group is waited
- *     for, then exactly the box's elements inside the tensor;
+ *   - tile stores (bulk_group, 2-D and 4-D): nothing written before the
+ *     group is waited for, then exactly the box's elements inside the
+ *     tensor;
  *   - the Hopper GEMM main loop: A and B tiles by TMA into a 2-stage ring
  *     (128B swizzle, one mbarrier per stage, phases alternating as the
  *     stages are reused) read by wgmma m64n64k16 through 128B-swizzle
  *     K-major descriptors (PTX ISA 9.7.15.5.1.2), D equal to a scalar
  *     product;
  *   - misuse fails the launch with its message: an unaligned destination,
- *     a map of another rank, a map never encoded, an mbarrier never
- *     initialized, an arrival beyond the count, a block ending with a load
- *     in flight or a store not waited for.
+ *     a map of another rank (3-D and 5-D copies), a map never encoded,
+ *     an mbarrier never initialized, an arrival beyond the count, a block
+ *     ending with a load in flight or a store not waited for.
  * Exit 0 when every check holds. */
 #include "blk_emu.h"
 #include "emu_check.h"
@@ -64,8 +69,8 @@ static void encode_tests()
     alignas(16) static unsigned char g[1 << 16];
     BlkTensorMap *map = (BlkTensorMap *)mapbuf;
     struct Args {
-        int dtype; unsigned rank; unsigned char *addr; unsigned long long dim[2], stride[1];
-        unsigned box[2], estr[2]; int inter, swz, l2, oob; BlkTensorMap *map;
+        int dtype; unsigned rank; unsigned char *addr; unsigned long long dim[5], stride[4];
+        unsigned box[5], estr[5]; int inter, swz, l2, oob; BlkTensorMap *map;
     };
     const Args ok = {BF16, 2, g, {64, 32}, {128}, {64, 16}, {1, 1}, 0, 3, 0, 0, map};
     auto enc = [](const Args &a) {
@@ -105,6 +110,21 @@ static void encode_tests()
     with("NaN OOB fill on bf16", 0, [](Args &a) { a.oob = 1; });
     with("data type 13", 1, [](Args &a) { a.dtype = 13; });
     with("interleave 32B (not modelled)", 801, [](Args &a) { a.inter = 2; });
+    /* rank 5: every globalStrides entry is checked, none is ordered */
+    auto r5 = [](Args &a) {
+        a.rank = 5;
+        const unsigned long long d[5] = {64, 30, 3, 2, 2}, st[4] = {384, 128, 11520, 23040};
+        for (int i = 0; i < 5; i++)
+            a.dim[i] = d[i], a.box[i] = i ? 1 : 64, a.estr[i] = 1;
+        for (int i = 0; i < 4; i++)
+            a.stride[i] = st[i];
+    };
+    with("valid: rank 5, strides out of dim order", 0, r5);
+    with("rank 5, globalStrides[3] not a multiple of 16", 1, [&](Args &a) { r5(a), a.stride[3] = 23048; });
+    with("rank 5, globalStrides[1] 2^40", 1, [&](Args &a) { r5(a), a.stride[1] = 1ull << 40; });
+    with("rank 5, boxDim[4] 257", 1, [&](Args &a) { r5(a), a.box[4] = 257; });
+    with("rank 5, globalDim[3] 0", 1, [&](Args &a) { r5(a), a.dim[3] = 0; });
+    with("rank 3, box 1 on dim 2", 0, [&](Args &a) { r5(a), a.rank = 3, a.box[1] = 16; });
     for (const Case &c : cs) {
         int rc = enc(c.a);
         CHECK(rc == c.want, "cuTensorMapEncodeTiled %s: %d, expected %d", c.what, rc, c.want);
@@ -199,11 +219,11 @@ static void mbar_tests()
 
 /* ------------------------------------------------------------ loads */
 
-/* the global tensor: value of element (x0, x1, x2) (innermost first),
+/* the global tensor: value of element x (innermost first, rank up to 5),
  * small integers exact in bf16 and never 0 */
-static double gval(long long x0, long long x1, long long x2)
+static double gval(const long long *x)
 {
-    return (double)((x0 * 7 + x1 * 31 + x2 * 11) % 200 + 1);
+    return (double)((x[0] * 7 + x[1] * 31 + x[2] * 11 + x[3] * 13 + x[4] * 17) % 200 + 1);
 }
 /* where the tensor-copy swizzle puts shared byte a: chunk c of 128-byte
  * line L goes to chunk c ^ (L mod span / 16) */
@@ -215,11 +235,18 @@ static long long swz_ref(long long a, int span)
     return line * 128 + ((chunk ^ (line % rep)) * 16) + a % 16;
 }
 
+/* A box of a tensor of rank 1..5 in global memory: element x (innermost
+ * first) at element offset sum x[i] * step[i], step[0] = 1; the other steps
+ * are the driver's globalStrides[i - 1] / element size, in any order (a
+ * [B, S, H, D] tensor read as (D, S, H, B) has step[1] = H * D > step[2] =
+ * D); 0 for the default, the dims below packed with padding pad[i]
+ * elements after each run of dim i. */
 struct LoadCase {
     int rank, dtype, swz, oob;           /* swz: 0, 32, 64, 128 bytes */
-    unsigned long long dim[3], pitch[3]; /* pitch in elements */
-    unsigned box[3];
-    int c[3];
+    unsigned long long dim[5], pad[5];   /* pad: elements after each run of dim i */
+    unsigned box[5];
+    int c[5];
+    unsigned long long step[5];          /* 0: dims packed (with pad) */
 };
 alignas(64) static BlkTensorMap ld_map;
 static LoadCase ld_case;
@@ -243,13 +270,18 @@ static void k_load(int)
     }
     __syncthreads();
     if (threadIdx.x == 0) {
+        const int *c = L.c;
         blk_mbar_arrive_expect_tx(bar, (unsigned)bytes);
         if (L.rank == 1)
-            blk_tma_load_1d(sm + ld_dst, &ld_map, L.c[0], bar);
+            blk_tma_load_1d(sm + ld_dst, &ld_map, c[0], bar);
         else if (L.rank == 2)
-            blk_tma_load_2d(sm + ld_dst, &ld_map, L.c[0], L.c[1], bar);
+            blk_tma_load_2d(sm + ld_dst, &ld_map, c[0], c[1], bar);
+        else if (L.rank == 3)
+            blk_tma_load_3d(sm + ld_dst, &ld_map, c[0], c[1], c[2], bar);
+        else if (L.rank == 4)
+            blk_tma_load_4d(sm + ld_dst, &ld_map, c[0], c[1], c[2], c[3], bar);
         else
-            blk_tma_load_3d(sm + ld_dst, &ld_map, L.c[0], L.c[1], L.c[2], bar);
+            blk_tma_load_5d(sm + ld_dst, &ld_map, c[0], c[1], c[2], c[3], c[4], bar);
         /* no thread has waited yet: the old bytes */
         ld_oldseen = sm[ld_dst] == 0x5a && sm[ld_dst + bytes - 1] == 0x5a;
     }
@@ -259,29 +291,49 @@ static void k_load(int)
         ld_after.assign(sm + ld_dst, sm + ld_dst + bytes);
 }
 
-static void load_case(const LoadCase &L, const char *what)
+static void put(unsigned char *at, int dtype, double v)
 {
-    const long long esz = L.dtype == F32 ? 4 : 2;
-    long long total = 1;
-    for (int i = 0; i < L.rank; i++)
-        total *= (long long)L.pitch[i] * (i == L.rank - 1 ? (long long)L.dim[i] : 1);
-    std::vector<unsigned char> g((size_t)(total * esz + 64));
-    ld_g = (unsigned char *)(((uintptr_t)g.data() + 15) & ~(uintptr_t)15);
-    /* fill every element, padding included */
-    long long n0 = (long long)L.pitch[0], n1 = L.rank > 1 ? (long long)L.pitch[1] : 1;
-    for (long long e = 0; e < total; e++) {
-        const long long x0 = e % n0, x1 = e / n0 % n1, x2 = e / (n0 * n1);
-        const double v = gval(x0, x1, x2);
-        if (esz == 4) {
-            float f = (float)v;
-            memcpy(ld_g + e * 4, &f, 4);
-        } else {
-            unsigned short h = L.dtype == BF16 ? bf(v) : __float2half_rn((float)v).x;
-            memcpy(ld_g + e * 2, &h, 2);
-        }
+    if (dtype == F32) {
+        float f = (float)v;
+        memcpy(at, &f, 4);
+    } else {
+        unsigned short h = dtype == BF16 ? bf(v) : __float2half_rn((float)v).x;
+        memcpy(at, &h, 2);
     }
-    unsigned long long strides[2] = {L.pitch[0] * esz, L.pitch[0] * L.pitch[1] * esz};
-    const unsigned estr[3] = {1, 1, 1};
+}
+
+static void load_case(const LoadCase &L0, const char *what)
+{
+    LoadCase L = L0;
+    const long long esz = L.dtype == F32 ? 4 : 2;
+    for (int i = L.rank; i < 5; i++) /* dims past the rank: one element */
+        L.dim[i] = 1, L.box[i] = 1, L.c[i] = 0, L.step[i] = 0;
+    long long span = 1; /* elements the tensor covers (last one + 1) */
+    for (int i = 0; i < 5; i++) {
+        if (!L.step[i])
+            L.step[i] = i ? L.step[i - 1] * (L.dim[i - 1] + L.pad[i - 1]) : 1;
+        span += (long long)(L.dim[i] - 1) * (long long)L.step[i];
+    }
+    std::vector<unsigned char> g((size_t)((span + 8) * esz + 64));
+    ld_g = (unsigned char *)(((uintptr_t)g.data() + 15) & ~(uintptr_t)15);
+    /* padding reads as 999: a box element taken from it is wrong */
+    for (long long e = 0; e < span + 8; e++)
+        put(ld_g + e * esz, L.dtype, 999);
+    long long x[5];
+    for (x[4] = 0; x[4] < (long long)L.dim[4]; x[4]++)
+        for (x[3] = 0; x[3] < (long long)L.dim[3]; x[3]++)
+            for (x[2] = 0; x[2] < (long long)L.dim[2]; x[2]++)
+                for (x[1] = 0; x[1] < (long long)L.dim[1]; x[1]++)
+                    for (x[0] = 0; x[0] < (long long)L.dim[0]; x[0]++) {
+                        long long e = 0;
+                        for (int i = 0; i < 5; i++)
+                            e += x[i] * (long long)L.step[i];
+                        put(ld_g + e * esz, L.dtype, gval(x));
+                    }
+    unsigned long long strides[4];
+    for (int i = 1; i < 5; i++)
+        strides[i - 1] = L.step[i] * (unsigned long long)esz;
+    const unsigned estr[5] = {1, 1, 1, 1, 1};
     const int swzmode = L.swz == 128 ? 3 : L.swz == 64 ? 2 : L.swz == 32 ? 1 : 0;
     int rc = blk_emu_tmap_encode(&ld_map, L.dtype, (unsigned)L.rank, ld_g, L.dim, strides, L.box,
                                  estr, 0, swzmode, 0, L.oob);
@@ -293,34 +345,38 @@ static void load_case(const LoadCase &L, const char *what)
     CHECK(ld_oldseen, "%s: the destination changed before any thread waited", what);
     if (ld_after.empty())
         return;
-    const long long b0 = L.box[0], b1 = L.rank > 1 ? L.box[1] : 1, b2 = L.rank > 2 ? L.box[2] : 1;
+    /* box element j (innermost first) lands at dense offset sum j[i] *
+     * (box[0] * ... * box[i - 1]), then swizzled */
     int bad = 0;
-    for (long long j2 = 0; j2 < b2; j2++)
-        for (long long j1 = 0; j1 < b1; j1++)
-            for (long long j0 = 0; j0 < b0; j0++) {
-                const long long x0 = L.c[0] + j0, x1 = L.rank > 1 ? L.c[1] + j1 : 0,
-                                x2 = L.rank > 2 ? L.c[2] + j2 : 0;
-                const bool in = x0 >= 0 && x0 < (long long)L.dim[0] &&
-                                (L.rank < 2 || (x1 >= 0 && x1 < (long long)L.dim[1])) &&
-                                (L.rank < 3 || (x2 >= 0 && x2 < (long long)L.dim[2]));
-                const long long pre = ld_dst + ((j2 * b1 + j1) * b0 + j0) * esz;
-                const long long at = swz_ref(pre, L.swz) - ld_dst;
-                double got;
-                if (esz == 4) {
-                    float f;
-                    memcpy(&f, &ld_after[(size_t)at], 4);
-                    got = f;
-                } else {
-                    unsigned short h;
-                    memcpy(&h, &ld_after[(size_t)at], 2);
-                    got = L.dtype == BF16 ? unbf(h) : (double)blk_emu_f16(h);
-                }
-                const double want = in ? gval(x0, x1, x2) : L.oob ? NAN : 0.0;
-                const bool ok = std::isnan(want) ? std::isnan(got) : got == want;
-                if (!ok && bad++ < 3)
-                    CHECK(false, "%s: box element (%lld, %lld, %lld) at byte %lld is %g, expected %g",
-                          what, j0, j1, j2, at, got, want);
-            }
+    long long j[5], n = 0;
+    for (j[4] = 0; j[4] < L.box[4]; j[4]++)
+        for (j[3] = 0; j[3] < L.box[3]; j[3]++)
+            for (j[2] = 0; j[2] < L.box[2]; j[2]++)
+                for (j[1] = 0; j[1] < L.box[1]; j[1]++)
+                    for (j[0] = 0; j[0] < L.box[0]; j[0]++, n++) {
+                        bool in = true;
+                        for (int i = 0; i < 5; i++) {
+                            x[i] = L.c[i] + j[i];
+                            in = in && x[i] >= 0 && x[i] < (long long)L.dim[i];
+                        }
+                        const long long at = swz_ref(ld_dst + n * esz, L.swz) - ld_dst;
+                        double got;
+                        if (esz == 4) {
+                            float f;
+                            memcpy(&f, &ld_after[(size_t)at], 4);
+                            got = f;
+                        } else {
+                            unsigned short h;
+                            memcpy(&h, &ld_after[(size_t)at], 2);
+                            got = L.dtype == BF16 ? unbf(h) : (double)blk_emu_f16(h);
+                        }
+                        const double want = in ? gval(x) : L.oob ? NAN : 0.0;
+                        const bool ok = std::isnan(want) ? std::isnan(got) : got == want;
+                        if (!ok && bad++ < 3)
+                            CHECK(false, "%s: box element (%lld, %lld, %lld, %lld, %lld) at byte "
+                                  "%lld is %g, expected %g", what, j[0], j[1], j[2], j[3], j[4],
+                                  at, got, want);
+                    }
 }
 
 static void load_tests()
@@ -331,21 +387,43 @@ static void load_tests()
     const int at[4][2] = {{8, 4}, {-8, -4}, {48, 30}, {0, 0}};
     for (int s = 0; s < 4; s++)
         for (int a = 0; a < 4; a++) {
-            LoadCase L = {2, BF16, swz[s], 0, {72, 40, 1}, {80, 40, 1},
-                          {(unsigned)(swz[s] ? swz[s] / 2 : 24), 16, 1}, {at[a][0], at[a][1], 0}};
+            LoadCase L = {2, BF16, swz[s], 0, {72, 40}, {8}, {(unsigned)(swz[s] ? swz[s] / 2 : 24), 16},
+                          {at[a][0], at[a][1]}, {}};
             char what[160];
             snprintf(what, sizeof what, "load 2-D bf16 swizzle %dB box %u x 16 at (%d, %d)",
                      swz[s], L.box[0], at[a][0], at[a][1]);
             load_case(L, what);
         }
-    LoadCase f32 = {2, F32, 128, 1, {20, 9, 1}, {36, 9, 1}, {32, 8, 1}, {-4, 3, 0}};
+    LoadCase f32 = {2, F32, 128, 1, {20, 9}, {16}, {32, 8}, {-4, 3}, {}};
     load_case(f32, "load 2-D f32 128B swizzle, NaN OOB fill, across the right and bottom edges");
-    LoadCase f16 = {2, F16, 64, 0, {40, 40, 1}, {40, 40, 1}, {32, 12, 1}, {16, -6, 0}};
+    LoadCase f16 = {2, F16, 64, 0, {40, 40}, {}, {32, 12}, {16, -6}, {}};
     load_case(f16, "load 2-D f16 64B swizzle across the top edge");
-    LoadCase one = {1, F32, 0, 0, {100, 1, 1}, {100, 1, 1}, {40, 1, 1}, {76, 0, 0}};
+    LoadCase one = {1, F32, 0, 0, {100}, {}, {40}, {76}, {}};
     load_case(one, "load 1-D f32 across the end");
-    LoadCase three = {3, F32, 0, 0, {12, 5, 3}, {12, 6, 3}, {8, 4, 2}, {6, 3, 2}};
+    LoadCase three = {3, F32, 0, 0, {12, 5, 3}, {0, 1}, {8, 4, 2}, {6, 3, 2}, {}};
     load_case(three, "load 3-D f32 across three edges");
+    /* rank 3, the attention operand K[z, n +: 64, :] of f16[Z, S, D]: a
+     * box of 64 x 16 rows x 1 plane (the scalar-indexed dim) */
+    LoadCase k3 = {3, F16, 128, 0, {64, 50, 3}, {}, {64, 16, 1}, {0, 48, 2}, {}};
+    load_case(k3, "load 3-D f16 128B swizzle, 16 rows of plane 2, the last 2 rows in the tensor");
+    /* the same with a non-unit outer stride (planes 56 rows apart, 6 of
+     * padding: a slice of a longer sequence) and a 64B swizzle */
+    LoadCase k3p = {3, BF16, 64, 0, {32, 50, 3}, {0, 6}, {32, 32, 1}, {0, 40, 1}, {}};
+    load_case(k3p, "load 3-D bf16 64B swizzle, planes 56 rows apart, across the bottom edge");
+    /* a plane index past the tensor: the whole box is the fill */
+    LoadCase k3o = {3, BF16, 128, 1, {64, 20, 2}, {}, {64, 8, 1}, {0, 4, 2}, {}};
+    load_case(k3o, "load 3-D bf16 NaN OOB fill, plane 2 of 2 (outside)");
+    /* rank 5 (D, S, H, B, E) of a [E, B, S, H, D] tensor, H inside S in
+     * memory: strides not ordered by dim (S's step H * D > H's step D) */
+    LoadCase k5 = {5, F16, 128, 0, {64, 30, 3, 2, 2}, {}, {64, 16, 1, 1, 1}, {0, 24, 1, 1, 1},
+                   {1, 3 * 64, 64, 30 * 3 * 64, 2 * 30 * 3 * 64}};
+    load_case(k5, "load 5-D f16 128B swizzle, strides out of dim order, 6 of 16 rows in the tensor");
+    /* rank 5 with a box of extent > 1 on every dim, at a tail of each */
+    LoadCase k5t = {5, F32, 0, 1, {8, 5, 4, 3, 2}, {4, 0, 1, 0, 0}, {4, 2, 2, 2, 2}, {6, 4, 3, 2, 1},
+                    {}};
+    load_case(k5t, "load 5-D f32 NaN OOB fill, a box across the end of all 5 dims");
+    LoadCase k4 = {4, BF16, 32, 0, {16, 9, 2, 3}, {0, 3}, {16, 8, 1, 1}, {0, -4, 1, 2}, {}};
+    load_case(k4, "load 4-D bf16 32B swizzle across the top edge");
 }
 
 /* ------------------------------------------------------------ stores */
@@ -392,6 +470,53 @@ static void k_store_nocommit(int)
     }
 }
 
+/* A 4-D store: f32 (16, 12, 3, 2) innermost first, rows of 16 with a
+ * pitch of 20, planes of 13 rows (one of padding); a box of 16 x 8 x 1 x
+ * 1 at (0, 8, 2, 1): rows 8..11 of plane 2 of block 1 are written, rows
+ * 12..15 fall outside the tensor (not written: the padding row keeps its
+ * value), nothing else changes. */
+alignas(64) static BlkTensorMap st4_map;
+enum { S4C = 16, S4P = 20, S4R = 12, S4RP = 13, S4H = 3, S4B = 2 };
+static void k_store4(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    for (int e = (int)threadIdx.x; e < 16 * 8; e += (int)blockDim.x) {
+        const float v = (float)(2000 + e);
+        memcpy(sm + 1024 + e * 4, &v, 4);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        blk_fence_proxy_async();
+        blk_tma_store_4d(&st4_map, 0, 8, 2, 1, sm + 1024);
+        blk_bulk_commit();
+        blk_bulk_wait<0>();
+    }
+}
+static void store4_test()
+{
+    const int n = S4P * S4RP * S4H * S4B;
+    std::vector<float> g((size_t)n + 16);
+    float *p = (float *)(((uintptr_t)g.data() + 15) & ~(uintptr_t)15);
+    for (int i = 0; i < n; i++)
+        p[i] = -1.0f;
+    const unsigned long long dim[4] = {S4C, S4R, S4H, S4B},
+                             str[3] = {S4P * 4, S4P * S4RP * 4, S4P * S4RP * S4H * 4};
+    const unsigned box[4] = {16, 8, 1, 1}, es[4] = {1, 1, 1, 1};
+    int rc = blk_emu_tmap_encode(&st4_map, F32, 4, p, dim, str, box, es, 0, 0, 0, 0);
+    CHECK(rc == 0, "store 4-D map: encode %d", rc);
+    run(k_store4, 64, 8192, "store 4-D");
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        const int c = i % S4P, r = i / S4P % S4RP, h = i / (S4P * S4RP) % S4H,
+                  b = i / (S4P * S4RP * S4H);
+        const bool in = c < S4C && r >= 8 && r < S4R && h == 2 && b == 1;
+        const float want = in ? (float)(2000 + (r - 8) * 16 + c) : -1.0f;
+        if (p[i] != want && bad++ < 3)
+            CHECK(false, "store 4-D: element (%d, %d, %d, %d) is %g, expected %g", c, r, h, b,
+                  p[i], want);
+    }
+}
+
 static void store_tests()
 {
     std::vector<float> g((size_t)(SR * SP + 16));
@@ -417,6 +542,7 @@ static void store_tests()
         }
     refuse(k_store_nowait, 32, 8192, "store not waited for");
     refuse(k_store_nocommit, 32, 8192, "store not waited for");
+    store4_test();
 }
 
 /* ------------------------------------------------------------ TMA + wgmma */
@@ -508,7 +634,7 @@ static void gemm_test()
 
 alignas(64) static BlkTensorMap zero_map;
 /* one misuse per launch, thread 0 after initializing an mbarrier */
-enum { M_UNALIGNED, M_RANK, M_NOMAP, M_INFLIGHT };
+enum { M_UNALIGNED, M_RANK, M_RANK5, M_NOMAP, M_INFLIGHT };
 static int misuse;
 static void k_misuse(int)
 {
@@ -521,6 +647,8 @@ static void k_misuse(int)
         blk_tma_load_2d(sm + 192, &gm_a, 0, 0, bar);
     else if (misuse == M_RANK)
         blk_tma_load_3d(sm + 128, &gm_a, 0, 0, 0, bar);
+    else if (misuse == M_RANK5) /* a rank-4 map */
+        blk_tma_load_5d(sm + 128, &st4_map, 0, 0, 0, 0, 0, bar);
     else if (misuse == M_NOMAP)
         blk_tma_load_2d(sm + 128, &zero_map, 0, 0, bar);
     else { /* a load nobody waits for */
@@ -534,6 +662,8 @@ static void misuse_tests()
     refuse(k_misuse, 32, 16384, "not 128-byte aligned");
     misuse = M_RANK;
     refuse(k_misuse, 32, 16384, "cp.async.bulk.tensor.3d with a tensor map of rank 2");
+    misuse = M_RANK5;
+    refuse(k_misuse, 32, 16384, "cp.async.bulk.tensor.5d with a tensor map of rank 4");
     misuse = M_NOMAP;
     refuse(k_misuse, 32, 16384, "not a tensor map made by cuTensorMapEncodeTiled");
     misuse = M_INFLIGHT;

@@ -13,6 +13,8 @@
  *     wait_group 0 that retires it, naming the younger slot's offset);
  *   - a cp.async or a TMA load issued into an operand not yet retired
  *     fails at issue (the copy may land at any time), naming the offset;
+ *   - an mma_async that reads what a TMA load in flight writes (its
+ *     mbarrier not waited on yet) fails; after the wait it passes;
  *   - the same for B of a wgmma with A from registers (9.7.15.5.2 "d, a,
  *     b-desc": only B is in shared memory), the operand flash attention's
  *     p v group keeps in flight (gpu_wgmma.c keep_plan);
@@ -183,6 +185,50 @@ static void one_tests()
     what = W_TMA;
     refuse(k_one, "cp.async.bulk.tensor writes shared byte offset 0, an operand of a "
                   "wgmma.mma_async not yet retired", "TMA before the wait");
+}
+
+/* ------------------------------------------------------------ a TMA load in flight */
+
+/* A box by TMA onto the slot's A, then (after the barrier, with no thread
+ * waiting on its mbarrier) an mma_async that reads it: the copy may land
+ * before or after the read, so the read races with it (the shape of a ring
+ * refilled one step too early whose wgmma is issued after the refill, as
+ * flash attention's deferred p v is). Waiting first passes. */
+static bool early_wait;
+static void k_early(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    unsigned long long *bar = (unsigned long long *)(sm + 32768);
+    float d[32] = {0};
+    if (threadIdx.x == 0) {
+        blk_mbar_init(bar, 1);
+        blk_fence_mbar_init();
+    }
+    fill(sm, 0);
+    blk_fence_proxy_async();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        blk_mbar_arrive_expect_tx(bar, 8192);
+        blk_tma_load_2d(sm, &map, 0, 0, bar);
+    }
+    __syncthreads();
+    if (early_wait)
+        blk_mbar_wait_parity(bar, 0);
+    blk_wgmma_fence();
+    mma(d, 0);
+    blk_wgmma_wait<0>();
+    if (!early_wait)
+        blk_mbar_wait_parity(bar, 0);
+    __syncthreads();
+}
+
+static void early_tests()
+{
+    early_wait = false;
+    refuse(k_early, "wgmma.mma_async reads shared byte offset 0, which a cp.async.bulk.tensor "
+                    "load in flight writes", "wgmma before the TMA load's mbarrier wait");
+    early_wait = true;
+    run(k_early, "wgmma after the TMA load's mbarrier wait");
 }
 
 /* ------------------------------------------------------------ two groups */
@@ -368,6 +414,7 @@ static void ring_tests()
 int main()
 {
     one_tests();
+    early_tests();
     two_tests();
     rs_tests();
     ring_tests();

@@ -193,6 +193,7 @@ P(cuMemcpyAsync, CUdeviceptr d, CUdeviceptr s, size_t n, void *st)
 }
 /* a tensor map (TMA kernels of sm_90a): nothing checked; each call is a
  * line "tmap ADDR DIM0xDIM1 stride S box B0xB1 swizzle W" in DIR/tmaps
+ * (rank 3..5: "tmap rank R ADDR D0x..xDn strides S0,.. box B0x.. swizzle W")
  * ($FAKE_CUDA_IMAGE_DIR), ending " failed" when $FAKE_CUDA_TMAP_FAIL=1
  * makes it fail (CUDA_ERROR_INVALID_VALUE) */
 P(cuTensorMapEncodeTiled, void *map, int dt, unsigned rank, void *addr, const void *dims,
@@ -203,12 +204,27 @@ P(cuTensorMapEncodeTiled, void *map, int dt, unsigned rank, void *addr, const vo
     bool bad = fail && !strcmp(fail, "1");
     const uint64_t *d = dims, *s = strides;
     const unsigned *b = box;
-    char line[256];
-    int n = rank == 2 ? snprintf(line, sizeof line, "tmap %p %llux%llu stride %llu box %ux%u "
-                                 "swizzle %d%s\n", addr, (unsigned long long)d[0],
-                                 (unsigned long long)d[1], (unsigned long long)s[0], b[0],
-                                 b[1], sw, bad ? " failed" : "")
-                      : snprintf(line, sizeof line, "tmap rank %u\n", rank);
+    char line[512];
+    int n = 0;
+    if (rank == 2) {
+        n = snprintf(line, sizeof line, "tmap %p %llux%llu stride %llu box %ux%u swizzle %d%s\n",
+                     addr, (unsigned long long)d[0], (unsigned long long)d[1],
+                     (unsigned long long)s[0], b[0], b[1], sw, bad ? " failed" : "");
+    } else if (rank >= 3 && rank <= 5) { /* "tmap rank R ADDR D0x.. strides S0,.. box B0x.." */
+        n = snprintf(line, sizeof line, "tmap rank %u %p ", rank, addr);
+        for (unsigned i = 0; i < rank; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%llu", i ? "x" : "",
+                          (unsigned long long)d[i]);
+        for (unsigned i = 0; i + 1 < rank; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%llu", i ? "," : " strides ",
+                          (unsigned long long)s[i]);
+        for (unsigned i = 0; i < rank; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%u", i ? "x" : " box ", b[i]);
+        n += snprintf(line + n, sizeof line - (size_t)n, " swizzle %d%s\n", sw,
+                      bad ? " failed" : "");
+    } else {
+        n = snprintf(line, sizeof line, "tmap rank %u\n", rank);
+    }
     dump("tmaps", line, (size_t)n, "a");
     if (bad)
         return BAD_VALUE;

@@ -12,7 +12,9 @@
  * the tensor's name and is not cached (the same launch then encodes and
  * succeeds); four threads launching a new address at once encode it once;
  * 16 new addresses of A evict the oldest A map but not B's, used at every
- * launch (least recently used). Exit 77 without NVRTC. */
+ * launch (least recently used); a batch of GEMMs over rank-3 tensors
+ * encodes rank-3 maps (dims innermost first, byte strides, a box of 1 on
+ * the batch). Exit 77 without NVRTC. */
 #include <blkc/blkc.h>
 
 #include <dirent.h>
@@ -48,6 +50,19 @@ static const char *src =
     "        acc = dot(A[m +: BM, k +: BK], B[k +: BK, n +: BN], acc);\n"
     "    }\n"
     "    C[m +: BM, n +: BN] = acc;\n"
+    "}\n"
+    "kernel twg_batched<BM = 64, BN = 64, BK = 32>(A: bf16[Bt, M, K], B: bf16[Bt, K, N],\n"
+    "                                              C: f32[Bt, M, N])\n"
+    "    grid(cdiv(M, BM), cdiv(N, BN), Bt) warps(4) stages(3)\n"
+    "{\n"
+    "    let m = program_id(0) * BM;\n"
+    "    let n = program_id(1) * BN;\n"
+    "    let b = program_id(2);\n"
+    "    var acc = zeros(f32, BM, BN);\n"
+    "    for k in 0 .. K step BK {\n"
+    "        acc = dot(A[b, m +: BM, k +: BK], B[b, k +: BK, n +: BN], acc);\n"
+    "    }\n"
+    "    C[b, m +: BM, n +: BN] = acc;\n"
     "}\n";
 
 /* cuTensorMapEncodeTiled calls so far (lines of DIR/tmaps). */
@@ -100,6 +115,53 @@ static blkc_status launch(int slot, int64_t m)
                         {BLKC_ARG_TENSOR, {.tensor = &b.t}},
                         {BLKC_ARG_TENSOR, {.tensor = &c.t}}};
     return blkc_kernel_launch(kern, args, 3, NULL);
+}
+
+/* twg_batched over rank-3 tensors (Bt = 2, M = 96, K = N = 64, compact):
+ * rank-3 maps, dims innermost first, the two strides in bytes, a box of 1
+ * on the batch dim: A's 32 (64-byte rows: the 64B swizzle) x 64 rows, B's
+ * 64 (128B swizzle) x 32 rows. */
+static void rank3(blkc_module *m)
+{
+    blkc_kernel *kb;
+    if (blkc_module_get_kernel(m, "twg_batched", &kb) != BLKC_OK) {
+        CHECK(0, "no kernel twg_batched: %s", blkc_last_error());
+        return;
+    }
+    int64_t sa[3] = {2, 96, K}, sb[3] = {2, K, N}, sc[3] = {2, 96, N};
+    DLTensor t[3];
+    int64_t *shp[3] = {sa, sb, sc};
+    char *buf[3] = {abuf, bbuf, cbuf};
+    for (int i = 0; i < 3; i++) {
+        memset(&t[i], 0, sizeof t[i]);
+        t[i].data = buf[i];
+        t[i].device.device_type = kDLCUDA;
+        t[i].ndim = 3;
+        t[i].dtype.code = (uint8_t)(i < 2 ? kDLBfloat : kDLFloat);
+        t[i].dtype.bits = (uint8_t)(i < 2 ? 16 : 32);
+        t[i].dtype.lanes = 1;
+        t[i].shape = shp[i];
+    }
+    blkc_arg args[3] = {{BLKC_ARG_TENSOR, {.tensor = &t[0]}},
+                        {BLKC_ARG_TENSOR, {.tensor = &t[1]}},
+                        {BLKC_ARG_TENSOR, {.tensor = &t[2]}}};
+    blkc_status st = blkc_kernel_launch(kb, args, 3, NULL);
+    CHECK(st == BLKC_OK, "twg_batched: %s", blkc_last_error());
+    char path[512], line[256], want[2][160];
+    snprintf(want[0], sizeof want[0], "tmap rank 3 %p 64x96x2 strides 128,12288 box 32x64x1 "
+             "swizzle 2\n", (void *)abuf);
+    snprintf(want[1], sizeof want[1], "tmap rank 3 %p 64x64x2 strides 128,8192 box 64x32x1 "
+             "swizzle 3\n", (void *)bbuf);
+    snprintf(path, sizeof path, "%s/tmaps", dir);
+    FILE *fp = fopen(path, "r");
+    int seen[2] = {0, 0};
+    while (fp && fgets(line, sizeof line, fp))
+        for (int i = 0; i < 2; i++)
+            seen[i] += !strcmp(line, want[i]);
+    if (fp)
+        fclose(fp);
+    CHECK(seen[0] == 1 && seen[1] == 1, "twg_batched: want one each of '%s' and '%s' in %s "
+          "(seen %d, %d)", want[0], want[1], path, seen[0], seen[1]);
 }
 
 static void *thread_main(void *arg)
@@ -226,6 +288,7 @@ int main(void)
     CHECK(st == BLKC_OK && encodes() == 24, "the newest address: status %d, %d encodings, "
           "want 24", (int)st, encodes());
 
+    rank3(m);
     blkc_module_destroy(m);
     blkc_context_destroy(ctx);
     free(abuf);
@@ -237,6 +300,7 @@ int main(void)
     }
     cleanup();
     printf("ok: 2 maps encoded once, moved / reshaped A re-encoded alone, a failed "
-           "encoding not cached, 4 threads encode once, least recently used evicted\n");
+           "encoding not cached, 4 threads encode once, least recently used evicted, "
+           "rank-3 maps\n");
     return 0;
 }

@@ -18,7 +18,9 @@
  *   gpu_compile_test blk FILE...     the same for every kernel of .blk files,
  *                                    through the whole pipeline (needs
  *                                    compiler/pipeline.c: BLKC_HAVE_PIPELINE)
- *   gpu_compile_test blkspec FILE... blk with every IR_ASSUME_* fact set
+ *   gpu_compile_test blkspec FILE... blk with every IR_ASSUME_* fact set;
+ *                                    (CUDA) on sm_90a the gpu-ir's TMA ring
+ *                                    loads are the CUDA C's
  *   gpu_compile_test gpuir FILE...   --emit=gpu-ir of .blk files (every fact)
  *                                    against golden BASENAME.gpuir
  *   gpu_compile_test regcheck FILE   (CUDA) examples/matmul.blk at 128x128x32,
@@ -484,6 +486,38 @@ static int vec_mode(void)
 #ifdef BLKC_HAVE_PIPELINE
 static bool spec_all; /* `blkspec`: with every specialization fact */
 
+#ifndef GPU_TEST_HIP
+/* On sm_90a the gpu-ir must say which ring loads TMA fills (gpu_tma.c):
+ * as many `TMA ring of` loads as the kernels of the CUDA C take tensor
+ * maps of loads (flash attention's K and V: rank-3 tensor maps). */
+static void tma_agree(const IrModule *m, const char *path)
+{
+    BkOptions o = {"sm_90a", 3};
+    DslBuf ir = {0}, c = {0};
+    char err[2048] = "";
+    if (BK->emit(m, &o, "gpu-ir", &ir, err, sizeof err) < 0 ||
+        BK->emit(m, &o, TEXT_STAGE, &c, err, sizeof err) < 0) {
+        printf("FAIL %s sm_90a: %s\n", path, err);
+        failures++;
+    } else {
+        int ni = 0, nc = 0;
+        for (const char *q = ir.data; (q = strstr(q, ", TMA ring of ")); q++)
+            ni++;
+        for (const char *q = c.data; (q = strstr(q, "/* the tensor map of v")); q++)
+            nc++;
+        if (ni != nc) {
+            printf("FAIL %s sm_90a: gpu-ir has %d TMA ring load(s), the CUDA C %d\n", path, ni,
+                   nc);
+            failures++;
+        } else {
+            printf("%s sm_90a: %d TMA ring load(s) in gpu-ir and CUDA C\n", path, ni);
+        }
+    }
+    dsl_buf_free(&ir);
+    dsl_buf_free(&c);
+}
+#endif
+
 static int compile_blk(const char *path)
 {
     size_t len;
@@ -518,6 +552,9 @@ static int compile_blk(const char *path)
             }
             printf("%s: %d vector loop(s), %d cp.async ring load(s)\n", path, nv, np);
             dsl_buf_free(&out);
+#ifndef GPU_TEST_HIP
+            tma_agree(m, path);
+#endif
         }
         rc = compile_each(m);
         ir_module_free(m);

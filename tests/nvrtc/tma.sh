@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tma.sh BLKC SRCDIR — the CUDA prelude's tensor-memory wrappers
 # (backends/cuda/cuda.c: mbarrier init / arrive / arrive.expect_tx /
-# expect_tx / try_wait.parity, cp.async.bulk.tensor 1-3-D loads and stores,
+# expect_tx / try_wait.parity, cp.async.bulk.tensor 1-5-D loads and stores,
 # bulk commit / wait_group[.read]) in a hand-written kernel appended to the
 # generated CUDA C of tests/emu/twgmma.blk: nvcc gives PTX for compute_90
 # and compute_90a holding each instruction, which ptxas -arch=sm_90 /
@@ -47,6 +47,8 @@ extern "C" __global__ void __launch_bounds__(128) tma_probe(const __grid_constan
         blk_tma_load_1d(sm + 1024, &a, 0, bar);
         blk_tma_load_2d(sm + 2048, &b, 64, 0, bar);
         blk_tma_load_3d(sm + 10240, &c, 0, 4, 2, bar);
+        blk_tma_load_4d(sm + 10240, &c, 0, 4, 2, 1, bar);
+        blk_tma_load_5d(sm + 10240, &c, 0, 4, 2, 1, 3, bar);
     }
     blk_mbar_wait_parity(bar, 0);
     out[threadIdx.x] = ((float *)(sm + 1024))[threadIdx.x];
@@ -56,6 +58,8 @@ extern "C" __global__ void __launch_bounds__(128) tma_probe(const __grid_constan
         blk_tma_store_1d(&a, 32, sm + 1024);
         blk_tma_store_2d(&b, 0, 8, sm + 2048);
         blk_tma_store_3d(&c, 0, 0, 1, sm + 10240);
+        blk_tma_store_4d(&c, 0, 0, 1, 2, sm + 10240);
+        blk_tma_store_5d(&c, 0, 0, 1, 2, 3, sm + 10240);
         blk_bulk_commit();
         blk_bulk_wait_read<0>();
         blk_bulk_wait<0>();
@@ -74,9 +78,13 @@ for a in 90 90a; do
              cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
              cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
              cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
              cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group \
              cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group \
              cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group \
+             cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group \
              cp.async.bulk.commit_group "cp.async.bulk.wait_group.read 0" "cp.async.bulk.wait_group 0"; do
     grep -qF "$ins" "$T/k$a.ptx" || { echo "FAIL compute_$a: no $ins in the PTX"; fails=$((fails + 1)); }
   done

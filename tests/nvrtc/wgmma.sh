@@ -13,8 +13,9 @@
 # both dots on wgmma, the second with A from registers ("{%r..}" in the
 # PTX), no more spills than mma.sync, in one loop body and split at the
 # bounds mask (twice the counts); with the KV ring of a launch (nvcc
-# needed) the p v group kept in flight across the back edge for stages >=
-# 3, no spills. Exit 77 without NVRTC or ptxas.
+# needed: K and V by TMA, or cp.async with BLKC_GPU_NOTMA=1) the p v group
+# kept in flight across the back edge for stages >= 3, no spills. Exit 77
+# without NVRTC or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-wgmma.XXXXXX")
@@ -100,15 +101,20 @@ unset BLKC_GPU_NOLOOPSPLIT X
 # wgmma.wait_group 1 (q k^T's: p v stays in flight under the softmax);
 # BLKC_GPU_NOQKPIPE=1: p v in flight across the back edge (keep_plan), 3
 # wait_group 0 (the S dot's) and none of 1; 4 and 0 with
-# BLKC_GPU_NOWGKEEP=1; no spills, no "wgmma ... serialized" from ptxas
+# BLKC_GPU_NOWGKEEP=1; no spills, no "wgmma ... serialized" from ptxas.
+# The launch's tensors allow tensor maps: K and V come by TMA (rank-3
+# maps: cp.async.bulk.tensor.3d in the PTX, 2 per K / V tile of 256-byte
+# rows; rank 4 for tflash_bshd); BLKC_GPU_NOTMA=1 keeps the cp.async ring
+# (none of them), the registers ptxas reports beside
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-# FILE ENTRY "DEFINES" ENV WAITS0 WAITS1
+# FILE ENTRY "DEFINES" ENV WAITS0 WAITS1 [TENSOR-COPY DIM: 3, 4 or 0 = none]
 flash_ring() {
-  local f=$1 k=$2 d=$3 en=$4 want=$5 want1=$6 what="$2 $3 $4 (ring)"
+  local f=$1 k=$2 d=$3 en=$4 want=$5 want1=$6 dim=${7:-3} what="$2 $3 $4 (ring)" sz="Z=1 S=130"
+  [ "$k" = tflash_bshd ] && sz="B=1 H=2 S=130"
   rm -rf "$T/dump"; mkdir -p "$T/dump"
   # shellcheck disable=SC2086
   if ! env "$en" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
-       "$BLKC" run "$f" --entry=$k $d Z=1 S=130 scale=0.125 --random --device=cuda-emu >"$T/err" 2>&1; then
+       "$BLKC" run "$f" --entry=$k $d $sz scale=0.125 --random --device=cuda-emu >"$T/err" 2>&1; then
     echo "FAIL $what: cuda-emu: $(cat "$T/err")"; fails=$((fails + 1)); return
   fi
   local cu
@@ -117,26 +123,34 @@ flash_ring() {
      ! "$PTXAS" -v -arch=sm_90a "$T/r.ptx" -o /dev/null >"$T/v" 2>&1; then
     echo "FAIL $what: nvcc / ptxas: $(cat "$T/err" "$T/v")"; fails=$((fails + 1)); return
   fi
-  local n0 n1 sp
+  local n0 n1 sp nt na
   n0=$(grep -c "wgmma.wait_group.sync.aligned 0;" "$T/r.ptx")
   n1=$(grep -c "wgmma.wait_group.sync.aligned 1;" "$T/r.ptx")
   sp=$(grep -o '[0-9]* bytes spill stores' "$T/v" | grep -o '^[0-9]*')
-  if [ "$n0 $n1" != "$want $want1" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v"; then
-    echo "FAIL $what: $n0 wgmma.wait_group 0, $n1 of 1 (want $want $want1), spills ${sp:-?} bytes: $(cat "$T/v")"
+  nt=$(grep -c "cp.async.bulk.tensor.${dim}d.shared::cluster.global.tile" "$T/r.ptx")
+  na=$(grep -c "cp.async.bulk.tensor" "$T/r.ptx")
+  if [ "$n0 $n1" != "$want $want1" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v" ||
+     { [ "$dim" = 0 ] && [ "$na" != 0 ]; } || { [ "$dim" != 0 ] && { [ "$nt" -lt 2 ] || [ "$nt" != "$na" ]; }; }; then
+    echo "FAIL $what: $n0 wgmma.wait_group 0, $n1 of 1 (want $want $want1), spills ${sp:-?} bytes," \
+         "$nt of $na tensor copies ${dim}-D: $(cat "$T/v")"
     fails=$((fails + 1)); return
   fi
-  echo "ok $what: $n0 wgmma.wait_group 0, $n1 of 1, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
+  [ "$dim" = 0 ] && nt="the cp.async ring" || nt="$na cp.async.bulk.tensor.${dim}d"
+  echo "ok $what: $n0 wgmma.wait_group 0, $n1 of 1, $nt, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
 }
 if [ -x "$NVCC" ]; then
   TF=$SRC/tests/emu/tflash.blk
   flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$FA" flash_attention "" BLKC_GPU_NOTMA=1 3 2 0
   flash_ring "$FA" flash_attention "" BLKC_GPU_NOQKPIPE=1 3 0
   flash_ring "$FA" flash_attention "" BLKC_GPU_NOWGKEEP=1 4 0
   # (the switches on f16 D 64; the larger shapes with the default plan
-  # only: their registers, 205 / 173 / 158 at round 19, are what matters)
+  # only: their registers, what matters (TMA ring: 151 / 150 / 123 at
+  # round 20; 205 / 173 / 158 on the cp.async ring at round 19))
   flash_ring "$FA" flash_attention "-D D=128" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D BM=128 -D W=8 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
   flash_ring "$TF" tflash_bf16 "-D CAUSAL=true -D BN=32 -D D=128" BLKC_GPU_NOWGKEEP=0 3 2
+  flash_ring "$TF" tflash_bshd "-D D=128" BLKC_GPU_NOWGKEEP=0 3 2 4
 else
   echo "skip: flash attention with its ring (no nvcc)"
 fi
