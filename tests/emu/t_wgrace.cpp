@@ -118,16 +118,11 @@ static void check_d(int which, int slots, const char *what)
 
 /* ------------------------------------------------------------ one group */
 
-enum { W_BEFORE, W_AFTER, W_UNREAD, W_CPASYNC, W_CPASYNC_AFTER, W_TMA };
-static int what;
-alignas(64) static BlkTensorMap map;
-alignas(16) static unsigned short gsrc[64 * 64];
-static void k_one(int)
+/* The block's mbarrier (after 32 KiB of tiles) initialized for one
+ * arrival, the tiles zeroed and made visible to the async proxy. */
+static unsigned long long *bar_and_zeros(unsigned char *sm)
 {
-    BLK_DYNAMIC_SMEM(sm);
     unsigned long long *bar = (unsigned long long *)(sm + 32768);
-    const unsigned short x = bf(100);
-    float d[32] = {0};
     if (threadIdx.x == 0) {
         blk_mbar_init(bar, 1);
         blk_fence_mbar_init();
@@ -135,6 +130,19 @@ static void k_one(int)
     fill(sm, 0);
     blk_fence_proxy_async();
     __syncthreads();
+    return bar;
+}
+
+enum { W_BEFORE, W_AFTER, W_UNREAD, W_CPASYNC, W_CPASYNC_AFTER, W_TMA };
+static int what;
+alignas(64) static BlkTensorMap map;
+alignas(16) static unsigned short gsrc[64 * 64];
+static void k_one(int)
+{
+    BLK_DYNAMIC_SMEM(sm);
+    unsigned long long *bar = bar_and_zeros(sm);
+    const unsigned short x = bf(100);
+    float d[32] = {0};
     blk_wgmma_fence();
     mma(d, 0);
     if (threadIdx.x == 0) {
@@ -198,15 +206,8 @@ static bool early_wait;
 static void k_early(int)
 {
     BLK_DYNAMIC_SMEM(sm);
-    unsigned long long *bar = (unsigned long long *)(sm + 32768);
+    unsigned long long *bar = bar_and_zeros(sm);
     float d[32] = {0};
-    if (threadIdx.x == 0) {
-        blk_mbar_init(bar, 1);
-        blk_fence_mbar_init();
-    }
-    fill(sm, 0);
-    blk_fence_proxy_async();
-    __syncthreads();
     if (threadIdx.x == 0) {
         blk_mbar_arrive_expect_tx(bar, 8192);
         blk_tma_load_2d(sm, &map, 0, 0, bar);
