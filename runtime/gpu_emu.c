@@ -359,7 +359,6 @@ static int e_zero(void *dev, uint64_t dst, size_t n, void *stream, char *err,
     return 0;
 }
 
-/* image: the module's C text; compiled (or found in the cache) and loaded */
 /* A module. Its shared object is dlopened at load when the cache has it;
  * otherwise the image is kept and compiled at the first launch of one of
  * its kernels (lazy loading, as the CUDA driver's CUDA_MODULE_LOADING=LAZY
@@ -469,6 +468,8 @@ static int mod_compile(EmuMod *m, char *err, size_t errlen)
     return 0;
 }
 
+/* image: the module's C text; its object dlopened if the cache has it,
+ * else kept for mod_compile */
 static int e_load(void *dev, const void *image, size_t n, void **mod,
                   char *err, size_t errlen)
 {

@@ -621,15 +621,14 @@ wgmma)
     # shellcheck disable=SC2086
     WONE_STATS=$([ "$nb" = - ] || echo 1) BLKC_GPU_NOPERSIST=1 BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP=$T/dump \
       wone "ws $k $d $sz $e" "$F" "1e-4 1e-4" --entry=$k $d $sz
-    cp "$T/elog" "$T/log"
     [ "$e" != - ] && unset "${e%%=*}"
     f=$(grep -l "TMA ring load" "$T"/dump/*.cu | head -1)
     if [ -z "$f" ]; then echo "FAIL ws $k $d $e: no TMA ring among $(ls "$T/dump")"; fail=1; continue; fi
     loop=$(awk '/^    for \(.*blk_it[0-9]*\+\+\) \{$/ { on = 1 } on { print } on && $0 == "    }" { exit }' "$f")
     kern=$(sed -n '/^extern "C" __global__/,$p' "$f") # the kernel, not the prelude's wrappers
     c=$((nt - 128))
-    if [ "$nb" != - ] && { ! grep -q "blocks of $nt threads" "$T/log" || ! grep -q "barriers $nb," "$T/log"; }; then
-      echo "FAIL ws $k $d $e: want $nt threads, $nb barriers: $(grep 'blocks of\|barriers' "$T/log")"; fail=1
+    if [ "$nb" != - ] && { ! grep -q "blocks of $nt threads" "$T/elog" || ! grep -q "barriers $nb," "$T/elog"; }; then
+      echo "FAIL ws $k $d $e: want $nt threads, $nb barriers: $(grep 'blocks of\|barriers' "$T/elog")"; fail=1
     elif [ "$e" = BLKC_GPU_NOWS=1 ]; then
       if grep -q 'setmaxnreg\|blk_bar_sync\|blk_te[0-9]' <<<"$kern" || ! grep -q "__launch_bounds__($nt) $k(" "$f"; then
         echo "FAIL ws $k $d $e: warp-specialized code with BLKC_GPU_NOWS=1"; fail=1
