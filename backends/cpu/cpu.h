@@ -23,6 +23,7 @@
     X(NOFUSE, "no elementwise fusion (fuse.c)")                           \
     X(NOINPLACE, "loads always copy their tile (fuse.c)")                 \
     X(NOCOLRED, "reductions over outer axes walk columns (tile.c)")      \
+    X(NOCOLVEC, "a reduction over outer axes keeps its row of accumulators in memory, not in vector registers (tile.c)") \
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(NOSTREAM, "no non-temporal stores for large tensors (mem.c, stream.c)") \
     X(NOLINEST, "a cheap value streams through stream_row's window, not line by line from registers (stream.c)") \

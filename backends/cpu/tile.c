@@ -1,13 +1,16 @@
 /* tile.c — tile-shaped ops on the CPU: ARANGE, BCAST / RESHAPE / PERMUTE
  * (strided copies), REDUCE and SCAN (loops with an accumulator slot that
- * mem2reg promotes; a row of accumulators for a non-innermost axis), and DOT as a register-blocked micro-kernel: a rank-2
- * DOT packs B into k-major panels of NR columns (converted to the
- * accumulation type) and reads A in place, then MR rows x NRV vectors of
- * columns (CPU_DOT_BLOCKS, by the host's vector width) are accumulated in
- * SSA vectors with k innermost; batched DOTs (and BLKC_CPU_NOPACK=1) use
- * operands converted into padded row-major buffers. */
+ * mem2reg promotes; a row of accumulators for a non-innermost axis, in
+ * vector registers for f32 / f64 tiles in memory), and DOT as a
+ * register-blocked micro-kernel: a rank-2 DOT packs B into k-major panels
+ * of NR columns (converted to the accumulation type) and reads A in
+ * place, then MR rows x NRV vectors of columns (CPU_DOT_BLOCKS, by the
+ * host's vector width) are accumulated in SSA vectors with k innermost;
+ * batched DOTs (and BLKC_CPU_NOPACK=1) use operands converted into padded
+ * row-major buffers. */
 #include "cpu.h"
 
+#include <llvm-c/DebugInfo.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +246,65 @@ static int gen_reduce_cols(CpuGen *g, int id, int64_t outer, int64_t len,
     return g->failed ? -1 : 0;
 }
 
+/* Loop metadata on br, the latch of a loop: llvm.loop.unroll.disable. */
+static void no_unroll(CpuGen *g, LLVMValueRef br)
+{
+    LLVMContextRef c = g->ctx;
+    LLVMMetadataRef dis = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c, &dis, 1)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, loop);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(c, loop));
+}
+
+/* The same reduction with the row of accumulators in vector registers:
+ * one SSA vector across the loop over rows (an alloca of vector type,
+ * which mem2reg promotes; gen_reduce_cols's array stays in memory, a
+ * store and a reload per element and row). Same order per accumulator,
+ * so the same results. For an f32 / f64 tile in memory (not an inline
+ * value) whose inner extent is a multiple of the vector width and fits
+ * in 16 vector registers (AVX-512; 12 of AVX2's 16): wider rows would
+ * need passes over column blocks, which read a tile from DRAM 2x slower
+ * than one pass (benchmarks/README.md, round 20). The row loop is not
+ * unrolled: LLVM's unroll by 85 rows (each load instruction then runs 3
+ * times per tile) read from DRAM 2.5x slower. 0: not taken. */
+static int gen_reduce_colvec(CpuGen *g, int id, int64_t outer, int64_t len,
+                             int64_t inner)
+{
+    const IrInstr *in = &g->f->ins[id];
+    LLVMBuilderRef b = g->b;
+    int x = in->opnd[0], kind = in->attr, dt = in->type.dtype;
+    int64_t es = dsl_dtype_bytes(dt), VL = g->vecw_bytes / es;
+    if ((dt != DT_F32 && dt != DT_F64) || g->f->ins[x].type.dtype != dt ||
+        (g->inl && g->inl[x]) || VL < 2 || inner % VL ||
+        inner > (g->vecw_bytes >= 64 ? 16 : 12) * VL || cpu_switch(CPU_SW_NOCOLVEC))
+        return 0;
+    LLVMTypeRef et = cpu_stype(g, dt), vt = LLVMVectorType(et, (unsigned)inner);
+    LLVMValueRef acc = cpu_alloca(g, vt, 1), src = g->val[x];
+    LLVMValueRef dst = cpu_tile_buf(g, &in->type);
+    CpuLoop lo, lr;
+    cpu_loop_open(g, &lo, cpu_i64(g, 0), cpu_i64(g, outer));
+    LLVMValueRef base = LLVMBuildMul(b, lo.iv, cpu_i64(g, len * inner), "");
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, cpu_gep(g, et, src, base), "");
+    LLVMSetAlignment(v, (unsigned)es);
+    LLVMBuildStore(b, kind == RED_SUM ? red_op(g, kind, LLVMConstNull(vt), v) : v, acc);
+    cpu_loop_open(g, &lr, cpu_i64(g, 1), cpu_i64(g, len));
+    LLVMValueRef row = LLVMBuildAdd(b, base, LLVMBuildMul(b, lr.iv, cpu_i64(g, inner), ""), "");
+    v = LLVMBuildLoad2(b, vt, cpu_gep(g, et, src, row), "");
+    LLVMSetAlignment(v, (unsigned)es);
+    LLVMBuildStore(b, red_op(g, kind, LLVMBuildLoad2(b, vt, acc, ""), v), acc);
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    cpu_loop_close(g, &lr);
+    no_unroll(g, LLVMGetBasicBlockTerminator(latch));
+    LLVMValueRef p = cpu_gep(g, et, dst, LLVMBuildMul(b, lo.iv, cpu_i64(g, inner), ""));
+    LLVMSetAlignment(LLVMBuildStore(b, LLVMBuildLoad2(b, vt, acc, ""), p), (unsigned)es);
+    cpu_loop_close(g, &lo);
+    g->val[id] = dst;
+    return g->failed ? -1 : 1;
+}
+
 /* REDUCE and SCAN over (outer, len, inner). */
 static int gen_reduce(CpuGen *g, int id)
 {
@@ -277,8 +339,10 @@ static int gen_reduce(CpuGen *g, int id)
     int accdt = kind == RED_SUM ? (cpu_is_narrow(rdt) ? DT_F32 : rdt) : idt;
     if (in->op == IR_REDUCE && inner > 1 && len > 0 && !arg &&
         (kind == RED_SUM || kind == RED_MAX || kind == RED_MIN) &&
-        !cpu_switch(CPU_SW_NOCOLRED))
-        return gen_reduce_cols(g, id, outer, len, inner, accdt);
+        !cpu_switch(CPU_SW_NOCOLRED)) {
+        int rc = accdt == idt && accdt == rdt ? gen_reduce_colvec(g, id, outer, len, inner) : 0;
+        return rc ? (rc < 0 ? -1 : 0) : gen_reduce_cols(g, id, outer, len, inner, accdt);
+    }
     LLVMTypeRef at = arg ? cpu_ctype(g, idt) : cpu_stype(g, accdt);
     LLVMValueRef acc = cpu_alloca(g, at, 1), aidx = cpu_alloca(g, g->i64, 1);
     LLVMValueRef dst = rt->rank ? cpu_tile_buf(g, rt)

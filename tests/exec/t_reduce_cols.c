@@ -2,7 +2,11 @@
  * accumulators): f16 ones summed down 3000 rows accumulate in f32 (an f16
  * accumulator sticks at 2048); i32 sums and maxima down the columns; the
  * min over the middle axis of a 3-D tile loaded with tails (pad 0); a NaN
- * in a column wins its max. */
+ * in a column wins its max. f32 / f64 tiles in memory whose inner extent
+ * is a multiple of the vector width keep their accumulators in vector
+ * registers (tile.c gen_reduce_colvec: 256 f32 columns on AVX-512, the
+ * most it takes; 48 f64 on AVX2): their sums are compared exactly with the
+ * same row order in C. */
 #include "harness.h"
 
 static const char *src =
@@ -21,6 +25,14 @@ static const char *src =
     "    let x = X[0 +: R, 0 +: C];\n"
     "    M[0 +: C] = max(x, 0);\n"
     "    S[0 +: C] = sum(x * 2.0, 0);\n"
+    "}\n"
+    "kernel wide<R = 40, C = 256>(X: f32[R, C], S: f32[C], M: f32[C]) {\n"
+    "    let x = X[0 +: R, 0 +: C];\n"
+    "    S[0 +: C] = sum(x, 0);\n"
+    "    M[0 +: C] = min(x, 0);\n"
+    "}\n"
+    "kernel dmid<A = 3, B = 5, C = 48>(X: f64[A, B, C], O: f64[A, C]) {\n"
+    "    O[0 +: A, 0 +: C] = sum(X[0 +: A, 0 +: B, 0 +: C], 1);\n"
     "}\n";
 
 int main(void)
@@ -91,5 +103,43 @@ int main(void)
              h_ten(h_t1(sf, H_F32, FC)));
     h_check("f32 max(x, 0), a NaN wins its column", mf, H_F32, rmf, FC, 0, 0);
     h_check("f32 sum(x * 2, 0)", sf, H_F32, rsf, FC, 1e-4, 1e-5);
+
+    enum { WR = 40, WC = 256 };
+    float *xw = h_array(H_F32, WR * WC), *sw = h_array(H_F32, WC), *mw = h_array(H_F32, WC);
+    double rsw[WC], rmw[WC];
+    h_fill(xw, H_F32, WR * WC, -1e3, 1e3);
+    xw[17 * WC + 200] = NAN;
+    for (int j = 0; j < WC; j++) {
+        float sm = 0, mn = xw[j];
+        for (int i = 0; i < WR; i++) {
+            float v = xw[i * WC + j];
+            sm += v;
+            mn = isnan(v) || isnan(mn) ? NAN : fminf(mn, v);
+        }
+        rsw[j] = sm;
+        rmw[j] = mn;
+    }
+    H_LAUNCH(h_kernel(m, "wide"), h_ten(h_t2(xw, H_F32, WR, WC)), h_ten(h_t1(sw, H_F32, WC)),
+             h_ten(h_t1(mw, H_F32, WC)));
+    /* the GPU backends reduce as trees: exact on the CPU only */
+    const char *dev = getenv("BLKC_TEST_DEVICE");
+    double tol = dev && *dev && strcmp(dev, "cpu") ? 1e-5 : 0;
+    h_check("f32 sum(x, 0) of 256 columns, exact in row order on the CPU", sw, H_F32, rsw, WC,
+            tol * 2e4, tol);
+    h_check("f32 min(x, 0) of 256 columns, a NaN wins its column", mw, H_F32, rmw, WC, 0, 0);
+
+    enum { DA = 3, DB = 5, DC = 48 };
+    double *xd = h_array(H_F64, DA * DB * DC), *od = h_array(H_F64, DA * DC), rod[DA * DC];
+    h_fill(xd, H_F64, DA * DB * DC, -1, 1);
+    for (int a = 0; a < DA; a++)
+        for (int c = 0; c < DC; c++) {
+            double sm = 0;
+            for (int k = 0; k < DB; k++)
+                sm += xd[(a * DB + k) * DC + c];
+            rod[a * DC + c] = sm;
+        }
+    H_LAUNCH(h_kernel(m, "dmid"), h_ten(h_t3(xd, H_F64, DA, DB, DC)), h_ten(h_t2(od, H_F64, DA, DC)));
+    h_check("f64 sum over the middle axis, exact in row order on the CPU", od, H_F64, rod,
+            DA * DC, tol * 1e-6, tol);
     return h_done();
 }
