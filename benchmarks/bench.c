@@ -365,10 +365,13 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
     fill(w, nw, 5);
     fill(x, (size_t)K, 6);
     char *src = decode_src("f32");
-    static const char *cfgs[][2] = {{"BM=16", "BK=512"}, {"BM=8", "BK=1024"},
-                                    {"BM=8", "BK=4096"}, {"BM=16", "BK=2048"}};
-    enum { NCFG = sizeof cfgs / sizeof cfgs[0], MAXR = 64 };
-    int ncfg = quick ? 1 : NCFG;
+    /* the last: all of K in one step (decode_step.c's block for K <= 2048) */
+    char bkk[32];
+    snprintf(bkk, sizeof bkk, "BK=%d", K);
+    const char *cfgs[][2] = {{"BM=16", "BK=512"}, {"BM=8", "BK=1024"},
+                             {"BM=8", "BK=4096"}, {"BM=16", "BK=2048"}, {"BM=16", bkk}};
+    enum { NCFG = 5, MAXR = 64 };
+    int ncfg = quick ? 1 : K <= 2048 && K != 512 && K != 1024 && K != 2048 ? NCFG : NCFG - 1;
     blkc_module *mods[NCFG];
     blkc_kernel *ks[NCFG];
     double tk[NCFG];

@@ -281,14 +281,16 @@ static char *decode_src(void)
 }
 
 static int pow2_ge(int n) { int b = 1; while (b < n) b *= 2; return b; }
-/* a matvec's K block: all of K in one step when it fits 2048 (the block
- * past K is read in place, the dot sums the columns in bounds: one K step,
- * one lane sum per row; at D 768 this took the step from 0.86-0.91x to
- * 0.98-1.00x of C with bf16 weights), else the largest power of two
- * <= 2048 dividing K */
+/* a matvec's K block: all of K in one step when it fits 2048, exactly K
+ * (a power of two above K at D 768 read in place, the dot summing the
+ * columns in bounds: one K step, one lane sum per row, took the step from
+ * 0.86-0.91x to 0.98-1.00x of C with bf16 weights; exactly K drops the
+ * mask of the columns past K: the 768 x 768 matvec in cache 0.038-0.042
+ * -> 0.035 ms, benchmarks/README.md round 20), else the largest power of
+ * two <= 2048 dividing K */
 static int blk_of(int K)
 {
-    if (K <= 2048) return pow2_ge(K);
+    if (K <= 2048) return K;
     for (int b = 2048; b >= 16; b /= 2)
         if (K % b == 0) return b;
     return 64;
