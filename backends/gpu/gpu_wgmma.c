@@ -572,15 +572,14 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
         if (em->wgd[id])
             async_plan(em, id);
-    if (bk_gpu_tma_plan(em) < 0) /* which rings TMA fills (gpu_tma.c) */
-        return -1;
     for (int id = 0; id < f->nins && !em->wgsync && !em->nowgkeep && f->stages >= 3; id++)
         if (em->wgd[id] && em->areg && em->areg[id])
             keep_plan(em, id);
     for (int id = 0; id < f->nins && !em->noqkpipe; id++)
         if (em->wgk[id] > 0 && em->wgd[id])
             qk_plan(em, id);
-    return 0;
+    /* which rings TMA fills (gpu_tma.c), then warp specialization (gpu_ws.c: after em->wgk) */
+    return bk_gpu_tma_plan(em) < 0 ? -1 : 0;
 }
 
 /* The PTX type of one operand dtype. */
