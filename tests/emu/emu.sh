@@ -797,7 +797,8 @@ wgflash)
   # more settings) has BLKC_GPU_NOWS=1: the producer's branch, and the
   # consumers release slot i at the end of step i + 1 with a p v kept in
   # flight (KEEP 1 or 2: it reads slot i until the next step's waits), at
-  # the end of step i with none (KEEP 0).
+  # the end of step i with none (KEEP 0); one __syncthreads (before the
+  # split), never barrier 0 after it.
   for c in "$EX|-|-|Z=2 S=130|168|-|2 1 TMA 36" \
            "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18" \
@@ -862,7 +863,8 @@ wgflash)
       ringok=$(grep -q "stages([0-9]*): [0-9]* TMA ring load(s), issued up to $ahead iteration(s) ahead by the producer warpgroup" "$cu" &&
                grep -q "^    if (blk_tid >= [0-9]*) { /\* the producer warpgroup" "$cu" &&
                grep -q "blk_mbar_wait_parity(&blk_te[0-9]*\[blk_pj" "$cu" &&
-               grep -q "blk_mbar_arrive(&$rel" "$cu" && echo 1)
+               grep -q "blk_mbar_arrive(&$rel" "$cu" &&
+               [ "$(sed -n '/^extern "C" __global__/,$p' "$cu" | grep -c '__syncthreads()')" = 1 ] && echo 1)
     fi
     if [ "$nk $n0 $nf $n1 $nr" != "$want" ] || [ -z "$ringok" ] || [ "${nb:-0}" != "$boxes" ]; then
       echo "FAIL flash $en $e $d $sz: commits, wait_group 0, kept, wait_group 1, retiring waits $nk $n0 $nf $n1 $nr, want $want;" \
