@@ -356,8 +356,8 @@ static int body_of(const BkGpuEm *em, int x)
  * issues q k^T. Legal (PTX ISA 9.7.15.4: the operands are the async
  * proxy's until the retiring wait_group; 9.7.15.7.3: so are the
  * accumulator and A registers) when
- *   - fr is a ring loop (cp.async or TMA, both refilled after the top's
- *     barrier; no group of em->wga) of a stages(S) kernel, S >= 3, and v
+ *   - fr is a ring loop (cp.async or TMA, refilled after the top's
+ *     barrier or gpu_ws.c's release; no em->wga) of stages(S >= 3), and v
  *     (b of the dot) is its ring load: the ring prefetches S - 2 ahead
  *     (bk_gpu_pipe_dist), so the top of iteration i + 1 refills slot (i
  *     - 1) % S, never slot i % S that group i still reads, and slot (i -

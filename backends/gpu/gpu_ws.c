@@ -138,9 +138,12 @@ static bool producer_set(const BkGpuEm *em, bool *prod, int r, int stop, bool wh
             if (!prod_operands(em, prod, x))
                 return false;
             prod[x] = true;
-        } else if (whole || (in->op == IR_VSET || in->op == IR_VGET ? false
-                             : in->type.rank == 0 || !(ir_op_flags[in->op] & F_PURE))) {
+        } else if (whole) {
             return false;
+        } else if (in->op == IR_VSET || in->op == IR_VGET) {
+            continue; /* a var of rank > 0: the consumers' registers or tile */
+        } else if (in->type.rank == 0 || !(ir_op_flags[in->op] & F_PURE)) {
+            return false; /* a scalar of a tile, a store, an atomic, a loop */
         }
     }
     return true;
