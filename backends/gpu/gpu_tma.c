@@ -43,7 +43,9 @@
  * (i / S) % 2 of mbarrier i % S, then the barrier that frees slot (i + D)
  * % S, then issues iteration i + D. Iterations past the loop's end issue
  * nothing and are never waited for, so the loop ends with nothing in
- * flight. */
+ * flight. A warp-specialized ring (gpu_ws.c: the GEMMs', flash
+ * attention's) is issued by the producer warpgroup instead, each slot
+ * freed by an "empty" mbarrier, with no block barrier in the loop. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
