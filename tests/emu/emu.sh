@@ -798,7 +798,11 @@ wgflash)
   # consumers release slot i at the end of step i + 1 with a p v kept in
   # flight (KEEP 1 or 2: it reads slot i until the next step's waits), at
   # the end of step i with none (KEEP 0); one __syncthreads (before the
-  # split), never barrier 0 after it.
+  # split), never barrier 0 after it. An assert in the body (a consumer
+  # that leaves would leave the producer waiting) keeps the ring of
+  # gpu_tma.c (NOWS after the ring: checked as BLKC_GPU_NOWS=1 is).
+  sed 's|^    let z = program_id(1);$|&\n    assert(start < S, "a block of queries in range");|' "$EX" >"$T/fa_assert.blk"
+  grep -q '^    assert(start' "$T/fa_assert.blk" || { echo "FAIL: no assert put in $EX"; fail=1; }
   for c in "$EX|-|-|Z=2 S=130|168|-|2 1 TMA 36" \
            "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18" \
@@ -806,6 +810,7 @@ wgflash)
            "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1 TMA 36" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOTMA=1|2 1 cp.async 0" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOWS=1|2 1 TMA 36" \
+           "$T/fa_assert.blk|-|-|Z=1 S=130|84|-|2 1 TMA 18 NOWS" \
            "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|BLKC_GPU_NOWS=1 BLKC_GPU_NOQKPIPE=0|2 1 TMA 76" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1 TMA 16" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|208|-|2 1 TMA 32" \
@@ -826,7 +831,7 @@ wgflash)
     [ "$e" = - ] && e=
     [ "$d" = - ] && d=
     [ "$en" = - ] && en=BLKC_GPU_NOWGKEEP=0
-    read -r keep ahead ring boxes <<<"$ka"
+    read -r keep ahead ring boxes nows <<<"$ka"
     # shellcheck disable=SC2086
     "$BLKC" compile "$f" $e $d --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
     # shellcheck disable=SC2086
@@ -853,7 +858,7 @@ wgflash)
     nr=$(grep -c "also retires the previous step's group kept in flight" "$cu")
     case $keep in 2) want="5 3 0 2 0" ;; 1) want="4 3 2 0 2" ;; *) want="4 4 0 0 0" ;; esac
     nb=$(grep -o 'TMA boxes [0-9]*' "$T/log" | grep -o '[0-9]*$')
-    ws=$([ "$ring" = TMA ] && ! grep -q NOWS=1 <<<"$en" && echo 1)
+    ws=$([ "$ring" = TMA ] && [ -z "$nows" ] && ! grep -q NOWS=1 <<<"$en" && echo 1)
     if [ "$ring" = none ]; then ringok=$(! grep -q "ring load(s), issued" "$cu" && echo 1)
     elif [ -z "$ws" ]; then
       ringok=$(grep -q "stages([0-9]*): [0-9]* $ring ring load(s), issued $ahead iteration(s) ahead" "$cu" &&
