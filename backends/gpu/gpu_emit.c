@@ -827,6 +827,8 @@ static void emit_func(BkGpuEm *em)
         em->indent--;
         bk_gpu_line(em, "}");
     }
+    if (em->ws_top) /* the producer warpgroup splits off here (gpu_ws.c) */
+        bk_gpu_ws_head(em);
     emit_region(em, 0);
     em->indent = 0;
     dsl_buf_printf(o, "}\n");

@@ -308,6 +308,12 @@ typedef struct BkGpuEm {
                                  (then S more with warp specialization) */
     bool ws;                  /* warp-specialized (gpu_ws.c): a producer
                                  warpgroup after the nt consumer threads */
+    bool ws_top;              /* ws, split at the top of the body (flash
+                                 attention's ring: gpu_ws.c), not at the
+                                 ring loop */
+    int ws_lag;               /* ws: a slot is released at the end of the
+                                 iteration this many after its own (1: a
+                                 wgmma group in flight across the steps) */
     bool persist;             /* persistent (gpu_persist.c): each block
                                  loops over tiles (program ids), the ring
                                  and its mbarriers going on across them */
@@ -674,6 +680,9 @@ void bk_gpu_bar(BkGpuEm *em);
  * of the previous iteration's slot) */
 void bk_gpu_ws_bars(BkGpuEm *em, int forid);
 void bk_gpu_ws_split(BkGpuEm *em, int forid);
+/* em->ws_top: the mbarriers and the split at the top of the body, the
+ * producer's branch with the scalars before the loop */
+void bk_gpu_ws_head(BkGpuEm *em);
 void bk_gpu_ws_top(BkGpuEm *em, int forid);
 void bk_gpu_ws_release(BkGpuEm *em, int forid);
 /* the producer's loop over FOR forid's iterations (blk_pj declared):

@@ -407,6 +407,10 @@ int bk_gpu_analyze(BkGpuEm *em)
              * tile while the consumers run this tile's epilogue */
             if (em->persist && em->tma[i])
                 em->last[i] = INT_MAX / 2;
+            /* split at the top (gpu_ws.c): the producer fills it while
+             * the consumers run the body before the loop */
+            if (em->ws_top && em->tma[i])
+                first[i] = 0;
         }
     }
     /* by position (insertion sort; kernels are small) */

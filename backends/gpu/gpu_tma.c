@@ -43,7 +43,9 @@
  * (i / S) % 2 of mbarrier i % S, then the barrier that frees slot (i + D)
  * % S, then issues iteration i + D. Iterations past the loop's end issue
  * nothing and are never waited for, so the loop ends with nothing in
- * flight. */
+ * flight. A warp-specialized ring (gpu_ws.c: the GEMMs', flash
+ * attention's) is issued by the producer warpgroup instead, each slot
+ * freed by an "empty" mbarrier, with no block barrier in the loop. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -243,7 +245,12 @@ void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
 void bk_gpu_tma_init(BkGpuEm *em, int fr)
 {
     const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
-    if (em->ws)
+    if (em->ws_top)
+        bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued up to %d iteration(s) ahead by "
+                    "the producer warpgroup, slot i completed by mbarrier full[i] (%lld bytes per "
+                    "iteration), released by empty[i] at the end of iteration i%s", S, em->pipe[fr],
+                    D, ring_bytes(em), em->ws_lag ? " + 1 (a wgmma group in flight reads it)" : "");
+    else if (em->ws)
         bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued up to %d iteration(s) ahead by "
                     "the producer warpgroup, slot i completed by mbarrier full[i] (%lld bytes per "
                     "iteration), released by empty[i]", S, em->pipe[fr], S, ring_bytes(em));
@@ -277,6 +284,10 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
     const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64];
+    if (em->ws_top) { /* initialized and split at the top of the body (gpu_ws.c) */
+        bk_gpu_line(em, "// stages(%d): the ring of the producer warpgroup (above)", S);
+        return;
+    }
     if (em->persist) { /* initialized and split before the tile loop */
         bk_gpu_line(em, "// stages(%d): the ring of the persistent kernel (above): blk_it%d and the "
                     "mbarriers' phases go on from the previous tile", S, fr);

@@ -356,8 +356,8 @@ static int body_of(const BkGpuEm *em, int x)
  * issues q k^T. Legal (PTX ISA 9.7.15.4: the operands are the async
  * proxy's until the retiring wait_group; 9.7.15.7.3: so are the
  * accumulator and A registers) when
- *   - fr is a ring loop (cp.async or TMA, both refilled after the top's
- *     barrier; no group of em->wga) of a stages(S) kernel, S >= 3, and v
+ *   - fr is a ring loop (cp.async or TMA, refilled after the top's
+ *     barrier or gpu_ws.c's release; no em->wga) of stages(S >= 3), and v
  *     (b of the dot) is its ring load: the ring prefetches S - 2 ahead
  *     (bk_gpu_pipe_dist), so the top of iteration i + 1 refills slot (i
  *     - 1) % S, never slot i % S that group i still reads, and slot (i -
@@ -572,15 +572,14 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
     for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
         if (em->wgd[id])
             async_plan(em, id);
-    if (bk_gpu_tma_plan(em) < 0) /* which rings TMA fills (gpu_tma.c) */
-        return -1;
     for (int id = 0; id < f->nins && !em->wgsync && !em->nowgkeep && f->stages >= 3; id++)
         if (em->wgd[id] && em->areg && em->areg[id])
             keep_plan(em, id);
     for (int id = 0; id < f->nins && !em->noqkpipe; id++)
         if (em->wgk[id] > 0 && em->wgd[id])
             qk_plan(em, id);
-    return 0;
+    /* which rings TMA fills (gpu_tma.c), then warp specialization (gpu_ws.c: after em->wgk) */
+    return bk_gpu_tma_plan(em) < 0 ? -1 : 0;
 }
 
 /* The PTX type of one operand dtype. */

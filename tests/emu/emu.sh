@@ -790,22 +790,39 @@ wgflash)
   # (tflash_kv with rows of DKV = 136: no tensor map and no vector copy
   # without 16-element strides, so no ring). The emulator fails a cp.async
   # or TMA load into an operand of a group not yet retired
-  # (blk_emu_wgmma.h), so a too-early refill cannot pass.
+  # (blk_emu_wgmma.h), so a too-early refill cannot pass. A TMA ring is
+  # warp-specialized (gpu_ws.c's top split: the producer warpgroup, up to
+  # AHEAD iterations ahead as well, runs the scalars before the loop and
+  # the boxes; the consumers load q, named barrier 1) unless ENV (one or
+  # more settings) has BLKC_GPU_NOWS=1: the producer's branch, and the
+  # consumers release slot i at the end of step i + 1 with a p v kept in
+  # flight (KEEP 1 or 2: it reads slot i until the next step's waits), at
+  # the end of step i with none (KEEP 0); one __syncthreads (before the
+  # split), never barrier 0 after it. An assert in the body (a consumer
+  # that leaves would leave the producer waiting) keeps the ring of
+  # gpu_tma.c (NOWS after the ring: checked as BLKC_GPU_NOWS=1 is).
+  sed 's|^    let z = program_id(1);$|&\n    assert(start < S, "a block of queries in range");|' "$EX" >"$T/fa_assert.blk"
+  grep -q '^    assert(start' "$T/fa_assert.blk" || { echo "FAIL: no assert put in $EX"; fail=1; }
   for c in "$EX|-|-|Z=2 S=130|168|-|2 1 TMA 36" \
            "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2 TMA 18" \
            "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1 TMA 36" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOTMA=1|2 1 cp.async 0" \
+           "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOWS=1|2 1 TMA 36" \
+           "$T/fa_assert.blk|-|-|Z=1 S=130|84|-|2 1 TMA 18 NOWS" \
+           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|BLKC_GPU_NOWS=1 BLKC_GPU_NOQKPIPE=0|2 1 TMA 76" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1 TMA 16" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|208|-|2 1 TMA 32" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1|1 1 TMA 32" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1 BLKC_GPU_NOWS=1|1 1 TMA 32" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true -D ST=4|Z=1 S=177|208|-|2 2 TMA 40" \
            "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|116|-|2 1 TMA 44" \
            "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|144|-|2 2 TMA 32" \
            "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|80|-|2 2 TMA 24" \
            "$TF|--entry=tflash_bf16|-D BN=32|Z=1 S=130|90|BLKC_GPU_NOWGKEEP=1|0 2 TMA 30" \
            "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1 TMA 18" \
+           "$TF|--entry=tflash_bf16|-D ST=2 -D W=8 -D BM=128|Z=1 S=130|96|BLKC_GPU_NOWS=1|0 1 TMA 12" \
            "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=128|84|-|2 1 TMA 18" \
            "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=136|72|-|0 - none 0" \
            "$TF|--entry=tflash_bshd|-D CAUSAL=true -D BN=32|B=1 H=3 S=100|120|-|2 1 TMA 36" \
@@ -814,7 +831,7 @@ wgflash)
     [ "$e" = - ] && e=
     [ "$d" = - ] && d=
     [ "$en" = - ] && en=BLKC_GPU_NOWGKEEP=0
-    read -r keep ahead ring boxes <<<"$ka"
+    read -r keep ahead ring boxes nows <<<"$ka"
     # shellcheck disable=SC2086
     "$BLKC" compile "$f" $e $d --target=cuda --arch=sm_90a --emit=gpu-ir >"$T/ir" 2>&1
     # shellcheck disable=SC2086
@@ -826,7 +843,7 @@ wgflash)
     rm -rf "$T/dump"; mkdir -p "$T/dump"
     # shellcheck disable=SC2086
     if ! timeout 120 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 --out O="$T/c.npy" >"$T/log" 2>&1 ||
-       ! env "$en" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
+       ! env $en BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
            "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
            --device=cuda-emu --stats --out O="$T/e.npy" >"$T/log" 2>&1 ||
        ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
@@ -841,15 +858,25 @@ wgflash)
     nr=$(grep -c "also retires the previous step's group kept in flight" "$cu")
     case $keep in 2) want="5 3 0 2 0" ;; 1) want="4 3 2 0 2" ;; *) want="4 4 0 0 0" ;; esac
     nb=$(grep -o 'TMA boxes [0-9]*' "$T/log" | grep -o '[0-9]*$')
+    ws=$([ "$ring" = TMA ] && [ -z "$nows" ] && ! grep -q NOWS=1 <<<"$en" && echo 1)
     if [ "$ring" = none ]; then ringok=$(! grep -q "ring load(s), issued" "$cu" && echo 1)
-    else ringok=$(grep -q "stages([0-9]*): [0-9]* $ring ring load(s), issued $ahead iteration(s) ahead" "$cu" && echo 1)
+    elif [ -z "$ws" ]; then
+      ringok=$(grep -q "stages([0-9]*): [0-9]* $ring ring load(s), issued $ahead iteration(s) ahead" "$cu" &&
+               ! grep -q "producer warpgroup" "$cu" && echo 1)
+    else # the top split; the release one step later with a p v in flight
+      rel="blk_te[0-9]*\[blk_it[0-9]* %" && [ "$keep" != 0 ] && rel="blk_te[0-9]*\[(blk_it[0-9]* - 1) %"
+      ringok=$(grep -q "stages([0-9]*): [0-9]* TMA ring load(s), issued up to $ahead iteration(s) ahead by the producer warpgroup" "$cu" &&
+               grep -q "^    if (blk_tid >= [0-9]*) { /\* the producer warpgroup" "$cu" &&
+               grep -q "blk_mbar_wait_parity(&blk_te[0-9]*\[blk_pj" "$cu" &&
+               grep -q "blk_mbar_arrive(&$rel" "$cu" &&
+               [ "$(sed -n '/^extern "C" __global__/,$p' "$cu" | grep -c '__syncthreads()')" = 1 ] && echo 1)
     fi
     if [ "$nk $n0 $nf $n1 $nr" != "$want" ] || [ -z "$ringok" ] || [ "${nb:-0}" != "$boxes" ]; then
       echo "FAIL flash $en $e $d $sz: commits, wait_group 0, kept, wait_group 1, retiring waits $nk $n0 $nf $n1 $nr, want $want;" \
            "ring: $(grep -o '[a-zA-Z.]* ring load(s), issued .*' "$cu"), want $ring $ahead ahead; TMA boxes ${nb:-0}, want $boxes"
       fail=1; continue
     fi
-    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead, $boxes TMA boxes"
+    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead${ws:+ (producer warpgroup)}, $boxes TMA boxes"
   done
   # an inf in v's first KV block (v all 1 but V[0, 3, 5], non-causal: every
   # p > 0): the CPU's column 5 is inf, the rest 1. The deferred p v's
