@@ -99,6 +99,23 @@ static bool tma_ok(const BkGpuEm *em, int id)
     return (p->assume & need) == need;
 }
 
+/* A return or a failing assert inside loop fr ends the block while the
+ * ring's TMA loads for later steps are in flight: their bytes would land
+ * in the shared memory of a block that has exited (the PTX ISA leaves
+ * that undefined; cuda-emu fails the launch). Such a loop keeps cp.async,
+ * whose copies belong to the thread that leaves. */
+static bool leaves_in_loop(const BkGpuEm *em, int fr)
+{
+    const IrFunc *f = em->f;
+    for (int id = 0; id < f->nins; id++) {
+        const IrInstr *in = &f->ins[id];
+        if (!in->dead && (in->op == IR_RET || in->op == IR_ASSERT) &&
+            em->pos[id] > em->pos[fr] && em->pos[id] <= em->end[fr])
+            return true;
+    }
+    return false;
+}
+
 int bk_gpu_tma_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
@@ -115,7 +132,7 @@ int bk_gpu_tma_plan(BkGpuEm *em)
         /* a loop of the kernel's body, run once per program: its
          * mbarriers are initialized once (no mbarrier.inval needed) */
         int fr = body->ins[j];
-        if (f->ins[fr].op != IR_FOR || em->pipe[fr] <= 0)
+        if (f->ins[fr].op != IR_FOR || em->pipe[fr] <= 0 || leaves_in_loop(em, fr))
             continue;
         int n = 0;
         bool all = true;

@@ -767,6 +767,31 @@ wgmma)
   else
     echo "FAIL twg_bf16 --bench=2 --stats: want 2 maps encoded, 4 from the cache:"; cat "$T/log"; fail=1
   fi
+  # an assert that fails inside the K loop ends the block: the loop keeps
+  # cp.async, not TMA (gpu_tma.c leaves_in_loop; with TMA the boxes of the
+  # next steps would still be in flight, which cuda-emu refuses), so the
+  # run ends with the CPU's assertion message; failing after the loop, the
+  # TMA ring has drained and stays
+  awk '/^kernel twg_bf16</ { on = 1 } on { print } on && /^}$/ { exit }' "$F" |
+    sed 's|C: f32\[M, N\])$|C: f32[M, N], lim: i32)|' >"$T/tw.blk"
+  sed 's|^        acc = dot(.*$|        assert(k < lim, "k below the limit");\n&|' "$T/tw.blk" >"$T/twa.blk"
+  sed 's|^    C\[m +: BM, n +: BN\] = acc;$|    assert(K < lim, "K below the limit");\n&|' "$T/tw.blk" >"$T/twc.blk"
+  for c in "twa|8|k below|no" "twc|10|K below|a"; do
+    IFS='|' read -r f line what ring <<<"$c"
+    msg="blkc: error: $T/$f.blk:$line: kernel twg_bf16: assertion failed in program (0, 0, 0): $what the limit"
+    rm -rf "$T/dump" && mkdir "$T/dump"
+    BLKC_GPU_DUMP="$T/dump" BLKC_CACHE_DISABLE=1 BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$T/$f.blk" \
+      --entry=twg_bf16 M=64 N=64 K=256 lim=96 --random --device=cuda-emu >"$T/out" 2>"$T/err"
+    rc=$? got=$(grep -v ' ms on ' "$T/err")
+    tma=$(cat "$T"/dump/*.cu | grep -c 'blk_tma_load_2d(blk_ring')
+    if [ $rc -ne 3 ] || [ "$got" != "$msg" ]; then
+      echo "FAIL assert in $f on sm_90a: exit $rc (want 3), stderr: $got (want $msg)"; fail=1
+    elif { [ "$ring" = no ] && [ "$tma" != 0 ]; } || { [ "$ring" = a ] && [ "$tma" = 0 ]; }; then
+      echo "FAIL assert in $f on sm_90a: want $ring TMA ring, the CUDA C has $tma TMA loads"; fail=1
+    else
+      echo "ok assert in $f on sm_90a: exit 3, the CPU's message, $ring TMA ring ($tma loads in the CUDA C)"
+    fi
+  done
   exit $fail
   ;;
 wgflash)
