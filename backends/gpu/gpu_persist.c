@@ -7,7 +7,7 @@
  * without draining it between tiles: its iteration number blk_pj, the
  * consumers' blk_it and so the mbarriers' phases go on from one tile to
  * the next, and the consumers' epilogue of tile i runs while the producer
- * loads tile i + 1 (up to S iterations ahead).
+ * loads tile i + 1 (up to S - 2 iterations ahead, gpu_ws.c).
  *
  * When (bk_gpu_persist_plan, at the end of the warp-specialization plan):
  * the kernel is warp-specialized (gpu_ws.c: the body before the ring loop
