@@ -26,8 +26,10 @@ int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
     memset(id, 0, sizeof id);
     if (rt_rank_id(r) == 0 && rt_nccl_unique_id(w->t, id, err, sizeof err))
         return rt_gpur_fail(r, err);
-    if (rt_broadcast(r, id, sizeof id, DT_U8, 0) || rt_gpur_sync(c, r))
-        return -1; /* rt_gpur_sync also makes the device's context current */
+    /* (rt_gpur_sync also makes the device's context current) */
+    if (rt_broadcast(r, id, sizeof id, DT_U8, 0) ||
+        rt_gpur_sync(c, r, "the work queued before the NCCL communicator's setup"))
+        return -1;
     return rt_gpur_nccl_init(c, r, id);
 }
 
@@ -62,7 +64,9 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     int rc = 0;
     if (!hs || !hd)
         rc = rt_rank_fail(r, "out of memory staging a collective");
-    if (rc == 0 && rt_gpur_sync(c, r))
+    char what[96];
+    snprintf(what, sizeof what, "the work queued before %s", rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_sync(c, r, what))
         rc = -1;
     if (rc == 0 && ops->d2h(dev, hs, d->src, ns * esz, err, sizeof err))
         rc = rt_gpur_fail(r, err);
@@ -105,7 +109,6 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     if (rc == 0 && writes && ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err))
         rc = rt_gpur_fail(r, err);
     if (rc == 0 && writes) {
-        char what[96];
         snprintf(what, sizeof what, "the copy of %s's result to the device",
                  rt_rank_coll_name(d->kind));
         rc = rt_gpur_dev_wait(c, r, what);

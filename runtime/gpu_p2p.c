@@ -81,7 +81,10 @@ static int group_host(RtGpuCtx *c, RtRank *r, const RtGroup *g,
     int rc = 0;
     if (!hd || !hs)
         rc = rt_rank_fail(r, "out of memory staging a group collective");
-    if (rc == 0 && rt_gpur_sync(c, r))
+    char what[96];
+    snprintf(what, sizeof what, "the work queued before a group %s",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_sync(c, r, what))
         rc = -1;
     if (rc == 0 && db && ops->d2h(dev, hd, U64(d->dst), db, err, sizeof err))
         rc = rt_gpur_fail(r, err);
@@ -98,7 +101,6 @@ static int group_host(RtGpuCtx *c, RtRank *r, const RtGroup *g,
     if (rc == 0 && db && ops->h2d(dev, U64(d->dst), hd, db, err, sizeof err))
         rc = rt_gpur_fail(r, err);
     if (rc == 0 && db) {
-        char what[96];
         snprintf(what, sizeof what, "the copy of a group %s's result to the "
                  "device", rt_rank_coll_name(d->kind));
         rc = rt_gpur_dev_wait(c, r, what);
@@ -204,7 +206,7 @@ static int xchg_host(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
     int rc = 0;
     if (!h || !mem)
         rc = rt_rank_fail(r, "exchange: out of memory staging %zu bytes", total);
-    if (rc == 0 && rt_gpur_sync(c, r))
+    if (rc == 0 && rt_gpur_sync(c, r, "the work queued before the exchange"))
         rc = -1;
     size_t off = 0;
     for (int i = 0; i < n && rc == 0; i++) {

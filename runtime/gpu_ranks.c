@@ -17,13 +17,16 @@
  *
  * Deadlines. The waits for a stream are polled (rt_gpur_stream_wait):
  * a launch's kernel and the end of the run (no deadline of their own:
- * the others name the rank), the default stream after the uploads and
- * after a staged collective's copy back (rt_gpur_dev_wait, the
- * collectives' deadline). Not bounded: the synchronous driver copies
+ * the others name the rank); with the collectives' deadline the default
+ * stream after the uploads and after a staged collective's copy back
+ * (rt_gpur_dev_wait), and the rank's own stream before a staged
+ * collective, an allocation's zeroing, a read and an async block's fork
+ * and join (rt_gpur_sync). Not bounded: the synchronous driver copies
  * (h2d, d2h: from pageable host memory an asynchronous copy is no
- * better; a deadline would need pinned staging buffers), and
- * rt_gpur_sync, which synchronizes the rank's own stream when only
- * copies and notify kernels are queued on it (docs/device.md). */
+ * better; a deadline would need pinned staging buffers), and the
+ * synchronize of a stream before its memory is freed (rt_gpur_free,
+ * ctx_free; after the rank's work on it was waited for), see
+ * docs/device.md. */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
@@ -144,7 +147,9 @@ static void ctx_free(RtGpuCtx *c)
     free(c);
 }
 
-int rt_gpur_sync(RtGpuCtx *c, RtRank *r)
+/* The synchronize of c's stream (no deadline): where the driver has no
+ * query function, and once the world is stuck (then only the message). */
+static int stream_sync(RtGpuCtx *c, RtRank *r)
 {
     char err[512];
     if (stuck(c->w))
@@ -155,6 +160,26 @@ int rt_gpur_sync(RtGpuCtx *c, RtRank *r)
     return 0;
 }
 
+/* A polled wait for stream (NULL: the default stream) with the
+ * collectives' deadline, counted as a wait (rt_gpur_dev_wait,
+ * rt_gpur_sync). */
+static int counted_wait(RtGpuCtx *c, RtRank *r, void *stream, const char *what)
+{
+    int *busy = rt_rank_in_wait(r);
+    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
+    int rc = rt_gpur_stream_wait(c->w, DEV(c), stream, r, what,
+                                 rt_world_coll_timeout_ms(rt_rank_world(r)));
+    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
+    return rc;
+}
+
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r, const char *what)
+{
+    if (stuck(c->w) || !c->w->ops->query)
+        return stream_sync(c, r);
+    return counted_wait(c, r, c->stream, what);
+}
+
 RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
 {
     return gw ? gw->ranks[rt_rank_id(r)].main : NULL;
@@ -163,7 +188,8 @@ RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
 RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
 {
     char err[512];
-    if (rt_gpur_sync(c, r)) /* the block sees everything queued before it */
+    /* the block sees everything queued before it */
+    if (rt_gpur_sync(c, r, "the work queued before an async block"))
         return NULL;
     RtGpuCtx *a = ctx_new(c->w, c->k, err, sizeof err);
     if (!a)
@@ -173,7 +199,7 @@ RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
 
 int rt_gpur_join(RtGpuCtx *c, RtRank *r)
 {
-    int rc = rt_gpur_sync(c, r);
+    int rc = rt_gpur_sync(c, r, "the async block's work");
     ctx_free(c);
     return rc;
 }
@@ -223,7 +249,7 @@ static int drain(RtGpuCtx *c, RtRank *r)
 {
     RtGpuWorld *w = c->w;
     if (stuck(w) || !w->ops->query)
-        return rt_gpur_sync(c, r);
+        return stream_sync(c, r);
     return rt_gpur_stream_wait(w, DEV(c), c->stream, r, NULL, -1);
 }
 
@@ -277,7 +303,8 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
     } else if (w->ops->alloc(dev, need, &p, err, sizeof err)) {
         return rt_gpur_fail(r, err);
     }
-    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) || rt_gpur_sync(c, r)) {
+    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) ||
+        rt_gpur_sync(c, r, "the zeroing of a new buffer")) {
         if (!sym)
             w->ops->free(dev, p);
         return rt_rank_failed(r) ? -1 : rt_gpur_fail(r, err);
@@ -356,7 +383,7 @@ int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
                  size_t bytes)
 {
     char err[512];
-    if (rt_gpur_sync(c, r))
+    if (rt_gpur_sync(c, r, "the work queued before a read from the device"))
         return -1;
     if (c->w->ops->d2h(DEV(c), dst, U64(src), bytes, err, sizeof err))
         return rt_gpur_fail(r, err);
@@ -520,12 +547,7 @@ int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what)
     if (!w->ops->query)
         return w->ops->sync(DEV(c), NULL, err, sizeof err) ? rt_gpur_fail(r, err)
                                                            : 0;
-    int *busy = rt_rank_in_wait(r);
-    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    int rc = rt_gpur_stream_wait(w, DEV(c), NULL, r, what,
-                                 rt_world_coll_timeout_ms(rt_rank_world(r)));
-    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    return rc;
+    return counted_wait(c, r, NULL, what);
 }
 
 static int rank_main(RtRank *r, void *arg)

@@ -182,9 +182,13 @@ struct RtGpuCtx {
     uint64_t fail;                 /* BkGpuFail of its kernels */
 };
 
-/* Wait for the context's stream (synchronized, no deadline: see the top
- * of gpu_ranks.c); record a message as the rank's error. */
-int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
+/* Wait for the context's stream (the copies, zeroings and notify kernels
+ * queued on it, before the host stages or reads what they wrote, or an
+ * async block forks or joins): polled with the collectives' deadline and
+ * counted as a wait, as rt_gpur_dev_wait below ("WHAT did not complete
+ * within T ms"). Without a query function, or once the world is stuck:
+ * synchronized, no deadline. 0, or -1 with the rank's error set. */
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r, const char *what);
 /* The polled wait for a stream (gpu_ranks.c; the rank's own stream at a
  * launch and the end of the run, the default stream after the uploads,
  * NCCL's stream in gpu_nccl_wait.c): cuStreamQuery / hipStreamQuery, never

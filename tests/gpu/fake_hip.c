@@ -9,7 +9,8 @@
  * hipErrorNotSupported, but for the waiting kernel and mapped host
  * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP);
  * the default stream of the devices in $FAKE_GPU_SYNC_HANG (hipSetDevice's)
- * never drains ("D@N": from its N-th wait on, fake_mem.h).
+ * never drains ("D@N": from its N-th wait on, fake_mem.h), nor do the
+ * streams made on the devices in $FAKE_GPU_STREAM_HANG (the same syntax).
  * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
@@ -276,7 +277,7 @@ P(hipError_t, hipStreamCreateWithFlags, void **s, unsigned f)
 {
     if (f != 1) /* hipStreamNonBlocking, as gpu_ranks.c wants */
         return BAD_VALUE;
-    *s = malloc(1);
+    *s = fake_stream_new();
     return *s ? OK : 2;
 }
 /* the streams held by fake_hip_hold (fake_nccl.c's FAKE_NCCL_HANG_AT=
@@ -291,7 +292,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h || (!s && fake_sync_hang(fake_cur_get()));
+    return h || fake_stream_hang(s);
 }
 
 API void fake_hip_hold(void *s, int on);
@@ -313,7 +314,7 @@ P(hipError_t, hipStreamDestroy, void *s) { fake_hip_hold(s, 0); free(s); return 
 P(hipError_t, hipStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* hipErrorNotReady */
 P(hipError_t, hipStreamSynchronize, void *s)
 {
-    bool h = is_held(s); /* once a round: fake_sync_hang counts answers */
+    bool h = is_held(s); /* once a round: fake_hang counts answers */
     for (int i = 0; i < 30000 && h; i++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);

@@ -160,6 +160,22 @@ timed_fail() {
   done
   echo "ok $name ($ms ms: $(cat "$T/log"))"
 }
+# exact_fail NAME LINE ARGS...: exit 3 and the output exactly LINE (one
+# line); no window on the time it took (the run is killed after 60 s). A
+# timed case: deadlines that race with the peers' (alone on the machine).
+exact_fail() {
+  want timed || return 0
+  local name=$1 line=$2 rc; shift 2
+  [ -z "$REF_WRITE" ] || return 0
+  n=$((n + 1))
+  timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
+  if [ $rc -ne 3 ] || [ "$(cat "$T/log")" != "$line" ]; then
+    say_fail "FAIL $name: wanted exit 3 and '$line', got $rc: $(cat "$T/log")"
+    fails=$((fails + 1)); return
+  fi
+  echo "ok $name ($line)"
+}
+
 # a kernel waiting on a failed peer (tests/gpu/data/gabort.blk) gives up at
 # once: 3 ranks, rank 1 asserts, ranks 0 and 2 wait with a 20 s timeout
 ABORT_PAT="^blkc: error: rank 1: launch wait_fail: .*kernel wait_fail: assertion failed in program (0, 0, 0): rank 1 fails at once$"
@@ -425,6 +441,35 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_SYNC_HANG=1@2 BLKC_GPU_COLL=host BLKC_COLL_TIMEOUT_MS=$et timed_fail copy_back_exchange \
     "^blkc: error: rank 1: the copy of the exchange's received messages to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
     run "$P2P" --entry=ring N=16 --random --ranks=2 --device="$DEV"
+  # the wait for a rank's own stream (rt_gpur_sync: its queued copies,
+  # zeroings and notifies) before the host reads it and at an async
+  # block's fork and join: polled, the rank names itself and what it waited
+  # for at the collectives' deadline, exit 3. FAKE_GPU_STREAM_HANG=1@N: the
+  # streams of device 1 (rank 1's) drain for its first N - 1 waits, never
+  # after (one wait per buffer zeroed, then the one before the staged
+  # collective, group collective or exchange; ring_push: 7 zeroings, the
+  # async block's fork, its join)
+  export BLKC_WAIT_TIMEOUT_MS=5000 BLKC_COLL_TIMEOUT_MS=$et
+  SW="blkc: error: rank 1: the"
+  FAKE_GPU_STREAM_HANG=1@1 exact_fail stream_zero \
+    "$SW zeroing of a new buffer did not complete within $et ms" \
+    run "$G" --entry=ar_sum N=16 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_STREAM_HANG=1@2 BLKC_GPU_COLL=host exact_fail stream_before_coll \
+    "$SW work queued before all_reduce did not complete within $et ms" \
+    run "$G" --entry=ar_sum N=16 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_STREAM_HANG=1@2 BLKC_GPU_COLL=host exact_fail stream_before_group \
+    "$SW work queued before a group all_reduce did not complete within $et ms" \
+    run "$GRP" --entry=g_mixed N=16 C=1 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_STREAM_HANG=1@3 BLKC_GPU_COLL=host exact_fail stream_before_exchange \
+    "$SW work queued before the exchange did not complete within $et ms" \
+    run "$P2P" --entry=ring N=16 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_STREAM_HANG=1@8 exact_fail stream_async_fork \
+    "$SW work queued before an async block did not complete within $et ms" \
+    run "$G" --entry=ring_push N=16 --random --ranks=2 --device="$DEV"
+  FAKE_GPU_STREAM_HANG=1@9 exact_fail stream_async_join \
+    "$SW async block's work did not complete within $et ms" \
+    run "$G" --entry=ring_push N=16 --random --ranks=2 --device="$DEV"
+  unset BLKC_WAIT_TIMEOUT_MS BLKC_COLL_TIMEOUT_MS
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
