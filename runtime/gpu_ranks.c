@@ -16,17 +16,17 @@
  * timeout of ranks.h, and gives up when another rank fails.
  *
  * Deadlines. The waits for a stream are polled (rt_gpur_stream_wait):
- * a launch's kernel and the end of the run (no deadline of their own:
- * the others name the rank); with the collectives' deadline the default
- * stream after the uploads and after a staged collective's copy back
- * (rt_gpur_dev_wait), and the rank's own stream before a staged
+ * a launch's kernel, the end of the run and a stream's end (drain: no
+ * deadline of their own, the others name the rank; a lone rank's kernel
+ * gets a lone kernel's, where one is set); with the collectives' deadline
+ * the default stream after the uploads and after a staged collective's
+ * copy back (rt_gpur_dev_wait), and the rank's own stream before a staged
  * collective, an allocation's zeroing, a read and an async block's fork
- * and join (rt_gpur_sync). Not bounded: the synchronous driver copies
- * (h2d, d2h: from pageable host memory an asynchronous copy is no
- * better; a deadline would need pinned staging buffers), and the
- * synchronize of a stream before its memory is freed (rt_gpur_free,
- * ctx_free; after the rank's work on it was waited for), see
- * docs/device.md. */
+ * and join (rt_gpur_sync). Freed memory waits for the end of the run
+ * (defer_free), not for the stream. Not bounded: the synchronous driver
+ * copies (h2d, d2h: from pageable host memory an asynchronous copy is no
+ * better; a deadline would need pinned staging buffers), and every wait
+ * where the driver has no query function (docs/device.md). */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
@@ -132,21 +132,6 @@ static bool stuck(const RtGpuWorld *w)
     return __atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE);
 }
 
-static void ctx_free(RtGpuCtx *c)
-{
-    if (!c)
-        return;
-    if (stuck(c->w)) {
-        free(c);
-        return;
-    }
-    void *dev = DEV(c);
-    c->w->ops->sync(dev, c->stream, (char[8]){0}, 8);
-    defer_free(c->w, c->k, c->fail);
-    c->w->ops->stream_free(dev, c->stream);
-    free(c);
-}
-
 /* The synchronize of c's stream (no deadline): where the driver has no
  * query function, and once the world is stuck (then only the message). */
 static int stream_sync(RtGpuCtx *c, RtRank *r)
@@ -171,6 +156,44 @@ static int counted_wait(RtGpuCtx *c, RtRank *r, void *stream, const char *what)
                                  rt_world_coll_timeout_ms(rt_rank_world(r)));
     __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
     return rc;
+}
+
+/* Wait for the rank's own stream (its kernels, at a launch and at the
+ * end of the run) by polling it (rt_gpur_stream_wait), so that a rank
+ * whose kernel does not end (computing for ever; its peers name it at the
+ * end of the run) stops when the world fails: the stream gets
+ * RT_GPUR_GRACE_MS more to drain, then the world is marked stuck (its
+ * streams and memory kept, as for an NCCL call left behind). No deadline
+ * of its own, but for `what` (a kernel, the end of the run) on a lone
+ * rank, which no peer names: the one `blkc run --device=GPU` gives a
+ * kernel where BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS is set
+ * (rt_set_deadline_ms). Without a query function: synchronized,
+ * unbounded. */
+static int drain(RtGpuCtx *c, RtRank *r, const char *what)
+{
+    RtGpuWorld *w = c->w;
+    if (stuck(w) || !w->ops->query)
+        return stream_sync(c, r);
+    int64_t tmo = what && rt_rank_size(r) == 1 ? rt_set_deadline_ms() : -1;
+    return rt_gpur_stream_wait(w, DEV(c), c->stream, r, what, tmo);
+}
+
+/* c's stream is waited for (drain: after the world failed, RT_GPUR_GRACE_MS
+ * at most) before it and c's failure record go. */
+static void ctx_free(RtGpuCtx *c, RtRank *r)
+{
+    if (!c)
+        return;
+    if (!stuck(c->w))
+        drain(c, r, NULL);
+    if (stuck(c->w)) {
+        free(c);
+        return;
+    }
+    void *dev = DEV(c);
+    defer_free(c->w, c->k, c->fail);
+    c->w->ops->stream_free(dev, c->stream);
+    free(c);
 }
 
 int rt_gpur_sync(RtGpuCtx *c, RtRank *r, const char *what)
@@ -200,7 +223,7 @@ RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
 int rt_gpur_join(RtGpuCtx *c, RtRank *r)
 {
     int rc = rt_gpur_sync(c, r, "the async block's work");
-    ctx_free(c);
+    ctx_free(c, r);
     return rc;
 }
 
@@ -238,32 +261,17 @@ int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
     }
 }
 
-/* Wait for the rank's own stream (its kernels, at a launch and at the
- * end of the run) by polling it (rt_gpur_stream_wait), so that a rank
- * whose kernel does not end (computing for ever; its peers name it at the
- * end of the run) stops when the world fails: the stream gets
- * RT_GPUR_GRACE_MS more to drain, then the world is marked stuck (its
- * streams and memory kept, as for an NCCL call left behind). Without a
- * query function: synchronized, unbounded. */
-static int drain(RtGpuCtx *c, RtRank *r)
-{
-    RtGpuWorld *w = c->w;
-    if (stuck(w) || !w->ops->query)
-        return stream_sync(c, r);
-    return rt_gpur_stream_wait(w, DEV(c), c->stream, r, NULL, -1);
-}
-
-typedef struct Drain { RtGpuCtx *c; RtRank *r; } Drain;
+typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *what; } Drain;
 
 static int drain_cb(void *cx)
 {
     Drain *d = cx;
-    return drain(d->c, d->r);
+    return drain(d->c, d->r, d->what);
 }
 
 int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
 {
-    if (drain(c, r))
+    if (drain(c, r, "the work on the rank's stream at the end of the run"))
         return -1;
     char err[512];
     if (c->k->comm && rt_nccl_check(c->w->t, c->k->comm, err, sizeof err))
@@ -314,11 +322,12 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
     return sym ? rt_barrier(r) : 0;
 }
 
+/* (freed at the end of the run, after the rank's streams drained: no
+ * wait here) */
 void rt_gpur_free(RtGpuCtx *c, char *p)
 {
     if (!c || !p || stuck(c->w))
         return;
-    c->w->ops->sync(DEV(c), c->stream, (char[8]){0}, 8);
     defer_free(c->w, c->k, U64(p));
 }
 
@@ -472,7 +481,9 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
     rc.fail = c->fail;
     rc.abort_flag = d->abort_dptr;
     char err[1024];
-    Drain dr = {c, r};
+    char what[256];
+    snprintf(what, sizeof what, "kernel %s", k->name);
+    Drain dr = {c, r, what};
     if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, drain_cb, &dr, err,
                            sizeof err) != BLKC_OK)
         return rt_rank_fail(r, "launch %s: %s", k->name, err);
@@ -567,7 +578,7 @@ static int rank_main(RtRank *r, void *arg)
         free(local);
         free(k->priv);
         k->priv = NULL;
-        ctx_free(k->main);
+        ctx_free(k->main, r);
         k->main = NULL;
         free_dead(w, k);
         return -1;
@@ -623,8 +634,13 @@ static int rank_main(RtRank *r, void *arg)
     if (k->comm && k->main)
         rt_gpur_nccl_release(k->main, r, k->comm, rt_rank_failed(r));
     k->comm = NULL;
-    /* an NCCL call left behind on a helper thread may still use the
-     * device's memory and streams: kept (world_free parks the world) */
+    /* the rank's stream drained before its memory goes (after a failure
+     * RT_GPUR_GRACE_MS at most, else the world is stuck) */
+    if (k->main && !stuck(w))
+        drain(k->main, r, NULL);
+    /* an NCCL call left behind on a helper thread, or a stream that did
+     * not drain, may still use the device's memory and streams: kept
+     * (world_free parks the world) */
     bool kept = stuck(w);
     for (int i = 0; i < k->npriv && !kept; i++)
         w->ops->free(dev, k->priv[i]);
@@ -642,7 +658,7 @@ static int rank_main(RtRank *r, void *arg)
         rc = rt_barrier(r);
     }
     if (!kept) {
-        ctx_free(k->main);
+        ctx_free(k->main, r);
         k->main = NULL;
         free_dead(w, k);
     }

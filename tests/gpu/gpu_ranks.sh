@@ -469,6 +469,19 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_STREAM_HANG=1@9 exact_fail stream_async_join \
     "$SW async block's work did not complete within $et ms" \
     run "$G" --entry=ring_push N=16 --random --ranks=2 --device="$DEV"
+  # the rank's last wait for its stream, before its stream and failure
+  # record go (the 6th of ar_sum's, after the drains at the end of the
+  # plan, of the rank and before its memory is freed): no deadline of its
+  # own, the peer names the rank at the end of the run, and the rank stops
+  # waiting 1 s after (the run ends; it used to synchronize)
+  FAKE_GPU_STREAM_HANG=1@6 BLKC_GPU_COLL=host exact_fail stream_end \
+    "blkc: error: rank 0: the end of the run timed out after $et ms: rank 0 waits, rank 1 did not arrive" \
+    run "$G" --entry=ar_sum N=16 --random --ranks=2 --device="$DEV"
+  # a lone rank whose kernel never ends (no peer to name it): the deadline
+  # of a lone kernel, where one is set (here BLKC_COLL_TIMEOUT_MS)
+  FAKE_GPU_WAIT_KERNEL=spin FAKE_GPU_SPIN_RANK=0 exact_fail lone_rank_forever \
+    "blkc: error: rank 0: kernel spin did not complete within $et ms" \
+    run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
   unset BLKC_WAIT_TIMEOUT_MS BLKC_COLL_TIMEOUT_MS
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
