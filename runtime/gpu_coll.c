@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEV(c) rt_gpu_dev((c)->k->d->g)
 
 int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
 {
@@ -37,8 +36,6 @@ int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
 static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
                      const size_t *shares)
 {
-    const RtGpuOps *ops = c->w->ops;
-    void *dev = DEV(c);
     int W = rt_rank_size(r), me = rt_rank_id(r);
     size_t esz = (size_t)dsl_dtype_bytes(d->dtype), ns = 0, nd = 0;
     switch (d->kind) {
@@ -59,7 +56,6 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
         return rt_rank_fail(r, "collective %s is not supported on GPU ranks",
                             rt_rank_coll_name(d->kind));
     }
-    char err[512];
     char *hs = malloc(ns * esz + 1), *hd = malloc(nd * esz + 1);
     int rc = 0;
     if (!hs || !hd)
@@ -68,8 +64,10 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     snprintf(what, sizeof what, "the work queued before %s", rt_rank_coll_name(d->kind));
     if (rc == 0 && rt_gpur_sync(c, r, what))
         rc = -1;
-    if (rc == 0 && ops->d2h(dev, hs, d->src, ns * esz, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
+    snprintf(what, sizeof what, "the copy of %s's input to the host",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_d2h(c, r, hs, (const char *)(uintptr_t)d->src, ns * esz, what))
+        rc = -1;
     /* every rank enters the collective; a failed one makes it give up */
     if (rc == 0) {
         switch (d->kind) {
@@ -106,13 +104,13 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     /* reduce and gather change only the root's output */
     bool writes = (d->kind != RT_COLL_REDUCE && d->kind != RT_COLL_GATHER) ||
                   me == d->root;
-    if (rc == 0 && writes && ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
-    if (rc == 0 && writes) {
-        snprintf(what, sizeof what, "the copy of %s's result to the device",
-                 rt_rank_coll_name(d->kind));
+    snprintf(what, sizeof what, "the copy of %s's result to the device",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && writes &&
+        rt_gpur_h2d(c, r, (char *)(uintptr_t)d->dst, res, nd * esz, what))
+        rc = -1;
+    if (rc == 0 && writes)
         rc = rt_gpur_dev_wait(c, r, what);
-    }
     free(hs);
     free(hd);
     return rc < 0 ? -1 : 0;

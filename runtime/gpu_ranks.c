@@ -5,9 +5,11 @@
  * and launches when its module runs on GPU ranks (collectives: gpu_coll.c).
  *
  * Ordering. Each rank queues its work on its own stream (non-blocking,
- * so the synchronous driver copies used for uploads and polling never
- * wait for it); an async block gets a second stream that first waits for
- * the parent's. Kernel launches wait for the kernel (to report timed-out
+ * so the synchronous driver copies used for polling never wait for it);
+ * an async block gets a second stream that first waits for the
+ * parent's. The copies between host and device (uploads, results, staged
+ * collectives, reads) go through a pinned staging buffer on that stream
+ * (gpu_copy.c). Kernel launches wait for the kernel (to report timed-out
  * waits with the rank); copies and notifies stay queued. A notify is a
  * one-thread kernel (hand-written below, PTX for CUDA and HIP C for HIP,
  * compiled for the device's gfx arch: a system-scope fence and a release
@@ -22,11 +24,13 @@
  * the default stream after the uploads and after a staged collective's
  * copy back (rt_gpur_dev_wait), and the rank's own stream before a staged
  * collective, an allocation's zeroing, a read and an async block's fork
- * and join (rt_gpur_sync). Freed memory waits for the end of the run
- * (defer_free), not for the stream. Not bounded: the synchronous driver
- * copies (h2d, d2h: from pageable host memory an asynchronous copy is no
- * better; a deadline would need pinned staging buffers), and every wait
- * where the driver has no query function (docs/device.md). */
+ * and join (rt_gpur_sync), and each chunk of a staged copy (gpu_copy.c).
+ * Freed memory waits for the end of the run (defer_free), not for the
+ * stream. Not bounded: the synchronous 8-byte reads of a host wait's
+ * polls of a signal cell (rt_gpur_wait), the heap tables' copies at the
+ * setup, the copies where there is no staging buffer (no mapped host
+ * memory), and every wait where the driver has no query function
+ * (docs/device.md). */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
@@ -179,7 +183,8 @@ static int drain(RtGpuCtx *c, RtRank *r, const char *what)
 }
 
 /* c's stream is waited for (drain: after the world failed, RT_GPUR_GRACE_MS
- * at most) before it and c's failure record go. */
+ * at most) before it, its staging buffer and its failure record go; in a
+ * stuck world c is kept (w->kept). */
 static void ctx_free(RtGpuCtx *c, RtRank *r)
 {
     if (!c)
@@ -187,10 +192,14 @@ static void ctx_free(RtGpuCtx *c, RtRank *r)
     if (!stuck(c->w))
         drain(c, r, NULL);
     if (stuck(c->w)) {
-        free(c);
+        pthread_mutex_lock(&c->w->lock);
+        c->kept_next = c->w->kept;
+        c->w->kept = c;
+        pthread_mutex_unlock(&c->w->lock);
         return;
     }
     void *dev = DEV(c);
+    rt_gpur_stage_free(c);
     defer_free(c->w, c->k, c->fail);
     c->w->ops->stream_free(dev, c->stream);
     free(c);
@@ -391,12 +400,9 @@ int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
 int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
                  size_t bytes)
 {
-    char err[512];
     if (rt_gpur_sync(c, r, "the work queued before a read from the device"))
         return -1;
-    if (c->w->ops->d2h(DEV(c), dst, U64(src), bytes, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return 0;
+    return rt_gpur_d2h(c, r, dst, src, bytes, "a read from the device");
 }
 
 /* ------------------------------------------------------------ signals */
@@ -607,8 +613,8 @@ static int rank_main(RtRank *r, void *arg)
             st *= mine[p].shape[d];
         }
         if (mine[p].data && bytes &&
-            w->ops->h2d(dev, U64(dp), mine[p].data, bytes, err, sizeof err))
-            rc = rt_gpur_fail(r, err);
+            rt_gpur_h2d(k->main, r, dp, mine[p].data, bytes, "the uploads to the device"))
+            rc = -1;
     }
     if (rc == 0) /* uploads done */
         rc = rt_gpur_dev_wait(k->main, r, "the uploads to the device");
@@ -626,10 +632,10 @@ static int rank_main(RtRank *r, void *arg)
     for (int p = 0; p < f->nparams && rc == 0; p++) {
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && mine[p].data &&
-            w->ops->d2h(dev, mine[p].data, U64(local[p].data),
+            rt_gpur_d2h(k->main, r, mine[p].data, local[p].data,
                         (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
-                        err, sizeof err))
-            rc = rt_gpur_fail(r, err);
+                        "the copy of the results to the host"))
+            rc = -1;
     }
     if (k->comm && k->main)
         rt_gpur_nccl_release(k->main, r, k->comm, rt_rank_failed(r));

@@ -173,6 +173,8 @@ struct RtGpuWorld {
                                       a helper thread (gpu_nccl_wait.c): the
                                       devices, streams and memory are kept */
     RtGpuWorld *parked_next;       /* gpu_ranks.c's list of stuck worlds */
+    RtGpuCtx *kept;                /* the async blocks' contexts ended while
+                                      the world was stuck (under lock) */
 };
 
 struct RtGpuCtx {
@@ -180,6 +182,11 @@ struct RtGpuCtx {
     RtGpurRank *k;
     void *stream;
     uint64_t fail;                 /* BkGpuFail of its kernels */
+    char *stage;                   /* pinned staging buffer (gpu_copy.c) */
+    size_t stage_bytes;
+    bool no_stage;                 /* none can be had: synchronous copies */
+    RtGpuCtx *kept_next;           /* the world's list of contexts kept
+                                      when it is stuck (w->kept) */
 };
 
 /* Wait for the context's stream (the copies, zeroings and notify kernels
@@ -210,6 +217,17 @@ int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
  * run's): "WHAT did not complete within T ms". Without a query function:
  * synchronized, unbounded. 0, or -1 with the rank's error set. */
 int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what);
+/* gpu_copy.c: bytes between host memory and c's device (dst / src a
+ * device address of c's rank) through c's pinned staging buffer in chunks,
+ * each an asynchronous copy on c's stream waited for as rt_gpur_sync
+ * waits ("WHAT did not complete within T ms"); without a staging buffer,
+ * the synchronous copy (unbounded). 0, or -1 with the rank's error set. */
+int rt_gpur_h2d(RtGpuCtx *c, RtRank *r, char *dst, const void *src,
+                size_t bytes, const char *what);
+int rt_gpur_d2h(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
+                size_t bytes, const char *what);
+/* Release c's staging buffer (its stream drained). */
+void rt_gpur_stage_free(RtGpuCtx *c);
 /* The pause between two rounds of a polled wait (the stream waits above,
  * NCCL's asynchronous state): 20 us for the first 2500 rounds (~50 ms: a
  * short kernel's end is seen that late at most), then 100 us. */

@@ -180,6 +180,22 @@ P(cuMemcpyDtoH_v2, void *d, CUdeviceptr s, size_t n)
     fake_read(d, (void *)(uintptr_t)s, n);
     return OK;
 }
+/* (complete when queued, as every asynchronous operation here; left out
+ * with -DFAKE_NO_ASYNC_COPY: a driver without them, fakecuda_nocopy/) */
+#ifndef FAKE_NO_ASYNC_COPY
+P(cuMemcpyHtoDAsync_v2, CUdeviceptr d, const void *s, size_t n, void *st)
+{
+    (void)st;
+    memcpy((void *)(uintptr_t)d, s, n);
+    return OK;
+}
+P(cuMemcpyDtoHAsync_v2, void *d, CUdeviceptr s, size_t n, void *st)
+{
+    (void)st;
+    fake_read(d, (void *)(uintptr_t)s, n);
+    return OK;
+}
+#endif
 P(cuMemsetD8Async, CUdeviceptr d, unsigned char v, size_t n, void *st)
 {
     (void)st;

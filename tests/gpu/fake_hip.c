@@ -245,6 +245,22 @@ P(hipError_t, hipMemcpyDtoH, void *d, void *s, size_t n)
     fake_read(d, s, n);
     return OK;
 }
+/* (complete when queued, as every asynchronous operation here; left out
+ * with -DFAKE_NO_ASYNC_COPY: a runtime without them, fakehip_nocopy/) */
+#ifndef FAKE_NO_ASYNC_COPY
+P(hipError_t, hipMemcpyHtoDAsync, void *d, const void *s, size_t n, void *st)
+{
+    (void)st;
+    memcpy(d, s, n);
+    return OK;
+}
+P(hipError_t, hipMemcpyDtoHAsync, void *d, void *s, size_t n, void *st)
+{
+    (void)st;
+    fake_read(d, s, n);
+    return OK;
+}
+#endif
 P(hipError_t, hipMemsetAsync, void *d, int v, size_t n, void *st)
 {
     (void)st;
