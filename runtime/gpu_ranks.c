@@ -17,7 +17,7 @@
  * wait from a device function polls the cell from the host with the
  * timeout of ranks.h, and gives up when another rank fails.
  *
- * Deadlines. The waits for a stream are polled (rt_gpur_stream_wait):
+ * Deadlines. The waits for a stream are polled (gpu_wait.c):
  * a launch's kernel, the end of the run and a stream's end (drain: no
  * deadline of their own, the others name the rank; a lone rank's kernel
  * gets a lone kernel's, where one is set); with the collectives' deadline
@@ -128,60 +128,6 @@ static RtGpuCtx *ctx_new(RtGpuWorld *w, RtGpurRank *k, char *err, size_t errlen)
     return c;
 }
 
-/* An NCCL call was left behind on a helper thread (gpu_nccl_wait.c): its
- * stream may never drain, so nothing waits on the devices any more and
- * their streams and memory are kept (world_free parks the world). */
-static bool stuck(const RtGpuWorld *w)
-{
-    return __atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE);
-}
-
-/* The synchronize of c's stream (no deadline): where the driver has no
- * query function, and once the world is stuck (then only the message). */
-static int stream_sync(RtGpuCtx *c, RtRank *r)
-{
-    char err[512];
-    if (stuck(c->w))
-        return rt_rank_fail(r, "the device is not waited for: an NCCL call "
-                            "did not return");
-    if (c->w->ops->sync(DEV(c), c->stream, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return 0;
-}
-
-/* A polled wait for stream (NULL: the default stream) with the
- * collectives' deadline, counted as a wait (rt_gpur_dev_wait,
- * rt_gpur_sync). */
-static int counted_wait(RtGpuCtx *c, RtRank *r, void *stream, const char *what)
-{
-    int *busy = rt_rank_in_wait(r);
-    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    int rc = rt_gpur_stream_wait(c->w, DEV(c), stream, r, what,
-                                 rt_world_coll_timeout_ms(rt_rank_world(r)));
-    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    return rc;
-}
-
-/* Wait for the rank's own stream (its kernels, at a launch and at the
- * end of the run) by polling it (rt_gpur_stream_wait), so that a rank
- * whose kernel does not end (computing for ever; its peers name it at the
- * end of the run) stops when the world fails: the stream gets
- * RT_GPUR_GRACE_MS more to drain, then the world is marked stuck (its
- * streams and memory kept, as for an NCCL call left behind). No deadline
- * of its own, but for `what` (a kernel, the end of the run) on a lone
- * rank, which no peer names: the one `blkc run --device=GPU` gives a
- * kernel where BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS is set
- * (rt_set_deadline_ms). Without a query function: synchronized,
- * unbounded. */
-static int drain(RtGpuCtx *c, RtRank *r, const char *what)
-{
-    RtGpuWorld *w = c->w;
-    if (stuck(w) || !w->ops->query)
-        return stream_sync(c, r);
-    int64_t tmo = what && rt_rank_size(r) == 1 ? rt_set_deadline_ms() : -1;
-    return rt_gpur_stream_wait(w, DEV(c), c->stream, r, what, tmo);
-}
-
 /* c's stream is waited for (drain: after the world failed, RT_GPUR_GRACE_MS
  * at most) before it, its staging buffer and its failure record go; in a
  * stuck world c is kept (w->kept). */
@@ -189,9 +135,9 @@ static void ctx_free(RtGpuCtx *c, RtRank *r)
 {
     if (!c)
         return;
-    if (!stuck(c->w))
-        drain(c, r, NULL);
-    if (stuck(c->w)) {
+    if (!rt_gpur_stuck(c->w))
+        rt_gpur_drain(c, r, NULL);
+    if (rt_gpur_stuck(c->w)) {
         pthread_mutex_lock(&c->w->lock);
         c->kept_next = c->w->kept;
         c->w->kept = c;
@@ -203,13 +149,6 @@ static void ctx_free(RtGpuCtx *c, RtRank *r)
     defer_free(c->w, c->k, c->fail);
     c->w->ops->stream_free(dev, c->stream);
     free(c);
-}
-
-int rt_gpur_sync(RtGpuCtx *c, RtRank *r, const char *what)
-{
-    if (stuck(c->w) || !c->w->ops->query)
-        return stream_sync(c, r);
-    return counted_wait(c, r, c->stream, what);
 }
 
 RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
@@ -236,56 +175,12 @@ int rt_gpur_join(RtGpuCtx *c, RtRank *r)
     return rc;
 }
 
-void rt_gpur_poll_pause(long round)
-{
-    struct timespec ts = {0, round < 2500 ? 20000 : 100000};
-    nanosleep(&ts, NULL);
-}
-
-int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
-                        const char *what, int64_t tmo_ms)
-{
-    char err[512];
-    int64_t t0 = rt_now_ms(), give_up = -1;
-    for (long round = 0;; round++) {
-        int q = w->ops->query(dev, stream, err, sizeof err);
-        if (q < 0)
-            return rt_gpur_fail(r, err);
-        if (q == 0)
-            return 0;
-        int64_t now = rt_now_ms();
-        if (tmo_ms >= 0 && now - t0 >= tmo_ms && !rt_rank_failed(r))
-            rt_rank_fail(r, "%s did not complete within %lld ms", what,
-                         (long long)tmo_ms);
-        if (rt_rank_failed(r)) {
-            if (give_up < 0) {
-                give_up = now + RT_GPUR_GRACE_MS;
-            } else if (now >= give_up) {
-                __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
-                rt_rank_check(r); /* records why: "aborted because ..." */
-                return -1;
-            }
-        }
-        rt_gpur_poll_pause(round);
-    }
-}
-
 typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *what; } Drain;
 
 static int drain_cb(void *cx)
 {
     Drain *d = cx;
-    return drain(d->c, d->r, d->what);
-}
-
-int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
-{
-    if (drain(c, r, "the work on the rank's stream at the end of the run"))
-        return -1;
-    char err[512];
-    if (c->k->comm && rt_nccl_check(c->w->t, c->k->comm, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return 0;
+    return rt_gpur_drain(d->c, d->r, d->what);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -335,7 +230,7 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
  * wait here) */
 void rt_gpur_free(RtGpuCtx *c, char *p)
 {
-    if (!c || !p || stuck(c->w))
+    if (!c || !p || rt_gpur_stuck(c->w))
         return;
     defer_free(c->w, c->k, U64(p));
 }
@@ -557,16 +452,6 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     return rc < 0 ? -1 : 0;
 }
 
-int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what)
-{
-    RtGpuWorld *w = c->w;
-    char err[512];
-    if (!w->ops->query)
-        return w->ops->sync(DEV(c), NULL, err, sizeof err) ? rt_gpur_fail(r, err)
-                                                           : 0;
-    return counted_wait(c, r, NULL, what);
-}
-
 static int rank_main(RtRank *r, void *arg)
 {
     RtGpuWorld *w = arg;
@@ -642,12 +527,12 @@ static int rank_main(RtRank *r, void *arg)
     k->comm = NULL;
     /* the rank's stream drained before its memory goes (after a failure
      * RT_GPUR_GRACE_MS at most, else the world is stuck) */
-    if (k->main && !stuck(w))
-        drain(k->main, r, NULL);
+    if (k->main && !rt_gpur_stuck(w))
+        rt_gpur_drain(k->main, r, NULL);
     /* an NCCL call left behind on a helper thread, or a stream that did
      * not drain, may still use the device's memory and streams: kept
      * (world_free parks the world) */
-    bool kept = stuck(w);
+    bool kept = rt_gpur_stuck(w);
     for (int i = 0; i < k->npriv && !kept; i++)
         w->ops->free(dev, k->priv[i]);
     free(k->priv);
@@ -680,7 +565,7 @@ static RtGpuWorld *parked;
 
 static void world_free(RtGpuWorld *w)
 {
-    if (stuck(w)) {
+    if (rt_gpur_stuck(w)) {
         pthread_mutex_lock(&parked_mu);
         w->parked_next = parked;
         parked = w;
