@@ -1068,11 +1068,12 @@ typedef struct HostRun {
     int nev;
 } HostRun;
 
-/* (on a device whose kernel did not end, the device memory, modules and
- * events stay: rt_gpu_free, rt_gpu_module_free, rt_gpu_close) */
+/* (on a device whose kernel did not end, the device memory and modules
+ * stay: rt_gpu_free, rt_gpu_module_free, rt_gpu_close; an event still
+ * pending is released when it completes, cuEventDestroy does not wait) */
 static void host_run_free(HostRun *h, int np)
 {
-    for (int i = 0; h->ev && !h->g->busy && i < h->nev; i++)
+    for (int i = 0; h->ev && i < h->nev; i++)
         h->g->ops->event_free(h->g->dev, h->ev[i]);
     for (int i = 0; h->dptr && i < np; i++)
         rt_gpu_free(h->g, h->dptr[i]);
