@@ -28,7 +28,7 @@
  * Freed memory waits for the end of the run (defer_free), not for the
  * stream. Not bounded: the synchronous 8-byte reads of a host wait's
  * polls of a signal cell (rt_gpur_wait), the heap tables' copies at the
- * setup, the copies where there is no staging buffer (no mapped host
+ * setup, the read of a launch's failure record, the copies where there is no staging buffer (no mapped host
  * memory), and every wait where the driver has no query function
  * (docs/device.md). */
 #include "gpu_ranks.h"
