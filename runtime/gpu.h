@@ -220,6 +220,15 @@ typedef struct RtGpuOps {
     int (*tmap_encode)(void *dev, void *map, int dtype, int rank, uint64_t addr,
                        const uint64_t *dims, const uint64_t *strides, const uint32_t *box,
                        int swizzle, char *err, size_t errlen);
+    /* copies between host memory (pinned: host_map's, for the copy to be
+     * asynchronous) and the device, queued on stream (cuMemcpyHtoDAsync /
+     * DtoHAsync, hipMemcpyHtoDAsync / DtoHAsync; where the driver lacks
+     * them, the synchronous copy). NULL where there are none (emulated
+     * devices): then h2d / d2h. */
+    int (*h2d_async)(void *dev, uint64_t dst, const void *src, size_t n, void *stream,
+                     char *err, size_t errlen);
+    int (*d2h_async)(void *dev, void *dst, uint64_t src, size_t n, void *stream,
+                     char *err, size_t errlen);
 } RtGpuOps;
 
 #define RT_GPU_IPC_BYTES 64    /* CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE */

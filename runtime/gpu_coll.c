@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEV(c) rt_gpu_dev((c)->k->d->g)
 
 int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
 {
@@ -26,8 +25,10 @@ int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
     memset(id, 0, sizeof id);
     if (rt_rank_id(r) == 0 && rt_nccl_unique_id(w->t, id, err, sizeof err))
         return rt_gpur_fail(r, err);
-    if (rt_broadcast(r, id, sizeof id, DT_U8, 0) || rt_gpur_sync(c, r))
-        return -1; /* rt_gpur_sync also makes the device's context current */
+    /* (rt_gpur_sync also makes the device's context current) */
+    if (rt_broadcast(r, id, sizeof id, DT_U8, 0) ||
+        rt_gpur_sync(c, r, "the work queued before the NCCL communicator's setup"))
+        return -1;
     return rt_gpur_nccl_init(c, r, id);
 }
 
@@ -35,8 +36,6 @@ int rt_gpur_comm(RtGpuCtx *c, RtRank *r)
 static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
                      const size_t *shares)
 {
-    const RtGpuOps *ops = c->w->ops;
-    void *dev = DEV(c);
     int W = rt_rank_size(r), me = rt_rank_id(r);
     size_t esz = (size_t)dsl_dtype_bytes(d->dtype), ns = 0, nd = 0;
     switch (d->kind) {
@@ -57,15 +56,18 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
         return rt_rank_fail(r, "collective %s is not supported on GPU ranks",
                             rt_rank_coll_name(d->kind));
     }
-    char err[512];
     char *hs = malloc(ns * esz + 1), *hd = malloc(nd * esz + 1);
     int rc = 0;
     if (!hs || !hd)
         rc = rt_rank_fail(r, "out of memory staging a collective");
-    if (rc == 0 && rt_gpur_sync(c, r))
+    char what[96];
+    snprintf(what, sizeof what, "the work queued before %s", rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_sync(c, r, what))
         rc = -1;
-    if (rc == 0 && ops->d2h(dev, hs, d->src, ns * esz, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
+    snprintf(what, sizeof what, "the copy of %s's input to the host",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_d2h(c, r, hs, (const char *)(uintptr_t)d->src, ns * esz, what))
+        rc = -1;
     /* every rank enters the collective; a failed one makes it give up */
     if (rc == 0) {
         switch (d->kind) {
@@ -102,14 +104,13 @@ static int coll_host(RtGpuCtx *c, RtRank *r, const RtNcclColl *d,
     /* reduce and gather change only the root's output */
     bool writes = (d->kind != RT_COLL_REDUCE && d->kind != RT_COLL_GATHER) ||
                   me == d->root;
-    if (rc == 0 && writes && ops->h2d(dev, d->dst, res, nd * esz, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
-    if (rc == 0 && writes) {
-        char what[96];
-        snprintf(what, sizeof what, "the copy of %s's result to the device",
-                 rt_rank_coll_name(d->kind));
+    snprintf(what, sizeof what, "the copy of %s's result to the device",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && writes &&
+        rt_gpur_h2d(c, r, (char *)(uintptr_t)d->dst, res, nd * esz, what))
+        rc = -1;
+    if (rc == 0 && writes)
         rc = rt_gpur_dev_wait(c, r, what);
-    }
     free(hs);
     free(hd);
     return rc < 0 ? -1 : 0;

@@ -75,6 +75,9 @@ static struct {
     CUresult (*host_dptr)(CUdeviceptr *, void *, unsigned);
     CUresult (*host_free)(void *);
     CUresult (*squery)(CUstream);
+    /* optional (GPU ranks' bounded copies): the synchronous ones instead */
+    CUresult (*h2d_async)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*d2h_async)(void *, CUdeviceptr, size_t, CUstream);
     /* optional (CUDA 12+, TMA kernels of sm_90a) */
     CUresult (*tmap_encode)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
                             const unsigned *, const unsigned *, int, int, int, int);
@@ -139,6 +142,8 @@ static void cu_load(void)
     *(void **)&cu.host_dptr = dlsym(cu.lib, "cuMemHostGetDevicePointer_v2");
     *(void **)&cu.host_free = dlsym(cu.lib, "cuMemFreeHost");
     *(void **)&cu.squery = dlsym(cu.lib, "cuStreamQuery");
+    *(void **)&cu.h2d_async = dlsym(cu.lib, "cuMemcpyHtoDAsync_v2");
+    *(void **)&cu.d2h_async = dlsym(cu.lib, "cuMemcpyDtoHAsync_v2");
     *(void **)&cu.tmap_encode = dlsym(cu.lib, "cuTensorMapEncodeTiled");
 }
 
@@ -274,6 +279,30 @@ static int c_d2h(void *dev, void *dst, uint64_t src, size_t n, char *err,
         return -1;
     if (n)
         CK(cu.d2h(dst, src, n), "cuMemcpyDtoH");
+    return 0;
+}
+
+static int c_h2d_async(void *dev, uint64_t dst, const void *src, size_t n,
+                       void *stream, char *err, size_t errlen)
+{
+    if (!cu.h2d_async)
+        return c_h2d(dev, dst, src, n, err, errlen);
+    if (cur(dev, err, errlen))
+        return -1;
+    if (n)
+        CK(cu.h2d_async(dst, src, n, stream), "cuMemcpyHtoDAsync");
+    return 0;
+}
+
+static int c_d2h_async(void *dev, void *dst, uint64_t src, size_t n,
+                       void *stream, char *err, size_t errlen)
+{
+    if (!cu.d2h_async)
+        return c_d2h(dev, dst, src, n, err, errlen);
+    if (cur(dev, err, errlen))
+        return -1;
+    if (n)
+        CK(cu.d2h_async(dst, src, n, stream), "cuMemcpyDtoHAsync");
     return 0;
 }
 
@@ -541,6 +570,7 @@ static const RtGpuOps cuda_ops = {
     c_event_free, c_event_record, c_event_ms, c_count, c_stream_new,
     c_stream_free, c_copy_async, c_peer_enable, c_ipc_get, c_ipc_open,
     c_ipc_close, c_host_map, c_host_dptr, c_host_free, c_query, c_tmap_encode,
+    c_h2d_async, c_d2h_async,
 };
 
 const RtGpuOps *rt_gpu_cuda_ops(void)

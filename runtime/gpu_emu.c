@@ -677,7 +677,7 @@ static const RtGpuOps emu_cuda_ops = {
     e_zero, e_load, e_unload, e_function, e_launch, e_sync, e_event_new,
     e_event_free, e_event_record, e_event_ms,
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* no ranks */
-    e_tmap_encode,
+    e_tmap_encode, NULL, NULL, /* no asynchronous host copies */
 };
 static const RtGpuOps emu_hip_ops = {
     "hip-emu", kDLCPU, e_open_hip, e_close, e_alloc, e_free, e_h2d, e_d2h,
@@ -685,6 +685,7 @@ static const RtGpuOps emu_hip_ops = {
     e_event_free, e_event_record, e_event_ms,
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* no ranks */
     NULL, /* no tensor maps */
+    NULL, NULL, /* no asynchronous host copies */
 };
 
 const RtGpuOps *rt_gpu_emu_ops(blkc_target t)

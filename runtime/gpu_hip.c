@@ -71,6 +71,9 @@ static struct {
     hipError_t (*host_dptr)(void **, void *, unsigned);
     hipError_t (*host_free)(void *);
     hipError_t (*squery)(void *);
+    /* optional (GPU ranks' bounded copies): the synchronous ones instead */
+    hipError_t (*h2d_async)(void *, const void *, size_t, void *);
+    hipError_t (*d2h_async)(void *, void *, size_t, void *);
 } hp;
 static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
 
@@ -129,6 +132,8 @@ static void hp_load(void)
     *(void **)&hp.host_dptr = dlsym(hp.lib, "hipHostGetDevicePointer");
     *(void **)&hp.host_free = dlsym(hp.lib, "hipHostFree");
     *(void **)&hp.squery = dlsym(hp.lib, "hipStreamQuery");
+    *(void **)&hp.h2d_async = dlsym(hp.lib, "hipMemcpyHtoDAsync");
+    *(void **)&hp.d2h_async = dlsym(hp.lib, "hipMemcpyDtoHAsync");
 }
 
 typedef struct HipDev {
@@ -268,6 +273,30 @@ static int h_d2h(void *dev, void *dst, uint64_t src, size_t n, char *err,
         return -1;
     if (n)
         CK(hp.d2h(dst, (void *)(uintptr_t)src, n), "hipMemcpyDtoH");
+    return 0;
+}
+
+static int h_h2d_async(void *dev, uint64_t dst, const void *src, size_t n,
+                       void *stream, char *err, size_t errlen)
+{
+    if (!hp.h2d_async)
+        return h_h2d(dev, dst, src, n, err, errlen);
+    if (cur(dev, err, errlen))
+        return -1;
+    if (n)
+        CK(hp.h2d_async((void *)(uintptr_t)dst, src, n, stream), "hipMemcpyHtoDAsync");
+    return 0;
+}
+
+static int h_d2h_async(void *dev, void *dst, uint64_t src, size_t n,
+                       void *stream, char *err, size_t errlen)
+{
+    if (!hp.d2h_async)
+        return h_d2h(dev, dst, src, n, err, errlen);
+    if (cur(dev, err, errlen))
+        return -1;
+    if (n)
+        CK(hp.d2h_async(dst, (void *)(uintptr_t)src, n, stream), "hipMemcpyDtoHAsync");
     return 0;
 }
 
@@ -524,6 +553,7 @@ static const RtGpuOps hip_ops = {
     h_event_free, h_event_record, h_event_ms, h_count, h_stream_new,
     h_stream_free, h_copy_async, h_peer_enable, h_ipc_get, h_ipc_open,
     h_ipc_close, h_host_map, h_host_dptr, h_host_free, h_query, NULL, /* no tensor maps */
+    h_h2d_async, h_d2h_async,
 };
 
 const RtGpuOps *rt_gpu_hip_ops(void)

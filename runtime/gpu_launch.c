@@ -8,6 +8,7 @@
  * first use for the facts of a launch's tensor arguments), and the CLI's
  * run on host buffers. */
 #include "gpu.h"
+#include "ranks.h"
 #include "rt.h"
 #include "../backends/gpu/gpu_emit.h"
 
@@ -23,6 +24,10 @@ struct RtGpu {
     RtGpuDevInfo info;
     blkc_target target;
     int id;                    /* RT_GPU_EMU: cuda-emu / hip-emu */
+    int busy;                  /* a kernel did not end by its deadline
+                                  (kernel_wait): nothing is freed,
+                                  unloaded or closed on it any more */
+    RtGpu *kept_next;          /* the list of busy devices (rt_gpu_close) */
 };
 
 /* A specialized variant of a kernel: the generic IrFunc with the
@@ -161,10 +166,22 @@ blkc_status rt_gpu_open(blkc_target t, int id, RtGpu **out, char *err,
     return BLKC_OK;
 }
 
+/* Devices whose kernel did not end by its deadline: never closed (the
+ * driver might wait for the kernel), kept reachable here. */
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static RtGpu *kept;
+
 void rt_gpu_close(RtGpu *g)
 {
     if (!g)
         return;
+    if (g->busy) {
+        pthread_mutex_lock(&kept_mu);
+        g->kept_next = kept;
+        kept = g;
+        pthread_mutex_unlock(&kept_mu);
+        return;
+    }
     g->ops->close(g->dev);
     free(g);
 }
@@ -187,7 +204,7 @@ blkc_status rt_gpu_alloc(RtGpu *g, size_t bytes, uint64_t *dptr, char *err,
 
 void rt_gpu_free(RtGpu *g, uint64_t dptr)
 {
-    if (g && dptr)
+    if (g && dptr && !g->busy)
         g->ops->free(g->dev, dptr);
 }
 
@@ -361,7 +378,7 @@ static void variant_free(RtGpuModule *gm, RtGpuVariant *v)
 {
     if (!v)
         return;
-    if (v->mod)
+    if (v->mod && !gm->g->busy)
         gm->g->ops->unload(gm->g->dev, v->mod);
     free(v->assume);
     free(v->params);
@@ -377,7 +394,7 @@ void rt_gpu_module_free(RtGpuModule *gm)
     for (int i = 0; i < gm->nk; i++)
         for (int j = 0; j < gm->k[i].nv; j++)
             variant_free(gm, gm->k[i].v[j]);
-    if (gm->mod)
+    if (gm->mod && !gm->g->busy)
         gm->g->ops->unload(gm->g->dev, gm->mod);
     pthread_mutex_destroy(&gm->lock);
     pthread_mutex_destroy(&gm->spec_lock);
@@ -877,11 +894,43 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
     }
 }
 
-/* One launch; sync: wait for it and report a failed wait. */
+/* Wait for what stream holds: synchronized, or with a deadline of tmo_ms
+ * (>= 0, and the driver has a query function) polled as the GPU ranks'
+ * waits are (20 us pauses for ~50 ms, then 100 us). Past it g is busy
+ * (never freed or closed: the driver might wait for the kernel) and err
+ * says "WHAT did not complete within T ms (...)". 0 or -1. */
+static int kernel_wait(RtGpu *g, void *stream, const char *what, int64_t tmo_ms,
+                       char *err, size_t errlen)
+{
+    if (tmo_ms < 0 || !g->ops->query)
+        return g->ops->sync(g->dev, stream, err, errlen);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long round = 0;; round++) {
+        int q = g->ops->query(g->dev, stream, err, errlen);
+        if (q <= 0)
+            return q;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((int64_t)(t.tv_sec - t0.tv_sec) * 1000 +
+                (t.tv_nsec - t0.tv_nsec) / 1000000 >= tmo_ms) {
+            __atomic_store_n(&g->busy, 1, __ATOMIC_RELEASE);
+            snprintf(err, errlen, "%s did not complete within %lld ms (the "
+                     "deadline that BLKC_COLL_TIMEOUT_MS or "
+                     "BLKC_WAIT_TIMEOUT_MS sets)", what, (long long)tmo_ms);
+            return -1;
+        }
+        struct timespec ts = {0, round < 2500 ? 20000 : 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* One launch; sync: wait for it (with a deadline of tmo_ms, -1: none,
+ * kernel_wait) and report a failed wait. */
 static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
                             const blkc_arg *args, int nargs,
                             const blkc_launch_options *opts, bool sync,
-                            int64_t grid_out[3], char *err, size_t errlen)
+                            int64_t tmo_ms, int64_t grid_out[3], char *err,
+                            size_t errlen)
 {
     RtGpu *g = gm->g;
     char note[1024] = "";
@@ -907,7 +956,9 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
                        err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && !empty && sync) {
-        if (g->ops->sync(g->dev, stream, err, errlen))
+        char what[256];
+        snprintf(what, sizeof what, "kernel %s", k->f->name);
+        if (kernel_wait(g, stream, what, tmo_ms, err, errlen))
             st = BLKC_ERR_RUNTIME;
         else if (ranks)
             st = check_fail(gm, k->f, err, errlen);
@@ -932,7 +983,7 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
         return rt_fail(BLKC_ERR_NOT_FOUND, err, errlen, "kernel %s is not in "
                        "the module", f->name);
     bool sync = !opts || !opts->stream;
-    return launch_k(gm, k, args, nargs, opts, sync, grid_out, err, errlen);
+    return launch_k(gm, k, args, nargs, opts, sync, -1, grid_out, err, errlen);
 }
 
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
@@ -1017,6 +1068,9 @@ typedef struct HostRun {
     int nev;
 } HostRun;
 
+/* (on a device whose kernel did not end, the device memory and modules
+ * stay: rt_gpu_free, rt_gpu_module_free, rt_gpu_close; an event still
+ * pending is released when it completes, cuEventDestroy does not wait) */
 static void host_run_free(HostRun *h, int np)
 {
     for (int i = 0; h->ev && i < h->nev; i++)
@@ -1060,6 +1114,10 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         return rt_fail(BLKC_ERR_USAGE, err, errlen, "kernel %s takes %d "
                        "arguments, got %d", f->name, f->nparams, nargs);
     int np = f->nparams;
+    /* the wait for the kernel: no deadline unless one is set (a lone
+     * kernel may compute as long as it needs, as on the CPU); then the
+     * deadline a rank's kernel has at the end of a run on GPU ranks */
+    int64_t tmo = rt_set_deadline_ms();
     HostRun h;
     memset(&h, 0, sizeof h);
     blkc_status st = rt_gpu_open(t, id, &h.g, err, errlen);
@@ -1113,7 +1171,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
                      f->name);
     if (st == BLKC_OK) {
         double t0 = now_ms();
-        st = launch_k(h.gm, k, h.dargs, np, &lo, true, grid_out, err, errlen);
+        st = launch_k(h.gm, k, h.dargs, np, &lo, true, tmo, grid_out, err, errlen);
         if (first_ms)
             *first_ms = now_ms() - t0;
         if (st == BLKC_OK) /* the first launch's note, if any */
@@ -1130,12 +1188,15 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
             h.g->ops->event_record(h.g->dev, h.ev[0], NULL, err, errlen))
             st = BLKC_ERR_RUNTIME;
         for (int i = 0; i < bench && st == BLKC_OK; i++) {
-            st = launch_k(h.gm, k, h.dargs, np, &lo, false, NULL, err, errlen);
+            st = launch_k(h.gm, k, h.dargs, np, &lo, false, -1, NULL, err, errlen);
             if (st == BLKC_OK &&
                 h.g->ops->event_record(h.g->dev, h.ev[i + 1], NULL, err, errlen))
                 st = BLKC_ERR_RUNTIME;
         }
-        if (st == BLKC_OK && h.g->ops->sync(h.g->dev, NULL, err, errlen))
+        char what[256];
+        snprintf(what, sizeof what, "the %d --bench runs of kernel %s", bench, f->name);
+        if (st == BLKC_OK && kernel_wait(h.g, NULL, what, tmo < 0 ? -1 : tmo * bench,
+                                         err, errlen))
             st = BLKC_ERR_RUNTIME;
         if (st == BLKC_OK && k->ki.rank_ctx)
             st = check_fail(h.gm, f, err, errlen);

@@ -242,7 +242,7 @@ static int poll_done(RtGpuCtx *c, RtRank *r, void **comm, const char *what,
     RtGpuWorld *w = c->w;
     char err[512];
     if (!w->ops->query) { /* no cuStreamQuery: as before, unbounded */
-        if (rt_gpur_sync(c, r))
+        if (rt_gpur_sync(c, r, what))
             return -1;
         if (rt_nccl_check(w->t, *comm, err, sizeof err))
             return rt_rank_fail(r, "%s: %s", what, err);

@@ -73,20 +73,22 @@ void rt_gpur_group_free(RtGpuCtx *c, RtRank *r, void *comm)
 static int group_host(RtGpuCtx *c, RtRank *r, const RtGroup *g,
                       const RtRankColl *d, size_t sb, size_t db)
 {
-    const RtGpuOps *ops = c->w->ops;
-    void *dev = DEV(c);
-    char err[512];
     bool same = d->src == d->dst;
     char *hd = malloc(db + 1), *hs = same ? hd : malloc(sb + 1);
     int rc = 0;
     if (!hd || !hs)
         rc = rt_rank_fail(r, "out of memory staging a group collective");
-    if (rc == 0 && rt_gpur_sync(c, r))
+    char what[96];
+    snprintf(what, sizeof what, "the work queued before a group %s",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_sync(c, r, what))
         rc = -1;
-    if (rc == 0 && db && ops->d2h(dev, hd, U64(d->dst), db, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
-    if (rc == 0 && !same && sb && ops->d2h(dev, hs, U64(d->src), sb, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
+    snprintf(what, sizeof what, "the copy of a group %s's buffers to the host",
+             rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_d2h(c, r, hd, d->dst, db, what))
+        rc = -1;
+    if (rc == 0 && !same && rt_gpur_d2h(c, r, hs, (const char *)d->src, sb, what))
+        rc = -1;
     RtRankColl h = *d;
     h.src = hs;
     h.dst = hd;
@@ -95,14 +97,12 @@ static int group_host(RtGpuCtx *c, RtRank *r, const RtGroup *g,
         rc = rt_group_coll(r, g, &h);
     else
         rt_rank_check(r);
-    if (rc == 0 && db && ops->h2d(dev, U64(d->dst), hd, db, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
-    if (rc == 0 && db) {
-        char what[96];
-        snprintf(what, sizeof what, "the copy of a group %s's result to the "
-                 "device", rt_rank_coll_name(d->kind));
+    snprintf(what, sizeof what, "the copy of a group %s's result to the "
+             "device", rt_rank_coll_name(d->kind));
+    if (rc == 0 && rt_gpur_h2d(c, r, d->dst, hd, db, what))
+        rc = -1;
+    if (rc == 0 && db)
         rc = rt_gpur_dev_wait(c, r, what);
-    }
     free(hd);
     if (!same)
         free(hs);
@@ -193,9 +193,6 @@ int rt_gpur_group_coll(RtGpuCtx *c, RtRank *r, const RtGroup *g, void *comm,
  * program order), so overlapping receives end as on CPU ranks. */
 static int xchg_host(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
 {
-    const RtGpuOps *go = c->w->ops;
-    void *dev = DEV(c);
-    char err[512];
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += ops[i].bytes;
@@ -204,16 +201,17 @@ static int xchg_host(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
     int rc = 0;
     if (!h || !mem)
         rc = rt_rank_fail(r, "exchange: out of memory staging %zu bytes", total);
-    if (rc == 0 && rt_gpur_sync(c, r))
+    if (rc == 0 && rt_gpur_sync(c, r, "the work queued before the exchange"))
         rc = -1;
     size_t off = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         h[i] = ops[i];
         h[i].buf = mem + off;
         off += ops[i].bytes;
-        if (ops[i].send && ops[i].bytes &&
-            go->d2h(dev, h[i].buf, U64(ops[i].buf), ops[i].bytes, err, sizeof err))
-            rc = rt_gpur_fail(r, err);
+        if (ops[i].send &&
+            rt_gpur_d2h(c, r, h[i].buf, ops[i].buf, ops[i].bytes,
+                        "the copy of the exchange's messages to the host"))
+            rc = -1;
     }
     if (rc == 0)
         rc = rt_exchange(r, h, n);
@@ -221,9 +219,10 @@ static int xchg_host(RtGpuCtx *c, RtRank *r, const RtP2p *ops, int n)
         rt_rank_check(r);
     for (int q = 0; q < rt_rank_size(r) && rc == 0; q++)
         for (int i = 0; i < n && rc == 0; i++)
-            if (!ops[i].send && ops[i].peer == q && ops[i].bytes &&
-                go->h2d(dev, U64(ops[i].buf), h[i].buf, ops[i].bytes, err, sizeof err))
-                rc = rt_gpur_fail(r, err);
+            if (!ops[i].send && ops[i].peer == q &&
+                rt_gpur_h2d(c, r, ops[i].buf, h[i].buf, ops[i].bytes,
+                            "the copy of the exchange's received messages to the device"))
+                rc = -1;
     if (rc == 0 && n)
         rc = rt_gpur_dev_wait(c, r, "the copy of the exchange's received "
                               "messages to the device");

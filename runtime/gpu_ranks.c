@@ -5,9 +5,11 @@
  * and launches when its module runs on GPU ranks (collectives: gpu_coll.c).
  *
  * Ordering. Each rank queues its work on its own stream (non-blocking,
- * so the synchronous driver copies used for uploads and polling never
- * wait for it); an async block gets a second stream that first waits for
- * the parent's. Kernel launches wait for the kernel (to report timed-out
+ * so the synchronous driver copies used for polling never wait for it);
+ * an async block gets a second stream that first waits for the
+ * parent's. The copies between host and device (uploads, results, staged
+ * collectives, reads) go through a pinned staging buffer on that stream
+ * (gpu_copy.c). Kernel launches wait for the kernel (to report timed-out
  * waits with the rank); copies and notifies stay queued. A notify is a
  * one-thread kernel (hand-written below, PTX for CUDA and HIP C for HIP,
  * compiled for the device's gfx arch: a system-scope fence and a release
@@ -15,15 +17,20 @@
  * wait from a device function polls the cell from the host with the
  * timeout of ranks.h, and gives up when another rank fails.
  *
- * Deadlines. The waits for a stream are polled (rt_gpur_stream_wait):
- * a launch's kernel and the end of the run (no deadline of their own:
- * the others name the rank), the default stream after the uploads and
- * after a staged collective's copy back (rt_gpur_dev_wait, the
- * collectives' deadline). Not bounded: the synchronous driver copies
- * (h2d, d2h: from pageable host memory an asynchronous copy is no
- * better; a deadline would need pinned staging buffers), and
- * rt_gpur_sync, which synchronizes the rank's own stream when only
- * copies and notify kernels are queued on it (docs/device.md). */
+ * Deadlines. The waits for a stream are polled (gpu_wait.c):
+ * a launch's kernel, the end of the run and a stream's end (drain: no
+ * deadline of their own, the others name the rank; a lone rank's kernel
+ * gets a lone kernel's, where one is set); with the collectives' deadline
+ * the default stream after the uploads and after a staged collective's
+ * copy back (rt_gpur_dev_wait), and the rank's own stream before a staged
+ * collective, an allocation's zeroing, a read and an async block's fork
+ * and join (rt_gpur_sync), and each chunk of a staged copy (gpu_copy.c).
+ * Freed memory waits for the end of the run (defer_free), not for the
+ * stream. Not bounded: the synchronous 8-byte reads of a host wait's
+ * polls of a signal cell (rt_gpur_wait), the heap tables' copies at the
+ * setup, the read of a launch's failure record, the copies where there is no staging buffer (no mapped host
+ * memory), and every wait where the driver has no query function
+ * (docs/device.md). */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
@@ -121,38 +128,27 @@ static RtGpuCtx *ctx_new(RtGpuWorld *w, RtGpurRank *k, char *err, size_t errlen)
     return c;
 }
 
-/* An NCCL call was left behind on a helper thread (gpu_nccl_wait.c): its
- * stream may never drain, so nothing waits on the devices any more and
- * their streams and memory are kept (world_free parks the world). */
-static bool stuck(const RtGpuWorld *w)
-{
-    return __atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE);
-}
-
-static void ctx_free(RtGpuCtx *c)
+/* c's stream is waited for (drain: after the world failed, RT_GPUR_GRACE_MS
+ * at most) before it, its staging buffer and its failure record go; in a
+ * stuck world c is kept (w->kept). */
+static void ctx_free(RtGpuCtx *c, RtRank *r)
 {
     if (!c)
         return;
-    if (stuck(c->w)) {
-        free(c);
+    if (!rt_gpur_stuck(c->w))
+        rt_gpur_drain(c, r, NULL);
+    if (rt_gpur_stuck(c->w)) {
+        pthread_mutex_lock(&c->w->lock);
+        c->kept_next = c->w->kept;
+        c->w->kept = c;
+        pthread_mutex_unlock(&c->w->lock);
         return;
     }
     void *dev = DEV(c);
-    c->w->ops->sync(dev, c->stream, (char[8]){0}, 8);
+    rt_gpur_stage_free(c);
     defer_free(c->w, c->k, c->fail);
     c->w->ops->stream_free(dev, c->stream);
     free(c);
-}
-
-int rt_gpur_sync(RtGpuCtx *c, RtRank *r)
-{
-    char err[512];
-    if (stuck(c->w))
-        return rt_rank_fail(r, "the device is not waited for: an NCCL call "
-                            "did not return");
-    if (c->w->ops->sync(DEV(c), c->stream, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return 0;
 }
 
 RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
@@ -163,7 +159,8 @@ RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
 RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
 {
     char err[512];
-    if (rt_gpur_sync(c, r)) /* the block sees everything queued before it */
+    /* the block sees everything queued before it */
+    if (rt_gpur_sync(c, r, "the work queued before an async block"))
         return NULL;
     RtGpuCtx *a = ctx_new(c->w, c->k, err, sizeof err);
     if (!a)
@@ -173,76 +170,17 @@ RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
 
 int rt_gpur_join(RtGpuCtx *c, RtRank *r)
 {
-    int rc = rt_gpur_sync(c, r);
-    ctx_free(c);
+    int rc = rt_gpur_sync(c, r, "the async block's work");
+    ctx_free(c, r);
     return rc;
 }
 
-void rt_gpur_poll_pause(long round)
-{
-    struct timespec ts = {0, round < 2500 ? 20000 : 100000};
-    nanosleep(&ts, NULL);
-}
-
-int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
-                        const char *what, int64_t tmo_ms)
-{
-    char err[512];
-    int64_t t0 = rt_now_ms(), give_up = -1;
-    for (long round = 0;; round++) {
-        int q = w->ops->query(dev, stream, err, sizeof err);
-        if (q < 0)
-            return rt_gpur_fail(r, err);
-        if (q == 0)
-            return 0;
-        int64_t now = rt_now_ms();
-        if (tmo_ms >= 0 && now - t0 >= tmo_ms && !rt_rank_failed(r))
-            rt_rank_fail(r, "%s did not complete within %lld ms", what,
-                         (long long)tmo_ms);
-        if (rt_rank_failed(r)) {
-            if (give_up < 0) {
-                give_up = now + RT_GPUR_GRACE_MS;
-            } else if (now >= give_up) {
-                __atomic_store_n(&w->stuck, 1, __ATOMIC_RELEASE);
-                rt_rank_check(r); /* records why: "aborted because ..." */
-                return -1;
-            }
-        }
-        rt_gpur_poll_pause(round);
-    }
-}
-
-/* Wait for the rank's own stream (its kernels, at a launch and at the
- * end of the run) by polling it (rt_gpur_stream_wait), so that a rank
- * whose kernel does not end (computing for ever; its peers name it at the
- * end of the run) stops when the world fails: the stream gets
- * RT_GPUR_GRACE_MS more to drain, then the world is marked stuck (its
- * streams and memory kept, as for an NCCL call left behind). Without a
- * query function: synchronized, unbounded. */
-static int drain(RtGpuCtx *c, RtRank *r)
-{
-    RtGpuWorld *w = c->w;
-    if (stuck(w) || !w->ops->query)
-        return rt_gpur_sync(c, r);
-    return rt_gpur_stream_wait(w, DEV(c), c->stream, r, NULL, -1);
-}
-
-typedef struct Drain { RtGpuCtx *c; RtRank *r; } Drain;
+typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *what; } Drain;
 
 static int drain_cb(void *cx)
 {
     Drain *d = cx;
-    return drain(d->c, d->r);
-}
-
-int rt_gpur_finish(RtGpuCtx *c, RtRank *r)
-{
-    if (drain(c, r))
-        return -1;
-    char err[512];
-    if (c->k->comm && rt_nccl_check(c->w->t, c->k->comm, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return 0;
+    return rt_gpur_drain(d->c, d->r, d->what);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -277,7 +215,8 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
     } else if (w->ops->alloc(dev, need, &p, err, sizeof err)) {
         return rt_gpur_fail(r, err);
     }
-    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) || rt_gpur_sync(c, r)) {
+    if (w->ops->zero(dev, p, need, c->stream, err, sizeof err) ||
+        rt_gpur_sync(c, r, "the zeroing of a new buffer")) {
         if (!sym)
             w->ops->free(dev, p);
         return rt_rank_failed(r) ? -1 : rt_gpur_fail(r, err);
@@ -287,11 +226,12 @@ int rt_gpur_alloc(RtGpuCtx *c, RtRank *r, size_t bytes, int sym, char **out)
     return sym ? rt_barrier(r) : 0;
 }
 
+/* (freed at the end of the run, after the rank's streams drained: no
+ * wait here) */
 void rt_gpur_free(RtGpuCtx *c, char *p)
 {
-    if (!c || !p || stuck(c->w))
+    if (!c || !p || rt_gpur_stuck(c->w))
         return;
-    c->w->ops->sync(DEV(c), c->stream, (char[8]){0}, 8);
     defer_free(c->w, c->k, U64(p));
 }
 
@@ -355,12 +295,9 @@ int rt_gpur_copy(RtGpuCtx *c, RtRank *r, const RtPlanSpan *d,
 int rt_gpur_read(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
                  size_t bytes)
 {
-    char err[512];
-    if (rt_gpur_sync(c, r))
+    if (rt_gpur_sync(c, r, "the work queued before a read from the device"))
         return -1;
-    if (c->w->ops->d2h(DEV(c), dst, U64(src), bytes, err, sizeof err))
-        return rt_gpur_fail(r, err);
-    return 0;
+    return rt_gpur_d2h(c, r, dst, src, bytes, "a read from the device");
 }
 
 /* ------------------------------------------------------------ signals */
@@ -445,7 +382,9 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
     rc.fail = c->fail;
     rc.abort_flag = d->abort_dptr;
     char err[1024];
-    Drain dr = {c, r};
+    char what[256];
+    snprintf(what, sizeof what, "kernel %s", k->name);
+    Drain dr = {c, r, what};
     if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, drain_cb, &dr, err,
                            sizeof err) != BLKC_OK)
         return rt_rank_fail(r, "launch %s: %s", k->name, err);
@@ -513,21 +452,6 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     return rc < 0 ? -1 : 0;
 }
 
-int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what)
-{
-    RtGpuWorld *w = c->w;
-    char err[512];
-    if (!w->ops->query)
-        return w->ops->sync(DEV(c), NULL, err, sizeof err) ? rt_gpur_fail(r, err)
-                                                           : 0;
-    int *busy = rt_rank_in_wait(r);
-    __atomic_add_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    int rc = rt_gpur_stream_wait(w, DEV(c), NULL, r, what,
-                                 rt_world_coll_timeout_ms(rt_rank_world(r)));
-    __atomic_sub_fetch(busy, 1, __ATOMIC_ACQ_REL);
-    return rc;
-}
-
 static int rank_main(RtRank *r, void *arg)
 {
     RtGpuWorld *w = arg;
@@ -545,7 +469,7 @@ static int rank_main(RtRank *r, void *arg)
         free(local);
         free(k->priv);
         k->priv = NULL;
-        ctx_free(k->main);
+        ctx_free(k->main, r);
         k->main = NULL;
         free_dead(w, k);
         return -1;
@@ -574,8 +498,8 @@ static int rank_main(RtRank *r, void *arg)
             st *= mine[p].shape[d];
         }
         if (mine[p].data && bytes &&
-            w->ops->h2d(dev, U64(dp), mine[p].data, bytes, err, sizeof err))
-            rc = rt_gpur_fail(r, err);
+            rt_gpur_h2d(k->main, r, dp, mine[p].data, bytes, "the uploads to the device"))
+            rc = -1;
     }
     if (rc == 0) /* uploads done */
         rc = rt_gpur_dev_wait(k->main, r, "the uploads to the device");
@@ -593,17 +517,22 @@ static int rank_main(RtRank *r, void *arg)
     for (int p = 0; p < f->nparams && rc == 0; p++) {
         const IrParam *ip = &f->params[p];
         if (ip->kind == PK_TENSOR && mine[p].data &&
-            w->ops->d2h(dev, mine[p].data, U64(local[p].data),
+            rt_gpur_d2h(k->main, r, mine[p].data, local[p].data,
                         (size_t)rt_plan_numel(ip, &mine[p]) * (size_t)dsl_dtype_bytes(ip->dtype),
-                        err, sizeof err))
-            rc = rt_gpur_fail(r, err);
+                        "the copy of the results to the host"))
+            rc = -1;
     }
     if (k->comm && k->main)
         rt_gpur_nccl_release(k->main, r, k->comm, rt_rank_failed(r));
     k->comm = NULL;
-    /* an NCCL call left behind on a helper thread may still use the
-     * device's memory and streams: kept (world_free parks the world) */
-    bool kept = stuck(w);
+    /* the rank's stream drained before its memory goes (after a failure
+     * RT_GPUR_GRACE_MS at most, else the world is stuck) */
+    if (k->main && !rt_gpur_stuck(w))
+        rt_gpur_drain(k->main, r, NULL);
+    /* an NCCL call left behind on a helper thread, or a stream that did
+     * not drain, may still use the device's memory and streams: kept
+     * (world_free parks the world) */
+    bool kept = rt_gpur_stuck(w);
     for (int i = 0; i < k->npriv && !kept; i++)
         w->ops->free(dev, k->priv[i]);
     free(k->priv);
@@ -620,7 +549,7 @@ static int rank_main(RtRank *r, void *arg)
         rc = rt_barrier(r);
     }
     if (!kept) {
-        ctx_free(k->main);
+        ctx_free(k->main, r);
         k->main = NULL;
         free_dead(w, k);
     }
@@ -636,7 +565,7 @@ static RtGpuWorld *parked;
 
 static void world_free(RtGpuWorld *w)
 {
-    if (stuck(w)) {
+    if (rt_gpur_stuck(w)) {
         pthread_mutex_lock(&parked_mu);
         w->parked_next = parked;
         parked = w;

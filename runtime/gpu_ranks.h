@@ -33,7 +33,9 @@
  * other processes' heaps with CUDA / HIP IPC handles.
  * The same on hip:N (gpu_hip.c, RCCL instead of NCCL); a driver table
  * without the GPU-ranks entries (the emulated devices) fails with a clear
- * message. Tested over fake drivers (tests/gpu/fake_cuda.c, fake_hip.c).
+ * message. The waits for the streams: gpu_wait.c; the copies between host
+ * and device: gpu_copy.c. Tested over fake drivers (tests/gpu/fake_cuda.c,
+ * fake_hip.c).
  * Never run on a GPU (see docs/device.md). Prefix rt_gpur_. */
 #ifndef BLKC_GPU_RANKS_H
 #define BLKC_GPU_RANKS_H
@@ -82,7 +84,7 @@ RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r);
  * it. */
 RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r);
 int rt_gpur_join(RtGpuCtx *c, RtRank *r);
-/* Wait for everything the context queued (and NCCL errors). */
+/* Wait for everything the context queued (and NCCL errors; gpu_wait.c). */
 int rt_gpur_finish(RtGpuCtx *c, RtRank *r);
 /* bytes of device memory, zeroed: sym = 1 on the symmetric heap
  * (collective, like rt_sym_alloc), else a private allocation. */
@@ -173,6 +175,8 @@ struct RtGpuWorld {
                                       a helper thread (gpu_nccl_wait.c): the
                                       devices, streams and memory are kept */
     RtGpuWorld *parked_next;       /* gpu_ranks.c's list of stuck worlds */
+    RtGpuCtx *kept;                /* the async blocks' contexts ended while
+                                      the world was stuck (under lock) */
 };
 
 struct RtGpuCtx {
@@ -180,11 +184,36 @@ struct RtGpuCtx {
     RtGpurRank *k;
     void *stream;
     uint64_t fail;                 /* BkGpuFail of its kernels */
+    char *stage;                   /* pinned staging buffer (gpu_copy.c) */
+    size_t stage_bytes;
+    bool no_stage;                 /* none can be had: synchronous copies */
+    RtGpuCtx *kept_next;           /* the world's list of contexts kept
+                                      when it is stuck (w->kept) */
 };
 
-/* Wait for the context's stream (synchronized, no deadline: see the top
- * of gpu_ranks.c); record a message as the rank's error. */
-int rt_gpur_sync(RtGpuCtx *c, RtRank *r);
+/* An NCCL call was left behind on a helper thread (gpu_nccl_wait.c), or
+ * a stream did not drain after the world failed: nothing waits on the
+ * devices any more and their streams and memory are kept (the world is
+ * parked). */
+static inline bool rt_gpur_stuck(const RtGpuWorld *w)
+{
+    return __atomic_load_n(&w->stuck, __ATOMIC_ACQUIRE);
+}
+/* gpu_wait.c. Wait for the context's stream (the copies, zeroings and notify kernels
+ * queued on it, before the host stages or reads what they wrote, or an
+ * async block forks or joins): polled with the collectives' deadline and
+ * counted as a wait, as rt_gpur_dev_wait below ("WHAT did not complete
+ * within T ms"). Without a query function, or once the world is stuck:
+ * synchronized, no deadline. 0, or -1 with the rank's error set. */
+int rt_gpur_sync(RtGpuCtx *c, RtRank *r, const char *what);
+/* Wait for the rank's own stream with no deadline of its own (its kernel
+ * at a launch, `what` "kernel K"; the end of the run; NULL: a stream's
+ * end): its peers name a rank that does not come; the stream gets
+ * RT_GPUR_GRACE_MS once the world failed, then the world is stuck. On a
+ * lone rank, which no peer names, `what` gets the deadline of a lone
+ * kernel where one is set (rt_set_deadline_ms): "WHAT did not complete
+ * within T ms". 0, or -1 with the rank's error set. */
+int rt_gpur_drain(RtGpuCtx *c, RtRank *r, const char *what);
 /* The polled wait for a stream (gpu_ranks.c; the rank's own stream at a
  * launch and the end of the run, the default stream after the uploads,
  * NCCL's stream in gpu_nccl_wait.c): cuStreamQuery / hipStreamQuery, never
@@ -206,6 +235,17 @@ int rt_gpur_stream_wait(RtGpuWorld *w, void *dev, void *stream, RtRank *r,
  * run's): "WHAT did not complete within T ms". Without a query function:
  * synchronized, unbounded. 0, or -1 with the rank's error set. */
 int rt_gpur_dev_wait(RtGpuCtx *c, RtRank *r, const char *what);
+/* gpu_copy.c: bytes between host memory and c's device (dst / src a
+ * device address of c's rank) through c's pinned staging buffer in chunks,
+ * each an asynchronous copy on c's stream waited for as rt_gpur_sync
+ * waits ("WHAT did not complete within T ms"); without a staging buffer,
+ * the synchronous copy (unbounded). 0, or -1 with the rank's error set. */
+int rt_gpur_h2d(RtGpuCtx *c, RtRank *r, char *dst, const void *src,
+                size_t bytes, const char *what);
+int rt_gpur_d2h(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
+                size_t bytes, const char *what);
+/* Release c's staging buffer (its stream drained). */
+void rt_gpur_stage_free(RtGpuCtx *c);
 /* The pause between two rounds of a polled wait (the stream waits above,
  * NCCL's asynchronous state): 20 us for the first 2500 rounds (~50 ms: a
  * short kernel's end is seen that late at most), then 100 us. */

@@ -589,6 +589,13 @@ static int64_t env_coll_timeout_ms(void)
     return 60000;
 }
 
+int64_t rt_set_deadline_ms(void)
+{
+    if (env_ms("BLKC_COLL_TIMEOUT_MS") < 0 && env_ms("BLKC_WAIT_TIMEOUT_MS") < 0)
+        return -1;
+    return env_coll_timeout_ms();
+}
+
 /* Under mpirun, the waits for the other processes outside a run (MPI_Init,
  * the windows, the start of a run, teardown, MPI_Finalize):
  * BLKC_MPI_SETUP_TIMEOUT_MS; else the collectives' deadline, at least 60 s

@@ -112,6 +112,11 @@ int64_t rt_world_coll_timeout_ms(const RtWorld *w);
  * it between runs only. Under mpirun only this process's failures reach
  * it: the first failure of the job ends every process (MPI_Abort). */
 void rt_world_set_abort_mirror(RtWorld *w, volatile int *flag);
+/* The collectives' deadline (BLKC_COLL_TIMEOUT_MS, else 4 x
+ * BLKC_WAIT_TIMEOUT_MS, at least 1 s) where one of the two is set; -1
+ * (no deadline) where neither is: for waits outside a world that have no
+ * deadline by default (`blkc run --device=GPU`'s wait for its kernel). */
+int64_t rt_set_deadline_ms(void);
 /* The timeouts' clock: CLOCK_MONOTONIC in ms (for local and MPI ranks;
  * rank_mpi.c's barrier still has its own copy, left for after the merge
  * of branch hosts, which rewrote that function). */

@@ -25,7 +25,8 @@
  * so does the stand-in kernel on the ranks of $FAKE_GPU_SPIN_RANK, and
  * the default stream (NULL) of the devices in $FAKE_GPU_SYNC_HANG (the
  * current context's, cuCtxSetCurrent; "D@N": from its N-th wait on,
- * fake_mem.h).
+ * fake_mem.h), and the streams made on the devices in
+ * $FAKE_GPU_STREAM_HANG (the same syntax, fake_mem.h).
  * It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
@@ -179,6 +180,22 @@ P(cuMemcpyDtoH_v2, void *d, CUdeviceptr s, size_t n)
     fake_read(d, (void *)(uintptr_t)s, n);
     return OK;
 }
+/* (complete when queued, as every asynchronous operation here; left out
+ * with -DFAKE_NO_ASYNC_COPY: a driver without them, fakecuda_nocopy/) */
+#ifndef FAKE_NO_ASYNC_COPY
+P(cuMemcpyHtoDAsync_v2, CUdeviceptr d, const void *s, size_t n, void *st)
+{
+    (void)st;
+    memcpy((void *)(uintptr_t)d, s, n);
+    return OK;
+}
+P(cuMemcpyDtoHAsync_v2, void *d, CUdeviceptr s, size_t n, void *st)
+{
+    (void)st;
+    fake_read(d, (void *)(uintptr_t)s, n);
+    return OK;
+}
+#endif
 P(cuMemsetD8Async, CUdeviceptr d, unsigned char v, size_t n, void *st)
 {
     (void)st;
@@ -291,7 +308,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h || (!s && fake_sync_hang(fake_cur_get()));
+    return h || fake_stream_hang(s);
 }
 
 API void fake_cuda_hold(void *s, int on);
@@ -312,7 +329,7 @@ API void fake_cuda_hold(void *s, int on)
 P(cuStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* NOT_READY */
 P(cuStreamSynchronize, void *s)
 {
-    bool h = is_held(s); /* once a round: fake_sync_hang counts answers */
+    bool h = is_held(s); /* once a round: fake_hang counts answers */
     for (int i = 0; i < 30000 && h; i++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -321,7 +338,7 @@ P(cuStreamSynchronize, void *s)
     return h ? 702 : OK; /* CUDA_ERROR_LAUNCH_TIMEOUT */
 }
 P(cuCtxSynchronize, void) { return OK; }
-P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = malloc(1); return *s ? OK : 2; }
+P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = fake_stream_new(); return *s ? OK : 2; }
 P(cuStreamDestroy_v2, void *s) { fake_cuda_hold(s, 0); free(s); return OK; }
 P(cuCtxEnablePeerAccess, void *c, unsigned f) { (void)c; (void)f; return OK; }
 P(cuEventCreate, void **e, unsigned f) { (void)f; *e = malloc(1); return *e ? OK : 2; }

@@ -6,10 +6,12 @@
  * kernels that run are gpu_ranks.c's notify kernels (blk_sig_set /
  * blk_sig_add, recognised by name, arguments read from the packed buffer
  * of hipModuleLaunchKernel's `extra`); any other launch fails with
- * hipErrorNotSupported, but for the waiting kernel and mapped host
+ * hipErrorNotSupported (with $FAKE_HIP_LAUNCH_NOOP set it succeeds doing
+ * nothing), but for the waiting kernel and mapped host
  * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP);
  * the default stream of the devices in $FAKE_GPU_SYNC_HANG (hipSetDevice's)
- * never drains ("D@N": from its N-th wait on, fake_mem.h).
+ * never drains ("D@N": from its N-th wait on, fake_mem.h), nor do the
+ * streams made on the devices in $FAKE_GPU_STREAM_HANG (the same syntax).
  * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
@@ -174,6 +176,9 @@ P(hipError_t, hipModuleLaunchKernel, void *f, unsigned gx, unsigned gy,
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
     (void)smem; (void)params;
     intptr_t k = (intptr_t)f;
+    const char *noop = getenv("FAKE_HIP_LAUNCH_NOOP");
+    if (k == 3 && noop && *noop)
+        return OK;
     if (k != 1 && k != 2 && k != 4)
         return NOT_SUPPORTED;
     const uint64_t *buf = NULL;
@@ -240,6 +245,22 @@ P(hipError_t, hipMemcpyDtoH, void *d, void *s, size_t n)
     fake_read(d, s, n);
     return OK;
 }
+/* (complete when queued, as every asynchronous operation here; left out
+ * with -DFAKE_NO_ASYNC_COPY: a runtime without them, fakehip_nocopy/) */
+#ifndef FAKE_NO_ASYNC_COPY
+P(hipError_t, hipMemcpyHtoDAsync, void *d, const void *s, size_t n, void *st)
+{
+    (void)st;
+    memcpy(d, s, n);
+    return OK;
+}
+P(hipError_t, hipMemcpyDtoHAsync, void *d, void *s, size_t n, void *st)
+{
+    (void)st;
+    fake_read(d, s, n);
+    return OK;
+}
+#endif
 P(hipError_t, hipMemsetAsync, void *d, int v, size_t n, void *st)
 {
     (void)st;
@@ -276,7 +297,7 @@ P(hipError_t, hipStreamCreateWithFlags, void **s, unsigned f)
 {
     if (f != 1) /* hipStreamNonBlocking, as gpu_ranks.c wants */
         return BAD_VALUE;
-    *s = malloc(1);
+    *s = fake_stream_new();
     return *s ? OK : 2;
 }
 /* the streams held by fake_hip_hold (fake_nccl.c's FAKE_NCCL_HANG_AT=
@@ -291,7 +312,7 @@ static bool is_held(void *s)
     for (int i = 0; i < 16 && s; i++)
         h |= held[i] == s;
     pthread_mutex_unlock(&hold_mu);
-    return h || (!s && fake_sync_hang(fake_cur_get()));
+    return h || fake_stream_hang(s);
 }
 
 API void fake_hip_hold(void *s, int on);
@@ -313,7 +334,7 @@ P(hipError_t, hipStreamDestroy, void *s) { fake_hip_hold(s, 0); free(s); return 
 P(hipError_t, hipStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* hipErrorNotReady */
 P(hipError_t, hipStreamSynchronize, void *s)
 {
-    bool h = is_held(s); /* once a round: fake_sync_hang counts answers */
+    bool h = is_held(s); /* once a round: fake_hang counts answers */
     for (int i = 0; i < 30000 && h; i++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);

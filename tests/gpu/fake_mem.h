@@ -5,7 +5,7 @@
  * ranks under mpirun); mapped pinned host memory; the notify kernels and
  * a stand-in for a generated kernel that waits (fake_wait_kernel), or
  * that computes for ever on some ranks (fake_spin_rank); a default stream
- * that never drains on some devices (fake_sync_hang).
+ * or the ranks' streams that never drain on some devices (fake_hang).
  * Included once by each fake; every int function returns 0 or -1. */
 #ifndef BLKC_FAKE_MEM_H
 #define BLKC_FAKE_MEM_H
@@ -236,15 +236,23 @@ static int fake_in_list(const char *name, long v)
  * waits (a query answered ready, a synchronize that returned) and never
  * from the N-th on; "D" is "D@1". On a device with one rank the uploads'
  * wait is the first, the copy back of the first staged collective, group
- * collective or exchange the second. Called once per answer about the
- * default stream of dev: 1, not drained (a drained answer is counted). */
+ * collective or exchange the second. $FAKE_GPU_STREAM_HANG, the same for
+ * the streams a device's ranks made (cuStreamCreate, hipStreamCreate-
+ * WithFlags: the ranks' own and their async blocks'), counted together
+ * per device: from the N-th wait for any of them on, none drains (on a
+ * device with one rank: one wait for each buffer's zeroing, one before an
+ * async block and at its end, one before a staged collective, group
+ * collective or exchange). fake_hang(var, counts, dev) is called once
+ * per answer about such a stream of dev: 1, not drained (a drained answer
+ * is counted in counts[dev]). */
 #define FAKE_DEV_MAX 64
 static pthread_mutex_t fake_hang_mu = PTHREAD_MUTEX_INITIALIZER;
-static int fake_drained[FAKE_DEV_MAX]; /* under fake_hang_mu */
+static int fake_drained[FAKE_DEV_MAX];  /* default streams, under fake_hang_mu */
+static int fake_sdrained[FAKE_DEV_MAX]; /* the ranks' streams, the same */
 
-static int fake_sync_hang(int dev)
+static int fake_hang(const char *var, int *counts, int dev)
 {
-    const char *s = getenv("FAKE_GPU_SYNC_HANG");
+    const char *s = getenv(var);
     long from = 0; /* 0: dev is not in the list */
     for (const char *p = s ? s : ""; *p;) {
         char *end;
@@ -264,11 +272,36 @@ static int fake_sync_hang(int dev)
     if (dev < 0 || dev >= FAKE_DEV_MAX)
         return from > 0;
     pthread_mutex_lock(&fake_hang_mu);
-    int hang = from > 0 && fake_drained[dev] >= from - 1;
+    int hang = from > 0 && counts[dev] >= from - 1;
     if (!hang)
-        fake_drained[dev]++;
+        counts[dev]++;
     pthread_mutex_unlock(&fake_hang_mu);
     return hang;
+}
+
+static int fake_sync_hang(int dev)
+{
+    return fake_hang("FAKE_GPU_SYNC_HANG", fake_drained, dev);
+}
+
+/* A stream of the fakes: the device it was made on (fake_cur_get). */
+typedef struct FakeStream { int dev; } FakeStream;
+
+static void *fake_stream_new(void)
+{
+    FakeStream *s = malloc(sizeof *s);
+    if (s)
+        s->dev = fake_cur_get();
+    return s;
+}
+
+/* Whether stream s (NULL: the default stream of the current device) is
+ * to be answered not drained by $FAKE_GPU_SYNC_HANG / _STREAM_HANG. */
+static int fake_stream_hang(void *s)
+{
+    if (!s)
+        return fake_sync_hang(fake_cur_get());
+    return fake_hang("FAKE_GPU_STREAM_HANG", fake_sdrained, ((FakeStream *)s)->dev);
 }
 
 /* $FAKE_GPU_SPIN_RANK ("1" or "1,3"): the stand-in kernel computes for

@@ -160,6 +160,22 @@ timed_fail() {
   done
   echo "ok $name ($ms ms: $(cat "$T/log"))"
 }
+# exact_fail NAME LINE ARGS...: exit 3 and the output exactly LINE (one
+# line); no window on the time it took (the run is killed after 60 s). A
+# timed case: deadlines that race with the peers' (alone on the machine).
+exact_fail() {
+  want timed || return 0
+  local name=$1 line=$2 rc; shift 2
+  [ -z "$REF_WRITE" ] || return 0
+  n=$((n + 1))
+  timeout 60 "$BLKC" "$@" >"$T/log" 2>&1; rc=$?
+  if [ $rc -ne 3 ] || [ "$(cat "$T/log")" != "$line" ]; then
+    say_fail "FAIL $name: wanted exit 3 and '$line', got $rc: $(cat "$T/log")"
+    fails=$((fails + 1)); return
+  fi
+  echo "ok $name ($line)"
+}
+
 # a kernel waiting on a failed peer (tests/gpu/data/gabort.blk) gives up at
 # once: 3 ranks, rank 1 asserts, ranks 0 and 2 wait with a 20 s timeout
 ABORT_PAT="^blkc: error: rank 1: launch wait_fail: .*kernel wait_fail: assertion failed in program (0, 0, 0): rank 1 fails at once$"
@@ -280,6 +296,25 @@ if [ -n "$FAKE" ]; then
   export "$NDEV=3" "$LIBVAR=/nonexistent/libcoll.so"
   granks_cases 4 ".dev3"
   pg_cases 4 ".dev3"
+  # the copies between host and device without a staging buffer (no mapped
+  # host memory) and with a driver that lacks the asynchronous copies
+  # (FAKEDIR's sibling *_nocopy/, -DFAKE_NO_ASYNC_COPY): the synchronous
+  # copies, the same results; and copies larger than the 4 MiB staging
+  # buffer (6 MB: two chunks each way)
+  run_case ar_sum.chunks 2 "$G" "1e-6 1e-6" b --entry=ar_sum N=1500000
+  FAKE_GPU_NO_HOSTMAP=1 run_case ar_sum.nostage 2 "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+  FAKE_GPU_NO_HOSTMAP=1 run_case ring_push.nostage 2 "$G" "0 0" y --entry=ring_push N=300
+  FAKE_GPU_NO_HOSTMAP=1 run_case grp_coll.nostage 2 "$GRP" "0 0" "ag bc red gat sca rs a2b" \
+    --entry=g_coll C=1 S=6 D=12 N=5 root=1
+  NC=${FAKE}_nocopy
+  if [ -e "$NC/$flib" ]; then
+    LD_LIBRARY_PATH=$NC:$LD_LIBRARY_PATH run_case ar_sum.nocopy 2 "$G" "1e-6 1e-6" b --entry=ar_sum N=1000
+    LD_LIBRARY_PATH=$NC:$LD_LIBRARY_PATH run_case p2p_ring.nocopy 2 "$P2P" "0 0" b --entry=ring N=513
+    LD_LIBRARY_PATH=$NC:$LD_LIBRARY_PATH run_case grp_coll.nocopy 2 "$GRP" "0 0" "ag bc red gat sca rs a2b" \
+      --entry=g_coll C=1 S=6 D=12 N=5 root=1
+  else
+    echo "skip nocopy: no $NC/$flib"
+  fi
   # the NCCL path over fake_nccl.c (one fake device per rank): the world's
   # collectives, groups (ncclCommSplit) and exchange blocks (grouped
   # ncclSend/ncclRecv after the host exchange of the sizes)
@@ -425,6 +460,64 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_SYNC_HANG=1@2 BLKC_GPU_COLL=host BLKC_COLL_TIMEOUT_MS=$et timed_fail copy_back_exchange \
     "^blkc: error: rank 1: the copy of the exchange's received messages to the device did not complete within $et ms$" $et $((et + 6000)) 5000 \
     run "$P2P" --entry=ring N=16 --random --ranks=2 --device="$DEV"
+  # the waits for a rank's own stream (rt_gpur_sync: its queued copies,
+  # zeroings and notifies) before the host reads it and at an async
+  # block's fork and join, and for the copies between host and device
+  # (gpu_copy.c: through a pinned staging buffer, an asynchronous copy on
+  # the rank's stream): polled, the rank names itself and what it waited
+  # for at the collectives' deadline, exit 3. FAKE_GPU_STREAM_HANG=1@N:
+  # the streams of device 1 (rank 1's) drain for its first N - 1 waits,
+  # never after. ar_sum's waits: 1 the zeroing of b, 2 its upload, 3 the
+  # stream before the staged all_reduce, 4 the copy of its input down, 5
+  # the copy of its result back, 6 and 7 the ends of the plan and of the
+  # rank, 8 the copy of the results to the host, 9 the stream before the
+  # rank's memory goes, 10 its end (ctx_free). g_mixed's and ring's: the
+  # same for the group all_reduce and the exchange (ring: 2 zeroings and
+  # uploads first). ring_push: 10 zeroings and uploads, 11 the async
+  # block's fork, 12 its join. mm_a2a: 8 zeroings and uploads, 9 the
+  # stream before the read of the counts, 10 the read.
+  export BLKC_WAIT_TIMEOUT_MS=5000 BLKC_COLL_TIMEOUT_MS=$et
+  sw_case() { # NAME N LINE-AFTER-"rank 1: " ARGS...
+    local name=$1 at=$2 line=$3; shift 3
+    FAKE_GPU_STREAM_HANG=1@$at BLKC_GPU_COLL=host exact_fail "$name" \
+      "blkc: error: rank 1: $line did not complete within $et ms" "$@" --random --ranks=2 --device="$DEV"
+  }
+  sw_case stream_zero 1 "the zeroing of a new buffer" run "$G" --entry=ar_sum N=16
+  sw_case stream_upload 2 "the uploads to the device" run "$G" --entry=ar_sum N=16
+  sw_case stream_before_coll 3 "the work queued before all_reduce" run "$G" --entry=ar_sum N=16
+  sw_case stream_coll_down 4 "the copy of all_reduce's input to the host" run "$G" --entry=ar_sum N=16
+  sw_case stream_coll_back 5 "the copy of all_reduce's result to the device" run "$G" --entry=ar_sum N=16
+  sw_case stream_results 8 "the copy of the results to the host" run "$G" --entry=ar_sum N=16
+  sw_case stream_before_group 3 "the work queued before a group all_reduce" \
+    run "$GRP" --entry=g_mixed N=16 C=1
+  sw_case stream_group_down 4 "the copy of a group all_reduce's buffers to the host" \
+    run "$GRP" --entry=g_mixed N=16 C=1
+  sw_case stream_group_back 5 "the copy of a group all_reduce's result to the device" \
+    run "$GRP" --entry=g_mixed N=16 C=1
+  sw_case stream_before_exchange 5 "the work queued before the exchange" run "$P2P" --entry=ring N=16
+  sw_case stream_exchange_down 6 "the copy of the exchange's messages to the host" \
+    run "$P2P" --entry=ring N=16
+  sw_case stream_exchange_back 7 "the copy of the exchange's received messages to the device" \
+    run "$P2P" --entry=ring N=16
+  sw_case stream_async_fork 11 "the work queued before an async block" run "$G" --entry=ring_push N=16
+  sw_case stream_async_join 12 "the async block's work" run "$G" --entry=ring_push N=16
+  sw_case stream_read_wait 9 "the work queued before a read from the device" \
+    run "$G" --entry=mm_a2a S=6 D=6 sc=@"$T/a2a_sc.npy" rc=@"$T/a2a_sc.npy"
+  sw_case stream_read 10 "a read from the device" \
+    run "$G" --entry=mm_a2a S=6 D=6 sc=@"$T/a2a_sc.npy" rc=@"$T/a2a_sc.npy"
+  # the rank's last wait for its stream, before its stream and failure
+  # record go (ar_sum's 10th): no deadline of its own, the peer names the
+  # rank at the end of the run, and the rank stops waiting 1 s after (it
+  # used to synchronize)
+  FAKE_GPU_STREAM_HANG=1@10 BLKC_GPU_COLL=host exact_fail stream_end \
+    "blkc: error: rank 0: the end of the run timed out after $et ms: rank 0 waits, rank 1 did not arrive" \
+    run "$G" --entry=ar_sum N=16 --random --ranks=2 --device="$DEV"
+  # a lone rank whose kernel never ends (no peer to name it): the deadline
+  # of a lone kernel, where one is set (here BLKC_COLL_TIMEOUT_MS)
+  FAKE_GPU_WAIT_KERNEL=spin FAKE_GPU_SPIN_RANK=0 exact_fail lone_rank_forever \
+    "blkc: error: rank 0: kernel spin did not complete within $et ms" \
+    run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
+  unset BLKC_WAIT_TIMEOUT_MS BLKC_COLL_TIMEOUT_MS
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
