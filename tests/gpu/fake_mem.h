@@ -147,7 +147,10 @@ static int fake_host_alloc(void **p, size_t n)
 /* The waiting kernel: the kernel named $FAKE_GPU_WAIT_KERNEL runs as a
  * stand-in for a generated kernel that waits on a signal nobody sets,
  * except on rank $FAKE_GPU_FAIL_RANK (default 1), where it fails an
- * assert at once (the first message of the kernel, line 0). rc is its
+ * assert (the first message of the kernel, line 0) as soon as every other
+ * rank of the process waits (5 s at most: on a loaded machine it could
+ * otherwise fail before they launched, and they would never wait; the
+ * ranks of one process are threads sharing fake_waiting). rc is its
  * BkGpuRankCtx (backends/gpu/gpu_emit.h, the last 40 bytes of the packed
  * arguments). The wait polls rc->abort_flag with a volatile load, as
  * blk_wait of backends/gpu/gpu_prelude.c does, and gives up when it is
@@ -321,6 +324,8 @@ static int fake_is_wait_kernel(const char *name)
     return w && *w && !strcmp(w, name);
 }
 
+static int fake_waiting; /* ranks inside fake_wait_kernel's wait (atomic) */
+
 static void fake_wait_kernel(const FakeRankCtx *rcp, double ticks_per_ms)
 {
     FakeRankCtx rc;
@@ -329,6 +334,11 @@ static void fake_wait_kernel(const FakeRankCtx *rcp, double ticks_per_ms)
     const char *fs = getenv("FAKE_GPU_FAIL_RANK");
     int fail_rank = fs && *fs ? atoi(fs) : 1;
     if (rc.rank == fail_rank) {
+        for (int i = 0; i < 50000 && __atomic_load_n(&fake_waiting, __ATOMIC_ACQUIRE) <
+                                         rc.world - 1; i++) {
+            struct timespec nap = {0, 100000}; /* 0.1 ms, 5 s in all */
+            nanosleep(&nap, NULL);
+        }
         if (fr)
             __atomic_store_n(&fr->asserted, 1, __ATOMIC_RELEASE);
         return;
@@ -337,6 +347,7 @@ static void fake_wait_kernel(const FakeRankCtx *rcp, double ticks_per_ms)
     double limit = rc.timeout > 0 ? (double)rc.timeout / ticks_per_ms : 5000;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    __atomic_add_fetch(&fake_waiting, 1, __ATOMIC_ACQ_REL);
     int aborted = 0;
     for (long i = 0;; i++) {
         /* The host sets the flag with an atomic store (ranks.c); this
