@@ -24,7 +24,7 @@ static int stream_sync(RtGpuCtx *c, RtRank *r)
     char err[512];
     if (rt_gpur_stuck(c->w))
         return rt_rank_fail(r, "the device is not waited for: an NCCL call "
-                            "did not return");
+                            "did not return or a stream did not drain");
     if (c->w->ops->sync(DEV(c), c->stream, err, sizeof err))
         return rt_gpur_fail(r, err);
     return 0;
