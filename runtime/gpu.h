@@ -108,6 +108,21 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen);
 
+/* rt_gpu_launch with the wait chosen (gpu_run.c): sync waits for the
+ * kernel with a deadline of tmo_ms (-1: none; past it the device is left
+ * busy, never freed or closed), else the launch is left queued. */
+blkc_status rt_gpu_launch_timed(RtGpuModule *gm, const IrFunc *f,
+                                const blkc_arg *args, int nargs,
+                                const blkc_launch_options *opts, bool sync,
+                                int64_t tmo_ms, int64_t grid_out[3], char *err,
+                                size_t errlen);
+
+/* The wait for what the default stream holds (launches of f left queued
+ * by rt_gpu_launch_timed), what naming it in a timeout's message, then
+ * f's failure record when it has a rank context. */
+blkc_status rt_gpu_finish(RtGpuModule *gm, const IrFunc *f, const char *what,
+                          int64_t tmo_ms, char *err, size_t errlen);
+
 /* One launch of kernel f for a rank of a GPU world (gpu_ranks.c): like
  * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
  * heap table, the rank's own failure record; the timeout is filled in
