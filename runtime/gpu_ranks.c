@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* notify from the host side: blk_sig_set / blk_sig_add (cell, v) */
 static const char sig_ptx[] =
@@ -319,37 +318,33 @@ int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op)
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
                  uint64_t v, const char *name)
 {
-    char err[512];
     int64_t tmo = rt_world_timeout_ms(rt_rank_world(r));
-    double t0 = now_ms();
+    int64_t t0 = rt_now_ms();
     uint64_t seen = 0;
     for (long spin = 0;; spin++) {
-        if (c->w->ops->d2h(DEV(c), &seen, U64(cell), 8, err, sizeof err))
-            return rt_gpur_fail(r, err);
-        if (cmp == RT_WAIT_EQ ? seen == v : seen >= v)
+        /* (a read still in flight, 1, counts as a value not yet seen) */
+        int q = rt_gpur_peek(c, r, cell, &seen);
+        if (q < 0)
+            break;
+        if (q == 0 && (cmp == RT_WAIT_EQ ? seen == v : seen >= v))
             return 0;
         if (rt_rank_check(r))
-            return -1;
-        if (tmo > 0 && now_ms() - t0 > (double)tmo)
-            return rt_rank_fail(r, "wait on signal %s timed out after %lld "
-                                "ms: expected %s %llu, saw %llu",
-                                name ? name : "(device cell)", (long long)tmo,
-                                cmp == RT_WAIT_EQ ? "==" : ">=",
-                                (unsigned long long)v,
-                                (unsigned long long)seen);
-        struct timespec ts = {0, spin < 2500 ? 20000 : 100000};
-        nanosleep(&ts, NULL);
+            break;
+        if (tmo > 0 && rt_now_ms() - t0 > tmo) {
+            rt_rank_fail(r, "wait on signal %s timed out after %lld "
+                         "ms: expected %s %llu, saw %llu",
+                         name ? name : "(device cell)", (long long)tmo,
+                         cmp == RT_WAIT_EQ ? "==" : ">=",
+                         (unsigned long long)v, (unsigned long long)seen);
+            break;
+        }
+        rt_gpur_poll_pause(spin);
     }
+    rt_gpur_peek_end(c, r);
+    return -1;
 }
 
 /* ------------------------------------------------------------ launches */

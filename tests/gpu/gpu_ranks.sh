@@ -526,6 +526,17 @@ if [ -n "$FAKE" ]; then
     "blkc: error: rank 0: kernel spin did not complete within $et ms" \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
   unset BLKC_WAIT_TIMEOUT_MS BLKC_COLL_TIMEOUT_MS
+  # the host's polls of a signal cell in a device function's wait (8-byte
+  # reads from the device, each an asynchronous copy on a stream of the
+  # rank's own): from the 2nd on they never complete
+  # (FAKE_GPU_POLL_HANG=0@2, fake_mem.h); the wait ends at its timeout
+  # with its own message, exit 3, and stops polling 1 s later (it used to
+  # wait in the driver's synchronous read). Not under the sanitizers.
+  if [ "${BLKC_SANITIZED:-}" != 1 ]; then
+    FAKE_GPU_POLL_HANG=0@2 BLKC_WAIT_TIMEOUT_MS=300 exact_fail poll_stuck \
+      "blkc: error: rank 0: wait on signal sig[0] timed out after 300 ms: expected >= 1, saw 0" \
+      run "$G" --entry=never --ranks=1 N=4 --device="$DEV"
+  fi
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF
