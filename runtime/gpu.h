@@ -127,16 +127,17 @@ blkc_status rt_gpu_finish(RtGpuModule *gm, const IrFunc *f, const char *what,
  * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
  * heap table, the rank's own failure record; the timeout is filled in
  * here), specialized like rt_gpu_launch (a note about a variant is not
- * reported), then waits for the kernel and reports a timed-out wait.
- * drain (may be NULL: the stream is synchronized) waits for the stream
- * instead, returning 0 or -1 (its error is the caller's, err says only
- * "the kernel did not end"). */
+ * reported), then waits for the kernel and reports a failed wait of the
+ * kernel's. The caller's wait(cx, fail, n) waits for the stream and, when
+ * fail is not NULL, reads the failure record's n bytes (rc->fail) into
+ * fail, each with the caller's deadline; 0 or -1 (its error is the
+ * caller's, err says only "the kernel did not end"). */
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
                                const BkGpuRankCtx *rc,
-                               int (*drain)(void *cx), void *cx, char *err,
-                               size_t errlen);
+                               int (*wait)(void *cx, void *fail, size_t n),
+                               void *cx, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ CLI
  * Run kernel fi of m on `device` ("cuda:0"...) with host arguments

@@ -1008,8 +1008,8 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
                                const BkGpuRankCtx *rc,
-                               int (*drain)(void *cx), void *cx, char *err,
-                               size_t errlen)
+                               int (*wait)(void *cx, void *fail, size_t n),
+                               void *cx, char *err, size_t errlen)
 {
     RtGpuKernel *k = gm && f ? find_kernel(gm, f) : NULL;
     if (!k)
@@ -1034,19 +1034,14 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                        pkk.ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
                        err, errlen))
         st = BLKC_ERR_RUNTIME;
-    if (st == BLKC_OK && !empty && drain && drain(cx)) {
+    BkGpuFail fr;
+    if (st == BLKC_OK && !empty && wait(cx, ranks ? &fr : NULL, sizeof fr)) {
         snprintf(err, errlen, "kernel %s did not end", f->name);
-        st = BLKC_ERR_RUNTIME;
-    } else if (st == BLKC_OK && !empty && !drain &&
-               g->ops->sync(g->dev, stream, err, errlen)) {
         st = BLKC_ERR_RUNTIME;
     }
     packed_free(&pk);
     if (st != BLKC_OK || empty || !ranks)
         return st;
-    BkGpuFail fr;
-    if (g->ops->d2h(g->dev, &fr, rc->fail, sizeof fr, err, errlen))
-        return BLKC_ERR_RUNTIME;
     if (fr.asserted)
         return assert_fail(f, &fr, err, errlen);
     if (!fr.failed)

@@ -174,12 +174,23 @@ int rt_gpur_join(RtGpuCtx *c, RtRank *r)
     return rc;
 }
 
-typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *what; } Drain;
+typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *kernel; } Drain;
 
-static int drain_cb(void *cx)
+/* rt_gpu_launch_rank's wait: the kernel (rt_gpur_drain), then its failure
+ * record read through the staging buffer (rt_gpur_d2h: the collectives'
+ * deadline) */
+static int drain_cb(void *cx, void *fail, size_t n)
 {
     Drain *d = cx;
-    return rt_gpur_drain(d->c, d->r, d->what);
+    char what[256];
+    snprintf(what, sizeof what, "kernel %s", d->kernel);
+    if (rt_gpur_drain(d->c, d->r, what))
+        return -1;
+    snprintf(what, sizeof what, "the read of kernel %s's failure record",
+             d->kernel);
+    return fail ? rt_gpur_d2h(d->c, d->r, fail, (const char *)(uintptr_t)d->c->fail,
+                              n, what)
+                : 0;
 }
 
 /* ------------------------------------------------------------ memory */
@@ -377,9 +388,7 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
     rc.fail = c->fail;
     rc.abort_flag = d->abort_dptr;
     char err[1024];
-    char what[256];
-    snprintf(what, sizeof what, "kernel %s", k->name);
-    Drain dr = {c, r, what};
+    Drain dr = {c, r, k->name};
     if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, drain_cb, &dr, err,
                            sizeof err) != BLKC_OK)
         return rt_rank_fail(r, "launch %s: %s", k->name, err);

@@ -525,6 +525,16 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_WAIT_KERNEL=spin FAKE_GPU_SPIN_RANK=0 exact_fail lone_rank_forever \
     "blkc: error: rank 0: kernel spin did not complete within $et ms" \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
+  # the read of a kernel's failure record once it ended (through the
+  # staging buffer: the collectives' deadline): the stand-in kernel does
+  # nothing (no rank spins), and the lone rank's 4th wait for its stream
+  # never ends (1 the zeroing of x, 2 its upload, 3 the kernel, 4 the
+  # read). Not under the sanitizers.
+  if [ "${BLKC_SANITIZED:-}" != 1 ]; then
+    FAKE_GPU_WAIT_KERNEL=spin FAKE_GPU_SPIN_RANK=-1 FAKE_GPU_STREAM_HANG=0@4 exact_fail fail_record_stuck \
+      "blkc: error: rank 0: the read of kernel spin's failure record did not complete within $et ms" \
+      run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
+  fi
   unset BLKC_WAIT_TIMEOUT_MS BLKC_COLL_TIMEOUT_MS
   # the host's polls of a signal cell in a device function's wait (8-byte
   # reads from the device, each an asynchronous copy on a stream of the
