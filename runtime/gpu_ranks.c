@@ -415,8 +415,8 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
 }
 
 /* mpirun: every process maps the others' heaps (CUDA / HIP IPC handles,
- * gathered over the host world) and fills its heap table. */
-static int ipc_exchange(RtGpuWorld *w, RtRank *r)
+ * gathered over the host world) into bases (heap_table). */
+static int ipc_exchange(RtGpuWorld *w, RtRank *r, int64_t *bases)
 {
     int me = rt_rank_id(r), W = w->nranks;
     RtGpurRank *k = &w->ranks[me];
@@ -424,10 +424,9 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     char err[512];
     unsigned char mine[RT_GPU_IPC_BYTES];
     unsigned char *all = calloc((size_t)W, RT_GPU_IPC_BYTES);
-    int64_t *bases = calloc((size_t)W, sizeof *bases);
     int rc = 0;
     memset(mine, 0, sizeof mine);
-    if (!all || !bases)
+    if (!all)
         rc = rt_rank_fail(r, "out of memory");
     else if (w->ops->ipc_get(dev, k->heap, mine, err, sizeof err))
         rc = rt_gpur_fail(r, err);
@@ -449,11 +448,28 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
         w->ranks[q].ipc = true;
         bases[q] = (int64_t)p;
     }
-    if (rc == 0 && w->ops->h2d(dev, k->table, bases, (size_t)W * 8, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
     free(all);
-    free(bases);
     return rc < 0 ? -1 : 0;
+}
+
+/* The rank's heap table (every rank's heap as this rank's kernels address
+ * it: its own device's allocations, or the peers' mapped under mpirun),
+ * copied through the staging buffer with the collectives' deadline. */
+static int heap_table(RtGpuWorld *w, RtRank *r)
+{
+    RtGpurRank *k = &w->ranks[rt_rank_id(r)];
+    int64_t *bases = calloc((size_t)w->nranks, sizeof *bases);
+    if (!bases)
+        return rt_rank_fail(r, "out of memory");
+    int rc = w->mpi ? ipc_exchange(w, r, bases) : 0;
+    for (int q = 0; q < w->nranks && !w->mpi; q++)
+        bases[q] = (int64_t)w->ranks[q].heap;
+    if (rc == 0 && rt_gpur_h2d(k->main, r, (char *)(uintptr_t)k->table, bases,
+                               (size_t)w->nranks * 8,
+                               "the copy of the heap table to the device"))
+        rc = -1;
+    free(bases);
+    return rc;
 }
 
 static int rank_main(RtRank *r, void *arg)
@@ -479,7 +495,7 @@ static int rank_main(RtRank *r, void *arg)
         return -1;
     }
     void *dev = rt_gpu_dev(k->d->g);
-    int rc = w->mpi ? ipc_exchange(w, r) : 0;
+    int rc = heap_table(w, r);
     /* every tensor goes to the device: symmetric ones onto the heap */
     for (int p = 0; p < f->nparams && rc == 0; p++) {
         const IrParam *ip = &f->params[p];
@@ -708,9 +724,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
             st = BLKC_ERR_RUNTIME;
     }
     dsl_buf_free(&hsaco);
-    int64_t *bases = calloc((size_t)w->nranks, sizeof *bases);
-    if (st == BLKC_OK && !bases)
-        st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    /* (the tables are filled by their ranks: heap_table) */
     for (int i = 0; i < w->nranks && st == BLKC_OK; i++) {
         RtGpurRank *k = &w->ranks[i];
         if (w->mpi && i != w->self)
@@ -720,16 +734,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
         if (w->ops->alloc(dev, w->heap_bytes, &k->heap, err, errlen) ||
             w->ops->alloc(dev, (size_t)w->nranks * 8, &k->table, err, errlen))
             st = BLKC_ERR_RUNTIME;
-        else
-            bases[i] = (int64_t)k->heap;
     }
-    for (int i = 0; i < w->nranks && st == BLKC_OK && !w->mpi; i++) {
-        RtGpurRank *k = &w->ranks[i];
-        if (w->ops->h2d(rt_gpu_dev(k->d->g), k->table, bases,
-                        (size_t)w->nranks * 8, err, errlen))
-            st = BLKC_ERR_RUNTIME;
-    }
-    free(bases);
     return st;
 }
 
