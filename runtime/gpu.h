@@ -117,6 +117,16 @@ blkc_status rt_gpu_launch_timed(RtGpuModule *gm, const IrFunc *f,
                                 int64_t tmo_ms, int64_t grid_out[3], char *err,
                                 size_t errlen);
 
+/* Wait for what stream (NULL: the default stream) holds: synchronized,
+ * or with a deadline of tmo_ms (>= 0, and the driver has a query
+ * function) polled. Past it g is busy (rt_gpu_busy: nothing is freed,
+ * unloaded or closed on it any more, the driver might still use it) and
+ * err says "WHAT did not complete within T ms (the deadline that
+ * BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS sets)". 0 or -1. */
+int rt_gpu_wait(RtGpu *g, void *stream, const char *what, int64_t tmo_ms,
+                char *err, size_t errlen);
+bool rt_gpu_busy(const RtGpu *g);
+
 /* The wait for what the default stream holds (launches of f left queued
  * by rt_gpu_launch_timed), what naming it in a timeout's message, then
  * f's failure record when it has a rank context. */
