@@ -102,6 +102,11 @@ void rt_gpu_persist_last(long long *blocks, long long *tiles);
  * as above. A launch on
  * the default stream is synchronised and a failed wait reported (naming
  * the signal and cell); a launch on a caller's stream is asynchronous.
+ * The synchronised wait has the deadline of a lone kernel where
+ * BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS is set (rt_set_deadline_ms,
+ * read at each launch; past it "kernel K did not complete within T ms
+ * (...)" and the device is busy: rt_gpu_wait), else none. The read of the
+ * failure record after it stays a synchronous copy.
  * grid_out (may be NULL) receives the grid. */
 blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_arg *args, int nargs,

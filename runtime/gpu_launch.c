@@ -989,8 +989,9 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen)
 {
-    return rt_gpu_launch_timed(gm, f, args, nargs, opts, !opts || !opts->stream, -1,
-                               grid_out, err, errlen);
+    bool sync = !opts || !opts->stream;
+    return rt_gpu_launch_timed(gm, f, args, nargs, opts, sync,
+                               sync ? rt_set_deadline_ms() : -1, grid_out, err, errlen);
 }
 
 blkc_status rt_gpu_finish(RtGpuModule *gm, const IrFunc *f, const char *what,
