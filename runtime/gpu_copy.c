@@ -1,7 +1,8 @@
 /* gpu_copy.c — the copies between host memory and a GPU rank's device
  * (gpu_ranks.h: rt_gpur_h2d, rt_gpur_d2h) with a deadline: the uploads,
- * the results, a staged collective's, group collective's or exchange's
- * copies and the reads of device memory. A synchronous driver copy
+ * the heap table, the results, a staged collective's, group collective's
+ * or exchange's copies, a kernel's failure record and the reads of
+ * device memory. A synchronous driver copy
  * (cuMemcpyHtoD / DtoH) from pageable memory blocks in the driver with no
  * way out, so each copy goes through the context's pinned staging buffer
  * (host_map: cuMemHostAlloc / hipHostMalloc) in chunks: the chunk is

@@ -15,7 +15,9 @@
  * compiled for the device's gfx arch: a system-scope fence and a release
  * store or atomic add), so it lands after the copy queued before it. A
  * wait from a device function polls the cell from the host with the
- * timeout of ranks.h, and gives up when another rank fails.
+ * timeout of ranks.h (each poll an asynchronous 8-byte read on a stream
+ * of the context's own, gpu_copy.c), and gives up when another rank fails.
+ * Each rank fills its own heap table (heap_table).
  *
  * Deadlines. The waits for a stream are polled (gpu_wait.c):
  * a launch's kernel, the end of the run and a stream's end (drain: no
@@ -24,13 +26,17 @@
  * the default stream after the uploads and after a staged collective's
  * copy back (rt_gpur_dev_wait), and the rank's own stream before a staged
  * collective, an allocation's zeroing, a read and an async block's fork
- * and join (rt_gpur_sync), and each chunk of a staged copy (gpu_copy.c).
- * Freed memory waits for the end of the run (defer_free), not for the
- * stream. Not bounded: the synchronous 8-byte reads of a host wait's
- * polls of a signal cell (rt_gpur_wait), the heap tables' copies at the
- * setup, the read of a launch's failure record, the copies where there is no staging buffer (no mapped host
- * memory), and every wait where the driver has no query function
- * (docs/device.md). */
+ * and join (rt_gpur_sync), and each chunk of a staged copy (gpu_copy.c:
+ * the uploads, the heap table, a kernel's failure record, the results);
+ * with the signal wait's timeout the reads of its polls (rt_gpur_wait: a
+ * read that never completes is a signal that never comes). Freed memory
+ * waits for the end of the run (defer_free), not for the stream. Not
+ * bounded: the copies and polls where there is no staging buffer (no
+ * mapped host memory, no asynchronous copies: synchronous copies), and
+ * every wait where the driver has no query function (synchronized).
+ * Driver calls that wait for no peer (allocation, module loading, IPC
+ * mapping) have no deadline, and nothing is freed while a stream may
+ * still run (defer_free; a stuck world is parked) (docs/device.md). */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
