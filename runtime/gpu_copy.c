@@ -2,9 +2,9 @@
  * (gpu_ranks.h: rt_gpur_h2d, rt_gpur_d2h) with a deadline: the uploads,
  * the heap table, the results, a staged collective's, group collective's
  * or exchange's copies, a kernel's failure record and the reads of
- * device memory. A synchronous driver copy
- * (cuMemcpyHtoD / DtoH) from pageable memory blocks in the driver with no
- * way out, so each copy goes through the context's pinned staging buffer
+ * device memory. A synchronous driver copy (cuMemcpyHtoD / DtoH) from
+ * pageable memory blocks in the driver with no way out, so each copy
+ * goes through the context's pinned staging buffer
  * (host_map: cuMemHostAlloc / hipHostMalloc) in chunks: the chunk is
  * copied between the user's memory and the buffer on the host, and
  * between the buffer and the device by an asynchronous copy on the rank's
@@ -110,7 +110,8 @@ int rt_gpur_d2h(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
 }
 
 /* c's poll slot and stream, made at the first poll; false where they
- * cannot be had (then synchronous reads) */
+ * cannot be had (then synchronous reads): where a staging buffer cannot
+ * (the driver lacks mapped host memory, queries or asynchronous copies) */
 static bool poll_ready(RtGpuCtx *c)
 {
     const RtGpuOps *ops = c->w->ops;
