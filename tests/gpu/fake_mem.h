@@ -277,9 +277,11 @@ static int fake_in_list(const char *name, long v)
  * the streams a device's ranks made (cuStreamCreate, hipStreamCreate-
  * WithFlags: the ranks' own and their async blocks'), counted together
  * per device: from the N-th wait for any of them on, none drains (on a
- * device with one rank: one wait for each buffer's zeroing, one before an
+ * device with one rank: the heap table's copy first, then one wait for
+ * each buffer's zeroing and each chunk of a staged copy, one before an
  * async block and at its end, one before a staged collective, group
- * collective or exchange). fake_hang(var, counts, dev) is called once
+ * collective or exchange; not the poll streams: fake_stream_hang).
+ * fake_hang(var, counts, dev) is called once
  * per answer about such a stream of dev: 1, not drained (a drained answer
  * is counted in counts[dev]). */
 #define FAKE_DEV_MAX 64
