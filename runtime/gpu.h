@@ -102,6 +102,11 @@ void rt_gpu_persist_last(long long *blocks, long long *tiles);
  * as above. A launch on
  * the default stream is synchronised and a failed wait reported (naming
  * the signal and cell); a launch on a caller's stream is asynchronous.
+ * The synchronised wait has the deadline of a lone kernel where
+ * BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS is set (rt_set_deadline_ms,
+ * read at each launch; past it "kernel K did not complete within T ms
+ * (...)" and the device is busy: rt_gpu_wait), else none. The read of the
+ * failure record after it stays a synchronous copy.
  * grid_out (may be NULL) receives the grid. */
 blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_arg *args, int nargs,
@@ -117,6 +122,16 @@ blkc_status rt_gpu_launch_timed(RtGpuModule *gm, const IrFunc *f,
                                 int64_t tmo_ms, int64_t grid_out[3], char *err,
                                 size_t errlen);
 
+/* Wait for what stream (NULL: the default stream) holds: synchronized,
+ * or with a deadline of tmo_ms (>= 0, and the driver has a query
+ * function) polled. Past it g is busy (rt_gpu_busy: nothing is freed,
+ * unloaded or closed on it any more, the driver might still use it) and
+ * err says "WHAT did not complete within T ms (the deadline that
+ * BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS sets)". 0 or -1. */
+int rt_gpu_wait(RtGpu *g, void *stream, const char *what, int64_t tmo_ms,
+                char *err, size_t errlen);
+bool rt_gpu_busy(const RtGpu *g);
+
 /* The wait for what the default stream holds (launches of f left queued
  * by rt_gpu_launch_timed), what naming it in a timeout's message, then
  * f's failure record when it has a rank context. */
@@ -127,16 +142,17 @@ blkc_status rt_gpu_finish(RtGpuModule *gm, const IrFunc *f, const char *what,
  * rt_gpu_launch on opts->stream, with the rank context rc (rank, world,
  * heap table, the rank's own failure record; the timeout is filled in
  * here), specialized like rt_gpu_launch (a note about a variant is not
- * reported), then waits for the kernel and reports a timed-out wait.
- * drain (may be NULL: the stream is synchronized) waits for the stream
- * instead, returning 0 or -1 (its error is the caller's, err says only
- * "the kernel did not end"). */
+ * reported), then waits for the kernel and reports a failed wait of the
+ * kernel's. The caller's wait(cx, fail, n) waits for the stream and, when
+ * fail is not NULL, reads the failure record's n bytes (rc->fail) into
+ * fail, each with the caller's deadline; 0 or -1 (its error is the
+ * caller's, err says only "the kernel did not end"). */
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
                                const BkGpuRankCtx *rc,
-                               int (*drain)(void *cx), void *cx, char *err,
-                               size_t errlen);
+                               int (*wait)(void *cx, void *fail, size_t n),
+                               void *cx, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ CLI
  * Run kernel fi of m on `device` ("cuda:0"...) with host arguments

@@ -1,9 +1,10 @@
 /* gpu_copy.c — the copies between host memory and a GPU rank's device
  * (gpu_ranks.h: rt_gpur_h2d, rt_gpur_d2h) with a deadline: the uploads,
- * the results, a staged collective's, group collective's or exchange's
- * copies and the reads of device memory. A synchronous driver copy
- * (cuMemcpyHtoD / DtoH) from pageable memory blocks in the driver with no
- * way out, so each copy goes through the context's pinned staging buffer
+ * the heap table, the results, a staged collective's, group collective's
+ * or exchange's copies, a kernel's failure record and the reads of
+ * device memory. A synchronous driver copy (cuMemcpyHtoD / DtoH) from
+ * pageable memory blocks in the driver with no way out, so each copy
+ * goes through the context's pinned staging buffer
  * (host_map: cuMemHostAlloc / hipHostMalloc) in chunks: the chunk is
  * copied between the user's memory and the buffer on the host, and
  * between the buffer and the device by an asynchronous copy on the rank's
@@ -12,9 +13,15 @@
  * there is no staging buffer (the driver lacks mapped host memory or
  * cuStreamQuery / hipStreamQuery, an emulated device) the synchronous
  * copy, unbounded, as before; where the driver lacks the asynchronous
- * copy its table does the synchronous one (gpu_cuda.c, gpu_hip.c). The
- * host polls of a signal cell (rt_gpur_wait) stay synchronous 8-byte
- * reads. */
+ * copy its table does the synchronous one (gpu_cuda.c, gpu_hip.c).
+ *
+ * The host polls of a signal cell (rt_gpur_wait, rt_gpur_peek) are
+ * asynchronous 8-byte copies into a pinned slot on a stream of the
+ * context's own, each asked about once per round of the wait, so that a
+ * read that never completes ends at the wait's timeout like a signal
+ * that never comes (the slot and the stream are then kept: the copy may
+ * still land). Where there is no staging buffer, synchronous reads,
+ * unbounded. */
 #include "gpu_ranks.h"
 
 #include <stdlib.h>
@@ -102,10 +109,74 @@ int rt_gpur_d2h(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
     return 0;
 }
 
+/* c's poll slot and stream, made at the first poll; false where they
+ * cannot be had (then synchronous reads): where a staging buffer cannot
+ * (the driver lacks mapped host memory, queries or asynchronous copies) */
+static bool poll_ready(RtGpuCtx *c)
+{
+    const RtGpuOps *ops = c->w->ops;
+    if (c->poll)
+        return true;
+    if (c->no_poll || !stage(c, 8) || !ops->stream_new) {
+        c->no_poll = true;
+        return false;
+    }
+    char err[512];
+    void *p = NULL;
+    if (ops->host_map(DEV(c), 8, &p, err, sizeof err) || !p) {
+        c->no_poll = true;
+        return false;
+    }
+    if (ops->stream_new(DEV(c), &c->poll_stream, err, sizeof err)) {
+        ops->host_free(DEV(c), p);
+        c->poll_stream = NULL;
+        c->no_poll = true;
+        return false;
+    }
+    c->poll = p;
+    return true;
+}
+
+int rt_gpur_peek(RtGpuCtx *c, RtRank *r, const char *cell, uint64_t *out)
+{
+    const RtGpuOps *ops = c->w->ops;
+    char err[512];
+    if (!poll_ready(c))
+        return ops->d2h(DEV(c), out, (uint64_t)(uintptr_t)cell, 8, err, sizeof err)
+                   ? rt_gpur_fail(r, err) : 0;
+    if (!c->poll_busy) {
+        if (ops->d2h_async(DEV(c), c->poll, (uint64_t)(uintptr_t)cell, 8,
+                           c->poll_stream, err, sizeof err))
+            return rt_gpur_fail(r, err);
+        c->poll_busy = true;
+    }
+    int q = ops->query(DEV(c), c->poll_stream, err, sizeof err);
+    if (q < 0)
+        return rt_gpur_fail(r, err);
+    if (q)
+        return 1;
+    c->poll_busy = false;
+    *out = __atomic_load_n(c->poll, __ATOMIC_ACQUIRE);
+    return 0;
+}
+
+void rt_gpur_peek_end(RtGpuCtx *c, RtRank *r)
+{
+    if (c->poll_busy &&
+        !rt_gpur_stream_wait(c->w, DEV(c), c->poll_stream, r, NULL, -1))
+        c->poll_busy = false;
+}
+
 void rt_gpur_stage_free(RtGpuCtx *c)
 {
     if (c->stage)
         c->w->ops->host_free(DEV(c), c->stage);
     c->stage = NULL;
     c->stage_bytes = 0;
+    if (c->poll) {
+        c->w->ops->stream_free(DEV(c), c->poll_stream);
+        c->w->ops->host_free(DEV(c), c->poll);
+    }
+    c->poll = NULL;
+    c->poll_stream = NULL;
 }

@@ -24,8 +24,8 @@ struct RtGpu {
     RtGpuDevInfo info;
     blkc_target target;
     int id;                    /* RT_GPU_EMU: cuda-emu / hip-emu */
-    int busy;                  /* a kernel did not end by its deadline
-                                  (kernel_wait): nothing is freed,
+    int busy;                  /* a kernel or copy did not end by its deadline
+                                  (rt_gpu_wait): nothing is freed,
                                   unloaded or closed on it any more */
     RtGpu *kept_next;          /* the list of busy devices (rt_gpu_close) */
 };
@@ -192,6 +192,7 @@ const char *rt_gpu_arch(const RtGpu *g) { return g->info.arch; }
 const char *rt_gpu_name(const RtGpu *g) { return g->info.name; }
 int rt_gpu_dl_type(const RtGpu *g) { return g->ops->dl_type; }
 bool rt_gpu_is_emu(const RtGpu *g) { return g->id == RT_GPU_EMU; }
+bool rt_gpu_busy(const RtGpu *g) { return __atomic_load_n(&g->busy, __ATOMIC_ACQUIRE); }
 
 /* ------------------------------------------------------------ memory */
 
@@ -894,13 +895,10 @@ static void pick(RtGpuModule *gm, RtGpuKernel *k, const blkc_arg *args,
     }
 }
 
-/* Wait for what stream holds: synchronized, or with a deadline of tmo_ms
- * (>= 0, and the driver has a query function) polled as the GPU ranks'
- * waits are (20 us pauses for ~50 ms, then 100 us). Past it g is busy
- * (never freed or closed: the driver might wait for the kernel) and err
- * says "WHAT did not complete within T ms (...)". 0 or -1. */
-static int kernel_wait(RtGpu *g, void *stream, const char *what, int64_t tmo_ms,
-                       char *err, size_t errlen)
+/* (gpu.h) polled as the GPU ranks' waits are (20 us pauses for ~50 ms,
+ * then 100 us) */
+int rt_gpu_wait(RtGpu *g, void *stream, const char *what, int64_t tmo_ms,
+                char *err, size_t errlen)
 {
     if (tmo_ms < 0 || !g->ops->query)
         return g->ops->sync(g->dev, stream, err, errlen);
@@ -925,7 +923,7 @@ static int kernel_wait(RtGpu *g, void *stream, const char *what, int64_t tmo_ms,
 }
 
 /* One launch; sync: wait for it (with a deadline of tmo_ms, -1: none,
- * kernel_wait) and report a failed wait. */
+ * rt_gpu_wait) and report a failed wait. */
 static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
                             const blkc_arg *args, int nargs,
                             const blkc_launch_options *opts, bool sync,
@@ -958,7 +956,7 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
     if (st == BLKC_OK && !empty && sync) {
         char what[256];
         snprintf(what, sizeof what, "kernel %s", k->f->name);
-        if (kernel_wait(g, stream, what, tmo_ms, err, errlen))
+        if (rt_gpu_wait(g, stream, what, tmo_ms, err, errlen))
             st = BLKC_ERR_RUNTIME;
         else if (ranks)
             st = check_fail(gm, k->f, err, errlen);
@@ -991,15 +989,16 @@ blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_launch_options *opts,
                           int64_t grid_out[3], char *err, size_t errlen)
 {
-    return rt_gpu_launch_timed(gm, f, args, nargs, opts, !opts || !opts->stream, -1,
-                               grid_out, err, errlen);
+    bool sync = !opts || !opts->stream;
+    return rt_gpu_launch_timed(gm, f, args, nargs, opts, sync,
+                               sync ? rt_set_deadline_ms() : -1, grid_out, err, errlen);
 }
 
 blkc_status rt_gpu_finish(RtGpuModule *gm, const IrFunc *f, const char *what,
                           int64_t tmo_ms, char *err, size_t errlen)
 {
     RtGpuKernel *k = find_kernel(gm, f);
-    if (kernel_wait(gm->g, NULL, what, tmo_ms, err, errlen))
+    if (rt_gpu_wait(gm->g, NULL, what, tmo_ms, err, errlen))
         return BLKC_ERR_RUNTIME;
     return k && k->ki.rank_ctx ? check_fail(gm, f, err, errlen) : BLKC_OK;
 }
@@ -1008,8 +1007,8 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                                const blkc_arg *args, int nargs,
                                const blkc_launch_options *opts,
                                const BkGpuRankCtx *rc,
-                               int (*drain)(void *cx), void *cx, char *err,
-                               size_t errlen)
+                               int (*wait)(void *cx, void *fail, size_t n),
+                               void *cx, char *err, size_t errlen)
 {
     RtGpuKernel *k = gm && f ? find_kernel(gm, f) : NULL;
     if (!k)
@@ -1034,19 +1033,14 @@ blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,
                        pkk.ki->smem_bytes, stream, pk.params, pk.buf, pk.size,
                        err, errlen))
         st = BLKC_ERR_RUNTIME;
-    if (st == BLKC_OK && !empty && drain && drain(cx)) {
+    BkGpuFail fr;
+    if (st == BLKC_OK && !empty && wait(cx, ranks ? &fr : NULL, sizeof fr)) {
         snprintf(err, errlen, "kernel %s did not end", f->name);
-        st = BLKC_ERR_RUNTIME;
-    } else if (st == BLKC_OK && !empty && !drain &&
-               g->ops->sync(g->dev, stream, err, errlen)) {
         st = BLKC_ERR_RUNTIME;
     }
     packed_free(&pk);
     if (st != BLKC_OK || empty || !ranks)
         return st;
-    BkGpuFail fr;
-    if (g->ops->d2h(g->dev, &fr, rc->fail, sizeof fr, err, errlen))
-        return BLKC_ERR_RUNTIME;
     if (fr.asserted)
         return assert_fail(f, &fr, err, errlen);
     if (!fr.failed)

@@ -15,7 +15,9 @@
  * compiled for the device's gfx arch: a system-scope fence and a release
  * store or atomic add), so it lands after the copy queued before it. A
  * wait from a device function polls the cell from the host with the
- * timeout of ranks.h, and gives up when another rank fails.
+ * timeout of ranks.h (each poll an asynchronous 8-byte read on a stream
+ * of the context's own, gpu_copy.c), and gives up when another rank fails.
+ * Each rank fills its own heap table (heap_table).
  *
  * Deadlines. The waits for a stream are polled (gpu_wait.c):
  * a launch's kernel, the end of the run and a stream's end (drain: no
@@ -24,20 +26,23 @@
  * the default stream after the uploads and after a staged collective's
  * copy back (rt_gpur_dev_wait), and the rank's own stream before a staged
  * collective, an allocation's zeroing, a read and an async block's fork
- * and join (rt_gpur_sync), and each chunk of a staged copy (gpu_copy.c).
- * Freed memory waits for the end of the run (defer_free), not for the
- * stream. Not bounded: the synchronous 8-byte reads of a host wait's
- * polls of a signal cell (rt_gpur_wait), the heap tables' copies at the
- * setup, the read of a launch's failure record, the copies where there is no staging buffer (no mapped host
- * memory), and every wait where the driver has no query function
- * (docs/device.md). */
+ * and join (rt_gpur_sync), and each chunk of a staged copy (gpu_copy.c:
+ * the uploads, the heap table, a kernel's failure record, the results);
+ * with the signal wait's timeout the reads of its polls (rt_gpur_wait: a
+ * read that never completes is a signal that never comes). Freed memory
+ * waits for the end of the run (defer_free), not for the stream. Not
+ * bounded: the copies and polls where there is no staging buffer (no
+ * mapped host memory, no asynchronous copies: synchronous copies), and
+ * every wait where the driver has no query function (synchronized).
+ * Driver calls that wait for no peer (allocation, module loading, IPC
+ * mapping) have no deadline, and nothing is freed while a stream may
+ * still run (defer_free; a stuck world is parked) (docs/device.md). */
 #include "gpu_ranks.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* notify from the host side: blk_sig_set / blk_sig_add (cell, v) */
 static const char sig_ptx[] =
@@ -175,12 +180,23 @@ int rt_gpur_join(RtGpuCtx *c, RtRank *r)
     return rc;
 }
 
-typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *what; } Drain;
+typedef struct Drain { RtGpuCtx *c; RtRank *r; const char *kernel; } Drain;
 
-static int drain_cb(void *cx)
+/* rt_gpu_launch_rank's wait: the kernel (rt_gpur_drain), then its failure
+ * record read through the staging buffer (rt_gpur_d2h: the collectives'
+ * deadline) */
+static int drain_cb(void *cx, void *fail, size_t n)
 {
     Drain *d = cx;
-    return rt_gpur_drain(d->c, d->r, d->what);
+    char what[256];
+    snprintf(what, sizeof what, "kernel %s", d->kernel);
+    if (rt_gpur_drain(d->c, d->r, what))
+        return -1;
+    snprintf(what, sizeof what, "the read of kernel %s's failure record",
+             d->kernel);
+    return fail ? rt_gpur_d2h(d->c, d->r, fail, (const char *)(uintptr_t)d->c->fail,
+                              n, what)
+                : 0;
 }
 
 /* ------------------------------------------------------------ memory */
@@ -319,37 +335,33 @@ int rt_gpur_notify(RtGpuCtx *c, RtRank *r, char *cell, uint64_t v, int op)
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 int rt_gpur_wait(RtGpuCtx *c, RtRank *r, const char *cell, int cmp,
                  uint64_t v, const char *name)
 {
-    char err[512];
     int64_t tmo = rt_world_timeout_ms(rt_rank_world(r));
-    double t0 = now_ms();
+    int64_t t0 = rt_now_ms();
     uint64_t seen = 0;
     for (long spin = 0;; spin++) {
-        if (c->w->ops->d2h(DEV(c), &seen, U64(cell), 8, err, sizeof err))
-            return rt_gpur_fail(r, err);
-        if (cmp == RT_WAIT_EQ ? seen == v : seen >= v)
+        /* (a read still in flight, 1, counts as a value not yet seen) */
+        int q = rt_gpur_peek(c, r, cell, &seen);
+        if (q < 0)
+            break;
+        if (q == 0 && (cmp == RT_WAIT_EQ ? seen == v : seen >= v))
             return 0;
         if (rt_rank_check(r))
-            return -1;
-        if (tmo > 0 && now_ms() - t0 > (double)tmo)
-            return rt_rank_fail(r, "wait on signal %s timed out after %lld "
-                                "ms: expected %s %llu, saw %llu",
-                                name ? name : "(device cell)", (long long)tmo,
-                                cmp == RT_WAIT_EQ ? "==" : ">=",
-                                (unsigned long long)v,
-                                (unsigned long long)seen);
-        struct timespec ts = {0, spin < 2500 ? 20000 : 100000};
-        nanosleep(&ts, NULL);
+            break;
+        if (tmo > 0 && rt_now_ms() - t0 > tmo) {
+            rt_rank_fail(r, "wait on signal %s timed out after %lld "
+                         "ms: expected %s %llu, saw %llu",
+                         name ? name : "(device cell)", (long long)tmo,
+                         cmp == RT_WAIT_EQ ? "==" : ">=",
+                         (unsigned long long)v, (unsigned long long)seen);
+            break;
+        }
+        rt_gpur_poll_pause(spin);
     }
+    rt_gpur_peek_end(c, r);
+    return -1;
 }
 
 /* ------------------------------------------------------------ launches */
@@ -382,9 +394,7 @@ int rt_gpur_launch(RtGpuCtx *c, RtRank *r, const IrFunc *k, blkc_arg *args,
     rc.fail = c->fail;
     rc.abort_flag = d->abort_dptr;
     char err[1024];
-    char what[256];
-    snprintf(what, sizeof what, "kernel %s", k->name);
-    Drain dr = {c, r, what};
+    Drain dr = {c, r, k->name};
     if (rt_gpu_launch_rank(d->gm, k, args, nargs, &o, &rc, drain_cb, &dr, err,
                            sizeof err) != BLKC_OK)
         return rt_rank_fail(r, "launch %s: %s", k->name, err);
@@ -411,8 +421,8 @@ static int run_kernel(RtGpuWorld *w, RtRank *r, RtPlanArg *args)
 }
 
 /* mpirun: every process maps the others' heaps (CUDA / HIP IPC handles,
- * gathered over the host world) and fills its heap table. */
-static int ipc_exchange(RtGpuWorld *w, RtRank *r)
+ * gathered over the host world) into bases (heap_table). */
+static int ipc_exchange(RtGpuWorld *w, RtRank *r, int64_t *bases)
 {
     int me = rt_rank_id(r), W = w->nranks;
     RtGpurRank *k = &w->ranks[me];
@@ -420,10 +430,9 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
     char err[512];
     unsigned char mine[RT_GPU_IPC_BYTES];
     unsigned char *all = calloc((size_t)W, RT_GPU_IPC_BYTES);
-    int64_t *bases = calloc((size_t)W, sizeof *bases);
     int rc = 0;
     memset(mine, 0, sizeof mine);
-    if (!all || !bases)
+    if (!all)
         rc = rt_rank_fail(r, "out of memory");
     else if (w->ops->ipc_get(dev, k->heap, mine, err, sizeof err))
         rc = rt_gpur_fail(r, err);
@@ -445,11 +454,28 @@ static int ipc_exchange(RtGpuWorld *w, RtRank *r)
         w->ranks[q].ipc = true;
         bases[q] = (int64_t)p;
     }
-    if (rc == 0 && w->ops->h2d(dev, k->table, bases, (size_t)W * 8, err, sizeof err))
-        rc = rt_gpur_fail(r, err);
     free(all);
-    free(bases);
     return rc < 0 ? -1 : 0;
+}
+
+/* The rank's heap table (every rank's heap as this rank's kernels address
+ * it: its own device's allocations, or the peers' mapped under mpirun),
+ * copied through the staging buffer with the collectives' deadline. */
+static int heap_table(RtGpuWorld *w, RtRank *r)
+{
+    RtGpurRank *k = &w->ranks[rt_rank_id(r)];
+    int64_t *bases = calloc((size_t)w->nranks, sizeof *bases);
+    if (!bases)
+        return rt_rank_fail(r, "out of memory");
+    int rc = w->mpi ? ipc_exchange(w, r, bases) : 0;
+    for (int q = 0; q < w->nranks && !w->mpi; q++)
+        bases[q] = (int64_t)w->ranks[q].heap;
+    if (rc == 0 && rt_gpur_h2d(k->main, r, (char *)(uintptr_t)k->table, bases,
+                               (size_t)w->nranks * 8,
+                               "the copy of the heap table to the device"))
+        rc = -1;
+    free(bases);
+    return rc;
 }
 
 static int rank_main(RtRank *r, void *arg)
@@ -475,7 +501,7 @@ static int rank_main(RtRank *r, void *arg)
         return -1;
     }
     void *dev = rt_gpu_dev(k->d->g);
-    int rc = w->mpi ? ipc_exchange(w, r) : 0;
+    int rc = heap_table(w, r);
     /* every tensor goes to the device: symmetric ones onto the heap */
     for (int p = 0; p < f->nparams && rc == 0; p++) {
         const IrParam *ip = &f->params[p];
@@ -704,9 +730,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
             st = BLKC_ERR_RUNTIME;
     }
     dsl_buf_free(&hsaco);
-    int64_t *bases = calloc((size_t)w->nranks, sizeof *bases);
-    if (st == BLKC_OK && !bases)
-        st = rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory");
+    /* (the tables are filled by their ranks: heap_table) */
     for (int i = 0; i < w->nranks && st == BLKC_OK; i++) {
         RtGpurRank *k = &w->ranks[i];
         if (w->mpi && i != w->self)
@@ -716,16 +740,7 @@ static blkc_status world_setup(RtGpuWorld *w, int id0, RtGpu *first,
         if (w->ops->alloc(dev, w->heap_bytes, &k->heap, err, errlen) ||
             w->ops->alloc(dev, (size_t)w->nranks * 8, &k->table, err, errlen))
             st = BLKC_ERR_RUNTIME;
-        else
-            bases[i] = (int64_t)k->heap;
     }
-    for (int i = 0; i < w->nranks && st == BLKC_OK && !w->mpi; i++) {
-        RtGpurRank *k = &w->ranks[i];
-        if (w->ops->h2d(rt_gpu_dev(k->d->g), k->table, bases,
-                        (size_t)w->nranks * 8, err, errlen))
-            st = BLKC_ERR_RUNTIME;
-    }
-    free(bases);
     return st;
 }
 

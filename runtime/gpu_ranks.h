@@ -187,6 +187,11 @@ struct RtGpuCtx {
     char *stage;                   /* pinned staging buffer (gpu_copy.c) */
     size_t stage_bytes;
     bool no_stage;                 /* none can be had: synchronous copies */
+    uint64_t *poll;                /* pinned 8 bytes: a signal poll's read
+                                      lands here (gpu_copy.c, rt_gpur_peek) */
+    void *poll_stream;             /* the stream of those reads */
+    bool poll_busy;                /* a read is in flight on it */
+    bool no_poll;                  /* none can be had: synchronous reads */
     RtGpuCtx *kept_next;           /* the world's list of contexts kept
                                       when it is stuck (w->kept) */
 };
@@ -244,7 +249,19 @@ int rt_gpur_h2d(RtGpuCtx *c, RtRank *r, char *dst, const void *src,
                 size_t bytes, const char *what);
 int rt_gpur_d2h(RtGpuCtx *c, RtRank *r, void *dst, const char *src,
                 size_t bytes, const char *what);
-/* Release c's staging buffer (its stream drained). */
+/* One poll of the 8-byte signal cell at device address `cell` for a host
+ * wait (rt_gpur_wait): an asynchronous copy into c's pinned poll slot on a
+ * stream of its own (made at the first poll; the rank's stream is not
+ * waited for), queued unless one is still in flight, and one query. 0:
+ * *out is the cell's value; 1: the read is still in flight (ask again);
+ * -1 with the rank's error set. Without a staging buffer (see
+ * rt_gpur_h2d) the synchronous read, unbounded. rt_gpur_peek_end after
+ * the wait gave up: a read still in flight gets RT_GPUR_GRACE_MS, then
+ * the world is stuck (the slot and the stream are kept). */
+int rt_gpur_peek(RtGpuCtx *c, RtRank *r, const char *cell, uint64_t *out);
+void rt_gpur_peek_end(RtGpuCtx *c, RtRank *r);
+/* Release c's staging buffer, poll slot and poll stream (its streams
+ * drained). */
 void rt_gpur_stage_free(RtGpuCtx *c);
 /* The pause between two rounds of a polled wait (the stream waits above,
  * NCCL's asynchronous state): 20 us for the first 2500 rounds (~50 ms: a

@@ -113,7 +113,8 @@ typedef struct blkc_launch_options {
                                   grid (0 entries mean 1, negative ones are
                                   BLKC_ERR_USAGE) */
     void *stream;              /* GPU stream (CUstream / hipStream_t);
-                                  NULL = the default stream */
+                                  NULL = the default stream, the launch
+                                  waited for (deadline: docs/api.md) */
 } blkc_launch_options;
 
 /* version / errors */

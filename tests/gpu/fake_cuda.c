@@ -26,7 +26,8 @@
  * the default stream (NULL) of the devices in $FAKE_GPU_SYNC_HANG (the
  * current context's, cuCtxSetCurrent; "D@N": from its N-th wait on,
  * fake_mem.h), and the streams made on the devices in
- * $FAKE_GPU_STREAM_HANG (the same syntax, fake_mem.h).
+ * $FAKE_GPU_STREAM_HANG (the same syntax, fake_mem.h); signal polls that
+ * never complete from the N-th on: $FAKE_GPU_POLL_HANG (fake_mem.h).
  * It checks
  * nothing about real CUDA semantics (ordering between streams,
  * visibility): that needs a GPU. */
@@ -177,6 +178,8 @@ P(cuMemcpyHtoD_v2, CUdeviceptr d, const void *s, size_t n)
 }
 P(cuMemcpyDtoH_v2, void *d, CUdeviceptr s, size_t n)
 {
+    if (fake_poll_sync(n))
+        return 702; /* a launch timeout */
     fake_read(d, (void *)(uintptr_t)s, n);
     return OK;
 }
@@ -191,7 +194,8 @@ P(cuMemcpyHtoDAsync_v2, CUdeviceptr d, const void *s, size_t n, void *st)
 }
 P(cuMemcpyDtoHAsync_v2, void *d, CUdeviceptr s, size_t n, void *st)
 {
-    (void)st;
+    if (fake_poll_read(st, d, n))
+        return OK; /* never lands: the stream is held */
     fake_read(d, (void *)(uintptr_t)s, n);
     return OK;
 }
@@ -296,7 +300,7 @@ P(cuMemHostGetDevicePointer_v2, CUdeviceptr *d, void *p, unsigned flags)
     *d = (CUdeviceptr)(uintptr_t)p;
     return OK;
 }
-P(cuMemFreeHost, void *p) { free(p); return OK; }
+P(cuMemFreeHost, void *p) { fake_host_free(p); return OK; }
 /* the streams held by fake_cuda_hold */
 static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *held[16];

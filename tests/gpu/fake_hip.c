@@ -11,7 +11,8 @@
  * memory of fake_mem.h ($FAKE_GPU_WAIT_KERNEL, $FAKE_GPU_NO_HOSTMAP);
  * the default stream of the devices in $FAKE_GPU_SYNC_HANG (hipSetDevice's)
  * never drains ("D@N": from its N-th wait on, fake_mem.h), nor do the
- * streams made on the devices in $FAKE_GPU_STREAM_HANG (the same syntax).
+ * streams made on the devices in $FAKE_GPU_STREAM_HANG (the same syntax),
+ * nor the signal polls from the N-th on in $FAKE_GPU_POLL_HANG.
  * Like ROCm 5's libamdhip64 it also carries hiprtc,
  * whose fake "code object" is the source text behind a marker line: the
  * HIP source of a module or of the notify kernels is accepted, never
@@ -224,7 +225,7 @@ P(hipError_t, hipHostGetDevicePointer, void **d, void *p, unsigned flags)
     *d = p;
     return OK;
 }
-P(hipError_t, hipHostFree, void *p) { free(p); return OK; }
+P(hipError_t, hipHostFree, void *p) { fake_host_free(p); return OK; }
 
 P(hipError_t, hipMalloc, void **p, size_t n)
 {
@@ -242,6 +243,8 @@ P(hipError_t, hipMemcpyHtoD, void *d, const void *s, size_t n)
 }
 P(hipError_t, hipMemcpyDtoH, void *d, void *s, size_t n)
 {
+    if (fake_poll_sync(n))
+        return 702; /* a launch timeout */
     fake_read(d, s, n);
     return OK;
 }
@@ -256,7 +259,8 @@ P(hipError_t, hipMemcpyHtoDAsync, void *d, const void *s, size_t n, void *st)
 }
 P(hipError_t, hipMemcpyDtoHAsync, void *d, void *s, size_t n, void *st)
 {
-    (void)st;
+    if (fake_poll_read(st, d, n))
+        return OK; /* never lands: the stream is held */
     fake_read(d, s, n);
     return OK;
 }

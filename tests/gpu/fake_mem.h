@@ -5,7 +5,8 @@
  * ranks under mpirun); mapped pinned host memory; the notify kernels and
  * a stand-in for a generated kernel that waits (fake_wait_kernel), or
  * that computes for ever on some ranks (fake_spin_rank); a default stream
- * or the ranks' streams that never drain on some devices (fake_hang).
+ * or the ranks' streams that never drain on some devices (fake_hang), and
+ * signal polls that never complete (fake_poll_read).
  * Included once by each fake; every int function returns 0 or -1. */
 #ifndef BLKC_FAKE_MEM_H
 #define BLKC_FAKE_MEM_H
@@ -134,14 +135,47 @@ static void fake_notify(uint64_t cell, uint64_t v, int add)
 
 /* Mapped pinned host memory (cuMemHostAlloc / hipHostMalloc): plain
  * host memory whose "device address" is itself. $FAKE_GPU_NO_HOSTMAP=1
- * makes the allocation fail (a driver without it). */
+ * makes the allocation fail (a driver without it). The allocations of 8
+ * bytes are GPU ranks' poll slots (gpu_copy.c): an asynchronous read into
+ * one is a signal poll (fake_poll_read). */
+#define FAKE_SLOTS 256
+static pthread_mutex_t fake_slot_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *fake_slots[FAKE_SLOTS]; /* the live poll slots */
+
 static int fake_host_alloc(void **p, size_t n)
 {
     const char *no = getenv("FAKE_GPU_NO_HOSTMAP");
     if (no && *no && strcmp(no, "0"))
         return -1;
     *p = calloc(1, n ? n : 1);
+    pthread_mutex_lock(&fake_slot_mu);
+    for (int i = 0; i < FAKE_SLOTS && *p && n == 8; i++)
+        if (!fake_slots[i]) {
+            fake_slots[i] = *p;
+            break;
+        }
+    pthread_mutex_unlock(&fake_slot_mu);
     return *p ? 0 : -1;
+}
+
+static void fake_host_free(void *p)
+{
+    pthread_mutex_lock(&fake_slot_mu);
+    for (int i = 0; i < FAKE_SLOTS && p; i++)
+        if (fake_slots[i] == p)
+            fake_slots[i] = NULL;
+    pthread_mutex_unlock(&fake_slot_mu);
+    free(p);
+}
+
+static int fake_is_slot(const void *p)
+{
+    int is = 0;
+    pthread_mutex_lock(&fake_slot_mu);
+    for (int i = 0; i < FAKE_SLOTS && p && !is; i++)
+        is = fake_slots[i] == p;
+    pthread_mutex_unlock(&fake_slot_mu);
+    return is;
 }
 
 /* The waiting kernel: the kernel named $FAKE_GPU_WAIT_KERNEL runs as a
@@ -243,9 +277,11 @@ static int fake_in_list(const char *name, long v)
  * the streams a device's ranks made (cuStreamCreate, hipStreamCreate-
  * WithFlags: the ranks' own and their async blocks'), counted together
  * per device: from the N-th wait for any of them on, none drains (on a
- * device with one rank: one wait for each buffer's zeroing, one before an
+ * device with one rank: the heap table's copy first, then one wait for
+ * each buffer's zeroing and each chunk of a staged copy, one before an
  * async block and at its end, one before a staged collective, group
- * collective or exchange). fake_hang(var, counts, dev) is called once
+ * collective or exchange; not the poll streams: fake_stream_hang).
+ * fake_hang(var, counts, dev) is called once
  * per answer about such a stream of dev: 1, not drained (a drained answer
  * is counted in counts[dev]). */
 #define FAKE_DEV_MAX 64
@@ -287,24 +323,62 @@ static int fake_sync_hang(int dev)
     return fake_hang("FAKE_GPU_SYNC_HANG", fake_drained, dev);
 }
 
-/* A stream of the fakes: the device it was made on (fake_cur_get). */
-typedef struct FakeStream { int dev; } FakeStream;
+/* A stream of the fakes: the device it was made on (fake_cur_get);
+ * whether it carries signal polls (a poll stream: fake_poll_read), and
+ * then whether one of them never completes. */
+typedef struct FakeStream { int dev, poll, hung; } FakeStream;
 
 static void *fake_stream_new(void)
 {
-    FakeStream *s = malloc(sizeof *s);
+    FakeStream *s = calloc(1, sizeof *s);
     if (s)
         s->dev = fake_cur_get();
     return s;
 }
 
 /* Whether stream s (NULL: the default stream of the current device) is
- * to be answered not drained by $FAKE_GPU_SYNC_HANG / _STREAM_HANG. */
+ * to be answered not drained by $FAKE_GPU_SYNC_HANG / _STREAM_HANG; a
+ * poll stream only by $FAKE_GPU_POLL_HANG (its answers not counted for
+ * _STREAM_HANG: their number depends on the timing). */
 static int fake_stream_hang(void *s)
 {
     if (!s)
         return fake_sync_hang(fake_cur_get());
-    return fake_hang("FAKE_GPU_STREAM_HANG", fake_sdrained, ((FakeStream *)s)->dev);
+    FakeStream *fs = s;
+    if (__atomic_load_n(&fs->poll, __ATOMIC_ACQUIRE))
+        return __atomic_load_n(&fs->hung, __ATOMIC_ACQUIRE);
+    return fake_hang("FAKE_GPU_STREAM_HANG", fake_sdrained, fs->dev);
+}
+
+/* $FAKE_GPU_POLL_HANG ("D@N", fake_hang's syntax): from the N-th signal
+ * poll on device D on (an asynchronous 8-byte read into a poll slot, or
+ * a synchronous 8-byte read), the reads never complete: the poll stream
+ * never drains again and nothing is copied; a synchronous read waits 30 s,
+ * then fails. fake_poll_read(stream, dst, n) is called by each
+ * asynchronous read from the device: 1, drop the copy. fake_poll_sync(n)
+ * by each synchronous one: -1, fail it (after the 30 s). */
+static int fake_polled[FAKE_DEV_MAX]; /* under fake_hang_mu */
+
+/* (unused where the fake has no asynchronous copies, FAKE_NO_ASYNC_COPY) */
+__attribute__((unused)) static int fake_poll_read(void *st, const void *dst, size_t n)
+{
+    FakeStream *s = st;
+    if (!s || n != 8 || !fake_is_slot(dst))
+        return 0;
+    __atomic_store_n(&s->poll, 1, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&s->hung, __ATOMIC_ACQUIRE) &&
+        fake_hang("FAKE_GPU_POLL_HANG", fake_polled, s->dev))
+        __atomic_store_n(&s->hung, 1, __ATOMIC_RELEASE);
+    return __atomic_load_n(&s->hung, __ATOMIC_ACQUIRE);
+}
+
+static int fake_poll_sync(size_t n)
+{
+    if (n != 8 || !fake_hang("FAKE_GPU_POLL_HANG", fake_polled, fake_cur_get()))
+        return 0;
+    struct timespec ts = {30, 0};
+    nanosleep(&ts, NULL);
+    return -1;
 }
 
 /* $FAKE_GPU_SPIN_RANK ("1" or "1,3"): the stand-in kernel computes for

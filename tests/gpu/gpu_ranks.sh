@@ -467,15 +467,16 @@ if [ -n "$FAKE" ]; then
   # the rank's stream): polled, the rank names itself and what it waited
   # for at the collectives' deadline, exit 3. FAKE_GPU_STREAM_HANG=1@N:
   # the streams of device 1 (rank 1's) drain for its first N - 1 waits,
-  # never after. ar_sum's waits: 1 the zeroing of b, 2 its upload, 3 the
-  # stream before the staged all_reduce, 4 the copy of its input down, 5
-  # the copy of its result back, 6 and 7 the ends of the plan and of the
-  # rank, 8 the copy of the results to the host, 9 the stream before the
-  # rank's memory goes, 10 its end (ctx_free). g_mixed's and ring's: the
-  # same for the group all_reduce and the exchange (ring: 2 zeroings and
-  # uploads first). ring_push: 10 zeroings and uploads, 11 the async
-  # block's fork, 12 its join. mm_a2a: 8 zeroings and uploads, 9 the
-  # stream before the read of the counts, 10 the read.
+  # never after. ar_sum's waits: 1 the copy of the heap table, 2 the
+  # zeroing of b, 3 its upload, 4 the stream before the staged all_reduce,
+  # 5 the copy of its input down, 6 the copy of its result back, 7 and 8
+  # the ends of the plan and of the rank, 9 the copy of the results to the
+  # host, 10 the stream before the rank's memory goes, 11 its end
+  # (ctx_free). g_mixed's and ring's: the same for the group all_reduce
+  # and the exchange (ring: 2 zeroings and uploads first). ring_push: the
+  # table, 10 zeroings and uploads, 12 the async block's fork, 13 its
+  # join. mm_a2a: the table, 8 zeroings and uploads, 10 the stream before
+  # the read of the counts, 11 the read.
   export BLKC_WAIT_TIMEOUT_MS=5000 BLKC_COLL_TIMEOUT_MS=$et
   # Under the sanitizers (BLKC_SANITIZED=1: 2 s deadlines, slow
   # processes) one case per kind of wait (a zeroing, a copy back of each
@@ -490,34 +491,35 @@ if [ -n "$FAKE" ]; then
     FAKE_GPU_STREAM_HANG=1@$at BLKC_GPU_COLL=host exact_fail "$name" \
       "blkc: error: rank 1: $line did not complete within $et ms" "$@" --random --ranks=2 --device="$DEV"
   }
-  sw_case stream_zero 1 "the zeroing of a new buffer" run "$G" --entry=ar_sum N=16
-  sw_case stream_upload 2 "the uploads to the device" run "$G" --entry=ar_sum N=16
-  sw_case stream_before_coll 3 "the work queued before all_reduce" run "$G" --entry=ar_sum N=16
-  sw_case stream_coll_down 4 "the copy of all_reduce's input to the host" run "$G" --entry=ar_sum N=16
-  sw_case stream_coll_back 5 "the copy of all_reduce's result to the device" run "$G" --entry=ar_sum N=16
-  sw_case stream_results 8 "the copy of the results to the host" run "$G" --entry=ar_sum N=16
-  sw_case stream_before_group 3 "the work queued before a group all_reduce" \
+  sw_case stream_table 1 "the copy of the heap table to the device" run "$G" --entry=ar_sum N=16
+  sw_case stream_zero 2 "the zeroing of a new buffer" run "$G" --entry=ar_sum N=16
+  sw_case stream_upload 3 "the uploads to the device" run "$G" --entry=ar_sum N=16
+  sw_case stream_before_coll 4 "the work queued before all_reduce" run "$G" --entry=ar_sum N=16
+  sw_case stream_coll_down 5 "the copy of all_reduce's input to the host" run "$G" --entry=ar_sum N=16
+  sw_case stream_coll_back 6 "the copy of all_reduce's result to the device" run "$G" --entry=ar_sum N=16
+  sw_case stream_results 9 "the copy of the results to the host" run "$G" --entry=ar_sum N=16
+  sw_case stream_before_group 4 "the work queued before a group all_reduce" \
     run "$GRP" --entry=g_mixed N=16 C=1
-  sw_case stream_group_down 4 "the copy of a group all_reduce's buffers to the host" \
+  sw_case stream_group_down 5 "the copy of a group all_reduce's buffers to the host" \
     run "$GRP" --entry=g_mixed N=16 C=1
-  sw_case stream_group_back 5 "the copy of a group all_reduce's result to the device" \
+  sw_case stream_group_back 6 "the copy of a group all_reduce's result to the device" \
     run "$GRP" --entry=g_mixed N=16 C=1
-  sw_case stream_before_exchange 5 "the work queued before the exchange" run "$P2P" --entry=ring N=16
-  sw_case stream_exchange_down 6 "the copy of the exchange's messages to the host" \
+  sw_case stream_before_exchange 6 "the work queued before the exchange" run "$P2P" --entry=ring N=16
+  sw_case stream_exchange_down 7 "the copy of the exchange's messages to the host" \
     run "$P2P" --entry=ring N=16
-  sw_case stream_exchange_back 7 "the copy of the exchange's received messages to the device" \
+  sw_case stream_exchange_back 8 "the copy of the exchange's received messages to the device" \
     run "$P2P" --entry=ring N=16
-  sw_case stream_async_fork 11 "the work queued before an async block" run "$G" --entry=ring_push N=16
-  sw_case stream_async_join 12 "the async block's work" run "$G" --entry=ring_push N=16
-  sw_case stream_read_wait 9 "the work queued before a read from the device" \
+  sw_case stream_async_fork 12 "the work queued before an async block" run "$G" --entry=ring_push N=16
+  sw_case stream_async_join 13 "the async block's work" run "$G" --entry=ring_push N=16
+  sw_case stream_read_wait 10 "the work queued before a read from the device" \
     run "$G" --entry=mm_a2a S=6 D=6 sc=@"$T/a2a_sc.npy" rc=@"$T/a2a_sc.npy"
-  sw_case stream_read 10 "a read from the device" \
+  sw_case stream_read 11 "a read from the device" \
     run "$G" --entry=mm_a2a S=6 D=6 sc=@"$T/a2a_sc.npy" rc=@"$T/a2a_sc.npy"
   # the rank's last wait for its stream, before its stream and failure
-  # record go (ar_sum's 10th): no deadline of its own, the peer names the
+  # record go (ar_sum's 11th): no deadline of its own, the peer names the
   # rank at the end of the run, and the rank stops waiting 1 s after (it
   # used to synchronize)
-  FAKE_GPU_STREAM_HANG=1@10 BLKC_GPU_COLL=host exact_fail stream_end \
+  FAKE_GPU_STREAM_HANG=1@11 BLKC_GPU_COLL=host exact_fail stream_end \
     "blkc: error: rank 0: the end of the run timed out after $et ms: rank 0 waits, rank 1 did not arrive" \
     run "$G" --entry=ar_sum N=16 --random --ranks=2 --device="$DEV"
   # a lone rank whose kernel never ends (no peer to name it): the deadline
@@ -525,7 +527,28 @@ if [ -n "$FAKE" ]; then
   FAKE_GPU_WAIT_KERNEL=spin FAKE_GPU_SPIN_RANK=0 exact_fail lone_rank_forever \
     "blkc: error: rank 0: kernel spin did not complete within $et ms" \
     run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
+  # the read of a kernel's failure record once it ended (through the
+  # staging buffer: the collectives' deadline): the stand-in kernel does
+  # nothing (no rank spins), and the lone rank's 5th wait for its stream
+  # never ends (1 the heap table, 2 the zeroing of x, 3 its upload, 4 the
+  # kernel, 5 the read). Not under the sanitizers.
+  if [ "${BLKC_SANITIZED:-}" != 1 ]; then
+    FAKE_GPU_WAIT_KERNEL=spin FAKE_GPU_SPIN_RANK=-1 FAKE_GPU_STREAM_HANG=0@5 exact_fail fail_record_stuck \
+      "blkc: error: rank 0: the read of kernel spin's failure record did not complete within $et ms" \
+      run "$SRC/tests/gpu/data/gforever.blk" --entry=spin_all N=16 --ranks=1 --device="$DEV"
+  fi
   unset BLKC_WAIT_TIMEOUT_MS BLKC_COLL_TIMEOUT_MS
+  # the host's polls of a signal cell in a device function's wait (8-byte
+  # reads from the device, each an asynchronous copy on a stream of the
+  # rank's own): from the 2nd on they never complete
+  # (FAKE_GPU_POLL_HANG=0@2, fake_mem.h); the wait ends at its timeout
+  # with its own message, exit 3, and stops polling 1 s later (it used to
+  # wait in the driver's synchronous read). Not under the sanitizers.
+  if [ "${BLKC_SANITIZED:-}" != 1 ]; then
+    FAKE_GPU_POLL_HANG=0@2 BLKC_WAIT_TIMEOUT_MS=300 exact_fail poll_stuck \
+      "blkc: error: rank 0: wait on signal sig[0] timed out after 300 ms: expected >= 1, saw 0" \
+      run "$G" --entry=never --ranks=1 N=4 --device="$DEV"
+  fi
   # HIP: a real hiprtc on this machine (libhiprtc.so, or ROCm 5's
   # libamdhip64.so.5 that carries it) compiles the notify kernels and a
   # module into real code objects, which the fake checks are AMD GPU ELF

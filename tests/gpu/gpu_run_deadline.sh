@@ -7,7 +7,7 @@
 # as if the kernel never ended. With BLKC_COLL_TIMEOUT_MS, or only
 # BLKC_WAIT_TIMEOUT_MS (4 x, at least 1 s), set: exit 3 and one line
 # naming the kernel and the deadline; the --bench runs get the deadline
-# once per run. Exact messages, no window on the time (each run is killed
+# once per run; the uploads and the copies back get it for each chunk. Exact messages, no window on the time (each run is killed
 # after 60 s). Exit 77 when the kernel cannot be compiled (no NVRTC).
 set -u
 BLKC=$1 SRC=$2 FAKE=$3 VENDOR=${4:-cuda}
@@ -15,7 +15,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-gdeadline.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FAKE_CUDA_LAUNCH_NOOP=1 FAKE_HIP_LAUNCH_NOOP=1
-unset BLKC_COLL_TIMEOUT_MS BLKC_WAIT_TIMEOUT_MS FAKE_GPU_SYNC_HANG
+unset BLKC_COLL_TIMEOUT_MS BLKC_WAIT_TIMEOUT_MS FAKE_GPU_SYNC_HANG FAKE_GPU_STREAM_HANG
 V=$SRC/tests/cli/data/vadd.blk DEV=$VENDOR:0
 fails=0 n=0
 # the kernel runs (no hang, no deadline): else skip (no NVRTC here)
@@ -47,6 +47,20 @@ FAKE_GPU_SYNC_HANG=0 BLKC_WAIT_TIMEOUT_MS=100 BLKC_COLL_TIMEOUT_MS=250 exact bot
 FAKE_GPU_SYNC_HANG=0@2 BLKC_COLL_TIMEOUT_MS=300 exact bench_timeout \
   "blkc: error: the 3 --bench runs of kernel vadd did not complete within 900 ms $SETS" \
   run "$V" N=4 --bench=3 --device="$DEV"
+# with a deadline the copies go through a pinned staging buffer, each an
+# asynchronous copy on a stream of the run's own (runtime/gpu_run.c,
+# host_copy): that stream never drains from its N-th wait on
+# ($FAKE_GPU_STREAM_HANG=0@N, fake_mem.h; vadd's waits: 1..3 the uploads
+# of A, B, C, 4..6 the copies back): exit 3 at the deadline, naming the
+# copy. Not under the sanitizers (BLKC_SANITIZED=1).
+if [ "${BLKC_SANITIZED:-}" != 1 ]; then
+  FAKE_GPU_STREAM_HANG=0@1 BLKC_COLL_TIMEOUT_MS=300 exact upload_timeout \
+    "blkc: error: the upload of A to the device did not complete within 300 ms $SETS" \
+    run "$V" N=4 --device="$DEV"
+  FAKE_GPU_STREAM_HANG=0@6 BLKC_COLL_TIMEOUT_MS=300 exact results_timeout \
+    "blkc: error: the copy of C to the host did not complete within 300 ms $SETS" \
+    run "$V" N=4 --device="$DEV"
+fi
 # a deadline set and a kernel that ends: the run as usual
 n=$((n + 1))
 if BLKC_COLL_TIMEOUT_MS=300 timeout 60 "$BLKC" run "$V" N=4 --bench=2 --device="$DEV" >"$T/log" 2>&1 &&

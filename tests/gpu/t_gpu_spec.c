@@ -289,6 +289,22 @@ int main(void)
     CHECK(images() == before, "full table: %d images, want %d", images(),
           before);
 
+    /* the synchronised launch's deadline, where one is set: the fake's
+     * default stream never drains (FAKE_GPU_SYNC_HANG=0); an error, no
+     * hang, and the device is kept (busy). Not under the sanitizers. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    setenv("FAKE_GPU_SYNC_HANG", "0", 1);
+    setenv("BLKC_COLL_TIMEOUT_MS", "300", 1);
+    st = launch(0, 4096, 0);
+    CHECK(st == BLKC_ERR_RUNTIME &&
+          !strcmp(blkc_last_error(), "kernel vector_add did not complete "
+                  "within 300 ms (the deadline that BLKC_COLL_TIMEOUT_MS or "
+                  "BLKC_WAIT_TIMEOUT_MS sets)"),
+          "stuck launch: status %d: '%s'", (int)st, blkc_last_error());
+    unsetenv("BLKC_COLL_TIMEOUT_MS");
+    unsetenv("FAKE_GPU_SYNC_HANG");
+#endif
+
     blkc_module_destroy(m);
     blkc_context_destroy(ctx);
     for (int i = 0; i < 3; i++)
@@ -306,7 +322,7 @@ int main(void)
         rmdir(dir);
         printf("ok: generic, 3 variants, strided -> generic, 1 compile for 4 "
                "threads, a failed variant -> generic with a note, a full "
-               "table with a note\n");
+               "table with a note, a stuck launch's deadline\n");
     } else {
         fprintf(stderr, "images kept in %s\n", dir);
     }
