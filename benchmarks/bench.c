@@ -5,6 +5,8 @@
  *   2. softmax over 4096 x 4096 f32 (--softmax=RxN; examples/softmax.blk,
  *      BLOCK = the power of two >= N) vs
  *      memcpy of the same bytes, GB/s (read + write) and the ratio;
+ *   2b. layernorm over the same rows (examples/layernorm.blk, W and B of
+ *      one row) vs memcpy of the same bytes, as softmax;
  *   3. matrix-vector product y = W x, W f32 [M, K] row-major (--matvec=MxK,
  *      default 4096x4096; the `matvec` kernel of benchmarks/decode_step.blk,
  *      best of a few block shapes) vs cblas_sgemv and vs a plain read of W
@@ -14,7 +16,7 @@
  *      (each the minimum of several cold runs; a unique comment defeats the
  *      JIT cache).
  * Every blkc figure alternates with its baseline within the run.
- * Usage: blkc_bench [--quick] [--only=gemm|softmax|matvec|compile]
+ * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|compile]
  *                   [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]
  *                   [--matvec=MxK]
  * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
@@ -242,6 +244,28 @@ static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K, const 
     free(src); free(a); free(b); free(c); free(c2); free(a16); free(b16);
 }
 
+/* k (args) and a memcpy of x's bytes into y alternate, best of reps
+ * each, in seconds; then k runs once more so y holds its result */
+static void alternate(blkc_kernel *k, blkc_arg *args, int nargs, float *y, const float *x,
+                      size_t bytes, int reps, double *t, double *tm)
+{
+    if (blkc_kernel_launch(k, args, nargs, NULL) != BLKC_OK)
+        die("launch");
+    *t = *tm = 1e30;
+    memcpy(y, x, bytes);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        blkc_kernel_launch(k, args, nargs, NULL);
+        double d = now() - t0;
+        if (d < *t) *t = d;
+        t0 = now();
+        memcpy(y, x, bytes);
+        d = now() - t0;
+        if (d < *tm) *tm = d;
+    }
+    blkc_kernel_launch(k, args, nargs, NULL);
+}
+
 static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
 {
     const int reps = quick ? 3 : 10;
@@ -263,22 +287,8 @@ static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
     blkc_module *m = compile(ctx, src, defs, 1);
     blkc_kernel *k = NULL;
     if (blkc_module_get_kernel(m, "softmax", &k) != BLKC_OK) die("kernel");
-    /* blkc and memcpy alternate, best of reps each */
-    if (blkc_kernel_launch(k, args, 2, NULL) != BLKC_OK)
-        die("launch");
-    double t = 1e30, tm = 1e30;
-    memcpy(y, x, bytes);
-    for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        blkc_kernel_launch(k, args, 2, NULL);
-        double d = now() - t0;
-        if (d < t) t = d;
-        t0 = now();
-        memcpy(y, x, bytes);
-        d = now() - t0;
-        if (d < tm) tm = d;
-    }
-    blkc_kernel_launch(k, args, 2, NULL);
+    double t, tm;
+    alternate(k, args, 2, y, x, bytes, reps, &t, &tm);
     /* check a few rows against a C reference */
     double maxerr = 0;
     for (int r = 0; r < R; r += R >= 8 ? R / 8 : 1) {
@@ -297,6 +307,61 @@ static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
            gs / gm, t * 1e3, tm * 1e3, maxerr);
     blkc_module_destroy(m);
     free(src); free(x); free(y);
+}
+
+/* examples/layernorm.blk over the same rows, against memcpy of X's bytes
+ * (the kernel reads X and writes Y; W and B stay in cache) */
+static void bench_layernorm(blkc_context *ctx, int quick, int R, int C)
+{
+    const int reps = quick ? 3 : 10;
+    size_t n = (size_t)R * C, bytes = n * sizeof(float);
+    float *x = malloc(bytes), *y = malloc(bytes), *w = malloc(C * sizeof(float)),
+          *bb = malloc(C * sizeof(float));
+    fill(x, n, 5);
+    fill(w, C, 6);
+    fill(bb, C, 7);
+    memset(y, 0, bytes);
+    int64_t sh[2] = {R, C}, sv[1] = {C};
+    DLTensor tx = tensor2(x, sh, 32, kDLFloat), ty = tensor2(y, sh, 32, kDLFloat);
+    DLTensor tw = tensor2(w, sv, 32, kDLFloat), tb = tensor2(bb, sv, 32, kDLFloat);
+    tw.ndim = tb.ndim = 1;
+    blkc_arg args[5];
+    DLTensor *ts[4] = {&tx, &tw, &tb, &ty};
+    for (int i = 0; i < 4; i++) {
+        args[i].kind = BLKC_ARG_TENSOR;
+        args[i].v.tensor = ts[i];
+    }
+    args[4].kind = BLKC_ARG_FLOAT;
+    args[4].v.f = 1e-5;
+    char *src = read_file(BLKC_SOURCE_DIR "/examples/layernorm.blk");
+    int blk = 1;
+    while (blk < C) blk *= 2;
+    char bdef[32];
+    snprintf(bdef, sizeof bdef, "BLOCK=%d", blk);
+    const char *defs[1] = {bdef};
+    blkc_module *m = compile(ctx, src, defs, 1);
+    blkc_kernel *k = NULL;
+    if (blkc_module_get_kernel(m, "layernorm", &k) != BLKC_OK) die("kernel");
+    double t, tm;
+    alternate(k, args, 5, y, x, bytes, reps, &t, &tm);
+    double maxerr = 0;
+    for (int r = 0; r < R; r += R >= 8 ? R / 8 : 1) {
+        const float *xr = x + (size_t)r * C;
+        double mean = 0, var = 0;
+        for (int j = 0; j < C; j++) mean += xr[j];
+        mean /= C;
+        for (int j = 0; j < C; j++) var += (xr[j] - mean) * (xr[j] - mean);
+        double rstd = 1 / sqrt(var / C + 1e-5);
+        for (int j = 0; j < C; j++)
+            maxerr = fmax(maxerr, fabs(y[(size_t)r * C + j] - ((xr[j] - mean) * rstd * w[j] + bb[j])));
+    }
+    double gs = 2.0 * bytes / t * 1e-9, gm = 2.0 * bytes / tm * 1e-9;
+    const char *thr = getenv("BLKC_NUM_THREADS");
+    printf("layernorm %dx%d f32 (%s, %s thread(s)): blkc %.2f GB/s, memcpy %.2f GB/s, ratio %.2fx "
+           "(%.1f ms vs %.1f ms; max abs err %.1e)\n", R, C, bdef, thr ? thr : "1", gs, gm,
+           gs / gm, t * 1e3, tm * 1e3, maxerr);
+    blkc_module_destroy(m);
+    free(src); free(x); free(y); free(w); free(bb);
 }
 
 /* the machine's read bandwidth: a sum over p with 4 x 8 independent lanes
@@ -473,7 +538,7 @@ static void bench_compile(blkc_context *ctx, int quick)
 int main(int argc, char **argv)
 {
     int quick = 0;
-    const char *only = NULL; /* --only=gemm|softmax|matvec|compile */
+    const char *only = NULL; /* --only=gemm|softmax|layernorm|matvec|compile */
     int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096, mm = 4096, mk = 4096;
     const char *gin = NULL; /* --gemm-in=f16|bf16 */
     for (int i = 1; i < argc; i++) {
@@ -489,7 +554,7 @@ int main(int argc, char **argv)
                  sc <= 65536) {}
         else if (!strncmp(argv[i], "--matvec=", 9) &&
                  sscanf(argv[i] + 9, "%dx%d", &mm, &mk) == 2 && mm > 0 && mk > 0) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|matvec|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK]\n"); return 2; }
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -499,6 +564,7 @@ int main(int argc, char **argv)
            getenv("BLKC_NUM_THREADS"));
     if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk, gin);
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
+    if (!only || !strcmp(only, "layernorm")) bench_layernorm(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "matvec")) bench_matvec(ctx, quick, mm, mk);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);

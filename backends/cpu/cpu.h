@@ -27,6 +27,7 @@
     X(VEC256, "no 512-bit vector preference on AVX-512 hosts (lower.c)") \
     X(NOSTREAM, "no non-temporal stores for large tensors (mem.c, stream.c)") \
     X(NOLINEST, "a cheap value streams through stream_row's window, not line by line from registers (stream.c)") \
+    X(NOREMAT, "a cheap elementwise value with several users is stored once, not recomputed in each (fuse.c)") \
     X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
     X(NOGRIDORDER, "programs run with axis 0 fastest always (lower.c)") \
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \

@@ -6,7 +6,11 @@
  *     F_ELEM op, CVT and SELECT included), a BCAST, a RESHAPE or a tile
  *     CONST whose only use is an elementwise op of the same shape in the
  *     same region (a tile CONST or ARANGE: whose every use is such an op,
- *     anywhere).
+ *     anywhere), or whose several uses are all such ops (or stores) in its
+ *     region when it costs at most REMAT_OPS cheap ops per element
+ *     (remat_cost: adds, compares, selects ...; no exp, no division):
+ *     recomputing `where(inside, x - mean, 0)` in each user costs less
+ *     than writing it to a buffer and reading it back.
  *     Such a value gets no loop and no buffer: cpu_elem() recomputes it per
  *     element inside its consumer's loop (cpu_fused_elem), recursively, so
  *     a chain like `exp(x - m)` becomes one loop with the intermediate in a
@@ -50,11 +54,16 @@
  *
  * BLKC_CPU_NOFUSE=1 in the environment disables all five (for
  * comparisons), BLKC_CPU_NOINPLACE=1 the fourth and fifth,
- * BLKC_CPU_NOPREFETCH=1 the fifth. */
+ * BLKC_CPU_NOPREFETCH=1 the fifth, BLKC_CPU_NOREMAT=1 the recomputing of
+ * values with several users. */
 #include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* the most ops a value used more than once may cost to be recomputed in
+ * each user rather than stored and read back */
+enum { REMAT_OPS = 4 };
 
 static bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -70,6 +79,51 @@ static bool cheap_bcast(const IrFunc *f, const IrInstr *in)
     for (int i = 0; i < rt->rank; i++)
         if (!pow2(rt->shape[i]))
             return false;
+    return true;
+}
+
+/* Ops cheap enough to compute again in each user's loop (remat). */
+static bool cheap_op(int op)
+{
+    switch (op) {
+    case IR_NEG: case IR_NOT: case IR_ABS: case IR_ADD: case IR_SUB: case IR_MUL:
+    case IR_FMA: case IR_AND: case IR_OR: case IR_XOR: case IR_EQ: case IR_NE:
+    case IR_LT: case IR_LE: case IR_GT: case IR_GE: case IR_MAX: case IR_MIN:
+    case IR_SELECT: case IR_CONST: case IR_ARANGE: case IR_BCAST: case IR_RESHAPE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The ops an inline value v costs per element (scalar operands and
+ * materialized tiles free; a splat, reshape, constant or arange free),
+ * 99 when one of them is not a cheap_op. */
+static int remat_cost(const CpuGen *g, int v, int depth)
+{
+    const IrInstr *in = &g->f->ins[v];
+    if (!cheap_op(in->op) || depth > 8)
+        return 99;
+    int c = in->op == IR_CONST || in->op == IR_ARANGE || in->op == IR_BCAST ||
+            in->op == IR_RESHAPE ? 0 : 1;
+    for (int k = 0; k < ir_op_nopnd[in->op] && k < 4 && c < 99; k++) {
+        int o = in->opnd[k];
+        if (o >= 0 && g->f->ins[o].type.rank > 0 && g->inl[o])
+            c += remat_cost(g, o, depth + 1);
+    }
+    return c;
+}
+
+/* Every user of v is in region r (v's uses through views excluded by the
+ * caller's elem_only). */
+static bool users_in(const IrFunc *f, const int *reg, int v, int r)
+{
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *in = &f->ins[u];
+        for (int k = 0; k < 4 && !in->dead; k++)
+            if (in->opnd[k] == v && reg[u] != r)
+                return false;
+    }
     return true;
 }
 
@@ -408,6 +462,15 @@ void cpu_fuse_analyze(CpuGen *g)
             continue;
         int u = user[v];
         if (g->uses[v] == 1 && u >= 0 && elem_only[v] && reg[u] == reg[v]) {
+            g->inl[v] = 1;
+            continue;
+        }
+        /* used by several elementwise ops (or stores) of its region, and
+         * cheap: computed again in each (layernorm's d = x - mean, masked,
+         * read by sum(d * d) and by the store: no buffer written and read
+         * back twice) */
+        if (g->uses[v] > 1 && elem_only[v] && !cpu_switch(CPU_SW_NOREMAT) &&
+            users_in(f, reg, v, reg[v]) && remat_cost(g, v, 0) <= REMAT_OPS) {
             g->inl[v] = 1;
             continue;
         }

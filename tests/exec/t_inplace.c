@@ -5,7 +5,8 @@
  * copying path; a load overwritten by a store before its last read keeps
  * its copy; a GEMM whose DOT reads A's tile in place with the tensor's row
  * stride (tails in M, N, K; strided rows); an in-place update X = X * 2 whose store computes its value on
- * the way to memory. */
+ * the way to memory; a cheap value with several users recomputed in each
+ * while its load's tensor is overwritten between them. */
 #include "harness.h"
 
 static const char *src =
@@ -22,6 +23,13 @@ static const char *src =
     "    Y[0 +: B] = x * 2.0;\n"
     "}\n"
     H_MM_SRC("BM = 16, BN = 32, BK = 8", "f32", "")
+    "kernel remat<B = 64>(X: f32[N], Y: f32[N], Z: f32[N]) grid(1) {\n"
+    "    let x = X[0 +: B];\n"
+    "    let v = where(arange(B) < 40, x - 1.0, 0.0);\n"
+    "    Y[0 +: B] = v * v;\n"
+    "    X[0 +: B] = zeros(f32, B);\n"
+    "    Z[0 +: B] = v * 3.0 + 0.5;\n"
+    "}\n"
     "kernel twice<B = 32>(X: f32[N]) grid(cdiv(N, B)) {\n"
     "    let o = program_id(0) * B;\n"
     "    X[o +: B] = X[o +: B] * 2.0;\n"
@@ -99,13 +107,30 @@ int main(void)
     h_check("load overwritten before its last read keeps its value", y, H_F32, ry, B, 0, 0);
     h_check("the overwrite itself", x, H_F32, rx, B, 0, 0);
 
+    /* v is cheap and used by two stores: recomputed in each
+     * (fuse.c remat) from x, which the store to X between them clobbers:
+     * x must keep its copy */
+    float *z = h_array(H_F32, B);
+    double *rv = h_alloc(8 * B), *rzz = h_alloc(8 * B);
+    h_fill(x, H_F32, B, -3, 3);
+    for (int i = 0; i < B; i++) {
+        float v = i < 40 ? x[i] - 1.0f : 0.0f;
+        rv[i] = (double)(v * v);
+        rzz[i] = (double)(v * 3.0f + 0.5f);
+    }
+    H_LAUNCH(h_kernel(m, "remat"), h_ten(h_t1(x, H_F32, B)), h_ten(h_t1(y, H_F32, B)),
+             h_ten(h_t1(z, H_F32, B)));
+    h_check("a cheap value with two users, the first store", y, H_F32, rv, B, 0, 0);
+    h_check("the second, after its load's tensor is overwritten", z, H_F32, rzz, B, 1e-6, 1e-6);
+    h_check("the overwrite", x, H_F32, rx, B, 0, 0);
+
     enum { N = 1000 };
-    float *z = h_array(H_F32, N);
+    float *zz = h_array(H_F32, N);
     double *rz = h_alloc(8 * N);
-    h_fill(z, H_F32, N, -1, 1);
+    h_fill(zz, H_F32, N, -1, 1);
     for (int i = 0; i < N; i++)
-        rz[i] = (double)(z[i] * 2.0f);
-    H_LAUNCH(h_kernel(m, "twice"), h_ten(h_t1(z, H_F32, N)));
-    h_check("X = X * 2 in place, with a tail", z, H_F32, rz, N, 0, 0);
+        rz[i] = (double)(zz[i] * 2.0f);
+    H_LAUNCH(h_kernel(m, "twice"), h_ten(h_t1(zz, H_F32, N)));
+    h_check("X = X * 2 in place, with a tail", zz, H_F32, rz, N, 0, 0);
     return h_done();
 }
