@@ -76,6 +76,7 @@
 
 static void tstore_plan(BkGpuEm *em);
 static int end_grows(const BkGpuEm *em);
+static int q_plan(const BkGpuEm *em);
 
 void bk_gpu_persist_plan(BkGpuEm *em)
 {
@@ -85,6 +86,7 @@ void bk_gpu_persist_plan(BkGpuEm *em)
     em->pzero = -1;
     em->tstore = -1;
     em->plpt = 0;
+    em->tmaq = -1;
     if (!em->ws || em->tma_fr < 0 || (e && *e && strcmp(e, "0")))
         return;
     for (int id = 0; id < f->nins; id++) {
@@ -104,6 +106,7 @@ void bk_gpu_persist_plan(BkGpuEm *em)
     em->persist = true;
     if (em->ws_top) { /* flash attention: no pzero, no TMA-store epilogue */
         em->plpt = end_grows(em);
+        em->tmaq = q_plan(em);
         return;
     }
     /* the ring dot's accumulator zeroed before the loop (the last var.set
@@ -166,6 +169,66 @@ static int end_grows(const BkGpuEm *em)
     const int r = dep[F->opnd[1]] && !dep[F->opnd[0]];
     free(dep);
     return r;
+}
+
+/* Flash attention's q by TMA (em->tmaq, BLKC_GPU_NOTMAQ=1 off): the one
+ * load of the body before the ring loop that TMA may copy (a swizzled
+ * wgmma operand whose view and launch facts a tensor map takes:
+ * bk_gpu_tma_ok), unmasked, whose view's indices are scalars before the
+ * loop (the producer's: gpu_ws.c's top split computes every one of
+ * them) and whose every reader is a wgmma dot in the ring loop (so that
+ * the tile is free once the loop's groups are retired), with room for
+ * one more tensor map. */
+static int q_plan(const BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    const int fr = em->tma_fr;
+    const char *e = getenv("BLKC_GPU_NOTMAQ");
+    int q = -1, nmaps = 1;
+    if (e && *e && strcmp(e, "0"))
+        return -1;
+    for (int id = 0; id < f->nins; id++)
+        nmaps += em->tma[id];
+    const IrRegion *body = &f->regions[0];
+    for (int j = 0; j < body->n && body->ins[j] != fr; j++) {
+        const int id = body->ins[j];
+        const IrInstr *in = &f->ins[id];
+        if (in->dead || in->op != IR_LOAD || em->pipe[id] >= 0 || !bk_gpu_tma_ok(em, id))
+            continue;
+        if (q >= 0)
+            return -1; /* more than one: none */
+        q = id;
+    }
+    if (q < 0 || nmaps > BK_GPU_MAXTMA)
+        return -1;
+    const IrInstr *in = &f->ins[q];
+    for (int k = 0; k < in->nopnd; k++)
+        if (in->opnd[k] >= 0) /* a mask or a pad value */
+            return -1;
+    const IrView *v = &f->views[in->view];
+    for (int d = 0; d < v->ndims; d++) {
+        const int x = v->d[d].val;
+        if (x >= 0 && f->ins[x].op != IR_CONST && (f->ins[x].type.rank != 0 || em->pos[x] >= em->pos[fr]))
+            return -1;
+    }
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *r = &f->ins[x];
+        if (r->dead)
+            continue;
+        for (int k = 0; k < r->nopnd; k++)
+            if (r->opnd[k] == q && (r->op != IR_DOT || !em->wgd[x] || em->pos[x] <= em->pos[fr] ||
+                                    em->pos[x] > em->end[fr]))
+                return -1;
+    }
+    return q;
+}
+
+void bk_gpu_persist_qwait(BkGpuEm *em, int id)
+{
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_line(em, "/* by TMA: the producer's boxes of this tile (gpu_persist.c) */");
+    bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tq[0], (unsigned)((blk_t - (int)blockIdx.x) / "
+                "(int)gridDim.x) & 1u);");
 }
 
 /* The epilogue store a TMA store may write (em->tstore): the one store
@@ -372,6 +435,13 @@ void bk_gpu_persist_produce(BkGpuEm *em, int fr)
     tile_loop(em);
     if (em->ws_top) /* flash attention: the scalars the top split gives it */
         bk_gpu_ws_before(em, fr);
+    if (em->tmaq >= 0) { /* and q's boxes */
+        bk_gpu_line(em, "/* q's tile is free once every consumer warpgroup retired the previous "
+                    "tile's wgmma reading it */");
+        bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tq[1], (unsigned)((blk_t - (int)blockIdx.x) / "
+                    "(int)gridDim.x + 1) & 1u);");
+        bk_gpu_tma_issue_q(em);
+    }
     /* the body before the ring loop (gpu_ws.c: scalars, and accumulators
      * set from a splat, which are the consumers'), for the loop's bounds
      * and the boxes' coordinates */
@@ -388,6 +458,11 @@ void bk_gpu_persist_produce(BkGpuEm *em, int fr)
 void bk_gpu_persist_release(BkGpuEm *em, int fr)
 {
     const int S = em->f->stages;
+    if (em->tmaq >= 0) {
+        bk_gpu_line(em, "/* every wgmma reading q is retired: its tile goes back to the producer */");
+        bk_gpu_line(em, "if (blk_tid %% 128 == 0)");
+        bk_gpu_line(em, "    blk_mbar_arrive(&blk_tq[1]);");
+    }
     if (em->ws_top && em->ws_lag == 0)
         return; /* every step released its own slot */
     bk_gpu_line(em, "/* the tile's last iteration's group is retired (wait_group 0 above): its slot "

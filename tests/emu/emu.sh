@@ -835,13 +835,16 @@ wgflash)
   # loops, the deferred p v's first step counted from the tile's first
   # (blk_it - blk_first) and, for CAUSAL, the largest program_id(0) first
   # in both loops (else the grouped order); a release of the tile's last
-  # slot after the loop with a kept group. Not persistent: neither.
+  # slot after the loop with a kept group; q comes by TMA (the producer's
+  # D / 64 boxes per tile more in --stats, the q mbarriers' wait and
+  # release in the CUDA C) unless ENV has BLKC_GPU_NOTMAQ=1. Not
+  # persistent: neither.
   sed 's|^    let z = program_id(1);$|&\n    assert(start < S, "a block of queries in range");|' "$EX" >"$T/fa_assert.blk"
   grep -q '^    assert(start' "$T/fa_assert.blk" || { echo "FAIL: no assert put in $EX"; fail=1; }
   for c in "$EX|-|-|Z=2 S=130|168|-|2 1 TMA 36" \
            "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76|2" \
            "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18|1" \
-           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2 TMA 18" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1 BLKC_GPU_NOTMAQ=1|0 2 TMA 18" \
            "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1 TMA 36" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOTMA=1|2 1 cp.async 0" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOWS=1|2 1 TMA 36" \
@@ -895,6 +898,17 @@ wgflash)
     case $keep in 2) want="5 3 0 2 0" ;; 1) want="4 3 2 0 2" ;; *) want="4 4 0 0 0" ;; esac
     nb=$(grep -o 'TMA boxes [0-9]*' "$T/log" | grep -o '[0-9]*$')
     ws=$([ "$ring" = TMA ] && [ -z "$nows" ] && ! grep -q NOWS=1 <<<"$en" && echo 1)
+    pe=$([ -n "$ws" ] && [ "$keep" != 1 ] && ! grep -q NOPERSIST=1 <<<"$en" && echo 1)
+    bm=$(grep -o 'BM=[0-9]*' <<<"$d" | grep -o '[0-9]*'); bm=${bm:-64}
+    dd=$(grep -o 'D=[0-9]*' <<<"$d" | grep -o '[0-9]*'); dd=${dd:-64}
+    s=$(grep -o 'S=[0-9]*' <<<"$sz" | grep -o '[0-9]*')
+    zz=$(grep -o 'Z=[0-9]*' <<<"$sz" | grep -o '[0-9]*')
+    [ -z "$zz" ] && zz=$(($(grep -o 'B=[0-9]*' <<<"$sz" | grep -o '[0-9]*') * $(grep -o 'H=[0-9]*' <<<"$sz" | grep -o '[0-9]*')))
+    tiles=$(((s + bm - 1) / bm * zz)) blocks=$(((s + bm - 1) / bm * zz < ${sms:-4} ? (s + bm - 1) / bm * zz : ${sms:-4}))
+    # persistent: q by TMA too, D / 64 boxes (128-byte panels) per tile
+    # (BLKC_GPU_NOTMAQ=1: the consumers' loads)
+    tq=$([ -n "$pe" ] && ! grep -q NOTMAQ=1 <<<"$en" && echo 1)
+    [ -n "$tq" ] && boxes=$((boxes + tiles * dd / 64))
     if [ "$ring" = none ]; then ringok=$(! grep -q "ring load(s), issued" "$cu" && echo 1)
     elif [ -z "$ws" ]; then
       ringok=$(grep -q "stages([0-9]*): [0-9]* $ring ring load(s), issued $ahead iteration(s) ahead" "$cu" &&
@@ -913,27 +927,23 @@ wgflash)
       fail=1; continue
     fi
     # persistent (gpu_persist.c): the tiles, the blocks, the tile loops
-    pe=$([ -n "$ws" ] && [ "$keep" != 1 ] && ! grep -q NOPERSIST=1 <<<"$en" && echo 1)
-    read -r nt nb <<<"$(sed -n 's/.*persistent: \([0-9]*\) tiles (programs) on \([0-9]*\) blocks.*/\1 \2/p' "$T/log")"
-    bm=$(grep -o 'BM=[0-9]*' <<<"$d" | grep -o '[0-9]*'); bm=${bm:-64}
-    s=$(grep -o 'S=[0-9]*' <<<"$sz" | grep -o '[0-9]*')
-    zz=$(grep -o 'Z=[0-9]*' <<<"$sz" | grep -o '[0-9]*')
-    [ -z "$zz" ] && zz=$(($(grep -o 'B=[0-9]*' <<<"$sz" | grep -o '[0-9]*') * $(grep -o 'H=[0-9]*' <<<"$sz" | grep -o '[0-9]*')))
-    tiles=$(((s + bm - 1) / bm * zz)) blocks=$(((s + bm - 1) / bm * zz < ${sms:-4} ? (s + bm - 1) / bm * zz : ${sms:-4}))
+    read -r pt pb <<<"$(sed -n 's/.*persistent: \([0-9]*\) tiles (programs) on \([0-9]*\) blocks.*/\1 \2/p' "$T/log")"
     lpt="const int blk_pl = blk_t % (blk_np1 \* blk_np2), blk_pid0 = blk_np0 - 1 - blk_t / (blk_np1 \* blk_np2);"
     nl=$(grep -c "$lpt" "$cu") causal=$(grep -q CAUSAL=true <<<"$d" && echo 2 || echo 0)
     if [ -n "$pe" ]; then
-      if [ "$nt $nb" != "$tiles $blocks" ] || ! grep -q "stats: $blocks blocks of" "$T/log" ||
+      if [ "$pt $pb" != "$tiles $blocks" ] || ! grep -q "stats: $blocks blocks of" "$T/log" ||
+         { [ -n "$tq" ] && { ! grep -q 'blk_mbar_wait_parity(&blk_tq\[0\]' "$cu" || ! grep -q 'blk_mbar_arrive(&blk_tq\[1\])' "$cu"; }; } ||
+         { [ -z "$tq" ] && grep -q 'blk_tq' "$cu"; } ||
          [ "$(grep -c 'for (int blk_t = (int)blockIdx.x; blk_t < blk_tiles; blk_t += (int)gridDim.x) {' "$cu")" != 2 ] ||
          [ "$nl" != "$causal" ] || { [ "$keep" = 2 ] && ! grep -q "(blk_it[0-9]* - blk_first[0-9]* == 0)) % " "$cu"; } ||
          { [ "$keep" != 0 ] && ! grep -q "if (blk_it[0-9]* > blk_first[0-9]* && blk_tid % 128 == 0)" "$cu"; }; then
-        echo "FAIL flash $en $e $d $sz: want persistent, $tiles tiles on $blocks blocks (have ${nt:-?} on ${nb:-?}), the tile loops," \
+        echo "FAIL flash $en $e $d $sz: want persistent, $tiles tiles on $blocks blocks (have ${pt:-?} on ${pb:-?}), q by TMA ${tq:-0}, the tile loops," \
              "$causal LPT orders (have $nl), the tile's first step: $(grep -c 'blk_first' "$cu") blk_first"; fail=1; continue
       fi
-    elif [ -n "$nt" ] || grep -q blk_tiles "$cu"; then
+    elif [ -n "$pt" ] || grep -q blk_tiles "$cu"; then
       echo "FAIL flash $en $e $d $sz: want a block per program: $(grep persistent "$T/log")"; fail=1; continue
     fi
-    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead${ws:+ (producer warpgroup)}, $boxes TMA boxes${pe:+, persistent: $tiles tiles on $blocks blocks}"
+    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead${ws:+ (producer warpgroup)}, $boxes TMA boxes${pe:+, persistent: $tiles tiles on $blocks blocks}${tq:+, q by TMA}"
   done
   # an inf in v's first KV block (v all 1 but V[0, 3, 5], non-causal: every
   # p > 0): the CPU's column 5 is inf, the rest 1. The deferred p v's
