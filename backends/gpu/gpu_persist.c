@@ -61,6 +61,15 @@
  * persistent with p v kept in flight across the back edge (keep_plan,
  * BLKC_GPU_NOQKPIPE=1): ptxas then serializes the wgmma (C7515) for the
  * next tile's zeroing of acc.
+ * q by TMA (q_plan, em->tmaq; BLKC_GPU_NOTMAQ=1 off): the load before
+ * the ring loop whose readers are the loop's wgmma dots is issued by the
+ * producer once per tile (bk_gpu_tma_issue_q) on q's full mbarrier
+ * blk_tq[0], after its empty mbarrier blk_tq[1] says that every
+ * consumer warpgroup retired the previous tile's wgmma reading it (one
+ * arrival each after the drain, bk_gpu_persist_release); the consumers
+ * wait on blk_tq[0] where they loaded q (bk_gpu_persist_qwait). Both
+ * parities come from the block's tile count, (blk_t - blockIdx.x) /
+ * gridDim.x. q's tile is live for the whole kernel (gpu_layout.c).
  * The tile order: when the ring loop's end grows with program_id(0)
  * (causal attention: hi = minimum(S, start + BM); em->plpt, end_grows),
  * the longest tiles first, as FlashAttention-3's scheduler: tile t runs

@@ -16,7 +16,8 @@
 # needed: K and V by TMA, or cp.async with BLKC_GPU_NOTMA=1) the p v group
 # kept in flight across the back edge for stages >= 3, no spills; the TMA
 # ring warp-specialized and persistent (the tile loops in the CUDA C, no
-# "wgmma ... serialized") but with BLKC_GPU_NOWS=1 / BLKC_GPU_NOQKPIPE=1.
+# "wgmma ... serialized"; q by TMA) but with BLKC_GPU_NOWS=1 /
+# BLKC_GPU_NOQKPIPE=1.
 # Exit 77 without NVRTC or ptxas.
 set -u
 BLKC=$1 SRC=$2
@@ -130,6 +131,8 @@ flash_ring() {
   # loops) unless BLKC_GPU_NOWS=1 or BLKC_GPU_NOQKPIPE=1 (keep_plan)
   [ "$dim" != 0 ] && ! grep -q 'NOWS=1\|NOQKPIPE=1' <<<"$en" && pe=2
   np=$(grep -c 'for (int blk_t = (int)blockIdx.x; blk_t < blk_tiles; blk_t += (int)gridDim.x) {' "$cu")
+  # persistent: q by TMA too (the consumers wait on q's full mbarrier)
+  [ $pe = 2 ] && ! grep -q 'blk_mbar_wait_parity(&blk_tq\[0\]' "$cu" && np=no-q-by-TMA
   # a TMA ring is warp-specialized (gpu_ws.c's top split) unless
   # BLKC_GPU_NOWS=1: the producer's setmaxnreg.dec 40, the consumers' .inc 232
   [ "$dim" != 0 ] && ! grep -q NOWS=1 <<<"$en" && wr=2
