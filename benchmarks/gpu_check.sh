@@ -370,7 +370,9 @@ fi
 
 # (on sm_90a flash attention's ring is warp-specialized, one block per
 # SM: the two BLKC_GPU_NOWS=1 lines of its sweep time the old ring, which
-# may fit more blocks, against it)
+# may fit more blocks, against it; and persistent, min(programs, SMs)
+# blocks looping over tiles, causal ones longest first: the
+# BLKC_GPU_NOPERSIST=1 lines time a block per program against it)
 # sweep NAME WORK-EXPR CONFIG-LIST FILE ARGS...: blkc alone at each
 # configuration (";"-separated -D lists; a word env:NAME=VALUE sets that
 # variable for the run, e.g. env:BLKC_GPU_MINBLOCKS=2), TFLOP/s each, then
@@ -404,7 +406,10 @@ if want sweep; then
     "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5;env:BLKC_GPU_MINBLOCKS=3 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;env:BLKC_GPU_NOPERSIST=1 -D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3" \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
   sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=64 -D W=8 -D ST=2;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=64 -D W=8 -D ST=4;env:BLKC_GPU_NOWGKEEP=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOQKPIPE=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8 -D ST=2;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4 -D ST=2;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1;env:BLKC_GPU_MINBLOCKS=2 -D BM=128 -D BN=64 -D W=8 -D ST=2;env:BLKC_GPU_MINBLOCKS=3 -D BM=64 -D BN=64 -D W=4 -D ST=2;env:BLKC_GPU_NOWS=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOWS=1 -D BM=64 -D BN=64 -D W=4 -D ST=2" \
+    "-D BM=128 -D BN=64 -D W=8 -D ST=2;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=64 -D W=8 -D ST=4;env:BLKC_GPU_NOWGKEEP=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOQKPIPE=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8 -D ST=2;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4 -D ST=2;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1;env:BLKC_GPU_MINBLOCKS=2 -D BM=128 -D BN=64 -D W=8 -D ST=2;env:BLKC_GPU_MINBLOCKS=3 -D BM=64 -D BN=64 -D W=4 -D ST=2;env:BLKC_GPU_NOWS=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOWS=1 -D BM=64 -D BN=64 -D W=4 -D ST=2;env:BLKC_GPU_NOPERSIST=1 -D BM=128 -D BN=64 -D W=8 -D ST=3" \
+    "$T/flash_w.blk" "${FLASH_ARGS[@]}"
+  sweep flash_fwd_causal '2*32*4096*4096*128/(t*1e-3)/1e12' \
+    "-D CAUSAL=true -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOPERSIST=1 -D CAUSAL=true -D BM=128 -D BN=64 -D W=8 -D ST=3" \
     "$T/flash_w.blk" "${FLASH_ARGS[@]}"
 else
   log "SKIP: sweep (GPU_CHECK_PARTS)"; skip sweep

@@ -120,17 +120,21 @@ void cli_print_emu_stats(const char *kernel)
         for (int u = 1; u < NUNIT; u++)
             if (t[u] > t[lim])
                 lim = u;
-        long long waves = (s.blocks + g->sms - 1) / g->sms;
-        double frac = waves ? (double)s.blocks / (double)(waves * g->sms) : 0;
+        /* a persistent launch runs min(tiles, SMs) blocks on that GPU,
+         * not the emulated launch's (BLKC_EMU_SMS): its tiles fill the
+         * SMs as the blocks of a block per program would */
+        const long long units = pb > 0 ? pt : s.blocks;
+        long long waves = (units + g->sms - 1) / g->sms;
+        double frac = waves ? (double)units / (double)(waves * g->sms) : 0;
         if (t[lim] <= 0) {
             printf("%s: bound on %s: no counted work\n", kernel, g->name);
             continue;
         }
         printf("%s: bound on %s: tensor cores %.3g us, shared memory %.3g us, L2 %.3g us, "
-               "DRAM %.3g us; limited by %s: %.3g us, %.0f%% of its peak (%lld block%s "
+               "DRAM %.3g us; limited by %s: %.3g us, %.0f%% of its peak (%lld %s%s "
                "on %d SMs)%s\n", kernel, g->name, t[0] * 1e6, t[1] * 1e6, t[2] * 1e6,
-               t[3] * 1e6, unit_name[lim], t[lim] / frac * 1e6, frac * 100, s.blocks,
-               s.blocks == 1 ? "" : "s", g->sms,
+               t[3] * 1e6, unit_name[lim], t[lim] / frac * 1e6, frac * 100, units,
+               pb > 0 ? "persistent tile" : "block", units == 1 ? "" : "s", g->sms,
                (double)s.gmem_unique * 32.0 > g->l2_bytes
                    ? "; the data exceed the L2: DRAM optimistic" : "");
     }

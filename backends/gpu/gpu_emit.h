@@ -325,6 +325,15 @@ typedef struct BkGpuEm {
                                  zeroing the ring dot's accumulator, done
                                  by the tile's first wgmma (scale-d 0);
                                  else -1 */
+    int plpt;                 /* persistent flash attention (ws_top): 1 when
+                                 the ring loop's end grows with
+                                 program_id(0) (causal), tiles then run
+                                 from the largest program_id(0) down */
+    char itbuf[48];           /* bk_gpu_persist_it's text */
+    int tmaq;                 /* persistent flash attention: the load
+                                 before the ring loop (q) the producer
+                                 issues by TMA once per tile, completing
+                                 blk_tq[0] (gpu_persist.c); else -1 */
     bool ws_on;               /* emitting code the consumers alone run:
                                  barriers are named barrier 1 of nt */
     /* barrier elision (gpu_sync.c): the accesses since the last barrier */
@@ -664,6 +673,11 @@ void bk_gpu_tma_init(BkGpuEm *em, int forid);
 /* the boxes of FOR forid's iteration with induction variable `iv` into
  * ring slot `slot` (C text), arrive.expect_tx on blk_tb<forid>[slot] */
 void bk_gpu_tma_issue(BkGpuEm *em, int forid, const char *slot, const char *iv);
+/* whether load id may be copied by TMA (swizzled wgmma operand, a view
+ * and launch facts a tensor map takes); load em->tmaq's boxes, completing
+ * blk_tq[0] */
+bool bk_gpu_tma_ok(const BkGpuEm *em, int id);
+void bk_gpu_tma_issue_q(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_ws.c
  * warp specialization of the TMA ring loop (CUDA sm_90a) */
@@ -688,6 +702,8 @@ void bk_gpu_ws_release(BkGpuEm *em, int forid);
 /* the producer's loop over FOR forid's iterations (blk_pj declared):
  * wait for the empty slot, issue the boxes */
 void bk_gpu_ws_produce(BkGpuEm *em, int forid);
+/* em->ws_top: the producer's copy of the scalars before FOR forid */
+void bk_gpu_ws_before(BkGpuEm *em, int forid);
 
 /* ------------------------------------------------------------ gpu_persist.c
  * the persistent grid of a warp-specialized kernel (CUDA sm_90a) */
@@ -713,6 +729,12 @@ void bk_gpu_tstore_close(BkGpuEm *em, int id);
 /* the scale-d operand (C text) of wgmma dot id's k step `k` (C text):
  * "1", or for em->pzero's accumulator 0 on the tile's first step */
 void bk_gpu_persist_scale_d(const BkGpuEm *em, int id, char *buf, size_t n);
+/* the iteration of FOR forid counted from the tile's first (C text, in
+ * em->itbuf): "blk_itF", or persistent "blk_itF - blk_firstF" */
+const char *bk_gpu_persist_it(BkGpuEm *em, int forid);
+/* em->tmaq's load in the consumers' body: its tile and the wait for its
+ * boxes */
+void bk_gpu_persist_qwait(BkGpuEm *em, int id);
 
 /* ------------------------------------------------------------ gpu_split.c */
 /* the split of FOR fr (sp->n compares, 0: emit one loop); whether

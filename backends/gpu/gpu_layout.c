@@ -412,6 +412,13 @@ int bk_gpu_analyze(BkGpuEm *em)
             if (em->ws_top && em->tma[i])
                 first[i] = 0;
         }
+        /* persistent flash attention's q by TMA (gpu_persist.c): the
+         * producer writes it for the next tile while the consumers finish
+         * this one */
+        if (i == em->tmaq) {
+            first[i] = 0;
+            em->last[i] = INT_MAX / 2;
+        }
     }
     /* by position (insertion sort; kernels are small) */
     for (int a = 1; a < nord; a++) {
@@ -448,6 +455,8 @@ int bk_gpu_analyze(BkGpuEm *em)
     if (em->tma_fr >= 0) { /* the TMA ring's mbarriers (gpu_tma.c) */
         em->tma_bar = (top + 7) & ~7LL;
         top = em->tma_bar + 8LL * f->stages * (em->ws ? 2 : 1); /* full[], empty[] */
+        if (em->tmaq >= 0) /* q's full and empty (gpu_persist.c) */
+            top += 16;
     }
     if (em->tstore >= 0) { /* the TMA-store epilogue's staging tile (gpu_persist.c) */
         const long long at = (top + 1023) & ~1023LL; /* the 128B swizzle's pattern */

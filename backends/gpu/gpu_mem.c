@@ -459,6 +459,10 @@ void bk_gpu_emit_load(BkGpuEm *em, int id)
                     bk_gpu_pipe_slot(em, id), ty, em->tma && em->tma[id] ? "TMA" : "cp.async");
         return;
     }
+    if (id == em->tmaq) { /* by TMA from the producer (gpu_persist.c) */
+        bk_gpu_persist_qwait(em, id);
+        return;
+    }
     int W = in->type.rank > 0 ? bk_gpu_vec_width(em, id) : 0;
     if (W && em->lay[id] == BK_LAY_BLOCKED && W != bk_gpu_blk_w(em, &in->type))
         W = 0; /* runs of another width: element by element */

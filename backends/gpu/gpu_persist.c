@@ -43,7 +43,40 @@
  * next tile refills the staging tile that thread waits for the reads
  * (cp.async.bulk.wait_group.read 0), before the block ends for the
  * writes (wait_group 0). BLKC_GPU_NOTMASTORE=1: the stores from the
- * registers (gpu_mma.c). */
+ * registers (gpu_mma.c).
+ *
+ * Flash attention (gpu_ws.c's top split, em->ws_top) runs on the same
+ * machinery: the producer's tile loop computes each tile's scalars
+ * before the ring loop (bk_gpu_ws_before: the loop's bounds, the boxes'
+ * coordinates) and issues its K / V boxes; the consumers' tile loop runs
+ * the whole body (q's load, the ring loop, the drain of the deferred p v,
+ * the epilogue). The iteration counted from the tile's first
+ * (bk_gpu_persist_it) replaces blk_it where the body tells the first step
+ * (the p v of zeros on the current slot, the first real p v's scale-d 0,
+ * the drain). With a p v kept in flight (ws_lag 1) the tile's last slot
+ * is released after the drain, as a GEMM's; with none every slot goes
+ * back in its own step. A consumers' barrier ends each tile: the next
+ * tile's q load overwrites a tile the other warpgroup's wgmma may have
+ * read until its drain. No pzero, no TMA-store epilogue there. Not
+ * persistent with p v kept in flight across the back edge (keep_plan,
+ * BLKC_GPU_NOQKPIPE=1): ptxas then serializes the wgmma (C7515) for the
+ * next tile's zeroing of acc.
+ * q by TMA (q_plan, em->tmaq; BLKC_GPU_NOTMAQ=1 off): the load before
+ * the ring loop whose readers are the loop's wgmma dots is issued by the
+ * producer once per tile (bk_gpu_tma_issue_q) on q's full mbarrier
+ * blk_tq[0], after its empty mbarrier blk_tq[1] says that every
+ * consumer warpgroup retired the previous tile's wgmma reading it (one
+ * arrival each after the drain, bk_gpu_persist_release); the consumers
+ * wait on blk_tq[0] where they loaded q (bk_gpu_persist_qwait). Both
+ * parities come from the block's tile count, (blk_t - blockIdx.x) /
+ * gridDim.x. q's tile is live for the whole kernel (gpu_layout.c).
+ * The tile order: when the ring loop's end grows with program_id(0)
+ * (causal attention: hi = minimum(S, start + BM); em->plpt, end_grows),
+ * the longest tiles first, as FlashAttention-3's scheduler: tile t runs
+ * program_id(0) = np0 - 1 - t / (np1 np2), then program_id(1) =
+ * t % np1, program_id(2) = t / np1 % np2 (still a bijection), so the
+ * blocks that start together take the longest tiles and the short ones
+ * fill in at the end. Otherwise the grouped order above. */
 #include "gpu_emit.h"
 
 #include <stdio.h>
@@ -51,6 +84,8 @@
 #include <string.h>
 
 static void tstore_plan(BkGpuEm *em);
+static int end_grows(const BkGpuEm *em);
+static int q_plan(const BkGpuEm *em);
 
 void bk_gpu_persist_plan(BkGpuEm *em)
 {
@@ -59,6 +94,8 @@ void bk_gpu_persist_plan(BkGpuEm *em)
     em->persist = false;
     em->pzero = -1;
     em->tstore = -1;
+    em->plpt = 0;
+    em->tmaq = -1;
     if (!em->ws || em->tma_fr < 0 || (e && *e && strcmp(e, "0")))
         return;
     for (int id = 0; id < f->nins; id++) {
@@ -67,7 +104,20 @@ void bk_gpu_persist_plan(BkGpuEm *em)
                                  op == IR_PRINT || op == IR_WAIT || op == IR_NOTIFY))
             return;
     }
+    /* flash attention with p v kept in flight across the back edge
+     * (keep_plan, BLKC_GPU_NOQKPIPE=1): the next tile's zeroing of acc
+     * has ptxas serialize the wgmma (C7515), as a GEMM's would without
+     * pzero; the deferred p v (qk_plan) and a p v waited for at once do
+     * not */
+    const int kd = em->wgk ? em->wgk[em->tma_fr] - 1 : -1;
+    if (em->ws_top && kd >= 0 && !bk_gpu_wgmma_deferred(em, kd))
+        return;
     em->persist = true;
+    if (em->ws_top) { /* flash attention: no pzero, no TMA-store epilogue */
+        em->plpt = end_grows(em);
+        em->tmaq = q_plan(em);
+        return;
+    }
     /* the ring dot's accumulator zeroed before the loop (the last var.set
      * of its var there, from a splat of 0): by the tile's first wgmma
      * with scale-d 0 instead of by stores into its registers, which ptxas
@@ -85,6 +135,109 @@ void bk_gpu_persist_plan(BkGpuEm *em)
     em->pzero = x && x->op == IR_CONST && em->virt[f->ins[set].opnd[0]] && x->fval == 0.0
                     ? set : -1;
     tstore_plan(em);
+}
+
+/* Marks dep[x] for the values of region r (before instruction `stop`)
+ * that depend on program_id(0), vdep[v] for the scalar vars set from
+ * them; the branch a constant condition never takes is skipped (CAUSAL =
+ * false's `if`). */
+static void pid0_deps(const IrFunc *f, int r, int stop, bool *dep, bool *vdep)
+{
+    const IrRegion *reg = &f->regions[r];
+    for (int j = 0; j < reg->n && reg->ins[j] != stop; j++) {
+        const int x = reg->ins[j];
+        const IrInstr *in = &f->ins[x];
+        if (in->dead)
+            continue;
+        bool d = (in->op == IR_PID && in->attr == 0) || (in->op == IR_VGET && vdep[in->param]);
+        for (int k = 0; k < in->nopnd; k++)
+            d |= in->opnd[k] >= 0 && dep[in->opnd[k]];
+        dep[x] = d;
+        if (in->op == IR_VSET && d)
+            vdep[in->param] = true;
+        if (in->op == IR_IF) {
+            const IrInstr *c = &f->ins[in->opnd[0]];
+            for (int k = 0; k < 2; k++)
+                if (in->region[k] >= 0 && !(c->op == IR_CONST && (c->ival != 0) == (k == 1)))
+                    pid0_deps(f, in->region[k], -1, dep, vdep);
+        }
+    }
+}
+
+/* Whether the ring loop's end depends on program_id(0) and its start
+ * does not (em->plpt): causal attention's trip count, which grows with
+ * the query block. */
+static int end_grows(const BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *F = &f->ins[em->tma_fr];
+    bool *dep = calloc((size_t)f->nins + (size_t)f->nvars + 1, sizeof(bool));
+    if (!dep)
+        return 0;
+    pid0_deps(f, 0, em->tma_fr, dep, dep + f->nins);
+    const int r = dep[F->opnd[1]] && !dep[F->opnd[0]];
+    free(dep);
+    return r;
+}
+
+/* Flash attention's q by TMA (em->tmaq, BLKC_GPU_NOTMAQ=1 off): the one
+ * load of the body before the ring loop that TMA may copy (a swizzled
+ * wgmma operand whose view and launch facts a tensor map takes:
+ * bk_gpu_tma_ok), unmasked, whose view's indices are scalars before the
+ * loop (the producer's: gpu_ws.c's top split computes every one of
+ * them) and whose every reader is a wgmma dot in the ring loop (so that
+ * the tile is free once the loop's groups are retired), with room for
+ * one more tensor map. */
+static int q_plan(const BkGpuEm *em)
+{
+    const IrFunc *f = em->f;
+    const int fr = em->tma_fr;
+    const char *e = getenv("BLKC_GPU_NOTMAQ");
+    int q = -1, nmaps = 1;
+    if (e && *e && strcmp(e, "0"))
+        return -1;
+    for (int id = 0; id < f->nins; id++)
+        nmaps += em->tma[id];
+    const IrRegion *body = &f->regions[0];
+    for (int j = 0; j < body->n && body->ins[j] != fr; j++) {
+        const int id = body->ins[j];
+        const IrInstr *in = &f->ins[id];
+        if (in->dead || in->op != IR_LOAD || em->pipe[id] >= 0 || !bk_gpu_tma_ok(em, id))
+            continue;
+        if (q >= 0)
+            return -1; /* more than one: none */
+        q = id;
+    }
+    if (q < 0 || nmaps > BK_GPU_MAXTMA)
+        return -1;
+    const IrInstr *in = &f->ins[q];
+    for (int k = 0; k < in->nopnd; k++)
+        if (in->opnd[k] >= 0) /* a mask or a pad value */
+            return -1;
+    const IrView *v = &f->views[in->view];
+    for (int d = 0; d < v->ndims; d++) {
+        const int x = v->d[d].val;
+        if (x >= 0 && f->ins[x].op != IR_CONST && (f->ins[x].type.rank != 0 || em->pos[x] >= em->pos[fr]))
+            return -1;
+    }
+    for (int x = 0; x < f->nins; x++) {
+        const IrInstr *r = &f->ins[x];
+        if (r->dead)
+            continue;
+        for (int k = 0; k < r->nopnd; k++)
+            if (r->opnd[k] == q && (r->op != IR_DOT || !em->wgd[x] || em->pos[x] <= em->pos[fr] ||
+                                    em->pos[x] > em->end[fr]))
+                return -1;
+    }
+    return q;
+}
+
+void bk_gpu_persist_qwait(BkGpuEm *em, int id)
+{
+    bk_gpu_decl_tile(em, id);
+    bk_gpu_line(em, "/* by TMA: the producer's boxes of this tile (gpu_persist.c) */");
+    bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tq[0], (unsigned)((blk_t - (int)blockIdx.x) / "
+                "(int)gridDim.x) & 1u);");
 }
 
 /* The epilogue store a TMA store may write (em->tstore): the one store
@@ -196,10 +349,28 @@ void bk_gpu_persist_params(BkGpuEm *em)
                               "/* the grid of programs (persistent: gridDim.x blocks run them) */");
 }
 
+const char *bk_gpu_persist_it(BkGpuEm *em, int fr)
+{
+    if (em->persist)
+        snprintf(em->itbuf, sizeof em->itbuf, "blk_it%d - blk_first%d", fr, fr);
+    else
+        snprintf(em->itbuf, sizeof em->itbuf, "blk_it%d", fr);
+    return em->itbuf;
+}
+
 /* blk_pid0..2 of tile blk_t, in the tile loop's scope. */
 static void pids(BkGpuEm *em)
 {
     const int G = em->group_m;
+    if (em->plpt) {
+        bk_gpu_line(em, "/* tile blk_t's program ids: program_id(0) from the last down (the ring "
+                    "loop's end grows with it: the longest tiles first), then the others */");
+        bk_gpu_line(em, "const int blk_pl = blk_t %% (blk_np1 * blk_np2), blk_pid0 = blk_np0 - 1 - "
+                    "blk_t / (blk_np1 * blk_np2);");
+        bk_gpu_line(em, "const int blk_pid1 = blk_pl %% blk_np1, blk_pid2 = blk_pl / blk_np1;");
+        bk_gpu_line(em, "(void)blk_pid0; (void)blk_pid1; (void)blk_pid2;");
+        return;
+    }
     bk_gpu_line(em, "/* tile blk_t's program ids%s */",
                 G ? ", in groups of rows along program_id(0) (L2 reuse)" : "");
     bk_gpu_line(em, "const int blk_pl = blk_t %% (blk_np0 * blk_np1), blk_pid2 = blk_t / (blk_np0 * "
@@ -250,8 +421,12 @@ void bk_gpu_persist_body(BkGpuEm *em)
     bk_gpu_emit_region(em, 0);
     /* the back edge: a barrier if the next tile's code may reuse shared
      * memory this tile's last ops touch; global accesses owe none (two
-     * programs' accesses are not ordered) */
-    if (em->pending && (em->nacc > 0 || em->nosyncelim))
+     * programs' accesses are not ordered). Flash attention's always: the
+     * next tile's q load overwrites q, which each warpgroup's wgmma reads
+     * until its drain */
+    if (em->ws_top)
+        bk_gpu_bar(em);
+    else if (em->pending && (em->nacc > 0 || em->nosyncelim))
         bk_gpu_sync(em);
     em->indent--;
     bk_gpu_line(em, "}");
@@ -267,10 +442,19 @@ void bk_gpu_persist_produce(BkGpuEm *em, int fr)
     const IrFunc *f = em->f;
     const IrRegion *body = &f->regions[0];
     tile_loop(em);
+    if (em->ws_top) /* flash attention: the scalars the top split gives it */
+        bk_gpu_ws_before(em, fr);
+    if (em->tmaq >= 0) { /* and q's boxes */
+        bk_gpu_line(em, "/* q's tile is free once every consumer warpgroup retired the previous "
+                    "tile's wgmma reading it */");
+        bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tq[1], (unsigned)((blk_t - (int)blockIdx.x) / "
+                    "(int)gridDim.x + 1) & 1u);");
+        bk_gpu_tma_issue_q(em);
+    }
     /* the body before the ring loop (gpu_ws.c: scalars, and accumulators
      * set from a splat, which are the consumers'), for the loop's bounds
      * and the boxes' coordinates */
-    for (int j = 0; j < body->n && body->ins[j] != fr; j++) {
+    for (int j = 0; !em->ws_top && j < body->n && body->ins[j] != fr; j++) {
         const IrInstr *in = &f->ins[body->ins[j]];
         if (!in->dead && !(in->op == IR_VSET && f->vars[in->param].type.rank > 0))
             bk_gpu_emit_instr(em, body->ins[j]);
@@ -283,6 +467,13 @@ void bk_gpu_persist_produce(BkGpuEm *em, int fr)
 void bk_gpu_persist_release(BkGpuEm *em, int fr)
 {
     const int S = em->f->stages;
+    if (em->tmaq >= 0) {
+        bk_gpu_line(em, "/* every wgmma reading q is retired: its tile goes back to the producer */");
+        bk_gpu_line(em, "if (blk_tid %% 128 == 0)");
+        bk_gpu_line(em, "    blk_mbar_arrive(&blk_tq[1]);");
+    }
+    if (em->ws_top && em->ws_lag == 0)
+        return; /* every step released its own slot */
     bk_gpu_line(em, "/* the tile's last iteration's group is retired (wait_group 0 above): its slot "
                 "goes back to the producer, which may be loading the next tile */");
     bk_gpu_line(em, "if (blk_it%d > blk_first%d && blk_tid %% 128 == 0)", fr, fr);

@@ -23,7 +23,9 @@
  * before both bodies (flash attention's K / V ring, warp-specialized
  * or not: gpu_ws.c's waits and releases sit outside the bodies too).
  * Loops whose ring the wgmma-in-flight / GEMM warp-specialized /
- * persistent paths own keep one body. BLKC_GPU_NOLOOPSPLIT=1 keeps one body everywhere.
+ * GEMM persistent paths own keep one body (flash attention's persistent
+ * ring splits as its warp-specialized one does). BLKC_GPU_NOLOOPSPLIT=1
+ * keeps one body everywhere.
  * Cross-file: bk_gpu_split_*. */
 #include "gpu_emit.h"
 
@@ -71,7 +73,7 @@ int bk_gpu_split_plan(const BkGpuEm *em, int fr, BkGpuSplit *sp)
     const IrInstr *st = &f->ins[F->opnd[2]];
     sp->n = 0;
     if (em->noloopsplit || F->type.dtype != DT_I32 || st->op != IR_CONST ||
-        st->type.rank != 0 || st->ival <= 0 || (em->ws && !em->ws_top) || em->persist ||
+        st->type.rank != 0 || st->ival <= 0 || (em->ws && !em->ws_top) ||
         (em->wga && em->wga[fr]))
         return 0;
     for (int id = 0; id < f->nins && sp->n < BK_GPU_MAXFOLD; id++) {

@@ -83,7 +83,7 @@ static int rows_dim(const IrFunc *f, int id)
     return nr == 2 ? dr : -1;
 }
 
-static bool tma_ok(const BkGpuEm *em, int id)
+bool bk_gpu_tma_ok(const BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
@@ -138,7 +138,7 @@ int bk_gpu_tma_plan(BkGpuEm *em)
         bool all = true;
         for (int id = 0; id < f->nins && all; id++)
             if (f->ins[id].op == IR_LOAD && em->pipe[id] == fr) {
-                all = tma_ok(em, id);
+                all = bk_gpu_tma_ok(em, id);
                 n++;
             }
         if (!all || n > BK_GPU_MAXTMA)
@@ -156,7 +156,7 @@ void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
     const IrFunc *f = em->f;
     info->ntma = 0;
     for (int id = 0; id < f->nins && em->tma; id++) {
-        if (!em->tma[id])
+        if (!em->tma[id] && id != em->tmaq)
             continue;
         BkGpuTma *t = &info->tma[info->ntma++];
         const int r = f->params[f->ins[id].param].rank, dr = rows_dim(f, id);
@@ -182,7 +182,7 @@ void bk_gpu_tma_info(const BkGpuEm *em, BkGpuKernelInfo *info)
 void bk_gpu_tma_params(BkGpuEm *em)
 {
     for (int id = 0; id < em->f->nins && em->tma; id++)
-        if (em->tma[id])
+        if (em->tma[id] || id == em->tmaq)
             dsl_buf_printf(em->o, ",\n    const __grid_constant__ BlkTensorMap blk_tm%d "
                                   "/* the tensor map of v%d (TMA) */", id, id);
     if (em->tstore >= 0)
@@ -202,61 +202,83 @@ static long long ring_bytes(const BkGpuEm *em)
 
 /* Thread 0's boxes of FOR fr's iteration with induction variable `iv`
  * into slot `slot` (C text), completing mbarrier blk_tb<fr>[slot]. */
+static void issue_one(BkGpuEm *em, int id, int fr, const char *slot, const char *iv,
+                      const char *bar);
+
 void bk_gpu_tma_issue(BkGpuEm *em, int fr, const char *slot, const char *iv)
 {
     const IrFunc *f = em->f;
+    char bar[96];
     bk_gpu_line(em, "blk_mbar_arrive_expect_tx(&blk_tb%d[%s], %lldu);", fr, slot,
                 ring_bytes(em));
-    for (int id = 0; id < f->nins; id++) {
-        if (!em->tma[id])
-            continue;
-        const IrInstr *in = &f->ins[id];
-        const IrView *v = &f->views[in->view];
-        const int S = em->wgs[id], P = S / dsl_dtype_bytes(in->type.dtype), R = (int)in->type.shape[0];
-        const int C = (int)in->type.shape[1], mt = em->wgl[id] - 1, rb = box_rows(em, id);
-        const int r = f->params[in->param].rank, dr = rows_dim(f, id);
-        char r0[1024], c0[1024], x[1024];
-        bk_gpu_sval(em, v->d[dr].val, fr, iv, r0, sizeof r0);
-        bk_gpu_sval(em, v->d[r - 1].val, fr, iv, c0, sizeof c0);
-        bk_gpu_line(em, "{ /* v%d: %s[%d x %d] by TMA, boxes of %d x %d, the %dB swizzle */", id,
-                    f->params[in->param].name, R, C, rb, P, S);
-        em->indent++;
-        bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
-                    em->off[id], slot, bk_gpu_pipe_slot(em, id));
-        bk_gpu_line(em, "const int blk_r0 = (int)%s, blk_c0 = (int)%s;", r0, c0);
-        /* the scalar-indexed dims' coordinates (boxes of 1 there), the
-         * outer ones last, as the map's dims go */
-        char xin[64] = "", xout[64] = ""; /* those between the rows' and the columns', the outer */
-        for (int d = r - 2; d >= 0; d--)
-            if (d != dr) {
-                char *xs = d > dr ? xin : xout;
-                bk_gpu_sval(em, v->d[d].val, fr, iv, x, sizeof x);
-                bk_gpu_line(em, "const int blk_x%d = (int)%s; /* %s dim %d */", d, x,
-                            f->params[in->param].name, d);
-                snprintf(xs + strlen(xs), 64 - strlen(xs), ", blk_x%d", d);
+    snprintf(bar, sizeof bar, "&blk_tb%d[%s]", fr, slot);
+    for (int id = 0; id < f->nins; id++)
+        if (em->tma[id])
+            issue_one(em, id, fr, slot, iv, bar);
+}
+
+/* em->tmaq's boxes (persistent flash attention's q: gpu_persist.c), once
+ * per tile by the producer, completing blk_tq[0] */
+void bk_gpu_tma_issue_q(BkGpuEm *em)
+{
+    const IrInstr *in = &em->f->ins[em->tmaq];
+    bk_gpu_line(em, "blk_mbar_arrive_expect_tx(&blk_tq[0], %lldu);",
+                (long long)ir_numel(&in->type) * dsl_dtype_bytes(in->type.dtype));
+    issue_one(em, em->tmaq, em->tma_fr, "0", "blk_fiv", "&blk_tq[0]");
+}
+
+/* Load id's boxes into slot `slot` of its tile (C text), completing
+ * mbarrier `bar`. */
+static void issue_one(BkGpuEm *em, int id, int fr, const char *slot, const char *iv,
+                      const char *bar)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrView *v = &f->views[in->view];
+    const int S = em->wgs[id], P = S / dsl_dtype_bytes(in->type.dtype), R = (int)in->type.shape[0];
+    const int C = (int)in->type.shape[1], mt = em->wgl[id] - 1, rb = box_rows(em, id);
+    const int r = f->params[in->param].rank, dr = rows_dim(f, id);
+    char r0[1024], c0[1024], x[1024];
+    bk_gpu_sval(em, v->d[dr].val, fr, iv, r0, sizeof r0);
+    bk_gpu_sval(em, v->d[r - 1].val, fr, iv, c0, sizeof c0);
+    bk_gpu_line(em, "{ /* v%d: %s[%d x %d] by TMA, boxes of %d x %d, the %dB swizzle */", id,
+                f->params[in->param].name, R, C, rb, P, S);
+    em->indent++;
+    bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
+                em->off[id], slot, bk_gpu_pipe_slot(em, id));
+    bk_gpu_line(em, "const int blk_r0 = (int)%s, blk_c0 = (int)%s;", r0, c0);
+    /* the scalar-indexed dims' coordinates (boxes of 1 there), the
+     * outer ones last, as the map's dims go */
+    char xin[64] = "", xout[64] = ""; /* those between the rows' and the columns', the outer */
+    for (int d = r - 2; d >= 0; d--)
+        if (d != dr) {
+            char *xs = d > dr ? xin : xout;
+            bk_gpu_sval(em, v->d[d].val, fr, iv, x, sizeof x);
+            bk_gpu_line(em, "const int blk_x%d = (int)%s; /* %s dim %d */", d, x,
+                        f->params[in->param].name, d);
+            snprintf(xs + strlen(xs), 64 - strlen(xs), ", blk_x%d", d);
+        }
+    for (int p = 0; p < C / P; p++)
+        for (int g = 0; g < R / rb; g++) {
+            /* the box's first atom: rows 16 g.. sit at atom s(2 g) of
+             * blk_wgs's permutation (identity for one box of R rows) */
+            long long atom = 0;
+            if (rb < R) {
+                int tr = 2 * g, w = tr / (2 * mt), j = tr % (2 * mt);
+                atom = ((w >> 2) * mt + (j >> 1)) * 8 + (w & 3) * 2 + (j & 1);
             }
-        for (int p = 0; p < C / P; p++)
-            for (int g = 0; g < R / rb; g++) {
-                /* the box's first atom: rows 16 g.. sit at atom s(2 g) of
-                 * blk_wgs's permutation (identity for one box of R rows) */
-                long long atom = 0;
-                if (rb < R) {
-                    int tr = 2 * g, w = tr / (2 * mt), j = tr % (2 * mt);
-                    atom = ((w >> 2) * mt + (j >> 1)) * 8 + (w & 3) * 2 + (j & 1);
-                }
-                if (r == 2)
-                    bk_gpu_line(em, "blk_tma_load_2d(blk_ring + %lld, &blk_tm%d, blk_c0 + %d, "
-                                "blk_r0 + %d, &blk_tb%d[%s]);", (long long)p * R * S + atom * 8 * S,
-                                id, p * P, g * rb, fr, slot);
-                else /* coordinates innermost first: the rows' among the scalars */
-                    bk_gpu_line(em, "blk_tma_load_%dd(blk_ring + %lld, &blk_tm%d, blk_c0 + %d%s, "
-                                "blk_r0 + %d%s, &blk_tb%d[%s]);", r,
-                                (long long)p * R * S + atom * 8 * S, id, p * P, xin, g * rb,
-                                xout, fr, slot);
-            }
-        em->indent--;
-        bk_gpu_line(em, "}");
-    }
+            if (r == 2)
+                bk_gpu_line(em, "blk_tma_load_2d(blk_ring + %lld, &blk_tm%d, blk_c0 + %d, "
+                            "blk_r0 + %d, %s);", (long long)p * R * S + atom * 8 * S,
+                            id, p * P, g * rb, bar);
+            else /* coordinates innermost first: the rows' among the scalars */
+                bk_gpu_line(em, "blk_tma_load_%dd(blk_ring + %lld, &blk_tm%d, blk_c0 + %d%s, "
+                            "blk_r0 + %d%s, %s);", r,
+                            (long long)p * R * S + atom * 8 * S, id, p * P, xin, g * rb,
+                            xout, bar);
+        }
+    em->indent--;
+    bk_gpu_line(em, "}");
 }
 
 void bk_gpu_tma_init(BkGpuEm *em, int fr)
@@ -280,8 +302,16 @@ void bk_gpu_tma_init(BkGpuEm *em, int fr)
                 fr, em->tma_bar);
     if (em->ws)
         bk_gpu_ws_bars(em, fr);
+    if (em->tmaq >= 0)
+        bk_gpu_line(em, "unsigned long long *const blk_tq = blk_tb%d + %d; /* q's full and empty "
+                    "mbarriers (gpu_persist.c) */", fr, 2 * S);
     bk_gpu_line(em, "if (blk_tid == 0) {");
     em->indent++;
+    if (em->tmaq >= 0) {
+        bk_gpu_line(em, "blk_mbar_init(&blk_tq[0], 1);");
+        bk_gpu_line(em, "blk_mbar_init(&blk_tq[1], %d); /* one arrival per consumer warpgroup */",
+                    em->nt / 128);
+    }
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++)", S);
     bk_gpu_line(em, "    blk_mbar_init(&blk_tb%d[blk_s], 1);", fr);
     if (em->ws) {

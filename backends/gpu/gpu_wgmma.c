@@ -840,7 +840,7 @@ static void qk_issue(BkGpuEm *em, int id, const char *slot)
     snprintf(arr, sizeof arr, "blk_rk%d", id);
     char sd[48] = "1"; /* in place; the first real p v overwrites a zeroed acc */
     if (em->wgqz[id])
-        snprintf(sd, sizeof sd, "blk_it%d != 1 || k > 0", em->wgk[id] - 1);
+        snprintf(sd, sizeof sd, "%s != 1 || k > 0", bk_gpu_persist_it(em, em->wgk[id] - 1));
     rs_issue(em, id, v, arr, sd);
     bk_gpu_line(em, "blk_wgmma_commit();");
     em->indent--;
@@ -944,7 +944,7 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     if (kq >= 0) { /* qk_plan: the previous step's p v behind it, then S alone retired */
         char sl[128];
         int fr = em->wgk[kq] - 1, S = f->stages;
-        snprintf(sl, sizeof sl, "(blk_it%d + %d + (blk_it%d == 0)) %% %d", fr, S - 1, fr, S);
+        snprintf(sl, sizeof sl, "(blk_it%d + %d + (%s == 0)) %% %d", fr, S - 1, bk_gpu_persist_it(em, fr), S);
         qk_issue(em, kq, sl);
         bk_gpu_line(em, "blk_wgmma_wait<1>(); /* the accumulator is read after the dot; the p v "
                     "just issued stays in flight under what follows (the first step's: zeros "
@@ -981,7 +981,7 @@ void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)
     if (!em->wga[fr] && bk_gpu_wgmma_deferred(em, id)) { /* the last step's p v */
         char sl[64];
         snprintf(sl, sizeof sl, "(blk_it%d + %d) %% %d", fr, em->f->stages - 1, em->f->stages);
-        bk_gpu_line(em, "if (blk_it%d > 0) { /* the last step's p v, deferred (qk_plan) */", fr);
+        bk_gpu_line(em, "if (%s > 0) { /* the last step's p v, deferred (qk_plan) */", bk_gpu_persist_it(em, fr));
         em->indent++;
         qk_rescale(em, id);
         qk_issue(em, id, sl);

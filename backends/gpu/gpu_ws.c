@@ -45,7 +45,8 @@
  *   gpu_tma.c's ring (bk_gpu_pipe_dist). A lag one short fails on
  *   cuda-emu (a TMA load into a slot a wgmma in flight reads). The loop
  *   split at the bounds mask (gpu_split.c) stays: the waits and releases
- *   sit outside its two bodies. No persistent grid for it.
+ *   sit outside its two bodies. Persistent (gpu_persist.c), the producer
+ *   runs these scalars and the loop per tile, the consumers the body.
  *
  * The layout: consumers keep blk_tid 0 .. nt - 1 (every tile layout and
  * block-strided loop is theirs, em->nt unchanged); the producer is
@@ -216,6 +217,7 @@ void bk_gpu_ws_plan(BkGpuEm *em)
             return;
         em->ws = em->ws_top = true;
         em->ws_lag = em->wgk && em->wgk[fr] ? 1 : 0;
+        bk_gpu_persist_plan(em); /* a persistent grid (gpu_persist.c) */
         return;
     }
     const IrRegion *body = &f->regions[0];
@@ -243,7 +245,7 @@ void bk_gpu_bar(BkGpuEm *em)
  * scalars, in order; the consumers emit the whole body after the split).
  * Scalars owe no barrier: none may come out inside the producer's
  * branch, where the consumers would never meet it. */
-static void producer_before(BkGpuEm *em, int fr)
+void bk_gpu_ws_before(BkGpuEm *em, int fr)
 {
     const IrFunc *f = em->f;
     const IrRegion *body = &f->regions[0];
@@ -278,7 +280,7 @@ void bk_gpu_ws_split(BkGpuEm *em, int fr)
         bk_gpu_persist_produce(em, fr); /* every tile's iterations */
     } else {
         if (em->ws_top)
-            producer_before(em, fr);
+            bk_gpu_ws_before(em, fr);
         bk_gpu_ws_produce(em, fr);
     }
     em->indent--;

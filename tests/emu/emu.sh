@@ -826,33 +826,47 @@ wgflash)
   # split), never barrier 0 after it. An assert in the body (a consumer
   # that leaves would leave the producer waiting) keeps the ring of
   # gpu_tma.c (NOWS after the ring: checked as BLKC_GPU_NOWS=1 is).
+  # A warp-specialized case is persistent (gpu_persist.c) unless ENV has
+  # BLKC_GPU_NOPERSIST=1 or KEEP is 1 (keep_plan: ptxas would serialize
+  # the wgmma): --stats says "persistent: T tiles (programs) on B blocks"
+  # with T = cdiv(S, BM) x Z (or B x H) and B = min(T, SMS), the optional
+  # last field (BLKC_EMU_SMS; 4 when absent), chosen so that blocks loop;
+  # the CUDA C the launch ran has the producer's and the consumers' tile
+  # loops, the deferred p v's first step counted from the tile's first
+  # (blk_it - blk_first) and, for CAUSAL, the largest program_id(0) first
+  # in both loops (else the grouped order); a release of the tile's last
+  # slot after the loop with a kept group; q comes by TMA (the producer's
+  # D / 64 boxes per tile more in --stats, the q mbarriers' wait and
+  # release in the CUDA C) unless ENV has BLKC_GPU_NOTMAQ=1. Not
+  # persistent: neither.
   sed 's|^    let z = program_id(1);$|&\n    assert(start < S, "a block of queries in range");|' "$EX" >"$T/fa_assert.blk"
   grep -q '^    assert(start' "$T/fa_assert.blk" || { echo "FAIL: no assert put in $EX"; fail=1; }
   for c in "$EX|-|-|Z=2 S=130|168|-|2 1 TMA 36" \
-           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76" \
-           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18" \
-           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1|0 2 TMA 18" \
+           "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|-|2 1 TMA 76|2" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_NOWGKEEP=1|0 2 TMA 18|1" \
+           "$EX|-|-|Z=1 S=130|72|BLKC_GPU_WGSYNC=1 BLKC_GPU_NOTMAQ=1|0 2 TMA 18" \
            "$EX|-|-|Z=2 S=130|144|BLKC_GPU_NOQKPIPE=1|1 1 TMA 36" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOTMA=1|2 1 cp.async 0" \
            "$EX|-|-|Z=2 S=130|168|BLKC_GPU_NOWS=1|2 1 TMA 36" \
+           "$EX|-|-|Z=1 S=130|84|BLKC_GPU_NOPERSIST=1|2 1 TMA 18|1" \
            "$T/fa_assert.blk|-|-|Z=1 S=130|84|-|2 1 TMA 18 NOWS" \
            "$EX|-|-D CAUSAL=true -D D=128 -D BN=32|Z=1 S=200|198|BLKC_GPU_NOWS=1 BLKC_GPU_NOQKPIPE=0|2 1 TMA 76" \
-           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1 TMA 16" \
+           "$TF|--entry=tflash_bf16|-D BM=128 -D W=8|Z=1 S=200|144|-|2 1 TMA 16|1" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|208|-|2 1 TMA 32" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1|1 1 TMA 32" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128|Z=1 S=200|192|BLKC_GPU_NOQKPIPE=1 BLKC_GPU_NOWS=1|1 1 TMA 32" \
            "$TF|--entry=tflash_bf16|-D BM=128 -D W=8 -D D=128 -D BN=32 -D CAUSAL=true -D ST=4|Z=1 S=177|208|-|2 2 TMA 40" \
            "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D D=128|Z=1 S=150|116|-|2 1 TMA 44" \
            "$TF|--entry=tflash_bf16|-D ST=4|Z=1 S=200|144|-|2 2 TMA 32" \
-           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|80|-|2 2 TMA 24" \
+           "$TF|--entry=tflash_bf16|-D CAUSAL=true -D BN=32 -D ST=4|Z=2 S=97|80|-|2 2 TMA 24|3" \
            "$TF|--entry=tflash_bf16|-D BN=32|Z=1 S=130|90|BLKC_GPU_NOWGKEEP=1|0 2 TMA 30" \
-           "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1 TMA 18" \
+           "$TF|--entry=tflash_bf16|-D ST=2|Z=1 S=130|72|-|0 1 TMA 18|2" \
            "$TF|--entry=tflash_bf16|-D ST=2 -D W=8 -D BM=128|Z=1 S=130|96|BLKC_GPU_NOWS=1|0 1 TMA 12" \
-           "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=128|84|-|2 1 TMA 18" \
+           "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=128|84|-|2 1 TMA 18|2" \
            "$TF|--entry=tflash_kv|-|Z=1 S=130 DKV=136|72|-|0 - none 0" \
            "$TF|--entry=tflash_bshd|-D CAUSAL=true -D BN=32|B=1 H=3 S=100|120|-|2 1 TMA 36" \
            "$TF|--entry=tflash_bshd|-D D=128|B=1 H=2 S=130|216|BLKC_GPU_NOQKPIPE=1|1 1 TMA 72"; do
-    IFS='|' read -r f e d sz nw en ka <<<"$c"
+    IFS='|' read -r f e d sz nw en ka sms <<<"$c"
     [ "$e" = - ] && e=
     [ "$d" = - ] && d=
     [ "$en" = - ] && en=BLKC_GPU_NOWGKEEP=0
@@ -868,8 +882,8 @@ wgflash)
     rm -rf "$T/dump"; mkdir -p "$T/dump"
     # shellcheck disable=SC2086
     if ! timeout 120 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 --out O="$T/c.npy" >"$T/log" 2>&1 ||
-       ! env $en BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a timeout 300 \
-           "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
+       ! env $en BLKC_EMU_SMS="${sms:-4}" BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/dump" BLKC_EMU_ARCH=sm_90a \
+           timeout 300 "$BLKC" run "$f" $e $d $sz scale=0.125 --random --seed=5 \
            --device=cuda-emu --stats --out O="$T/e.npy" >"$T/log" 2>&1 ||
        ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
       echo "FAIL flash $en $e $d $sz: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1; continue
@@ -884,6 +898,17 @@ wgflash)
     case $keep in 2) want="5 3 0 2 0" ;; 1) want="4 3 2 0 2" ;; *) want="4 4 0 0 0" ;; esac
     nb=$(grep -o 'TMA boxes [0-9]*' "$T/log" | grep -o '[0-9]*$')
     ws=$([ "$ring" = TMA ] && [ -z "$nows" ] && ! grep -q NOWS=1 <<<"$en" && echo 1)
+    pe=$([ -n "$ws" ] && [ "$keep" != 1 ] && ! grep -q NOPERSIST=1 <<<"$en" && echo 1)
+    bm=$(grep -o 'BM=[0-9]*' <<<"$d" | grep -o '[0-9]*'); bm=${bm:-64}
+    dd=$(grep -o 'D=[0-9]*' <<<"$d" | grep -o '[0-9]*'); dd=${dd:-64}
+    s=$(grep -o 'S=[0-9]*' <<<"$sz" | grep -o '[0-9]*')
+    zz=$(grep -o 'Z=[0-9]*' <<<"$sz" | grep -o '[0-9]*')
+    [ -z "$zz" ] && zz=$(($(grep -o 'B=[0-9]*' <<<"$sz" | grep -o '[0-9]*') * $(grep -o 'H=[0-9]*' <<<"$sz" | grep -o '[0-9]*')))
+    tiles=$(((s + bm - 1) / bm * zz)) blocks=$(((s + bm - 1) / bm * zz < ${sms:-4} ? (s + bm - 1) / bm * zz : ${sms:-4}))
+    # persistent: q by TMA too, D / 64 boxes (128-byte panels) per tile
+    # (BLKC_GPU_NOTMAQ=1: the consumers' loads)
+    tq=$([ -n "$pe" ] && ! grep -q NOTMAQ=1 <<<"$en" && echo 1)
+    [ -n "$tq" ] && boxes=$((boxes + tiles * dd / 64))
     if [ "$ring" = none ]; then ringok=$(! grep -q "ring load(s), issued" "$cu" && echo 1)
     elif [ -z "$ws" ]; then
       ringok=$(grep -q "stages([0-9]*): [0-9]* $ring ring load(s), issued $ahead iteration(s) ahead" "$cu" &&
@@ -901,13 +926,32 @@ wgflash)
            "ring: $(grep -o '[a-zA-Z.]* ring load(s), issued .*' "$cu"), want $ring $ahead ahead; TMA boxes ${nb:-0}, want $boxes"
       fail=1; continue
     fi
-    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead${ws:+ (producer warpgroup)}, $boxes TMA boxes"
+    # persistent (gpu_persist.c): the tiles, the blocks, the tile loops
+    read -r pt pb <<<"$(sed -n 's/.*persistent: \([0-9]*\) tiles (programs) on \([0-9]*\) blocks.*/\1 \2/p' "$T/log")"
+    lpt="const int blk_pl = blk_t % (blk_np1 \* blk_np2), blk_pid0 = blk_np0 - 1 - blk_t / (blk_np1 \* blk_np2);"
+    nl=$(grep -c "$lpt" "$cu") causal=$(grep -q CAUSAL=true <<<"$d" && echo 2 || echo 0)
+    if [ -n "$pe" ]; then
+      if [ "$pt $pb" != "$tiles $blocks" ] || ! grep -q "stats: $blocks blocks of" "$T/log" ||
+         { [ -n "$tq" ] && { ! grep -q 'blk_mbar_wait_parity(&blk_tq\[0\]' "$cu" || ! grep -q 'blk_mbar_arrive(&blk_tq\[1\])' "$cu"; }; } ||
+         { [ -z "$tq" ] && grep -q 'blk_tq' "$cu"; } ||
+         [ "$(grep -c 'for (int blk_t = (int)blockIdx.x; blk_t < blk_tiles; blk_t += (int)gridDim.x) {' "$cu")" != 2 ] ||
+         [ "$nl" != "$causal" ] || { [ "$keep" = 2 ] && ! grep -q "(blk_it[0-9]* - blk_first[0-9]* == 0)) % " "$cu"; } ||
+         { [ "$keep" != 0 ] && ! grep -q "if (blk_it[0-9]* > blk_first[0-9]* && blk_tid % 128 == 0)" "$cu"; }; then
+        echo "FAIL flash $en $e $d $sz: want persistent, $tiles tiles on $blocks blocks (have ${pt:-?} on ${pb:-?}), q by TMA ${tq:-0}, the tile loops," \
+             "$causal LPT orders (have $nl), the tile's first step: $(grep -c 'blk_first' "$cu") blk_first"; fail=1; continue
+      fi
+    elif [ -n "$pt" ] || grep -q blk_tiles "$cu"; then
+      echo "FAIL flash $en $e $d $sz: want a block per program: $(grep persistent "$T/log")"; fail=1; continue
+    fi
+    echo "ok flash $en $e $d $sz: $(cat "$T/cmp"); $nw wgmma.mma_async; kept in flight: $keep (2: deferred behind q k^T), $ring ring $ahead ahead${ws:+ (producer warpgroup)}, $boxes TMA boxes${pe:+, persistent: $tiles tiles on $blocks blocks}${tq:+, q by TMA}"
   done
   # an inf in v's first KV block (v all 1 but V[0, 3, 5], non-causal: every
   # p > 0): the CPU's column 5 is inf, the rest 1. The deferred p v's
   # step 0 issues a p v of zeros on v_0's slot; 0 * inf = nan must not
   # reach the output (qk_plan: a zeroed acc's first real p v has scale-d
-  # 0), with the loop (S = 130) and after it (S = 64: one step, the drain)
+  # 0), with the loop (S = 130) and after it (S = 64: one step, the drain);
+  # on one emulated SM, so that the persistent kernel's later tiles (each
+  # reads v_0 first) count their first step from the tile's (blk_first)
   for S in 130 64; do
     {
       h="{'descr': '<f2', 'fortran_order': False, 'shape': (1, $S, 64), }"
@@ -922,7 +966,7 @@ wgflash)
     for en in BLKC_GPU_NOQKPIPE=0 BLKC_GPU_NOQKPIPE=1; do
       if ! "$BLKC" run "$EX" Z=1 S=$S scale=0.125 --random --seed=5 V=@"$T/vinf.npy" \
              --out O="$T/c.npy" >"$T/log" 2>&1 ||
-         ! env $en BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$EX" Z=1 S=$S scale=0.125 --random \
+         ! env $en BLKC_EMU_SMS=1 BLKC_EMU_ARCH=sm_90a timeout 300 "$BLKC" run "$EX" Z=1 S=$S scale=0.125 --random \
              --seed=5 V=@"$T/vinf.npy" --device=cuda-emu --out O="$T/e.npy" >"$T/log" 2>&1 ||
          ! "$NPYCMP" "$T/e.npy" "$T/c.npy" 2e-2 2e-2 >"$T/cmp" 2>&1; then
         echo "FAIL flash inf in v_0, $en S=$S: $(cat "$T/log" "$T/cmp" 2>/dev/null)"; fail=1

@@ -14,8 +14,11 @@
 # PTX), no more spills than mma.sync, in one loop body and split at the
 # bounds mask (twice the counts); with the KV ring of a launch (nvcc
 # needed: K and V by TMA, or cp.async with BLKC_GPU_NOTMA=1) the p v group
-# kept in flight across the back edge for stages >= 3, no spills. Exit 77
-# without NVRTC or ptxas.
+# kept in flight across the back edge for stages >= 3, no spills; the TMA
+# ring warp-specialized and persistent (the tile loops in the CUDA C, no
+# "wgmma ... serialized"; q by TMA) but with BLKC_GPU_NOWS=1 /
+# BLKC_GPU_NOQKPIPE=1.
+# Exit 77 without NVRTC or ptxas.
 set -u
 BLKC=$1 SRC=$2
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-wgmma.XXXXXX")
@@ -123,7 +126,13 @@ flash_ring() {
      ! "$PTXAS" -v -arch=sm_90a "$T/r.ptx" -o /dev/null >"$T/v" 2>&1; then
     echo "FAIL $what: nvcc / ptxas: $(cat "$T/err" "$T/v")"; fails=$((fails + 1)); return
   fi
-  local n0 n1 sp nt na nr wr=0
+  local n0 n1 sp nt na nr wr=0 pe=0 np
+  # and persistent (gpu_persist.c: the producer's and the consumers' tile
+  # loops) unless BLKC_GPU_NOWS=1 or BLKC_GPU_NOQKPIPE=1 (keep_plan)
+  [ "$dim" != 0 ] && ! grep -q 'NOWS=1\|NOQKPIPE=1' <<<"$en" && pe=2
+  np=$(grep -c 'for (int blk_t = (int)blockIdx.x; blk_t < blk_tiles; blk_t += (int)gridDim.x) {' "$cu")
+  # persistent: q by TMA too (the consumers wait on q's full mbarrier)
+  [ $pe = 2 ] && ! grep -q 'blk_mbar_wait_parity(&blk_tq\[0\]' "$cu" && np=no-q-by-TMA
   # a TMA ring is warp-specialized (gpu_ws.c's top split) unless
   # BLKC_GPU_NOWS=1: the producer's setmaxnreg.dec 40, the consumers' .inc 232
   [ "$dim" != 0 ] && ! grep -q NOWS=1 <<<"$en" && wr=2
@@ -133,14 +142,15 @@ flash_ring() {
   sp=$(grep -o '[0-9]* bytes spill stores' "$T/v" | grep -o '^[0-9]*')
   nt=$(grep -c "cp.async.bulk.tensor.${dim}d.shared::cluster.global.tile" "$T/r.ptx")
   na=$(grep -c "cp.async.bulk.tensor" "$T/r.ptx")
-  if [ "$n0 $n1" != "$want $want1" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v" || [ "$nr" != $wr ] ||
+  if [ "$n0 $n1" != "$want $want1" ] || [ "${sp:-x}" != 0 ] || grep -qi serialized "$T/v" || [ "$nr" != $wr ] || [ "$np" != $pe ] ||
      { [ "$dim" = 0 ] && [ "$na" != 0 ]; } || { [ "$dim" != 0 ] && { [ "$nt" -lt 2 ] || [ "$nt" != "$na" ]; }; }; then
-    echo "FAIL $what: $n0 wgmma.wait_group 0, $n1 of 1 (want $want $want1), setmaxnreg $nr (want $wr), spills ${sp:-?} bytes," \
+    echo "FAIL $what: $n0 wgmma.wait_group 0, $n1 of 1 (want $want $want1), setmaxnreg $nr (want $wr), tile loops $np (want $pe), spills ${sp:-?} bytes," \
          "$nt of $na tensor copies ${dim}-D: $(cat "$T/v")"
     fails=$((fails + 1)); return
   fi
   [ "$dim" = 0 ] && nt="the cp.async ring" || nt="$na cp.async.bulk.tensor.${dim}d"
   [ $wr = 2 ] && nt="$nt, warp-specialized (setmaxnreg 40 / 232)"
+  [ $pe = 2 ] && nt="$nt, persistent"
   echo "ok $what: $n0 wgmma.wait_group 0, $n1 of 1, $nt, $(grep -o 'Used [0-9]* registers' "$T/v"), no spills"
 }
 if [ -x "$NVCC" ]; then
