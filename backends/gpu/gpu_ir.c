@@ -119,6 +119,9 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         snprintf(buf, n, "shared+%lld, %s ring of %d%s", em->off[id],
                  em->tma && em->tma[id] ? "TMA" : "cp.async", em->f->stages,
                  em->wgl && em->wgl[id] ? wg_note(em, id) : em->swz[id] ? ", swizzled" : "");
+    } else if (in->op == IR_LOAD && em->tmaq == id) { /* gpu_persist.c's q_plan */
+        snprintf(buf, n, "shared+%lld, TMA per tile by the producer%s", em->off[id],
+                 em->wgl && em->wgl[id] ? wg_note(em, id) : em->swz[id] ? ", swizzled" : "");
     } else if (em->wgl && em->wgl[id]) {
         snprintf(buf, n, "shared+%lld%s", em->off[id], wg_note(em, id));
     } else if (em->swz[id]) {

@@ -487,9 +487,10 @@ static int vec_mode(void)
 static bool spec_all; /* `blkspec`: with every specialization fact */
 
 #ifndef GPU_TEST_HIP
-/* On sm_90a the gpu-ir must say which ring loads TMA fills (gpu_tma.c):
- * as many `TMA ring of` loads as the kernels of the CUDA C take tensor
- * maps of loads (flash attention's K and V: rank-3 tensor maps). */
+/* On sm_90a the gpu-ir must say which loads TMA fills (gpu_tma.c,
+ * gpu_persist.c): as many `TMA ring of` and `TMA per tile` loads as the
+ * kernels of the CUDA C take tensor maps of loads (flash attention's K
+ * and V: rank-3 tensor maps, and its q on the persistent grid). */
 static void tma_agree(const IrModule *m, const char *path)
 {
     BkOptions o = {"sm_90a", 3};
@@ -502,6 +503,8 @@ static void tma_agree(const IrModule *m, const char *path)
     } else {
         int ni = 0, nc = 0;
         for (const char *q = ir.data; (q = strstr(q, ", TMA ring of ")); q++)
+            ni++;
+        for (const char *q = ir.data; (q = strstr(q, ", TMA per tile ")); q++)
             ni++;
         for (const char *q = c.data; (q = strstr(q, "/* the tensor map of v")); q++)
             nc++;
