@@ -62,9 +62,11 @@
  * barrier (warp, block, the end of a block) is bounded: lanes arriving at
  * different collectives, threads waiting at __syncthreads while others
  * finished the block, or all threads blocked with no barrier complete are
- * reported ("barrier mismatch", "deadlock") instead of hanging. What is NOT
- * modelled: memory ordering between threads (one host thread runs them
- * all, switching only where a thread waits), timing, warp divergence /
+ * reported ("barrier mismatch", "deadlock") instead of hanging. Cross-warp
+ * races of cp.async with ldmatrix / wgmma reads that no barrier orders
+ * fail the launch (blk_emu_race.h). What is NOT modelled otherwise: memory
+ * ordering between threads (one host thread runs them all, switching only
+ * where a thread waits), timing, warp divergence /
  * reconvergence order, and warps that are partial or have exited lanes
  * (collectives need every lane).
  *
