@@ -50,7 +50,7 @@ demo: build
 # program with NVRTC + ptxas or hipcc (~4 min under ASan, nearly all of it
 # in those uninstrumented compilers; the CUDA / HIP C emitters they drive
 # run under ASan in the emu, golden and gpuir tests), and the emulator's
-# unit programs (emu_wrappers-*, tma, wgrace, ws, wgf8, wgrs: C++ built
+# unit programs (emu_wrappers-*, tma, wgrace, cprace, ws, wgf8, wgrs: C++ built
 # with the host compiler, no blkc code, the same run in both builds), and
 # emu_paths (44 s under ASan, nearly all of it the host compiler and the
 # emulated kernels, which are not instrumented: the old code paths kept
@@ -60,7 +60,7 @@ demo: build
 # user's ~/.cache/blkc), shared by the tests: reruns of a program link
 # its cached code.
 export BLKC_CACHE_DIR ?= $(CURDIR)/build/test-cache
-ASAN_SKIP := ^(mpi_.*_np4|nvrtc_(blk|compile|examples|examples_spec|tma|wgmma)|hip_(blk|compile|examples_spec)|emu_(wrappers-cuda|wrappers-hip|tma|wgrace|ws|wgf8|wgrs|paths))$$
+ASAN_SKIP := ^(mpi_.*_np4|nvrtc_(blk|compile|examples|examples_spec|tma|wgmma)|hip_(blk|compile|examples_spec)|emu_(wrappers-cuda|wrappers-hip|tma|wgrace|cprace|ws|wgf8|wgrs|paths))$$
 
 test: build build-asan
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 300

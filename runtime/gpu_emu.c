@@ -33,6 +33,7 @@ extern const char rt_emu_header_mem[];  /* runtime/emu/blk_emu_mem.h */
 extern const char rt_emu_header_wgmma[]; /* runtime/emu/blk_emu_wgmma.h */
 extern const char rt_emu_header_tma[];  /* runtime/emu/blk_emu_tma.h */
 extern const char rt_emu_header_tmap[]; /* runtime/emu/blk_emu_tmap.h */
+extern const char rt_emu_header_race[]; /* runtime/emu/blk_emu_race.h */
 
 /* the headers blk_emu.h includes, written next to it */
 static const struct { const char *name, *text; } emu_subheaders[] = {
@@ -41,6 +42,7 @@ static const struct { const char *name, *text; } emu_subheaders[] = {
     {"blk_emu_wgmma.h", rt_emu_header_wgmma},
     {"blk_emu_tma.h", rt_emu_header_tma},
     {"blk_emu_tmap.h", rt_emu_header_tmap},
+    {"blk_emu_race.h", rt_emu_header_race},
 };
 
 typedef struct EmuDev {

@@ -62,9 +62,11 @@
  * barrier (warp, block, the end of a block) is bounded: lanes arriving at
  * different collectives, threads waiting at __syncthreads while others
  * finished the block, or all threads blocked with no barrier complete are
- * reported ("barrier mismatch", "deadlock") instead of hanging. What is NOT
- * modelled: memory ordering between threads (one host thread runs them
- * all, switching only where a thread waits), timing, warp divergence /
+ * reported ("barrier mismatch", "deadlock") instead of hanging. Cross-warp
+ * races of cp.async with ldmatrix / wgmma reads that no barrier orders
+ * fail the launch (blk_emu_race.h). What is NOT modelled otherwise: memory
+ * ordering between threads (one host thread runs them all, switching only
+ * where a thread waits), timing, warp divergence /
  * reconvergence order, and warps that are partial or have exited lanes
  * (collectives need every lane).
  *
@@ -287,6 +289,7 @@ static inline void blk_emu_yield()
 }
 
 static inline void blk_emu_mem_thread(int t); /* blk_emu_mem.h: whose accesses count (-1 none) */
+static inline void blk_emu_race_sync(unsigned mask); /* blk_emu_race.h: warps a barrier joined */
 
 /* A wait that is not a barrier (a signal poll, __nanosleep): the other
  * threads run meanwhile; a failed launch ends the wait. */
@@ -334,7 +337,7 @@ static void blk_emu_fail(BlkEmuMachine *m, const char *msg)
  * thread, and stops (the emulated instructions' misuse). */
 [[noreturn]] static void blk_emu_thread_fail(const char *what)
 {
-    char msg[300];
+    char msg[480];
     snprintf(msg, sizeof msg, "block (%u, %u, %u) thread %d: %s", blockIdx.x, blockIdx.y,
              blockIdx.z, blk_emu_tid(), what);
     blk_emu_fail(blk_emu_m, msg);
@@ -387,6 +390,8 @@ static void blk_emu_bar_wait(BlkEmuBar &b, int width, int tag)
         b.count = 0;
         b.gen++;
         m->running += width - 1; /* the waiters run again */
+        if (tag == BLK_EMU_TAG_SYNC) /* __syncthreads orders the whole block */
+            blk_emu_race_sync(m->nwarps >= 32 ? ~0u : (1u << m->nwarps) - 1);
         /* a warp's or warpgroup's threads: width consecutive ones */
         const int t0 = &b == &m->block ? 0 : (int)threadIdx.x / width * width;
         for (int t = t0; t < t0 + width; t++)
@@ -514,11 +519,14 @@ static inline void blk_bar_sync(int id, int n)
     if (++b.count == n) {
         b.count = 0;
         b.gen++;
+        unsigned joined = 1u << (t / BLK_EMU_WARP); /* the warps of this instance */
         for (int u = 0; u < m->nthreads; u++)
             if (m->where[u] == BLK_EMU_TAG_NAMED && m->named_at[u] == id) {
                 m->where[u] = 0;
                 m->running++;
+                joined |= 1u << (u / BLK_EMU_WARP);
             }
+        blk_emu_race_sync(joined);
         return;
     }
     const unsigned gen = b.gen;
@@ -757,6 +765,7 @@ static inline unsigned long long __ballot(int p) { return blk_emu_ballot(p); }
 static inline int __any(int p) { return blk_emu_ballot(p) != 0; }
 static inline int __all(int p) { return blk_emu_ballot(p) == (BLK_EMU_WARP == 64 ? ~0ull : 0xffffffffull); }
 
+#include "blk_emu_race.h"
 #include "blk_emu_mma.h"
 #include "blk_emu_wgmma.h"
 #include "blk_emu_tma.h"
@@ -827,6 +836,7 @@ static void blk_emu_fiber_main()
         if (t == 0) { /* a fresh block: shared memory is garbage again */
             blk_emu_tma_block_end(m);
             blk_emu_regs_reset(m);
+            blk_emu_race_block(m);
 #ifdef BLK_EMU_MEMSTATS
             blk_emu_mem_block(m);
 #endif
@@ -968,6 +978,7 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     }
     blk_emu_tma_block_end(&m, false);
     blk_emu_regs_reset(&m);
+    blk_emu_race_block(&m);
     blk_emu_schedule(&m);
     blk_emu_fibers = nullptr;
     blk_emu_m = nullptr;

@@ -51,6 +51,8 @@ static inline void blk_emu_ldmatrix(unsigned *r, const void *p, int num, bool tr
                 const unsigned char *q;
                 memcpy(&q, s[l].b, sizeof q);
                 a[l] = l < 8 * num ? (long long)(q - blk_emu_smem_base) : -1;
+                if (l < 8 * num) /* the rows' cross-warp order (blk_emu_race.h) */
+                    blk_emu_race_ldmatrix(a[l]);
             }
             int wf = 0;
             for (int i = 0; i < num; i++) { /* 16-byte rows: 4 words each */
@@ -202,6 +204,7 @@ static void blk_emu_wg_write(long long off, long long n, int mode, const char *w
 static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
 {
     blk_emu_wg_write((long long)((unsigned char *)dst - blk_emu_smem_base), 16, 0, "cp.async");
+    blk_emu_race_cp_issue((long long)((unsigned char *)dst - blk_emu_smem_base));
     BlkEmuCopy c;
     c.dst = (unsigned char *)dst;
     c.group = -1;
@@ -226,6 +229,7 @@ template <int N> static inline void blk_cp_wait(void)
         BlkEmuCopy &c = blk_emu_copies[i];
         if (c.group >= 0 && c.group <= blk_emu_committed - N) {
             memcpy(c.dst, c.data, 16);
+            blk_emu_race_cp_land((long long)(c.dst - blk_emu_smem_base));
             blk_emu_note(2, (long long)(c.dst - blk_emu_smem_base), 16, true);
         }
         else

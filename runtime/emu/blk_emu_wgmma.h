@@ -278,6 +278,7 @@ static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long d
                      sn.at[i] * 16);
             blk_emu_thread_fail(msg);
         }
+        blk_emu_race_wg_issue(sn.at[i]);
         memcpy(&sn.b[i * 16], blk_emu_smem_base + sn.at[i] * 16, 16);
         blk_emu_wg_busy[(size_t)sn.at[i]]++;
     }
@@ -485,6 +486,8 @@ template <int N> static inline void blk_wgmma_wait(void)
             for (int j = 0; j < 16 && bad < 0; j++)
                 if (blk_emu_smem_base[sn.at[c] * 16 + j] != sn.b[c * 16 + j])
                     bad = sn.at[c] * 16 + j;
+        for (long long c : sn.at) /* the read is complete (blk_emu_race.h) */
+            blk_emu_race_wg_retire(c);
         blk_emu_wg_unsnap(sn);
     }
     g.resize(keep);

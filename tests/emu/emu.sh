@@ -49,6 +49,13 @@
 #       B of a wgmma with A from registers the same; a 3-slot ring of
 #       register-A groups kept across the back edge (keep_plan's shape):
 #       refilled 1 step ahead passes, 2 steps ahead fails at the cp.async
+#   cprace  tests/emu/t_cprace.cpp, the same way: cp.async / ldmatrix
+#       across warps (runtime/emu/blk_emu_race.h): a refill of rows another
+#       warp read, a read of rows another warp's cp.async landed, with no
+#       barrier joining them, fail; __syncthreads or bar.sync 1, n taken by
+#       both warps (or a chain of named barriers) passes; one warp alone
+#       passes; a 2-slot ring with the barrier missing or after the refill
+#       fails, in place passes
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
 #   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
@@ -143,9 +150,10 @@ wgrs)
     fi
   done
   ;;
-tma|wgrace|ws|wgf8)
+tma|wgrace|cprace|ws|wgf8)
   src=$SRC/tests/emu/t_tma.cpp
   [ "$MODE" = wgrace ] && src=$SRC/tests/emu/t_wgrace.cpp
+  [ "$MODE" = cprace ] && src=$SRC/tests/emu/t_cprace.cpp
   [ "$MODE" = ws ] && src=$SRC/tests/emu/t_ws.cpp
   [ "$MODE" = wgf8 ] && src=$SRC/tests/emu/t_wgf8.cpp
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
