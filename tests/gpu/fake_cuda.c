@@ -343,7 +343,7 @@ P(cuStreamSynchronize, void *s)
 }
 P(cuCtxSynchronize, void) { return OK; }
 P(cuStreamCreate, void **s, unsigned f) { (void)f; *s = fake_stream_new(); return *s ? OK : 2; }
-P(cuStreamDestroy_v2, void *s) { fake_cuda_hold(s, 0); free(s); return OK; }
+P(cuStreamDestroy_v2, void *s) { fake_cuda_hold(s, 0); fake_stream_free(s); return OK; }
 P(cuCtxEnablePeerAccess, void *c, unsigned f) { (void)c; (void)f; return OK; }
 P(cuEventCreate, void **e, unsigned f) { (void)f; *e = malloc(1); return *e ? OK : 2; }
 P(cuEventDestroy_v2, void *e) { free(e); return OK; }

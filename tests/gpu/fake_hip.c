@@ -334,7 +334,7 @@ API void fake_hip_hold(void *s, int on)
     pthread_mutex_unlock(&hold_mu);
 }
 
-P(hipError_t, hipStreamDestroy, void *s) { fake_hip_hold(s, 0); free(s); return OK; }
+P(hipError_t, hipStreamDestroy, void *s) { fake_hip_hold(s, 0); fake_stream_free(s); return OK; }
 P(hipError_t, hipStreamQuery, void *s) { return is_held(s) ? 600 : OK; } /* hipErrorNotReady */
 P(hipError_t, hipStreamSynchronize, void *s)
 {

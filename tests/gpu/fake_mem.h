@@ -133,6 +133,32 @@ static void fake_notify(uint64_t cell, uint64_t v, int add)
         __atomic_store_n(c, v, __ATOMIC_RELEASE);
 }
 
+/* The fakes' live host allocations and streams, kept reachable from
+ * here: after a deadline the runtime leaves a device in use and
+ * deliberately frees nothing of it (gpu_run.c, gpu_ranks.c), as it would
+ * leave a real driver's objects, and LeakSanitizer would otherwise report
+ * them as the test's leaks. Past FAKE_LIVE live objects the rest are
+ * simply not registered. */
+#define FAKE_LIVE 4096
+static pthread_mutex_t fake_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *fake_live[FAKE_LIVE];
+
+/* Replaces the entry `from` of the table by `to` (add: from NULL, to p;
+ * delete: from p, to NULL). */
+static void fake_live_swap(const void *from, void *to)
+{
+    pthread_mutex_lock(&fake_live_mu);
+    for (int i = 0; i < FAKE_LIVE; i++)
+        if (fake_live[i] == from) {
+            fake_live[i] = to;
+            break;
+        }
+    pthread_mutex_unlock(&fake_live_mu);
+}
+
+static void fake_live_add(void *p) { if (p) fake_live_swap(NULL, p); }
+static void fake_live_del(void *p) { if (p) fake_live_swap(p, NULL); }
+
 /* Mapped pinned host memory (cuMemHostAlloc / hipHostMalloc): plain
  * host memory whose "device address" is itself. $FAKE_GPU_NO_HOSTMAP=1
  * makes the allocation fail (a driver without it). The allocations of 8
@@ -148,6 +174,7 @@ static int fake_host_alloc(void **p, size_t n)
     if (no && *no && strcmp(no, "0"))
         return -1;
     *p = calloc(1, n ? n : 1);
+    fake_live_add(*p);
     pthread_mutex_lock(&fake_slot_mu);
     for (int i = 0; i < FAKE_SLOTS && *p && n == 8; i++)
         if (!fake_slots[i]) {
@@ -165,6 +192,7 @@ static void fake_host_free(void *p)
         if (fake_slots[i] == p)
             fake_slots[i] = NULL;
     pthread_mutex_unlock(&fake_slot_mu);
+    fake_live_del(p);
     free(p);
 }
 
@@ -333,7 +361,14 @@ static void *fake_stream_new(void)
     FakeStream *s = calloc(1, sizeof *s);
     if (s)
         s->dev = fake_cur_get();
+    fake_live_add(s);
     return s;
+}
+
+static void fake_stream_free(void *s)
+{
+    fake_live_del(s);
+    free(s);
 }
 
 /* Whether stream s (NULL: the default stream of the current device) is
