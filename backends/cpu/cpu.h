@@ -36,7 +36,8 @@
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
     X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)") \
-    X(EXPDEG7, "on: f32 exp / exp2 use the degree-7 Cephes polynomial of rounds 1-18, not degree 6 (vmath.c; for comparison)")
+    X(EXPDEG7, "on: f32 exp / exp2 use the degree-7 Cephes polynomial of rounds 1-18, not degree 6 (vmath.c; for comparison)") \
+    X(MVPF, "on: a matrix-vector DOT prefetches its next row block on Intel hosts too, where it is off by default (matvec.c; for comparison)")
 
 enum {
 #define X(name, doc) CPU_SW_##name,
@@ -92,6 +93,7 @@ typedef struct CpuGen {
                                      prefetches (fuse.c), or 0 */
     int vecw_bytes;               /* vector register width (16/32/64) */
     bool scalef;                  /* CpuIsa.scalef */
+    bool mvpf;                    /* CpuIsa.mvpf */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, vd, ptr;
     char *err; size_t errlen;     /* first error */
     bool failed;                  /* an error was recorded */
@@ -104,10 +106,13 @@ unsigned cpu_switches(void);
 
 /* What the target offers the generator (jit.c make_tm): vecw, the SIMD
  * width to block DOT for (16/32/64 bytes); scalef, AVX-512F+VL (vmath.c's
- * exponent scaling is one vscalefps, through vector variants). */
+ * exponent scaling is one vscalefps, through vector variants); mvpf,
+ * whether a matrix-vector DOT prefetches its next row block (matvec.c:
+ * off on Intel hosts, where it cost 7-9%, on elsewhere). */
 typedef struct CpuIsa {
     int vecw;
     bool scalef;
+    bool mvpf;
 } CpuIsa;
 
 /* ------------------------------------------------------------ lower.c */

@@ -30,6 +30,7 @@ struct BkCpuModule {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static char *host_cpu, *host_features;
+static bool host_intel; /* the CPU's vendor is Intel (CPUID) */
 static int host_vecw = 16;
 static bool init_ok;
 
@@ -82,6 +83,10 @@ static void init_targets(void)
         host_vecw = 64;
     else if (host_features && strstr(host_features, "+avx"))
         host_vecw = 32;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    host_intel = __builtin_cpu_is("intel");
+#endif
     init_ok = host_cpu && host_features;
 }
 
@@ -161,6 +166,13 @@ static LLVMTargetMachineRef make_tm(const BkOptions *o, CpuIsa *isa,
         if (*vecw > 32)
             *vecw = 32;
     }
+    /* the matvec's prefetch of its next row block: on AMD EPYC the decode
+     * step's short rows gave the hardware prefetchers too little to train
+     * on (1.02x -> 1.23-1.26x of the C loop, benchmarks/README.md round
+     * 15); on an Intel Xeon the same prefetches cost 7-9% in and out of
+     * cache (round 22). Off on Intel hosts (a named arch: on, as before) */
+    isa->mvpf = !cpu_switch(CPU_SW_NOMVPF) &&
+                (cpu_switch(CPU_SW_MVPF) || (o && o->arch && o->arch[0]) || !host_intel);
 #if defined(__x86_64__)
     isa->scalef = has_feature(feat, "avx512f") && has_feature(feat, "avx512vl");
 #else

@@ -915,6 +915,7 @@ int cpu_lower_module(const IrModule *m, LLVMContextRef ctx, const CpuIsa *isa,
     g.b = LLVMCreateBuilderInContext(ctx);
     g.vecw_bytes = isa->vecw;
     g.scalef = isa->scalef;
+    g.mvpf = isa->mvpf;
     g.err = err;
     g.errlen = errlen;
     g.i1 = LLVMInt1TypeInContext(ctx);

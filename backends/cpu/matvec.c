@@ -30,7 +30,9 @@
  * in flight before its first load (short rows gave the hardware
  * prefetchers too little to train on: the decode step's K = 768 matvecs
  * read at ~0.7x of the C loop, which walks one row after the other;
- * BLKC_CPU_NOMVPF=1 off; benchmarks/README.md, round 15). U = 2 vectors
+ * benchmarks/README.md, round 15). Not on Intel hosts, where the
+ * prefetches cost 7-9% (round 22; CpuIsa.mvpf: BLKC_CPU_NOMVPF=1 off
+ * everywhere, BLKC_CPU_MVPF=1 on everywhere). U = 2 vectors
  * per row where there are 32 vector registers (AVX-512), else 1 (AVX2's
  * 16). */
 enum { MV_RB = 8, MV_UMAX = 2 };
@@ -117,7 +119,7 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
     int64_t step = (int64_t)U * VW, nv = K / step;
     LLVMValueRef nvv = kv ? LLVMBuildUDiv(b, kv, cpu_i64(g, step), "") : cpu_i64(g, nv);
     LLVMValueRef slot[MV_RB][MV_UMAX], arow[MV_RB], prow[MV_RB];
-    bool pf = !cpu_switch(CPU_SW_NOMVPF);
+    bool pf = g->mvpf;
     for (int r = 0; r < RB; r++) {
         arow[r] = cpu_opaque_ptr(g, cpu_gep(g, at, A, LLVMBuildMul(b, LLVMBuildAdd(b, m0,
                                  cpu_i64(g, r), ""), lda, "")));

@@ -4,7 +4,8 @@
  * without one; M and K tails (rows that are not a multiple of the 8-row
  * block, K not a multiple of the vector, views past the tensor's end that
  * read 0) and blocks read in place with the tensor's row stride; once more
- * without the next-row-block prefetch (BLKC_CPU_NOMVPF=1).
+ * without the next-row-block prefetch (BLKC_CPU_NOMVPF=1) and with it
+ * (BLKC_CPU_MVPF=1: on Intel hosts it is off by default).
  * Skinny DOTs `dot(x: [BK], w: [BK, BN])` and `dot(x: [BM <= 4, BK],
  * w: [BK, BN])` (matvec.c's skinny path): the same reference, and equal to
  * the bit to the GEMM micro-kernel's result (BLKC_CPU_NOMATVEC=1), whose
@@ -158,6 +159,10 @@ int main(void)
     run("f32", "f32", 37, 200, 16, 64, 0);
     run("bf16", "f32", 30, 100, 12, 100, 1);
     unsetenv("BLKC_CPU_NOMVPF");
+    setenv("BLKC_CPU_MVPF", "1", 1); /* the prefetch on Intel hosts too */
+    run("f32", "f32", 37, 200, 16, 64, 0);
+    run("bf16", "f32", 30, 100, 12, 100, 1);
+    unsetenv("BLKC_CPU_MVPF");
     for (int i = 0; i < 3; i++) {
         run_skinny(wd[i], 1, 1, 64, 32, 200, 100);  /* N tail block, K tail */
         run_skinny(wd[i], 0, 3, 256, 64, 256, 128); /* 3 rows, 16 vectors: 5 per chunk */
