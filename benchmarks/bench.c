@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #ifdef BLKC_HAVE_CBLAS
 #include <cblas.h>
@@ -562,6 +563,19 @@ int main(int argc, char **argv)
     if (blkc_context_create("cpu", &ctx) != BLKC_OK) die("context");
     printf("blkc %s benchmarks (BLKC_NUM_THREADS=%s)\n", blkc_version(),
            getenv("BLKC_NUM_THREADS"));
+#if defined(BLKC_HAVE_CBLAS) && defined(OPENBLAS_VERSION) && (defined(__x86_64__) || defined(__i386__))
+    /* under some hypervisors OpenBLAS falls back to an SSE3 kernel, 3-5x
+     * slower than the host's: a baseline that flatters blkc (run.sh names
+     * the core from the CPU flags) */
+    const char *core = openblas_get_corename();
+    printf("OpenBLAS core: %s\n", core ? core : "?");
+    if (core && (!strcasecmp(core, "prescott") || !strcasecmp(core, "core2") ||
+                 !strcasecmp(core, "nehalem") || !strcasecmp(core, "katmai")) &&
+        __builtin_cpu_supports("avx2"))
+        fprintf(stderr, "blkc_bench: warning: OpenBLAS runs its %s kernel on a CPU with AVX2: "
+                "its figures flatter blkc; run benchmarks/run.sh or set OPENBLAS_CORETYPE "
+                "(SkylakeX, Haswell)\n", core);
+#endif
     if (!only || !strcmp(only, "gemm")) bench_gemm(ctx, quick, gm, gn, gk, gin);
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "layernorm")) bench_layernorm(ctx, quick, sr, sc);
