@@ -24,7 +24,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static int nthr = 1;
 static int wbf; /* --bf16: the weight matrices are bf16 */
@@ -386,8 +388,31 @@ static int cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* blkc keeps a kernel's tiles on the stack of the thread that runs it,
+ * here the OpenMP threads of the parallel_for hook; a launch refuses a
+ * thread with less than twice the kernel's frame left (runtime/launch.c),
+ * and at D 4096 `attention` takes 4.4 MB: more than half of the main
+ * thread's usual 8 MB, and more than libgomp's workers get by default.
+ * So: a 64 MB stack limit for the main thread, and OMP_STACKSIZE=64M
+ * for the workers (libgomp reads it as it loads: set, then exec again). */
+static void big_stacks(char **argv)
+{
+    const rlim_t want = (rlim_t)64 << 20;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_STACK, &rl);
+    }
+    if (!getenv("OMP_STACKSIZE")) {
+        setenv("OMP_STACKSIZE", "64M", 1);
+        execv("/proc/self/exe", argv); /* on failure, go on as we are */
+    }
+}
+
 int main(int argc, char **argv)
 {
+    big_stacks(argv);
     int check = 0, D = 768, H = 2048, T = 1024, reps = 11, HD;
     int ai = 1;
     if (ai < argc && !strcmp(argv[ai], "--check")) { check = 1; ai++; }
