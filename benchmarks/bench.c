@@ -11,12 +11,15 @@
  *      default 4096x4096; the `matvec` kernel of benchmarks/decode_step.blk,
  *      best of a few block shapes) vs cblas_sgemv and vs a plain read of W
  *      (the machine's read bandwidth, same run), GB/s of W read and ratios;
+ *   3b. launch cost: the decode step's rmsnorm (benchmarks/decode_step.blk,
+ *      D 768, one program) by blkc_kernel_launchf against the same loop in
+ *      C (this file, -O2), microseconds per call (--only=launch);
  *   4. compile time per stage of examples/matmul.blk: parse = emit("ast"),
  *      passes = emit("core") - parse, LLVM = module create - emit("core")
  *      (each the minimum of several cold runs; a unique comment defeats the
  *      JIT cache).
  * Every blkc figure alternates with its baseline within the run.
- * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|compile]
+ * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|launch|compile]
  *                   [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]
  *                   [--matvec=MxK]
  * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
@@ -496,6 +499,65 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
     free(src); free(w); free(x); free(y); free(y2);
 }
 
+/* the C side of bench_launch: rmsnorm of n floats */
+static void c_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
+{
+    float s = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i] * x[i];
+    float r = 1.0f / sqrtf(s / (float)n + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * r * w[i];
+}
+
+/* What one small launch costs: rmsnorm over 768 floats (one program,
+ * everything in L1) launched through blkc_kernel_launchf, alternated
+ * with the C loop, REPS calls per round; the minimum over rounds. */
+static void bench_launch(blkc_context *ctx, int quick)
+{
+    const char *src =
+        "kernel rmsnorm<BD = 1024>(X: f32[D], W: f32[D], Y: f32[D], eps: f32) grid(1) {\n"
+        "    let x = X[0 +: BD];\n"
+        "    let r = rsqrt(sum(x * x) / (D as f32) + eps);\n"
+        "    Y[0 +: BD] = x * r * W[0 +: BD];\n}\n";
+    enum { D = 768 };
+    const int reps = quick ? 2000 : 20000, rounds = quick ? 3 : 9;
+    blkc_module *m = compile(ctx, src, NULL, 0);
+    blkc_kernel *k = NULL;
+    if (blkc_module_get_kernel(m, "rmsnorm", &k) != BLKC_OK) die("kernel");
+    float *x = malloc(D * sizeof *x), *w = malloc(D * sizeof *w);
+    float *y = malloc(D * sizeof *y), *y2 = malloc(D * sizeof *y2);
+    if (!x || !w || !y || !y2) die("malloc");
+    for (int i = 0; i < D; i++) {
+        x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+        w[i] = 1.0f + (float)(i % 7) / 8.0f;
+    }
+    double tb = 1e30, tc = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (int i = 0; i < reps; i++)
+            if (blkc_kernel_launchf(k, "f32[#] f32[#] f32[#] f", x, D, w, D, y, D, 1e-5) !=
+                BLKC_OK)
+                die("launch");
+        double t1 = now();
+        for (int i = 0; i < reps; i++) {
+            c_rmsnorm(y2, x, w, D, 1e-5f);
+            __asm__ volatile("" : : "r"(y2) : "memory");
+        }
+        double t2 = now();
+        if (t1 - t0 < tb) tb = t1 - t0;
+        if (t2 - t1 < tc) tc = t2 - t1;
+    }
+    double err = 0;
+    for (int i = 0; i < D; i++)
+        err = fmax(err, fabs((double)y[i] - (double)y2[i]));
+    printf("launch: rmsnorm D=%d by blkc_kernel_launchf %.3f us a call, the C loop %.3f us "
+           "(-O2, not vectorized; best of %d rounds of %d; max abs diff %.1e)\n", D, tb / reps * 1e6,
+           tc / reps * 1e6, rounds, reps, err);
+    free(x); free(w); free(y); free(y2);
+    blkc_module_destroy(m);
+}
+
 static void bench_compile(blkc_context *ctx, int quick)
 {
     char *base = read_file(BLKC_SOURCE_DIR "/examples/matmul.blk");
@@ -539,7 +601,7 @@ static void bench_compile(blkc_context *ctx, int quick)
 int main(int argc, char **argv)
 {
     int quick = 0;
-    const char *only = NULL; /* --only=gemm|softmax|layernorm|matvec|compile */
+    const char *only = NULL; /* --only=gemm|softmax|layernorm|matvec|launch|compile */
     int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096, mm = 4096, mk = 4096;
     const char *gin = NULL; /* --gemm-in=f16|bf16 */
     for (int i = 1; i < argc; i++) {
@@ -555,7 +617,7 @@ int main(int argc, char **argv)
                  sc <= 65536) {}
         else if (!strncmp(argv[i], "--matvec=", 9) &&
                  sscanf(argv[i] + 9, "%dx%d", &mm, &mk) == 2 && mm > 0 && mk > 0) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK]\n"); return 2; }
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -580,6 +642,7 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "layernorm")) bench_layernorm(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "matvec")) bench_matvec(ctx, quick, mm, mk);
+    if (!only || !strcmp(only, "launch")) bench_launch(ctx, quick);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);
     return 0;

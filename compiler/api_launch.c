@@ -47,6 +47,21 @@ static const struct { const char *name; uint8_t code, bits; } fmt_dtypes[] = {
     {"bool", kDLBool, 8},
 };
 
+/* The index in fmt_dtypes of the len characters at p, or -1 (at every
+ * launch: no strlen per entry) */
+static int fmt_dtype(const char *p, size_t len)
+{
+    for (int i = 0; i < (int)(sizeof fmt_dtypes / sizeof *fmt_dtypes); i++) {
+        const char *n = fmt_dtypes[i].name;
+        size_t j = 0;
+        while (j < len && n[j] == p[j])
+            j++;
+        if (j == len && n[j] == 0)
+            return i;
+    }
+    return -1;
+}
+
 /* One "DTYPE[E,...]" item at *pp (after the dtype name): fills t. */
 static blkc_status fmt_tensor(const char **pp, va_list *ap, DLDataType dt,
                               int item, blkc_tensor *t)
@@ -133,11 +148,7 @@ BLKC_API blkc_status blkc_kernel_launchf(blkc_kernel *k, const char *fmt, ...)
             continue;
         }
         size_t len = strcspn(p, "[ ");
-        int d = -1;
-        for (int i = 0; i < (int)(sizeof fmt_dtypes / sizeof *fmt_dtypes); i++)
-            if (strlen(fmt_dtypes[i].name) == len &&
-                !strncmp(p, fmt_dtypes[i].name, len))
-                d = i;
+        int d = fmt_dtype(p, len);
         if (d < 0 || p[len] != '[') {
             st = api_err(BLKC_ERR_USAGE, "launchf item %d: '%.*s' is not "
                          "DTYPE[...], t, T, i, l or f", n + 1, (int)len, p);

@@ -113,9 +113,15 @@ int ir_eval_grid(const IrFunc *f, const IrLaunchEnv *env, int64_t grid[3],
     if (f->grid_region < 0)
         return 0;
     Ev e = {.f = f, .env = env, .err = err, .errlen = errlen};
-    e.val = calloc((size_t)f->nins + 1, sizeof(IrScalarVal));
+    /* a value per instruction id: on the stack for the usual kernel (this
+     * runs at every launch, where a calloc cost a third of the time) */
+    IrScalarVal small[256];
+    size_t nv = (size_t)f->nins + 1;
+    e.val = nv <= sizeof small / sizeof *small ? small : calloc(nv, sizeof(IrScalarVal));
     if (!e.val)
         return IR_BUG(err, errlen, "out of memory");
+    if (e.val == small)
+        memset(small, 0, nv * sizeof *small);
     const IrRegion *reg = &f->regions[f->grid_region];
     int rc = -1;
     bool yielded = false;
@@ -167,7 +173,8 @@ int ir_eval_grid(const IrFunc *f, const IrLaunchEnv *env, int64_t grid[3],
 out:
     if (rc)
         grid[0] = grid[1] = grid[2] = 1;
-    free(e.val);
+    if (e.val != small)
+        free(e.val);
     return rc;
 }
 
