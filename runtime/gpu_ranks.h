@@ -184,9 +184,7 @@ struct RtGpuCtx {
     RtGpurRank *k;
     void *stream;
     uint64_t fail;                 /* BkGpuFail of its kernels */
-    char *stage;                   /* pinned staging buffer (gpu_copy.c) */
-    size_t stage_bytes;
-    bool no_stage;                 /* none can be had: synchronous copies */
+    RtGpuStage stage;              /* its staged copies (gpu_copy.c) */
     uint64_t *poll;                /* pinned 8 bytes: a signal poll's read
                                       lands here (gpu_copy.c, rt_gpur_peek) */
     void *poll_stream;             /* the stream of those reads */
