@@ -29,7 +29,8 @@ typedef struct RtGpuModule RtGpuModule; /* a module loaded on a device */
 /* ------------------------------------------------------------ devices */
 /* "cuda", "cuda:N", "hip", "hip:N" -> target and N; "cuda-emu", "hip-emu"
  * -> target and RT_GPU_EMU (the emulated devices of gpu_emu.c); -1 if not
- * a GPU name (BLKC_ERR_USAGE message in err for a malformed N). */
+ * a GPU name ("'NAME' is not a GPU device" in err), -2 for a malformed N
+ * (its message in err): both BLKC_ERR_USAGE to the callers. */
 #define RT_GPU_EMU (-1)
 int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
                         size_t errlen);

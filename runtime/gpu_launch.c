@@ -109,8 +109,10 @@ int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
                         size_t errlen)
 {
     const char *rest;
-    if (!name)
+    if (!name) {
+        snprintf(err, errlen, "'(null)' is not a GPU device");
         return -1;
+    }
     if (!strcmp(name, "cuda-emu") || !strcmp(name, "hip-emu")) {
         *t = name[0] == 'c' ? BLKC_TARGET_CUDA : BLKC_TARGET_HIP;
         *id = RT_GPU_EMU;
@@ -123,6 +125,7 @@ int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
         *t = BLKC_TARGET_HIP;
         rest = name + 3;
     } else {
+        snprintf(err, errlen, "'%s' is not a GPU device", name);
         return -1;
     }
     *id = 0;

@@ -750,11 +750,7 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
 {
     blkc_target t;
     int id0;
-    int prc = rt_gpu_parse_device(device, &t, &id0, err, errlen);
-    if (prc == -1)
-        return rt_fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
-                       device ? device : "(null)");
-    if (prc < 0)
+    if (rt_gpu_parse_device(device, &t, &id0, err, errlen) < 0)
         return BLKC_ERR_USAGE;
     if (nranks < 1 || nranks > RT_RANK_MAX)
         return rt_fail(BLKC_ERR_USAGE, err, errlen, "bad number of ranks %d",

@@ -79,11 +79,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
 {
     blkc_target t;
     int id;
-    int prc = rt_gpu_parse_device(device, &t, &id, err, errlen);
-    if (prc == -1)
-        return rt_fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
-                       device ? device : "(null)");
-    if (prc < 0)
+    if (rt_gpu_parse_device(device, &t, &id, err, errlen) < 0)
         return BLKC_ERR_USAGE;
     if (fi < 0 || fi >= m->nfuncs || m->funcs[fi]->is_device)
         return rt_fail(BLKC_ERR_USAGE, err, errlen, "not a kernel");
