@@ -26,8 +26,10 @@
  * large as the first copy needs (a power of two from 4 KiB, at most
  * RT_GPU_STAGE_MAX); a larger need maps one of RT_GPU_STAGE_MAX bytes
  * and keeps the first (old) until the stage goes with its context or
- * run, its streams drained. So at most 6 MiB and no free to grow (where
- * the larger cannot be mapped the copies go on in the first's chunks).
+ * run, its streams drained (gpu_ranks.c keeps an async block's context
+ * for the rank's next one: nothing pinned is freed during a run). So at
+ * most 6 MiB and no free to grow (where the larger cannot be mapped the
+ * copies go on in the first's chunks).
  *
  * The host polls of a signal cell (rt_gpur_wait, rt_gpur_peek) are
  * asynchronous 8-byte copies into a pinned slot on a stream of the

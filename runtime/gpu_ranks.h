@@ -147,6 +147,10 @@ typedef struct RtGpurRank {
     bool ipc;                      /* heap is another process's (mpirun) */
     uint64_t *dead;                /* frees put off until the run's end */
     int ndead, capdead;
+    RtGpuCtx *spare;               /* the async blocks' ended contexts,
+                                      drained: the next fork takes one,
+                                      the run's end frees them (under the
+                                      world's lock) */
 } RtGpurRank;
 
 enum { RT_GPUR_COLL_AUTO, RT_GPUR_COLL_NCCL, RT_GPUR_COLL_HOST };
@@ -191,7 +195,8 @@ struct RtGpuCtx {
     bool poll_busy;                /* a read is in flight on it */
     bool no_poll;                  /* none can be had: synchronous reads */
     RtGpuCtx *kept_next;           /* the world's list of contexts kept
-                                      when it is stuck (w->kept) */
+                                      when it is stuck (w->kept), or its
+                                      rank's spare ones (k->spare) */
 };
 
 /* An NCCL call was left behind on a helper thread (gpu_nccl_wait.c), or
