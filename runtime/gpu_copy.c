@@ -124,8 +124,9 @@ blkc_status rt_gpu_copy_timed(RtGpu *g, RtGpuStage *s, bool up, uint64_t dptr,
     if (tmo_ms < 0 || !ops->stream_new) /* no deadline: synchronous */
         return up ? rt_gpu_upload(g, dptr, host, bytes, err, errlen)
                   : rt_gpu_download(g, host, dptr, bytes, err, errlen);
+    char why[512]; /* no stream: the synchronous copies, no error */
     if (!s->own && !s->none && can_stage(ops) &&
-        ops->stream_new(dev, &s->own, err, errlen)) {
+        ops->stream_new(dev, &s->own, why, sizeof why)) {
         s->own = NULL;
         s->none = true;
     }
