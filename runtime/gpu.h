@@ -29,7 +29,8 @@ typedef struct RtGpuModule RtGpuModule; /* a module loaded on a device */
 /* ------------------------------------------------------------ devices */
 /* "cuda", "cuda:N", "hip", "hip:N" -> target and N; "cuda-emu", "hip-emu"
  * -> target and RT_GPU_EMU (the emulated devices of gpu_emu.c); -1 if not
- * a GPU name (BLKC_ERR_USAGE message in err for a malformed N). */
+ * a GPU name ("'NAME' is not a GPU device" in err), -2 for a malformed N
+ * (its message in err): both BLKC_ERR_USAGE to the callers. */
 #define RT_GPU_EMU (-1)
 int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
                         size_t errlen);
@@ -106,7 +107,9 @@ void rt_gpu_persist_last(long long *blocks, long long *tiles);
  * BLKC_COLL_TIMEOUT_MS or BLKC_WAIT_TIMEOUT_MS is set (rt_set_deadline_ms,
  * read at each launch; past it "kernel K did not complete within T ms
  * (...)" and the device is busy: rt_gpu_wait), else none. The read of the
- * failure record after it stays a synchronous copy.
+ * failure record after it (a kernel with rank builtins) is staged with
+ * that deadline on a stream of the module's own where one is set
+ * (rt_gpu_copy_timed), else a synchronous copy.
  * grid_out (may be NULL) receives the grid. */
 blkc_status rt_gpu_launch(RtGpuModule *gm, const IrFunc *f,
                           const blkc_arg *args, int nargs,
@@ -270,6 +273,54 @@ const RtGpuOps *rt_gpu_ops(const RtGpu *g);
 void *rt_gpu_dev(const RtGpu *g);
 const RtGpuOps *rt_gpu_hip_ops(void);  /* gpu_hip.c */
 bool rt_gpu_is_emu(const RtGpu *g);
+
+/* ------------------------------------------------------------ gpu_copy.c
+ * Staged copies: bytes between host memory and a device through a pinned
+ * staging buffer (host_map) in chunks of RT_GPU_STAGE_MAX bytes at most,
+ * each an asynchronous copy on a stream followed by a wait the caller
+ * chooses, since a synchronous copy from pageable memory cannot be given
+ * up on. Used by the lone runs (rt_gpu_copy_timed: gpu_run.c's uploads
+ * and results, gpu_launch.c's read of a kernel's failure record) and by
+ * GPU ranks (gpu_copy.c's rt_gpur_h2d / rt_gpur_d2h). A buffer is never
+ * freed while its stage is in use, since freeing pinned memory may wait
+ * for the whole device (a kernel there may wait for a peer): the first
+ * is min(need rounded up to a power of two, RT_GPU_STAGE_MAX) bytes, one
+ * outgrown is kept (old) and the next is RT_GPU_STAGE_MAX bytes, never
+ * outgrown; all go with the stage (rt_gpu_stage_free, once its copies
+ * were waited for). */
+#define RT_GPU_STAGE_MAX ((size_t)4 << 20)
+typedef struct RtGpuStage {
+    char *buf;                 /* pinned staging buffer, or NULL */
+    size_t bytes;              /* its size */
+    char *old;                 /* the outgrown first buffer, or NULL */
+    bool grown;                /* a larger one was tried: buf is final */
+    void *own;                 /* rt_gpu_copy_timed's stream (made at its
+                                  first staged copy), or NULL */
+    bool none;                 /* none can be had: synchronous copies */
+} RtGpuStage;
+/* A staged copy's wait for stream, `what` naming the copy: 0, or -1 (err
+ * set, or the caller's failure reported otherwise). */
+typedef int (*RtGpuStageWait)(void *cx, void *stream, const char *what,
+                              char *err, size_t errlen);
+/* bytes between host memory and device address dptr of dev (up: to the
+ * device) through s in chunks, each an asynchronous copy on stream waited
+ * for by wait(cx, ...); where s has no buffer and cannot get one (the
+ * driver lacks mapped host memory, queries or asynchronous copies), the
+ * synchronous copy, unbounded. 0; -1: a driver error in err; -2: wait
+ * failed. */
+int rt_gpu_stage_copy(const RtGpuOps *ops, void *dev, RtGpuStage *s,
+                      void *stream, bool up, uint64_t dptr, void *host,
+                      size_t bytes, const char *what, RtGpuStageWait wait,
+                      void *cx, char *err, size_t errlen);
+/* The lone runs' copy: with a deadline (tmo_ms >= 0) staged on s's own
+ * stream, each chunk waited for by rt_gpu_wait ("WHAT did not complete
+ * within T ms (the deadline that ...)", g then busy); without one, or
+ * where the driver lacks streams, the synchronous copy. */
+blkc_status rt_gpu_copy_timed(RtGpu *g, RtGpuStage *s, bool up, uint64_t dptr,
+                              void *host, size_t bytes, const char *what,
+                              int64_t tmo_ms, char *err, size_t errlen);
+/* Release s's buffers and own stream (its copies waited for). */
+void rt_gpu_stage_free(const RtGpuOps *ops, void *dev, RtGpuStage *s);
 
 /* ------------------------------------------------------------ gpu_emu.c
  * The emulated devices' driver table; the counts of the most recent

@@ -91,6 +91,7 @@ struct RtGpuModule {
     int nk;
     uint64_t fail;             /* device BkGpuFail shared by the launches */
     pthread_mutex_t lock;      /* serialises launches that use `fail` */
+    RtGpuStage fst;            /* the staged reads of `fail` (under lock) */
     pthread_mutex_t spec_lock; /* held while compiling a variant */
     /* the tensor maps of this module's launches (gpu.h), least recently
      * used replaced; under tmap_lock */
@@ -108,8 +109,10 @@ int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
                         size_t errlen)
 {
     const char *rest;
-    if (!name)
+    if (!name) {
+        snprintf(err, errlen, "'(null)' is not a GPU device");
         return -1;
+    }
     if (!strcmp(name, "cuda-emu") || !strcmp(name, "hip-emu")) {
         *t = name[0] == 'c' ? BLKC_TARGET_CUDA : BLKC_TARGET_HIP;
         *id = RT_GPU_EMU;
@@ -122,6 +125,7 @@ int rt_gpu_parse_device(const char *name, blkc_target *t, int *id, char *err,
         *t = BLKC_TARGET_HIP;
         rest = name + 3;
     } else {
+        snprintf(err, errlen, "'%s' is not a GPU device", name);
         return -1;
     }
     *id = 0;
@@ -392,6 +396,8 @@ void rt_gpu_module_free(RtGpuModule *gm)
         return;
     if (gm->fail)
         rt_gpu_free(gm->g, gm->fail);
+    if (!gm->g->busy) /* else kept: a staged read may still land */
+        rt_gpu_stage_free(gm->g->ops, gm->g->dev, &gm->fst);
     for (int i = 0; i < gm->nk; i++)
         for (int j = 0; j < gm->k[i].nv; j++)
             variant_free(gm, gm->k[i].v[j]);
@@ -726,12 +732,19 @@ static blkc_status assert_fail(const IrFunc *f, const BkGpuFail *fr, char *err,
     return rt_assert_fail(f, &c, err, errlen);
 }
 
-/* Read the failure record after a synchronised launch. */
-static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, char *err,
-                              size_t errlen)
+/* Read the failure record after a synchronised launch (gm->lock held),
+ * staged with the lone kernel's deadline tmo_ms where one is set
+ * (rt_gpu_copy_timed: "the read of kernel K's failure record did not
+ * complete within T ms (...)", the device then busy), else synchronous. */
+static blkc_status check_fail(RtGpuModule *gm, const IrFunc *f, int64_t tmo_ms,
+                              char *err, size_t errlen)
 {
     BkGpuFail fr;
-    if (gm->g->ops->d2h(gm->g->dev, &fr, gm->fail, sizeof fr, err, errlen))
+    char what[256];
+    snprintf(what, sizeof what, "the read of kernel %s's failure record",
+             f->name);
+    if (rt_gpu_copy_timed(gm->g, &gm->fst, false, gm->fail, &fr, sizeof fr,
+                          what, tmo_ms, err, errlen) != BLKC_OK)
         return BLKC_ERR_RUNTIME;
     if (fr.asserted)
         return assert_fail(f, &fr, err, errlen);
@@ -959,7 +972,7 @@ static blkc_status launch_k(RtGpuModule *gm, RtGpuKernel *gk,
         if (rt_gpu_wait(g, stream, what, tmo_ms, err, errlen))
             st = BLKC_ERR_RUNTIME;
         else if (ranks)
-            st = check_fail(gm, k->f, err, errlen);
+            st = check_fail(gm, k->f, tmo_ms, err, errlen);
     }
     if (ranks)
         pthread_mutex_unlock(&gm->lock);
@@ -1000,7 +1013,12 @@ blkc_status rt_gpu_finish(RtGpuModule *gm, const IrFunc *f, const char *what,
     RtGpuKernel *k = find_kernel(gm, f);
     if (rt_gpu_wait(gm->g, NULL, what, tmo_ms, err, errlen))
         return BLKC_ERR_RUNTIME;
-    return k && k->ki.rank_ctx ? check_fail(gm, f, err, errlen) : BLKC_OK;
+    if (!k || !k->ki.rank_ctx)
+        return BLKC_OK;
+    pthread_mutex_lock(&gm->lock);
+    blkc_status st = check_fail(gm, f, rt_set_deadline_ms(), err, errlen);
+    pthread_mutex_unlock(&gm->lock);
+    return st;
 }
 
 blkc_status rt_gpu_launch_rank(RtGpuModule *gm, const IrFunc *f,

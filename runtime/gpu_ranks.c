@@ -30,7 +30,11 @@
  * the uploads, the heap table, a kernel's failure record, the results);
  * with the signal wait's timeout the reads of its polls (rt_gpur_wait: a
  * read that never completes is a signal that never comes). Freed memory
- * waits for the end of the run (defer_free), not for the stream. Not
+ * waits for the end of the run (defer_free), not for the stream, and so
+ * does an ended async block's context (its stream, staging buffer and
+ * poll slot: kept for the rank's next fork, ctx_free), since freeing
+ * pinned memory may wait for the whole device; a staging buffer is never
+ * freed to grow (gpu_copy.c). Not
  * bounded: the copies and polls where there is no staging buffer (no
  * mapped host memory, no asynchronous copies: synchronous copies), and
  * every wait where the driver has no query function (synchronized).
@@ -133,15 +137,38 @@ static RtGpuCtx *ctx_new(RtGpuWorld *w, RtGpurRank *k, char *err, size_t errlen)
     return c;
 }
 
+/* c's stream, staging buffer, poll slot and failure record go (its
+ * streams drained). */
+static void ctx_release(RtGpuCtx *c)
+{
+    void *dev = DEV(c);
+    rt_gpur_stage_free(c);
+    defer_free(c->w, c->k, c->fail);
+    c->w->ops->stream_free(dev, c->stream);
+    free(c);
+}
+
+/* The end of the rank's run: its spare contexts go. */
+static void spare_free(RtGpurRank *k)
+{
+    while (k->spare) {
+        RtGpuCtx *c = k->spare;
+        k->spare = c->kept_next;
+        ctx_release(c);
+    }
+}
+
 /* c's stream is waited for (drain: after the world failed, RT_GPUR_GRACE_MS
  * at most) before it, its staging buffer and its failure record go; in a
- * stuck world c is kept (w->kept). */
+ * stuck world c is kept (w->kept). An async block's context is kept for
+ * the rank's next fork instead (k->spare, freed at the end of the run):
+ * freeing pinned memory (cuMemFreeHost / hipHostFree) may wait for the
+ * whole device, whose kernels may wait for this rank. */
 static void ctx_free(RtGpuCtx *c, RtRank *r)
 {
     if (!c)
         return;
-    if (!rt_gpur_stuck(c->w))
-        rt_gpur_drain(c, r, NULL);
+    bool drained = !rt_gpur_stuck(c->w) && !rt_gpur_drain(c, r, NULL);
     if (rt_gpur_stuck(c->w)) {
         pthread_mutex_lock(&c->w->lock);
         c->kept_next = c->w->kept;
@@ -149,11 +176,14 @@ static void ctx_free(RtGpuCtx *c, RtRank *r)
         pthread_mutex_unlock(&c->w->lock);
         return;
     }
-    void *dev = DEV(c);
-    rt_gpur_stage_free(c);
-    defer_free(c->w, c->k, c->fail);
-    c->w->ops->stream_free(dev, c->stream);
-    free(c);
+    if (drained && c != c->k->main) {
+        pthread_mutex_lock(&c->w->lock);
+        c->kept_next = c->k->spare;
+        c->k->spare = c;
+        pthread_mutex_unlock(&c->w->lock);
+        return;
+    }
+    ctx_release(c);
 }
 
 RtGpuCtx *rt_gpur_ctx(RtGpuWorld *gw, RtRank *r)
@@ -167,7 +197,16 @@ RtGpuCtx *rt_gpur_fork(RtGpuCtx *c, RtRank *r)
     /* the block sees everything queued before it */
     if (rt_gpur_sync(c, r, "the work queued before an async block"))
         return NULL;
-    RtGpuCtx *a = ctx_new(c->w, c->k, err, sizeof err);
+    pthread_mutex_lock(&c->w->lock);
+    RtGpuCtx *a = c->k->spare;
+    if (a)
+        c->k->spare = a->kept_next;
+    pthread_mutex_unlock(&c->w->lock);
+    if (a) {
+        a->kept_next = NULL;
+        return a;
+    }
+    a = ctx_new(c->w, c->k, err, sizeof err);
     if (!a)
         rt_gpur_fail(r, err);
     return a;
@@ -497,6 +536,7 @@ static int rank_main(RtRank *r, void *arg)
         k->priv = NULL;
         ctx_free(k->main, r);
         k->main = NULL;
+        spare_free(k);
         free_dead(w, k);
         return -1;
     }
@@ -577,6 +617,7 @@ static int rank_main(RtRank *r, void *arg)
     if (!kept) {
         ctx_free(k->main, r);
         k->main = NULL;
+        spare_free(k);
         free_dead(w, k);
     }
     free(local);
@@ -750,11 +791,7 @@ blkc_status rt_gpur_run(const RtPlanModule *pm, int fi, int nranks,
 {
     blkc_target t;
     int id0;
-    int prc = rt_gpu_parse_device(device, &t, &id0, err, errlen);
-    if (prc == -1)
-        return rt_fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
-                       device ? device : "(null)");
-    if (prc < 0)
+    if (rt_gpu_parse_device(device, &t, &id0, err, errlen) < 0)
         return BLKC_ERR_USAGE;
     if (nranks < 1 || nranks > RT_RANK_MAX)
         return rt_fail(BLKC_ERR_USAGE, err, errlen, "bad number of ranks %d",

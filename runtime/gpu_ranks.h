@@ -147,6 +147,10 @@ typedef struct RtGpurRank {
     bool ipc;                      /* heap is another process's (mpirun) */
     uint64_t *dead;                /* frees put off until the run's end */
     int ndead, capdead;
+    RtGpuCtx *spare;               /* the async blocks' ended contexts,
+                                      drained: the next fork takes one,
+                                      the run's end frees them (under the
+                                      world's lock) */
 } RtGpurRank;
 
 enum { RT_GPUR_COLL_AUTO, RT_GPUR_COLL_NCCL, RT_GPUR_COLL_HOST };
@@ -184,16 +188,15 @@ struct RtGpuCtx {
     RtGpurRank *k;
     void *stream;
     uint64_t fail;                 /* BkGpuFail of its kernels */
-    char *stage;                   /* pinned staging buffer (gpu_copy.c) */
-    size_t stage_bytes;
-    bool no_stage;                 /* none can be had: synchronous copies */
+    RtGpuStage stage;              /* its staged copies (gpu_copy.c) */
     uint64_t *poll;                /* pinned 8 bytes: a signal poll's read
                                       lands here (gpu_copy.c, rt_gpur_peek) */
     void *poll_stream;             /* the stream of those reads */
     bool poll_busy;                /* a read is in flight on it */
     bool no_poll;                  /* none can be had: synchronous reads */
     RtGpuCtx *kept_next;           /* the world's list of contexts kept
-                                      when it is stuck (w->kept) */
+                                      when it is stuck (w->kept), or its
+                                      rank's spare ones (k->spare) */
 };
 
 /* An NCCL call was left behind on a helper thread (gpu_nccl_wait.c), or

@@ -3,15 +3,17 @@
  * rt_gpu_run_host): the host tensors copied to the device, one launch
  * waited for (with the deadline BLKC_COLL_TIMEOUT_MS or
  * BLKC_WAIT_TIMEOUT_MS sets, else none), `--bench` launches timed by
- * device events, the tensors copied back. With a deadline the copies go
- * through a pinned staging buffer in chunks of 4 MiB at most, each an
- * asynchronous copy on a stream of the run's own polled with the same
- * deadline (host_copy), since a synchronous copy from pageable memory
- * cannot be given up on; without one, or where the driver lacks mapped
- * host memory, streams, asynchronous copies or cuStreamQuery /
- * hipStreamQuery (an emulated device), the synchronous copies. On a
- * device whose kernel or copy did not end by its deadline nothing is
- * freed, not even the staging buffer and the stream (rt_gpu_busy). */
+ * device events, the tensors copied back. With a deadline the copies are
+ * gpu_copy.c's staged ones (rt_gpu_copy_timed: a pinned staging buffer,
+ * chunks of 4 MiB at most, each an asynchronous copy on a stream of the
+ * run's own polled with the same deadline), since a synchronous copy
+ * from pageable memory cannot be given up on; so is the read of the
+ * kernel's failure record (gpu_launch.c, on its module's stream). Without
+ * one, or where the driver lacks mapped host memory, streams,
+ * asynchronous copies or cuStreamQuery / hipStreamQuery (an emulated
+ * device), the synchronous copies, unbounded. On a device whose kernel
+ * or copy did not end by its deadline nothing is freed, not even the
+ * staging buffer and the stream (rt_gpu_busy). */
 #include "gpu.h"
 #include "ranks.h"
 #include "rt.h"
@@ -38,10 +40,7 @@ typedef struct HostRun {
     void **ev;               /* bench + 1 events */
     int nev;
     int64_t tmo;             /* the deadline (ms) of each wait; -1: none */
-    char *stage;             /* pinned staging buffer (host_copy) */
-    size_t stage_bytes;
-    void *stream;            /* the copies' stream */
-    bool no_stage;           /* none can be had: synchronous copies */
+    RtGpuStage stage;        /* the copies' (gpu_copy.c) */
 } HostRun;
 
 /* (on a device whose kernel or copy did not end, the device memory,
@@ -50,12 +49,8 @@ typedef struct HostRun {
 static void host_run_free(HostRun *h, int np)
 {
     const RtGpuOps *ops = rt_gpu_ops(h->g);
-    if (!rt_gpu_busy(h->g)) {
-        if (h->stage)
-            ops->host_free(rt_gpu_dev(h->g), h->stage);
-        if (h->stream)
-            ops->stream_free(rt_gpu_dev(h->g), h->stream);
-    }
+    if (!rt_gpu_busy(h->g))
+        rt_gpu_stage_free(ops, rt_gpu_dev(h->g), &h->stage);
     for (int i = 0; h->ev && i < h->nev; i++)
         ops->event_free(rt_gpu_dev(h->g), h->ev[i]);
     for (int i = 0; h->dptr && i < np; i++)
@@ -66,68 +61,6 @@ static void host_run_free(HostRun *h, int np)
     free(h->dptr);
     free(h->dl);
     free(h->dargs);
-}
-
-#define STAGE_MAX ((size_t)4 << 20) /* bytes of the staging buffer, at most */
-
-/* h's staging buffer of at least min(need, STAGE_MAX) bytes, and its
- * stream; NULL where there is no deadline or they cannot be had. */
-static char *stage(HostRun *h, size_t need)
-{
-    const RtGpuOps *ops = rt_gpu_ops(h->g);
-    void *dev = rt_gpu_dev(h->g);
-    char err[512];
-    if (h->tmo < 0 || h->no_stage || !ops->host_map || !ops->host_free ||
-        !ops->query || !ops->h2d_async || !ops->d2h_async || !ops->stream_new)
-        return NULL;
-    need = need < STAGE_MAX ? need : STAGE_MAX;
-    if (!h->stream && ops->stream_new(dev, &h->stream, err, sizeof err)) {
-        h->stream = NULL;
-        h->no_stage = true;
-        return NULL;
-    }
-    if (h->stage && h->stage_bytes >= need)
-        return h->stage;
-    if (h->stage) /* idle: every copy through it was waited for */
-        ops->host_free(dev, h->stage);
-    h->stage = NULL;
-    h->stage_bytes = 0;
-    void *p = NULL;
-    if (ops->host_map(dev, need, &p, err, sizeof err) || !p) {
-        h->no_stage = true;
-        return NULL;
-    }
-    h->stage = p;
-    h->stage_bytes = need;
-    return h->stage;
-}
-
-/* bytes between host memory and device address dptr (up: to the device),
- * through the staging buffer with h's deadline for each chunk ("WHAT did
- * not complete within T ms (...)": rt_gpu_wait, the device then busy), or
- * synchronously where there is none */
-static blkc_status host_copy(HostRun *h, bool up, uint64_t dptr, char *host,
-                             size_t bytes, const char *what, char *err,
-                             size_t errlen)
-{
-    const RtGpuOps *ops = rt_gpu_ops(h->g);
-    void *dev = rt_gpu_dev(h->g);
-    char *buf = bytes ? stage(h, bytes) : NULL;
-    if (!buf)
-        return up ? rt_gpu_upload(h->g, dptr, host, bytes, err, errlen)
-                  : rt_gpu_download(h->g, host, dptr, bytes, err, errlen);
-    for (size_t off = 0; off < bytes; off += h->stage_bytes) {
-        size_t n = bytes - off < h->stage_bytes ? bytes - off : h->stage_bytes;
-        if (up)
-            memcpy(buf, host + off, n);
-        if ((up ? ops->h2d_async(dev, dptr + off, buf, n, h->stream, err, errlen)
-                : ops->d2h_async(dev, buf, dptr + off, n, h->stream, err, errlen)) ||
-            rt_gpu_wait(h->g, h->stream, what, h->tmo, err, errlen))
-            return BLKC_ERR_RUNTIME;
-        if (!up)
-            memcpy(host + off, buf, n);
-    }
-    return BLKC_OK;
 }
 
 static size_t tensor_bytes(const DLTensor *t, int dt)
@@ -146,11 +79,7 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
 {
     blkc_target t;
     int id;
-    int prc = rt_gpu_parse_device(device, &t, &id, err, errlen);
-    if (prc == -1)
-        return rt_fail(BLKC_ERR_USAGE, err, errlen, "'%s' is not a GPU device",
-                       device ? device : "(null)");
-    if (prc < 0)
+    if (rt_gpu_parse_device(device, &t, &id, err, errlen) < 0)
         return BLKC_ERR_USAGE;
     if (fi < 0 || fi >= m->nfuncs || m->funcs[fi]->is_device)
         return rt_fail(BLKC_ERR_USAGE, err, errlen, "not a kernel");
@@ -199,9 +128,9 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         snprintf(what, sizeof what, "the upload of %s to the device",
                  f->params[i].name);
         if (st == BLKC_OK)
-            st = host_copy(&h, true, h.dptr[i],
-                           (char *)ht->data + ht->byte_offset, bytes, what,
-                           err, errlen);
+            st = rt_gpu_copy_timed(h.g, &h.stage, true, h.dptr[i],
+                                   (char *)ht->data + ht->byte_offset, bytes,
+                                   what, tmo, err, errlen);
         h.dl[i] = *ht;
         h.dl[i].data = (void *)(uintptr_t)h.dptr[i];
         h.dl[i].byte_offset = 0;
@@ -256,9 +185,10 @@ blkc_status rt_gpu_run_host(const char *device, const IrModule *m, int fi,
         const DLTensor *ht = args[i].v.tensor;
         char what[256];
         snprintf(what, sizeof what, "the copy of %s to the host", f->params[i].name);
-        st = host_copy(&h, false, h.dptr[i], (char *)ht->data + ht->byte_offset,
-                       tensor_bytes(ht, rt_dtype_from_dl(ht->dtype)), what, err,
-                       errlen);
+        st = rt_gpu_copy_timed(h.g, &h.stage, false, h.dptr[i],
+                               (char *)ht->data + ht->byte_offset,
+                               tensor_bytes(ht, rt_dtype_from_dl(ht->dtype)),
+                               what, tmo, err, errlen);
     }
     host_run_free(&h, np);
     if (st == BLKC_OK)

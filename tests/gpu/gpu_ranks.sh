@@ -195,6 +195,7 @@ granks_cases() { # RANKS SUFFIX
   run_case "ar_sym_2d$s" "$R" "$G" "1e-6 1e-6" y --entry=ar_sym_2d R=7 C=9
   run_case "ring_pull$s" "$R" "$G" "0 0" y --entry=ring_pull N=513
   run_case "ring_push$s" "$R" "$G" "0 0" y --entry=ring_push N=300
+  run_case "async_loop$s" "$R" "$G" "0 0" y --entry=async_loop N=300
   run_case "sub_copy$s" "$R" "$G" "0 0" y --entry=sub_copy R=6 C=8 r0=2 c0=3
 }
 

@@ -7,7 +7,9 @@
 # as if the kernel never ended. With BLKC_COLL_TIMEOUT_MS, or only
 # BLKC_WAIT_TIMEOUT_MS (4 x, at least 1 s), set: exit 3 and one line
 # naming the kernel and the deadline; the --bench runs get the deadline
-# once per run; the uploads and the copies back get it for each chunk. Exact messages, no window on the time (each run is killed
+# once per run; the uploads, the copies back and the read of a kernel's
+# failure record get it for each chunk. Exact messages, no window on the
+# time (each run is killed
 # after 60 s). Exit 77 when the kernel cannot be compiled (no NVRTC).
 set -u
 BLKC=$1 SRC=$2 FAKE=$3 VENDOR=${4:-cuda}
@@ -60,7 +62,20 @@ if [ "${BLKC_SANITIZED:-}" != 1 ]; then
   FAKE_GPU_STREAM_HANG=0@6 BLKC_COLL_TIMEOUT_MS=300 exact results_timeout \
     "blkc: error: the copy of C to the host did not complete within 300 ms $SETS" \
     run "$V" N=4 --device="$DEV"
+  # a lone kernel with rank builtins (gforever.blk's spin: rank 0 of 1):
+  # the read of its failure record once it ended is staged the same way,
+  # on the module's own stream (runtime/gpu_launch.c, check_fail); the
+  # waits: 1 the upload of x, 2 that read
+  FAKE_GPU_STREAM_HANG=0@2 BLKC_COLL_TIMEOUT_MS=300 exact fail_record_timeout \
+    "blkc: error: the read of kernel spin's failure record did not complete within 300 ms $SETS" \
+    run "$SRC/tests/gpu/data/gforever.blk" --entry=spin N=16 --device="$DEV"
 fi
+# the record that staged read gets is the kernel's: the fakes' stand-in
+# kernel (FAKE_GPU_WAIT_KERNEL=spin, tests/gpu/fake_mem.h; rank 0 of 1)
+# times out its wait and says so in it
+FAKE_GPU_WAIT_KERNEL=spin BLKC_WAIT_TIMEOUT_MS=200 exact fail_record_read \
+  "blkc: error: kernel spin on rank 0: wait on x[0] timed out after 200 ms (waiting for 1, saw 0)" \
+  run "$SRC/tests/gpu/data/gforever.blk" --entry=spin N=16 --device="$DEV"
 # a deadline set and a kernel that ends: the run as usual
 n=$((n + 1))
 if BLKC_COLL_TIMEOUT_MS=300 timeout 60 "$BLKC" run "$V" N=4 --bench=2 --device="$DEV" >"$T/log" 2>&1 &&
