@@ -72,7 +72,8 @@
  * of them (a store ordered after the oldest read but not after a later
  * read of other bytes of that chunk is reported: conservative). The cost:
  * a range compare per plain access outside the shared memory, a few
- * compares per byte inside it, per cp.async and per ldmatrix row; a join
+ * compares per byte inside it (one for a load of bytes the warp already
+ * read at its current epoch), per cp.async and per ldmatrix row; a join
  * of nwarps x nwarps clocks per barrier; the shadow is reset per block by
  * a generation stamp. Included by blk_emu.h only. */
 #ifndef BLK_EMU_RACE_H
@@ -352,6 +353,12 @@ static inline void blk_emu_race_plain(const void *p, size_t n, bool st)
         const size_t ch = (size_t)(lo >> 4);
         const unsigned m = ((1u << (hi - lo)) - 1) << (lo & 15);
         BlkEmuChunk *c = blk_emu_race_at(lo);
+        const unsigned e = blk_emu_vc[a][a];
+        BlkEmuPlainRd *r = &blk_emu_rpl[ch * BLK_EMU_RW + (size_t)a];
+        if (!st && (c->preaders >> a & 1) && r->e1 == e && (r->m1 & m) == m) {
+            lo = hi; /* read already at this epoch: a write since would have */
+            continue; /* failed against that read (or dropped it) */
+        }
         const char *kind = st ? "write-after-write" : "read-after-write";
         if (c->pending)
             blk_emu_race_fail(kind, a, what, c->pwarp, "a cp.async in flight", lo,
@@ -360,7 +367,6 @@ static inline void blk_emu_race_plain(const void *p, size_t n, bool st)
             blk_emu_race_fail(kind, a, what, c->writer, "a landed cp.async", lo,
                               "since its wait_group");
         blk_emu_race_pw_check(lo, hi, a, false, kind, what);
-        const unsigned e = blk_emu_vc[a][a];
         if (st) {
             blk_emu_race_war(c, lo, a, m, what);
             blk_emu_race_rd_drop(c, ch, m);
@@ -368,7 +374,6 @@ static inline void blk_emu_race_plain(const void *p, size_t n, bool st)
             for (long long o = lo; o < hi; o++)
                 blk_emu_pwe[(size_t)o] = e;
         } else {
-            BlkEmuPlainRd *r = &blk_emu_rpl[ch * BLK_EMU_RW + (size_t)a];
             if (!(c->preaders >> a & 1)) {
                 *r = BlkEmuPlainRd{e, 0, (unsigned short)m, 0};
                 c->preaders |= 1u << a;
