@@ -209,7 +209,7 @@ static void assign(BkGpuEm *em, int id, const char *x)
     else if (in->type.rank > 0) {
         char se[256];
         bk_gpu_swz_idx(em, id, "e", se, sizeof se); /* a dot operand: swizzled */
-        bk_gpu_line(em, "v%d[%s] = %s;", id, se, s);
+        bk_gpu_line(em, "BLK_SST(v%d[%s]) = %s;", id, se, s);
     } else
         bk_gpu_line(em, "const %s v%d = %s;", bk_gpu_stype(in->type.dtype), id, s);
 }
@@ -286,7 +286,7 @@ static void emit_shape(BkGpuEm *em, int id)
     const IrInstr *a = &em->f->ins[in->opnd[0]];
     char idx[600], c[128], rd[BK_GPU_EXPR];
     if (in->type.rank == 0) { /* reshape of a one-element tile to a scalar */
-        snprintf(c, sizeof c, "v%d[0]", in->opnd[0]);
+        snprintf(c, sizeof c, "BLK_SLD(v%d[0])", in->opnd[0]);
         bk_gpu_line(em, "const %s v%d = %s;", bk_gpu_stype(in->type.dtype), id, c);
         return;
     }
@@ -336,7 +336,7 @@ static void emit_shape(BkGpuEm *em, int id)
     bk_gpu_decl_tile(em, id);
     bk_gpu_loop_open(em, &in->type);
     bk_gpu_raw(em, in->opnd[0], idx, rd, sizeof rd);
-    bk_gpu_line(em, "v%d[e] = %s;", id, rd);
+    bk_gpu_line(em, "BLK_SST(v%d[e]) = %s;", id, rd);
     bk_gpu_loop_close(em);
 }
 
@@ -354,7 +354,7 @@ static void emit_arange(BkGpuEm *em, int id)
         bk_gpu_line(em, "v%d[blk_q] = %lld + e;", id, (long long)in->ival);
     } else {
         bk_gpu_loop_open(em, &in->type);
-        bk_gpu_line(em, "v%d[e] = %lld + e;", id, (long long)in->ival);
+        bk_gpu_line(em, "BLK_SST(v%d[e]) = %lld + e;", id, (long long)in->ival);
     }
     bk_gpu_loop_close(em);
 }
@@ -634,7 +634,7 @@ static void emit_instr(BkGpuEm *em, int id)
         } else {
             bk_gpu_decl_tile(em, id);
             bk_gpu_loop_open(em, &in->type);
-            bk_gpu_line(em, "v%d[e] = var%d[e];", id, in->param);
+            bk_gpu_line(em, "BLK_SST(v%d[e]) = BLK_SLD(var%d[e]);", id, in->param);
             bk_gpu_loop_close(em);
         }
         break;
@@ -655,7 +655,7 @@ static void emit_instr(BkGpuEm *em, int id)
             bk_gpu_loop_open(em, &f->vars[in->param].type);
             char rv[BK_GPU_EXPR];
             bk_gpu_raw(em, in->opnd[0], "e", rv, sizeof rv);
-            bk_gpu_line(em, "var%d[e] = %s;", in->param, rv);
+            bk_gpu_line(em, "BLK_SST(var%d[e]) = %s;", in->param, rv);
             bk_gpu_loop_close(em);
         }
         break;

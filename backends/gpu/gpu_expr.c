@@ -184,7 +184,7 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
             bk_gpu_same_rows(em, em->mr_loop, em->mrow[r])) {
             snprintf(buf, n, "%s[blk_s]", rg);
         } else if (em->mrcvt[r]) {
-            snprintf(buf, n, "v%d_s[%s]", r, idx);
+            snprintf(buf, n, "BLK_SLD(v%d_s[%s])", r, idx);
         } else {
             snprintf(buf, n, "0");
             bk_gpu_fail(em, "internal: row value v%d read at %s outside its layout", r, idx);
@@ -199,7 +199,7 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
             bk_gpu_slice_reg(em, r, rg, sizeof rg);
             snprintf(buf, n, "%s[blk_k]", rg);
         } else if (em->scvt[r]) {
-            snprintf(buf, n, "v%d_s[%s]", r, idx);
+            snprintf(buf, n, "BLK_SLD(v%d_s[%s])", r, idx);
         } else {
             snprintf(buf, n, "0");
             bk_gpu_fail(em, "internal: slice tile v%d read at %s outside its layout", r, idx);
@@ -288,8 +288,8 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
             st *= a->type.shape[j];
         }
         bk_gpu_raw(em, in->opnd[0], k ? ix : "0", buf, n);
-    } else {
-        snprintf(buf, n, "v%d[%s]", v, idx);
+    } else { /* a tile in shared memory, or a var's array */
+        snprintf(buf, n, "BLK_SLD(v%d[%s])", v, idx);
     }
 }
 

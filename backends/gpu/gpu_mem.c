@@ -237,7 +237,7 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
                     break;
             }
             k += tt->rank;
-            bk_gpu_line(em, "const long long c%d = v%d[%s];", d, v->d[d].val, t);
+            bk_gpu_line(em, "const long long c%d = BLK_SLD(v%d[%s]);", d, v->d[d].val, t);
             break;
         }
         }
@@ -283,7 +283,7 @@ static void mask_term_at(BkGpuEm *em, int mask, const char *ename, char *buf,
     if (mask < 0)
         return;
     if (em->f->ins[mask].type.rank > 0)
-        snprintf(buf, n, " && v%d[%s]", mask, ename);
+        snprintf(buf, n, " && BLK_SLD(v%d[%s])", mask, ename);
     else
         snprintf(buf, n, " && v%d", mask);
 }
@@ -301,7 +301,7 @@ static void vec_open(BkGpuEm *em, long long N, int W, int mask, char *m, size_t 
     if (mask >= 0 && em->f->ins[mask].type.rank > 0) {
         bk_gpu_line(em, "bool blk_mall = true;");
         bk_gpu_line(em, "#pragma unroll");
-        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_mall = blk_mall && v%d[e + blk_j];",
+        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_mall = blk_mall && BLK_SLD(v%d[e + blk_j]);",
                     W, mask);
         snprintf(m, mn, " && blk_mall");
     } else {
@@ -320,7 +320,7 @@ static void blk_vec_open(BkGpuEm *em, const IrType *t, int mask, char *m, size_t
     if (mask >= 0 && em->f->ins[mask].type.rank > 0) {
         bk_gpu_line(em, "bool blk_mall = true;");
         bk_gpu_line(em, "#pragma unroll");
-        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_mall = blk_mall && v%d[e + blk_j];",
+        bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) blk_mall = blk_mall && BLK_SLD(v%d[e + blk_j]);",
                     W, mask);
         snprintf(m, mn, " && blk_mall");
     } else {
@@ -364,7 +364,7 @@ static void load_scalar(BkGpuEm *em, int id)
         bk_gpu_loop_open(em, &in->type);
     }
     bk_gpu_view(em, id, ok, sizeof ok, addr, sizeof addr);
-    bk_gpu_line(em, "v%d[%s] = (%s%s) ? %s[%s] : %s;", id, se, ok, m, base, addr,
+    bk_gpu_line(em, "BLK_SST(v%d[%s]) = (%s%s) ? %s[%s] : %s;", id, se, ok, m, base, addr,
                 pad);
     bk_gpu_loop_close(em);
 }
@@ -400,7 +400,7 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
         snprintf(sj, sizeof sj, "blk_k * %d + blk_j", W);
     }
     if (pad)
-        bk_gpu_line(em, "if (blk_full) *(uint4 *)&v%d[%s] = *(const uint4 *)&%s[%s];",
+        bk_gpu_line(em, "if (blk_full) BLK_SST(*(uint4 *)&v%d[%s]) = *(const uint4 *)&%s[%s];",
                     id, se, base, addr);
     else
         bk_gpu_line(em, "if (blk_full) *(uint4 *)&%s[%s] = *(const uint4 *)blk_vb;", base,
@@ -415,7 +415,7 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     bk_gpu_view_at(em, id, "blk_e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
     mask_term_at(em, mask, "blk_e", mj, sizeof mj);
     if (pad)
-        bk_gpu_line(em, "v%d[%s] = (%s%s) ? %s[%s] : %s;", id, sj, ok, mj, base, addr, pad);
+        bk_gpu_line(em, "BLK_SST(v%d[%s]) = (%s%s) ? %s[%s] : %s;", id, sj, ok, mj, base, addr, pad);
     else
         bk_gpu_line(em, "if (%s%s) %s[%s] = blk_vb[blk_j];", ok, mj, base, addr);
     em->indent--;

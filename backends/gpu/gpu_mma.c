@@ -161,7 +161,7 @@ static void mask_and(const BkGpuEm *em, int mask, const char *e, char *buf, size
 {
     buf[0] = 0;
     if (mask >= 0 && em->f->ins[mask].type.rank > 0)
-        snprintf(buf, n, " && v%d[%s]", mask, e);
+        snprintf(buf, n, " && BLK_SLD(v%d[%s])", mask, e);
     else if (mask >= 0)
         snprintf(buf, n, " && v%d", mask);
 }
@@ -224,7 +224,7 @@ void bk_gpu_mma_to_shared(BkGpuEm *em, int id)
                 em->f->vars[v].name);
     bk_gpu_decl_tile(em, id);
     bk_gpu_mma_loop_open(em, v);
-    bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, em->vmma[v].N, v);
+    bk_gpu_line(em, "BLK_SST(v%d[blk_row * %lld + blk_col]) = var%d[blk_r];", id, em->vmma[v].N, v);
     bk_gpu_mma_loop_close(em);
     bk_gpu_mma_op_done(em);
 }
@@ -512,7 +512,7 @@ void bk_gpu_mma_reduce(BkGpuEm *em, int id)
     }
     bk_gpu_mma_loop_open(em, P);
     bk_gpu_line(em, "const int blk_s = %s;", slot);
-    bk_gpu_line(em, "if (blk_lane %% %d == 0 && blk_r / %d %% %d == 0%s) v%d[blk_row] = %s;", span, E,
+    bk_gpu_line(em, "if (blk_lane %% %d == 0 && blk_r / %d %% %d == 0%s) BLK_SST(v%d[blk_row]) = %s;", span, E,
                 g->nt, cuda ? " && (blk_r & 1) == 0" : "", id, st);
     bk_gpu_mma_loop_close(em);
     em->indent--;

@@ -249,15 +249,15 @@ static void dot_tf32(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++) {", g->mt);
     bk_gpu_line(em, "    const float *r = &blk_A[(blk_wr%d + i * 16 + blk_g) * %lld + k + blk_q];", v, K);
-    bk_gpu_line(em, "    blk_tf32_split(r[0], ah[i][0], al[i][0]);");
-    bk_gpu_line(em, "    blk_tf32_split(r[8 * %lld], ah[i][1], al[i][1]);", K);
-    bk_gpu_line(em, "    blk_tf32_split(r[4], ah[i][2], al[i][2]);");
-    bk_gpu_line(em, "    blk_tf32_split(r[8 * %lld + 4], ah[i][3], al[i][3]);", K);
+    bk_gpu_line(em, "    blk_tf32_split(BLK_SLD(r[0]), ah[i][0], al[i][0]);");
+    bk_gpu_line(em, "    blk_tf32_split(BLK_SLD(r[8 * %lld]), ah[i][1], al[i][1]);", K);
+    bk_gpu_line(em, "    blk_tf32_split(BLK_SLD(r[4]), ah[i][2], al[i][2]);");
+    bk_gpu_line(em, "    blk_tf32_split(BLK_SLD(r[8 * %lld + 4]), ah[i][3], al[i][3]);", K);
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int j = 0; j < %d; j++) {", g->nt);
-    bk_gpu_line(em, "    blk_tf32_split(%s, bh[j][0], bl[j][0]);", b0);
-    bk_gpu_line(em, "    blk_tf32_split(%s, bh[j][1], bl[j][1]);", b1);
+    bk_gpu_line(em, "    blk_tf32_split(BLK_SLD(%s), bh[j][0], bl[j][0]);", b0);
+    bk_gpu_line(em, "    blk_tf32_split(BLK_SLD(%s), bh[j][1], bl[j][1]);", b1);
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
@@ -291,15 +291,15 @@ static void dot_s8(BkGpuEm *em, int id, int v, long long K, long long N)
     bk_gpu_line(em, "for (int i = 0; i < %d; i++) {", g->mt);
     bk_gpu_line(em, "    const signed char *r = &blk_A[(blk_wr%d + i * 16 + blk_g) * %lld + k + 4 * blk_q];",
                 v, K);
-    bk_gpu_line(em, "    a[i][0] = *(const unsigned *)r; a[i][1] = *(const unsigned *)(r + 8 * %lld);", K);
-    bk_gpu_line(em, "    a[i][2] = *(const unsigned *)(r + 16); a[i][3] = *(const unsigned *)(r + 8 * %lld + 16);", K);
+    bk_gpu_line(em, "    a[i][0] = BLK_SLD(*(const unsigned *)r); a[i][1] = BLK_SLD(*(const unsigned *)(r + 8 * %lld));", K);
+    bk_gpu_line(em, "    a[i][2] = BLK_SLD(*(const unsigned *)(r + 16)); a[i][3] = BLK_SLD(*(const unsigned *)(r + 8 * %lld + 16));", K);
     bk_gpu_line(em, "}");
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int j = 0; j < %d; j++) {", g->nt);
     if (t >= 0) {
         bk_gpu_line(em, "    const signed char *p = &blk_B[(blk_wc%d + j * 8 + blk_g) * %lld + k + 4 * blk_q];",
                     v, K);
-        bk_gpu_line(em, "    b[j][0] = *(const unsigned *)p; b[j][1] = *(const unsigned *)(p + 16);");
+        bk_gpu_line(em, "    b[j][0] = BLK_SLD(*(const unsigned *)p); b[j][1] = BLK_SLD(*(const unsigned *)(p + 16));");
     } else {
         bk_gpu_line(em, "    b[j][0] = blk_pack4(&blk_B[(k + 4 * blk_q) * %lld + blk_wc%d + j * 8 + blk_g], %lld);",
                     N, v, N);
@@ -329,14 +329,14 @@ static void dot_mfma_f32(BkGpuEm *em, int id, int v, long long K, long long N)
     em->indent++;
     bk_gpu_line(em, "float a[%d], b[%d];", g->mt, g->nt);
     bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int i = 0; i < %d; i++) a[i] = blk_A[(blk_wr%d + i * 16 + blk_fr) * %lld + k + blk_fk];",
+    bk_gpu_line(em, "for (int i = 0; i < %d; i++) a[i] = BLK_SLD(blk_A[(blk_wr%d + i * 16 + blk_fr) * %lld + k + blk_fk]);",
                 g->mt, v, K);
     bk_gpu_line(em, "#pragma unroll");
     if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0)
-        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = blk_B[(blk_wc%d + j * 16 + blk_fr) * %lld + k + blk_fk];",
+        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = BLK_SLD(blk_B[(blk_wc%d + j * 16 + blk_fr) * %lld + k + blk_fk]);",
                     g->nt, v, K);
     else
-        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = blk_B[(k + blk_fk) * %lld + blk_wc%d + j * 16 + blk_fr];",
+        bk_gpu_line(em, "for (int j = 0; j < %d; j++) b[j] = BLK_SLD(blk_B[(k + blk_fk) * %lld + blk_wc%d + j * 16 + blk_fr]);",
                     g->nt, N, v);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
@@ -389,14 +389,14 @@ static void dot_mfma(BkGpuEm *em, int id, int v, long long K, long long N)
                     g->mt, g->nt);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    snprintf(x, sizeof x, "blk_Ae[(blk_wr%d + i * %d + blk_fr) * %lld + k + blk_fk + j]", v, fm, K);
+    snprintf(x, sizeof x, "BLK_SLD(blk_Ae[(blk_wr%d + i * %d + blk_fr) * %lld + k + blk_fk + j])", v, fm, K);
     bk_gpu_line(em, pa, x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->nt);
     if (bk_gpu_dot_tsrc(em, in->opnd[1]) >= 0) /* B = trans(T): T[n][k..k+3] */
-        snprintf(x, sizeof x, "blk_Be[(blk_wc%d + i * %d + blk_fr) * %lld + k + blk_fk + j]", v, fm, K);
+        snprintf(x, sizeof x, "BLK_SLD(blk_Be[(blk_wc%d + i * %d + blk_fr) * %lld + k + blk_fk + j])", v, fm, K);
     else
-        snprintf(x, sizeof x, "blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr]", N, v, fm);
+        snprintf(x, sizeof x, "BLK_SLD(blk_Be[(k + blk_fk + j) * %lld + blk_wc%d + i * %d + blk_fr])", N, v, fm);
     bk_gpu_line(em, pb, x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
@@ -518,13 +518,13 @@ static void dot_value_parts(BkGpuEm *em, int id)
         bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r += 2) {", bk_gpu_mma_nregs(g));
         em->indent++;
         bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
-        bk_gpu_line(em, "*(unsigned long long *)&v%d[%s] = (unsigned long long)%s(var%d[blk_r + 1]) << 32 | %s(var%d[blk_r]);",
+        bk_gpu_line(em, "BLK_SST(*(unsigned long long *)&v%d[%s]) = (unsigned long long)%s(var%d[blk_r + 1]) << 32 | %s(var%d[blk_r]);",
                     id, idx, i32 ? "(unsigned)" : "__float_as_uint", P,
                     i32 ? "(unsigned)" : "__float_as_uint", P);
         bk_gpu_mma_loop_close(em);
     } else {
         bk_gpu_mma_loop_open(em, P);
-        bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, idx, P);
+        bk_gpu_line(em, "BLK_SST(v%d[%s]) = var%d[blk_r];", id, idx, P);
         bk_gpu_mma_loop_close(em);
     }
     em->indent--;
@@ -568,17 +568,17 @@ void bk_gpu_mma_dot_value(BkGpuEm *em, int id)
         em->indent++;
         bk_gpu_line(em, "const int blk_row = %s, blk_col = %s;", row, col);
         if (i32)
-            bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+            bk_gpu_line(em, "BLK_SST(*(unsigned long long *)&v%d[blk_row * %lld + blk_col]) = "
                         "(unsigned long long)(unsigned)var%d[blk_r + 1] << 32 | (unsigned)var%d[blk_r];",
                         id, g->N, P, P);
         else
-            bk_gpu_line(em, "*(unsigned long long *)&v%d[blk_row * %lld + blk_col] = "
+            bk_gpu_line(em, "BLK_SST(*(unsigned long long *)&v%d[blk_row * %lld + blk_col]) = "
                         "(unsigned long long)__float_as_uint(var%d[blk_r + 1]) << 32 | __float_as_uint(var%d[blk_r]);",
                         id, g->N, P, P);
         bk_gpu_mma_loop_close(em);
     } else if (sh) {
         bk_gpu_mma_loop_open(em, P);
-        bk_gpu_line(em, "v%d[blk_row * %lld + blk_col] = var%d[blk_r];", id, g->N, P);
+        bk_gpu_line(em, "BLK_SST(v%d[blk_row * %lld + blk_col]) = var%d[blk_r];", id, g->N, P);
         bk_gpu_mma_loop_close(em);
     }
     em->indent--;

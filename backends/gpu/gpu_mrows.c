@@ -427,7 +427,7 @@ void bk_gpu_mrow_to_shared(BkGpuEm *em, int id)
     bk_gpu_line(em, "/* layout conversion: v%d mma rows (registers) -> shared, one lane a row */",
                 id);
     bk_gpu_line(em, "if (blk_lane %% %d == 0)", span);
-    bk_gpu_line(em, "    for (int blk_s = 0; blk_s < %d; blk_s++) v%d_s[%s] = %s[blk_s];",
+    bk_gpu_line(em, "    for (int blk_s = 0; blk_s < %d; blk_s++) BLK_SST(v%d_s[%s]) = %s[blk_s];",
                 bk_gpu_mrow_regs(em, em->mrow[id]), id, row, rg);
     bk_gpu_note_write(em, id);
 }

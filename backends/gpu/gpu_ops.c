@@ -101,7 +101,7 @@ void bk_gpu_slice_to_shared(BkGpuEm *em, int id)
     bk_gpu_line(em, "    const int blk_q = blk_tid + blk_k * %d;", em->nt);
     char rg[32];
     bk_gpu_slice_reg(em, id, rg, sizeof rg);
-    bk_gpu_line(em, "    if (blk_q %% %d == 0 && blk_q / %d < %lld) v%d_s[blk_q / %d] = %s[blk_k];",
+    bk_gpu_line(em, "    if (blk_q %% %d == 0 && blk_q / %d < %lld) BLK_SST(v%d_s[blk_q / %d]) = %s[blk_k];",
                 R, R, (long long)ir_numel(&em->f->ins[id].type), id, R, rg);
     bk_gpu_line(em, "}");
     bk_gpu_note_write(em, id);
@@ -310,9 +310,9 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
     bk_gpu_line(em, "}");
     if (per_warp) {
         red_warp(em, &r);
-        bk_gpu_line(em, "if (blk_lane == 0) v%d[r] = %s;", id, s);
+        bk_gpu_line(em, "if (blk_lane == 0) BLK_SST(v%d[r]) = %s;", id, s);
     } else {
-        bk_gpu_line(em, "v%d[r] = %s;", id, s);
+        bk_gpu_line(em, "BLK_SST(v%d[r]) = %s;", id, s);
     }
     em->indent--;
     bk_gpu_line(em, "}");
@@ -362,7 +362,7 @@ void bk_gpu_emit_scan(BkGpuEm *em, int id)
         bk_gpu_line(em, "}");
         bk_gpu_line(em, "x = x + carry;");
         bk_gpu_to_s(s, sizeof s, rdt, "x");
-        bk_gpu_line(em, "if (k < NK) v%d[(o * NK + k) * NI + i] = %s;", id, s);
+        bk_gpu_line(em, "if (k < NK) BLK_SST(v%d[(o * NK + k) * NI + i]) = %s;", id, s);
         bk_gpu_line(em, "carry = BLK_SHFL(x, %d);", w - 1);
         em->indent--;
         bk_gpu_line(em, "}");
@@ -378,7 +378,7 @@ void bk_gpu_emit_scan(BkGpuEm *em, int id)
         em->indent++;
         bk_gpu_line(em, "acc = acc + (%s)%s;", t, x);
         bk_gpu_to_s(s, sizeof s, rdt, "acc");
-        bk_gpu_line(em, "v%d[(o * NK + k) * NI + i] = %s;", id, s);
+        bk_gpu_line(em, "BLK_SST(v%d[(o * NK + k) * NI + i]) = %s;", id, s);
         em->indent--;
         bk_gpu_line(em, "}");
         em->indent--;
@@ -423,7 +423,7 @@ static void dot_fma(BkGpuEm *em, const Dot *d)
     bk_gpu_line(em, "for (int k = 0; k < %lld; k++)", d->K);
     bk_gpu_line(em, "    acc = acc + (%s)%s * (%s)%s;", t, x, t, y);
     bk_gpu_to_s(s, sizeof s, d->rdt, "acc");
-    bk_gpu_line(em, "v%d[e] = %s;", d->id, s);
+    bk_gpu_line(em, "BLK_SST(v%d[e]) = %s;", d->id, s);
     em->indent--;
     bk_gpu_line(em, "}");
 }
@@ -524,12 +524,12 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     char ok[1024], addr[1024], m[64] = "", val[64], cmp[64] = "", call[512];
     int mask = in->opnd[2];
     if (mask >= 0)
-        snprintf(m, sizeof m, f->ins[mask].type.rank > 0 ? " && v%d[e]" : " && v%d",
+        snprintf(m, sizeof m, f->ins[mask].type.rank > 0 ? " && BLK_SLD(v%d[e])" : " && v%d",
                  mask);
-    snprintf(val, sizeof val, f->ins[in->opnd[0]].type.rank > 0 ? "v%d[e]" : "v%d",
+    snprintf(val, sizeof val, f->ins[in->opnd[0]].type.rank > 0 ? "BLK_SLD(v%d[e])" : "v%d",
              in->opnd[0]);
     if (in->opnd[1] >= 0)
-        snprintf(cmp, sizeof cmp, f->ins[in->opnd[1]].type.rank > 0 ? "v%d[e]" : "v%d",
+        snprintf(cmp, sizeof cmp, f->ins[in->opnd[1]].type.rank > 0 ? "BLK_SLD(v%d[e])" : "v%d",
                  in->opnd[1]);
     if (has_res)
         decl_result(em, id);
@@ -580,7 +580,7 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     em->indent--;
     bk_gpu_line(em, "}");
     if (has_res && tile)
-        bk_gpu_line(em, "v%d[e] = old;", id);
+        bk_gpu_line(em, "BLK_SST(v%d[e]) = old;", id);
     else if (has_res)
         bk_gpu_line(em, "BLK_MEMCPY(&blk_atom%d, &old, sizeof old);", id);
     else

@@ -8,6 +8,16 @@
 
 const char *const bk_gpu_common_prelude[] = {
     "\n",
+    "/* plain loads / stores of shared memory that the emulators' race check\n",
+    " * sees (runtime/emu/blk_emu_race.h); on a GPU the access itself */\n",
+    "#ifdef BLK_EMU\n",
+    "#define BLK_SLD(x) blk_emu_sld(x)\n",
+    "#define BLK_SST(x) blk_emu_sst(x)\n",
+    "#else\n",
+    "#define BLK_SLD(x) (x)\n",
+    "#define BLK_SST(x) (x)\n",
+    "#endif\n",
+    "\n",
     "template <typename T, int R> struct BlkTensor {\n",
     "    T *data;                 /* element (0, ..., 0) */\n",
     "    long long shape[R];      /* extents */\n",

@@ -63,8 +63,8 @@
  * different collectives, threads waiting at __syncthreads while others
  * finished the block, or all threads blocked with no barrier complete are
  * reported ("barrier mismatch", "deadlock") instead of hanging. Cross-warp
- * races of cp.async with ldmatrix / wgmma reads that no barrier orders
- * fail the launch (blk_emu_race.h). What is NOT modelled otherwise: memory
+ * shared-memory races (cp.async, ldmatrix / wgmma reads, the generated
+ * BLK_SLD / BLK_SST) fail the launch (blk_emu_race.h). Not modelled: memory
  * ordering between threads (one host thread runs them all, switching only
  * where a thread waits), timing, warp divergence /
  * reconvergence order, and warps that are partial or have exited lanes

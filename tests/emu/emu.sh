@@ -56,6 +56,12 @@
 #       both warps (or a chain of named barriers) passes; one warp alone
 #       passes; a 2-slot ring with the barrier missing or after the refill
 #       fails, in place passes
+#   plrace  tests/emu/t_plrace.cpp, built twice (cuda-emu: warps of 32;
+#       hip-emu, -DBLK_EMU_HIP: wavefronts of 64) and run: plain
+#       shared-memory loads / stores across warps (blk_emu_sld / _sst,
+#       the generated BLK_SLD / BLK_SST): RAW, WAR, WAW with and without
+#       barriers, different bytes of one chunk, a tile loop, and (CUDA)
+#       against cp.async / ldmatrix
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
 #   wgf8    tests/emu/t_wgf8.cpp, the same way: the fp8 decode (all codes of
@@ -159,6 +165,13 @@ tma|wgrace|cprace|ws|wgf8)
   "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 -D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL=1 \
     -I"$SRC/runtime/emu" "$src" -o "$T/t" || { echo "FAIL: compile"; exit 1; }
   timeout 120 "$T/t" || exit 1
+  ;;
+plrace)
+  for defs in "-D__CUDA_ARCH__=800" "-DBLK_EMU_HIP=1 -D__gfx90a__=1"; do
+    "$CXX" -std=c++17 -O1 -pthread -DBLK_EMU=1 $defs -I"$SRC/runtime/emu" \
+      "$SRC/tests/emu/t_plrace.cpp" -o "$T/t" || { echo "FAIL: compile ($defs)"; exit 1; }
+    timeout 120 "$T/t" || exit 1
+  done
   ;;
 exec-*)
   BLKC_GPU_DEVICE=${MODE#exec-} exec bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC"

@@ -49,14 +49,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
         for (int blk_i = 0, e = blk_tid * 1; blk_i < 8; blk_i++, e += 256) {
             const long long c0 = (long long)v2 + (e / 32);
             const long long c1 = (long long)v11 + (e % 32);
-            v13[e] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
+            BLK_SST(v13[e]) = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
         }
         blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
         #pragma unroll
         for (int blk_i = 0, e = blk_tid * 1; blk_i < 8; blk_i++, e += 256) {
             const long long c0 = (long long)v11 + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
-            v14[e] = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
+            BLK_SST(v14[e]) = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
         }
         __syncthreads();
         { /* dot, layout mma: accumulates in place in var0 (registers); operands from shared memory */
@@ -70,10 +70,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 blk_half4 a[1], b[1];
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
-                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 32 + blk_fr) * 32 + k + blk_fk + j];
+                    for (int j = 0; j < 4; j++) a[i][j] = BLK_SLD(blk_Ae[(blk_wr0 + i * 32 + blk_fr) * 32 + k + blk_fk + j]);
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
-                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * 64 + blk_wc0 + i * 32 + blk_fr];
+                    for (int j = 0; j < 4; j++) b[i][j] = BLK_SLD(blk_Be[(k + blk_fk + j) * 64 + blk_wc0 + i * 32 + blk_fr]);
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
                     #pragma unroll
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
-                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_row * K_ + k]) * (float)blk_f16_to_f32(v14[k * N_ + blk_col]);
+                    blk_s = blk_s + (float)blk_f16_to_f32(BLK_SLD(v13[blk_row * K_ + k])) * (float)blk_f16_to_f32(BLK_SLD(v14[k * N_ + blk_col]));
                 var0[blk_r] = blk_s;
             }
 #endif

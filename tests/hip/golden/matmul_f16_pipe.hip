@@ -52,14 +52,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 const long long c0 = (long long)v2 + (e / 32);
                 const long long c1 = (long long)v11 + (e % 32);
                 blk_full = (unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1];
-                if (blk_full) *(uint4 *)&v13[e] = *(const uint4 *)&p_A.data[c0 * p_A.stride[0] + c1];
+                if (blk_full) BLK_SST(*(uint4 *)&v13[e]) = *(const uint4 *)&p_A.data[c0 * p_A.stride[0] + c1];
             }
             if (!blk_full) { /* cut by the bounds or the mask */
                 for (int blk_j = 0; blk_j < 8; blk_j++) {
                     const int blk_e = e + blk_j;
                     const long long c0 = (long long)v2 + (blk_e / 32);
                     const long long c1 = (long long)v11 + (blk_e % 32);
-                    v13[blk_e] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
+                    BLK_SST(v13[blk_e]) = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
                 }
             }
         }
@@ -71,14 +71,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 const long long c0 = (long long)v11 + (e / 64);
                 const long long c1 = (long long)v5 + (e % 64);
                 blk_full = (unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1];
-                if (blk_full) *(uint4 *)&v14[e] = *(const uint4 *)&p_B.data[c0 * p_B.stride[0] + c1];
+                if (blk_full) BLK_SST(*(uint4 *)&v14[e]) = *(const uint4 *)&p_B.data[c0 * p_B.stride[0] + c1];
             }
             if (!blk_full) { /* cut by the bounds or the mask */
                 for (int blk_j = 0; blk_j < 8; blk_j++) {
                     const int blk_e = e + blk_j;
                     const long long c0 = (long long)v11 + (blk_e / 64);
                     const long long c1 = (long long)v5 + (blk_e % 64);
-                    v14[blk_e] = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
+                    BLK_SST(v14[blk_e]) = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
                 }
             }
         }
@@ -94,10 +94,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 blk_half4 a[1], b[1];
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
-                    for (int j = 0; j < 4; j++) a[i][j] = blk_Ae[(blk_wr0 + i * 32 + blk_fr) * 32 + k + blk_fk + j];
+                    for (int j = 0; j < 4; j++) a[i][j] = BLK_SLD(blk_Ae[(blk_wr0 + i * 32 + blk_fr) * 32 + k + blk_fk + j]);
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
-                    for (int j = 0; j < 4; j++) b[i][j] = blk_Be[(k + blk_fk + j) * 64 + blk_wc0 + i * 32 + blk_fr];
+                    for (int j = 0; j < 4; j++) b[i][j] = BLK_SLD(blk_Be[(k + blk_fk + j) * 64 + blk_wc0 + i * 32 + blk_fr]);
                 #pragma unroll
                 for (int i = 0; i < 1; i++)
                     #pragma unroll
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f16(
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
-                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_row * K_ + k]) * (float)blk_f16_to_f32(v14[k * N_ + blk_col]);
+                    blk_s = blk_s + (float)blk_f16_to_f32(BLK_SLD(v13[blk_row * K_ + k])) * (float)blk_f16_to_f32(BLK_SLD(v14[k * N_ + blk_col]));
                 var0[blk_r] = blk_s;
             }
 #endif

@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
             const int e = (blk_tid + blk_k * 256) * 1 + blk_j;
             (void)blk_q; (void)e;
             const long long c0 = (long long)v8 + e;
-            v9[blk_q] = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0]) ? p_X.data[c0 * p_X.stride[0]] : 0;
+            BLK_SST(v9[blk_q]) = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0]) ? p_X.data[c0 * p_X.stride[0]] : 0;
         }
     }
     alignas(16) float v10[1]; /* f32[256], blocked: registers, runs of 1 */
@@ -36,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
             const int e = (blk_tid + blk_k * 256) * 1 + blk_j;
             (void)blk_q; (void)e;
             const long long c0 = (long long)v8 + e;
-            v10[blk_q] = ((unsigned long long)c0 < (unsigned long long)p_Y.shape[0]) ? p_Y.data[c0 * p_Y.stride[0]] : 0;
+            BLK_SST(v10[blk_q]) = ((unsigned long long)c0 < (unsigned long long)p_Y.shape[0]) ? p_Y.data[c0 * p_Y.stride[0]] : 0;
         }
     }
     /* v11 = add: fused into its use */

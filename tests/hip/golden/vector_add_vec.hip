@@ -24,13 +24,13 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
         {
             const long long c0 = (long long)v8 + e;
             blk_full = (unsigned long long)c0 < (unsigned long long)p_X.shape[0];
-            if (blk_full) *(uint4 *)&v9[blk_k * 4] = *(const uint4 *)&p_X.data[c0];
+            if (blk_full) BLK_SST(*(uint4 *)&v9[blk_k * 4]) = *(const uint4 *)&p_X.data[c0];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                v9[blk_k * 4 + blk_j] = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0]) ? p_X.data[c0] : 0;
+                BLK_SST(v9[blk_k * 4 + blk_j]) = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0]) ? p_X.data[c0] : 0;
             }
         }
     }
@@ -43,13 +43,13 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(
         {
             const long long c0 = (long long)v8 + e;
             blk_full = (unsigned long long)c0 < (unsigned long long)p_Y.shape[0];
-            if (blk_full) *(uint4 *)&v10[blk_k * 4] = *(const uint4 *)&p_Y.data[c0];
+            if (blk_full) BLK_SST(*(uint4 *)&v10[blk_k * 4]) = *(const uint4 *)&p_Y.data[c0];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = (long long)v8 + blk_e;
-                v10[blk_k * 4 + blk_j] = ((unsigned long long)c0 < (unsigned long long)p_Y.shape[0]) ? p_Y.data[c0] : 0;
+                BLK_SST(v10[blk_k * 4 + blk_j]) = ((unsigned long long)c0 < (unsigned long long)p_Y.shape[0]) ? p_Y.data[c0] : 0;
             }
         }
     }

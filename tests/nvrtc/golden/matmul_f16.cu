@@ -48,14 +48,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
         for (int blk_i = 0, e = blk_tid * 1; blk_i < 16; blk_i++, e += 128) {
             const long long c0 = (long long)v2 + (e / 32);
             const long long c1 = (long long)v11 + (e % 32);
-            v13[blk_swz(e, 32, 8, 2, 3)] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
+            BLK_SST(v13[blk_swz(e, 32, 8, 2, 3)]) = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1 * p_A.stride[1]] : blk_f32_to_f16(0);
         }
         blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
         #pragma unroll
         for (int blk_i = 0, e = blk_tid * 1; blk_i < 16; blk_i++, e += 128) {
             const long long c0 = (long long)v11 + (e / 64);
             const long long c1 = (long long)v5 + (e % 64);
-            v14[blk_swz(e, 64, 8, 1, 7)] = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
+            BLK_SST(v14[blk_swz(e, 64, 8, 1, 7)]) = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1 * p_B.stride[1]] : blk_f32_to_f16(0);
         }
         __syncthreads();
         { /* dot, layout mma: accumulates in place in var0 (registers); operands from shared memory */
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
-                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)]) * (float)blk_f16_to_f32(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]);
+                    blk_s = blk_s + (float)blk_f16_to_f32(BLK_SLD(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)])) * (float)blk_f16_to_f32(BLK_SLD(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]));
                 var0[blk_r] = blk_s;
             }
 #endif

@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f16(
                 float blk_s = var0[blk_r];
                 const int K_ = 32, N_ = 64;
                 for (int k = 0; k < K_; k++)
-                    blk_s = blk_s + (float)blk_f16_to_f32(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)]) * (float)blk_f16_to_f32(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]);
+                    blk_s = blk_s + (float)blk_f16_to_f32(BLK_SLD(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)])) * (float)blk_f16_to_f32(BLK_SLD(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]));
                 var0[blk_r] = blk_s;
             }
 #endif

@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
             (void)blk_q; (void)e;
             const long long c0 = v2;
             const long long c1 = (long long)v3 + e;
-            v5[blk_q] = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1 * p_X.stride[1]] : v4;
+            BLK_SST(v5[blk_q]) = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1 * p_X.stride[1]] : v4;
         }
     }
     // line 4

@@ -23,14 +23,14 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
             const long long c0 = v2;
             const long long c1 = (long long)v3 + e;
             blk_full = (unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1];
-            if (blk_full) *(uint4 *)&v5[blk_k * 4] = *(const uint4 *)&p_X.data[c0 * p_X.stride[0] + c1];
+            if (blk_full) BLK_SST(*(uint4 *)&v5[blk_k * 4]) = *(const uint4 *)&p_X.data[c0 * p_X.stride[0] + c1];
         }
         if (!blk_full) { /* cut by the bounds or the mask */
             for (int blk_j = 0; blk_j < 4; blk_j++) {
                 const int blk_e = e + blk_j;
                 const long long c0 = v2;
                 const long long c1 = (long long)v3 + blk_e;
-                v5[blk_k * 4 + blk_j] = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
+                BLK_SST(v5[blk_k * 4 + blk_j]) = ((unsigned long long)c0 < (unsigned long long)p_X.shape[0] && (unsigned long long)c1 < (unsigned long long)p_X.shape[1]) ? p_X.data[c0 * p_X.stride[0] + c1] : v4;
             }
         }
     }
