@@ -9,7 +9,8 @@
  * are the heavy part) are also emitted by the GPU backends: stages "gpu-ir"
  * and "cuda" for CUDA sm_80 and sm_90a (wgmma, TMA, warp specialization),
  * "gpu-ir" and "hip" for HIP gfx90a. None of them needs a GPU or NVRTC.
- * A kernel the backend cannot emit may fail, but only with a message.
+ * A kernel the backend cannot emit may fail, but only with a message, and
+ * not with an internal error (a compiler bug, docs: STYLE.md).
  *
  * An input whose first line is `//! NAME=VALUE` is compiled a second time
  * with that line passed as a -D define, so the fuzzer also reaches the
@@ -79,6 +80,14 @@ static void emit_gpu(const char *src, size_t len, const blkc_compile_options *o)
         size_t outlen = 0;
         blkc_status s = blkc_emit(src, len, &g, gpu_emits[i].stage, &out, &outlen);
         check_failure(s, what);
+        /* the message is "STAGE: ERR"; "STAGE: internal..." is a bug */
+        const char *msg = blkc_last_error();
+        size_t sl = strlen(gpu_emits[i].stage);
+        if (s != BLKC_OK && strncmp(msg, gpu_emits[i].stage, sl) == 0 &&
+            strncmp(msg + sl, ": internal", 10) == 0) {
+            fprintf(stderr, "fuzz_frontend: %s: %s\n", what, msg);
+            abort();
+        }
         if (s == BLKC_OK)
             check_text(out, outlen, what);
         blkc_free(out);
