@@ -5,6 +5,13 @@
  * report, a leak, a hang) is a bug. The library must also keep its promise
  * that a failure always leaves a message in blkc_last_error().
  *
+ * Inputs that compile (and are at most GPU_MAX_LEN bytes: the GPU emitters
+ * are the heavy part) are also emitted by the GPU backends: stages "gpu-ir"
+ * and "cuda" for CUDA sm_80 and sm_90a (wgmma, TMA, warp specialization),
+ * "gpu-ir" and "hip" for HIP gfx90a. None of them needs a GPU or NVRTC.
+ * A kernel the backend cannot emit may fail, but only with a message, and
+ * not with an internal error (a compiler bug, docs: STYLE.md).
+ *
  * An input whose first line is `//! NAME=VALUE` is compiled a second time
  * with that line passed as a -D define, so the fuzzer also reaches the
  * compile-time parameter overrides. Built by fuzz/CMakeLists.txt (clang,
@@ -39,6 +46,54 @@ static void check_failure(blkc_status s, const char *what)
     }
 }
 
+/* text stages: the output is NUL-terminated and *outlen long */
+static void check_text(const char *out, size_t outlen, const char *what)
+{
+    if (!out || strlen(out) != outlen) {
+        fprintf(stderr, "fuzz_frontend: %s output length mismatch\n", what);
+        abort();
+    }
+}
+
+#define GPU_MAX_LEN 16384
+
+static const struct {
+    blkc_target target;
+    const char *arch;
+    const char *stage;
+} gpu_emits[] = {
+    {BLKC_TARGET_CUDA, "sm_80", "gpu-ir"},  {BLKC_TARGET_CUDA, "sm_80", "cuda"},
+    {BLKC_TARGET_CUDA, "sm_90a", "gpu-ir"}, {BLKC_TARGET_CUDA, "sm_90a", "cuda"},
+    {BLKC_TARGET_HIP, "gfx90a", "gpu-ir"},  {BLKC_TARGET_HIP, "gfx90a", "hip"},
+};
+
+static void emit_gpu(const char *src, size_t len, const blkc_compile_options *o)
+{
+    for (size_t i = 0; i < sizeof gpu_emits / sizeof gpu_emits[0]; i++) {
+        blkc_compile_options g = *o;
+        g.target = gpu_emits[i].target;
+        g.arch = gpu_emits[i].arch;
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", gpu_emits[i].arch,
+                 gpu_emits[i].stage);
+        char *out = NULL;
+        size_t outlen = 0;
+        blkc_status s = blkc_emit(src, len, &g, gpu_emits[i].stage, &out, &outlen);
+        check_failure(s, what);
+        /* the message is "STAGE: ERR"; "STAGE: internal..." is a bug */
+        const char *msg = blkc_last_error();
+        size_t sl = strlen(gpu_emits[i].stage);
+        if (s != BLKC_OK && strncmp(msg, gpu_emits[i].stage, sl) == 0 &&
+            strncmp(msg + sl, ": internal", 10) == 0) {
+            fprintf(stderr, "fuzz_frontend: %s: %s\n", what, msg);
+            abort();
+        }
+        if (s == BLKC_OK)
+            check_text(out, outlen, what);
+        blkc_free(out);
+    }
+}
+
 static void emit(const char *src, size_t len, const blkc_compile_options *o)
 {
     char *out = NULL;
@@ -46,10 +101,7 @@ static void emit(const char *src, size_t len, const blkc_compile_options *o)
     blkc_status s = blkc_emit(src, len, o, "core", &out, &outlen);
     check_failure(s, "core");
     if (s == BLKC_OK) {
-        if (!out || strlen(out) != outlen) {
-            fprintf(stderr, "fuzz_frontend: core output length mismatch\n");
-            abort();
-        }
+        check_text(out, outlen, "core");
         blkc_free(out);
         out = NULL;
         s = blkc_emit(src, len, o, "ast", &out, &outlen);
@@ -59,6 +111,8 @@ static void emit(const char *src, size_t len, const blkc_compile_options *o)
                     blkc_last_error());
             abort();
         }
+        if (len <= GPU_MAX_LEN)
+            emit_gpu(src, len, o);
     }
     blkc_free(out);
 }

@@ -30,7 +30,7 @@ pick_clang() {
   return 1
 }
 if [ ! -x "$B/fuzz_frontend" ] || [ -n "$(find "$ROOT/dsl" "$ROOT/compiler" \
-     "$ROOT/fuzz" -newer "$B/fuzz_frontend" -type f 2>/dev/null | head -1)" ]; then
+     "$ROOT/backends" "$ROOT/include" "$ROOT/fuzz" -newer "$B/fuzz_frontend" -type f 2>/dev/null | head -1)" ]; then
   CC_FUZZ=$(pick_clang) || {
     echo "fuzz: no clang with a libFuzzer runtime (apt-get install clang libclang-rt-dev); skipping"
     exit 77
@@ -52,7 +52,7 @@ fi
 S=$B/seeds
 rm -rf "$S"; mkdir -p "$S" "$B/corpus" "$B/crashes"
 i=0
-for f in "$ROOT"/examples/*.blk $(find "$ROOT/tests" -name '*.blk' -not -path '*/fuzz/pending/*'); do
+for f in "$ROOT"/examples/*.blk "$ROOT"/lib/*.blk "$ROOT"/benchmarks/*.blk $(find "$ROOT/tests" -name '*.blk' -not -path '*/fuzz/pending/*'); do
   cp "$f" "$S/file_$i.blk"; i=$((i + 1))
 done
 for f in "$ROOT"/tests/errors/*.txt "$ROOT"/tests/golden/*.txt \

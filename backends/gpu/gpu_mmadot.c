@@ -61,7 +61,7 @@ static void batch_off(const BkGpuEm *em, int id, int v, int j, char *buf, size_t
 static void dot_fma(BkGpuEm *em, int id, int v, long long K, long long N)
 {
     const IrInstr *in = &em->f->ins[id];
-    char x[512], y[512], ia[256], ib[256];
+    char x[BK_GPU_EXPR], y[BK_GPU_EXPR], ia[256], ib[256];
     const char *ct = bk_gpu_ctype(in->type.dtype); /* float, or int (i8 dots) */
     bk_gpu_mma_loop_open(em, v);
     bk_gpu_line(em, "%s blk_s = var%d[blk_r];", ct, v);

@@ -204,7 +204,7 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
     const IrInstr *a = &f->ins[in->opnd[0]];
     int sdt = a->type.dtype, rdt = in->type.dtype;
     Red r;
-    char x[300], s[400];
+    char x[BK_GPU_EXPR], s[400];
     red_init(&r, in->attr, sdt, rdt);
     const char *res = r.arg ? "acci" : "acc";
     if (em->rred && em->rred[id]) { /* from a register value's registers */
@@ -336,7 +336,7 @@ void bk_gpu_emit_scan(BkGpuEm *em, int id)
         outer *= a->type.shape[d];
     for (int d = ax + 1; d < a->type.rank; d++)
         inner *= a->type.shape[d];
-    char x[300], s[400], xk[700];
+    char x[BK_GPU_EXPR], s[400], xk[BK_GPU_EXPR + 128];
     bk_gpu_read(em, in->opnd[0], "(o * NK + k) * NI + i", x, sizeof x);
     decl_result(em, id);
     bk_gpu_line(em, "{");
@@ -402,7 +402,7 @@ typedef struct Dot {
 static void dot_fma(BkGpuEm *em, const Dot *d)
 {
     const char *t = bk_gpu_ctype(d->rdt);
-    char x[300], y[300], s[300], ai[128], bi[128];
+    char x[BK_GPU_EXPR], y[BK_GPU_EXPR], s[300], ai[128], bi[128];
     bk_gpu_line(em, "for (int e = blk_tid; e < %lld; e += %d) {", d->B * d->M * d->N,
                 em->nt);
     em->indent++;

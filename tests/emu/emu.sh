@@ -19,7 +19,8 @@
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
 #       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
-#       reductions in registers), tmrow.blk (row values of MMA tiles) and
+#       reductions in registers), tcols.blk (slice / flip / cat along the
+#       last axis), tmrow.blk (row values of MMA tiles) and
 #       tparts.blk (register dots a part at a time) on cuda-emu and hip-emu
 #       against the CPU, the
 #       layouts --emit=gpu-ir reports for it, and no shared-memory tile
@@ -350,6 +351,9 @@ layouts)
   lone tsl_rows "Y RS RM" M=7 N=250
   lone tsl_wide Y M=5 N=1001
   lone tsl_online Y M=19 N=75
+  # slice / flip / cat along the last axis (tests/emu/tcols.blk)
+  F=$SRC/tests/emu/tcols.blk
+  lone tcs_slice "Y Z" M=70 N=100
   # register dots: values converted to shared, trans(b), swizzled a
   F=$SRC/tests/emu/tdotv.blk
   lone tdv_tvar C M=100 N=100 K=72
