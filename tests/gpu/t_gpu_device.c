@@ -8,15 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int fails;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            fails++;                                                         \
-        }                                                                    \
-    } while (0)
+#include "unit_check.h"
 
 int main(void)
 {

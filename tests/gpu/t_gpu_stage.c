@@ -13,15 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fails;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            fails++;                                                         \
-        }                                                                    \
-    } while (0)
+#include "unit_check.h"
 
 /* what the stub driver saw */
 static int maps, frees, syncs, asyncs, waits;

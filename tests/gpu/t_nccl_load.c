@@ -13,15 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int fails;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            fails++;                                                         \
-        }                                                                    \
-    } while (0)
+#include "unit_check.h"
 
 /* NCCL_MAJOR / MINOR / PATCH of a header, as ncclGetVersion reports it. */
 static int header_version(const char *path)
