@@ -29,10 +29,12 @@
     X(NOLINEST, "a cheap value streams through stream_row's window, not line by line from registers (stream.c)") \
     X(NOREMAT, "a cheap elementwise value with several users is stored once, not recomputed in each (fuse.c)") \
     X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
+    X(NOALIAS, "a RESHAPE copies its tile and a var read by STOREs alone is copied first (tile.c, lower.c)") \
     X(NOGRIDORDER, "programs run with axis 0 fastest always (lower.c)") \
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
+    X(NOROWTREE, "a matrix-vector DOT sums each row's lanes alone, not a row block's together (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
     X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)") \

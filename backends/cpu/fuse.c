@@ -218,7 +218,7 @@ static int last_read(CpuGen *g, const int *reg, int v, int r, int after,
         if (!reads)
             continue;
         int at;
-        if (g->inl[u]) {
+        if (g->inl[u] || in->op == IR_RESHAPE) { /* tile.c: may alias v */
             at = last_read(g, reg, u, r, after, depth + 1);
         } else {
             at = index_in(f, reg, u, r);

@@ -685,6 +685,47 @@ static void find_inplace_dots(CpuGen *g)
     }
 }
 
+/* A VGET of a tile read only by STOREs later in its region, with no VSET
+ * of its var (nor a region, which may hold one) in between: the STOREs
+ * read the var slot itself, not a copy (a GEMM's `C[..] = acc` after its
+ * K loop copied the whole accumulator first). */
+static void find_store_vgets(CpuGen *g)
+{
+    const IrFunc *f = g->f;
+    if (cpu_switch(CPU_SW_NOALIAS))
+        return;
+    for (int r = 0; r < f->nregions; r++) {
+        const IrRegion *reg = &f->regions[r];
+        for (int i = 0; i < reg->n; i++) {
+            int v = reg->ins[i];
+            const IrInstr *in = &f->ins[v];
+            if (in->dead || in->op != IR_VGET || in->type.rank == 0 || g->skip[v] ||
+                g->inl[v] || g->uses[v] < 1)
+                continue;
+            int seen = 0;
+            for (int j = i + 1; j < reg->n && seen < g->uses[v]; j++) {
+                const IrInstr *o = &f->ins[reg->ins[j]];
+                if (o->dead)
+                    continue;
+                int n = 0;
+                for (int k = 0; k < 4; k++)
+                    n += o->opnd[k] == v;
+                if (o->view >= 0)
+                    for (int d = 0; d < f->views[o->view].ndims; d++)
+                        n += f->views[o->view].d[d].val == v;
+                if (n && o->op != IR_STORE)
+                    break;
+                seen += n;
+                if ((ir_op_flags[o->op] & F_REGION) ||
+                    (o->op == IR_VSET && o->param == in->param))
+                    break;
+            }
+            if (seen == g->uses[v])
+                g->skip[v] = 1;
+        }
+    }
+}
+
 LLVMValueRef cpu_launch_ctx(CpuGen *g) { return LLVMGetParam(g->fn, 2); }
 
 /* ------------------------------------------------------------ functions */
@@ -860,6 +901,7 @@ static int gen_func(CpuGen *g)
     count_uses(g);
     find_inplace_dots(g);
     cpu_fuse_analyze(g);
+    find_store_vgets(g);
     LLVMTypeRef pt[3] = {LLVMPointerType(g->ptr, 0), LLVMPointerType(g->i32, 0),
                          LLVMPointerType(g->i32, 0)};
     LLVMTypeRef kty = LLVMFunctionType(g->vd, pt, 3, 0);

@@ -93,6 +93,48 @@ static LLVMValueRef hsum(CpuGen *g, LLVMValueRef v, int w)
     return LLVMBuildExtractElement(b, v, cpu_i32c(g, 0), "");
 }
 
+/* s[r] = the sum of the lanes of v[r] for r < n (a power of two, at most
+ * w): pairs of vectors are interleaved and added, each level halving the
+ * partial sums per row and doubling the rows per vector (lane l holds row
+ * l % c), until one vector holds them all; halving it then leaves row r in
+ * lane r. 2(n - 1) two-source shuffles and log2(w / n) halvings for the n
+ * rows, against log2(w) shuffles, extracts and inserts per row for hsum
+ * (AVX-512 does each shuffle in one vpermt2ps). */
+static void hsum_rows(CpuGen *g, const LLVMValueRef *v, int n, int w, LLVMValueRef *s)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef cur[MV_RB];
+    for (int i = 0; i < n; i++)
+        cur[i] = v[i];
+    for (int c = 1, cnt = n; cnt > 1; c *= 2, cnt /= 2)
+        for (int i = 0; i < cnt / 2; i++) {
+            LLVMValueRef ma[64], mb[64];
+            for (int l = 0; l < w; l++) {
+                int rr = l % (2 * c), p = l / (2 * c);
+                int a = (rr < c ? 0 : w) + p * c + rr % c;
+                ma[l] = cpu_i32c(g, a);
+                mb[l] = cpu_i32c(g, a + w / 2);
+            }
+            LLVMValueRef x = cur[2 * i], y = cur[2 * i + 1];
+            cur[i] = LLVMBuildFAdd(b,
+                LLVMBuildShuffleVector(b, x, y, LLVMConstVector(ma, (unsigned)w), ""),
+                LLVMBuildShuffleVector(b, x, y, LLVMConstVector(mb, (unsigned)w), ""), "");
+        }
+    LLVMValueRef z = cur[0];
+    for (int lanes = w; lanes > n; lanes /= 2) {
+        LLVMValueRef lo[32], hi[32];
+        for (int i = 0; i < lanes / 2; i++) {
+            lo[i] = cpu_i32c(g, i);
+            hi[i] = cpu_i32c(g, lanes / 2 + i);
+        }
+        LLVMValueRef u = LLVMGetUndef(LLVMTypeOf(z));
+        z = LLVMBuildFAdd(b, LLVMBuildShuffleVector(b, z, u, LLVMConstVector(lo, (unsigned)lanes / 2), ""),
+                          LLVMBuildShuffleVector(b, z, u, LLVMConstVector(hi, (unsigned)lanes / 2), ""), "");
+    }
+    for (int r = 0; r < n; r++)
+        s[r] = LLVMBuildExtractElement(b, z, cpu_i32c(g, r), "");
+}
+
 /* a + E-typed A element (dtype adt) at p times x[k] */
 static LLVMValueRef fma1(CpuGen *g, LLVMValueRef p, int adt, LLVMValueRef x, LLVMValueRef k,
                          LLVMTypeRef E, LLVMValueRef a)
@@ -155,12 +197,21 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
         }
         cpu_loop_close(g, &lk);
     }
-    LLVMValueRef s[MV_RB];
+    LLVMValueRef s[MV_RB], vs[MV_RB];
     for (int r = 0; r < RB; r++) {
-        LLVMValueRef v = LLVMBuildLoad2(b, vt, slot[r][0], "");
+        vs[r] = LLVMBuildLoad2(b, vt, slot[r][0], "");
         for (int u = 1; u < U; u++)
-            v = LLVMBuildFAdd(b, v, LLVMBuildLoad2(b, vt, slot[r][u], ""), "");
-        s[r] = hsum(g, v, VW);
+            vs[r] = LLVMBuildFAdd(b, vs[r], LLVMBuildLoad2(b, vt, slot[r][u], ""), "");
+    }
+    for (int r = 0; r < RB;) { /* rows in groups of a power of two <= VW */
+        int n = 1;
+        while (n * 2 <= RB - r && n * 2 <= VW && n * 2 <= 64 && !cpu_switch(CPU_SW_NOROWTREE))
+            n *= 2;
+        if (n > 1)
+            hsum_rows(g, vs + r, n, VW, s + r);
+        else
+            s[r] = hsum(g, vs[r], VW);
+        r += n;
     }
     if (kv) { /* the tail of the columns in bounds, in order */
         LLVMValueRef ss[MV_RB];

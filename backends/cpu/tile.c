@@ -66,6 +66,15 @@ static int gen_shape(CpuGen *g, int id)
         g->val[id] = ot->rank ? cpu_elem(g, in->opnd[0], cpu_i64(g, 0)) : src;
         return 0;
     }
+    /* a RESHAPE of a contiguous buffer is that buffer (a tile, or a tile
+     * read in place without strided rows: fuse.c's last_read counts the
+     * RESHAPE's readers as the LOAD's); tiles are never written after
+     * they are computed, so the two names cannot drift apart */
+    if (in->op == IR_RESHAPE && ot->rank > 0 && !g->inl[in->opnd[0]] &&
+        !g->vld[in->opnd[0]] && !g->vkn[in->opnd[0]] && !cpu_switch(CPU_SW_NOALIAS)) {
+        g->val[id] = src;
+        return 0;
+    }
     LLVMValueRef dst = cpu_tile_buf(g, rt);
     g->val[id] = dst;
     if (ot->rank == 0) {

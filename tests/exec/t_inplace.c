@@ -6,7 +6,11 @@
  * its copy; a GEMM whose DOT reads A's tile in place with the tensor's row
  * stride (tails in M, N, K; strided rows); an in-place update X = X * 2 whose store computes its value on
  * the way to memory; a cheap value with several users recomputed in each
- * while its load's tensor is overwritten between them. */
+ * while its load's tensor is overwritten between them; a RESHAPE, which
+ * names its operand's buffer (tile.c), of a load overwritten before the
+ * RESHAPE's reader (a DOT) runs keeps the load's copy; a var read by STOREs
+ * alone (they read the var's slot, lower.c) before and after it changes,
+ * and one whose STORE comes after the var changed. */
 #include "harness.h"
 
 static const char *src =
@@ -29,6 +33,21 @@ static const char *src =
     "    Y[0 +: B] = v * v;\n"
     "    X[0 +: B] = zeros(f32, B);\n"
     "    Z[0 +: B] = v * 3.0 + 0.5;\n"
+    "}\n"
+    "kernel reclob<B = 64>(X: f32[N], W: f32[P, Q], Y: f32[P, Q]) grid(1) {\n"
+    "    let x = reshape(X[0 +: B], 8, 8);\n"
+    "    X[0 +: B] = zeros(f32, B);\n"
+    "    Y[0 +: 8, 0 +: 8] = dot(x, W[0 +: 8, 0 +: 8]);\n"
+    "}\n"
+    "kernel vstore<B = 16>(X: f32[N], Y: f32[N], Z: f32[N], U: f32[N]) grid(1) {\n"
+    "    var acc = X[0 +: B];\n"
+    "    Y[0 +: B] = acc;\n"
+    "    acc = acc * 2.0 + 1.0;\n"
+    "    Z[0 +: B] = acc;\n"
+    "    let a = acc;\n"
+    "    acc = zeros(f32, B);\n"
+    "    U[0 +: B] = a;\n"
+    "    X[0 +: B] = acc;\n"
     "}\n"
     "kernel twice<B = 32>(X: f32[N]) grid(cdiv(N, B)) {\n"
     "    let o = program_id(0) * B;\n"
@@ -123,6 +142,41 @@ int main(void)
     h_check("a cheap value with two users, the first store", y, H_F32, rv, B, 0, 0);
     h_check("the second, after its load's tensor is overwritten", z, H_F32, rzz, B, 1e-6, 1e-6);
     h_check("the overwrite", x, H_F32, rx, B, 0, 0);
+
+    /* reclob: Y = reshape(X, 8, 8) @ W with X zeroed between the load and
+     * the DOT */
+    float *w8 = h_array(H_F32, B), *y8 = h_array(H_F32, B);
+    double *ry8 = h_alloc(8 * B);
+    h_fill(x, H_F32, B, -2, 2);
+    h_fill(w8, H_F32, B, -1, 1);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            double acc = 0;
+            for (int k = 0; k < 8; k++)
+                acc += (double)x[i * 8 + k] * w8[k * 8 + j];
+            ry8[i * 8 + j] = acc;
+        }
+    H_LAUNCH(h_kernel(m, "reclob"), h_ten(h_t1(x, H_F32, B)), h_ten(h_t2(w8, H_F32, 8, 8)),
+             h_ten(h_t2(y8, H_F32, 8, 8)));
+    h_check("a RESHAPE of a load overwritten before its DOT", y8, H_F32, ry8, B, 1e-5, 1e-5);
+    h_check("the overwrite under the RESHAPE", x, H_F32, rx, B, 0, 0);
+
+    /* vstore: var slots read by STOREs */
+    enum { V = 16 };
+    float *vy = h_array(H_F32, V), *vz = h_array(H_F32, V), *vu = h_array(H_F32, V);
+    double *ry1 = h_alloc(8 * V), *rz1 = h_alloc(8 * V), *rx0 = h_alloc(8 * V);
+    h_fill(x, H_F32, V, -3, 3);
+    for (int i = 0; i < V; i++) {
+        ry1[i] = x[i];
+        rz1[i] = (double)(x[i] * 2.0f + 1.0f);
+        rx0[i] = 0;
+    }
+    H_LAUNCH(h_kernel(m, "vstore"), h_ten(h_t1(x, H_F32, V)), h_ten(h_t1(vy, H_F32, V)),
+             h_ten(h_t1(vz, H_F32, V)), h_ten(h_t1(vu, H_F32, V)));
+    h_check("a var stored before it changes", vy, H_F32, ry1, V, 0, 0);
+    h_check("the var stored after it changed", vz, H_F32, rz1, V, 1e-6, 1e-6);
+    h_check("a var read before it changes, stored after", vu, H_F32, rz1, V, 1e-6, 1e-6);
+    h_check("the var's last value", x, H_F32, rx0, V, 0, 0);
 
     enum { N = 1000 };
     float *zz = h_array(H_F32, N);

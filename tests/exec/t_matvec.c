@@ -5,7 +5,10 @@
  * block, K not a multiple of the vector, views past the tensor's end that
  * read 0) and blocks read in place with the tensor's row stride; once more
  * without the next-row-block prefetch (BLKC_CPU_NOMVPF=1) and with it
- * (BLKC_CPU_MVPF=1: on Intel hosts it is off by default).
+ * (BLKC_CPU_MVPF=1: on Intel hosts it is off by default); the lanes of a
+ * row block summed together (the default: groups of 8, 4, 2 rows) and
+ * row by row (BLKC_CPU_NOROWTREE=1), with 512-bit vectors and without
+ * (BLKC_CPU_NOAVX512=1: 8 f32 / 4 f64 lanes, rows in groups of 4 for f64).
  * Skinny DOTs `dot(x: [BK], w: [BK, BN])` and `dot(x: [BM <= 4, BK],
  * w: [BK, BN])` (matvec.c's skinny path): the same reference, and equal to
  * the bit to the GEMM micro-kernel's result (BLKC_CPU_NOMATVEC=1), whose
@@ -163,6 +166,16 @@ int main(void)
     run("f32", "f32", 37, 200, 16, 64, 0);
     run("bf16", "f32", 30, 100, 12, 100, 1);
     unsetenv("BLKC_CPU_MVPF");
+    run("f32", "f32", 46, 96, 16, 96, 1);   /* BM 16, last block 14: 8, 4, 2 */
+    setenv("BLKC_CPU_NOROWTREE", "1", 1);
+    run("f32", "f32", 46, 96, 16, 96, 1);
+    run("bf16", "f32", 37, 200, 16, 64, 0);
+    unsetenv("BLKC_CPU_NOROWTREE");
+    setenv("BLKC_CPU_NOAVX512", "1", 1);
+    run("f32", "f32", 46, 96, 16, 96, 1);
+    run("f64", "f64", 37, 200, 16, 64, 0);
+    run("bf16", "f32", 30, 100, 12, 100, 1);
+    unsetenv("BLKC_CPU_NOAVX512");
     for (int i = 0; i < 3; i++) {
         run_skinny(wd[i], 1, 1, 64, 32, 200, 100);  /* N tail block, K tail */
         run_skinny(wd[i], 0, 3, 256, 64, 256, 128); /* 3 rows, 16 vectors: 5 per chunk */
