@@ -481,22 +481,30 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
             double t = now() - t0;
             if (t < rs_t) { rs_t = t; rs_n = S; }
         }
+    /* each pair: read, blkc, read, sgemv — both kernels start from the
+     * cache a read leaves. A matrix a little larger than L2 (768² f32,
+     * 2.4 MB, on round 23's Xeon with 2 MB) runs faster after a read than
+     * after the other kernel: the old order (blkc, read, sgemv) gave
+     * sgemv 53 GB/s against 43-47 after itself, and blkc 43-45 after
+     * sgemv (benchmarks/README.md, round 23) */
     double rr[MAXR], rs[MAXR], tkb = 1e30, tr = 1e30, tb = 1e30;
     for (int r = 0; r < reps; r++) {
         double t0 = now();
-        blkc_kernel_launchf(ks[bc], "f32[#,#] f32[#] f32[#]", w, M, K, x, K, y, M);
-        double t1 = now();
         sink += read_all(w, nw, rs_n);
-        double t2 = now();
+        double t1 = now(), dr = t1 - t0;
+        blkc_kernel_launchf(ks[bc], "f32[#,#] f32[#] f32[#]", w, M, K, x, K, y, M);
+        double dk = now() - t1;
+        sink += read_all(w, nw, rs_n);
+        t0 = now();
 #ifdef BLKC_HAVE_CBLAS
         cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, 1.0f, w, K, x, 1, 0.0f, y2, 1);
 #endif
-        double t3 = now();
-        rr[r] = (t2 - t1) / (t1 - t0);
-        rs[r] = (t3 - t2) / (t1 - t0);
-        tkb = fmin(tkb, t1 - t0);
-        tr = fmin(tr, t2 - t1);
-        tb = fmin(tb, t3 - t2);
+        double db = now() - t0;
+        rr[r] = dr / dk;
+        rs[r] = db / dk;
+        tkb = fmin(tkb, dk);
+        tr = fmin(tr, dr);
+        tb = fmin(tb, db);
     }
     (void)sink;
     double maxerr = 0;
