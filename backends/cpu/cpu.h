@@ -208,7 +208,8 @@ int cpu_gen_memop(CpuGen *g, int id);      /* LOAD, STORE, ATOMIC, NOTIFY,
 LLVMValueRef cpu_launch_ctx(CpuGen *g);
 
 /* ------------------------------------------------------------ stream.c */
-#define CPU_STREAM_CHUNK 1024 /* stream.c's window; shorter rows never stream */
+#define CPU_STREAM_CHUNK 1024 /* stream.c's window: a dear value's shortest streamed row */
+#define CPU_STREAM_LINES 256  /* a cheap value's shortest streamed row (line by line) */
 /* One view row of a STORE on mem.c's fast path. */
 typedef struct CpuRowStore {
     int value;                /* the stored value's id */
@@ -220,6 +221,8 @@ typedef struct CpuRowStore {
     LLVMValueRef stream;      /* i1: the tensor is large, or NULL: never */
 } CpuRowStore;
 void cpu_store_row(CpuGen *g, const CpuRowStore *rs);
+/* The shortest view row, in bytes, whose STORE of value may stream. */
+int64_t cpu_stream_min_row(CpuGen *g, int value);
 
 /* ------------------------------------------------------------ tile.c */
 int cpu_gen_tileop(CpuGen *g, int id);     /* BCAST RESHAPE PERMUTE REDUCE

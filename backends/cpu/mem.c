@@ -327,7 +327,7 @@ static void clipped(MemCtx *c)
 
 /* Streaming (non-temporal) stores, stream.c: a store whose tensor spans
  * STREAM_MIN_BYTES or more (decided at run time, below) and whose view rows
- * hold at least CPU_STREAM_CHUNK bytes gets them; the rest of the policy
+ * hold at least cpu_stream_min_row bytes gets them; the rest of the policy
  * is stream.c's. */
 #define STREAM_MIN_BYTES ((int64_t)32 << 20)
 
@@ -340,7 +340,7 @@ static LLVMValueRef stream_cond(MemCtx *c)
     LLVMBuilderRef b = g->b;
     int es = dsl_dtype_bytes(c->dt), R = c->vt.rank;
     if (g->vecw_bytes < 32 || cpu_switch(CPU_SW_NOSTREAM) || R < 1 || es < 1 ||
-        64 % es != 0 || c->vt.shape[R - 1] * es < CPU_STREAM_CHUNK ||
+        64 % es != 0 || c->vt.shape[R - 1] * es < cpu_stream_min_row(g, c->in->opnd[0]) ||
         c->in->opnd[3] >= 0)
         return NULL;
     LLVMValueRef span = cpu_i64(g, 1);

@@ -6,7 +6,8 @@
  * last-level cache gains nothing from the lines it writes staying cached,
  * and a plain store first reads every line it writes (read for
  * ownership): 1.5x the traffic of the data. A store whose view rows hold
- * at least CPU_STREAM_CHUNK bytes (x86 hosts with AVX; BLKC_CPU_NOSTREAM=1
+ * at least CPU_STREAM_CHUNK bytes (CPU_STREAM_LINES for a cheap value,
+ * below; x86 hosts with AVX; BLKC_CPU_NOSTREAM=1
  * turns it off) computes its values a window of CPU_STREAM_CHUNK bytes at a
  * time into a stack buffer (L1) and copies them out, so the value's code
  * is emitted once, in a loop of constant trip count:
@@ -216,6 +217,16 @@ static void stream_lines(const Row *c)
     cpu_loop_close(g, &q);
     store_range(c, LLVMBuildAdd(b, h, LLVMBuildMul(b, nl, cpu_i64(g, V), ""), ""),
                 cpu_i64(g, L));
+}
+
+/* A cheap value streams line by line (stream_lines) from rows of
+ * CPU_STREAM_LINES bytes (a GEMM's C block of 128 f32 columns: 512 B rows
+ * into a 64 MB tensor read each line before writing it, 6% of the run),
+ * a dear one through the window from CPU_STREAM_CHUNK. */
+int64_t cpu_stream_min_row(CpuGen *g, int value)
+{
+    return !cpu_switch(CPU_SW_NOLINEST) && value_cost(g, value, 0) <= CHEAP_VALUE
+               ? CPU_STREAM_LINES : CPU_STREAM_CHUNK;
 }
 
 /* The stores of one view row of a STORE (see the top of the file), for

@@ -1,13 +1,16 @@
 /* t_stream_lines.c — a cheap value stored to a tensor of 32 MB or more is
  * streamed line by line from registers (backends/cpu/mem.c stream_lines;
  * BLKC_CPU_NOLINEST=1 sends it through stream_row's window buffer as
- * before). Softmax, layernorm, rmsnorm and a copy, each over rows that are
+ * before). Softmax, layernorm, rmsnorm, a copy and a doubling by 8 x 128
+ * blocks (rows of 512 B: a cheap value streams from CPU_STREAM_LINES
+ * bytes, a GEMM's C block), each over rows that are
  * 64-byte aligned (4096 f32, whole lines only), rows of 4099 with the data
  * off by 3 elements (heads of 0..15 elements, tails) and rows 4104 apart
  * off by 1: every element bit for bit against the same kernels compiled
  * and launched with BLKC_CPU_NOLINEST=1 (the gaps between rows untouched
  * in both), and sampled rows against a C reference. The optimized IR of
- * the copy is checked to stream without a window buffer. */
+ * the copy and of the blocks is checked to stream without a window
+ * buffer. */
 #include "harness.h"
 
 static const char *src =
@@ -34,10 +37,16 @@ static const char *src =
     "}\n"
     "kernel copy<BLOCK = 4096>(X: f32[R, N], Y: f32[R, N]) grid(R) {\n"
     "    Y[program_id(0), 0 +: BLOCK] = load(X[program_id(0), 0 +: BLOCK], pad = 0.0);\n"
+    "}\n"
+    "kernel blocks<BM = 8, BN = 128>(X: f32[R, N], Y: f32[R, N])\n"
+    "    grid(cdiv(R, BM), cdiv(N, BN)) {\n"
+    "    let m = program_id(0) * BM;\n"
+    "    let n = program_id(1) * BN;\n"
+    "    Y[m +: BM, n +: BN] = X[m +: BM, n +: BN] * 2.0;\n"
     "}\n";
 
-enum { SOFTMAX, LAYERNORM, RMSNORM, COPY };
-static const char *const names[] = {"softmax", "layernorm", "rmsnorm", "copy"};
+enum { SOFTMAX, LAYERNORM, RMSNORM, COPY, BLOCKS, NKERN };
+static const char *const names[] = {"softmax", "layernorm", "rmsnorm", "copy", "blocks"};
 
 typedef struct Case {
     int R, N, ld, off;
@@ -59,7 +68,7 @@ static void run(blkc_module *m, int k, const Case *c, float *x, float *w, float 
     if (nolinest)
         setenv("BLKC_CPU_NOLINEST", "1", 1);
     blkc_kernel *kn = h_kernel(m, names[k]);
-    if (k == SOFTMAX || k == COPY)
+    if (k == SOFTMAX || k == COPY || k == BLOCKS)
         H_LAUNCH(kn, h_ten(tx), h_ten(ty));
     else if (k == LAYERNORM)
         H_LAUNCH(kn, h_ten(tx), h_ten(h_t1(w, H_F32, c->N)), h_ten(h_t1(b, H_F32, c->N)),
@@ -100,6 +109,10 @@ static void ref_row(int k, const float *xr, const float *w, const float *b, int 
         for (int j = 0; j < N; j++)
             ref[j] = xr[j] * s * w[j];
         break;
+    case BLOCKS:
+        for (int j = 0; j < N; j++)
+            ref[j] = 2.0 * xr[j];
+        break;
     default:
         for (int j = 0; j < N; j++)
             ref[j] = xr[j];
@@ -110,7 +123,7 @@ static void check_case(blkc_module *m, blkc_module *m0, const Case *c, float *x,
                        float *w, float *b, float *y, float *y0, double *ref)
 {
     size_t n = (size_t)c->R * c->ld + (size_t)c->off;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NKERN; k++) {
         run(m, k, c, x, w, b, y, false);
         run(m0, k, c, x, w, b, y0, true);
         size_t bad = 0, first = 0;
@@ -135,8 +148,8 @@ static void check_case(blkc_module *m, blkc_module *m0, const Case *c, float *x,
             char what[96];
             snprintf(what, sizeof what, "%s %s row %d", names[k], c->what, r);
             ok = h_check(what, y + o, H_F32, ref, (size_t)c->N,
-                         k == SOFTMAX ? 1e-9 : k == COPY ? 0 : 1e-5,
-                         k == COPY ? 0 : 1e-5);
+                         k == SOFTMAX ? 1e-9 : k >= COPY ? 0 : 1e-5,
+                         k >= COPY ? 0 : 1e-5);
         }
     }
 }
@@ -162,8 +175,11 @@ int main(void)
 #endif
     if (ir && x86avx) {
         const char *cp = strstr(ir, "@copy(");
+        const char *bp = strstr(ir, "@blocks(");
         h_ok(cp && strstr(cp, "!nontemporal") && !strstr(cp, "alloca [256 x float]"),
              "copy: streamed without the window buffer");
+        h_ok(bp && strstr(bp, "!nontemporal") && !strstr(bp, "alloca [256 x float]"),
+             "blocks: 512-byte rows streamed without the window buffer");
     }
     blkc_free(ir);
 
