@@ -17,6 +17,9 @@
 #       BLKC_GPU_NOCPLIM32 / NOCPGUARD32
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
+#   bufs    tests/emu/tbufs.blk on cuda-emu and hip-emu against the CPU:
+#       generated expressions longer than the emitters' old fixed buffers
+#       (nested broadcasts of 8-D tiles under a reduction)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
 #       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
 #       reductions in registers), tcols.blk (slice / flip / cat along the
@@ -121,6 +124,28 @@ CXX=${CXX:-c++}
 command -v "$CXX" >/dev/null 2>&1 || { echo "skip: no C++ compiler"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-emu.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# lone KERNEL "OUTS" ARGS...: kernel KERNEL of $F on the CPU, cuda-emu and
+# hip-emu (--random --seed=4), outputs OUTS compared within LTOL
+lone() {
+  local k=$1 outs=$2 dev o; shift 2
+  local oc=()
+  for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); done
+  if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 "${oc[@]}" >"$T/log" 2>&1; then
+    echo "FAIL $k on the CPU: $(cat "$T/log")"; fail=1; return
+  fi
+  for dev in cuda-emu hip-emu; do
+    local oe=()
+    for o in $outs; do oe+=(--out "$o=$T/e.$o.npy"); done
+    if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 --device=$dev "${oe[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
+    fi
+    for o in $outs; do
+      "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
+        { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
+    done
+    echo "ok $k on $dev"
+  done
+}
 case $MODE in
 wrappers-*)
   if [ "$MODE" = wrappers-hip ]; then defs="-DBLK_EMU_HIP=1 -D__gfx90a__=1"; else defs="-D__CUDA_ARCH__=800"; fi
@@ -320,29 +345,15 @@ debug)
   done
   exit $fail
   ;;
+bufs)
+  # fused expressions longer than the GPU emitters' old fixed buffers
+  # (tests/emu/tbufs.blk, issue 12)
+  fail=0 F=$SRC/tests/emu/tbufs.blk
+  lone tbf_bcast8 O N=3
+  exit $fail
+  ;;
 layouts)
   fail=0 F=$SRC/tests/emu/tblocked.blk
-  # KERNEL "OUTS" ARGS...
-  lone() {
-    local k=$1 outs=$2 dev o; shift 2
-    local oc=()
-    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); done
-    if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 "${oc[@]}" >"$T/log" 2>&1; then
-      echo "FAIL $k on the CPU: $(cat "$T/log")"; fail=1; return
-    fi
-    for dev in cuda-emu hip-emu; do
-      local oe=()
-      for o in $outs; do oe+=(--out "$o=$T/e.$o.npy"); done
-      if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 --device=$dev "${oe[@]}" >"$T/log" 2>&1; then
-        echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
-      fi
-      for o in $outs; do
-        "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
-          { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
-      done
-      echo "ok $k on $dev"
-    done
-  }
   lone tblk_tail "Y S" R=3 N=997
   lone tblk_2d "Y Z W RS CS" M=5 N=71
   # SLICE: row reductions in registers (tests/emu/tslice.blk)
