@@ -398,7 +398,7 @@ static void emit_signal(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    char ok[1024], addr[1024], base[128];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16];
     IrType vt;
     memset(&vt, 0, sizeof vt);
     ir_view_shape(f, &f->views[in->view], &vt);
@@ -852,6 +852,13 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
                  "the most is 1024", f->name, f->warps, em->nt);
         return -1;
     }
+    for (int i = 0; i < f->nparams; i++)
+        if (strlen(f->params[i].name) > BK_GPU_NAME) {
+            snprintf(err, errlen, "kernel %s: parameter name '%.40s...' is %zu characters "
+                     "long; the GPU backends take at most %d", f->name, f->params[i].name,
+                     strlen(f->params[i].name), BK_GPU_NAME);
+            return -1;
+        }
     em->last_line = -1;
     em->noflush_region = -1;
     em->reg_var = -1;

@@ -258,6 +258,9 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
         snprintf(ok, okn, in->opnd[3] >= 0 ? "blk_pok" : "true");
         snprintf(addr, addrn, "0");
     }
+    if (ko >= okn || ka >= addrn) /* callers hold BK_GPU_VIEW bytes */
+        bk_gpu_fail(em, "internal: the bounds test or address of a view of %s in kernel %s "
+                    "is too long", p, f->name);
 }
 
 void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
@@ -336,7 +339,7 @@ static void load_scalar(BkGpuEm *em, int id)
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
     int dt = in->type.dtype;
-    char ok[1024], addr[1024], m[64], pad[128], base[128];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64], pad[128], base[BK_GPU_NAME + 16];
     bk_gpu_base(em, id, base, sizeof base);
     mask_term_at(em, in->opnd[0], "e", m, sizeof m);
     if (in->opnd[1] >= 0)
@@ -381,7 +384,7 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     const IrInstr *in = &f->ins[id];
     const char *p = f->params[in->param].name;
     int I = f->views[in->view].ndims - 1;
-    char ok[1024], addr[1024], mj[64];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], mj[64];
     bk_gpu_line(em, "{");
     em->indent++;
     bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
@@ -432,7 +435,7 @@ static void load_vec(BkGpuEm *em, int id, int W)
 {
     const IrInstr *in = &em->f->ins[id];
     int dt = in->type.dtype;
-    char m[64], pad[128], base[128];
+    char m[64], pad[128], base[BK_GPU_NAME + 16];
     bk_gpu_base(em, id, base, sizeof base);
     if (in->opnd[1] >= 0)
         snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
@@ -476,7 +479,7 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    char ok[1024], addr[1024], m[64], base[128];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64], base[BK_GPU_NAME + 16];
     int val = in->opnd[0];
     const IrParam *pp = &f->params[in->param];
     bk_gpu_base(em, id, base, sizeof base);
@@ -708,7 +711,7 @@ static void pipe_hoist(BkGpuEm *em, int fr)
         int W = bk_gpu_vec_width(em, id);
         long long N = ir_numel(&in->type), step = (long long)em->nt * W;
         long long trips = (N + step - 1) / step;
-        char ok[1024], addr[1024], base[128], rest[1024];
+        char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16], rest[BK_GPU_VIEW];
         size_t ko = 0;
         bk_gpu_base(em, id, base, sizeof base);
         bk_gpu_line(em, "/* v%d: %s, the prefetch's copies hoisted (coordinate %d follows the loop) */",
@@ -755,7 +758,7 @@ static void pipe_issue_hoisted(BkGpuEm *em, int fr, int id, int dI, const char *
     const IrInstr *in = &f->ins[id];
     const IrParam *p = &f->params[in->param];
     int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
-    char base[128], se[128];
+    char base[BK_GPU_NAME + 16], se[128];
     bk_gpu_base(em, id, base, sizeof base);
     bk_gpu_swz_idx(em, id, "e", se, sizeof se);
     bk_gpu_line(em, "{ /* v%d: %s, hoisted */", id, p->name);
@@ -826,7 +829,7 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bo
         const IrParam *p = &f->params[in->param];
         int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
         int I = f->views[in->view].ndims - 1;
-        char ok[1024], addr[1024], base[128];
+        char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16];
         bk_gpu_base(em, id, base, sizeof base);
         bk_gpu_line(em, "{ /* v%d: %s */", id, p->name);
         em->indent++;

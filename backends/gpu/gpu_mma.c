@@ -274,7 +274,7 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
             (pp->assume & IR_ASSUME_ALIGN16) &&
             (pp->dtype == DT_F32 || pp->dtype == DT_F16 || pp->dtype == DT_BF16) ? 2 : 1;
     int I = f->views[in->view].ndims - 1;
-    char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64], fi[64];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64], base[BK_GPU_NAME + 16], row[256], col[256], mt[64], nt[64], fi[64];
     const char *st = bk_gpu_stype(pp->dtype);
     if (id == em->tstore) { /* by TMA from a staging tile (gpu_persist.c) */
         bk_gpu_tstore_open(em, id);

@@ -521,7 +521,7 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     ir_view_shape(f, &f->views[in->view], &vt);
     bool has_res = in->type.dtype != DT_VOID;
     bool tile = vt.rank > 0;
-    char ok[1024], addr[1024], m[64] = "", val[64], cmp[64] = "", call[512];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64] = "", val[64], cmp[64] = "", call[512];
     int mask = in->opnd[2];
     if (mask >= 0)
         snprintf(m, sizeof m, f->ins[mask].type.rank > 0 ? " && BLK_SLD(v%d[e])" : " && v%d",
@@ -547,7 +547,7 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     bk_gpu_line(em, "%s old = %s;", st, call);
     bk_gpu_line(em, "if (%s%s) {", ok, m);
     em->indent++;
-    char base[128];
+    char base[BK_GPU_NAME + 16];
     bk_gpu_base(em, id, base, sizeof base);
     bk_gpu_line(em, "%s *ptr = &%s[%s];", st, base, addr);
     bk_gpu_line(em, in->opnd[3] >= 0 ? "__threadfence_system();" : "__threadfence();");

@@ -127,21 +127,22 @@ trap 'rm -rf "$T"' EXIT
 # lone KERNEL "OUTS" ARGS...: kernel KERNEL of $F on the CPU, cuda-emu and
 # hip-emu (--random --seed=4), outputs OUTS compared within LTOL
 lone() {
-  local k=$1 outs=$2 dev o; shift 2
+  local k=$1 outs=$2 dev o i; shift 2
   local oc=()
-  for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); done
+  i=0; for o in $outs; do oc+=(--out "$o=$T/c.$((i++)).npy"); done
   if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 "${oc[@]}" >"$T/log" 2>&1; then
     echo "FAIL $k on the CPU: $(cat "$T/log")"; fail=1; return
   fi
   for dev in cuda-emu hip-emu; do
     local oe=()
-    for o in $outs; do oe+=(--out "$o=$T/e.$o.npy"); done
+    i=0; for o in $outs; do oe+=(--out "$o=$T/e.$((i++)).npy"); done
     if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 --device=$dev "${oe[@]}" >"$T/log" 2>&1; then
       echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
     fi
-    for o in $outs; do
-      "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
+    i=0; for o in $outs; do
+      "$NPYCMP" "$T/e.$i.npy" "$T/c.$i.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
         { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
+      i=$((i + 1))
     done
     echo "ok $k on $dev"
   done
@@ -350,6 +351,27 @@ bufs)
   # (tests/emu/tbufs.blk, issue 12)
   fail=0 F=$SRC/tests/emu/tbufs.blk
   lone tbf_bcast8 O N=3
+  # the tbf_names_* kernels with every parameter X_N renamed to 256
+  # characters (BK_GPU_NAME), then to 257: refused on every GPU target
+  L=$(printf 'n%.0s' $(seq 254))
+  sed -E "s/\b([A-Z])_N\b/\1_$L/g" "$SRC/tests/emu/tbufs.blk" >"$T/names.blk"
+  F=$T/names.blk
+  LTOL="1e-5 1e-5" lone tbf_names_rows "Y_$L S_$L T_$L" B=3 R=5 N=100
+  LTOL="1e-4 1e-4" lone tbf_names_mm "C_$L" M=70 N=40 K=96
+  "$BLKC" run "$F" --entry=tbf_names_mm M=70 N=40 K=96 --random --seed=4 --out "C_$L=$T/c.mm.npy" >"$T/log" 2>&1 &&
+    BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=tbf_names_mm M=70 N=40 K=96 --random --seed=4 \
+      --device=cuda-emu --out "C_$L=$T/e.mm.npy" >>"$T/log" 2>&1 &&
+    "$NPYCMP" "$T/e.mm.npy" "$T/c.mm.npy" 1e-4 1e-4 >>"$T/log" 2>&1 ||
+    { echo "FAIL tbf_names_mm on cuda-emu as sm_90a: $(cat "$T/log")"; fail=1; }
+  sed -E "s/\b([A-Z])_N\b/\1_${L}n/g" "$SRC/tests/emu/tbufs.blk" >"$T/long.blk"
+  for t in "cuda --emit=cuda" "cuda --emit=cuda --arch=sm_90a" "hip --emit=hip"; do
+    # shellcheck disable=SC2086
+    if "$BLKC" compile "$T/long.blk" --entry=tbf_names_mm --target=$t >"$T/log" 2>&1 ||
+       ! grep -q "is 257 characters long; the GPU backends take at most 256" "$T/log"; then
+      echo "FAIL a 257-character parameter name, --target=$t: $(cat "$T/log")"; fail=1
+    fi
+  done
+  [ $fail = 0 ] && echo "ok 256-character names run, 257 are refused"
   exit $fail
   ;;
 layouts)
