@@ -33,6 +33,9 @@ typedef enum { BK_GPU_CUDA, BK_GPU_HIP } BkGpuKind;
                              bounds test and address of a view) */
 #define BK_GPU_VIEW 4096  /* a view's bounds test or address: IR_MAX_RANK
                              terms of at most 64 + BK_GPU_NAME characters */
+#define BK_GPU_SVAL 4096  /* a ring load's scalar index at a future
+                             iteration (bk_gpu_sval); longer ones are not
+                             pipelined */
 
 typedef struct BkGpuDialect {
     BkGpuKind kind;         /* which tensor-core path `dot` uses */

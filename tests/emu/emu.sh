@@ -19,7 +19,8 @@
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   bufs    tests/emu/tbufs.blk on cuda-emu and hip-emu against the CPU:
 #       generated expressions longer than the emitters' old fixed buffers
-#       (nested broadcasts of 8-D tiles under a reduction)
+#       (nested broadcasts of 8-D tiles under a reduction, parameter names
+#       of 256 characters, ring loads with long indices)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
 #       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
 #       reductions in registers), tcols.blk (slice / flip / cat along the
@@ -351,6 +352,20 @@ bufs)
   # (tests/emu/tbufs.blk, issue 12)
   fail=0 F=$SRC/tests/emu/tbufs.blk
   lone tbf_bcast8 O N=3
+  # ring loads with long future indices: correct everywhere, and on
+  # cuda-emu the specialized variant builds (no warning) with B's load in
+  # the ring (idx4: 2 x 1536 copies) or not (idx5: A's 1536 only)
+  LTOL="1e-4 1e-4" lone tbf_ring_idx4 C M=64 N=64 K=96
+  LTOL="1e-4 1e-4" lone tbf_ring_idx5 C M=64 N=64 K=96
+  for k in "tbf_ring_idx4 3072" "tbf_ring_idx5 1536"; do
+    set -- $k
+    "$BLKC" run "$F" --entry="$1" M=64 N=64 K=96 --random --device=cuda-emu --stats >"$T/log" 2>&1
+    if grep -qi warning "$T/log" || ! grep -q "cp.async $2\$" "$T/log"; then
+      echo "FAIL $1 on cuda-emu: wanted no warning and cp.async $2: $(cat "$T/log")"; fail=1
+    else
+      echo "ok $1: cp.async $2"
+    fi
+  done
   # the tbf_names_* kernels with every parameter X_N renamed to 256
   # characters (BK_GPU_NAME), then to 257: refused on every GPU target
   L=$(printf 'n%.0s' $(seq 254))
