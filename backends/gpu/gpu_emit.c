@@ -207,7 +207,7 @@ static void assign(BkGpuEm *em, int id, const char *x)
     else if (in->type.rank > 0 && em->lay[id] == BK_LAY_SLICE)
         bk_gpu_line(em, "v%d[blk_k] = %s;", id, s);
     else if (in->type.rank > 0) {
-        char se[256];
+        char se[256]; /* bounded: blk_swz / blk_wgs of "e" and five numbers */
         bk_gpu_swz_idx(em, id, "e", se, sizeof se); /* a dot operand: swizzled */
         bk_gpu_line(em, "BLK_SST(v%d[%s]) = %s;", id, se, s);
     } else
@@ -284,6 +284,7 @@ static void emit_shape(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     const IrInstr *a = &em->f->ins[in->opnd[0]];
+    /* idx bounded: IR_MAX_RANK terms "((e / S) % N) * S" of at most 60 */
     char idx[600], c[128], rd[BK_GPU_EXPR];
     if (in->type.rank == 0) { /* reshape of a one-element tile to a scalar */
         snprintf(c, sizeof c, "BLK_SLD(v%d[0])", in->opnd[0]);
@@ -327,8 +328,10 @@ static void emit_shape(BkGpuEm *em, int id)
             bk_gpu_coord(c, sizeof c, &in->type, i, "e");
             k += (size_t)snprintf(idx + k, sizeof idx - k, "%s%s * %lld",
                                   k ? " + " : "", c, ost[j]);
-            if (k >= sizeof idx)
+            if (k >= sizeof idx) {
+                bk_gpu_fail(em, "internal: a shape index of kernel %s is too long", em->f->name);
                 break;
+            }
         }
         if (!k)
             snprintf(idx, sizeof idx, "0");
@@ -498,7 +501,7 @@ static void emit_for(BkGpuEm *em, int id)
     const IrInstr *in = &f->ins[id];
     const IrInstr *stp = &f->ins[in->opnd[2]];
     const char *t = bk_gpu_stype(in->type.dtype);
-    char cond[256];
+    char cond[256]; /* bounded: six value names */
     if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival > 0)
         snprintf(cond, sizeof cond, "v%d < v%d", id, in->opnd[1]);
     else if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival < 0)
