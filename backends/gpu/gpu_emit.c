@@ -428,12 +428,12 @@ static void emit_signal(BkGpuEm *em, int id)
     em->indent--;
     bk_gpu_line(em, "}");
     if (wait)
-        bk_gpu_line(em, "blk_wfail = blk_bad;");
+        bk_gpu_line(em, "BLK_SST(blk_wfail) = blk_bad;");
     em->indent--;
     bk_gpu_line(em, "}");
     sync(em);
     if (wait) {
-        bk_gpu_line(em, "if (blk_wfail) return; /* uniform: the whole block */");
+        bk_gpu_line(em, "if (BLK_SLD(blk_wfail)) return; /* uniform: the whole block */");
         sync(em); /* every thread has read blk_wfail before a later wait */
     }
 }

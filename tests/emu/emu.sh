@@ -65,7 +65,9 @@
 #       hip-emu, -DBLK_EMU_HIP: wavefronts of 64) and run: plain
 #       shared-memory loads / stores across warps (blk_emu_sld / _sst,
 #       the generated BLK_SLD / BLK_SST): RAW, WAR, WAW with and without
-#       barriers, different bytes of one chunk, a tile loop, and (CUDA)
+#       barriers, different bytes of one chunk, a tile loop, static
+#       __shared__ partials and cells (the reductions' blk_redN, scalar
+#       atomics' blk_atomN) with each barrier left out, and (CUDA)
 #       against cp.async / ldmatrix
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
