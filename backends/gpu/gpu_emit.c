@@ -207,7 +207,7 @@ static void assign(BkGpuEm *em, int id, const char *x)
     else if (in->type.rank > 0 && em->lay[id] == BK_LAY_SLICE)
         bk_gpu_line(em, "v%d[blk_k] = %s;", id, s);
     else if (in->type.rank > 0) {
-        char se[256];
+        char se[256]; /* bounded: blk_swz / blk_wgs of "e" and five numbers */
         bk_gpu_swz_idx(em, id, "e", se, sizeof se); /* a dot operand: swizzled */
         bk_gpu_line(em, "BLK_SST(v%d[%s]) = %s;", id, se, s);
     } else
@@ -284,6 +284,7 @@ static void emit_shape(BkGpuEm *em, int id)
 {
     const IrInstr *in = &em->f->ins[id];
     const IrInstr *a = &em->f->ins[in->opnd[0]];
+    /* idx bounded: IR_MAX_RANK terms "((e / S) % N) * S" of at most 60 */
     char idx[600], c[128], rd[BK_GPU_EXPR];
     if (in->type.rank == 0) { /* reshape of a one-element tile to a scalar */
         snprintf(c, sizeof c, "BLK_SLD(v%d[0])", in->opnd[0]);
@@ -327,8 +328,10 @@ static void emit_shape(BkGpuEm *em, int id)
             bk_gpu_coord(c, sizeof c, &in->type, i, "e");
             k += (size_t)snprintf(idx + k, sizeof idx - k, "%s%s * %lld",
                                   k ? " + " : "", c, ost[j]);
-            if (k >= sizeof idx)
+            if (k >= sizeof idx) {
+                bk_gpu_fail(em, "internal: a shape index of kernel %s is too long", em->f->name);
                 break;
+            }
         }
         if (!k)
             snprintf(idx, sizeof idx, "0");
@@ -398,7 +401,7 @@ static void emit_signal(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    char ok[1024], addr[1024], base[128];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16];
     IrType vt;
     memset(&vt, 0, sizeof vt);
     ir_view_shape(f, &f->views[in->view], &vt);
@@ -425,12 +428,12 @@ static void emit_signal(BkGpuEm *em, int id)
     em->indent--;
     bk_gpu_line(em, "}");
     if (wait)
-        bk_gpu_line(em, "blk_wfail = blk_bad;");
+        bk_gpu_line(em, "BLK_SST(blk_wfail) = blk_bad;");
     em->indent--;
     bk_gpu_line(em, "}");
     sync(em);
     if (wait) {
-        bk_gpu_line(em, "if (blk_wfail) return; /* uniform: the whole block */");
+        bk_gpu_line(em, "if (BLK_SLD(blk_wfail)) return; /* uniform: the whole block */");
         sync(em); /* every thread has read blk_wfail before a later wait */
     }
 }
@@ -498,7 +501,7 @@ static void emit_for(BkGpuEm *em, int id)
     const IrInstr *in = &f->ins[id];
     const IrInstr *stp = &f->ins[in->opnd[2]];
     const char *t = bk_gpu_stype(in->type.dtype);
-    char cond[256];
+    char cond[256]; /* bounded: six value names */
     if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival > 0)
         snprintf(cond, sizeof cond, "v%d < v%d", id, in->opnd[1]);
     else if (stp->op == IR_CONST && stp->type.rank == 0 && stp->ival < 0)
@@ -852,6 +855,13 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
                  "the most is 1024", f->name, f->warps, em->nt);
         return -1;
     }
+    for (int i = 0; i < f->nparams; i++)
+        if (strlen(f->params[i].name) > BK_GPU_NAME) {
+            snprintf(err, errlen, "kernel %s: parameter name '%.40s...' is %zu characters "
+                     "long; the GPU backends take at most %d", f->name, f->params[i].name,
+                     strlen(f->params[i].name), BK_GPU_NAME);
+            return -1;
+        }
     em->last_line = -1;
     em->noflush_region = -1;
     em->reg_var = -1;

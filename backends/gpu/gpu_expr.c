@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 /* ------------------------------------------------------------ helpers */
 
@@ -160,7 +161,9 @@ static int mrow_bcast(const BkGpuEm *em, int v)
     return r;
 }
 
-void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
+static void bcast_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n);
+
+static void raw_at(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
 {
     const IrInstr *in = &em->f->ins[v];
     if (in->type.rank == 0) {
@@ -272,25 +275,58 @@ void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
         snprintf(buf, n, "0");
         bk_gpu_fail(em, "internal: fused transpose v%d read at %s outside a dot", v, idx);
     } else if (em->virt && em->virt[v]) { /* BCAST: index the operand */
-        const IrInstr *a = &em->f->ins[in->opnd[0]];
-        char e[300], c[400], ix[1200];
-        size_t k = 0;
-        snprintf(e, sizeof e, "(%s)", idx);
-        ix[0] = 0;
-        long long st = 1;
-        for (int j = a->type.rank - 1; j >= 0; j--) {
-            int i = j + (in->type.rank - a->type.rank);
-            if (a->type.shape[j] != 1) {
-                bk_gpu_coord(c, sizeof c, &in->type, i, e);
-                k += (size_t)snprintf(ix + k, k < sizeof ix ? sizeof ix - k : 0,
-                                      "%s%s * %lld", k ? " + " : "", c, st);
-            }
-            st *= a->type.shape[j];
-        }
-        bk_gpu_raw(em, in->opnd[0], k ? ix : "0", buf, n);
+        bcast_raw(em, v, idx, buf, n);
     } else { /* a tile in shared memory, or a var's array */
         snprintf(buf, n, "BLK_SLD(v%d[%s])", v, idx);
     }
+}
+
+/* Broadcast v at flat element idx: its operand at the element the
+ * coordinates of idx name. Each coordinate repeats idx, so nested
+ * broadcasts of high-rank tiles (a reduction over broadcast(x + y, ...)
+ * of 8-D tiles) grow the index fast: the pieces live on the heap, sized
+ * from idx, and only the result's buffer limits it (issue 12; they were
+ * 300 / 400 / 1200 bytes, cut silently: tests/emu/tbufs.blk). */
+static void bcast_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
+{
+    const IrInstr *in = &em->f->ins[v];
+    const IrInstr *a = &em->f->ins[in->opnd[0]];
+    size_t ne = strlen(idx) + 3, nc = ne + 64, nx = (size_t)a->type.rank * (nc + 32) + 2;
+    char *e = malloc(ne), *c = malloc(nc), *ix = malloc(nx);
+    if (!e || !c || !ix) {
+        free(e);
+        free(c);
+        free(ix);
+        snprintf(buf, n, "0");
+        bk_gpu_fail(em, "out of memory");
+        return;
+    }
+    size_t k = 0;
+    snprintf(e, ne, "(%s)", idx);
+    ix[0] = 0;
+    long long st = 1;
+    for (int j = a->type.rank - 1; j >= 0; j--) {
+        int i = j + (in->type.rank - a->type.rank);
+        if (a->type.shape[j] != 1) {
+            bk_gpu_coord(c, nc, &in->type, i, e);
+            k += (size_t)snprintf(ix + k, nx - k, "%s%s * %lld", k ? " + " : "", c, st);
+        }
+        st *= a->type.shape[j];
+    }
+    bk_gpu_raw(em, in->opnd[0], k ? ix : "0", buf, n);
+    free(e);
+    free(c);
+    free(ix);
+}
+
+void bk_gpu_raw(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)
+{
+    raw_at(em, v, idx, buf, n);
+    /* every form above ends in a snprintf into buf: a full buffer is a
+     * cut expression, never valid C */
+    if (n && strlen(buf) + 1 >= n)
+        bk_gpu_fail(em, "internal: a fused expression of kernel %s is too long",
+                    em->f->name);
 }
 
 void bk_gpu_read(BkGpuEm *em, int v, const char *idx, char *buf, size_t n)

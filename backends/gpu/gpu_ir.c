@@ -109,8 +109,9 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
                  em->swz[id] ? ", swizzled" : "");
     } else if (em->virt[id]) {
         snprintf(buf, n, "fused (computed where read)");
-    } else if (em->var_of[id] >= 0) {
-        snprintf(buf, n, "shared = var %s", em->f->vars[em->var_of[id]].name);
+    } else if (em->var_of[id] >= 0) { /* a report line (b[256]): long names shortened */
+        const char *vn = em->f->vars[em->var_of[id]].name;
+        snprintf(buf, n, "shared = var %.200s%s", vn, strlen(vn) > 200 ? "..." : "");
     } else if (em->alias[id] != id && bk_gpu_slice_root(em, id) >= 0) {
         snprintf(buf, n, "slice = %%%d", bk_gpu_slice_root(em, id));
     } else if (em->alias[id] != id) {

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ facts */
@@ -170,24 +171,54 @@ void bk_gpu_sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n
         return;
     }
     const IrInstr *in = &f->ins[v];
-    char o[3][512], x[1600], s[1700];
+    /* every piece ends up inside buf (an op that drops an operand drops
+     * it whole), so pieces of n bytes each suffice and one check of the
+     * result finds any cut; the planner keeps ring loads whose indices
+     * fit BK_GPU_SVAL (sval_fits) */
+    char *r = malloc(6 * n);
+    if (!r) {
+        snprintf(buf, n, "0");
+        bk_gpu_fail(em, "out of memory");
+        return;
+    }
+    char *o[3] = {r + n, r + 2 * n, r + 3 * n}, *x = r + 4 * n, *s = r + 5 * n;
     if (in->op == IR_CONST) {
-        bk_gpu_literal(x, sizeof x, in->type.dtype, in);
+        bk_gpu_literal(x, n, in->type.dtype, in);
     } else {
         for (int j = 0; j < 3; j++) {
             o[j][0] = 0;
             if (j < ir_op_nopnd[in->op] && in->opnd[j] >= 0) {
-                char r[512];
-                bk_gpu_sval(em, in->opnd[j], fr, iv, r, sizeof r);
-                bk_gpu_to_c(o[j], sizeof o[j], f->ins[in->opnd[j]].type.dtype, r);
+                bk_gpu_sval(em, in->opnd[j], fr, iv, r, n);
+                bk_gpu_to_c(o[j], n, f->ins[in->opnd[j]].type.dtype, r);
             }
         }
-        bk_gpu_elem_expr(em, v, o[0], o[1], o[2], x, sizeof x);
+        bk_gpu_elem_expr(em, v, o[0], o[1], o[2], x, n);
     }
-    bk_gpu_to_s(s, sizeof s, in->type.dtype, x);
+    bk_gpu_to_s(s, n, in->type.dtype, x);
     if ((size_t)snprintf(buf, n, "(%s)", s) >= n)
         bk_gpu_fail(em, "internal: a prefetch index of kernel %s is too long",
                     f->name);
+    free(r);
+}
+
+/* Whether scalar v at a future iteration of FOR fr fits BK_GPU_SVAL bytes
+ * (bk_gpu_sval, by a trial run): chains that repeat an operand (integer
+ * abs, division) grow exponentially within future_ok's depth of 16, and a
+ * load whose index does not fit stays out of the ring (issue 12). */
+static bool sval_fits(BkGpuEm *em, int v, int fr)
+{
+    char *b = malloc(BK_GPU_SVAL);
+    if (!b)
+        return false;
+    int failed = em->fail;
+    em->fail = 0;
+    bk_gpu_sval(em, v, fr, "blk_fiv", b, BK_GPU_SVAL);
+    bool ok = !em->fail;
+    if (!failed && !ok && em->errlen)
+        em->err[0] = 0; /* the trial's message is not an error */
+    em->fail = failed;
+    free(b);
+    return ok;
 }
 
 void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
@@ -212,7 +243,7 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
         ko = (size_t)snprintf(ok, okn, "blk_pok && ");
     }
     for (int d = 0; d < v->ndims; d++) {
-        char c[200], t[300], sv[1800];
+        char c[200], t[BK_GPU_EXPR / 4], sv[BK_GPU_SVAL]; /* c: a coordinate of ename ("e") */
         switch (v->d[d].kind) {
         case IDX_SCALAR:
             bk_gpu_sval(em, v->d[d].val, forid, iv, sv, sizeof sv);
@@ -236,6 +267,8 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
                 if (kt >= sizeof t)
                     break;
             }
+            if (kt >= sizeof t) /* IR_MAX_RANK terms of a coordinate of ename */
+                bk_gpu_fail(em, "internal: a gather index of kernel %s is too long", f->name);
             k += tt->rank;
             bk_gpu_line(em, "const long long c%d = BLK_SLD(v%d[%s]);", d, v->d[d].val, t);
             break;
@@ -258,6 +291,9 @@ void bk_gpu_view_at(BkGpuEm *em, int id, const char *ename, int forid,
         snprintf(ok, okn, in->opnd[3] >= 0 ? "blk_pok" : "true");
         snprintf(addr, addrn, "0");
     }
+    if (ko >= okn || ka >= addrn) /* callers hold BK_GPU_VIEW bytes */
+        bk_gpu_fail(em, "internal: the bounds test or address of a view of %s in kernel %s "
+                    "is too long", p, f->name);
 }
 
 void bk_gpu_view(BkGpuEm *em, int id, char *ok, size_t okn, char *addr,
@@ -336,7 +372,7 @@ static void load_scalar(BkGpuEm *em, int id)
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
     int dt = in->type.dtype;
-    char ok[1024], addr[1024], m[64], pad[128], base[128];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64], pad[128], base[BK_GPU_NAME + 16];
     bk_gpu_base(em, id, base, sizeof base);
     mask_term_at(em, in->opnd[0], "e", m, sizeof m);
     if (in->opnd[1] >= 0)
@@ -381,7 +417,7 @@ static void vec_access(BkGpuEm *em, int id, int W, int mask, const char *m,
     const IrInstr *in = &f->ins[id];
     const char *p = f->params[in->param].name;
     int I = f->views[in->view].ndims - 1;
-    char ok[1024], addr[1024], mj[64];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], mj[64];
     bk_gpu_line(em, "{");
     em->indent++;
     bk_gpu_view_at(em, id, "e", -1, NULL, ok, sizeof ok, addr, sizeof addr);
@@ -432,7 +468,7 @@ static void load_vec(BkGpuEm *em, int id, int W)
 {
     const IrInstr *in = &em->f->ins[id];
     int dt = in->type.dtype;
-    char m[64], pad[128], base[128];
+    char m[64], pad[128], base[BK_GPU_NAME + 16];
     bk_gpu_base(em, id, base, sizeof base);
     if (in->opnd[1] >= 0)
         snprintf(pad, sizeof pad, "v%d", in->opnd[1]);
@@ -476,7 +512,7 @@ void bk_gpu_emit_store(BkGpuEm *em, int id)
 {
     const IrFunc *f = em->f;
     const IrInstr *in = &f->ins[id];
-    char ok[1024], addr[1024], m[64], base[128];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64], base[BK_GPU_NAME + 16];
     int val = in->opnd[0];
     const IrParam *pp = &f->params[in->param];
     bk_gpu_base(em, id, base, sizeof base);
@@ -586,7 +622,8 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
             const IrView *v = &f->views[in->view];
             bool ok = true;
             for (int d = 0; d < v->ndims && ok; d++)
-                ok = v->d[d].kind != IDX_TILE && future_ok(em, v->d[d].val, fr, 0);
+                ok = v->d[d].kind != IDX_TILE && future_ok(em, v->d[d].val, fr, 0) &&
+                     sval_fits(em, v->d[d].val, fr);
             bool feeds_dot = false;
             for (int u = 0; u < f->nins && ok && !feeds_dot; u++) {
                 const IrInstr *o = &f->ins[u];
@@ -708,7 +745,7 @@ static void pipe_hoist(BkGpuEm *em, int fr)
         int W = bk_gpu_vec_width(em, id);
         long long N = ir_numel(&in->type), step = (long long)em->nt * W;
         long long trips = (N + step - 1) / step;
-        char ok[1024], addr[1024], base[128], rest[1024];
+        char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16], rest[BK_GPU_VIEW];
         size_t ko = 0;
         bk_gpu_base(em, id, base, sizeof base);
         bk_gpu_line(em, "/* v%d: %s, the prefetch's copies hoisted (coordinate %d follows the loop) */",
@@ -755,7 +792,7 @@ static void pipe_issue_hoisted(BkGpuEm *em, int fr, int id, int dI, const char *
     const IrInstr *in = &f->ins[id];
     const IrParam *p = &f->params[in->param];
     int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
-    char base[128], se[128];
+    char base[BK_GPU_NAME + 16], se[128];
     bk_gpu_base(em, id, base, sizeof base);
     bk_gpu_swz_idx(em, id, "e", se, sizeof se);
     bk_gpu_line(em, "{ /* v%d: %s, hoisted */", id, p->name);
@@ -826,7 +863,7 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bo
         const IrParam *p = &f->params[in->param];
         int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(p->dtype);
         int I = f->views[in->view].ndims - 1;
-        char ok[1024], addr[1024], base[128];
+        char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16];
         bk_gpu_base(em, id, base, sizeof base);
         bk_gpu_line(em, "{ /* v%d: %s */", id, p->name);
         em->indent++;

@@ -209,7 +209,7 @@ void bk_gpu_mma_vset(BkGpuEm *em, int id)
         dsl_buf_printf(em->o, "#endif\n");
         return;
     }
-    char lit[256];
+    char lit[256]; /* a splat constant's literal (bk_gpu_read checks the fit) */
     bk_gpu_read(em, x, "0", lit, sizeof lit);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int blk_r = 0; blk_r < %d; blk_r++) var%d[blk_r] = %s; /* registers */",
@@ -274,7 +274,7 @@ void bk_gpu_mma_store(BkGpuEm *em, int id)
             (pp->assume & IR_ASSUME_ALIGN16) &&
             (pp->dtype == DT_F32 || pp->dtype == DT_F16 || pp->dtype == DT_BF16) ? 2 : 1;
     int I = f->views[in->view].ndims - 1;
-    char ok[1024], addr[1024], m[64], base[128], row[256], col[256], mt[64], nt[64], fi[64];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64], base[BK_GPU_NAME + 16], row[256], col[256], mt[64], nt[64], fi[64];
     const char *st = bk_gpu_stype(pp->dtype);
     if (id == em->tstore) { /* by TMA from a staging tile (gpu_persist.c) */
         bk_gpu_tstore_open(em, id);
@@ -425,7 +425,7 @@ void bk_gpu_mma_value(BkGpuEm *em, int id)
     bk_gpu_to_s(sv, sizeof sv, in->type.dtype, x);
     bk_gpu_line(em, "var%d[blk_r] = %s;", P, sv);
     if (sh && !fb) {
-        char se[300];
+        char se[300]; /* bounded: blk_swz / blk_wgs of idx (< 128) and five numbers */
         bk_gpu_swz_idx(em, id, idx, se, sizeof se);
         bk_gpu_line(em, "v%d[%s] = var%d[blk_r];", id, se, P);
     }
@@ -437,7 +437,7 @@ void bk_gpu_mma_value(BkGpuEm *em, int id)
     bk_gpu_line(em, "}");
     if (fb) { /* the FMA path's copy, fenced by its own barriers (gpu_sync.c
                * does not track it: the tensor-core path never touches it) */
-        char se[300];
+        char se[300]; /* bounded, as above */
         bk_gpu_swz_idx(em, id, idx, se, sizeof se);
         dsl_buf_printf(em->o, "#if !(__CUDA_ARCH__ >= 800)\n");
         bk_gpu_bar(em);

@@ -166,17 +166,17 @@ static void reduce_slice(BkGpuEm *em, int id, const Red *r)
         int gw = G / w, nk = K / c;
         bk_gpu_line(em, "__shared__ %s blk_red%d[%d][%d];", r->t, id, nk, em->nw);
         bk_gpu_line(em, "if (blk_lane == 0)");
-        bk_gpu_line(em, "    for (int blk_k = 0; blk_k < %d; blk_k++) blk_red%d[blk_k][blk_warp] = blk_p[blk_k * %d];",
+        bk_gpu_line(em, "    for (int blk_k = 0; blk_k < %d; blk_k++) BLK_SST(blk_red%d[blk_k][blk_warp]) = blk_p[blk_k * %d];",
                     nk, id, c);
         bk_gpu_sync(em);
         bk_gpu_line(em, "for (int blk_k = 0; blk_k < %d; blk_k++) {", nk);
         em->indent++;
         bk_gpu_line(em, "const int w0 = blk_warp / %d * %d;", gw, gw);
-        bk_gpu_line(em, "%s acc = blk_red%d[blk_k][w0];", r->t, id);
+        bk_gpu_line(em, "%s acc = BLK_SLD(blk_red%d[blk_k][w0]);", r->t, id);
         bk_gpu_line(em, "for (int blk_i = 1; blk_i < %d; blk_i++) {", gw);
         em->indent++;
         char y[96];
-        snprintf(y, sizeof y, "blk_red%d[blk_k][w0 + blk_i]", id);
+        snprintf(y, sizeof y, "BLK_SLD(blk_red%d[blk_k][w0 + blk_i])", id);
         red_step(em, r, y, "0");
         em->indent--;
         bk_gpu_line(em, "}");
@@ -253,19 +253,19 @@ void bk_gpu_emit_reduce(BkGpuEm *em, int id)
         if (r.arg)
             bk_gpu_line(em, "__shared__ int blk_redi%d[%d];", id, em->nw);
         bk_gpu_line(em, "if (blk_lane == 0) {");
-        bk_gpu_line(em, "    blk_red%d[blk_warp] = acc;", id);
+        bk_gpu_line(em, "    BLK_SST(blk_red%d[blk_warp]) = acc;", id);
         if (r.arg)
-            bk_gpu_line(em, "    blk_redi%d[blk_warp] = acci;", id);
+            bk_gpu_line(em, "    BLK_SST(blk_redi%d[blk_warp]) = acci;", id);
         bk_gpu_line(em, "}");
         bk_gpu_sync(em);
-        bk_gpu_line(em, "acc = blk_red%d[0];", id);
+        bk_gpu_line(em, "acc = BLK_SLD(blk_red%d[0]);", id);
         if (r.arg)
-            bk_gpu_line(em, "acci = blk_redi%d[0];", id);
+            bk_gpu_line(em, "acci = BLK_SLD(blk_redi%d[0]);", id);
         bk_gpu_line(em, "for (int w = 1; w < %d; w++) {", em->nw);
         em->indent++;
         char y[64], yi[64];
-        snprintf(y, sizeof y, "blk_red%d[w]", id);
-        snprintf(yi, sizeof yi, "blk_redi%d[w]", id);
+        snprintf(y, sizeof y, "BLK_SLD(blk_red%d[w])", id);
+        snprintf(yi, sizeof yi, "BLK_SLD(blk_redi%d[w])", id);
         red_step(em, &r, y, yi);
         em->indent--;
         bk_gpu_line(em, "}");
@@ -521,7 +521,7 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     ir_view_shape(f, &f->views[in->view], &vt);
     bool has_res = in->type.dtype != DT_VOID;
     bool tile = vt.rank > 0;
-    char ok[1024], addr[1024], m[64] = "", val[64], cmp[64] = "", call[512];
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], m[64] = "", val[64], cmp[64] = "", call[512];
     int mask = in->opnd[2];
     if (mask >= 0)
         snprintf(m, sizeof m, f->ins[mask].type.rank > 0 ? " && BLK_SLD(v%d[e])" : " && v%d",
@@ -547,7 +547,7 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     bk_gpu_line(em, "%s old = %s;", st, call);
     bk_gpu_line(em, "if (%s%s) {", ok, m);
     em->indent++;
-    char base[128];
+    char base[BK_GPU_NAME + 16];
     bk_gpu_base(em, id, base, sizeof base);
     bk_gpu_line(em, "%s *ptr = &%s[%s];", st, base, addr);
     bk_gpu_line(em, in->opnd[3] >= 0 ? "__threadfence_system();" : "__threadfence();");
@@ -582,14 +582,14 @@ void bk_gpu_emit_atomic(BkGpuEm *em, int id)
     if (has_res && tile)
         bk_gpu_line(em, "BLK_SST(v%d[e]) = old;", id);
     else if (has_res)
-        bk_gpu_line(em, "BLK_MEMCPY(&blk_atom%d, &old, sizeof old);", id);
+        bk_gpu_line(em, "BLK_MEMCPY(&BLK_SST(blk_atom%d), &old, sizeof old);", id);
     else
         bk_gpu_line(em, "(void)old;");
     em->indent--;
     bk_gpu_line(em, "}");
     sync(em);
     if (has_res && !tile)
-        bk_gpu_line(em, "BLK_MEMCPY(&v%d, &blk_atom%d, sizeof v%d);", id, id, id);
+        bk_gpu_line(em, "BLK_MEMCPY(&v%d, &BLK_SLD(blk_atom%d), sizeof v%d);", id, id, id);
     if (has_res && !tile)
         sync(em);
 }

@@ -238,7 +238,7 @@ static void issue_one(BkGpuEm *em, int id, int fr, const char *slot, const char 
     const int S = em->wgs[id], P = S / dsl_dtype_bytes(in->type.dtype), R = (int)in->type.shape[0];
     const int C = (int)in->type.shape[1], mt = em->wgl[id] - 1, rb = box_rows(em, id);
     const int r = f->params[in->param].rank, dr = rows_dim(f, id);
-    char r0[1024], c0[1024], x[1024];
+    char r0[BK_GPU_SVAL], c0[BK_GPU_SVAL], x[BK_GPU_SVAL];
     bk_gpu_sval(em, v->d[dr].val, fr, iv, r0, sizeof r0);
     bk_gpu_sval(em, v->d[r - 1].val, fr, iv, c0, sizeof c0);
     bk_gpu_line(em, "{ /* v%d: %s[%d x %d] by TMA, boxes of %d x %d, the %dB swizzle */", id,

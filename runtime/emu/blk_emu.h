@@ -119,7 +119,9 @@ template <typename T, int R> struct BlkTensor; /* gpu_prelude.c defines it */
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-#define __shared__ static /* blocks run one after another: one copy */
+/* blocks run one after another: one copy; in a section of their own, so
+ * that the race check (blk_emu_race.h) knows their bytes as shared */
+#define __shared__ static __attribute__((section("blk_emu_shared")))
 #define __align__(n) __attribute__((aligned(n)))
 #define __restrict__ __restrict
 #define __grid_constant__ /* a kernel parameter (tensor maps) */

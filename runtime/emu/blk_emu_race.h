@@ -60,10 +60,13 @@
  * warps after the retiring wait_group is ordered (each thread's
  * wait_group observes the completion), and one barrier joining the writer
  * with any warp of the warpgroup orders the two.
+ * Static __shared__ variables (blk_emu.h puts them in the section
+ * blk_emu_shared: the reductions' and scalar atomics' cells of the
+ * generated code) are tracked as plain accesses too, as bytes after the
+ * dynamic shared memory (offsets from the next multiple of 16).
  * Not seen: generated accesses not routed through BLK_SLD / BLK_SST
  * (docs/backends.md lists them), hand-written plain accesses, TMA writes
- * (blk_emu_tma.h checks those against wgmma itself), static __shared__
- * arrays (host statics, outside the dynamic shared memory), mbarrier
+ * (blk_emu_tma.h checks those against wgmma itself), mbarrier
  * arrive / wait as an ordering (the generator orders its rings by
  * barriers only; a ring ordered by mbarriers would be reported), memory
  * fences, atomics. Granularity: cp.async, ldmatrix and wgmma reads count
@@ -108,14 +111,23 @@ static unsigned blk_emu_vc[BLK_EMU_RW][BLK_EMU_RW];
 static unsigned blk_emu_rgen;                    /* the block in progress */
 static int blk_emu_rnw;                          /* warps of the launch */
 static long long blk_emu_rbytes;                 /* its dynamic shared memory */
+static long long blk_emu_rstatic;                /* where the static bytes start (16-aligned) */
+static long long blk_emu_rtotal;                 /* that plus the static bytes */
+/* the static __shared__ variables of this module (null without any) */
+extern "C" unsigned char __start_blk_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" unsigned char __stop_blk_emu_shared[] __attribute__((weak, visibility("hidden")));
 
 /* A launch (before any block) and every fresh block (thread 0, between the
  * end barriers): the shadow empty, the clocks at 0. */
 static inline void blk_emu_race_block(const BlkEmuMachine *m)
 {
-    const size_t nc = (size_t)(m->smem_bytes + 15) / 16;
     blk_emu_rnw = m->nwarps;
     blk_emu_rbytes = m->smem_bytes;
+    blk_emu_rstatic = (m->smem_bytes + 15) & ~15LL;
+    blk_emu_rtotal = blk_emu_rstatic;
+    if (__start_blk_emu_shared && __stop_blk_emu_shared > __start_blk_emu_shared)
+        blk_emu_rtotal += (long long)(__stop_blk_emu_shared - __start_blk_emu_shared);
+    const size_t nc = (size_t)(blk_emu_rtotal + 15) / 16;
     if (blk_emu_rc.size() < nc) {
         blk_emu_rc.resize(nc);
         blk_emu_rep.resize(nc * BLK_EMU_RW);
@@ -150,10 +162,10 @@ static inline void blk_emu_race_sync(unsigned mask)
 }
 
 /* The chunk of shared byte offset off, emptied if stale; nullptr outside
- * the block's dynamic shared memory. */
+ * the block's shared memory (dynamic, then static). */
 static inline BlkEmuChunk *blk_emu_race_at(long long off)
 {
-    if (off < 0 || off >= blk_emu_rbytes || (size_t)(off >> 4) >= blk_emu_rc.size())
+    if (off < 0 || off >= blk_emu_rtotal || (size_t)(off >> 4) >= blk_emu_rc.size())
         return nullptr;
     BlkEmuChunk *c = &blk_emu_rc[(size_t)(off >> 4)];
     if (c->gen != blk_emu_rgen) {
@@ -171,14 +183,19 @@ static inline bool blk_emu_race_after(int w, int v, unsigned e) { return w == v 
 [[noreturn]] static void blk_emu_race_fail(const char *kind, int wa, const char *opa, int wb,
                                            const char *opb, long long off, const char *how)
 {
-    char msg[300];
+    char msg[340], at[80];
 #ifdef BLK_EMU_HIP
     const char *model = "HSA / AMDGPU memory model, LDS";
 #else
     const char *model = "PTX ISA memory consistency model";
 #endif
-    snprintf(msg, sizeof msg, "shared-memory race (%s) at shared byte offset %lld: %s of warp %d, "
-             "%s of warp %d, no barrier joining them %s (%s)", kind, off, opa, wa, opb, wb, how,
+    if (off >= blk_emu_rstatic)
+        snprintf(at, sizeof at, "byte %lld of the static __shared__ variables",
+                 off - blk_emu_rstatic);
+    else
+        snprintf(at, sizeof at, "shared byte offset %lld", off);
+    snprintf(msg, sizeof msg, "shared-memory race (%s) at %s: %s of warp %d, "
+             "%s of warp %d, no barrier joining them %s (%s)", kind, at, opa, wa, opb, wb, how,
              model);
     blk_emu_thread_fail(msg);
 }
@@ -339,14 +356,19 @@ static inline void blk_emu_race_wg_retire(long long ch)
 }
 
 /* A plain load (st false) or store of n bytes at p by the running thread:
- * nothing outside the dynamic shared memory. */
+ * nothing outside the shared memory (dynamic, or a static __shared__). */
 static inline void blk_emu_race_plain(const void *p, size_t n, bool st)
 {
-    const long long off0 = (long long)((uintptr_t)p - (uintptr_t)blk_emu_smem_base);
-    if (off0 < 0 || off0 >= blk_emu_rbytes)
-        return;
+    long long off0 = (long long)((uintptr_t)p - (uintptr_t)blk_emu_smem_base), lim = blk_emu_rbytes;
+    if (off0 < 0 || off0 >= blk_emu_rbytes) {
+        const unsigned char *b = (const unsigned char *)p;
+        if (!__start_blk_emu_shared || b < __start_blk_emu_shared || b >= __stop_blk_emu_shared)
+            return;
+        off0 = blk_emu_rstatic + (long long)(b - __start_blk_emu_shared);
+        lim = blk_emu_rtotal;
+    }
     const int a = (int)threadIdx.x / BLK_EMU_WARP;
-    const long long end = std::min(off0 + (long long)n, blk_emu_rbytes);
+    const long long end = std::min(off0 + (long long)n, lim);
     const char *what = st ? "a plain store" : "a plain load";
     for (long long lo = off0; lo < end;) {
         const long long hi = std::min(end, (lo & ~15LL) + 16);

@@ -17,6 +17,10 @@
 #       BLKC_GPU_NOCPLIM32 / NOCPGUARD32
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
+#   bufs    tests/emu/tbufs.blk on cuda-emu and hip-emu against the CPU:
+#       generated expressions longer than the emitters' old fixed buffers
+#       (nested broadcasts of 8-D tiles under a reduction, parameter names
+#       of 256 characters, ring loads with long indices)
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
 #       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
 #       reductions in registers), tcols.blk (slice / flip / cat along the
@@ -61,7 +65,9 @@
 #       hip-emu, -DBLK_EMU_HIP: wavefronts of 64) and run: plain
 #       shared-memory loads / stores across warps (blk_emu_sld / _sst,
 #       the generated BLK_SLD / BLK_SST): RAW, WAR, WAW with and without
-#       barriers, different bytes of one chunk, a tile loop, and (CUDA)
+#       barriers, different bytes of one chunk, a tile loop, static
+#       __shared__ partials and cells (the reductions' blk_redN, scalar
+#       atomics' blk_atomN) with each barrier left out, and (CUDA)
 #       against cp.async / ldmatrix
 #   ws      tests/emu/t_ws.cpp, the same way: named barriers (bar.sync id, n),
 #       setmaxnreg's rules and register pool, the mbarrier arrival hand-off
@@ -121,6 +127,29 @@ CXX=${CXX:-c++}
 command -v "$CXX" >/dev/null 2>&1 || { echo "skip: no C++ compiler"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/blkc-emu.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# lone KERNEL "OUTS" ARGS...: kernel KERNEL of $F on the CPU, cuda-emu and
+# hip-emu (--random --seed=4), outputs OUTS compared within LTOL
+lone() {
+  local k=$1 outs=$2 dev o i; shift 2
+  local oc=()
+  i=0; for o in $outs; do oc+=(--out "$o=$T/c.$((i++)).npy"); done
+  if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 "${oc[@]}" >"$T/log" 2>&1; then
+    echo "FAIL $k on the CPU: $(cat "$T/log")"; fail=1; return
+  fi
+  for dev in cuda-emu hip-emu; do
+    local oe=()
+    i=0; for o in $outs; do oe+=(--out "$o=$T/e.$((i++)).npy"); done
+    if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 --device=$dev "${oe[@]}" >"$T/log" 2>&1; then
+      echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
+    fi
+    i=0; for o in $outs; do
+      "$NPYCMP" "$T/e.$i.npy" "$T/c.$i.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
+        { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
+      i=$((i + 1))
+    done
+    echo "ok $k on $dev"
+  done
+}
 case $MODE in
 wrappers-*)
   if [ "$MODE" = wrappers-hip ]; then defs="-DBLK_EMU_HIP=1 -D__gfx90a__=1"; else defs="-D__CUDA_ARCH__=800"; fi
@@ -320,29 +349,50 @@ debug)
   done
   exit $fail
   ;;
+bufs)
+  # fused expressions longer than the GPU emitters' old fixed buffers
+  # (tests/emu/tbufs.blk, issue 12)
+  fail=0 F=$SRC/tests/emu/tbufs.blk
+  lone tbf_bcast8 O N=3
+  # ring loads with long future indices: correct everywhere, and on
+  # cuda-emu the specialized variant builds (no warning) with B's load in
+  # the ring (idx4: 2 x 1536 copies) or not (idx5: A's 1536 only)
+  LTOL="1e-4 1e-4" lone tbf_ring_idx4 C M=64 N=64 K=96
+  LTOL="1e-4 1e-4" lone tbf_ring_idx5 C M=64 N=64 K=96
+  for k in "tbf_ring_idx4 3072" "tbf_ring_idx5 1536"; do
+    set -- $k
+    "$BLKC" run "$F" --entry="$1" M=64 N=64 K=96 --random --device=cuda-emu --stats >"$T/log" 2>&1
+    if grep -qi warning "$T/log" || ! grep -q "cp.async $2\$" "$T/log"; then
+      echo "FAIL $1 on cuda-emu: wanted no warning and cp.async $2: $(cat "$T/log")"; fail=1
+    else
+      echo "ok $1: cp.async $2"
+    fi
+  done
+  # the tbf_names_* kernels with every parameter X_N renamed to 256
+  # characters (BK_GPU_NAME), then to 257: refused on every GPU target
+  L=$(printf 'n%.0s' $(seq 254))
+  sed -E "s/\b([A-Z])_N\b/\1_$L/g" "$SRC/tests/emu/tbufs.blk" >"$T/names.blk"
+  F=$T/names.blk
+  LTOL="1e-5 1e-5" lone tbf_names_rows "Y_$L S_$L T_$L" B=3 R=5 N=100
+  LTOL="1e-4 1e-4" lone tbf_names_mm "C_$L" M=70 N=40 K=96
+  "$BLKC" run "$F" --entry=tbf_names_mm M=70 N=40 K=96 --random --seed=4 --out "C_$L=$T/c.mm.npy" >"$T/log" 2>&1 &&
+    BLKC_EMU_ARCH=sm_90a "$BLKC" run "$F" --entry=tbf_names_mm M=70 N=40 K=96 --random --seed=4 \
+      --device=cuda-emu --out "C_$L=$T/e.mm.npy" >>"$T/log" 2>&1 &&
+    "$NPYCMP" "$T/e.mm.npy" "$T/c.mm.npy" 1e-4 1e-4 >>"$T/log" 2>&1 ||
+    { echo "FAIL tbf_names_mm on cuda-emu as sm_90a: $(cat "$T/log")"; fail=1; }
+  sed -E "s/\b([A-Z])_N\b/\1_${L}n/g" "$SRC/tests/emu/tbufs.blk" >"$T/long.blk"
+  for t in "cuda --emit=cuda" "cuda --emit=cuda --arch=sm_90a" "hip --emit=hip"; do
+    # shellcheck disable=SC2086
+    if "$BLKC" compile "$T/long.blk" --entry=tbf_names_mm --target=$t >"$T/log" 2>&1 ||
+       ! grep -q "is 257 characters long; the GPU backends take at most 256" "$T/log"; then
+      echo "FAIL a 257-character parameter name, --target=$t: $(cat "$T/log")"; fail=1
+    fi
+  done
+  [ $fail = 0 ] && echo "ok 256-character names run, 257 are refused"
+  exit $fail
+  ;;
 layouts)
   fail=0 F=$SRC/tests/emu/tblocked.blk
-  # KERNEL "OUTS" ARGS...
-  lone() {
-    local k=$1 outs=$2 dev o; shift 2
-    local oc=()
-    for o in $outs; do oc+=(--out "$o=$T/c.$o.npy"); done
-    if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 "${oc[@]}" >"$T/log" 2>&1; then
-      echo "FAIL $k on the CPU: $(cat "$T/log")"; fail=1; return
-    fi
-    for dev in cuda-emu hip-emu; do
-      local oe=()
-      for o in $outs; do oe+=(--out "$o=$T/e.$o.npy"); done
-      if ! timeout 120 "$BLKC" run "$F" --entry="$k" "$@" --random --seed=4 --device=$dev "${oe[@]}" >"$T/log" 2>&1; then
-        echo "FAIL $k on $dev: $(cat "$T/log")"; fail=1; continue
-      fi
-      for o in $outs; do
-        "$NPYCMP" "$T/e.$o.npy" "$T/c.$o.npy" ${LTOL:-1e-5 1e-5} >"$T/cmp" 2>&1 ||
-          { echo "FAIL $k on $dev output $o: $(cat "$T/cmp")"; fail=1; continue 2; }
-      done
-      echo "ok $k on $dev"
-    done
-  }
   lone tblk_tail "Y S" R=3 N=997
   lone tblk_2d "Y Z W RS CS" M=5 N=71
   # SLICE: row reductions in registers (tests/emu/tslice.blk)

@@ -24,7 +24,15 @@
  *     without the second it fails too (the next step's stores race with
  *     the loads of the step before);
  *   - cuda-emu: a plain store and a cp.async / ldmatrix of another warp
- *     in one chunk, unordered, fail; ordered pass.
+ *     in one chunk, unordered, fail; ordered pass;
+ *   - static __shared__ variables (the generated reductions' blk_redN
+ *     and scalar atomics' blk_atomN, in blk_emu.h's section
+ *     blk_emu_shared): a reduction's per-warp partials stored, a barrier,
+ *     read by every warp, a barrier, twice (the loop back edge), and a
+ *     cell stored by thread 0 and read by all, pass and sum right;
+ *     without the barrier after the stores, the back edge's, or the
+ *     cell's, the launch fails naming a byte of the static __shared__
+ *     variables.
  * Exit 0 when every check holds. */
 #include "blk_emu.h"
 #include "emu_check.h"
@@ -290,6 +298,75 @@ static void tile_tests()
     refuse(k_tiles, "shared-memory race (", "a tile loop, no barrier after the loads");
 }
 
+/* ------------------------------------------------ static __shared__ (blk_redN, blk_atomN) */
+
+/* which barrier k_red leaves out: 0 none, 1 after the partials' stores,
+ * 2 the loop back edge's, 3 after the cell's store */
+static int red_drop;
+static float rsum[NW * 64];
+static unsigned long long rcell[NW * 64];
+static void k_red(int)
+{
+    __shared__ float red[NW];
+    __shared__ unsigned long long cell;
+    const int w = warp(), l = lane();
+    float total = 0;
+    for (int step = 0; step < 2; step++) {
+        if (l == 0)
+            BLK_SST(red[w]) = (float)(10 * step + w + 1);
+        if (w != 0)
+            later();
+        if (red_drop != 1)
+            __syncthreads();
+        float acc = BLK_SLD(red[0]);
+        for (int i = 1; i < NW; i++)
+            acc = acc + BLK_SLD(red[i]);
+        total += acc;
+        if (red_drop != 2)
+            __syncthreads();
+    }
+    rsum[threadIdx.x] = total;
+    if (threadIdx.x == 0) {
+        const unsigned long long v = 7;
+        memcpy(&BLK_SST(cell), &v, sizeof v);
+    }
+    if (red_drop != 3)
+        __syncthreads();
+    unsigned long long v;
+    memcpy(&v, &BLK_SLD(cell), sizeof v);
+    rcell[threadIdx.x] = v;
+    __syncthreads();
+}
+/* the launch must fail with both texts in its message */
+static void refuse2(void (*k)(int), const char *want, const char *want2, const char *what)
+{
+    char err[512];
+    int rc = launch(k, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, want) && strstr(err, want2),
+          "%s %s: expected a failure with '%s' ... '%s': rc %d, '%s'", dev, what, want, want2, rc,
+          err);
+}
+static void static_tests()
+{
+    red_drop = 0;
+    run(k_red, "static __shared__ partials and cell, every barrier");
+    float want = 0;
+    for (int step = 0; step < 2; step++)
+        for (int w = 0; w < NW; w++)
+            want += (float)(10 * step + w + 1);
+    for (int t = 0; t < NW * W; t++)
+        CHECK(rsum[t] == want && rcell[t] == 7, "%s static __shared__: thread %d got %g and %llu, "
+              "expected %g and 7", dev, t, rsum[t], rcell[t], want);
+    /* which access fails first follows the fibers' order (warp 0 loads
+     * before warp 1 stores, or warp 3 loads the cell before thread 0
+     * stores it): either kind names the static bytes */
+    static const char *what[] = {"", "no barrier after the partials",
+                                 "no barrier at the back edge", "no barrier after the cell"};
+    for (red_drop = 1; red_drop <= 3; red_drop++)
+        refuse2(k_red, "shared-memory race (", " of the static __shared__ variables: a plain ",
+                what[red_drop]);
+}
+
 #ifndef BLK_EMU_HIP
 /* ------------------------------------------------ with cp.async / ldmatrix (CUDA) */
 
@@ -340,6 +417,7 @@ int main()
     pair_tests();
     byte_tests();
     tile_tests();
+    static_tests();
 #ifndef BLK_EMU_HIP
     mixed_tests();
 #endif

@@ -55,12 +55,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
         }
         __shared__ float blk_red6[4];
         if (blk_lane == 0) {
-            blk_red6[blk_warp] = acc;
+            BLK_SST(blk_red6[blk_warp]) = acc;
         }
         __syncthreads();
-        acc = blk_red6[0];
+        acc = BLK_SLD(blk_red6[0]);
         for (int w = 1; w < 4; w++) {
-            acc = blk_max(acc, blk_red6[w]);
+            acc = blk_max(acc, BLK_SLD(blk_red6[w]));
         }
         v6 = acc;
     }
@@ -97,12 +97,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax(
         }
         __shared__ float blk_red9[4];
         if (blk_lane == 0) {
-            blk_red9[blk_warp] = acc;
+            BLK_SST(blk_red9[blk_warp]) = acc;
         }
         __syncthreads();
-        acc = blk_red9[0];
+        acc = BLK_SLD(blk_red9[0]);
         for (int w = 1; w < 4; w++) {
-            acc = acc + blk_red9[w];
+            acc = acc + BLK_SLD(blk_red9[w]);
         }
         v9 = acc;
     }
