@@ -810,21 +810,6 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
             for (int64_t off = 0; off < K * eb; off += 64)
                 prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
         }
-    if (g->vld[in->opnd[1]] && !cpu_switch(CPU_SW_NOBPF)) {
-        /* B's next K step (rows K .. 2K-1 of the view, the usual loop's
-         * next tile), a few rows per row block, into L2: its rows lie a
-         * large stride apart, which the hardware prefetchers do not
-         * follow, and pack_b would otherwise wait on each from L3 */
-        int64_t nb = Mp / MR, per = (K + nb - 1) / nb;
-        int sb = dsl_dtype_bytes(tb->dtype);
-        LLVMValueRef q0 = LLVMBuildAdd(b, cpu_i64(g, K), LLVMBuildMul(b, li.iv, cpu_i64(g, per), ""), "");
-        for (int64_t q = 0; q < per; q++) {
-            LLVMValueRef p = cpu_gep(g, cpu_mtype(g, tb->dtype), g->val[in->opnd[1]],
-                                     LLVMBuildMul(b, LLVMBuildAdd(b, q0, cpu_i64(g, q), ""), ldb, ""));
-            for (int64_t off = 0; off < N * sb; off += 64)
-                prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
-        }
-    }
     /* BLKC_CPU_PACKA=1 (off by default): an A read in place has its MR
      * rows copied into a sliver (chunks of one cache line per row) reused
      * by every panel, so the micro-kernel addresses all MR rows from one
@@ -848,6 +833,29 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
         alda = cpu_i64(g, K);
     }
     cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, Np / NR));
+    if (g->vld[in->opnd[1]] && !cpu_switch(CPU_SW_NOBPF)) {
+        /* B's next K step (rows K .. 2K-1 of the view, the usual loop's
+         * next tile), a few rows per row block, into L2: its rows lie a
+         * large stride apart, which the hardware prefetchers do not
+         * follow, and pack_b would otherwise wait on each from L3. Each
+         * row's lines are spread over the row block's panels: a row is a
+         * page of its own when the stride is 4 KB or more, and a
+         * prefetch that walks the page table holds up retirement; among a
+         * panel's FMAs the walk is hidden, in a burst of 16 before the
+         * panels it was not (4096x4096x1024: 243-246 ms against 247-251,
+         * benchmarks/README.md round 23) */
+        int64_t nb = Mp / MR, per = (K + nb - 1) / nb;
+        int sb = dsl_dtype_bytes(tb->dtype);
+        int64_t np = Np / NR, lines = (N * sb + 63) / 64, lpp = (lines + np - 1) / np;
+        LLVMValueRef q0 = LLVMBuildAdd(b, cpu_i64(g, K), LLVMBuildMul(b, li.iv, cpu_i64(g, per), ""), "");
+        for (int64_t q = 0; q < per; q++) {
+            LLVMValueRef p = cpu_gep(g, cpu_mtype(g, tb->dtype), g->val[in->opnd[1]],
+                                     LLVMBuildMul(b, LLVMBuildAdd(b, q0, cpu_i64(g, q), ""), ldb, ""));
+            p = cpu_gep(g, g->i8, p, LLVMBuildMul(b, lj.iv, cpu_i64(g, lpp * 64), ""));
+            for (int64_t l = 0; l < lpp; l++)
+                prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, l * 64)));
+        }
+    }
     LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
     LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), "");
     micro(g, As, ai, panel, C, i0, j0, 0, K, alda, cpu_i64(g, NR), aw, ldc, MR, NRV, VW, E, fl);
