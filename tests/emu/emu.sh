@@ -443,7 +443,7 @@ layouts)
            "cuda tsl_online 2 2"; do
     set -- $c
     "$BLKC" compile "$F" --target=$1 --emit=$1 >"$T/src" 2>&1 || { cat "$T/src"; exit 1; }
-    sed -n "/__global__ void __launch_bounds__([0-9]*) $2(/,/^}/p" "$T/src" >"$T/k"
+    sed -n "/__global__ void __launch_bounds__([0-9]*) blk_k_$2(/,/^}/p" "$T/src" >"$T/k"
     nb=$(grep -c '__syncthreads()' "$T/k") ns=$(grep -c 'blk_smem + ' "$T/k")
     if [ "$nb" != "$3" ] || [ "$ns" != "$4" ]; then
       echo "FAIL $1 $2: $nb barriers (want $3), $ns shared tiles (want $4):"; cat "$T/k"; fail=1
@@ -503,10 +503,10 @@ layouts)
     # mask (gpu_split.c) the KV step's body is there twice: 1 + 2 x 5
     BLKC_GPU_NOLOOPSPLIT=1 "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
       { cat "$T/src"; exit 1; }
-    nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
+    nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) blk_k_flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
     "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
       { cat "$T/src"; exit 1; }
-    ns=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
+    ns=$(sed -n '/__global__ void __launch_bounds__([0-9]*) blk_k_flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
     if [ "$nb" != 6 ] || [ "$ns" != 11 ]; then
       echo "FAIL flash_attention $sh: $nb barriers in one loop (want 6), $ns split (want 11)"; fail=1
     else
@@ -705,12 +705,12 @@ wgmma)
     if [ "$nb" != - ] && { ! grep -q "blocks of $nt threads" "$T/elog" || ! grep -q "barriers $nb," "$T/elog"; }; then
       echo "FAIL ws $k $d $e: want $nt threads, $nb barriers: $(grep 'blocks of\|barriers' "$T/elog")"; fail=1
     elif [ "$e" = BLKC_GPU_NOWS=1 ]; then
-      if grep -q 'setmaxnreg\|blk_bar_sync\|blk_te[0-9]' <<<"$kern" || ! grep -q "__launch_bounds__($nt) $k(" "$f"; then
+      if grep -q 'setmaxnreg\|blk_bar_sync\|blk_te[0-9]' <<<"$kern" || ! grep -q "__launch_bounds__($nt) blk_k_$k(" "$f"; then
         echo "FAIL ws $k $d $e: warp-specialized code with BLKC_GPU_NOWS=1"; fail=1
       else
         echo "ok ws $k $d $e: the ring of gpu_tma.c, $nb barriers"
       fi
-    elif ! grep -q "__launch_bounds__($nt, 1) $k(" "$f" ||
+    elif ! grep -q "__launch_bounds__($nt, 1) blk_k_$k(" "$f" ||
          ! grep -q "if (blk_tid >= $c) { /\* the producer warpgroup" "$f" ||
          ! grep -q "blk_setmaxnreg_dec<40>();" "$f" || ! grep -q "blk_setmaxnreg_inc<232>();" "$f" ||
          ! grep -q "blk_mbar_wait_parity(&blk_te[0-9]*\[blk_pj" "$f" ||
