@@ -857,6 +857,11 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
                  "the most is 1024", f->name, f->warps, em->nt);
         return -1;
     }
+    if (strlen(f->name) > BK_GPU_NAME) {
+        snprintf(err, errlen, "kernel name '%.40s...' is %zu characters long; the GPU "
+                 "backends take at most %d", f->name, strlen(f->name), BK_GPU_NAME);
+        return -1;
+    }
     for (int i = 0; i < f->nparams; i++)
         if (strlen(f->params[i].name) > BK_GPU_NAME) {
             snprintf(err, errlen, "kernel %s: parameter name '%.40s...' is %zu characters "

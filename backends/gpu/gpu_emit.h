@@ -29,9 +29,10 @@
 typedef enum { BK_GPU_CUDA, BK_GPU_HIP } BkGpuKind;
 
 #define BK_GPU_EXPR 16384 /* longest generated C expression (fused ops) */
-#define BK_GPU_NAME 256   /* longest parameter name (bk_gpu_em_init
-                             refuses longer ones: p_NAME is in every base,
-                             bounds test and address of a view) */
+#define BK_GPU_NAME 256   /* longest parameter or kernel name
+                             (bk_gpu_em_init refuses longer ones: p_NAME is
+                             in every base, bounds test and address of a
+                             view; blk_k_NAME in the runtime's look-ups) */
 #define BK_GPU_VIEW 4096  /* a view's bounds test or address: IR_MAX_RANK
                              terms of at most 64 + BK_GPU_NAME characters */
 #define BK_GPU_SVAL 4096  /* a ring load's scalar index at a future
