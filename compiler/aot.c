@@ -781,14 +781,16 @@ int aot_gen_cpu(const IrModule *m, const AotOptions *o, const char *prefix,
     gen_prologue(h, c, m, o, prefix, "cpu", "The kernels' machine code "
                  "(assembly from the CPU backend) and their launchers.");
     P(c, "/* ------------------------------------------------------------ code\n"
-         " * Each kernel KERNEL is " BK_KERNEL_PREFIX "NAME__KERNEL (one program instance)\n"
-         " * and " BK_KERNEL_PREFIX "NAME__KERNEL__range (instances first..last-1 of the linearised\n"
-         " * grid), with the CPU kernel ABI of blkc's backends/backend.h. */\n");
+         " * Each kernel KERNEL is " BK_KERNEL_PREFIX "NAME__KERNEL (one program\n"
+         " * instance) and " BK_KERNEL_PREFIX "NAME__KERNEL__range (instances\n"
+         " * first..last-1 of the linearised grid), with the CPU kernel ABI of\n"
+         " * blkc's backends/backend.h. */\n");
     for (int i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
         if (f->is_device)
             continue;
-        P(c, "__attribute__((visibility(\"hidden\"))) void " BK_KERNEL_PREFIX "%s__%s__range(\n"
+        P(c, "__attribute__((visibility(\"hidden\"))) void "
+             BK_KERNEL_PREFIX "%s__%s__range(\n"
              "    void *const *args, int64_t first, int64_t last, "
              "const int32_t *nprog);\n", prefix, f->name);
     }

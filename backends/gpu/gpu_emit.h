@@ -2,8 +2,8 @@
  *
  * Both backends turn Core IR into the same kind of C++ source: one
  * `extern "C" __global__` function per kernel, named blk_k_NAME
- * (BK_KERNEL_PREFIX, backend.h; the runtime looks it up so); tiles in shared memory (each
- * tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
+ * (BK_KERNEL_PREFIX, backend.h; the runtime looks it up so); tiles in
+ * shared memory (each tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
  * them in registers (dot accumulators, gpu_mma.c; blocked tiles, the
  * blocked loop of gpu_emit.c). What differs between CUDA C and HIP C
  * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
@@ -18,8 +18,8 @@
  *   - gridDim = the grid from ir_eval_grid; blockDim.x = warps * warp size
  *     (see bk_gpu_kernel_info); dynamic shared memory = the size reported
  *     by bk_gpu_kernel_info (also in the module as the __constant__ int
- *     `blk_smem_blk_k_<kernel>`); a launch above 48 KiB must raise the kernel's
- *     max dynamic shared memory attribute first.
+ *     `blk_smem_blk_k_<kernel>`); a launch above 48 KiB must raise the
+ *     kernel's max dynamic shared memory attribute first.
  * Cross-file prefix: bk_gpu_ (functions), BkGpu (types). */
 #ifndef BLKC_GPU_EMIT_H
 #define BLKC_GPU_EMIT_H
