@@ -1,6 +1,9 @@
-/* backend.c — the list of code generators; a backend is picked by name. */
+/* backend.c — the list of code generators (a backend is picked by name) and
+ * the kernels' symbols. */
 #include "backend.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const BkBackend *const backends[] = {
@@ -17,4 +20,13 @@ const BkBackend *bk_find(const char *name)
         if (strcmp(backends[i]->name, name) == 0)
             return backends[i];
     return NULL;
+}
+
+char *bk_kernel_sym(const char *name, const char *suffix)
+{
+    size_t n = strlen(BK_KERNEL_PREFIX) + strlen(name) + strlen(suffix) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, BK_KERNEL_PREFIX "%s%s", name, suffix);
+    return s;
 }

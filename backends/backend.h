@@ -10,16 +10,28 @@
 
 #include "../compiler/ir.h"
 
+/* ------------------------------------------------------------ symbols
+ * Every backend names the code of kernel NAME BK_KERNEL_PREFIX NAME
+ * (blk_k_NAME): a kernel may be called memcpy, exp, tanf, printf or main
+ * without meeting the C library, the libm calls LLVM lowers math to, the
+ * GPU compilers' device builtins or the generated code's own blk_*
+ * helpers (none starts with blk_k_). The symbol is for the loaders only:
+ * users see NAME (run output, errors, the C API, AOT launchers). */
+#define BK_KERNEL_PREFIX "blk_k_"
+/* BK_KERNEL_PREFIX NAME SUFFIX, malloc'd (NULL when out of memory) */
+char *bk_kernel_sym(const char *name, const char *suffix);
+
 /* ------------------------------------------------------------ CPU ABI
  * A kernel compiled for the CPU is a C-callable function
- *     void NAME(void *const *args, const int32_t *pid, const int32_t *nprog)
+ *     void SYM(void *const *args, const int32_t *pid, const int32_t *nprog)
+ * (SYM = blk_k_NAME, above)
  * run once per program instance. args[p] points, for parameter p, to
  *   - a BkTensorDesc (tensor params), or
  *   - the scalar's value stored in its own dtype's representation
  *     (i32 as int32_t, f16/bf16 as their 16-bit pattern, bool as uint8_t).
  * pid[0..2] is this instance's program id, nprog[0..2] the grid.
- * Besides NAME, the module defines
- *     void NAME__range(void *const *args, int64_t first, int64_t last,
+ * Besides SYM, the module defines
+ *     void SYM__range(void *const *args, int64_t first, int64_t last,
  *                      const int32_t *nprog)
  * which runs the instances first..last-1 of the linearised grid
  * (linear = pid0 + nprog0 * (pid1 + nprog1 * pid2)) in order; the runtime's

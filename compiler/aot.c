@@ -699,8 +699,9 @@ static void gen_asm(DslBuf *c, const IrModule *m, const char *prefix,
         const IrFunc *f = m->funcs[i2];
         if (f->is_device)
             continue;
-        P(c, "    \"\\t.hidden\\t%s__%s\\n\"\n", prefix, f->name);
-        P(c, "    \"\\t.hidden\\t%s__%s__range\\n\"\n", prefix, f->name);
+        P(c, "    \"\\t.hidden\\t" BK_KERNEL_PREFIX "%s__%s\\n\"\n", prefix, f->name);
+        P(c, "    \"\\t.hidden\\t" BK_KERNEL_PREFIX "%s__%s__range\\n\"\n", prefix,
+          f->name);
     }
     P(c, "    \".popsection\\n\");\n");
 }
@@ -752,7 +753,8 @@ static int gen_launcher_cpu(DslBuf *c, const IrFunc *f, const AotOptions *o,
     if (!f->nparams)
         P(c, "NULL");
     P(c, "};\n");
-    P(c, "    return blkc_rt_cpu_launch(kernel, %s__%s__range, args, grid, opts);\n",
+    P(c, "    return blkc_rt_cpu_launch(kernel, " BK_KERNEL_PREFIX "%s__%s__range, args, "
+         "grid, opts);\n",
       prefix, f->name);
     P(c, "}\n");
     return 0;
@@ -779,14 +781,16 @@ int aot_gen_cpu(const IrModule *m, const AotOptions *o, const char *prefix,
     gen_prologue(h, c, m, o, prefix, "cpu", "The kernels' machine code "
                  "(assembly from the CPU backend) and their launchers.");
     P(c, "/* ------------------------------------------------------------ code\n"
-         " * Each kernel KERNEL is NAME__KERNEL (one program instance) and\n"
-         " * NAME__KERNEL__range (instances first..last-1 of the linearised\n"
-         " * grid), with the CPU kernel ABI of blkc's backends/backend.h. */\n");
+         " * Each kernel KERNEL is " BK_KERNEL_PREFIX "NAME__KERNEL (one program\n"
+         " * instance) and " BK_KERNEL_PREFIX "NAME__KERNEL__range (instances\n"
+         " * first..last-1 of the linearised grid), with the CPU kernel ABI of\n"
+         " * blkc's backends/backend.h. */\n");
     for (int i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
         if (f->is_device)
             continue;
-        P(c, "__attribute__((visibility(\"hidden\"))) void %s__%s__range(\n"
+        P(c, "__attribute__((visibility(\"hidden\"))) void "
+             BK_KERNEL_PREFIX "%s__%s__range(\n"
              "    void *const *args, int64_t first, int64_t last, "
              "const int32_t *nprog);\n", prefix, f->name);
     }
@@ -958,7 +962,8 @@ int aot_write(const IrModule *m, const AotOptions *o, char *err, size_t errlen)
         rc = aot_gen_cuda(m, &oo, prefix, code.data, code.len, &h, &c, err,
                           errlen);
     } else {
-        /* compile a view of m whose kernels are named PREFIX__KERNEL */
+        /* compile a view of m whose kernels are named PREFIX__KERNEL (the
+         * backend's symbols blk_k_PREFIX__KERNEL) */
         copies = calloc((size_t)m->nfuncs, sizeof *copies);
         ptrs = calloc((size_t)m->nfuncs, sizeof *ptrs);
         names = calloc((size_t)m->nfuncs, sizeof *names);

@@ -4,8 +4,9 @@
  * and link only libblkc_runtime (include/blkc/blkc_runtime.h).
  *
  * CPU: the kernels' x86-64/AArch64 assembly from the CPU backend inside a
- * top-level __asm__ block (symbols NAME__KERNEL, NAME__KERNEL__range, local
- * labels renamed so several AOT files can be linked together).
+ * top-level __asm__ block (symbols blk_k_NAME__KERNEL,
+ * blk_k_NAME__KERNEL__range, local labels renamed so several AOT files can
+ * be linked together).
  * CUDA: the cubin (PTX for compute_XX archs) as a byte array, launched with
  * the driver API that libblkc_runtime loads with dlopen.
  * Cross-file prefix: aot_ (functions), Aot (types). docs/aot.md. */

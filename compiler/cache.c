@@ -392,10 +392,14 @@ int jc_code_load(const void *obj, size_t len, const IrModule *m,
         }
         if (f->is_device)
             continue;
-        char rn[512];
-        snprintf(rn, sizeof rn, "%s__range", f->name);
+        char *rn = bk_kernel_sym(f->name, "__range");
+        if (!rn) {
+            jc_code_free(c);
+            return snprintf(err, errlen, "out of memory"), -1;
+        }
         LLVMOrcExecutorAddress a = 0;
         e = LLVMOrcLLJITLookup(c->jit, &a, rn);
+        free(rn);
         if (e) {
             cpu_lljit_error(e, c->jit_error, "jit cache: linking the object", err,
                             errlen);

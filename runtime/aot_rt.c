@@ -319,8 +319,14 @@ RT_API int blkc_rt_cuda_launch(blkc_rt_cuda_image *img, const char *kernel,
     }
     CUmodule mod = l->mod;
     pthread_mutex_unlock(&cu_lock);
+    /* the kernel's symbol is blk_k_NAME (BK_KERNEL_PREFIX of blkc's
+     * backends/backend.h); images from before it are NAME */
     CUfunction fn;
-    r = cu.ModuleGetFunction(&fn, mod, kernel);
+    char sym[320];
+    snprintf(sym, sizeof sym, "blk_k_%s", kernel);
+    r = cu.ModuleGetFunction(&fn, mod, sym);
+    if (r != 0)
+        r = cu.ModuleGetFunction(&fn, mod, kernel);
     if (r != 0)
         return cu_fail(kernel, "cuModuleGetFunction", r);
     if (smem_bytes > 48 * 1024) {

@@ -386,7 +386,7 @@ struct EmuFn {
     EmuMod *m;
     EmuFn *next;
     void *entry;
-    char sym[200];
+    char sym[320];             /* blk_emu_entry_SYM, SYM = blk_k_NAME */
 };
 
 static void mod_free(EmuMod *m)
@@ -544,7 +544,7 @@ static int e_function(void *dev, void *mod, const char *name, long long smem,
         return -1;
     }
     snprintf(f->sym, sizeof f->sym, "blk_emu_entry_%s", name);
-    char line[240];
+    char line[320];
     snprintf(line, sizeof line, "\nBLK_EMU_ENTRY(%s)\n", name);
     if (m->lib ? !(f->entry = dlsym(m->lib, f->sym)) : !strstr(m->image, line)) {
         free(f);

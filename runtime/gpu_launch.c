@@ -229,6 +229,14 @@ blkc_status rt_gpu_download(RtGpu *g, void *dst, uint64_t src, size_t bytes,
 
 /* ------------------------------------------------------------ modules */
 
+/* f's symbol in its module, blk_k_NAME (backend.h), in sym; the emitter
+ * refused names longer than BK_GPU_NAME */
+static const char *ksym(const IrFunc *f, char sym[BK_GPU_NAME + 16])
+{
+    snprintf(sym, BK_GPU_NAME + 16, BK_KERNEL_PREFIX "%s", f->name);
+    return sym;
+}
+
 static bool absent(const char *msg)
 {
     return strstr(msg, "not found") != NULL;
@@ -248,7 +256,8 @@ static blkc_status emu_image(RtGpu *g, const IrModule *m, DslBuf *img,
     char line[300];
     for (int i = 0; i < m->nfuncs; i++)
         if (!m->funcs[i]->is_device) {
-            snprintf(line, sizeof line, "\nBLK_EMU_ENTRY(%s)\n", m->funcs[i]->name);
+            snprintf(line, sizeof line, "\nBLK_EMU_ENTRY(" BK_KERNEL_PREFIX "%s)\n",
+                     m->funcs[i]->name);
             dsl_buf_put(img, line, strlen(line));
         }
     return img->oom ? rt_fail(BLKC_ERR_NOMEM, err, errlen, "out of memory")
@@ -339,6 +348,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
                                                           : &bk_gpu_cuda_dialect;
     blkc_status st = BLKC_OK;
     bool any = false, ranks = false;
+    char sym[BK_GPU_NAME + 16];
     for (int i = 0; i < m->nfuncs && st == BLKC_OK; i++) {
         const IrFunc *f = m->funcs[i];
         if (f->is_device)
@@ -366,7 +376,7 @@ blkc_status rt_gpu_module_load(RtGpu *g, const IrModule *m,
         st = BLKC_ERR_RUNTIME;
     dsl_buf_free(&img);
     for (int i = 0; i < gm->nk && st == BLKC_OK; i++)
-        if (g->ops->function(g->dev, gm->mod, gm->k[i].f->name,
+        if (g->ops->function(g->dev, gm->mod, ksym(gm->k[i].f, sym),
                              gm->k[i].ki.smem_bytes, &gm->k[i].fn, err, errlen))
             st = BLKC_ERR_RUNTIME;
     if (st == BLKC_OK && ranks)
@@ -791,7 +801,7 @@ static RtGpuVariant *variant_compile(RtGpuModule *gm, const RtGpuKernel *k,
     v->func.params = v->params;
     const BkGpuDialect *dl = g->target == BLKC_TARGET_HIP ? &bk_gpu_hip_dialect
                                                           : &bk_gpu_cuda_dialect;
-    char e[1024] = "";
+    char e[1024] = "", sym[BK_GPU_NAME + 16];
     IrFunc *fp = &v->func;
     IrModule view;
     memset(&view, 0, sizeof view);
@@ -813,7 +823,7 @@ static RtGpuVariant *variant_compile(RtGpuModule *gm, const RtGpuKernel *k,
         st = BLKC_ERR_RUNTIME;
     dsl_buf_free(&img);
     if (st == BLKC_OK &&
-        g->ops->function(g->dev, v->mod, f->name, v->ki.smem_bytes, &v->fn,
+        g->ops->function(g->dev, v->mod, ksym(f, sym), v->ki.smem_bytes, &v->fn,
                          err, errlen))
         st = BLKC_ERR_RUNTIME;
     if (st != BLKC_OK) {

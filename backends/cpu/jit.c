@@ -423,17 +423,20 @@ int bk_cpu_jit(const IrModule *m, const BkOptions *o, BkCpuModule **out,
             }
             continue;
         }
-        char rn[512];
         LLVMOrcExecutorAddress a1 = 0, a2 = 0;
-        snprintf(rn, sizeof rn, "%s__range", name);
+        char *sym = bk_kernel_sym(name, ""), *rn = bk_kernel_sym(name, "__range");
         cm->names[i] = strdup(name);
-        if (!cm->names[i]) {
+        if (!sym || !rn || !cm->names[i]) {
+            free(sym);
+            free(rn);
             snprintf(err, errlen, "cpu backend: out of memory");
             goto fail;
         }
-        e = LLVMOrcLLJITLookup(cm->jit, &a1, name);
+        e = LLVMOrcLLJITLookup(cm->jit, &a1, sym);
         if (!e)
             e = LLVMOrcLLJITLookup(cm->jit, &a2, rn);
+        free(sym);
+        free(rn);
         if (e) {
             cpu_lljit_error(e, cm->jit_error, "cpu backend: compiling", err, errlen);
             goto fail;

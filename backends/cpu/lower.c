@@ -872,15 +872,17 @@ static void gen_prologue(CpuGen *g)
     }
 }
 
-static void gen_range_fn(CpuGen *g, LLVMTypeRef kty)
+static int gen_range_fn(CpuGen *g, LLVMTypeRef kty)
 {
     LLVMBuilderRef b = g->b;
-    char name[512];
-    snprintf(name, sizeof name, "%s__range", g->f->name);
+    char *name = bk_kernel_sym(g->f->name, "__range");
+    if (!name)
+        return cpu_fail(g, "out of memory");
     LLVMTypeRef pt[4] = {LLVMPointerType(g->ptr, 0), g->i64, g->i64,
                          LLVMPointerType(g->i32, 0)};
     LLVMValueRef kfn = g->fn;
     g->fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->vd, pt, 4, 0));
+    free(name);
     g->entry = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "start");
     LLVMPositionBuilderAtEnd(b, start);
@@ -909,6 +911,7 @@ static void gen_range_fn(CpuGen *g, LLVMTypeRef kty)
     LLVMBuildRetVoid(b);
     LLVMPositionBuilderAtEnd(b, g->entry);
     LLVMBuildBr(b, start);
+    return 0;
 }
 
 /* Target attributes of a kernel function. With AVX-512 the loop vectorizer
@@ -964,7 +967,13 @@ static int gen_func(CpuGen *g)
     LLVMTypeRef pt[3] = {LLVMPointerType(g->ptr, 0), LLVMPointerType(g->i32, 0),
                          LLVMPointerType(g->i32, 0)};
     LLVMTypeRef kty = LLVMFunctionType(g->vd, pt, 3, 0);
-    g->fn = LLVMAddFunction(g->mod, f->name, kty);
+    char *sym = bk_kernel_sym(f->name, ""); /* not libm's tanf, say (backend.h) */
+    if (!sym) {
+        cpu_fail(g, "out of memory");
+        goto done;
+    }
+    g->fn = LLVMAddFunction(g->mod, sym, kty);
+    free(sym);
     set_fn_attrs(g);
     g->entry = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "start");
@@ -979,7 +988,8 @@ static int gen_func(CpuGen *g)
     LLVMBuildRetVoid(g->b);
     LLVMPositionBuilderAtEnd(g->b, g->entry);
     LLVMBuildBr(g->b, body);
-    gen_range_fn(g, kty);
+    if (gen_range_fn(g, kty))
+        goto done;
     rc = 0;
 done:
     free(g->val);

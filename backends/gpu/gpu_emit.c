@@ -744,20 +744,22 @@ static void emit_func(BkGpuEm *em)
     else
         bk_gpu_line(em, "// gridDim = the grid of ir_eval_grid, dynamic shared memory = %lld bytes",
                     em->smem);
-    bk_gpu_line(em, "extern \"C\" __constant__ int blk_smem_%s = %lld;", f->name,
-                em->smem);
+    /* the symbols are blk_k_NAME (backend.h): no clash with the C library,
+     * the device builtins or the prelude, whatever the kernel's name */
+    bk_gpu_line(em, "extern \"C\" __constant__ int blk_smem_" BK_KERNEL_PREFIX "%s = %lld;",
+                f->name, em->smem);
     bk_gpu_wgmma_decls(em);
     DslBuf *o = em->o;
     int mb = bk_gpu_minblocks();
     if (mb > 1 && em->dl->kind == BK_GPU_CUDA) /* registers capped for mb blocks per SM */
-        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(",
-                       em->nt, mb, f->name);
+        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) "
+                       BK_KERNEL_PREFIX "%s(", em->nt, mb, f->name);
     else if (em->ws) /* setmaxnreg needs the count at entry fixed: one block per SM */
-        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, 1) %s(",
-                       bk_gpu_threads(em), f->name);
+        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, 1) "
+                       BK_KERNEL_PREFIX "%s(", bk_gpu_threads(em), f->name);
     else
-        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(",
-                       em->nt, f->name);
+        dsl_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) "
+                       BK_KERNEL_PREFIX "%s(", em->nt, f->name);
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
         if (i)
@@ -853,6 +855,11 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     if (em->nt > 1024) {
         snprintf(err, errlen, "kernel %s: warps(%d) gives %d threads per block; "
                  "the most is 1024", f->name, f->warps, em->nt);
+        return -1;
+    }
+    if (strlen(f->name) > BK_GPU_NAME) {
+        snprintf(err, errlen, "kernel name '%.40s...' is %zu characters long; the GPU "
+                 "backends take at most %d", f->name, strlen(f->name), BK_GPU_NAME);
         return -1;
     }
     for (int i = 0; i < f->nparams; i++)

@@ -1,8 +1,9 @@
 /* gpu_emit.h — the GPU C emitter shared by the CUDA and HIP backends.
  *
  * Both backends turn Core IR into the same kind of C++ source: one
- * `extern "C" __global__` function per kernel; tiles in shared memory (each
- * tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
+ * `extern "C" __global__` function per kernel, named blk_k_NAME
+ * (BK_KERNEL_PREFIX, backend.h; the runtime looks it up so); tiles in
+ * shared memory (each tile op a block-strided loop) unless the layout pass (gpu_layouts.c) puts
  * them in registers (dot accumulators, gpu_mma.c; blocked tiles, the
  * blocked loop of gpu_emit.c). What differs between CUDA C and HIP C
  * (headers, half types, shuffles, warp size, the tensor-core path of `dot`)
@@ -17,8 +18,8 @@
  *   - gridDim = the grid from ir_eval_grid; blockDim.x = warps * warp size
  *     (see bk_gpu_kernel_info); dynamic shared memory = the size reported
  *     by bk_gpu_kernel_info (also in the module as the __constant__ int
- *     `blk_smem_<kernel>`); a launch above 48 KiB must raise the kernel's
- *     max dynamic shared memory attribute first.
+ *     `blk_smem_blk_k_<kernel>`); a launch above 48 KiB must raise the
+ *     kernel's max dynamic shared memory attribute first.
  * Cross-file prefix: bk_gpu_ (functions), BkGpu (types). */
 #ifndef BLKC_GPU_EMIT_H
 #define BLKC_GPU_EMIT_H
@@ -28,9 +29,10 @@
 typedef enum { BK_GPU_CUDA, BK_GPU_HIP } BkGpuKind;
 
 #define BK_GPU_EXPR 16384 /* longest generated C expression (fused ops) */
-#define BK_GPU_NAME 256   /* longest parameter name (bk_gpu_em_init
-                             refuses longer ones: p_NAME is in every base,
-                             bounds test and address of a view) */
+#define BK_GPU_NAME 256   /* longest parameter or kernel name
+                             (bk_gpu_em_init refuses longer ones: p_NAME is
+                             in every base, bounds test and address of a
+                             view; blk_k_NAME in the runtime's look-ups) */
 #define BK_GPU_VIEW 4096  /* a view's bounds test or address: IR_MAX_RANK
                              terms of at most 64 + BK_GPU_NAME characters */
 #define BK_GPU_SVAL 4096  /* a ring load's scalar index at a future

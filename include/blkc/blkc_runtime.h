@@ -122,7 +122,8 @@ typedef struct blkc_rt_cuda_image {
 } blkc_rt_cuda_image;
 
 /* Load img into the current CUDA context (or device 0's primary context,
- * made current, when there is none) once, then launch `kernel` with
+ * made current, when there is none) once, then launch `kernel` (the
+ * kernel's .blk name; its symbol in the image is blk_k_NAME) with
  * blockDim.x = threads and smem_bytes of dynamic shared memory on
  * opts->stream. params[i] points at kernel parameter i. Asynchronous like
  * cuLaunchKernel. BLKC_RT_ERR_UNSUPPORTED when libcuda.so.1 is absent. */

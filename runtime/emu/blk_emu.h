@@ -1004,8 +1004,9 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
 /* 1024-byte aligned on a GPU; here addresses are offsets from the base */
 #define BLK_DYNAMIC_SMEM_1K(name) BLK_DYNAMIC_SMEM(name)
 
-/* The entry point runtime/gpu_emu.c calls for kernel `name` (gpu_launch.c
- * appends one line per kernel to the module text). */
+/* The entry point runtime/gpu_emu.c calls for the kernel whose symbol is
+ * `name` (blk_k_NAME, backends/backend.h; gpu_launch.c appends one line
+ * per kernel to the module text). */
 #define BLK_EMU_ENTRY(name)                                                              \
     extern "C" int blk_emu_entry_##name(const long long grid[3], int threads,            \
                                         long long smem, void **params, BlkEmuStats *st,  \

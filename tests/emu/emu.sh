@@ -21,6 +21,11 @@
 #       generated expressions longer than the emitters' old fixed buffers
 #       (nested broadcasts of 8-D tiles under a reduction, parameter names
 #       of 256 characters, ring loads with long indices)
+#   knames  tests/gpu/data/knames.blk (kernels named memcpy, tanf, printf,
+#       main, int, BlkTensor, threads, addr, ...) through blkc run on the
+#       CPU, cuda-emu and hip-emu; run output, --stats and a refusal name
+#       the kernel as written, the CUDA C defines blk_k_NAME; a kernel name
+#       of 256 characters runs, 257 are refused
 #   layouts   tests/emu/tblocked.blk (BLOCKED register tiles with tails,
 #       the SHARED fallback) and tests/emu/tslice.blk (SLICE: row
 #       reductions in registers), tcols.blk (slice / flip / cat along the
@@ -391,6 +396,47 @@ bufs)
   [ $fail = 0 ] && echo "ok 256-character names run, 257 are refused"
   exit $fail
   ;;
+knames)
+  # kernels named like the C library, libm, device builtins, C++ keywords
+  # and the prelude (tests/gpu/data/knames.blk, issue 12) through blkc run:
+  # the code is blk_k_NAME (backends/backend.h), the user sees NAME
+  fail=0 F=$SRC/tests/gpu/data/knames.blk
+  for k in memcpy tanf printf free main int BlkTensor threads; do
+    LTOL="1e-6 1e-5" lone $k Y N=300
+  done
+  LTOL="1e-4 1e-4" lone addr C M=70 N=40 K=48
+  for dev in cuda-emu hip-emu; do
+    "$BLKC" run "$F" --entry=printf N=300 --random --device=$dev --stats >"$T/log" 2>&1 || {
+      echo "FAIL printf --stats on $dev: $(cat "$T/log")"; fail=1; continue; }
+    if ! grep -q "^printf: grid (2, 1, 1)" "$T/log" || ! grep -q "^printf: stats: 2 blocks" "$T/log" ||
+       grep -q blk_k_ "$T/log"; then
+      echo "FAIL printf on $dev: the output should name the kernel printf: $(cat "$T/log")"; fail=1
+    fi
+  done
+  "$BLKC" run "$F" --entry=addr -D BM=256 -D BN=256 -D BK=64 M=64 N=64 K=64 --random \
+    --device=hip-emu >"$T/log" 2>&1
+  grep -q "kernel addr needs [0-9]* bytes of shared memory" "$T/log" ||
+    { echo "FAIL the shared-memory refusal should name the kernel addr: $(cat "$T/log")"; fail=1; }
+  "$BLKC" compile "$F" --target=cuda --emit=cuda >"$T/src" 2>&1 || { cat "$T/src"; exit 1; }
+  grep -q '^extern "C" __global__ void __launch_bounds__(128) blk_k_memcpy($' "$T/src" &&
+    grep -q '^extern "C" __constant__ int blk_smem_blk_k_memcpy = 0;$' "$T/src" ||
+    { echo "FAIL the CUDA C should define blk_k_memcpy and blk_smem_blk_k_memcpy"; fail=1; }
+  # a kernel name of 256 characters (BK_GPU_NAME) runs; 257 are refused
+  L=k$(printf 'n%.0s' $(seq 255))
+  sed "s/^kernel memcpy</kernel $L</" "$F" >"$T/names.blk"
+  F=$T/names.blk
+  lone "$L" Y N=300
+  sed "s/^kernel memcpy</kernel ${L}n</" "$SRC/tests/gpu/data/knames.blk" >"$T/long.blk"
+  for t in "cuda --emit=cuda" "hip --emit=hip"; do
+    # shellcheck disable=SC2086
+    if "$BLKC" compile "$T/long.blk" --target=$t >"$T/log" 2>&1 ||
+       ! grep -q "kernel name 'knnn.*' is 257 characters long; the GPU backends take at most 256" "$T/log"; then
+      echo "FAIL a 257-character kernel name, --target=$t: $(cat "$T/log")"; fail=1
+    fi
+  done
+  [ $fail = 0 ] && echo "ok user names shown, blk_k_ symbols, 256-character kernel names run, 257 refused"
+  exit $fail
+  ;;
 layouts)
   fail=0 F=$SRC/tests/emu/tblocked.blk
   lone tblk_tail "Y S" R=3 N=997
@@ -443,7 +489,7 @@ layouts)
            "cuda tsl_online 2 2"; do
     set -- $c
     "$BLKC" compile "$F" --target=$1 --emit=$1 >"$T/src" 2>&1 || { cat "$T/src"; exit 1; }
-    sed -n "/__global__ void __launch_bounds__([0-9]*) $2(/,/^}/p" "$T/src" >"$T/k"
+    sed -n "/__global__ void __launch_bounds__([0-9]*) blk_k_$2(/,/^}/p" "$T/src" >"$T/k"
     nb=$(grep -c '__syncthreads()' "$T/k") ns=$(grep -c 'blk_smem + ' "$T/k")
     if [ "$nb" != "$3" ] || [ "$ns" != "$4" ]; then
       echo "FAIL $1 $2: $nb barriers (want $3), $ns shared tiles (want $4):"; cat "$T/k"; fail=1
@@ -503,10 +549,10 @@ layouts)
     # mask (gpu_split.c) the KV step's body is there twice: 1 + 2 x 5
     BLKC_GPU_NOLOOPSPLIT=1 "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
       { cat "$T/src"; exit 1; }
-    nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
+    nb=$(sed -n '/__global__ void __launch_bounds__([0-9]*) blk_k_flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
     "$BLKC" compile "$SRC/examples/flash_attention.blk" $sh --target=cuda --emit=cuda >"$T/src" 2>&1 ||
       { cat "$T/src"; exit 1; }
-    ns=$(sed -n '/__global__ void __launch_bounds__([0-9]*) flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
+    ns=$(sed -n '/__global__ void __launch_bounds__([0-9]*) blk_k_flash_attention(/,/^}/p' "$T/src" | grep -c '__syncthreads()')
     if [ "$nb" != 6 ] || [ "$ns" != 11 ]; then
       echo "FAIL flash_attention $sh: $nb barriers in one loop (want 6), $ns split (want 11)"; fail=1
     else
@@ -705,12 +751,12 @@ wgmma)
     if [ "$nb" != - ] && { ! grep -q "blocks of $nt threads" "$T/elog" || ! grep -q "barriers $nb," "$T/elog"; }; then
       echo "FAIL ws $k $d $e: want $nt threads, $nb barriers: $(grep 'blocks of\|barriers' "$T/elog")"; fail=1
     elif [ "$e" = BLKC_GPU_NOWS=1 ]; then
-      if grep -q 'setmaxnreg\|blk_bar_sync\|blk_te[0-9]' <<<"$kern" || ! grep -q "__launch_bounds__($nt) $k(" "$f"; then
+      if grep -q 'setmaxnreg\|blk_bar_sync\|blk_te[0-9]' <<<"$kern" || ! grep -q "__launch_bounds__($nt) blk_k_$k(" "$f"; then
         echo "FAIL ws $k $d $e: warp-specialized code with BLKC_GPU_NOWS=1"; fail=1
       else
         echo "ok ws $k $d $e: the ring of gpu_tma.c, $nb barriers"
       fi
-    elif ! grep -q "__launch_bounds__($nt, 1) $k(" "$f" ||
+    elif ! grep -q "__launch_bounds__($nt, 1) blk_k_$k(" "$f" ||
          ! grep -q "if (blk_tid >= $c) { /\* the producer warpgroup" "$f" ||
          ! grep -q "blk_setmaxnreg_dec<40>();" "$f" || ! grep -q "blk_setmaxnreg_inc<232>();" "$f" ||
          ! grep -q "blk_mbar_wait_parity(&blk_te[0-9]*\[blk_pj" "$f" ||

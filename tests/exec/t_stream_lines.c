@@ -174,8 +174,8 @@ int main(void)
     bool x86avx = false;
 #endif
     if (ir && x86avx) {
-        const char *cp = strstr(ir, "@copy(");
-        const char *bp = strstr(ir, "@blocks(");
+        const char *cp = strstr(ir, "@blk_k_copy(");
+        const char *bp = strstr(ir, "@blk_k_blocks(");
         h_ok(cp && strstr(cp, "!nontemporal") && !strstr(cp, "alloca [256 x float]"),
              "copy: streamed without the window buffer");
         h_ok(bp && strstr(bp, "!nontemporal") && !strstr(bp, "alloca [256 x float]"),

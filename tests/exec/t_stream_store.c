@@ -149,7 +149,7 @@ int main(void)
         int nt = 0;
         for (const char *p = ir; (p = strstr(p, "!nontemporal")); p++)
             nt++;
-        const char *sm = strstr(ir, "@small(");
+        const char *sm = strstr(ir, "@blk_k_small(");
 #if defined(__x86_64__) && defined(__GNUC__)
         bool x86avx = __builtin_cpu_supports("avx");
 #else

@@ -427,10 +427,11 @@ static int fake_spin_rank(const FakeRankCtx *rcp)
     return fake_in_list("FAKE_GPU_SPIN_RANK", rc.rank);
 }
 
+/* name is the kernel's symbol, blk_k_NAME (backends/backend.h) */
 static int fake_is_wait_kernel(const char *name)
 {
     const char *w = getenv("FAKE_GPU_WAIT_KERNEL");
-    return w && *w && !strcmp(w, name);
+    return w && *w && !strncmp(name, "blk_k_", 6) && !strcmp(w, name + 6);
 }
 
 static int fake_waiting; /* ranks inside fake_wait_kernel's wait (atomic) */

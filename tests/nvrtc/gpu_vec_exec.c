@@ -130,7 +130,9 @@ static int run(const char *name, int stages, Tens *t, int nt, unsigned gx,
         printf("FAIL %s: %s\n", name, err);
         goto out;
     }
-    if (cu.ModuleLoadData(&mod, bin.data) || cu.ModuleGetFunction(&fn, mod, name) ||
+    char sym[300];
+    snprintf(sym, sizeof sym, BK_KERNEL_PREFIX "%s", name); /* backend.h */
+    if (cu.ModuleLoadData(&mod, bin.data) || cu.ModuleGetFunction(&fn, mod, sym) ||
         (ki.smem_bytes > 48 * 1024 &&
          cu.FuncSetAttribute(fn, 8, (int)ki.smem_bytes))) { /* MAX_DYNAMIC_SHARED */
         printf("FAIL %s: module load\n", name);

@@ -1,7 +1,7 @@
 // kernel softmax (.blk line 0): blockDim.x = 256 (4 warps of 64),
 // gridDim = the grid of ir_eval_grid, dynamic shared memory = 0 bytes
-extern "C" __constant__ int blk_smem_softmax = 0;
-extern "C" __global__ void __launch_bounds__(256) softmax(
+extern "C" __constant__ int blk_smem_blk_k_softmax = 0;
+extern "C" __global__ void __launch_bounds__(256) blk_k_softmax(
     BlkTensor<float, 2> p_X,
     BlkTensor<float, 2> p_Y)
 {

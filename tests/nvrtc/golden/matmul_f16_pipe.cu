@@ -1,7 +1,7 @@
 // kernel matmul_f16 (.blk line 0): blockDim.x = 128 (4 warps of 32),
 // gridDim = the grid of ir_eval_grid, dynamic shared memory = 24576 bytes
-extern "C" __constant__ int blk_smem_matmul_f16 = 24576;
-extern "C" __global__ void __launch_bounds__(128) matmul_f16(
+extern "C" __constant__ int blk_smem_blk_k_matmul_f16 = 24576;
+extern "C" __global__ void __launch_bounds__(128) blk_k_matmul_f16(
     BlkTensor<blk_f16, 2> p_A,
     BlkTensor<blk_f16, 2> p_B,
     BlkTensor<blk_f16, 2> p_C)

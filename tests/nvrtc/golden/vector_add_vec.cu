@@ -1,7 +1,7 @@
 // kernel vector_add (.blk line 0): blockDim.x = 128 (4 warps of 32),
 // gridDim = the grid of ir_eval_grid, dynamic shared memory = 0 bytes
-extern "C" __constant__ int blk_smem_vector_add = 0;
-extern "C" __global__ void __launch_bounds__(128) vector_add(
+extern "C" __constant__ int blk_smem_blk_k_vector_add = 0;
+extern "C" __global__ void __launch_bounds__(128) blk_k_vector_add(
     BlkTensor<float, 1> p_X,
     BlkTensor<float, 1> p_Y,
     BlkTensor<float, 1> p_Z)
