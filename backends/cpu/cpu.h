@@ -30,7 +30,7 @@
     X(NOREMAT, "a cheap elementwise value with several users is stored once, not recomputed in each (fuse.c)") \
     X(NOPREFETCH, "no prefetch of the next program's in-place tile (fuse.c)") \
     X(NOALIAS, "a RESHAPE copies its tile and a var read by STOREs alone is copied first (tile.c, lower.c)") \
-    X(NOFOLD, "a STORE or REDUCE whose fused operands compare an arange with a size has no version with the compares folded to true (fold.c)") \
+    X(NOMASKS, "a STORE or REDUCE whose fused operands compare an arange with a size has no version with the compares folded to true (masks.c)") \
     X(NOGRIDORDER, "programs run with axis 0 fastest always (lower.c)") \
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
@@ -89,9 +89,9 @@ typedef struct CpuGen {
     LLVMValueRef *vld;            /* per value id: row stride (i64, in
                                      elements) of a 2-D tile read in place
                                      with strided rows, else NULL */
-    uint8_t *fold;                /* per value id: a compare lower.c's
+    uint8_t *mtrue;               /* per value id: a compare lower.c's
                                      version of the current op takes as
-                                     true (fold.c) */
+                                     true (masks.c) */
     int *fred;                    /* per value id: 1 + id of a REDUCE fused
                                      into this value's loop, or 0 */
     int *pfn;                     /* per value id: 1 + id of an in-place
@@ -100,7 +100,8 @@ typedef struct CpuGen {
     int vecw_bytes;               /* vector register width (16/32/64) */
     bool scalef;                  /* CpuIsa.scalef */
     bool mvpf;                    /* CpuIsa.mvpf */
-    bool folding;                 /* lower.c emits an op's folded copy */
+    bool mcopy;                   /* lower.c emits an op's copy with
+                                     full-tile masks true (masks.c) */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, vd, ptr;
     char *err; size_t errlen;     /* first error */
     bool failed;                  /* an error was recorded */
@@ -229,11 +230,11 @@ void cpu_store_row(CpuGen *g, const CpuRowStore *rs);
 /* The shortest view row, in bytes, whose STORE of value may stream. */
 int64_t cpu_stream_min_row(CpuGen *g, int value);
 
-/* ------------------------------------------------------------ fold.c */
+/* ------------------------------------------------------------ masks.c */
 /* i1 at the builder: every lane of each inline arange-against-scalar
  * compare among id's fused operands is true (their ids in ids[0 .. *n),
  * at most max), or NULL when there is none. */
-LLVMValueRef cpu_fold_cond(CpuGen *g, int id, int *ids, int max, int *n);
+LLVMValueRef cpu_masks_true(CpuGen *g, int id, int *ids, int max, int *n);
 
 /* ------------------------------------------------------------ tile.c */
 int cpu_gen_tileop(CpuGen *g, int id);     /* BCAST RESHAPE PERMUTE REDUCE

@@ -98,7 +98,7 @@ LLVMValueRef cpu_elem(CpuGen *g, int id, LLVMValueRef lin)
     const IrType *t = &g->f->ins[id].type;
     if (t->rank == 0)
         return g->val[id];
-    if (g->fold && g->fold[id]) /* a compare true in every lane (fold.c) */
+    if (g->mtrue && g->mtrue[id]) /* a compare true in every lane (masks.c) */
         return LLVMConstInt(g->i1, 1, 0);
     if (g->inl && g->inl[id])
         return cpu_fused_elem(g, id, lin);
@@ -510,7 +510,7 @@ static int gen_op(CpuGen *g, int id);
 
 /* A STORE, a REDUCE to a scalar, or an elementwise op with such a REDUCE
  * fused into its loop, whose fused operands compare an arange with a size
- * (fold.c): emitted twice, with those compares true where the
+ * (masks.c): emitted twice, with those compares true where the
  * test before them says every lane passes (a full tile), and as written.
  * Versioning stops at one level: the compares' ids stay marked only while
  * the first copy is emitted. */
@@ -524,21 +524,21 @@ static int gen_instr(CpuGen *g, int id)
     bool site = !g->inl[id] && g->skip[id] != 3 &&
                 (r < 0 ? in->op == IR_STORE || (in->op == IR_REDUCE && in->type.rank == 0)
                        : g->f->ins[r].type.rank == 0);
-    LLVMValueRef cond = site && !g->folding ? cpu_fold_cond(g, id, ids, MAXF, &n) : NULL;
+    LLVMValueRef cond = site && !g->mcopy ? cpu_masks_true(g, id, ids, MAXF, &n) : NULL;
     if (!cond)
         return gen_op(g, id);
-    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fold.all");
-    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fold.some");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fold.end");
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "masks.all");
+    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "masks.some");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "masks.end");
     LLVMBuildCondBr(b, cond, yes, no);
     LLVMPositionBuilderAtEnd(b, yes);
-    g->folding = true;
+    g->mcopy = true;
     for (int i = 0; i < n; i++)
-        g->fold[ids[i]] = 1;
+        g->mtrue[ids[i]] = 1;
     int rc = gen_op(g, id);
     for (int i = 0; i < n; i++)
-        g->fold[ids[i]] = 0;
-    g->folding = false;
+        g->mtrue[ids[i]] = 0;
+    g->mcopy = false;
     int out[2] = {id, r}; /* the values the op sets: its own, a fused REDUCE's */
     LLVMValueRef v1[2] = {g->val[id], r >= 0 ? g->val[r] : NULL};
     LLVMBasicBlockRef e1 = LLVMGetInsertBlock(b);
@@ -942,7 +942,7 @@ static int gen_func(CpuGen *g)
     g->vld = calloc((size_t)n, sizeof *g->vld);
     g->vkn = calloc((size_t)n, sizeof *g->vkn);
     g->fred = calloc((size_t)n, sizeof *g->fred);
-    g->fold = calloc((size_t)n, 1);
+    g->mtrue = calloc((size_t)n, 1);
     g->pfn = calloc((size_t)n, sizeof *g->pfn);
     g->var = calloc((size_t)(f->nvars + 1), sizeof *g->var);
     g->tdata = calloc((size_t)np, sizeof *g->tdata);
@@ -950,7 +950,7 @@ static int gen_func(CpuGen *g)
     g->tstride = calloc((size_t)np, sizeof *g->tstride);
     int rc = -1;
     if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->inplw || !g->vld || !g->vkn ||
-        !g->fred || !g->pfn || !g->fold ||
+        !g->fred || !g->pfn || !g->mtrue ||
         !g->var ||
         !g->tdata || !g->tshape || !g->tstride) {
         cpu_fail(g, "out of memory");
@@ -1001,7 +1001,7 @@ done:
     free(g->vld);
     free(g->vkn);
     free(g->fred);
-    free(g->fold);
+    free(g->mtrue);
     free(g->pfn);
     g->inl = NULL;
     g->inpl = NULL;
@@ -1009,7 +1009,7 @@ done:
     g->vld = NULL;
     g->vkn = NULL;
     g->fred = NULL;
-    g->fold = NULL;
+    g->mtrue = NULL;
     g->pfn = NULL;
     free(g->var);
     free(g->tdata);

@@ -1,28 +1,28 @@
-/* fold.c — bounds masks that hold for a whole tile: the condition under
+/* masks.c — bounds masks that hold for a whole tile: the condition under
  * which every lane of a fused `arange(...) < n`-style compare is true.
  *
  * Kernels mask their tails with compares of an arange against a size:
  * `where(arange(BLOCK) < N, x - mean, 0.0)`. Computed per element, the
  * compare costs more than the arithmetic it guards once vectorized (the
  * lane indices are built as 64-bit vectors: 6 extra instructions per 16
- * lanes in a layernorm's variance, 16 in its store). lower.c emits a STORE
- * or a scalar REDUCE whose fused operands hold such compares twice: once
- * with them folded to true, taken
- * when cpu_fold_cond's test passes — it does for every full tile — and
- * once as written (lower.c's cpu_elem reads CpuGen.fold). BLKC_CPU_NOFOLD=1: never.
+ * lanes in a layernorm's variance, 16 in its store). lower.c emits a
+ * STORE, a scalar REDUCE, or an elementwise op with one fused in, whose
+ * operands hold such compares twice: once with them true, taken when
+ * cpu_masks_true's test passes (it does for every full tile), and once as
+ * written; cpu_elem reads CpuGen.mtrue. BLKC_CPU_NOMASKS=1: never.
  *
- * A compare qualifies when it is computed inline (or read from its
- * buffer by an inline consumer: a mask broadcast over rows), compares
- * signed integers, and one side is an arange expression (arange, a broadcast or
+ * A compare qualifies when it is computed inline (or read from its buffer
+ * by an inline consumer: a mask broadcast over rows), compares signed
+ * integers, and one side is an arange expression (arange, a broadcast or
  * reshape of one, plus or minus a scalar, a widening cast) whose range
  * [lo, hi] is known before the loop, the other a scalar. Entry:
- * cpu_fold_cond. */
+ * cpu_masks_true. */
 #include "cpu.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { FOLD_DEPTH = 12 };
+enum { MASK_DEPTH = 12 };
 
 static bool sint(int dt) { return dsl_dtype_kind(dt) == 'i'; }
 
@@ -43,7 +43,7 @@ static bool range_of(CpuGen *g, int v, LLVMValueRef *lo, LLVMValueRef *hi, int d
 {
     const IrInstr *in = &g->f->ins[v];
     LLVMBuilderRef b = g->b;
-    if (depth > FOLD_DEPTH || !sint(in->type.dtype))
+    if (depth > MASK_DEPTH || !sint(in->type.dtype))
         return false;
     switch (in->op) {
     case IR_ARANGE: {
@@ -132,7 +132,7 @@ static LLVMValueRef mask_true(CpuGen *g, int v, int depth)
 {
     const IrInstr *in = &g->f->ins[v];
     if ((in->op == IR_RESHAPE || in->op == IR_BCAST) && in->type.rank > 0 &&
-        depth < FOLD_DEPTH && in->type.dtype == DT_BOOL)
+        depth < MASK_DEPTH && in->type.dtype == DT_BOOL)
         return mask_true(g, in->opnd[0], depth + 1);
     return all_true(g, v);
 }
@@ -140,7 +140,7 @@ static LLVMValueRef mask_true(CpuGen *g, int v, int depth)
 static void collect(CpuGen *g, int v, int *ids, int max, int *n, LLVMValueRef *cond,
                     int depth)
 {
-    if (v < 0 || v >= g->f->nins || depth > FOLD_DEPTH || *n >= max)
+    if (v < 0 || v >= g->f->nins || depth > MASK_DEPTH || *n >= max)
         return;
     for (int i = 0; i < *n; i++)
         if (ids[i] == v)
@@ -158,10 +158,10 @@ static void collect(CpuGen *g, int v, int *ids, int max, int *n, LLVMValueRef *c
         collect(g, in->opnd[k], ids, max, n, cond, depth + 1);
 }
 
-LLVMValueRef cpu_fold_cond(CpuGen *g, int id, int *ids, int max, int *n)
+LLVMValueRef cpu_masks_true(CpuGen *g, int id, int *ids, int max, int *n)
 {
     *n = 0;
-    if (!g->fold || cpu_switch(CPU_SW_NOFOLD))
+    if (!g->mtrue || cpu_switch(CPU_SW_NOMASKS))
         return NULL;
     LLVMValueRef cond = NULL;
     const IrInstr *in = &g->f->ins[id];

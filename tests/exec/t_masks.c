@@ -1,10 +1,10 @@
-/* t_fold.c — bounds masks folded for full tiles (backends/cpu/fold.c): a
+/* t_masks.c — bounds masks folded for full tiles (backends/cpu/masks.c): a
  * STORE, a scalar REDUCE, or an elementwise op with one fused in, whose
  * operands compare an arange with a scalar, runs a copy with the compares
  * true when every lane passes. Each kernel runs on sizes that make every
  * tile full, the last one partial, and all of them partial, against a C
  * reference and bit for bit against the module built with
- * BLKC_CPU_NOFOLD=1 (each mask also cuts lanes the bounds keep, so a
+ * BLKC_CPU_NOMASKS=1 (each mask also cuts lanes the bounds keep, so a
  * wrong fold shows): arange + offset < N in a sum, N > arange + offset
  * (the arange on the right), arange <= a scalar expression, arange - 5 >=
  * a parameter in a store, a 2-D mask broadcast over rows, and an i32
@@ -42,7 +42,7 @@ static const char *src =
     "    Y[0 +: B] = where(arange(B) + w < N, X[0 +: B], -2.0);\n"
     "}\n";
 
-static blkc_module *m, *m0; /* folded, BLKC_CPU_NOFOLD=1 */
+static blkc_module *m, *m0; /* folded, BLKC_CPU_NOMASKS=1 */
 
 /* kernel k of both modules; y and y0 then hold their results */
 static void both(const char *k, const blkc_arg *a, int na, int yi, void *y, void *y0,
@@ -55,7 +55,7 @@ static void both(const char *k, const blkc_arg *a, int na, int yi, void *y, void
     t0.data = y0;
     b[yi].v.tensor = &t0;
     h_launch_grid(h_kernel(m0, k), b, na, NULL);
-    h_ok(!memcmp(y, y0, bytes), "%s: the same bits as BLKC_CPU_NOFOLD=1", k);
+    h_ok(!memcmp(y, y0, bytes), "%s: the same bits as BLKC_CPU_NOMASKS=1", k);
 }
 
 static void sums(int N)
@@ -142,12 +142,12 @@ static void wrap(int w, int N)
 
 int main(void)
 {
-    unsetenv("BLKC_CPU_NOFOLD");
+    unsetenv("BLKC_CPU_NOMASKS");
     h_seed(31);
     m = h_compile(src, NULL);
-    setenv("BLKC_CPU_NOFOLD", "1", 1);
+    setenv("BLKC_CPU_NOMASKS", "1", 1);
     m0 = h_compile(src, NULL);
-    unsetenv("BLKC_CPU_NOFOLD");
+    unsetenv("BLKC_CPU_NOMASKS");
     int ns[] = {1024, 1000, 100};      /* all full, the last partial, all partial */
     for (int i = 0; i < 3; i++) {
         sums(ns[i]);
