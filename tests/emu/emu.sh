@@ -155,6 +155,17 @@ lone() {
     echo "ok $k on $dev"
   done
 }
+# refused FILE MESSAGE "TARGET ARGS"...: compiling FILE for each target
+# fails with MESSAGE (a grep pattern)
+refused() {
+  local f=$1 msg=$2 t; shift 2
+  for t in "$@"; do
+    # shellcheck disable=SC2086
+    if "$BLKC" compile "$f" --target=$t >"$T/log" 2>&1 || ! grep -q "$msg" "$T/log"; then
+      echo "FAIL $f --target=$t should say '$msg': $(cat "$T/log")"; fail=1
+    fi
+  done
+}
 case $MODE in
 wrappers-*)
   if [ "$MODE" = wrappers-hip ]; then defs="-DBLK_EMU_HIP=1 -D__gfx90a__=1"; else defs="-D__CUDA_ARCH__=800"; fi
@@ -386,13 +397,9 @@ bufs)
     "$NPYCMP" "$T/e.mm.npy" "$T/c.mm.npy" 1e-4 1e-4 >>"$T/log" 2>&1 ||
     { echo "FAIL tbf_names_mm on cuda-emu as sm_90a: $(cat "$T/log")"; fail=1; }
   sed -E "s/\b([A-Z])_N\b/\1_${L}n/g" "$SRC/tests/emu/tbufs.blk" >"$T/long.blk"
-  for t in "cuda --emit=cuda" "cuda --emit=cuda --arch=sm_90a" "hip --emit=hip"; do
-    # shellcheck disable=SC2086
-    if "$BLKC" compile "$T/long.blk" --entry=tbf_names_mm --target=$t >"$T/log" 2>&1 ||
-       ! grep -q "is 257 characters long; the GPU backends take at most 256" "$T/log"; then
-      echo "FAIL a 257-character parameter name, --target=$t: $(cat "$T/log")"; fail=1
-    fi
-  done
+  refused "$T/long.blk" "is 257 characters long; the GPU backends take at most 256" \
+    "cuda --emit=cuda --entry=tbf_names_mm" "cuda --emit=cuda --arch=sm_90a --entry=tbf_names_mm" \
+    "hip --emit=hip --entry=tbf_names_mm"
   [ $fail = 0 ] && echo "ok 256-character names run, 257 are refused"
   exit $fail
   ;;
@@ -427,13 +434,8 @@ knames)
   F=$T/names.blk
   lone "$L" Y N=300
   sed "s/^kernel memcpy</kernel ${L}n</" "$SRC/tests/gpu/data/knames.blk" >"$T/long.blk"
-  for t in "cuda --emit=cuda" "hip --emit=hip"; do
-    # shellcheck disable=SC2086
-    if "$BLKC" compile "$T/long.blk" --target=$t >"$T/log" 2>&1 ||
-       ! grep -q "kernel name 'knnn.*' is 257 characters long; the GPU backends take at most 256" "$T/log"; then
-      echo "FAIL a 257-character kernel name, --target=$t: $(cat "$T/log")"; fail=1
-    fi
-  done
+  refused "$T/long.blk" "kernel name 'knnn.*' is 257 characters long; the GPU backends take at most 256" \
+    "cuda --emit=cuda" "hip --emit=hip"
   [ $fail = 0 ] && echo "ok user names shown, blk_k_ symbols, 256-character kernel names run, 257 refused"
   exit $fail
   ;;
