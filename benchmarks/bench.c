@@ -12,6 +12,10 @@
  *      best of a few block shapes) vs cblas_sgemv and vs a plain read of W
  *      (the machine's read bandwidth, same run: the fastest of 1-16
  *      streams), GB/s of W read and ratios;
+ *   3a. a linear layer on 1, 4, 8, 16 tokens, Y = X W^T with W [N, K]
+ *      (--linear=NxK, default 4096x4096; `dot(X[..], trans(W[..]), acc)`,
+ *      best of a few block shapes) vs cblas_sgemm and vs a plain read of
+ *      W, GB/s of W and ratios (--only=linear);
  *   3b. launch cost: the decode step's rmsnorm (benchmarks/decode_step.blk,
  *      D 768, one program) by blkc_kernel_launchf against the same loop in
  *      C (this file, -O2), microseconds per call (--only=launch);
@@ -20,9 +24,9 @@
  *      (each the minimum of several cold runs; a unique comment defeats the
  *      JIT cache).
  * Every blkc figure alternates with its baseline within the run.
- * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|launch|compile]
+ * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile]
  *                   [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]
- *                   [--matvec=MxK]
+ *                   [--matvec=MxK] [--linear=NxK]
  * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
  * OpenBLAS runs cblas_sgemm on the same values converted back to f32.
  * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
@@ -525,6 +529,113 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
     free(src); free(w); free(x); free(y); free(y2);
 }
 
+/* A linear layer on a few tokens, Y = X W^T with W [N, K] as PyTorch
+ * stores it (the batched-decode case, issue 13's skinny GEMM): the kernel
+ * as a user writes it, `dot(X[..], trans(W[..]), acc)`, at M = 1, 4, 8, 16
+ * rows of X, the best of a few block shapes, then alternating with a plain
+ * read of W and with cblas_sgemm (RowMajor, NoTrans, Trans) on the same
+ * data, REPS pairs; ratios are medians of the pairs, as in bench_matvec. */
+static void bench_linear(blkc_context *ctx, int quick, int N, int K)
+{
+    static const char *src =
+        "kernel linear<BM = 1, BN = 32, BK = 512>(X: f32[M, K], W: f32[N, K], Y: f32[M, N])\n"
+        "    grid(cdiv(M, BM), cdiv(N, BN)) {\n"
+        "    let m = program_id(0) * BM;\n"
+        "    let n = program_id(1) * BN;\n"
+        "    var acc = zeros(f32, BM, BN);\n"
+        "    for k in 0 .. K step BK {\n"
+        "        acc = dot(X[m +: BM, k +: BK], trans(W[n +: BN, k +: BK]), acc);\n"
+        "    }\n"
+        "    Y[m +: BM, n +: BN] = acc;\n"
+        "}\n";
+    static const int Ms[] = {1, 4, 8, 16};
+    static const char *shapes[][2] = {{"BN=32", "BK=512"}, {"BN=16", "BK=1024"},
+                                      {"BN=64", "BK=256"}};
+    enum { NS = 3, MAXR = 64 };
+    const int reps = quick ? 3 : 11;
+    const char *thr = getenv("BLKC_NUM_THREADS");
+    int nthr = thr ? atoi(thr) : 1;
+    size_t nw = (size_t)N * K;
+    float *w = malloc(nw * sizeof(float)), *x = malloc((size_t)16 * K * sizeof(float));
+    float *y = malloc((size_t)16 * N * sizeof(float)), *y2 = malloc((size_t)16 * N * sizeof(float));
+    if (!w || !x || !y || !y2) die("malloc");
+    fill(w, nw, 7);
+    fill(x, (size_t)16 * K, 8);
+    volatile float sink = 0;
+    int rs_n = 1; /* the read's streams: the fastest of 1 .. READ_SMAX */
+    double rs_t = 1e30;
+    for (int S = 1; S <= READ_SMAX; S *= 2)
+        for (int r = 0; r < 3; r++) {
+            double t0 = now();
+            sink += read_all(w, nw, S);
+            double t = now() - t0;
+            if (t < rs_t) { rs_t = t; rs_n = S; }
+        }
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+        int M = Ms[mi], ns = quick ? 1 : NS;
+        char bm[32];
+        snprintf(bm, sizeof bm, "BM=%d", M);
+        blkc_module *mods[NS];
+        blkc_kernel *ks[NS];
+        double tk[NS];
+        int bc = 0;
+        for (int i = 0; i < ns; i++) {
+            const char *defs[] = {bm, shapes[i][0], shapes[i][1]};
+            mods[i] = compile(ctx, src, defs, 3);
+            if (blkc_module_get_kernel(mods[i], "linear", &ks[i]) != BLKC_OK) die("kernel");
+            tk[i] = 1e30;
+            for (int r = 0; r < 2; r++) {
+                double t0 = now();
+                if (blkc_kernel_launchf(ks[i], "f32[#,#] f32[#,#] f32[#,#]", x, M, K, w, N, K,
+                                        y, M, N) != BLKC_OK)
+                    die("launch");
+                double t = now() - t0;
+                if (t < tk[i]) tk[i] = t;
+            }
+            if (tk[i] < tk[bc]) bc = i;
+        }
+        double rr[MAXR], rb[MAXR], tkb = 1e30, tr = 1e30, tb = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            sink += read_all(w, nw, rs_n);
+            double t1 = now(), dr = t1 - t0;
+            blkc_kernel_launchf(ks[bc], "f32[#,#] f32[#,#] f32[#,#]", x, M, K, w, N, K, y, M, N);
+            double dk = now() - t1;
+            sink += read_all(w, nw, rs_n);
+            t0 = now();
+#ifdef BLKC_HAVE_CBLAS
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K,
+                        0.0f, y2, N);
+#endif
+            double db = now() - t0;
+            rr[r] = dr / dk;
+            rb[r] = db / dk;
+            tkb = fmin(tkb, dk);
+            tr = fmin(tr, dr);
+            tb = fmin(tb, db);
+        }
+        double maxerr = 0; /* C reference in double, every 61st column */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j += 61) {
+                double s = 0;
+                for (int c = 0; c < K; c++) s += (double)x[(size_t)i * K + c] * w[(size_t)j * K + c];
+                maxerr = fmax(maxerr, fabs(y[(size_t)i * N + j] - s));
+            }
+        printf("linear f32 Y[%d,%d] = X W^T, W [%d, %d] (%d thread%s, %s %s %s, %d pairs): blkc "
+               "%.2f GB/s of W (best %.3f ms), read (%d stream%s) %.2f GB/s, ratio %.2fx read",
+               M, N, N, K, nthr, nthr == 1 ? "" : "s", bm, shapes[bc][0], shapes[bc][1], reps,
+               nw * 4.0 / tkb * 1e-9, tkb * 1e3, rs_n, rs_n == 1 ? "" : "s",
+               nw * 4.0 / tr * 1e-9, median(rr, reps));
+#ifdef BLKC_HAVE_CBLAS
+        printf(", cblas_sgemm %.3f ms, ratio %.2fx sgemm", tb * 1e3, median(rb, reps));
+#endif
+        printf(" (medians of pairs; max abs err %.1e)\n", maxerr);
+        for (int i = 0; i < ns; i++) blkc_module_destroy(mods[i]);
+    }
+    (void)sink;
+    free(w); free(x); free(y); free(y2);
+}
+
 /* the C side of bench_launch: rmsnorm of n floats */
 static void c_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 {
@@ -627,8 +738,9 @@ static void bench_compile(blkc_context *ctx, int quick)
 int main(int argc, char **argv)
 {
     int quick = 0;
-    const char *only = NULL; /* --only=gemm|softmax|layernorm|matvec|launch|compile */
+    const char *only = NULL; /* --only=gemm|softmax|layernorm|matvec|linear|launch|compile */
     int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096, mm = 4096, mk = 4096;
+    int ln = 4096, lk = 4096;
     const char *gin = NULL; /* --gemm-in=f16|bf16 */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -643,7 +755,9 @@ int main(int argc, char **argv)
                  sc <= 65536) {}
         else if (!strncmp(argv[i], "--matvec=", 9) &&
                  sscanf(argv[i] + 9, "%dx%d", &mm, &mk) == 2 && mm > 0 && mk > 0) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK]\n"); return 2; }
+        else if (!strncmp(argv[i], "--linear=", 9) &&
+                 sscanf(argv[i] + 9, "%dx%d", &ln, &lk) == 2 && ln > 0 && lk > 0) {}
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK] [--linear=NxK]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -668,6 +782,7 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "layernorm")) bench_layernorm(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "matvec")) bench_matvec(ctx, quick, mm, mk);
+    if (!only || !strcmp(only, "linear")) bench_linear(ctx, quick, ln, lk);
     if (!only || !strcmp(only, "launch")) bench_launch(ctx, quick);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);

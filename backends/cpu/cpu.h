@@ -37,6 +37,7 @@
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(NOROWTREE, "a matrix-vector DOT sums each row's lanes alone, not a row block's together (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
+    X(NOTRANSB, "a DOT's trans(B) is copied transposed by its PERMUTE, not read as it lies (fuse.c, tile.c, matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
     X(NOAVX512, "the JIT targets the host CPU with its AVX-512 features off, 256-bit vectors (jit.c; for valgrind, which cannot run AVX-512)") \
     X(EXPDEG7, "on: f32 exp / exp2 use the degree-7 Cephes polynomial of rounds 1-18, not degree 6 (vmath.c; for comparison)") \
@@ -89,6 +90,10 @@ typedef struct CpuGen {
     LLVMValueRef *vld;            /* per value id: row stride (i64, in
                                      elements) of a 2-D tile read in place
                                      with strided rows, else NULL */
+    uint8_t *tdot;                /* per value id: a PERMUTE (1, 0) read
+                                     only as a rank-2 DOT's B, never copied:
+                                     val / vld name its operand's buffer,
+                                     whose rows are B's columns (fuse.c) */
     uint8_t *mtrue;               /* per value id: a compare lower.c's
                                      version of the current op takes as
                                      true (masks.c) */

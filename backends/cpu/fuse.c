@@ -52,7 +52,10 @@
  *     reduce fused or not). Prefetches never fault; a wrong guess costs
  *     bandwidth only.
  *
- * BLKC_CPU_NOFUSE=1 in the environment disables all five (for
+ *  6. trans(B) read as it lies (g->tdot, trans_b): a PERMUTE (1, 0) read
+ *     only as a DOT's B is not copied (BLKC_CPU_NOTRANSB=1 off).
+ *
+ * BLKC_CPU_NOFUSE=1 in the environment disables all six (for
  * comparisons), BLKC_CPU_NOINPLACE=1 the fourth and fifth,
  * BLKC_CPU_NOPREFETCH=1 the fifth, BLKC_CPU_NOREMAT=1 the recomputing of
  * values with several users. */
@@ -218,7 +221,7 @@ static int last_read(CpuGen *g, const int *reg, int v, int r, int after,
         if (!reads)
             continue;
         int at;
-        if (g->inl[u] || in->op == IR_RESHAPE) { /* tile.c: may alias v */
+        if (g->inl[u] || in->op == IR_RESHAPE || g->tdot[u]) { /* tile.c: may alias v */
             at = last_read(g, reg, u, r, after, depth + 1);
         } else {
             at = index_in(f, reg, u, r);
@@ -301,6 +304,10 @@ static int inplace_load(CpuGen *g, const int *reg, int v)
             continue;
         for (int k = 0; k < 4; k++)
             if (o->opnd[k] == v) {
+                if (g->tdot[u]) { /* its DOT reads the rows as B's columns */
+                    mv = false;
+                    continue;
+                }
                 if (o->op != IR_DOT || k > maxk || o->type.rank != 2 || g->inl[u])
                     return 1;
                 mv = mv && k == 0 && o->type.shape[1] == 1 && zero_pad(f, o->opnd[1]) &&
@@ -310,6 +317,46 @@ static int inplace_load(CpuGen *g, const int *reg, int v)
     /* 3: matvec.c reads only the columns in bounds (g->vkn), so a last K
      * step past the tensor's end is read in place too */
     return mv ? 3 : 2;
+}
+
+/* ------------------------------------------------------------ trans(B) */
+
+/* A PERMUTE (1, 0) of a rank-2 tile read only as one rank-2 DOT's B
+ * (`dot(q, trans(K[...]))`, a linear layer's `dot(x, trans(W[...]))`):
+ * g->tdot, no copy. The DOT reads B's columns as its operand's rows:
+ * tile.c packs its panels from them, matvec.c takes dot products along
+ * them; an in-place LOAD under it keeps its tensor's rows (inplace_load
+ * follows it to the DOT). Before, the PERMUTE copied the tile transposed
+ * (column by column, from a tensor a row stride apart) and the DOT then
+ * packed that copy again. */
+static bool trans_b(CpuGen *g, int v)
+{
+    const IrFunc *f = g->f;
+    const IrInstr *in = &f->ins[v];
+    if (in->dead || in->op != IR_PERMUTE || in->type.rank != 2 || in->perm[0] != 1 ||
+        in->perm[1] != 0 || g->inl[v] || g->uses[v] != 1)
+        return false;
+    int x = in->opnd[0];
+    if (x < 0 || g->inl[x] || f->ins[x].type.rank != 2)
+        return false;
+    int readers = 0;
+    for (int u = 0; u < f->nins; u++) {
+        const IrInstr *o = &f->ins[u];
+        if (o->dead)
+            continue;
+        for (int k = 0; k < 4; k++)
+            if (o->opnd[k] == v) {
+                if (o->op != IR_DOT || k != 1 || o->type.rank != 2 || o->opnd[0] == v ||
+                    o->opnd[2] == v)
+                    return false;
+                readers++;
+            }
+        if (o->view >= 0)
+            for (int d = 0; d < f->views[o->view].ndims; d++)
+                if (f->views[o->view].d[d].val == v)
+                    return false;
+    }
+    return readers == 1;
 }
 
 /* ------------------------------------------------------------ next tile */
@@ -484,6 +531,9 @@ void cpu_fuse_analyze(CpuGen *g)
             g->skip[r] = 3;
         }
     }
+    if (!cpu_switch(CPU_SW_NOTRANSB) && !cpu_switch(CPU_SW_NOPACK))
+        for (int v = 0; v < n; v++)
+            g->tdot[v] = trans_b(g, v);
     if (g->inpl && !cpu_switch(CPU_SW_NOINPLACE))
         for (int v = 0; v < n; v++)
             g->inpl[v] = (uint8_t)inplace_load(g, reg, v);

@@ -943,6 +943,7 @@ static int gen_func(CpuGen *g)
     g->vkn = calloc((size_t)n, sizeof *g->vkn);
     g->fred = calloc((size_t)n, sizeof *g->fred);
     g->mtrue = calloc((size_t)n, 1);
+    g->tdot = calloc((size_t)n, 1);
     g->pfn = calloc((size_t)n, sizeof *g->pfn);
     g->var = calloc((size_t)(f->nvars + 1), sizeof *g->var);
     g->tdata = calloc((size_t)np, sizeof *g->tdata);
@@ -950,7 +951,7 @@ static int gen_func(CpuGen *g)
     g->tstride = calloc((size_t)np, sizeof *g->tstride);
     int rc = -1;
     if (!g->val || !g->uses || !g->skip || !g->inl || !g->inpl || !g->inplw || !g->vld || !g->vkn ||
-        !g->fred || !g->pfn || !g->mtrue ||
+        !g->fred || !g->pfn || !g->mtrue || !g->tdot ||
         !g->var ||
         !g->tdata || !g->tshape || !g->tstride) {
         cpu_fail(g, "out of memory");
@@ -1002,6 +1003,7 @@ done:
     free(g->vkn);
     free(g->fred);
     free(g->mtrue);
+    free(g->tdot);
     free(g->pfn);
     g->inl = NULL;
     g->inpl = NULL;
@@ -1010,6 +1012,7 @@ done:
     g->vkn = NULL;
     g->fred = NULL;
     g->mtrue = NULL;
+    g->tdot = NULL;
     g->pfn = NULL;
     free(g->var);
     free(g->tdata);

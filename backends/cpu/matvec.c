@@ -20,7 +20,14 @@
  * copy as large as the read) and pad A to 8 rows. Here B is read in place,
  * row by row, into M x NV vector accumulators (SK_NV registers in all)
  * that sum k in order from the accumulator: the micro-kernel's order, so
- * the results equal tile.c's to the bit. Entry: cpu_gen_matvec. */
+ * the results equal tile.c's to the bit.
+ *
+ * The skinny DOT on a transposed B, [M <= 8, K] x trans(S [N, K]) (a
+ * linear layer's x W^T with W as PyTorch stores it; fuse.c's trans_b
+ * leaves the PERMUTE uncopied): out[m, n] = A[m, :] . S[n, :], dot
+ * products along S's rows like the matvec's, RB rows of S and up to 4
+ * rows of A at a time (16 vector accumulators), the lanes summed by the
+ * row tree; one row of A is the matvec itself. Entry: cpu_gen_matvec. */
 #include "cpu.h"
 
 /* RB rows at a time: 8 rows keep 8 streams of w in flight (4 rows read
@@ -38,6 +45,9 @@
 enum { MV_RB = 8, MV_UMAX = 2 };
 enum { SK_M = 4 };   /* rows of a skinny DOT */
 enum { SK_NV = 16 }; /* vector accumulators of a skinny DOT (of 32 registers) */
+enum { SKT_M = 8 };   /* rows of a skinny DOT on trans(B) */
+enum { SKT_MC = 4 };  /* ... taken this many at a time */
+enum { SKT_ACC = 16 }; /* ... with at most this many vector accumulators */
 
 static int mv_u(const CpuGen *g)
 {
@@ -103,7 +113,7 @@ static LLVMValueRef hsum(CpuGen *g, LLVMValueRef v, int w)
 static void hsum_rows(CpuGen *g, const LLVMValueRef *v, int n, int w, LLVMValueRef *s)
 {
     LLVMBuilderRef b = g->b;
-    LLVMValueRef cur[MV_RB];
+    LLVMValueRef cur[64] = {0};
     for (int i = 0; i < n; i++)
         cur[i] = v[i];
     for (int c = 1, cnt = n; cnt > 1; c *= 2, cnt /= 2)
@@ -348,6 +358,9 @@ bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
         return false;
     if (rt->shape[1] == 1)
         return dtypes_ok(ta->dtype, rt->dtype);
+    if (g->tdot && g->tdot[in->opnd[1]]) /* B = trans(S): rows of S */
+        return rt->shape[0] <= SKT_M && dtypes_ok(tb->dtype, rt->dtype) &&
+               dsl_is_float(ta->dtype);
     int VW = g->vecw_bytes / dsl_dtype_bytes(rt->dtype);
     return rt->shape[0] <= SK_M && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
            dsl_is_float(ta->dtype);
@@ -382,10 +395,153 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
     return g->failed ? -1 : 0;
 }
 
+/* A [M, K] x trans(S), S [N, K] (row stride lds), M <= SKT_M: out[m, n]
+ * = A[m, :] . S[n, :], dot products along S's rows as the matvec's,
+ * for RB rows of S and MC rows of A at a time (RB * MC vector
+ * accumulators), the row block outer so that its rows are reused from L1
+ * by every chunk of A's rows; one row of A is the matvec's rows() itself */
+static void trows(CpuGen *g, LLVMValueRef S, int sdt, LLVMValueRef lds, LLVMValueRef A,
+                  LLVMValueRef lda, LLVMValueRef dst, LLVMValueRef acc_ptr, int64_t N,
+                  LLVMValueRef n0, int RB, LLVMValueRef m0, int MC, int64_t K, int VW,
+                  LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
+    LLVMTypeRef st = cpu_mtype(g, sdt);
+    unsigned eal = (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
+    int64_t nv = K / VW;
+    LLVMValueRef srow[SKT_ACC], arow[SKT_ACC], slot[SKT_ACC];
+    for (int r = 0; r < RB; r++)
+        srow[r] = cpu_gep(g, st, S, LLVMBuildMul(b, LLVMBuildAdd(b, n0, cpu_i64(g, r), ""),
+                                                 lds, ""));
+    for (int c = 0; c < MC; c++)
+        arow[c] = cpu_gep(g, E, A, LLVMBuildMul(b, LLVMBuildAdd(b, m0, cpu_i64(g, c), ""),
+                                                lda, ""));
+    for (int i = 0; i < RB * MC; i++) {
+        slot[i] = cpu_alloca(g, vt, 1);
+        LLVMBuildStore(b, LLVMConstNull(vt), slot[i]);
+    }
+    if (nv > 0) {
+        CpuLoop lk;
+        cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, nv));
+        LLVMValueRef k0 = LLVMBuildMul(b, lk.iv, cpu_i64(g, VW), "");
+        LLVMValueRef xv[SKT_ACC];
+        for (int c = 0; c < MC; c++) {
+            LLVMValueRef q = LLVMBuildBitCast(b, cpu_gep(g, E, arow[c], k0),
+                                              LLVMPointerType(vt, 0), "");
+            xv[c] = LLVMBuildLoad2(b, vt, q, "");
+            LLVMSetAlignment(xv[c], eal);
+        }
+        for (int r = 0; r < RB; r++) {
+            LLVMValueRef wv = load_wide(g, cpu_gep(g, st, srow[r], k0), sdt, E, VW);
+            for (int c = 0; c < MC; c++) {
+                LLVMValueRef ops[3] = {wv, xv[c], LLVMBuildLoad2(b, vt, slot[r * MC + c], "")};
+                LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[r * MC + c]);
+            }
+        }
+        cpu_loop_close(g, &lk);
+    }
+    LLVMValueRef vs[SKT_ACC], s[SKT_ACC];
+    for (int i = 0; i < RB * MC; i++)
+        vs[i] = LLVMBuildLoad2(b, vt, slot[i], "");
+    for (int i = 0; i < RB * MC;) { /* groups of a power of two <= VW */
+        int n = 1;
+        while (n * 2 <= RB * MC - i && n * 2 <= VW && !cpu_switch(CPU_SW_NOROWTREE))
+            n *= 2;
+        if (n > 1)
+            hsum_rows(g, vs + i, n, VW, s + i);
+        else
+            s[i] = hsum(g, vs[i], VW);
+        i += n;
+    }
+    for (int64_t k = nv * VW; k < K; k++) /* the tail, in order */
+        for (int r = 0; r < RB; r++) {
+            LLVMValueRef w = cpu_widen(g, cpu_mload(g, cpu_gep(g, st, srow[r], cpu_i64(g, k)), sdt),
+                                       sdt);
+            if (LLVMTypeOf(w) != E)
+                w = LLVMBuildFPExt(b, w, E, "");
+            for (int c = 0; c < MC; c++) {
+                LLVMValueRef x = LLVMBuildLoad2(b, E, cpu_gep(g, E, arow[c], cpu_i64(g, k)), "");
+                LLVMValueRef ops[3] = {w, x, s[r * MC + c]};
+                s[r * MC + c] = cpu_intrin(g, "llvm.fma", &E, 1, ops, 3);
+            }
+        }
+    for (int r = 0; r < RB; r++)
+        for (int c = 0; c < MC; c++) {
+            LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, m0, cpu_i64(g, c), ""),
+                                                          cpu_i64(g, N), ""),
+                                          LLVMBuildAdd(b, n0, cpu_i64(g, r), ""), "");
+            LLVMValueRef v = s[r * MC + c];
+            if (acc_ptr)
+                v = LLVMBuildFAdd(b, LLVMBuildLoad2(b, E, cpu_gep(g, E, acc_ptr, o), ""), v, "");
+            LLVMBuildStore(b, v, cpu_gep(g, E, dst, o));
+        }
+}
+
+/* the DOT A [M, K] x trans(S [N, K]), M <= SKT_M: S read once, row by row
+ * (in place when its LOAD is), no panel; A's rows in chunks of MC */
+static int skinny_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
+{
+    LLVMBuilderRef b = g->b;
+    const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
+    int rdt = rt->dtype, M = (int)rt->shape[0];
+    int64_t N = rt->shape[1], K = tb->shape[0];
+    LLVMTypeRef E = cpu_stype(g, rdt);
+    int VW = g->vecw_bytes / dsl_dtype_bytes(rdt);
+    if (VW < 1)
+        VW = 1;
+    LLVMValueRef lda, lds = g->vld[in->opnd[1]], S = g->val[in->opnd[1]];
+    int sdt = tb->dtype;
+    /* accumulators: 16 of AVX-512's 32 registers, 8 of AVX2's 16 */
+    int acc = g->vecw_bytes >= 64 ? 16 : 8;
+    int MC = M < SKT_MC ? M : SKT_MC;
+    if (acc == 8 && MC > 2)
+        MC = 2;
+    LLVMValueRef A;
+    int va = in->opnd[0], adt = g->f->ins[va].type.dtype;
+    if (M > MC && (g->vld[va] || adt != rdt)) {
+        /* several chunks of A's rows: copied with an odd number of cache
+         * lines per row. Read in place, its rows lie a tensor row apart,
+         * a large power of two: all M of them, and S's RB rows, fall in
+         * one set of L1 (20 lines in 12 ways at M = 16), and the chunks
+         * evicted each other's lines (9.4 ms against 4.x at 16 x 4096 x
+         * 4096, benchmarks/README.md round 24) */
+        int eb = dsl_dtype_bytes(rdt);
+        int64_t lines = (K * eb + 63) / 64;
+        if (lines % 2 == 0)
+            lines++;
+        int64_t ld = lines * 64 / eb;
+        A = cpu_alloca(g, E, M * ld);
+        LLVMSetAlignment(A, 64);
+        cpu_convert_block(g, A, ld, g->val[va], adt, g->vld[va] ? g->vld[va] : cpu_i64(g, K),
+                          M, K, rdt);
+        lda = cpu_i64(g, ld);
+    } else {
+        A = rows_e(g, va, M, K, rdt, &lda);
+    }
+    int RB = acc / MC;
+    int64_t nb = N / RB;
+    if (nb > 0) {
+        CpuLoop ln;
+        cpu_loop_open(g, &ln, cpu_i64(g, 0), cpu_i64(g, nb));
+        LLVMValueRef n0 = LLVMBuildMul(b, ln.iv, cpu_i64(g, RB), "");
+        for (int m = 0; m < M; m += MC)
+            trows(g, S, sdt, lds, A, lda, dst, acc_ptr, N, n0, RB, cpu_i64(g, m),
+                  M - m < MC ? M - m : MC, K, VW, E);
+        cpu_loop_close(g, &ln);
+    }
+    for (int m = 0; m < M && N % RB; m += MC)
+        trows(g, S, sdt, lds, A, lda, dst, acc_ptr, N, cpu_i64(g, nb * RB), (int)(N % RB),
+              cpu_i64(g, m), M - m < MC ? M - m : MC, K, VW, E);
+    return g->failed ? -1 : 0;
+}
+
 int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {
     LLVMBuilderRef b = g->b;
     const IrType *ta = &g->f->ins[in->opnd[0]].type, *rt = &in->type;
+    if (rt->shape[1] != 1 && g->tdot && g->tdot[in->opnd[1]])
+        return skinny_t(g, in, dst, acc_ptr);
     if (rt->shape[1] != 1)
         return skinny(g, in, dst, acc_ptr);
     int rdt = rt->dtype, adt = ta->dtype;
@@ -398,9 +554,11 @@ int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef 
     LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
     LLVMValueRef kv = g->vkn[in->opnd[0]];
     const IrType *tb = &g->f->ins[in->opnd[1]].type;
-    if (tb->dtype != rdt || g->vld[in->opnd[1]]) { /* x contiguous, type E: */
+    /* x = trans(S) with S [1, K]: S's row, contiguous */
+    bool xt = g->tdot && g->tdot[in->opnd[1]];
+    if (tb->dtype != rdt || (g->vld[in->opnd[1]] && !xt)) { /* x contiguous, type E: */
         LLVMValueRef buf = cpu_alloca(g, E, K);  /* K rows of one element */
-        LLVMValueRef ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, 1);
+        LLVMValueRef ldb = g->vld[in->opnd[1]] && !xt ? g->vld[in->opnd[1]] : cpu_i64(g, 1);
         cpu_convert_block(g, buf, 1, x, tb->dtype, ldb, K, 1, rdt);
         x = buf;
     }

@@ -66,6 +66,13 @@ static int gen_shape(CpuGen *g, int id)
         g->val[id] = ot->rank ? cpu_elem(g, in->opnd[0], cpu_i64(g, 0)) : src;
         return 0;
     }
+    /* trans(B) of a DOT (fuse.c trans_b): the operand's buffer, its rows
+     * B's columns */
+    if (in->op == IR_PERMUTE && g->tdot && g->tdot[id]) {
+        g->val[id] = src;
+        g->vld[id] = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, ot->shape[1]);
+        return 0;
+    }
     /* a RESHAPE of a contiguous buffer is that buffer (a tile, or a tile
      * read in place without strided rows: fuse.c's last_read counts the
      * RESHAPE's readers as the LOAD's); tiles are never written after
@@ -737,6 +744,103 @@ static void copy_sliver(CpuGen *g, LLVMValueRef S, LLVMValueRef A, LLVMValueRef 
                         cpu_i64(g, rest * eb));
 }
 
+/* v[i] for i < n (n = VW, a power of two): the n x n block whose rows they
+ * are, transposed in registers. Stage d swaps, in every 2d x 2d block, the
+ * d x d block right of the diagonal with the one below it: one two-source
+ * shuffle per row (vpermt2ps / vshufps / vunpck on x86). */
+static void transpose_sq(CpuGen *g, LLVMValueRef *v, int n)
+{
+    LLVMBuilderRef b = g->b;
+    for (int d = 1; d < n; d *= 2)
+        for (int a = 0; a < n; a++) {
+            if (a & d)
+                continue;
+            LLVMValueRef ma[64], mb[64];
+            for (int l = 0; l < n; l++) {
+                ma[l] = cpu_i32c(g, (l & d) ? n + (l ^ d) : l);
+                mb[l] = cpu_i32c(g, (l & d) ? n + l : (l ^ d));
+            }
+            LLVMValueRef x = v[a], y = v[a + d];
+            v[a] = LLVMBuildShuffleVector(b, x, y, LLVMConstVector(ma, (unsigned)n), "");
+            v[a + d] = LLVMBuildShuffleVector(b, x, y, LLVMConstVector(mb, (unsigned)n), "");
+        }
+}
+
+/* pack_b for B = trans(S): B's column j is row j of S (row stride lds),
+ * read along K. When no conversion is needed, blocks of VW rows x VW
+ * columns of S are loaded as VW vectors, transposed in registers and
+ * stored as VW panel rows; the K % VW and cols % VW edges (and a
+ * converting pack) go element by element; the last panel's columns past
+ * cols are 0. */
+static void pack_b_t(CpuGen *g, LLVMValueRef Bp, LLVMValueRef S, int sdt, LLVMValueRef lds,
+                     int64_t K, int64_t cols, int NR, int ddt, int VW)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef st = cpu_mtype(g, sdt), dt = cpu_mtype(g, ddt);
+    LLVMTypeRef vt = LLVMVectorType(dt, (unsigned)VW);
+    int db = dsl_dtype_bytes(ddt);
+    int64_t np = (cols + NR - 1) / NR;
+    if (cols % NR) /* the last panel's padding */
+        LLVMBuildMemSet(b, cpu_gep(g, dt, Bp, cpu_i64(g, (np - 1) * K * NR)),
+                        LLVMConstInt(g->i8, 0, 0), cpu_i64(g, K * NR * db), 4);
+    int64_t jb = cols / VW, kb = K / VW;
+    bool vec = sdt == ddt && VW > 1 && VW <= 64 && (VW & (VW - 1)) == 0 && NR % VW == 0;
+    if (!vec)
+        jb = kb = 0;
+    if (jb > 0 && kb > 0) {
+        CpuLoop lj, lk;
+        cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, jb));
+        LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, VW), "");
+        /* column j0 of B: panel j0 / NR, lane j0 % NR */
+        LLVMValueRef dcol = LLVMBuildAdd(b,
+            LLVMBuildMul(b, LLVMBuildUDiv(b, j0, cpu_i64(g, NR), ""), cpu_i64(g, K * NR), ""),
+            LLVMBuildURem(b, j0, cpu_i64(g, NR), ""), "");
+        LLVMValueRef srow = cpu_gep(g, st, S, LLVMBuildMul(b, j0, lds, ""));
+        cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, kb));
+        LLVMValueRef k0 = LLVMBuildMul(b, lk.iv, cpu_i64(g, VW), "");
+        LLVMValueRef v[64];
+        for (int r = 0; r < VW; r++) {
+            LLVMValueRef p = cpu_gep(g, st, srow, LLVMBuildAdd(b,
+                                 LLVMBuildMul(b, cpu_i64(g, r), lds, ""), k0, ""));
+            LLVMTypeRef svt = LLVMVectorType(st, (unsigned)VW);
+            LLVMValueRef x = LLVMBuildLoad2(b, svt, LLVMBuildBitCast(b, p,
+                                            LLVMPointerType(svt, 0), ""), "");
+            LLVMSetAlignment(x, (unsigned)dsl_dtype_bytes(sdt));
+            v[r] = x;
+        }
+        transpose_sq(g, v, VW);
+        LLVMValueRef d0 = LLVMBuildAdd(b, dcol, LLVMBuildMul(b, k0, cpu_i64(g, NR), ""), "");
+        for (int c = 0; c < VW; c++) {
+            LLVMValueRef p = cpu_gep(g, dt, Bp, LLVMBuildAdd(b, d0, cpu_i64(g, (int64_t)c * NR), ""));
+            LLVMValueRef st1 = LLVMBuildStore(b, v[c], LLVMBuildBitCast(b, p,
+                                              LLVMPointerType(vt, 0), ""));
+            LLVMSetAlignment(st1, (unsigned)db);
+        }
+        cpu_loop_close(g, &lk);
+        cpu_loop_close(g, &lj);
+    }
+    /* the rest, element by element: columns jb*VW.. at every k, and the
+     * k's kb*VW.. of the columns before them */
+    for (int part = 0; part < 2; part++) {
+        int64_t jlo = part ? jb * VW : 0, jhi = part ? cols : jb * VW;
+        int64_t klo = part ? 0 : kb * VW;
+        if (jlo >= jhi || klo >= K)
+            continue;
+        CpuLoop lj, lk;
+        cpu_loop_open(g, &lj, cpu_i64(g, jlo), cpu_i64(g, jhi));
+        LLVMValueRef srow = cpu_gep(g, st, S, LLVMBuildMul(b, lj.iv, lds, ""));
+        LLVMValueRef dcol = LLVMBuildAdd(b,
+            LLVMBuildMul(b, LLVMBuildUDiv(b, lj.iv, cpu_i64(g, NR), ""), cpu_i64(g, K * NR), ""),
+            LLVMBuildURem(b, lj.iv, cpu_i64(g, NR), ""), "");
+        cpu_loop_open(g, &lk, cpu_i64(g, klo), cpu_i64(g, K));
+        LLVMValueRef x = cpu_mload(g, cpu_gep(g, st, srow, lk.iv), sdt);
+        cpu_mstore(g, cpu_cvt(g, x, sdt, ddt), cpu_gep(g, dt, Bp, LLVMBuildAdd(b, dcol,
+                   LLVMBuildMul(b, lk.iv, cpu_i64(g, NR), ""), "")), ddt);
+        cpu_loop_close(g, &lk);
+        cpu_loop_close(g, &lj);
+    }
+}
+
 /* A rank-2 DOT on packed B panels (BLKC_CPU_NOPACK=1: the row-major path
  * below). A is read in place with its row stride when its dtype is the
  * accumulation type and no rows are padded, else converted into a buffer;
@@ -763,6 +867,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     LLVMValueRef lda = g->vld[in->opnd[0]] ? g->vld[in->opnd[0]] : cpu_i64(g, K);
     LLVMValueRef ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, N);
     bool ain = g->vld[in->opnd[0]] && ta->dtype == rdt && Mp == M;
+    bool bt = g->tdot && g->tdot[in->opnd[1]]; /* B = trans(S), ldb S's */
     if (ta->dtype != rdt || Mp != M) {
         LLVMValueRef buf = cpu_alloca(g, E, Mp * K);
         if (Mp != M)
@@ -783,7 +888,10 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     } else {
         aw = 0;
     }
-    pack_b(g, Bp, B, tb->dtype, ldb, K, N, NR, rdt);
+    if (bt)
+        pack_b_t(g, Bp, B, tb->dtype, ldb, K, N, NR, rdt, VW);
+    else
+        pack_b(g, Bp, B, tb->dtype, ldb, K, N, NR, rdt);
     LLVMValueRef C = dst;
     int64_t ldc = N;
     bool padded = Mp != M || Np != N;
@@ -833,7 +941,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
         alda = cpu_i64(g, K);
     }
     cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, Np / NR));
-    if (g->vld[in->opnd[1]] && !cpu_switch(CPU_SW_NOBPF)) {
+    if (g->vld[in->opnd[1]] && !bt && !cpu_switch(CPU_SW_NOBPF)) {
         /* B's next K step (rows K .. 2K-1 of the view, the usual loop's
          * next tile), a few rows per row block, into L2: its rows lie a
          * large stride apart, which the hardware prefetchers do not
@@ -878,7 +986,7 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         return cpu_fail(g, "dot result dtype %s not supported", dsl_dtype_name(rdt));
     if (R == 2 && !cpu_switch(CPU_SW_NOMATVEC) && cpu_matvec_applies(g, in))
         return cpu_gen_matvec(g, in, dst, acc_ptr);
-    if (R == 2 && !cpu_switch(CPU_SW_NOPACK))
+    if (R == 2 && (!cpu_switch(CPU_SW_NOPACK) || (g->tdot && g->tdot[in->opnd[1]])))
         return dot_packed(g, in, dst, acc_ptr);
     int64_t NB = R == 3 ? rt->shape[0] : 1;
     int64_t M = rt->shape[R - 2], N = rt->shape[R - 1], K = ta->shape[R - 1];
