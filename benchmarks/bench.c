@@ -401,6 +401,23 @@ static float read_all(const float *p, size_t n, int S)
     return r;
 }
 
+/* the number of streams, 1 .. READ_SMAX, that reads p fastest */
+static int read_streams(const float *p, size_t n)
+{
+    volatile float sink = 0;
+    int best = 1;
+    double bt = 1e30;
+    for (int S = 1; S <= READ_SMAX; S *= 2)
+        for (int r = 0; r < 3; r++) {
+            double t0 = now();
+            sink += read_all(p, n, S);
+            double t = now() - t0;
+            if (t < bt) { bt = t; best = S; }
+        }
+    (void)sink;
+    return best;
+}
+
 /* the source of benchmarks/decode_step.blk with weight dtype wt for WT */
 static char *decode_src(const char *wt)
 {
@@ -476,15 +493,7 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
         if (tk[i] < tk[bc]) bc = i;
     }
     volatile float sink = 0;
-    int rs_n = 1; /* the read's streams: the fastest of 1 .. READ_SMAX */
-    double rs_t = 1e30;
-    for (int S = 1; S <= READ_SMAX; S *= 2)
-        for (int r = 0; r < 3; r++) {
-            double t0 = now();
-            sink += read_all(w, nw, S);
-            double t = now() - t0;
-            if (t < rs_t) { rs_t = t; rs_n = S; }
-        }
+    int rs_n = read_streams(w, nw); /* the read's streams */
     /* each pair: read, blkc, read, sgemv — both kernels start from the
      * cache a read leaves. A matrix a little larger than L2 (768² f32,
      * 2.4 MB, on round 23's Xeon with 2 MB) runs faster after a read than
@@ -562,15 +571,7 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
     fill(w, nw, 7);
     fill(x, (size_t)16 * K, 8);
     volatile float sink = 0;
-    int rs_n = 1; /* the read's streams: the fastest of 1 .. READ_SMAX */
-    double rs_t = 1e30;
-    for (int S = 1; S <= READ_SMAX; S *= 2)
-        for (int r = 0; r < 3; r++) {
-            double t0 = now();
-            sink += read_all(w, nw, S);
-            double t = now() - t0;
-            if (t < rs_t) { rs_t = t; rs_n = S; }
-        }
+    int rs_n = read_streams(w, nw); /* the read's streams */
     for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
         int M = Ms[mi], ns = quick ? 1 : NS;
         char bm[32];
