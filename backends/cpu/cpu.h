@@ -197,6 +197,7 @@ LLVMValueRef cpu_widen(CpuGen *g, LLVMValueRef v, int dt);  /* SSA->compute */
 LLVMValueRef cpu_narrow(CpuGen *g, LLVMValueRef v, int dt); /* compute->SSA */
 LLVMValueRef cpu_cvt(CpuGen *g, LLVMValueRef v, int from, int to);
 LLVMValueRef cpu_mload(CpuGen *g, LLVMValueRef p, int dt);
+LLVMValueRef cpu_load_wide(CpuGen *g, LLVMValueRef p, int dt, LLVMTypeRef E, int VW);
 void cpu_mstore(CpuGen *g, LLVMValueRef v, LLVMValueRef p, int dt);
 LLVMValueRef cpu_const(CpuGen *g, int dt, int64_t ival, double fval);
 LLVMValueRef cpu_zero(CpuGen *g, int dt);

@@ -205,3 +205,26 @@ LLVMValueRef cpu_zero(CpuGen *g, int dt)
 {
     return LLVMConstNull(cpu_stype(g, dt));
 }
+
+/* VW (<= 64) elements of dtype adt at p as a vector of E: loaded as they
+ * are, bf16 widened by a shift, f16 / f32 by fpext (matvec.c, tile.c) */
+LLVMValueRef cpu_load_wide(CpuGen *g, LLVMValueRef p, int adt, LLVMTypeRef E, int VW)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef mt = cpu_mtype(g, adt);
+    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)VW);
+    LLVMValueRef q = LLVMBuildBitCast(b, p, LLVMPointerType(vt, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, q, "");
+    LLVMSetAlignment(v, (unsigned)dsl_dtype_bytes(adt));
+    LLVMTypeRef et = LLVMVectorType(E, (unsigned)VW);
+    if (adt == DT_BF16) { /* bf16 bits are the high half of an f32 */
+        LLVMTypeRef it = LLVMVectorType(g->i32, (unsigned)VW);
+        v = LLVMBuildZExt(b, v, it, "");
+        LLVMValueRef sh[64];
+        for (int i = 0; i < VW && i < 64; i++)
+            sh[i] = LLVMConstInt(g->i32, 16, 0);
+        v = LLVMBuildShl(b, v, LLVMConstVector(sh, (unsigned)VW), "");
+        return LLVMBuildBitCast(b, v, et, "");
+    }
+    return mt == E ? v : LLVMBuildFPExt(b, v, et, "");
+}

@@ -63,25 +63,6 @@ static LLVMValueRef splatv(CpuGen *g, LLVMValueRef x, int vw)
     return LLVMBuildShuffleVector(g->b, v, LLVMGetUndef(vt), mask, "");
 }
 
-/* VW elements of dtype adt at p, as a vector of the accumulation type E */
-static LLVMValueRef load_wide(CpuGen *g, LLVMValueRef p, int adt, LLVMTypeRef E, int VW)
-{
-    LLVMBuilderRef b = g->b;
-    LLVMTypeRef mt = cpu_mtype(g, adt);
-    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)VW);
-    LLVMValueRef q = LLVMBuildBitCast(b, p, LLVMPointerType(vt, 0), "");
-    LLVMValueRef v = LLVMBuildLoad2(b, vt, q, "");
-    LLVMSetAlignment(v, (unsigned)dsl_dtype_bytes(adt));
-    LLVMTypeRef et = LLVMVectorType(E, (unsigned)VW);
-    if (adt == DT_BF16) { /* bf16 bits are the high half of an f32 */
-        LLVMTypeRef it = LLVMVectorType(g->i32, (unsigned)VW);
-        v = LLVMBuildZExt(b, v, it, "");
-        v = LLVMBuildShl(b, v, splatv(g, cpu_i32c(g, 16), VW), "");
-        return LLVMBuildBitCast(b, v, et, "");
-    }
-    return mt == E ? v : LLVMBuildFPExt(b, v, et, "");
-}
-
 /* sum of the lanes of v by halving */
 static LLVMValueRef hsum(CpuGen *g, LLVMValueRef v, int w)
 {
@@ -200,7 +181,7 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
                     LLVMTypeRef pt = g->ptr;
                     cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
                 }
-                LLVMValueRef av = load_wide(g, cpu_gep(g, at, arow[r], ku), adt, E, VW);
+                LLVMValueRef av = cpu_load_wide(g, cpu_gep(g, at, arow[r], ku), adt, E, VW);
                 LLVMValueRef ops[3] = {av, xw, LLVMBuildLoad2(b, vt, slot[r][u], "")};
                 LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[r][u]);
             }
@@ -297,7 +278,7 @@ static void cols(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, in
     LLVMValueRef brow = cpu_gep(g, bt, B, LLVMBuildAdd(b, LLVMBuildMul(b, lk.iv, ldb, ""), j0, ""));
     LLVMValueRef bv[SK_NV];
     for (int v = 0; v < NV; v++)
-        bv[v] = load_wide(g, cpu_gep(g, bt, brow, cpu_i64(g, (int64_t)v * VW)), bdt, E, VW);
+        bv[v] = cpu_load_wide(g, cpu_gep(g, bt, brow, cpu_i64(g, (int64_t)v * VW)), bdt, E, VW);
     for (int m = 0; m < M; m++) {
         LLVMValueRef ak = LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, m), lda, ""), lk.iv, "");
         LLVMValueRef as = splatv(g, LLVMBuildLoad2(b, E, cpu_gep(g, E, A, ak), ""), VW);
@@ -433,7 +414,7 @@ static void trows(CpuGen *g, LLVMValueRef S, int sdt, LLVMValueRef lds, LLVMValu
             LLVMSetAlignment(xv[c], eal);
         }
         for (int r = 0; r < RB; r++) {
-            LLVMValueRef wv = load_wide(g, cpu_gep(g, st, srow[r], k0), sdt, E, VW);
+            LLVMValueRef wv = cpu_load_wide(g, cpu_gep(g, st, srow[r], k0), sdt, E, VW);
             for (int c = 0; c < MC; c++) {
                 LLVMValueRef ops[3] = {wv, xv[c], LLVMBuildLoad2(b, vt, slot[r * MC + c], "")};
                 LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[r * MC + c]);

@@ -767,11 +767,11 @@ static void transpose_sq(CpuGen *g, LLVMValueRef *v, int n)
 }
 
 /* pack_b for B = trans(S): B's column j is row j of S (row stride lds),
- * read along K. When no conversion is needed, blocks of VW rows x VW
- * columns of S are loaded as VW vectors, transposed in registers and
- * stored as VW panel rows; the K % VW and cols % VW edges (and a
- * converting pack) go element by element; the last panel's columns past
- * cols are 0. */
+ * read along K. Blocks of VW rows x VW columns of S are loaded as VW
+ * vectors (bf16 / f16 widened to f32 on the way), transposed in registers
+ * and stored as VW panel rows; the K % VW and cols % VW edges (and other
+ * conversions) go element by element; the last panel's columns past cols
+ * are 0. */
 static void pack_b_t(CpuGen *g, LLVMValueRef Bp, LLVMValueRef S, int sdt, LLVMValueRef lds,
                      int64_t K, int64_t cols, int NR, int ddt, int VW)
 {
@@ -784,7 +784,8 @@ static void pack_b_t(CpuGen *g, LLVMValueRef Bp, LLVMValueRef S, int sdt, LLVMVa
         LLVMBuildMemSet(b, cpu_gep(g, dt, Bp, cpu_i64(g, (np - 1) * K * NR)),
                         LLVMConstInt(g->i8, 0, 0), cpu_i64(g, K * NR * db), 4);
     int64_t jb = cols / VW, kb = K / VW;
-    bool vec = sdt == ddt && VW > 1 && VW <= 64 && (VW & (VW - 1)) == 0 && NR % VW == 0;
+    bool wide = sdt == ddt || (ddt == DT_F32 && (sdt == DT_BF16 || sdt == DT_F16));
+    bool vec = wide && VW > 1 && VW <= 64 && (VW & (VW - 1)) == 0 && NR % VW == 0;
     if (!vec)
         jb = kb = 0;
     if (jb > 0 && kb > 0) {
@@ -802,11 +803,7 @@ static void pack_b_t(CpuGen *g, LLVMValueRef Bp, LLVMValueRef S, int sdt, LLVMVa
         for (int r = 0; r < VW; r++) {
             LLVMValueRef p = cpu_gep(g, st, srow, LLVMBuildAdd(b,
                                  LLVMBuildMul(b, cpu_i64(g, r), lds, ""), k0, ""));
-            LLVMTypeRef svt = LLVMVectorType(st, (unsigned)VW);
-            LLVMValueRef x = LLVMBuildLoad2(b, svt, LLVMBuildBitCast(b, p,
-                                            LLVMPointerType(svt, 0), ""), "");
-            LLVMSetAlignment(x, (unsigned)dsl_dtype_bytes(sdt));
-            v[r] = x;
+            v[r] = cpu_load_wide(g, p, sdt, dt, VW);
         }
         transpose_sq(g, v, VW);
         LLVMValueRef d0 = LLVMBuildAdd(b, dcol, LLVMBuildMul(b, k0, cpu_i64(g, NR), ""), "");

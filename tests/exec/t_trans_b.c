@@ -6,14 +6,14 @@
  * 5 and 8 rows, chunks of 4 rows and a remainder, row blocks of W and a
  * remainder, K tails), more rows the packed GEMM with its panels packed
  * straight from W's rows (tile.c pack_b_t: 16 x 16 blocks transposed in
- * registers, tails element by element), whose results must equal the old
- * path's (BLKC_CPU_NOTRANSB=1: the PERMUTE copies W transposed) to the bit.
- * W f32, bf16 and f16 (widened; the packed path converts element by
- * element), f64; blocks read in place with the tensor's row stride and
- * blocks past the end (copied, zero-padded); a W computed in the kernel
- * (trans(W * 2)); B = trans of one row, [K, 1] (the matvec path); the
- * same with 256-bit vectors (BLKC_CPU_NOAVX512=1: chunks of 2 rows). On
- * the emulated devices (tests/emu) four of the cases. */
+ * registers, bf16 / f16 widened on the way, tails element by element),
+ * whose results must equal the old path's (BLKC_CPU_NOTRANSB=1: the
+ * PERMUTE copies W transposed) to the bit. W f32, bf16, f16 and f64;
+ * blocks read in place with the tensor's row stride and blocks past the
+ * end (copied, zero-padded); a W computed in the kernel (trans(W * 2));
+ * B = trans of one row, [K, 1] (the matvec path); the same with 256-bit
+ * vectors (BLKC_CPU_NOAVX512=1: chunks of 2 rows). On the emulated
+ * devices (tests/emu) four of the cases. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -124,7 +124,8 @@ int main(void)
     /* the packed GEMM: panels packed from W's rows, bits as before */
     run("lin", "f32", "f32", "f32", 16, 32, 64, 40, 100, 150, 1); /* tails everywhere */
     run("lin", "f32", "f32", "f32", 32, 64, 32, 64, 128, 96, 1);  /* in place, 16x16 blocks */
-    run("lin", "f32", "bf16", "f32", 16, 48, 32, 16, 48, 64, 1);  /* converted element-wise */
+    run("lin", "f32", "bf16", "f32", 16, 48, 32, 16, 48, 64, 1);  /* widened in 16x16 blocks */
+    run("lin", "f32", "f16", "f32", 16, 32, 40, 40, 100, 150, 1); /* ... and at the edges */
     run("lin2", "f32", "f32", "f32", 16, 32, 48, 16, 40, 48, 1);
     run("lin", "f64", "f64", "f64", 16, 16, 24, 20, 20, 50, 1);
     setenv("BLKC_CPU_NOAVX512", "1", 1); /* 8 lanes: chunks of 2 rows */
