@@ -126,6 +126,22 @@ static void hsum_rows(CpuGen *g, const LLVMValueRef *v, int n, int w, LLVMValueR
         s[r] = LLVMBuildExtractElement(b, z, cpu_i32c(g, r), "");
 }
 
+/* s[i] = the sum of the lanes of v[i] for i < n: in groups of a power of
+ * two <= w by hsum_rows (BLKC_CPU_NOROWTREE=1: each alone by hsum) */
+static void hsum_all(CpuGen *g, const LLVMValueRef *v, int n, int w, LLVMValueRef *s)
+{
+    for (int i = 0; i < n;) {
+        int c = 1;
+        while (c * 2 <= n - i && c * 2 <= w && c * 2 <= 64 && !cpu_switch(CPU_SW_NOROWTREE))
+            c *= 2;
+        if (c > 1)
+            hsum_rows(g, v + i, c, w, s + i);
+        else
+            s[i] = hsum(g, v[i], w);
+        i += c;
+    }
+}
+
 /* a + E-typed A element (dtype adt) at p times x[k] */
 static LLVMValueRef fma1(CpuGen *g, LLVMValueRef p, int adt, LLVMValueRef x, LLVMValueRef k,
                          LLVMTypeRef E, LLVMValueRef a)
@@ -188,22 +204,13 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
         }
         cpu_loop_close(g, &lk);
     }
-    LLVMValueRef s[MV_RB], vs[MV_RB];
+    LLVMValueRef s[MV_RB] = {0}, vs[MV_RB] = {0};
     for (int r = 0; r < RB; r++) {
         vs[r] = LLVMBuildLoad2(b, vt, slot[r][0], "");
         for (int u = 1; u < U; u++)
             vs[r] = LLVMBuildFAdd(b, vs[r], LLVMBuildLoad2(b, vt, slot[r][u], ""), "");
     }
-    for (int r = 0; r < RB;) { /* rows in groups of a power of two <= VW */
-        int n = 1;
-        while (n * 2 <= RB - r && n * 2 <= VW && n * 2 <= 64 && !cpu_switch(CPU_SW_NOROWTREE))
-            n *= 2;
-        if (n > 1)
-            hsum_rows(g, vs + r, n, VW, s + r);
-        else
-            s[r] = hsum(g, vs[r], VW);
-        r += n;
-    }
+    hsum_all(g, vs, RB, VW, s);
     if (kv) { /* the tail of the columns in bounds, in order */
         LLVMValueRef ss[MV_RB];
         for (int r = 0; r < RB; r++) {
@@ -422,19 +429,10 @@ static void trows(CpuGen *g, LLVMValueRef S, int sdt, LLVMValueRef lds, LLVMValu
         }
         cpu_loop_close(g, &lk);
     }
-    LLVMValueRef vs[SKT_ACC], s[SKT_ACC];
+    LLVMValueRef vs[SKT_ACC] = {0}, s[SKT_ACC] = {0};
     for (int i = 0; i < RB * MC; i++)
         vs[i] = LLVMBuildLoad2(b, vt, slot[i], "");
-    for (int i = 0; i < RB * MC;) { /* groups of a power of two <= VW */
-        int n = 1;
-        while (n * 2 <= RB * MC - i && n * 2 <= VW && !cpu_switch(CPU_SW_NOROWTREE))
-            n *= 2;
-        if (n > 1)
-            hsum_rows(g, vs + i, n, VW, s + i);
-        else
-            s[i] = hsum(g, vs[i], VW);
-        i += n;
-    }
+    hsum_all(g, vs, RB * MC, VW, s);
     for (int64_t k = nv * VW; k < K; k++) /* the tail, in order */
         for (int r = 0; r < RB; r++) {
             LLVMValueRef w = cpu_widen(g, cpu_mload(g, cpu_gep(g, st, srow[r], cpu_i64(g, k)), sdt),
