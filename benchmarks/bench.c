@@ -13,7 +13,7 @@
  *      (the machine's read bandwidth, same run: the fastest of 1-16
  *      streams), GB/s of W read and ratios;
  *   3a. a linear layer on 1, 4, 8, 16 tokens, Y = X W^T with W [N, K]
- *      (--linear=NxK, default 4096x4096; `dot(X[..], trans(W[..]), acc)`,
+ *      (--linear=NxK, default 4096x4096; examples/linear.blk,
  *      best of a few block shapes) vs cblas_sgemm and vs a plain read of
  *      W, GB/s of W and ratios (--only=linear);
  *   3b. launch cost: the decode step's rmsnorm (benchmarks/decode_step.blk,
@@ -540,23 +540,14 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
 
 /* A linear layer on a few tokens, Y = X W^T with W [N, K] as PyTorch
  * stores it (the batched-decode case, issue 13's skinny GEMM): the kernel
- * as a user writes it, `dot(X[..], trans(W[..]), acc)`, at M = 1, 4, 8, 16
+ * as a user writes it, examples/linear.blk (`dot(X[..], trans(W[..]),
+ * acc)`), at M = 1, 4, 8, 16
  * rows of X, the best of a few block shapes, then alternating with a plain
  * read of W and with cblas_sgemm (RowMajor, NoTrans, Trans) on the same
  * data, REPS pairs; ratios are medians of the pairs, as in bench_matvec. */
 static void bench_linear(blkc_context *ctx, int quick, int N, int K)
 {
-    static const char *src =
-        "kernel linear<BM = 1, BN = 32, BK = 512>(X: f32[M, K], W: f32[N, K], Y: f32[M, N])\n"
-        "    grid(cdiv(M, BM), cdiv(N, BN)) {\n"
-        "    let m = program_id(0) * BM;\n"
-        "    let n = program_id(1) * BN;\n"
-        "    var acc = zeros(f32, BM, BN);\n"
-        "    for k in 0 .. K step BK {\n"
-        "        acc = dot(X[m +: BM, k +: BK], trans(W[n +: BN, k +: BK]), acc);\n"
-        "    }\n"
-        "    Y[m +: BM, n +: BN] = acc;\n"
-        "}\n";
+    char *src = read_file(BLKC_SOURCE_DIR "/examples/linear.blk");
     static const int Ms[] = {1, 4, 8, 16};
     static const char *shapes[][2] = {{"BN=32", "BK=512"}, {"BN=16", "BK=1024"},
                                       {"BN=64", "BK=256"}};
@@ -634,7 +625,7 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
         for (int i = 0; i < ns; i++) blkc_module_destroy(mods[i]);
     }
     (void)sink;
-    free(w); free(x); free(y); free(y2);
+    free(src); free(w); free(x); free(y); free(y2);
 }
 
 /* the C side of bench_launch: rmsnorm of n floats */

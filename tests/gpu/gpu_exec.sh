@@ -67,6 +67,8 @@ run_case matmul_big     "$EX/matmul.blk"          "1e-4 1e-3" "C"  M=512 N=512 K
 esac
 run_case flash_attn     "$EX/flash_attention.blk" "2e-2 2e-2" "O"  Z=2 S=200 scale=0.125
 run_case flash_causal   "$EX/flash_attention.blk" "2e-2 2e-2" "O"  Z=1 S=130 scale=0.125 -D CAUSAL=true
+run_case linear         "$EX/linear.blk"          "1e-4 1e-4" "Y"  M=3 N=100 K=300
+run_case linear_8       "$EX/linear.blk"          "1e-4 1e-4" "Y"  M=13 N=70 K=200 -D BM=8
 # the CLI's test programs
 run_case madd           "$CD/madd.blk"            "1e-6 1e-6" "C"  M=17 N=32
 run_case scale          "$CD/scale.blk"           "1e-6 1e-6" "Y"  N=100 a=1.5 b=3
