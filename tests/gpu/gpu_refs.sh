@@ -20,7 +20,7 @@ if ! BLKC_GPU_DEVICE=cpu BLKC_GPU_REFS=$T/refs bash "$SRC/tests/gpu/gpu_exec.sh"
   echo "FAIL: the suite against the saved references:"; cat "$T/r.log"; exit 1
 fi
 tail -1 "$T/r.log"
-grep -q '^15 cases, 0 failure(s)$' "$T/r.log" || { echo "FAIL: want 15 cases"; exit 1; }
+grep -q '^17 cases, 0 failure(s)$' "$T/r.log" || { echo "FAIL: want 17 cases"; exit 1; }
 rm -f "$T/refs/softmax.cpu."*
 BLKC_GPU_DEVICE=cpu BLKC_GPU_REFS=$T/refs bash "$SRC/tests/gpu/gpu_exec.sh" "$BLKC" "$NPYCMP" "$SRC" >"$T/m.log" 2>&1
 rc=$?
