@@ -418,6 +418,72 @@ static int read_streams(const float *p, size_t n)
     return best;
 }
 
+/* What one alternating pair runs: the blkc kernel k and the library call,
+ * on W [M, K] (matvec: y = W x) or X [M, K] x W [N, K]^T (linear) */
+typedef struct Pair {
+    blkc_kernel *k;
+    const float *w, *x;
+    float *y, *y2;
+    int M, N, K; /* N = 0: the matvec */
+} Pair;
+
+static void pair_blkc(const Pair *p)
+{
+    if (!p->N)
+        blkc_kernel_launchf(p->k, "f32[#,#] f32[#] f32[#]", p->w, p->M, p->K, p->x, p->K,
+                            p->y, p->M);
+    else
+        blkc_kernel_launchf(p->k, "f32[#,#] f32[#,#] f32[#,#]", p->x, p->M, p->K, p->w, p->N,
+                            p->K, p->y, p->M, p->N);
+}
+
+static void pair_blas(const Pair *p)
+{
+#ifdef BLKC_HAVE_CBLAS
+    if (!p->N)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, p->M, p->K, 1.0f, p->w, p->K, p->x, 1, 0.0f,
+                    p->y2, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p->M, p->N, p->K, 1.0f, p->x,
+                    p->K, p->w, p->K, 0.0f, p->y2, p->N);
+#else
+    (void)p;
+#endif
+}
+
+/* reps (<= 64) pairs, each: read W (rs_n streams), blkc, read W, the
+ * library — both kernels start from the cache a read leaves. rr / rb: per
+ * pair the read's and the library's time over blkc's; *tk, *tr, *tb: the
+ * best of each. A matrix a little larger than L2 (768² f32, 2.4 MB, on
+ * round 23's Xeon with 2 MB) runs faster after a read than after the other
+ * kernel: the old order (blkc, read, sgemv) gave sgemv 53 GB/s against
+ * 43-47 after itself, and blkc 43-45 after sgemv (benchmarks/README.md,
+ * round 23) */
+static void run_pairs(const Pair *p, int reps, int rs_n, double *rr, double *rb, double *tk,
+                      double *tr, double *tb)
+{
+    size_t nw = (size_t)(p->N ? p->N : p->M) * p->K;
+    volatile float sink = 0;
+    *tk = *tr = *tb = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        sink += read_all(p->w, nw, rs_n);
+        double t1 = now(), dr = t1 - t0;
+        pair_blkc(p);
+        double dk = now() - t1;
+        sink += read_all(p->w, nw, rs_n);
+        t0 = now();
+        pair_blas(p);
+        double db = now() - t0;
+        rr[r] = dr / dk;
+        rb[r] = db / dk;
+        *tk = fmin(*tk, dk);
+        *tr = fmin(*tr, dr);
+        *tb = fmin(*tb, db);
+    }
+    (void)sink;
+}
+
 /* the source of benchmarks/decode_step.blk with weight dtype wt for WT */
 static char *decode_src(const char *wt)
 {
@@ -492,34 +558,10 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
         printf("  blkc matvec %s %s: %.2f GB/s\n", cfgs[i][0], cfgs[i][1], nw * 4.0 / tk[i] * 1e-9);
         if (tk[i] < tk[bc]) bc = i;
     }
-    volatile float sink = 0;
     int rs_n = read_streams(w, nw); /* the read's streams */
-    /* each pair: read, blkc, read, sgemv — both kernels start from the
-     * cache a read leaves. A matrix a little larger than L2 (768² f32,
-     * 2.4 MB, on round 23's Xeon with 2 MB) runs faster after a read than
-     * after the other kernel: the old order (blkc, read, sgemv) gave
-     * sgemv 53 GB/s against 43-47 after itself, and blkc 43-45 after
-     * sgemv (benchmarks/README.md, round 23) */
-    double rr[MAXR], rs[MAXR], tkb = 1e30, tr = 1e30, tb = 1e30;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        sink += read_all(w, nw, rs_n);
-        double t1 = now(), dr = t1 - t0;
-        blkc_kernel_launchf(ks[bc], "f32[#,#] f32[#] f32[#]", w, M, K, x, K, y, M);
-        double dk = now() - t1;
-        sink += read_all(w, nw, rs_n);
-        t0 = now();
-#ifdef BLKC_HAVE_CBLAS
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, 1.0f, w, K, x, 1, 0.0f, y2, 1);
-#endif
-        double db = now() - t0;
-        rr[r] = dr / dk;
-        rs[r] = db / dk;
-        tkb = fmin(tkb, dk);
-        tr = fmin(tr, dr);
-        tb = fmin(tb, db);
-    }
-    (void)sink;
+    Pair pr = {ks[bc], w, x, y, y2, M, 0, K};
+    double rr[MAXR], rs[MAXR], tkb, tr, tb;
+    run_pairs(&pr, reps, rs_n, rr, rs, &tkb, &tr, &tb);
     double maxerr = 0;
     for (int i = 0; i < M; i++) { /* C reference in double */
         double s = 0;
@@ -561,7 +603,6 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
     if (!w || !x || !y || !y2) die("malloc");
     fill(w, nw, 7);
     fill(x, (size_t)16 * K, 8);
-    volatile float sink = 0;
     int rs_n = read_streams(w, nw); /* the read's streams */
     for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
         int M = Ms[mi], ns = quick ? 1 : NS;
@@ -586,26 +627,9 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
             }
             if (tk[i] < tk[bc]) bc = i;
         }
-        double rr[MAXR], rb[MAXR], tkb = 1e30, tr = 1e30, tb = 1e30;
-        for (int r = 0; r < reps; r++) {
-            double t0 = now();
-            sink += read_all(w, nw, rs_n);
-            double t1 = now(), dr = t1 - t0;
-            blkc_kernel_launchf(ks[bc], "f32[#,#] f32[#,#] f32[#,#]", x, M, K, w, N, K, y, M, N);
-            double dk = now() - t1;
-            sink += read_all(w, nw, rs_n);
-            t0 = now();
-#ifdef BLKC_HAVE_CBLAS
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K,
-                        0.0f, y2, N);
-#endif
-            double db = now() - t0;
-            rr[r] = dr / dk;
-            rb[r] = db / dk;
-            tkb = fmin(tkb, dk);
-            tr = fmin(tr, dr);
-            tb = fmin(tb, db);
-        }
+        Pair pr = {ks[bc], w, x, y, y2, M, N, K};
+        double rr[MAXR], rb[MAXR], tkb, tr, tb;
+        run_pairs(&pr, reps, rs_n, rr, rb, &tkb, &tr, &tb);
         double maxerr = 0; /* C reference in double, every 61st column */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j += 61) {
@@ -624,7 +648,6 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
         printf(" (medians of pairs; max abs err %.1e)\n", maxerr);
         for (int i = 0; i < ns; i++) blkc_module_destroy(mods[i]);
     }
-    (void)sink;
     free(src); free(w); free(x); free(y); free(y2);
 }
 
