@@ -983,7 +983,7 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         return cpu_fail(g, "dot result dtype %s not supported", dsl_dtype_name(rdt));
     if (R == 2 && !cpu_switch(CPU_SW_NOMATVEC) && cpu_matvec_applies(g, in))
         return cpu_gen_matvec(g, in, dst, acc_ptr);
-    if (R == 2 && (!cpu_switch(CPU_SW_NOPACK) || (g->tdot && g->tdot[in->opnd[1]])))
+    if (R == 2 && !cpu_switch(CPU_SW_NOPACK)) /* (fuse.c marks no trans(B) under NOPACK) */
         return dot_packed(g, in, dst, acc_ptr);
     int64_t NB = R == 3 ? rt->shape[0] : 1;
     int64_t M = rt->shape[R - 2], N = rt->shape[R - 1], K = ta->shape[R - 1];
