@@ -41,7 +41,7 @@ test-tsan: build-tsan
 demo: build
 	@bash examples/demo.sh $(BLKC)
 
-# The whole suite (with the 30 s fuzz smoke run, label fuzz), then again
+# The whole suite (with the 15 s fuzz smoke run, label fuzz), then again
 # under ASan+UBSan, then the runtime and threading tests under TSan.
 # ASan leaves out fuzz, bench, emu_exec (the tests/exec programs rerun on
 # the emulated devices: the emulator's own tests, label emu, stay in), the
