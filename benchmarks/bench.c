@@ -15,7 +15,8 @@
  *   3a. a linear layer on 1, 4, 8, 16 tokens, Y = X W^T with W [N, K]
  *      (--linear=NxK, default 4096x4096; examples/linear.blk,
  *      best of a few block shapes) vs cblas_sgemm and vs a plain read of
- *      W, GB/s of W and ratios (--only=linear);
+ *      W, GB/s of W and ratios (--only=linear; --linear-w=bf16: W in bf16,
+ *      the read of its bytes, sgemm on the same values in f32);
  *   3b. launch cost: the decode step's rmsnorm (benchmarks/decode_step.blk,
  *      D 768, one program) by blkc_kernel_launchf against the same loop in
  *      C (this file, -O2), microseconds per call (--only=launch);
@@ -26,7 +27,7 @@
  * Every blkc figure alternates with its baseline within the run.
  * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile]
  *                   [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]
- *                   [--matvec=MxK] [--linear=NxK]
+ *                   [--matvec=MxK] [--linear=NxK] [--linear-w=bf16]
  * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
  * OpenBLAS runs cblas_sgemm on the same values converted back to f32.
  * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
@@ -423,6 +424,7 @@ static int read_streams(const float *p, size_t n)
 typedef struct Pair {
     blkc_kernel *k;
     const float *w, *x;
+    const uint16_t *w16; /* linear: W in bf16 for blkc (w: the same values in f32), or NULL */
     float *y, *y2;
     int M, N, K; /* N = 0: the matvec */
 } Pair;
@@ -433,7 +435,8 @@ static void pair_blkc(const Pair *p)
         blkc_kernel_launchf(p->k, "f32[#,#] f32[#] f32[#]", p->w, p->M, p->K, p->x, p->K,
                             p->y, p->M);
     else
-        blkc_kernel_launchf(p->k, "f32[#,#] f32[#,#] f32[#,#]", p->x, p->M, p->K, p->w, p->N,
+        blkc_kernel_launchf(p->k, p->w16 ? "f32[#,#] bf16[#,#] f32[#,#]" : "f32[#,#] f32[#,#] f32[#,#]",
+                            p->x, p->M, p->K, p->w16 ? (const void *)p->w16 : p->w, p->N,
                             p->K, p->y, p->M, p->N);
 }
 
@@ -463,15 +466,18 @@ static void run_pairs(const Pair *p, int reps, int rs_n, double *rr, double *rb,
                       double *tr, double *tb)
 {
     size_t nw = (size_t)(p->N ? p->N : p->M) * p->K;
+    const float *rw = p->w16 ? (const float *)p->w16 : p->w; /* the bytes blkc reads */
+    if (p->w16)
+        nw /= 2;
     volatile float sink = 0;
     *tk = *tr = *tb = 1e30;
     for (int r = 0; r < reps; r++) {
         double t0 = now();
-        sink += read_all(p->w, nw, rs_n);
+        sink += read_all(rw, nw, rs_n);
         double t1 = now(), dr = t1 - t0;
         pair_blkc(p);
         double dk = now() - t1;
-        sink += read_all(p->w, nw, rs_n);
+        sink += read_all(rw, nw, rs_n);
         t0 = now();
         pair_blas(p);
         double db = now() - t0;
@@ -559,7 +565,7 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
         if (tk[i] < tk[bc]) bc = i;
     }
     int rs_n = read_streams(w, nw); /* the read's streams */
-    Pair pr = {ks[bc], w, x, y, y2, M, 0, K};
+    Pair pr = {ks[bc], w, x, NULL, y, y2, M, 0, K};
     double rr[MAXR], rs[MAXR], tkb, tr, tb;
     run_pairs(&pr, reps, rs_n, rr, rs, &tkb, &tr, &tb);
     double maxerr = 0;
@@ -586,13 +592,28 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
  * acc)`), at M = 1, 4, 8, 16
  * rows of X, the best of a few block shapes, then alternating with a plain
  * read of W and with cblas_sgemm (RowMajor, NoTrans, Trans) on the same
- * data, REPS pairs; ratios are medians of the pairs, as in bench_matvec. */
-static void bench_linear(blkc_context *ctx, int quick, int N, int K)
+ * data, REPS pairs; ratios are medians of the pairs, as in bench_matvec.
+ * wt "bf16" (--linear-w=bf16): W in bf16 for blkc (f32 X, math and Y:
+ * the decode step with 16-bit weights), the read of its bytes, sgemm on
+ * the same values in f32. */
+static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char *wt)
 {
     char *src = read_file(BLKC_SOURCE_DIR "/examples/linear.blk");
+    if (wt) { /* W: f32[N, K] becomes W: bf16[N, K] */
+        char *p = strstr(src, "W: f32[");
+        if (!p) die("linear.blk: no W: f32[");
+        char *s2 = malloc(strlen(src) + 8);
+        sprintf(s2, "%.*sW: bf16[%s", (int)(p - src), src, p + 7);
+        free(src);
+        src = s2;
+    }
     static const int Ms[] = {1, 4, 8, 16};
-    static const char *shapes[][2] = {{"BN=32", "BK=512"}, {"BN=16", "BK=1024"},
-                                      {"BN=64", "BK=256"}};
+    /* (bf16 W: the same rows of bytes, twice the elements) */
+    static const char *shapes_f32[][2] = {{"BN=32", "BK=512"}, {"BN=16", "BK=1024"},
+                                          {"BN=64", "BK=256"}};
+    static const char *shapes_bf16[][2] = {{"BN=32", "BK=1024"}, {"BN=16", "BK=2048"},
+                                           {"BN=64", "BK=512"}};
+    const char *(*shapes)[2] = wt ? shapes_bf16 : shapes_f32;
     enum { NS = 3, MAXR = 64 };
     const int reps = quick ? 3 : 11;
     const char *thr = getenv("BLKC_NUM_THREADS");
@@ -603,7 +624,13 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
     if (!w || !x || !y || !y2) die("malloc");
     fill(w, nw, 7);
     fill(x, (size_t)16 * K, 8);
-    int rs_n = read_streams(w, nw); /* the read's streams */
+    uint16_t *w16 = NULL;
+    if (wt) { /* blkc reads the bf16 values, OpenBLAS them in f32 */
+        if (!(w16 = malloc(2 * nw))) die("malloc");
+        for (size_t i = 0; i < nw; i++) w[i] = from16(w16[i] = to16(w[i], 1), 1);
+    }
+    size_t wb = wt ? 2 : 4; /* bytes per element of W */
+    int rs_n = wt ? read_streams((const float *)w16, nw / 2) : read_streams(w, nw);
     for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
         int M = Ms[mi], ns = quick ? 1 : NS;
         char bm[32];
@@ -617,17 +644,16 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
             mods[i] = compile(ctx, src, defs, 3);
             if (blkc_module_get_kernel(mods[i], "linear", &ks[i]) != BLKC_OK) die("kernel");
             tk[i] = 1e30;
+            Pair pi = {ks[i], w, x, w16, y, y2, M, N, K};
             for (int r = 0; r < 2; r++) {
                 double t0 = now();
-                if (blkc_kernel_launchf(ks[i], "f32[#,#] f32[#,#] f32[#,#]", x, M, K, w, N, K,
-                                        y, M, N) != BLKC_OK)
-                    die("launch");
+                pair_blkc(&pi);
                 double t = now() - t0;
                 if (t < tk[i]) tk[i] = t;
             }
             if (tk[i] < tk[bc]) bc = i;
         }
-        Pair pr = {ks[bc], w, x, y, y2, M, N, K};
+        Pair pr = {ks[bc], w, x, w16, y, y2, M, N, K};
         double rr[MAXR], rb[MAXR], tkb, tr, tb;
         run_pairs(&pr, reps, rs_n, rr, rb, &tkb, &tr, &tb);
         double maxerr = 0; /* C reference in double, every 61st column */
@@ -637,18 +663,18 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K)
                 for (int c = 0; c < K; c++) s += (double)x[(size_t)i * K + c] * w[(size_t)j * K + c];
                 maxerr = fmax(maxerr, fabs(y[(size_t)i * N + j] - s));
             }
-        printf("linear f32 Y[%d,%d] = X W^T, W [%d, %d] (%d thread%s, %s %s %s, %d pairs): blkc "
+        printf("linear %s Y[%d,%d] = X W^T, W [%d, %d] (%d thread%s, %s %s %s, %d pairs): blkc "
                "%.2f GB/s of W (best %.3f ms), read (%d stream%s) %.2f GB/s, ratio %.2fx read",
-               M, N, N, K, nthr, nthr == 1 ? "" : "s", bm, shapes[bc][0], shapes[bc][1], reps,
-               nw * 4.0 / tkb * 1e-9, tkb * 1e3, rs_n, rs_n == 1 ? "" : "s",
-               nw * 4.0 / tr * 1e-9, median(rr, reps));
+               wt ? "bf16-W" : "f32", M, N, N, K, nthr, nthr == 1 ? "" : "s", bm, shapes[bc][0],
+               shapes[bc][1], reps, (double)(nw * wb) / tkb * 1e-9, tkb * 1e3, rs_n,
+               rs_n == 1 ? "" : "s", (double)(nw * wb) / tr * 1e-9, median(rr, reps));
 #ifdef BLKC_HAVE_CBLAS
         printf(", cblas_sgemm %.3f ms, ratio %.2fx sgemm", tb * 1e3, median(rb, reps));
 #endif
         printf(" (medians of pairs; max abs err %.1e)\n", maxerr);
         for (int i = 0; i < ns; i++) blkc_module_destroy(mods[i]);
     }
-    free(src); free(w); free(x); free(y); free(y2);
+    free(src); free(w); free(w16); free(x); free(y); free(y2);
 }
 
 /* the C side of bench_launch: rmsnorm of n floats */
@@ -757,6 +783,7 @@ int main(int argc, char **argv)
     int gm = 1024, gn = 1024, gk = 1024, sr = 4096, sc = 4096, mm = 4096, mk = 4096;
     int ln = 4096, lk = 4096;
     const char *gin = NULL; /* --gemm-in=f16|bf16 */
+    const char *lwt = NULL; /* --linear-w=bf16 */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strncmp(argv[i], "--only=", 7)) only = argv[i] + 7;
@@ -772,7 +799,9 @@ int main(int argc, char **argv)
                  sscanf(argv[i] + 9, "%dx%d", &mm, &mk) == 2 && mm > 0 && mk > 0) {}
         else if (!strncmp(argv[i], "--linear=", 9) &&
                  sscanf(argv[i] + 9, "%dx%d", &ln, &lk) == 2 && ln > 0 && lk > 0) {}
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK] [--linear=NxK]\n"); return 2; }
+        else if (!strcmp(argv[i], "--linear-w=bf16"))
+            lwt = "bf16";
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK] [--linear=NxK] [--linear-w=bf16]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -797,7 +826,7 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "layernorm")) bench_layernorm(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "matvec")) bench_matvec(ctx, quick, mm, mk);
-    if (!only || !strcmp(only, "linear")) bench_linear(ctx, quick, ln, lk);
+    if (!only || !strcmp(only, "linear")) bench_linear(ctx, quick, ln, lk, lwt);
     if (!only || !strcmp(only, "launch")) bench_launch(ctx, quick);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);
