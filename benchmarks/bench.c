@@ -70,6 +70,14 @@ static void die(const char *what)
     exit(1);
 }
 
+/* n bytes on a 64-byte boundary, as PyTorch allocates (a large malloc is
+ * 16 bytes past a page: every 64-byte load of a row would span two cache
+ * lines); free() */
+static void *amalloc(size_t n)
+{
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
 static blkc_module *compile(blkc_context *ctx, const char *src, const char *const *defs, int n)
 {
     blkc_compile_options o;
@@ -156,15 +164,15 @@ static void bench_gemm(blkc_context *ctx, int quick, int M, int N, int K, const 
     const int reps = quick ? 2 : 5;
     const char *thr = getenv("BLKC_NUM_THREADS");
     int nthr = thr ? atoi(thr) : 1;
-    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
-    float *c = malloc(sizeof(float) * M * N), *c2 = malloc(sizeof(float) * M * N);
+    float *a = amalloc(sizeof(float) * M * K), *b = amalloc(sizeof(float) * K * N);
+    float *c = amalloc(sizeof(float) * M * N), *c2 = amalloc(sizeof(float) * M * N);
     fill(a, (size_t)M * K, 1);
     fill(b, (size_t)K * N, 2);
     int bits = in ? 16 : 32, bf = in && !strcmp(in, "bf16");
     uint16_t *a16 = NULL, *b16 = NULL;
     if (in) { /* blkc reads the 16-bit values, OpenBLAS them in f32 */
-        a16 = malloc(2 * (size_t)M * K);
-        b16 = malloc(2 * (size_t)K * N);
+        a16 = amalloc(2 * (size_t)M * K);
+        b16 = amalloc(2 * (size_t)K * N);
         for (size_t i = 0; i < (size_t)M * K; i++) a[i] = from16(a16[i] = to16(a[i], bf), bf);
         for (size_t i = 0; i < (size_t)K * N; i++) b[i] = from16(b16[i] = to16(b[i], bf), bf);
     }
@@ -280,7 +288,7 @@ static void bench_softmax(blkc_context *ctx, int quick, int R, int C)
 {
     const int reps = quick ? 3 : 10;
     size_t n = (size_t)R * C, bytes = n * sizeof(float);
-    float *x = malloc(bytes), *y = malloc(bytes);
+    float *x = amalloc(bytes), *y = amalloc(bytes);
     fill(x, n, 3);
     memset(y, 0, bytes);
     int64_t sh[2] = {R, C};
@@ -325,8 +333,8 @@ static void bench_layernorm(blkc_context *ctx, int quick, int R, int C)
 {
     const int reps = quick ? 3 : 10;
     size_t n = (size_t)R * C, bytes = n * sizeof(float);
-    float *x = malloc(bytes), *y = malloc(bytes), *w = malloc(C * sizeof(float)),
-          *bb = malloc(C * sizeof(float));
+    float *x = amalloc(bytes), *y = amalloc(bytes), *w = amalloc(C * sizeof(float)),
+          *bb = amalloc(C * sizeof(float));
     fill(x, n, 5);
     fill(w, C, 6);
     fill(bb, C, 7);
@@ -531,8 +539,8 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
     const char *thr = getenv("BLKC_NUM_THREADS");
     int nthr = thr ? atoi(thr) : 1;
     size_t nw = (size_t)M * K;
-    float *w = malloc(nw * sizeof(float)), *x = malloc((size_t)K * sizeof(float));
-    float *y = malloc((size_t)M * sizeof(float)), *y2 = malloc((size_t)M * sizeof(float));
+    float *w = amalloc(nw * sizeof(float)), *x = amalloc((size_t)K * sizeof(float));
+    float *y = amalloc((size_t)M * sizeof(float)), *y2 = amalloc((size_t)M * sizeof(float));
     fill(w, nw, 5);
     fill(x, (size_t)K, 6);
     char *src = decode_src("f32");
@@ -619,14 +627,14 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char 
     const char *thr = getenv("BLKC_NUM_THREADS");
     int nthr = thr ? atoi(thr) : 1;
     size_t nw = (size_t)N * K;
-    float *w = malloc(nw * sizeof(float)), *x = malloc((size_t)16 * K * sizeof(float));
-    float *y = malloc((size_t)16 * N * sizeof(float)), *y2 = malloc((size_t)16 * N * sizeof(float));
+    float *w = amalloc(nw * sizeof(float)), *x = amalloc((size_t)16 * K * sizeof(float));
+    float *y = amalloc((size_t)16 * N * sizeof(float)), *y2 = amalloc((size_t)16 * N * sizeof(float));
     if (!w || !x || !y || !y2) die("malloc");
     fill(w, nw, 7);
     fill(x, (size_t)16 * K, 8);
     uint16_t *w16 = NULL;
     if (wt) { /* blkc reads the bf16 values, OpenBLAS them in f32 */
-        if (!(w16 = malloc(2 * nw))) die("malloc");
+        if (!(w16 = amalloc(2 * nw))) die("malloc");
         for (size_t i = 0; i < nw; i++) w[i] = from16(w16[i] = to16(w[i], 1), 1);
     }
     size_t wb = wt ? 2 : 4; /* bytes per element of W */
@@ -703,8 +711,8 @@ static void bench_launch(blkc_context *ctx, int quick)
     blkc_module *m = compile(ctx, src, NULL, 0);
     blkc_kernel *k = NULL;
     if (blkc_module_get_kernel(m, "rmsnorm", &k) != BLKC_OK) die("kernel");
-    float *x = malloc(D * sizeof *x), *w = malloc(D * sizeof *w);
-    float *y = malloc(D * sizeof *y), *y2 = malloc(D * sizeof *y2);
+    float *x = amalloc(D * sizeof *x), *w = amalloc(D * sizeof *w);
+    float *y = amalloc(D * sizeof *y), *y2 = amalloc(D * sizeof *y2);
     if (!x || !w || !y || !y2) die("malloc");
     for (int i = 0; i < D; i++) {
         x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;

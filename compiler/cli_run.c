@@ -157,7 +157,7 @@ static void load_tensor(const IrFunc *f, int pi, PArg *pa)
     }
     pa->numel = a.numel;
     if (a.dtype != dt) {
-        void *conv = malloc((size_t)a.numel * (size_t)dsl_dtype_bytes(dt) + 1);
+        void *conv = rt_alloc64((size_t)a.numel * (size_t)dsl_dtype_bytes(dt) + 1);
         if (!conv)
             cli_die(X_RUNTIME, "out of memory converting %s", path);
         rt_convert(conv, dt, a.data, a.dtype, a.numel);
@@ -188,9 +188,10 @@ static void make_tensor(const IrFunc *f, int pi, PArg *pa)
     }
     size_t bytes = (size_t)numel * (size_t)dsl_dtype_bytes(p->dtype);
     pa->numel = numel;
-    pa->data = calloc(1, bytes + 1);
+    pa->data = rt_alloc64(bytes + 1); /* rows on cache lines (rt.h) */
     if (!pa->data)
         cli_die(X_RUNTIME, "out of memory allocating %s (%zu bytes)", p->name, bytes);
+    memset(pa->data, 0, bytes + 1);
     if (cli.random)
         fill_random(pa->data, p->dtype, numel, p->name);
 }

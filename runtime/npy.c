@@ -23,6 +23,11 @@ static const struct {
     {DT_U64, "u8"},  {DT_F16, "f2"}, {DT_F32, "f4"}, {DT_F64, "f8"},
 };
 
+void *rt_alloc64(size_t n)
+{
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
 const char *rt_npy_descr(int dtype)
 {
     switch (dtype) {
@@ -270,7 +275,7 @@ int rt_npy_parse(const void *buf, size_t len, RtNpy *out, char *err,
         return -1;
     size_t n = len - off;
     if (n) {
-        out->data = malloc(n);
+        out->data = rt_alloc64(n);
         if (!out->data) {
             snprintf(err, errlen, "out of memory (%zu bytes)", n);
             return -1;
@@ -324,7 +329,7 @@ int rt_npy_read(const char *path, RtNpy *out, char *err, size_t errlen)
     }
     size_t n = (size_t)st.st_size - off;
     if (n) {
-        out->data = malloc(n);
+        out->data = rt_alloc64(n);
         if (!out->data) {
             snprintf(err, errlen, "%s: out of memory (%zu bytes)", path, n);
             free(hdr);

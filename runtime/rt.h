@@ -69,8 +69,14 @@ typedef struct RtNpy {
     int ndim;                      /* 0..DSL_MAX_RANK */
     int64_t shape[DSL_MAX_RANK];   /* extents */
     int64_t numel;                 /* product of shape */
-    void *data;                    /* malloc'd numel * bytes (NULL if 0) */
+    void *data;                    /* rt_alloc64'd numel * bytes (NULL if 0) */
 } RtNpy;
+/* n bytes (n > 0) at a 64-byte boundary, freed with free(); NULL when out
+ * of memory. Tensors the CLI and the .npy reader allocate start on a cache
+ * line, as PyTorch's do: a kernel's vector loads of rows whose stride is a
+ * multiple of 64 bytes then never split lines (a malloc'd 64 MB is 16
+ * bytes past a page: every 64-byte load of its rows spans two lines) */
+void *rt_alloc64(size_t n);
 /* Parse a whole .npy image (versions 1.0, 2.0, 3.0). Every malformed image
  * is an error (never a crash or an allocation bigger than the image). */
 int rt_npy_parse(const void *buf, size_t len, RtNpy *out, char *err,

@@ -82,7 +82,28 @@ static void test_npy(void)
     CHECK(a.dtype == DT_F32 && a.ndim == 2 && a.shape[0] == 2 &&
           a.shape[1] == 3 && a.numel == 6);
     CHECK(a.data && memcmp(a.data, data, sizeof data) == 0);
+    CHECK(((uintptr_t)a.data & 63) == 0); /* on a cache line (rt_alloc64) */
     rt_npy_free(&a);
+    { /* so is a large array's (a malloc of 1.2 MB is 16 bytes past a page) */
+        enum { BIG = 300007 };
+        float *big = malloc(BIG * sizeof *big);
+        CHECK(big != NULL);
+        for (int i = 0; i < BIG; i++)
+            big[i] = (float)i;
+        int64_t bs[1] = {BIG};
+        CHECK(rt_npy_write(path, DT_F32, 1, bs, big, err, sizeof err) == 0);
+        CHECK(rt_npy_read(path, &a, err, sizeof err) == 0);
+        CHECK(a.numel == BIG && ((uintptr_t)a.data & 63) == 0 &&
+              memcmp(a.data, big, BIG * sizeof *big) == 0);
+        rt_npy_free(&a);
+        free(big);
+        for (size_t n = 1; n < 200; n += 37) {
+            void *p = rt_alloc64(n);
+            CHECK(p && ((uintptr_t)p & 63) == 0);
+            free(p);
+        }
+        CHECK(rt_npy_write(path, DT_F32, 2, shape, data, err, sizeof err) == 0);
+    }
     /* the whole image in memory */
     FILE *fp = fopen(path, "rb");
     unsigned char img[256];
