@@ -35,6 +35,7 @@ typedef struct Cli {
     bool random;                 /* --random */
     uint64_t seed;               /* --seed */
     int bench;                   /* --bench (0 = none) */
+    const char *ab;              /* --ab=NAME=VALUE: --bench against a B build (NULL = none) */
     bool megakernel;             /* run/plan --megakernel (tasks) */
     bool stats;                  /* --stats (emulated devices) */
     int stats_sample;            /* --stats-sample=N: N blocks + first + last, 0 all */

@@ -559,6 +559,69 @@ static const IrFunc *tune_entry(const IrFunc *f, IrModule *view,
     return tuned_mod->funcs[k];
 }
 
+/* --bench with --ab=NAME=VALUE: the kernel JIT-compiled again with NAME
+ * set to VALUE in the environment (the JIT cache keys on the BLKC_CPU_*
+ * switches), then N pairs alternating which runs first; the pairs' ratios
+ * survive a machine whose speed drifts between runs. The last run is A's,
+ * so --out writes A's results. */
+static void bench_ab(IrModule *view, const IrFunc *f, BkRangeFn fa, blkc_arg *args,
+                     const blkc_launch_options *lo)
+{
+    char name[128], err[1024] = "";
+    const char *eq = strchr(cli.ab, '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq - cli.ab), cli.ab);
+    const char *was = getenv(name);
+    char *old = was ? strdup(was) : NULL;
+    JcCode *code_a = run_code;
+    run_code = NULL;
+    setenv(name, eq + 1, 1);
+    BkRangeFn fb = jit_cached(view, args);
+    if (old)
+        setenv(name, old, 1);
+    else
+        unsetenv(name);
+    free(old);
+    JcCode *code_b = run_code;
+    run_code = code_a;
+    int n = cli.bench;
+    double *t = cli_g.times = malloc((size_t)n * 3 * sizeof *t);
+    if (!t)
+        cli_die(X_RUNTIME, "out of memory");
+    double *ta = t, *tb = t + n, *r = t + 2 * n;
+    for (int i = -1; i < n; i++) { /* i = -1: B's warm-up */
+        for (int k = 0; k < 2; k++) {
+            bool b = i < 0 ? k == 0 : (i % 2 == 0) == (k == 1); /* even i: B, A */
+            if (i < 0 && k == 1)
+                break;
+            double t0 = now_ms();
+            blkc_status st = rt_cpu_launch(f, b ? fb : fa, args, f->nparams, lo, NULL, err,
+                                           sizeof err);
+            double d = now_ms() - t0;
+            if (st != BLKC_OK)
+                cli_die(X_RUNTIME, "%s%s", b ? "B build: " : "", err);
+            if (i >= 0)
+                *(b ? &tb[i] : &ta[i]) = d;
+        }
+        if (i >= 0)
+            r[i] = tb[i] / ta[i];
+    }
+    if (n % 2 == 0) { /* the last pair ran A first: A once more, for --out */
+        blkc_status st = rt_cpu_launch(f, fa, args, f->nparams, lo, NULL, err, sizeof err);
+        if (st != BLKC_OK)
+            cli_die(X_RUNTIME, "%s", err);
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    double rm = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    qsort(tb, (size_t)n, sizeof *tb, cmp_double);
+    print_bench(f->name, ta, n);
+    printf("%s: bench B (%s): min %.3f ms, median %.3f ms\n", f->name, cli.ab, tb[0],
+           n % 2 ? tb[n / 2] : 0.5 * (tb[n / 2 - 1] + tb[n / 2]));
+    printf("%s: bench B / A: %.3f (median of %d alternated pairs)\n", f->name, rm, n);
+    jc_code_free(code_b);
+    free(t);
+    cli_g.times = NULL;
+}
+
 /* One rank, a kernel: launch on the thread pool. */
 static int run_single(IrModule *m, int fi, PArg *pargs)
 {
@@ -603,7 +666,9 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
         printf("%s: grid (%lld, %lld, %lld), %.3f ms on cpu (%d threads)\n",
                f->name, (long long)grid[0], (long long)grid[1],
                (long long)grid[2], t1, rt_pool_size());
-    if (cli.bench) {
+    if (cli.ab) {
+        bench_ab(&view, f, fn, args, &lo);
+    } else if (cli.bench) {
         double *t = cli_g.times = malloc((size_t)cli.bench * sizeof *t);
         if (!t)
             cli_die(X_RUNTIME, "out of memory");
@@ -761,6 +826,8 @@ static int run_task_entry(void)
             cli_die(X_USAGE, "'%s' has %s", cli.file, err);
         return -1;
     }
+    if (cli.ab)
+        cli_die(X_USAGE, "--ab times one kernel: '%s' is a task", fn->name);
     if (cli.megakernel && cli.device && strcmp(cli.device, "cpu") != 0)
         cli_die(X_USAGE, "--megakernel runs tasks on CPU ranks only: GPU megakernels are not "
                 "implemented (--device=%s)", cli.device);
@@ -875,6 +942,9 @@ int cli_cmd_run(void)
     if (cli.stats && (!gpu || !strstr(cli.device, "-emu")))
         cli_die(X_USAGE, "--stats needs an emulated device (--device=cuda-emu or "
                 "hip-emu)");
+    if (cli.ab && (!cli.bench || gpu || cli.ranks > 1 || cli.ntunes))
+        cli_die(X_USAGE, "--ab times one kernel on the CPU against its B build: it needs "
+                "--bench=N, and no --device, --ranks or --tune");
     if (cli.stats_sample && cli.nouts)
         cli_die(X_USAGE, "--stats-sample runs only some blocks, so the outputs are "
                 "partial: --out is refused");
@@ -913,6 +983,8 @@ int cli_cmd_run(void)
         symval[s] = -1;
     parse_run_args(f, pargs);
     memcpy(cmd_syms, symval, ((size_t)f->nsyms + 1) * sizeof *symval);
+    if (cli.ab && f->is_device)
+        cli_die(X_USAGE, "--ab times one kernel: '%s' is a device function", f->name);
     int rc = f->is_device || cli.ranks > 1 ? run_ranks(m, fi, pargs, cmd_syms)
                                            : run_single(m, fi, pargs);
     fflush(stdout);

@@ -91,6 +91,10 @@ static const char *command_usage(const char *cmd)
                "                  (ints in [-4, 4), unsigned in [0, 8)) instead of zeros\n"
                "  --seed=S        seed of --random (default 0)\n"
                "  --bench=N       run N more times after a warm-up; print min/median\n"
+               "  --ab=NAME=VALUE (with --bench, one kernel on the CPU) also JIT the\n"
+               "                  kernel with environment variable NAME=VALUE (a\n"
+               "                  BLKC_CPU_* switch) and alternate the two N times:\n"
+               "                  both times and the median of the pairs' ratios\n"
                "  --grid=X,Y,Z    override the kernel's grid\n"
                "  --stats         (cuda-emu, hip-emu) per-kernel counts: tensor-core\n"
                "                  instructions, shared-memory wavefronts, global sectors,\n"
@@ -212,6 +216,7 @@ static const struct {
     {"--random", false, C_RUN},
     {"--seed", true, C_RUN},
     {"--bench", true, C_RUN},
+    {"--ab", true, C_RUN},
     {"--stats", false, C_RUN},
     {"--stats-sample", true, C_RUN},
     {"--grid", true, C_RUN},
@@ -270,6 +275,13 @@ static void set_option(const char *name, char *val)
         if (!cli_parse_i64(val, &v) || v < 1 || v > 1000000)
             cli_die(X_USAGE, "bad --bench '%s': expected a positive integer", val);
         cli.bench = (int)v;
+    } else if (strcmp(name, "--ab") == 0) {
+        const char *eq = strchr(val, '=');
+        if (!eq || eq == val || (size_t)(eq - val) >= 128 || (val[0] >= '0' && val[0] <= '9') ||
+            strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                (size_t)(eq - val))
+            cli_die(X_USAGE, "bad --ab '%s': expected NAME=VALUE (an environment variable)", val);
+        cli.ab = val;
     } else if (strcmp(name, "--stats") == 0) {
         cli.stats = true;
     } else if (strcmp(name, "--stats-sample") == 0) {

@@ -53,6 +53,19 @@ case_missing_file_arg() { expect 2 "missing FILE" -- run --random; }
 case_bad_define()       { expect 2 "bad -D '3x=1'" -- check "$DATA/vadd.blk" -D 3x=1; }
 case_bad_define_value() { expect 2 "bad -D 'BLOCK=abc'" -- check "$DATA/vadd.blk" -DBLOCK=abc; }
 case_bad_define_noeq()  { expect 2 "bad -D" -- check "$DATA/vadd.blk" -D BLOCK; }
+case_bad_ab() {
+  expect 2 "^blkc: error: bad --ab 'x': expected NAME=VALUE \(an environment variable\) \(see 'blkc run --help'\)$" -- run "$DATA/vadd.blk" N=4 --bench=2 --ab=x
+  one_line_error
+  expect 2 "^blkc: error: bad --ab '3X=1'" -- run "$DATA/vadd.blk" N=4 --bench=2 --ab=3X=1
+  expect 2 "^blkc: error: bad --ab '=1'" -- run "$DATA/vadd.blk" N=4 --bench=2 --ab==1
+  local need="^blkc: error: --ab times one kernel on the CPU against its B build: it needs --bench=N, and no --device, --ranks or --tune \(see 'blkc run --help'\)$"
+  expect 2 "$need" -- run "$DATA/vadd.blk" N=4 --ab=BLKC_CPU_NOFUSE=1
+  one_line_error
+  expect 2 "$need" -- run "$DATA/vadd.blk" N=4 --bench=2 --ab=BLKC_CPU_NOFUSE=1 --device=cuda-emu
+  expect 2 "$need" -- run "$DATA/vadd.blk" N=4 --bench=2 --ab=BLKC_CPU_NOFUSE=1 --ranks=2
+  expect 2 "^blkc: error: --ab times one kernel: 'attention' is a task \(see 'blkc run --help'\)$" -- \
+    run "$DATA/../../task/attention.blk" --bench=2 --ab=BLKC_CPU_NOFUSE=1
+}
 case_bad_grid()         { expect 2 "bad --grid '0,1'" -- run "$DATA/vadd.blk" N=4 --grid=0,1; }
 case_bad_grid_text() {
   expect 2 "bad --grid 'a'" -- run "$DATA/vadd.blk" N=4 --grid=a
@@ -207,6 +220,21 @@ case_run_vadd_tail() { # N = 20 is not a multiple of BLOCK = 16
 case_run_summary() { expect 0 "^vadd: grid \(3, 1, 1\), [0-9.]+ ms" -- run "$DATA/vadd.blk" N=40; }
 case_run_define()  { expect 0 "^vadd: grid \(5, 1, 1\)" -- run "$DATA/vadd.blk" N=40 -D BLOCK=8; }
 case_run_bench()   { expect 0 "bench 3 runs: min [0-9.]+ ms, median [0-9.]+ ms" -- run "$DATA/vadd.blk" N=40 --bench=3; }
+# --ab: both builds timed, alternated; --out writes A's results (the same
+# bytes as a plain run), for an odd and an even number of pairs
+case_run_ab() {
+  local n
+  for n in 3 4; do
+    expect 0 "" -- run "$DATA/vadd.blk" N=40 --random --seed=5 --out C="$T/c.npy"
+    expect 0 "" -- run "$DATA/vadd.blk" N=40 --random --seed=5 --bench=$n --ab=BLKC_CPU_NOFUSE=1 \
+      --out C="$T/c_ab.npy"
+    grep -Eq "^vadd: bench $n runs: min [0-9.]+ ms, median [0-9.]+ ms$" "$T/out" &&
+      grep -Eq "^vadd: bench B \(BLKC_CPU_NOFUSE=1\): min [0-9.]+ ms, median [0-9.]+ ms$" "$T/out" &&
+      grep -Eq "^vadd: bench B / A: [0-9.]+ \(median of $n alternated pairs\)$" "$T/out" ||
+      { cat "$T/all" >&2; fail "--bench=$n --ab: not the three bench lines"; }
+    cmp -s "$T/c.npy" "$T/c_ab.npy" || fail "--ab --out: not A's results"
+  done
+}
 case_run_random() {
   expect 0 "" -- run "$DATA/vadd.blk" N=8 --random --seed=5 --out C="$T/c1.npy"
   expect 0 "" -- run "$DATA/vadd.blk" N=8 --random --seed=5 --out C="$T/c2.npy"
