@@ -392,7 +392,7 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
 static void trows(CpuGen *g, LLVMValueRef S, int sdt, LLVMValueRef lds, LLVMValueRef A,
                   LLVMValueRef lda, LLVMValueRef dst, LLVMValueRef acc_ptr, int64_t N,
                   LLVMValueRef n0, int RB, LLVMValueRef m0, int MC, int64_t K, int VW,
-                  LLVMTypeRef E)
+                  LLVMTypeRef E, bool pf)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
@@ -422,6 +422,13 @@ static void trows(CpuGen *g, LLVMValueRef S, int sdt, LLVMValueRef lds, LLVMValu
             LLVMSetAlignment(xv[c], eal);
         }
         for (int r = 0; r < RB; r++) {
+            if (pf) { /* the next row block's line at this k, into L1 */
+                LLVMValueRef nk = LLVMBuildAdd(b, k0, LLVMBuildMul(b, cpu_i64(g, RB), lds, ""), "");
+                LLVMValueRef pa[4] = {cpu_gep(g, st, srow[r], nk), cpu_i32c(g, 0), cpu_i32c(g, 3),
+                                      cpu_i32c(g, 1)};
+                LLVMTypeRef pt = g->ptr;
+                cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
+            }
             LLVMValueRef wv = cpu_load_wide(g, cpu_gep(g, st, srow[r], k0), sdt, E, VW);
             for (int c = 0; c < MC; c++) {
                 LLVMValueRef ops[3] = {wv, xv[c], LLVMBuildLoad2(b, vt, slot[r * MC + c], "")};
@@ -501,18 +508,28 @@ static int skinny_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef
     }
     int RB = acc / MC;
     int64_t nb = N / RB;
+    /* Several chunks of A's rows: the first reads the row block from
+     * memory, the others from L1 with no load of memory in flight, and the
+     * next block's rows lie elsewhere (a tensor row apart), where the
+     * hardware prefetchers do not look. So the first chunk prefetches the
+     * next block's line at each k into L1: linear layer at M = 6 / 8, W
+     * [4096, 4096] f32, one thread, B / A 0.76-0.89 over block shapes
+     * (`blkc run --bench=21 --ab=BLKC_CPU_NOSKTPF=1`, benchmarks/README.md
+     * round 26). Not for one chunk (M = 1: 1.13, one pass from memory) nor
+     * a converted B (bf16 at M = 8: 1.03, its chunks widen it again) */
+    bool pf = M > MC && sdt == rdt && !cpu_switch(CPU_SW_NOSKTPF);
     if (nb > 0) {
         CpuLoop ln;
         cpu_loop_open(g, &ln, cpu_i64(g, 0), cpu_i64(g, nb));
         LLVMValueRef n0 = LLVMBuildMul(b, ln.iv, cpu_i64(g, RB), "");
         for (int m = 0; m < M; m += MC)
             trows(g, S, sdt, lds, A, lda, dst, acc_ptr, N, n0, RB, cpu_i64(g, m),
-                  M - m < MC ? M - m : MC, K, VW, E);
+                  M - m < MC ? M - m : MC, K, VW, E, m == 0 && pf);
         cpu_loop_close(g, &ln);
     }
     for (int m = 0; m < M && N % RB; m += MC)
         trows(g, S, sdt, lds, A, lda, dst, acc_ptr, N, cpu_i64(g, nb * RB), (int)(N % RB),
-              cpu_i64(g, m), M - m < MC ? M - m : MC, K, VW, E);
+              cpu_i64(g, m), M - m < MC ? M - m : MC, K, VW, E, false);
     return g->failed ? -1 : 0;
 }
 
