@@ -37,6 +37,7 @@
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
     X(NOROWTREE, "a matrix-vector DOT sums each row's lanes alone, not a row block's together (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
+    X(NOBTPF, "a rank-2 DOT on trans(B) read in place does not prefetch B's rows at the next K step (tile.c)") \
     X(NOSKTPF, "a skinny DOT on trans(B) in several chunks of A's rows does not prefetch the next row block of B (matvec.c)") \
     X(NOTRANSB, "a DOT's trans(B) is copied transposed by its PERMUTE, not read as it lies (fuse.c, tile.c, matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \

@@ -536,6 +536,23 @@ static void micro_k(CpuGen *g, LLVMValueRef *ap, LLVMValueRef brow,
     }
 }
 
+/* A read prefetch into L2 (never faults, so past a tensor's end is fine) */
+static void prefetch_l2(CpuGen *g, LLVMValueRef p)
+{
+    LLVMValueRef pa[4] = {p, cpu_i32c(g, 0), cpu_i32c(g, 2), cpu_i32c(g, 1)};
+    LLVMTypeRef pt = g->ptr;
+    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
+}
+
+/* Lines to prefetch into L2 over a micro-kernel's k loop: lines 0 ..
+ * total - 1, line i at base + (i / lpr) * ld + (i % lpr) * 64 (ld in
+ * bytes), shared out evenly among the ncall calls of one DOT (this is call
+ * q) and their loop iterations. */
+typedef struct PfStream {
+    LLVMValueRef base, ld, q; /* i8 pointer, i64 bytes, i64 call index */
+    int64_t total, lpr, ncall;
+} PfStream;
+
 /* C[i0.., j0..] (MR x NRV*VW, row stride ldc) += A[ai.., :K] * B[:K, j0..]
  * (row strides lda, ldb: a tile's width, or a tensor's stride when the
  * operand is read in place; ai: A's first row). aw > 0: A is a packed
@@ -546,7 +563,8 @@ static void micro_k(CpuGen *g, LLVMValueRef *ap, LLVMValueRef brow,
 static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
                   LLVMValueRef C, LLVMValueRef i0, LLVMValueRef j0, int64_t bj, int64_t K,
                   LLVMValueRef lda, LLVMValueRef ldb, int aw,
-                  int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl)
+                  int64_t ldc, int MR, int NRV, int VW, LLVMTypeRef E, bool fl,
+                  const PfStream *pf)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
@@ -581,6 +599,19 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NRV; v++)
                 nacc[r][v] = phi[r][v] = LLVMBuildPhi(b, vt, "");
+        if (pf) { /* this iteration's share of the stream */
+            int64_t slots = pf->ncall * nloop, per = (pf->total + slots - 1) / slots;
+            LLVMValueRef i0p = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, pf->q,
+                                   cpu_i64(g, nloop), ""), c, ""), cpu_i64(g, per), "");
+            for (int64_t t = 0; t < per; t++) {
+                LLVMValueRef i = LLVMBuildAdd(b, i0p, cpu_i64(g, t), "");
+                LLVMValueRef row = LLVMBuildUDiv(b, i, cpu_i64(g, pf->lpr), "");
+                LLVMValueRef col = LLVMBuildURem(b, i, cpu_i64(g, pf->lpr), "");
+                LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, row, pf->ld, ""),
+                                                LLVMBuildMul(b, col, cpu_i64(g, 64), ""), "");
+                prefetch_l2(g, cpu_gep(g, g->i8, pf->base, off));
+            }
+        }
         if (!aw) {
             LLVMValueRef k0 = LLVMBuildMul(b, c, cpu_i64(g, U), ""), ab[MAXMR];
             for (int r = 0; r < MR; r++)
@@ -667,14 +698,6 @@ static DotBlock dot_block(int vecw, int64_t M)
     if (M % d.mr != 0 && M % d.mr2 == 0)
         d.mr = d.mr2;
     return d;
-}
-
-/* A read prefetch into L2 (never faults, so past a tensor's end is fine) */
-static void prefetch_l2(CpuGen *g, LLVMValueRef p)
-{
-    LLVMValueRef pa[4] = {p, cpu_i32c(g, 0), cpu_i32c(g, 2), cpu_i32c(g, 1)};
-    LLVMTypeRef pt = g->ptr;
-    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
 }
 
 /* Pack rows x cols of B (dtype sdt, row stride ldb) into panels of NR
@@ -903,6 +926,21 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     } else if (acc_ptr != dst) {
         LLVMBuildMemCpy(b, C, 4, acc_ptr, 4, cpu_i64(g, M * N * eb));
     }
+    /* B = trans(S) read in place: S's rows at the next K step (the usual
+     * loop's next tile, each row's next K columns), spread over the
+     * micro-kernel's k loops into L2 — pack_b_t would otherwise wait on
+     * them from memory, rows a tensor row apart that the hardware
+     * prefetchers do not follow (the analogue of NOBPF's B prefetch
+     * below, which trans(B) skips) */
+    PfStream pfs = {0};
+    if (bt && g->vld[in->opnd[1]] && !cpu_switch(CPU_SW_NOBTPF)) {
+        int sb = dsl_dtype_bytes(tb->dtype);
+        pfs.base = cpu_gep(g, g->i8, B, cpu_i64(g, K * sb));
+        pfs.ld = LLVMBuildMul(b, ldb, cpu_i64(g, sb), "");
+        pfs.lpr = (K * sb + 63) / 64;
+        pfs.total = N * pfs.lpr;
+        pfs.ncall = (Mp / MR) * (Np / NR);
+    }
     /* i outer: the whole of Bp (K x Np) stays in L1 while A's MR rows are
      * swept once per panel */
     CpuLoop li, lj;
@@ -963,7 +1001,10 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
     }
     LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
     LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, NR), "");
-    micro(g, As, ai, panel, C, i0, j0, 0, K, alda, cpu_i64(g, NR), aw, ldc, MR, NRV, VW, E, fl);
+    if (pfs.base) /* this call's index among the DOT's */
+        pfs.q = LLVMBuildAdd(b, LLVMBuildMul(b, li.iv, cpu_i64(g, Np / NR), ""), lj.iv, "");
+    micro(g, As, ai, panel, C, i0, j0, 0, K, alda, cpu_i64(g, NR), aw, ldc, MR, NRV, VW, E, fl,
+          pfs.base ? &pfs : NULL);
     cpu_loop_close(g, &lj);
     cpu_loop_close(g, &li);
     if (padded)
@@ -1054,12 +1095,12 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc
         if (nfull > 0) {
             cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nfull));
             LLVMValueRef j0 = LLVMBuildMul(b, lj.iv, cpu_i64(g, 2 * VW), "");
-            micro(g, Ab, i0, Bb, Cb, i0, j0, -1, K, lda, ldb, 0, Np, MR, 2, VW, E, fl);
+            micro(g, Ab, i0, Bb, Cb, i0, j0, -1, K, lda, ldb, 0, Np, MR, 2, VW, E, fl, NULL);
             cpu_loop_close(g, &lj);
         }
         if (tail)
             micro(g, Ab, i0, Bb, Cb, i0, cpu_i64(g, Np - VW), -1, K, lda, ldb, 0, Np, MR, 1,
-                  VW, E, fl);
+                  VW, E, fl, NULL);
         cpu_loop_close(g, &li);
     }
     if (padded)
