@@ -590,7 +590,7 @@ static void bench_ab(IrModule *view, const IrFunc *f, BkRangeFn fa, blkc_arg *ar
     double *ta = t, *tb = t + n, *r = t + 2 * n;
     for (int i = -1; i < n; i++) { /* i = -1: B's warm-up */
         for (int k = 0; k < 2; k++) {
-            bool b = i < 0 ? k == 0 : (i % 2 == 0) == (k == 1); /* even i: B, A */
+            bool b = i < 0 ? k == 0 : (i % 2 == 0) == (k == 0); /* even i: B, A */
             if (i < 0 && k == 1)
                 break;
             double t0 = now_ms();
