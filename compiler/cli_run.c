@@ -357,10 +357,16 @@ static void bind_tensors(const IrFunc *f, PArg *pargs)
             make_tensor(f, i, &pargs[i]);
 }
 
-static void print_bench(const char *name, double *t, int n)
+/* t sorted in place; its median */
+static double sort_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static void print_bench(const char *name, double *t, int n)
+{
+    double med = sort_median(t, n);
     printf("%s: bench %d runs: min %.3f ms, median %.3f ms\n", name, n, t[0],
            med);
 }
@@ -559,6 +565,19 @@ static const IrFunc *tune_entry(const IrFunc *f, IrModule *view,
     return tuned_mod->funcs[k];
 }
 
+/* one launch of f's code fn on the CPU; its milliseconds (exit 3 on failure,
+ * the message after what) */
+static double launch_ms(const IrFunc *f, BkRangeFn fn, blkc_arg *args,
+                        const blkc_launch_options *lo, const char *what)
+{
+    char err[1024] = "";
+    double t0 = now_ms();
+    blkc_status st = rt_cpu_launch(f, fn, args, f->nparams, lo, NULL, err, sizeof err);
+    if (st != BLKC_OK)
+        cli_die(X_RUNTIME, "%s%s", what, err);
+    return now_ms() - t0;
+}
+
 /* --bench with --ab=NAME=VALUE: the kernel JIT-compiled again with NAME
  * set to VALUE in the environment (the JIT cache keys on the BLKC_CPU_*
  * switches), then N pairs alternating which runs first; the pairs' ratios
@@ -567,7 +586,7 @@ static const IrFunc *tune_entry(const IrFunc *f, IrModule *view,
 static void bench_ab(IrModule *view, const IrFunc *f, BkRangeFn fa, blkc_arg *args,
                      const blkc_launch_options *lo)
 {
-    char name[128], err[1024] = "";
+    char name[128];
     const char *eq = strchr(cli.ab, '=');
     snprintf(name, sizeof name, "%.*s", (int)(eq - cli.ab), cli.ab);
     const char *was = getenv(name);
@@ -588,34 +607,22 @@ static void bench_ab(IrModule *view, const IrFunc *f, BkRangeFn fa, blkc_arg *ar
     if (!t)
         cli_die(X_RUNTIME, "out of memory");
     double *ta = t, *tb = t + n, *r = t + 2 * n;
-    for (int i = -1; i < n; i++) { /* i = -1: B's warm-up */
-        for (int k = 0; k < 2; k++) {
-            bool b = i < 0 ? k == 0 : (i % 2 == 0) == (k == 0); /* even i: B, A */
-            if (i < 0 && k == 1)
-                break;
-            double t0 = now_ms();
-            blkc_status st = rt_cpu_launch(f, b ? fb : fa, args, f->nparams, lo, NULL, err,
-                                           sizeof err);
-            double d = now_ms() - t0;
-            if (st != BLKC_OK)
-                cli_die(X_RUNTIME, "%s%s", b ? "B build: " : "", err);
-            if (i >= 0)
-                *(b ? &tb[i] : &ta[i]) = d;
+    launch_ms(f, fb, args, lo, "B build: "); /* B's warm-up (A had its first run) */
+    for (int i = 0; i < n; i++) { /* even i: B, A; odd i: A, B */
+        if (i % 2 == 0) {
+            tb[i] = launch_ms(f, fb, args, lo, "B build: ");
+            ta[i] = launch_ms(f, fa, args, lo, "");
+        } else {
+            ta[i] = launch_ms(f, fa, args, lo, "");
+            tb[i] = launch_ms(f, fb, args, lo, "B build: ");
         }
-        if (i >= 0)
-            r[i] = tb[i] / ta[i];
+        r[i] = tb[i] / ta[i];
     }
-    if (n % 2 == 0) { /* the last pair ran A first: A once more, for --out */
-        blkc_status st = rt_cpu_launch(f, fa, args, f->nparams, lo, NULL, err, sizeof err);
-        if (st != BLKC_OK)
-            cli_die(X_RUNTIME, "%s", err);
-    }
-    qsort(r, (size_t)n, sizeof *r, cmp_double);
-    double rm = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
-    qsort(tb, (size_t)n, sizeof *tb, cmp_double);
+    if (n % 2 == 0) /* the last pair ran A first: A once more, for --out */
+        launch_ms(f, fa, args, lo, "");
+    double rm = sort_median(r, n), bm = sort_median(tb, n);
     print_bench(f->name, ta, n);
-    printf("%s: bench B (%s): min %.3f ms, median %.3f ms\n", f->name, cli.ab, tb[0],
-           n % 2 ? tb[n / 2] : 0.5 * (tb[n / 2 - 1] + tb[n / 2]));
+    printf("%s: bench B (%s): min %.3f ms, median %.3f ms\n", f->name, cli.ab, tb[0], bm);
     printf("%s: bench B / A: %.3f (median of %d alternated pairs)\n", f->name, rm, n);
     jc_code_free(code_b);
     free(t);
@@ -672,14 +679,8 @@ static int run_single(IrModule *m, int fi, PArg *pargs)
         double *t = cli_g.times = malloc((size_t)cli.bench * sizeof *t);
         if (!t)
             cli_die(X_RUNTIME, "out of memory");
-        for (int i = 0; i < cli.bench; i++) {
-            double b0 = now_ms();
-            st = rt_cpu_launch(f, fn, args, f->nparams, &lo, NULL, err,
-                               sizeof err);
-            t[i] = now_ms() - b0;
-            if (st != BLKC_OK)
-                cli_die(X_RUNTIME, "%s", err);
-        }
+        for (int i = 0; i < cli.bench; i++)
+            t[i] = launch_ms(f, fn, args, &lo, "");
         print_bench(f->name, t, cli.bench);
         free(t);
         cli_g.times = NULL;

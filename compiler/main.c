@@ -277,9 +277,7 @@ static void set_option(const char *name, char *val)
         cli.bench = (int)v;
     } else if (strcmp(name, "--ab") == 0) {
         const char *eq = strchr(val, '=');
-        if (!eq || eq == val || (size_t)(eq - val) >= 128 || (val[0] >= '0' && val[0] <= '9') ||
-            strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-                (size_t)(eq - val))
+        if (!eq || (size_t)(eq - val) >= 128 || !cli_is_ident(val, (size_t)(eq - val)))
             cli_die(X_USAGE, "bad --ab '%s': expected NAME=VALUE (an environment variable)", val);
         cli.ab = val;
     } else if (strcmp(name, "--stats") == 0) {
