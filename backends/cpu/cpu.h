@@ -155,6 +155,9 @@ LLVMValueRef cpu_call(CpuGen *g, const char *name, LLVMTypeRef ret,
 LLVMValueRef cpu_intrin(CpuGen *g, const char *name, LLVMTypeRef *ovl,
                         int novl, LLVMValueRef *args, int n);
 LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x);
+/* a read prefetch of the line at p (never faults, so past a tensor's end
+ * is fine); locality 3: into L1, 2: into L2 */
+void cpu_prefetch(CpuGen *g, LLVMValueRef p, int locality);
 LLVMValueRef cpu_scalar_op(CpuGen *g, const IrInstr *in, LLVMValueRef *a);
 
 /* ------------------------------------------------------------ fuse.c */

@@ -421,12 +421,9 @@ void cpu_prefetch_next(CpuGen *g, int site, LLVMValueRef lin, int64_t n)
     LLVMValueRef off = LLVMBuildAdd(b, cpu_i64(g, ir_numel(t) * es),
                                     LLVMBuildMul(b, lin, cpu_i64(g, es), ""), "");
     int64_t lines = (n * es + 63) / 64;
-    LLVMTypeRef pt = LLVMTypeOf(p);
     for (int64_t q = 0; q < lines; q++) {
         LLVMValueRef o = LLVMBuildAdd(b, off, cpu_i64(g, 64 * q), "");
-        LLVMValueRef a[4] = {LLVMBuildGEP2(b, g->i8, p, &o, 1, "pf"),
-                             cpu_i32c(g, 0), cpu_i32c(g, 3), cpu_i32c(g, 1)};
-        cpu_intrin(g, "llvm.prefetch", &pt, 1, a, 4);
+        cpu_prefetch(g, LLVMBuildGEP2(b, g->i8, p, &o, 1, "pf"), 3);
     }
 }
 

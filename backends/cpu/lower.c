@@ -196,6 +196,13 @@ LLVMValueRef cpu_intrin1(CpuGen *g, const char *name, LLVMValueRef x)
     return cpu_intrin(g, name, &t, 1, &x, 1);
 }
 
+void cpu_prefetch(CpuGen *g, LLVMValueRef p, int locality)
+{
+    LLVMValueRef a[4] = {p, cpu_i32c(g, 0), cpu_i32c(g, locality), cpu_i32c(g, 1)};
+    LLVMTypeRef pt = LLVMTypeOf(p);
+    cpu_intrin(g, "llvm.prefetch", &pt, 1, a, 4);
+}
+
 /* ------------------------------------------------------------ scalar ops */
 
 static LLVMValueRef float_op(CpuGen *g, int op, LLVMValueRef *a, int n)

@@ -191,12 +191,8 @@ static void rows(CpuGen *g, LLVMValueRef A, int adt, LLVMValueRef lda,
             LLVMValueRef xw = LLVMBuildLoad2(b, vt, q, "");
             LLVMSetAlignment(xw, (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E));
             for (int r = 0; r < RB; r++) {
-                if (pf && (u * VW * dsl_dtype_bytes(adt)) % 64 == 0) { /* a line, into L2 */
-                    LLVMValueRef pa[4] = {LLVMBuildGEP2(b, at, prow[r], &ku, 1, ""), cpu_i32c(g, 0),
-                                          cpu_i32c(g, 2), cpu_i32c(g, 1)};
-                    LLVMTypeRef pt = g->ptr;
-                    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
-                }
+                if (pf && (u * VW * dsl_dtype_bytes(adt)) % 64 == 0) /* a line, into L2 */
+                    cpu_prefetch(g, LLVMBuildGEP2(b, at, prow[r], &ku, 1, ""), 2);
                 LLVMValueRef av = cpu_load_wide(g, cpu_gep(g, at, arow[r], ku), adt, E, VW);
                 LLVMValueRef ops[3] = {av, xw, LLVMBuildLoad2(b, vt, slot[r][u], "")};
                 LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[r][u]);
@@ -421,14 +417,12 @@ static void trows(CpuGen *g, LLVMValueRef S, int sdt, LLVMValueRef lds, LLVMValu
             xv[c] = LLVMBuildLoad2(b, vt, q, "");
             LLVMSetAlignment(xv[c], eal);
         }
+        /* (pf) the next row block's lines at this k, into L1 */
+        LLVMValueRef nk = pf ? LLVMBuildAdd(b, k0, LLVMBuildMul(b, cpu_i64(g, RB), lds, ""), "")
+                             : NULL;
         for (int r = 0; r < RB; r++) {
-            if (pf) { /* the next row block's line at this k, into L1 */
-                LLVMValueRef nk = LLVMBuildAdd(b, k0, LLVMBuildMul(b, cpu_i64(g, RB), lds, ""), "");
-                LLVMValueRef pa[4] = {cpu_gep(g, st, srow[r], nk), cpu_i32c(g, 0), cpu_i32c(g, 3),
-                                      cpu_i32c(g, 1)};
-                LLVMTypeRef pt = g->ptr;
-                cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
-            }
+            if (pf)
+                cpu_prefetch(g, cpu_gep(g, st, srow[r], nk), 3);
             LLVMValueRef wv = cpu_load_wide(g, cpu_gep(g, st, srow[r], k0), sdt, E, VW);
             for (int c = 0; c < MC; c++) {
                 LLVMValueRef ops[3] = {wv, xv[c], LLVMBuildLoad2(b, vt, slot[r * MC + c], "")};

@@ -536,14 +536,6 @@ static void micro_k(CpuGen *g, LLVMValueRef *ap, LLVMValueRef brow,
     }
 }
 
-/* A read prefetch into L2 (never faults, so past a tensor's end is fine) */
-static void prefetch_l2(CpuGen *g, LLVMValueRef p)
-{
-    LLVMValueRef pa[4] = {p, cpu_i32c(g, 0), cpu_i32c(g, 2), cpu_i32c(g, 1)};
-    LLVMTypeRef pt = g->ptr;
-    cpu_intrin(g, "llvm.prefetch", &pt, 1, pa, 4);
-}
-
 /* Lines to prefetch into L2 over a micro-kernel's k loop: lines 0 ..
  * total - 1, line i at base + (i / lpr) * ld + (i % lpr) * 64 (ld in
  * bytes), shared out evenly among the ncall calls of one DOT (this is call
@@ -609,7 +601,7 @@ static void micro(CpuGen *g, LLVMValueRef A, LLVMValueRef ai, LLVMValueRef B,
                 LLVMValueRef col = LLVMBuildURem(b, i, cpu_i64(g, pf->lpr), "");
                 LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, row, pf->ld, ""),
                                                 LLVMBuildMul(b, col, cpu_i64(g, 64), ""), "");
-                prefetch_l2(g, cpu_gep(g, g->i8, pf->base, off));
+                cpu_prefetch(g, cpu_gep(g, g->i8, pf->base, off), 2);
             }
         }
         if (!aw) {
@@ -951,7 +943,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
             LLVMValueRef row = LLVMBuildMul(b, LLVMBuildAdd(b, i0, cpu_i64(g, r), ""), lda, "");
             LLVMValueRef p = cpu_gep(g, E, A, LLVMBuildAdd(b, row, cpu_i64(g, K), ""));
             for (int64_t off = 0; off < K * eb; off += 64)
-                prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)));
+                cpu_prefetch(g, cpu_gep(g, g->i8, p, cpu_i64(g, off)), 2);
         }
     /* BLKC_CPU_PACKA=1 (off by default): an A read in place has its MR
      * rows copied into a sliver (chunks of one cache line per row) reused
@@ -996,7 +988,7 @@ static int dot_packed(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
                                      LLVMBuildMul(b, LLVMBuildAdd(b, q0, cpu_i64(g, q), ""), ldb, ""));
             p = cpu_gep(g, g->i8, p, LLVMBuildMul(b, lj.iv, cpu_i64(g, lpp * 64), ""));
             for (int64_t l = 0; l < lpp; l++)
-                prefetch_l2(g, cpu_gep(g, g->i8, p, cpu_i64(g, l * 64)));
+                cpu_prefetch(g, cpu_gep(g, g->i8, p, cpu_i64(g, l * 64)), 2);
         }
     }
     LLVMValueRef panel = cpu_gep(g, E, Bp, LLVMBuildMul(b, lj.iv, cpu_i64(g, K * NR), ""));
