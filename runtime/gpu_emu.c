@@ -131,11 +131,16 @@ static int cache_dir(char *out, size_t n)
     return 0;
 }
 
-/* Run the compiler: src -> out (a shared object, or with pch the
- * precompiled header of src); its output into log. The module includes
- * `include` (blk_emu.h) first; the other headers are found in dir. 0 ok. */
-static int run_cxx(const EmuDev *d, const char *dir, const char *include, bool pch,
-                   const char *src, const char *out, const char *log)
+/* What run_cxx makes of src: a module's shared object, the precompiled
+ * header, or the emulator's runtime object (blk_emu.h's BLK_EMU_SPLIT). */
+enum { CXX_MODULE, CXX_PCH, CXX_RT };
+
+/* Run the compiler: src -> out (as `what` says); its output into log. A
+ * module includes `include` (blk_emu.h) first; the other headers are
+ * found in dir. rt: the runtime object a module links (it and the
+ * precompiled header are then built as BLK_EMU_SPLIT=1), or "". 0 ok. */
+static int run_cxx(const EmuDev *d, const char *dir, const char *include, int what,
+                   const char *rt, const char *src, const char *out, const char *log)
 {
     char inc[600];
     snprintf(inc, sizeof inc, "-I%s", dir);
@@ -143,7 +148,7 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *include, bool p
     int a = 0;
     argv[a++] = d->cxx;
     argv[a++] = "-std=c++17";
-    argv[a++] = "-O1";
+    argv[a++] = what == CXX_RT ? "-O2" : "-O1"; /* the runtime: once per header set */
     argv[a++] = "-fPIC";
     argv[a++] = "-pthread";
     argv[a++] = "-w";
@@ -167,15 +172,23 @@ static int run_cxx(const EmuDev *d, const char *dir, const char *include, bool p
             argv[a++] = "-D__CUDA_ARCH_FEAT_SM90_ALL=1";
     }
     argv[a++] = inc;
-    if (pch) {
+    if (what == CXX_RT) {
+        argv[a++] = "-DBLK_EMU_SPLIT=2";
+        argv[a++] = "-c";
+    } else if (rt[0]) {
+        argv[a++] = "-DBLK_EMU_SPLIT=1";
+    }
+    if (what == CXX_PCH) {
         argv[a++] = "-x";
         argv[a++] = "c++-header";
-    } else {
+    } else if (what == CXX_MODULE) {
         argv[a++] = "-shared";
         argv[a++] = "-include";
         argv[a++] = include;
     }
     argv[a++] = src;
+    if (what == CXX_MODULE && rt[0])
+        argv[a++] = rt;
     argv[a++] = "-o";
     argv[a++] = out;
     argv[a] = NULL;
@@ -205,21 +218,57 @@ static int write_atomic(const char *path, const char *text)
     return 0;
 }
 
+/* The emulator's runtime (blk_emu.h as BLK_EMU_SPLIT=2), compiled once
+ * per header set into sub/rt/blk_emu_rt.o, which every module links: a
+ * module then compiles only its kernels, not the emulator (that halves a
+ * module's compile). rt is its path, or "" when it cannot be made (the
+ * reason kept in sub/rt/nort; modules are then one unit) or for --stats
+ * (blk_emu_mem.h counts in one unit). */
+static void emu_rt(const EmuDev *d, const char *sub, char *rt, size_t n)
+{
+    char dir[640], src[700], tmp[720], log[740], bad[700];
+    snprintf(dir, sizeof dir, "%s/rt", sub);
+    snprintf(rt, n, "%s/blk_emu_rt.o", dir);
+    snprintf(bad, sizeof bad, "%s/nort", dir);
+    if (d->memstats || access(bad, F_OK) == 0) {
+        rt[0] = 0;
+        return;
+    }
+    if (access(rt, R_OK) == 0)
+        return;
+    mkdir(dir, 0755);
+    snprintf(src, sizeof src, "%s/blk_emu_rt.cpp", dir);
+    snprintf(tmp, sizeof tmp, "%s.%d", rt, (int)getpid());
+    snprintf(log, sizeof log, "%s.log", tmp);
+    if (write_atomic(src, "#include \"blk_emu.h\"\n") == 0 &&
+        run_cxx(d, sub, NULL, CXX_RT, "", src, tmp, log) == 0 && rename(tmp, rt) == 0) {
+        unlink(log);
+        return;
+    }
+    unlink(tmp);
+    rename(log, bad);
+    rt[0] = 0;
+}
+
 /* The headers of this build for this compiler and dialect, shared by the
  * modules: sub holds them; sub/pch/blk_emu.h (a copy) sits next to its
  * precompiled form blk_emu.h.gch (GCC and clang use it for -include of
- * that path, flags matching), which halves a module's compile time: most
- * of it is the header. *pch_inc is that path, or "" when no precompiled
- * header could be made (the plain header then). 0 ok. */
-static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n)
+ * that path, flags matching), which halves a module's compile time again:
+ * without it most of that is the header. *pch_inc is that path, or ""
+ * when no precompiled header could be made (the plain header then); rt
+ * as emu_rt says (the precompiled header is built to match it). 0 ok. */
+static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n, char *rt,
+                       size_t rtn)
 {
     char p[700], gch[700], bad[700], pdir[640];
     snprintf(pdir, sizeof pdir, "%s/pch", sub);
     snprintf(pch_inc, n, "%s/blk_emu.h", pdir);
     snprintf(gch, sizeof gch, "%s/blk_emu.h.gch", pdir);
     snprintf(bad, sizeof bad, "%s/nopch", pdir);
-    if (access(gch, R_OK) == 0)
+    if (access(gch, R_OK) == 0) {
+        emu_rt(d, sub, rt, rtn);
         return 0;
+    }
     mkdir(sub, 0755);
     mkdir(pdir, 0755);
     snprintf(p, sizeof p, "%s/blk_emu.h", sub);
@@ -231,6 +280,7 @@ static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n
     rc |= write_atomic(pch_inc, rt_emu_header);
     if (rc)
         return -1;
+    emu_rt(d, sub, rt, rtn);
     if (access(bad, F_OK) == 0) { /* an earlier try failed: no retry */
         pch_inc[0] = 0;
         return 0;
@@ -238,7 +288,7 @@ static int emu_headers(const EmuDev *d, const char *sub, char *pch_inc, size_t n
     char tmp[720], log[740];
     snprintf(tmp, sizeof tmp, "%s.%d", gch, (int)getpid());
     snprintf(log, sizeof log, "%s.log", tmp);
-    if (run_cxx(d, sub, NULL, true, pch_inc, tmp, log) == 0 && rename(tmp, gch) == 0) {
+    if (run_cxx(d, sub, NULL, CXX_PCH, rt, pch_inc, tmp, log) == 0 && rename(tmp, gch) == 0) {
         unlink(log);
         return 0;
     }
@@ -410,10 +460,10 @@ static void mod_free(EmuMod *m)
 static int mod_compile(EmuMod *m, char *err, size_t errlen)
 {
     const EmuDev *d = &m->d;
-    char src[700], tmp[700], log[720], hp[600], pch_inc[700];
+    char src[700], tmp[700], log[720], hp[600], pch_inc[700], rt[700];
     const char *dir = m->so; /* the object's folder: so up to its last '/' */
     int dlen = (int)(strrchr(dir, '/') - dir);
-    int rc = emu_headers(d, m->sub, pch_inc, sizeof pch_inc);
+    int rc = emu_headers(d, m->sub, pch_inc, sizeof pch_inc, rt, sizeof rt);
     snprintf(hp, sizeof hp, "%s/blk_emu.h", m->sub);
     snprintf(src, sizeof src, "%.*s.%d.cpp", (int)(strlen(m->so) - 3), m->so, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.%d.so", m->so, (int)getpid());
@@ -424,18 +474,25 @@ static int mod_compile(EmuMod *m, char *err, size_t errlen)
         return -1;
     }
     /* with the precompiled header; once more with the plain one if that
-     * fails (a precompiled header the compiler rejects must not fail a
-     * module: then it is set aside for good) */
-    bool ok = pch_inc[0] && run_cxx(d, m->sub, pch_inc, false, src, tmp, log) == 0;
-    if (!ok && run_cxx(d, m->sub, hp, false, src, tmp, log) == 0) {
+     * fails, and then as one unit without the runtime object (a
+     * precompiled header the compiler rejects, or a runtime object the
+     * linker does, must not fail a module: it is set aside for good) */
+    bool ok = pch_inc[0] && run_cxx(d, m->sub, pch_inc, CXX_MODULE, rt, src, tmp, log) == 0;
+    char bad[720];
+    if (!ok && run_cxx(d, m->sub, hp, CXX_MODULE, rt, src, tmp, log) == 0) {
         ok = true;
         if (pch_inc[0]) {
-            char bad[720];
             snprintf(bad, sizeof bad, "%s/pch/nopch", m->sub);
             write_file(bad, "rejected\n", 9);
             snprintf(bad, sizeof bad, "%s.gch", pch_inc);
             unlink(bad);
         }
+    }
+    if (!ok && rt[0] && run_cxx(d, m->sub, hp, CXX_MODULE, "", src, tmp, log) == 0) {
+        ok = true;
+        snprintf(bad, sizeof bad, "%s/rt/nort", m->sub);
+        write_file(bad, "rejected\n", 9);
+        unlink(rt);
     }
     if (!ok) {
         char text[1500] = "";

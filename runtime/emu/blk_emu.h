@@ -70,7 +70,9 @@
  * reconvergence order, and warps that are partial or have exited lanes
  * (collectives need every lane).
  *
- * One translation unit per module: everything is static. */
+ * A module is two translation units (BLK_EMU_SPLIT, below): the kernels,
+ * and the emulator's runtime compiled once per header set and linked into
+ * every module; nothing is exported from a module but its entry points. */
 #ifndef BLK_EMU_H
 #define BLK_EMU_H
 
@@ -78,7 +80,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <cstdint>
 #include <cstdio>
@@ -97,6 +98,29 @@
 #define BLK_EMU_FIBER_ASM 1
 #else
 #include <ucontext.h>
+#endif
+
+/* BLK_EMU_SPLIT: unset, one translation unit holds everything (the
+ * emulator's own tests, and modules built for --stats); 1, a module's
+ * kernels: the emulator's out-of-line functions (BLK_EMU_FN, their bodies
+ * under `#if BLK_EMU_SPLIT != 1`) are declarations and its state
+ * (BLK_EMU_VAR) is extern; 2, the runtime object runtime/gpu_emu.c
+ * compiles once per header set and links into every module, which defines
+ * both. Each module is one shared object with its own copy of both, as
+ * when it was one unit: hidden, so modules never share state. A module
+ * compiles in about half the time: most of its code was the emulator. */
+#if BLK_EMU_SPLIT == 1
+#define BLK_EMU_FN __attribute__((visibility("hidden")))
+#define BLK_EMU_VAR extern __attribute__((visibility("hidden")))
+#elif BLK_EMU_SPLIT == 2
+#define BLK_EMU_FN __attribute__((visibility("hidden")))
+#define BLK_EMU_VAR __attribute__((visibility("hidden")))
+#else
+#define BLK_EMU_FN static inline
+#define BLK_EMU_VAR static
+#endif
+#if defined(BLK_EMU_SPLIT) && defined(BLK_EMU_MEMSTATS)
+#error "blk_emu.h: --stats modules are one translation unit"
 #endif
 
 /* the emulator itself is not instrumented for --stats (blk_emu_mem.h) */
@@ -223,12 +247,12 @@ struct BlkEmuMachine {
     BlkEmuStats st{};
 };
 
-static BlkEmuMachine *blk_emu_m;   /* the launch in progress (one at a time) */
-static std::mutex blk_emu_launch_mu;
+BLK_EMU_VAR BlkEmuMachine *blk_emu_m;   /* the launch in progress (one at a time) */
+BLK_EMU_VAR std::mutex blk_emu_launch_mu;
 /* the running fiber's (blk_emu_resume sets them) */
-static blk_emu_dim3 threadIdx, blockIdx;
-static blk_emu_dim3 gridDim, blockDim;
-static unsigned char *blk_emu_smem_base;
+BLK_EMU_VAR blk_emu_dim3 threadIdx, blockIdx;
+BLK_EMU_VAR blk_emu_dim3 gridDim, blockDim;
+BLK_EMU_VAR unsigned char *blk_emu_smem_base;
 
 static inline int blk_emu_tid() { return (int)threadIdx.x; }
 static inline int blk_emu_lane() { return (int)threadIdx.x % BLK_EMU_WARP; }
@@ -257,17 +281,25 @@ struct BlkEmuFiber {
 #endif
 };
 
-static BlkEmuFiber *blk_emu_fibers; /* of the launch in progress, one per thread */
-static BlkEmuFiber *blk_emu_cur;    /* running, or nullptr in the scheduler */
-static void *blk_emu_sched_sp;
+BLK_EMU_VAR BlkEmuFiber *blk_emu_fibers; /* of the launch in progress, one per thread */
+BLK_EMU_VAR BlkEmuFiber *blk_emu_cur;    /* running, or nullptr in the scheduler */
+BLK_EMU_VAR void *blk_emu_sched_sp;
 #if !defined(BLK_EMU_FIBER_ASM)
-static ucontext_t blk_emu_sched_uc;
+BLK_EMU_VAR ucontext_t blk_emu_sched_uc;
 #endif
 
 #if defined(BLK_EMU_FIBER_ASM)
 extern "C" __attribute__((visibility("hidden"))) void blk_emu_swap(void **save_sp, void *to_sp);
+#endif
+#if defined(BLK_EMU_FIBER_ASM) && BLK_EMU_SPLIT != 1
+#if BLK_EMU_SPLIT == 2 /* the module's kernels call it */
+#define BLK_EMU_SWAP_LINK ".globl blk_emu_swap\n"
+#else
+#define BLK_EMU_SWAP_LINK ""
+#endif
 __asm__(".text\n"
         ".p2align 4\n"
+        BLK_EMU_SWAP_LINK
         ".type blk_emu_swap,@function\n"
         ".hidden blk_emu_swap\n"
         "blk_emu_swap:\n"          /* rdi: where to save this rsp, rsi: the rsp to load */
@@ -291,15 +323,16 @@ static inline void blk_emu_yield()
 }
 
 static inline void blk_emu_mem_thread(int t); /* blk_emu_mem.h: whose accesses count (-1 none) */
-static inline void blk_emu_race_sync(unsigned mask); /* blk_emu_race.h: warps a barrier joined */
+BLK_EMU_FN void blk_emu_race_sync(unsigned mask); /* blk_emu_race.h: warps a barrier joined */
 
 /* A wait that is not a barrier (a signal poll, __nanosleep): the other
  * threads run meanwhile; a failed launch ends the wait. */
-[[noreturn]] static void blk_emu_abandon();
+[[noreturn]] BLK_EMU_FN void blk_emu_abandon();
 static inline void blk_emu_pause();
 
 /* The scheduler: run fiber t until it yields. */
 static inline void blk_emu_resume(int t)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuFiber *f = &blk_emu_fibers[t];
     threadIdx = {(unsigned)t, 0, 0};
@@ -314,18 +347,26 @@ static inline void blk_emu_resume(int t)
     blk_emu_cur = nullptr;
     blk_emu_mem_thread(-1); /* the scheduler's own accesses are not the kernel's */
 }
+#else
+;
+#endif
 
 /* Record the first error; waiting threads see `failed` when resumed. */
-static void blk_emu_fail(BlkEmuMachine *m, const char *msg)
+BLK_EMU_FN void blk_emu_fail(BlkEmuMachine *m, const char *msg)
+#if BLK_EMU_SPLIT != 1
 {
     if (!m->failed) {
         snprintf(m->err, sizeof m->err, "%s", msg);
         m->failed = true;
     }
 }
+#else
+;
+#endif
 
 /* The running thread stops for good (after an error). */
-[[noreturn]] static void blk_emu_abandon()
+[[noreturn]] BLK_EMU_FN void blk_emu_abandon()
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     m->running--;
@@ -334,10 +375,14 @@ static void blk_emu_fail(BlkEmuMachine *m, const char *msg)
     for (;;)
         blk_emu_yield();
 }
+#else
+;
+#endif
 
 /* The running thread fails the launch with `what`, named by its block and
  * thread, and stops (the emulated instructions' misuse). */
-[[noreturn]] static void blk_emu_thread_fail(const char *what)
+[[noreturn]] BLK_EMU_FN void blk_emu_thread_fail(const char *what)
+#if BLK_EMU_SPLIT != 1
 {
     char msg[480];
     snprintf(msg, sizeof msg, "block (%u, %u, %u) thread %d: %s", blockIdx.x, blockIdx.y,
@@ -345,6 +390,9 @@ static void blk_emu_fail(BlkEmuMachine *m, const char *msg)
     blk_emu_fail(blk_emu_m, msg);
     blk_emu_abandon();
 }
+#else
+;
+#endif
 
 static inline void blk_emu_pause()
 {
@@ -354,7 +402,8 @@ static inline void blk_emu_pause()
 }
 
 /* What every blocked thread waits at, for a deadlock report. */
-static void blk_emu_deadlock(BlkEmuMachine *m)
+BLK_EMU_FN void blk_emu_deadlock(BlkEmuMachine *m)
+#if BLK_EMU_SPLIT != 1
 {
     char msg[512];
     int n = snprintf(msg, sizeof msg, "deadlock in block (%u, %u, %u): every thread waits and no "
@@ -370,9 +419,13 @@ static void blk_emu_deadlock(BlkEmuMachine *m)
     }
     blk_emu_fail(m, msg);
 }
+#else
+;
+#endif
 
 /* Wait at barrier b of `width` threads with tag. */
-static void blk_emu_bar_wait(BlkEmuBar &b, int width, int tag)
+BLK_EMU_FN void blk_emu_bar_wait(BlkEmuBar &b, int width, int tag)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     if (m->failed)
@@ -411,6 +464,9 @@ static void blk_emu_bar_wait(BlkEmuBar &b, int width, int tag)
     if (b.gen == gen)      /* failed */
         blk_emu_abandon();
 }
+#else
+;
+#endif
 
 static inline void blk_emu_warp_bar(int tag)
 {
@@ -437,7 +493,8 @@ static inline void blk_emu_count(long long &c, long long v)
 /* Shared-memory wavefronts of one warp-wide access: 32 banks of 4 bytes;
  * per 128-byte-wide pass, distinct words in one bank serialize (the
  * same word is a broadcast). addr[i] < 0: lane i inactive. */
-static int blk_emu_wavefronts(const long long *addr, int n, int bytes)
+BLK_EMU_FN int blk_emu_wavefronts(const long long *addr, int n, int bytes)
+#if BLK_EMU_SPLIT != 1
 {
     int most = 0;
     long long words[64 * 4];
@@ -463,6 +520,9 @@ static int blk_emu_wavefronts(const long long *addr, int n, int bytes)
     }
     return most ? most : (nw ? 1 : 0);
 }
+#else
+;
+#endif
 
 #ifdef BLK_EMU_MEMSTATS
 #include "blk_emu_mem.h"
@@ -488,7 +548,8 @@ static inline int blk_tid_fresh() { return (int)threadIdx.x; }
  * warp size); the threads of one barrier instance must give the same n.
  * Barrier 0 is __syncthreads' (n = the block). Counted in --stats as
  * barriers, as __syncthreads is. */
-static inline void blk_bar_sync(int id, int n)
+BLK_EMU_FN void blk_bar_sync(int id, int n)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     char msg[200];
@@ -543,6 +604,9 @@ static inline void blk_bar_sync(int id, int n)
     if (b.gen == gen)
         blk_emu_abandon();
 }
+#else
+;
+#endif
 static inline void __syncwarp(unsigned mask = 0xffffffffu)
 {
     (void)mask;
@@ -798,7 +862,8 @@ static inline void blk_emu_reg_all(void (*)(A...), void **params, std::index_seq
  * (blkc run --stats-sample=N) the first, the last and N evenly spread
  * between them, in order (--stats scales the counts by grid / run; the
  * blocks left out write nothing, so the results are partial). */
-static std::vector<long long> blk_emu_sample(long long nb)
+BLK_EMU_FN std::vector<long long> blk_emu_sample(long long nb)
+#if BLK_EMU_SPLIT != 1
 {
     std::vector<long long> v;
     const char *e = getenv("BLKC_EMU_SAMPLE");
@@ -815,14 +880,20 @@ static std::vector<long long> blk_emu_sample(long long nb)
     }
     return v;
 }
+#else
+;
+#endif
 
 /* What the fibers of the launch in progress run. */
-static const long long *blk_emu_grid;
-static const std::vector<long long> *blk_emu_blocks;
-static const std::function<void()> *blk_emu_body;
+BLK_EMU_VAR const long long *blk_emu_grid;
+BLK_EMU_VAR const std::vector<long long> *blk_emu_blocks;
+BLK_EMU_VAR void (*blk_emu_body)(void (*)(), void **); /* calls the kernel: */
+BLK_EMU_VAR void (*blk_emu_kernel)();
+BLK_EMU_VAR void **blk_emu_params;
 
 /* A fiber's whole life: thread threadIdx.x of every block the launch runs. */
-static void blk_emu_fiber_main()
+BLK_EMU_FN void blk_emu_fiber_main()
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     BlkEmuFiber *f = blk_emu_cur;
@@ -831,7 +902,7 @@ static void blk_emu_fiber_main()
     for (long long b : *blk_emu_blocks) {
         f->bid = blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
                              (unsigned)(b / (grid[0] * grid[1]))};
-        (*blk_emu_body)();
+        blk_emu_body(blk_emu_kernel, blk_emu_params);
         blk_emu_cp_drop();
         blk_emu_wg_drop(t);
         blk_emu_bar_wait(m->block, m->nthreads, BLK_EMU_TAG_END);
@@ -852,12 +923,16 @@ static void blk_emu_fiber_main()
     for (;;)
         blk_emu_yield();
 }
+#else
+;
+#endif
 
 /* Fiber stacks, kept for the module's next launches: mapped on first
  * use, pages touched only as deep as a thread's frames go. */
-static unsigned char *blk_emu_stacks[1024];
+BLK_EMU_VAR unsigned char *blk_emu_stacks[1024];
 
-static bool blk_emu_fiber_init(BlkEmuFiber *f, int t)
+BLK_EMU_FN bool blk_emu_fiber_init(BlkEmuFiber *f, int t)
+#if BLK_EMU_SPLIT != 1
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (!blk_emu_stacks[t]) {
@@ -890,10 +965,14 @@ static bool blk_emu_fiber_init(BlkEmuFiber *f, int t)
 #endif
     return true;
 }
+#else
+;
+#endif
 
 /* Round robin over the threads that can go on (not waiting, or the
  * launch failed: they abandon) until every one is done. */
-static void blk_emu_schedule(BlkEmuMachine *m)
+BLK_EMU_FN void blk_emu_schedule(BlkEmuMachine *m)
+#if BLK_EMU_SPLIT != 1
 {
     int live = m->nthreads;
     while (live > 0) {
@@ -920,13 +999,17 @@ static void blk_emu_schedule(BlkEmuMachine *m)
             blk_emu_deadlock(m);
     }
 }
+#else
+;
+#endif
 
-/* Run kernel k on `grid` blocks of `threads` threads with smem bytes of
- * dynamic shared memory. 0, or -1 with err set. */
-template <class... A>
-static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
-                          long long smem, void **params, BlkEmuStats *stats, char *err,
-                          size_t errlen)
+/* Run body(k, params) (kernel k, blk_emu_thunk) on `grid` blocks of
+ * `threads` threads with smem bytes of dynamic shared memory; reg(k,
+ * params) (blk_emu_regthunk) first. 0, or -1 with err set. */
+BLK_EMU_FN int blk_emu_run(void (*body)(void (*)(), void **), void (*reg)(void (*)(), void **),
+                           void (*k)(), void **params, const long long grid[3], int threads,
+                           long long smem, BlkEmuStats *stats, char *err, size_t errlen)
+#if BLK_EMU_SPLIT != 1
 {
     std::lock_guard<std::mutex> one(blk_emu_launch_mu);
     if (threads <= 0 || threads % BLK_EMU_WARP || threads > 1024) {
@@ -962,17 +1045,16 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
     gridDim = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
     blockDim = {(unsigned)threads, 1, 1};
     blk_emu_m = &m;
-    blk_emu_reg_all(k, params, std::index_sequence_for<A...>{});
+    reg(k, params);
 #ifdef BLK_EMU_MEMSTATS
     blk_emu_logs.assign((size_t)threads, BlkEmuLog());
 #endif
-    std::function<void()> body = [&] {
-        blk_emu_call(k, params, std::index_sequence_for<A...>{});
-    };
     const std::vector<long long> blocks = blk_emu_sample(grid[0] * grid[1] * grid[2]);
     blk_emu_grid = grid;
     blk_emu_blocks = &blocks;
-    blk_emu_body = &body;
+    blk_emu_body = body;
+    blk_emu_kernel = k;
+    blk_emu_params = params;
     blk_emu_fibers = fibers.data();
     for (int t = 0; t < threads; t++) {
         blk_emu_cp_reset(t);
@@ -998,6 +1080,33 @@ static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
         return -1;
     }
     return 0;
+}
+#else
+;
+#endif
+
+/* A kernel of parameters A... as blk_emu_run calls it: k's arguments
+ * unpacked from params. */
+template <class... A> static void blk_emu_thunk(void (*k)(), void **params)
+{
+    blk_emu_call(reinterpret_cast<void (*)(A...)>(k), params, std::index_sequence_for<A...>{});
+}
+template <class... A> static void blk_emu_regthunk(void (*k)(), void **params)
+{
+    blk_emu_reg_all(reinterpret_cast<void (*)(A...)>(k), params,
+                    std::index_sequence_for<A...>{});
+}
+
+/* Run kernel k on `grid` blocks of `threads` threads with smem bytes of
+ * dynamic shared memory. 0, or -1 with err set. */
+template <class... A>
+static int blk_emu_launch(void (*k)(A...), const long long grid[3], int threads,
+                          long long smem, void **params, BlkEmuStats *stats, char *err,
+                          size_t errlen)
+{
+    return blk_emu_run(blk_emu_thunk<A...>, blk_emu_regthunk<A...>,
+                       reinterpret_cast<void (*)()>(k), params, grid, threads, smem, stats,
+                       err, errlen);
 }
 
 #define BLK_DYNAMIC_SMEM(name) unsigned char *name = blk_emu_smem_base

@@ -24,7 +24,8 @@ static inline int blk_emu_alane(int l) { return l; }
  * the addresses of the 8 rows (16 bytes each) of matrix i; lane l receives
  * in r[i] row l/4, columns 2(l%4) and 2(l%4)+1 of matrix i (.trans: the
  * transposed matrix, i.e. rows 2(l%4), 2(l%4)+1 of column l/4). */
-static inline void blk_emu_ldmatrix(unsigned *r, const void *p, int num, bool trans)
+BLK_EMU_FN void blk_emu_ldmatrix(unsigned *r, const void *p, int num, bool trans)
+#if BLK_EMU_SPLIT != 1
 {
     const int lane = blk_emu_lane();
     if (blk_emu_leader()) {
@@ -66,6 +67,9 @@ static inline void blk_emu_ldmatrix(unsigned *r, const void *p, int num, bool tr
         }
     });
 }
+#else
+;
+#endif
 static inline void blk_ldmatrix_x1(unsigned r[1], const void *p) { blk_emu_ldmatrix(r, p, 1, false); }
 static inline void blk_ldmatrix_x2(unsigned r[2], const void *p) { blk_emu_ldmatrix(r, p, 2, false); }
 static inline void blk_ldmatrix_x4(unsigned r[4], const void *p) { blk_emu_ldmatrix(r, p, 4, false); }
@@ -196,12 +200,13 @@ static inline void blk_tf32_split(float x, unsigned &hi, unsigned &lo)
  * yet committed belong to no group and no wait completes them. */
 struct BlkEmuCopy { unsigned char *dst; unsigned char data[16]; long long group; };
 struct BlkEmuCopies { std::vector<BlkEmuCopy> v; long long committed; };
-static BlkEmuCopies blk_emu_cps[1024]; /* per thread of the block */
+BLK_EMU_VAR BlkEmuCopies blk_emu_cps[1024]; /* per thread of the block */
 #define blk_emu_copies (blk_emu_cps[threadIdx.x].v)
 #define blk_emu_committed (blk_emu_cps[threadIdx.x].committed)
 
-static void blk_emu_wg_write(long long off, long long n, int mode, const char *who);
-static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
+BLK_EMU_FN void blk_emu_wg_write(long long off, long long n, int mode, const char *who);
+BLK_EMU_FN void blk_cp_async16(void *dst, const void *src, int nbytes)
+#if BLK_EMU_SPLIT != 1
 {
     blk_emu_wg_write((long long)((unsigned char *)dst - blk_emu_smem_base), 16, 0, "cp.async");
     blk_emu_race_cp_issue((long long)((unsigned char *)dst - blk_emu_smem_base));
@@ -215,14 +220,22 @@ static inline void blk_cp_async16(void *dst, const void *src, int nbytes)
     if (nbytes > 0) /* its global read (--stats), grouped per lane occurrence */
         blk_emu_note(1, (long long)(uintptr_t)src, nbytes > 16 ? 16 : nbytes, false);
 }
-static inline void blk_cp_commit(void)
+#else
+;
+#endif
+BLK_EMU_FN void blk_cp_commit(void)
+#if BLK_EMU_SPLIT != 1
 {
     blk_emu_committed++;
     for (auto &c : blk_emu_copies)
         if (c.group < 0)
             c.group = blk_emu_committed;
 }
-template <int N> static inline void blk_cp_wait(void)
+#else
+;
+#endif
+BLK_EMU_FN void blk_emu_cp_wait(int N)
+#if BLK_EMU_SPLIT != 1
 {
     size_t keep = 0;
     for (size_t i = 0; i < blk_emu_copies.size(); i++) {
@@ -237,6 +250,10 @@ template <int N> static inline void blk_cp_wait(void)
     }
     blk_emu_copies.resize(keep);
 }
+#else
+;
+#endif
+template <int N> static inline void blk_cp_wait(void) { blk_emu_cp_wait(N); }
 #endif /* !BLK_EMU_HIP */
 
 /* At the end of a thread's block: copies still in flight are dropped. */

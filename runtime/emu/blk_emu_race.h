@@ -102,24 +102,25 @@ struct BlkEmuPlainRd {
     unsigned short m1, m0;
 };
 
-static std::vector<BlkEmuChunk> blk_emu_rc;     /* per 16-byte chunk */
-static std::vector<unsigned> blk_emu_rep;       /* [chunk][warp]: epoch of its last read */
-static std::vector<BlkEmuPlainRd> blk_emu_rpl;  /* [chunk][warp]: its plain loads */
-static std::vector<unsigned char> blk_emu_pw;   /* per byte: warp of the last plain store, or NONE */
-static std::vector<unsigned> blk_emu_pwe;       /* per byte: that warp's epoch at the store */
-static unsigned blk_emu_vc[BLK_EMU_RW][BLK_EMU_RW];
-static unsigned blk_emu_rgen;                    /* the block in progress */
-static int blk_emu_rnw;                          /* warps of the launch */
-static long long blk_emu_rbytes;                 /* its dynamic shared memory */
-static long long blk_emu_rstatic;                /* where the static bytes start (16-aligned) */
-static long long blk_emu_rtotal;                 /* that plus the static bytes */
+BLK_EMU_VAR std::vector<BlkEmuChunk> blk_emu_rc;     /* per 16-byte chunk */
+BLK_EMU_VAR std::vector<unsigned> blk_emu_rep;       /* [chunk][warp]: epoch of its last read */
+BLK_EMU_VAR std::vector<BlkEmuPlainRd> blk_emu_rpl;  /* [chunk][warp]: its plain loads */
+BLK_EMU_VAR std::vector<unsigned char> blk_emu_pw;   /* per byte: warp of the last plain store, or NONE */
+BLK_EMU_VAR std::vector<unsigned> blk_emu_pwe;       /* per byte: that warp's epoch at the store */
+BLK_EMU_VAR unsigned blk_emu_vc[BLK_EMU_RW][BLK_EMU_RW];
+BLK_EMU_VAR unsigned blk_emu_rgen;                    /* the block in progress */
+BLK_EMU_VAR int blk_emu_rnw;                          /* warps of the launch */
+BLK_EMU_VAR long long blk_emu_rbytes;                 /* its dynamic shared memory */
+BLK_EMU_VAR long long blk_emu_rstatic;                /* where the static bytes start (16-aligned) */
+BLK_EMU_VAR long long blk_emu_rtotal;                 /* that plus the static bytes */
 /* the static __shared__ variables of this module (null without any) */
 extern "C" unsigned char __start_blk_emu_shared[] __attribute__((weak, visibility("hidden")));
 extern "C" unsigned char __stop_blk_emu_shared[] __attribute__((weak, visibility("hidden")));
 
 /* A launch (before any block) and every fresh block (thread 0, between the
  * end barriers): the shadow empty, the clocks at 0. */
-static inline void blk_emu_race_block(const BlkEmuMachine *m)
+BLK_EMU_FN void blk_emu_race_block(const BlkEmuMachine *m)
+#if BLK_EMU_SPLIT != 1
 {
     blk_emu_rnw = m->nwarps;
     blk_emu_rbytes = m->smem_bytes;
@@ -142,11 +143,15 @@ static inline void blk_emu_race_block(const BlkEmuMachine *m)
     }
     memset(blk_emu_vc, 0, sizeof blk_emu_vc);
 }
+#else
+;
+#endif
 
 /* A barrier instance completed by the warps of mask: each closes its
  * epoch (its accesses so far come before the barrier), then learns what
  * every other participant knows. */
-static inline void blk_emu_race_sync(unsigned mask)
+BLK_EMU_FN void blk_emu_race_sync(unsigned mask)
+#if BLK_EMU_SPLIT != 1
 {
     unsigned j[BLK_EMU_RW] = {0};
     const int nw = blk_emu_rnw;
@@ -160,10 +165,14 @@ static inline void blk_emu_race_sync(unsigned mask)
         if (mask >> w & 1)
             memcpy(blk_emu_vc[w], j, sizeof(unsigned) * (size_t)nw);
 }
+#else
+;
+#endif
 
 /* The chunk of shared byte offset off, emptied if stale; nullptr outside
  * the block's shared memory (dynamic, then static). */
-static inline BlkEmuChunk *blk_emu_race_at(long long off)
+BLK_EMU_FN BlkEmuChunk *blk_emu_race_at(long long off)
+#if BLK_EMU_SPLIT != 1
 {
     if (off < 0 || off >= blk_emu_rtotal || (size_t)(off >> 4) >= blk_emu_rc.size())
         return nullptr;
@@ -177,11 +186,15 @@ static inline BlkEmuChunk *blk_emu_race_at(long long off)
     }
     return c;
 }
+#else
+;
+#endif
 /* has warp w synchronized with warp v since v's epoch e? */
 static inline bool blk_emu_race_after(int w, int v, unsigned e) { return w == v || blk_emu_vc[w][v] > e; }
 
-[[noreturn]] static void blk_emu_race_fail(const char *kind, int wa, const char *opa, int wb,
+[[noreturn]] BLK_EMU_FN void blk_emu_race_fail(const char *kind, int wa, const char *opa, int wb,
                                            const char *opb, long long off, const char *how)
+#if BLK_EMU_SPLIT != 1
 {
     char msg[340], at[80];
 #ifdef BLK_EMU_HIP
@@ -199,12 +212,16 @@ static inline bool blk_emu_race_after(int w, int v, unsigned e) { return w == v 
              model);
     blk_emu_thread_fail(msg);
 }
+#else
+;
+#endif
 
 /* Bytes [lo, hi) of chunk ch (absolute offsets) accessed by warp a (its
  * warpgroup a .. a + 3 if wg: ordered if any is): the plain stores of
  * other warps there must be ordered before. */
-static inline void blk_emu_race_pw_check(long long lo, long long hi, int a, bool wg,
+BLK_EMU_FN void blk_emu_race_pw_check(long long lo, long long hi, int a, bool wg,
                                          const char *kind, const char *what)
+#if BLK_EMU_SPLIT != 1
 {
     for (long long o = lo; o < hi; o++) {
         const int v = blk_emu_pw[(size_t)o];
@@ -217,11 +234,15 @@ static inline void blk_emu_race_pw_check(long long lo, long long hi, int a, bool
             blk_emu_race_fail(kind, a, what, v, "a plain store", o, "since the store");
     }
 }
+#else
+;
+#endif
 /* Warp a writes the bytes of mask m of chunk c (at off): every read by
  * another warp (ldmatrix, wgmma: the whole chunk; plain loads: their
  * bytes) must be ordered before. */
-static inline void blk_emu_race_war(BlkEmuChunk *c, long long off, int a, unsigned m,
+BLK_EMU_FN void blk_emu_race_war(BlkEmuChunk *c, long long off, int a, unsigned m,
                                     const char *what)
+#if BLK_EMU_SPLIT != 1
 {
     const size_t ch = (size_t)(off >> 4);
     const unsigned *rep = &blk_emu_rep[ch * BLK_EMU_RW];
@@ -255,9 +276,13 @@ static inline void blk_emu_race_war(BlkEmuChunk *c, long long off, int a, unsign
                               (off & ~15LL) + __builtin_ctz(bad), "since the load");
     }
 }
+#else
+;
+#endif
 /* The write of mask m by warp a passed: the loads of those bytes are
  * ordered before it, so later writes need not check them again. */
-static inline void blk_emu_race_rd_drop(BlkEmuChunk *c, size_t ch, unsigned m)
+BLK_EMU_FN void blk_emu_race_rd_drop(BlkEmuChunk *c, size_t ch, unsigned m)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuPlainRd *pr = &blk_emu_rpl[ch * BLK_EMU_RW];
     for (unsigned r = c->preaders; r; r &= r - 1) {
@@ -268,9 +293,13 @@ static inline void blk_emu_race_rd_drop(BlkEmuChunk *c, size_t ch, unsigned m)
             c->preaders &= ~(1u << b);
     }
 }
+#else
+;
+#endif
 
 /* A cp.async of the running thread issued into the chunk at off. */
-static inline void blk_emu_race_cp_issue(long long off)
+BLK_EMU_FN void blk_emu_race_cp_issue(long long off)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuChunk *c = blk_emu_race_at(off);
     if (!c)
@@ -290,9 +319,13 @@ static inline void blk_emu_race_cp_issue(long long off)
     c->pending++;
     c->pwarp = (unsigned char)a;
 }
+#else
+;
+#endif
 
 /* The running thread's cp.async into the chunk at off landed (its wait_group). */
-static inline void blk_emu_race_cp_land(long long off)
+BLK_EMU_FN void blk_emu_race_cp_land(long long off)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuChunk *c = blk_emu_race_at(off);
     if (!c)
@@ -303,11 +336,15 @@ static inline void blk_emu_race_cp_land(long long off)
     c->writer = (unsigned char)a;
     c->wepoch = blk_emu_vc[a][a];
 }
+#else
+;
+#endif
 
 /* Warp b's read (what: the op) of the chunk at off: every cp.async into
  * it landed and ordered before, every plain store too; wg: the reader is
  * b's warpgroup (b its first warp). */
-static inline BlkEmuChunk *blk_emu_race_read_check(long long off, int b, bool wg, const char *what)
+BLK_EMU_FN BlkEmuChunk *blk_emu_race_read_check(long long off, int b, bool wg, const char *what)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuChunk *c = blk_emu_race_at(off);
     if (!c)
@@ -326,8 +363,12 @@ static inline BlkEmuChunk *blk_emu_race_read_check(long long off, int b, bool wg
                           "since its wait_group");
     return c;
 }
+#else
+;
+#endif
 /* an ldmatrix row of the running warp */
-static inline void blk_emu_race_ldmatrix(long long off)
+BLK_EMU_FN void blk_emu_race_ldmatrix(long long off)
+#if BLK_EMU_SPLIT != 1
 {
     const int b = (int)threadIdx.x / BLK_EMU_WARP;
     BlkEmuChunk *c = blk_emu_race_read_check(off & ~15LL, b, false, "an ldmatrix read");
@@ -336,15 +377,23 @@ static inline void blk_emu_race_ldmatrix(long long off)
     c->readers |= 1u << b;
     blk_emu_rep[(size_t)(off >> 4) * BLK_EMU_RW + (size_t)b] = blk_emu_vc[b][b];
 }
+#else
+;
+#endif
 /* chunk ch (offset / 16) of a wgmma.mma_async of the running warpgroup:
  * at issue (its read may happen from then on) and at the wait_group that
  * retires it (the read is complete) */
-static inline void blk_emu_race_wg_issue(long long ch)
+BLK_EMU_FN void blk_emu_race_wg_issue(long long ch)
+#if BLK_EMU_SPLIT != 1
 {
     blk_emu_race_read_check(ch * 16, (int)threadIdx.x / (4 * BLK_EMU_WARP) * 4, true,
                             "a wgmma.mma_async read (warpgroup)");
 }
-static inline void blk_emu_race_wg_retire(long long ch)
+#else
+;
+#endif
+BLK_EMU_FN void blk_emu_race_wg_retire(long long ch)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuChunk *c = blk_emu_race_at(ch * 16);
     if (!c)
@@ -354,10 +403,14 @@ static inline void blk_emu_race_wg_retire(long long ch)
     for (int b = 4 * wg; b < 4 * wg + 4 && b < blk_emu_rnw; b++)
         blk_emu_rep[(size_t)ch * BLK_EMU_RW + (size_t)b] = blk_emu_vc[b][b];
 }
+#else
+;
+#endif
 
 /* A plain load (st false) or store of n bytes at p by the running thread:
  * nothing outside the shared memory (dynamic, or a static __shared__). */
-static inline void blk_emu_race_plain(const void *p, size_t n, bool st)
+BLK_EMU_FN void blk_emu_race_plain(const void *p, size_t n, bool st)
+#if BLK_EMU_SPLIT != 1
 {
     long long off0 = (long long)((uintptr_t)p - (uintptr_t)blk_emu_smem_base), lim = blk_emu_rbytes;
     if (off0 < 0 || off0 >= blk_emu_rbytes) {
@@ -411,6 +464,9 @@ static inline void blk_emu_race_plain(const void *p, size_t n, bool st)
         lo = hi;
     }
 }
+#else
+;
+#endif
 /* BLK_SLD / BLK_SST of the generated code (gpu_prelude.c): the access
  * itself, recorded */
 template <class T> static inline T &blk_emu_sld(T &x)

@@ -103,15 +103,16 @@ struct BlkEmuTmaLoad {
     int swizzle;
     std::vector<unsigned char> data; /* the box, dense (before swizzling) */
 };
-static std::vector<BlkEmuTmaLoad> blk_emu_tma_loads;
+BLK_EMU_VAR std::vector<BlkEmuTmaLoad> blk_emu_tma_loads;
 /* a store not yet performed: the map, the box's coordinates, its shared offset */
 struct BlkEmuTmaStore { BlkEmuTmap map; int c[5]; long long src; long long group; };
 struct BlkEmuBulkState { std::vector<BlkEmuTmaStore> v; long long committed; };
-static BlkEmuBulkState blk_emu_bulk[1024]; /* per thread */
-static unsigned long long *blk_emu_mbar_at[1024]; /* what a blocked thread waits on */
+BLK_EMU_VAR BlkEmuBulkState blk_emu_bulk[1024]; /* per thread */
+BLK_EMU_VAR unsigned long long *blk_emu_mbar_at[1024]; /* what a blocked thread waits on */
 
 /* The offset of p in the block's shared memory, checked: n bytes there. */
-static long long blk_emu_tma_smem(const void *p, long long n, const char *what)
+BLK_EMU_FN long long blk_emu_tma_smem(const void *p, long long n, const char *what)
+#if BLK_EMU_SPLIT != 1
 {
     const long long off = (long long)((const unsigned char *)p - blk_emu_smem_base);
     if (!p || off < 0 || off + n > blk_emu_m->smem_bytes) {
@@ -121,8 +122,12 @@ static long long blk_emu_tma_smem(const void *p, long long n, const char *what)
     }
     return off;
 }
+#else
+;
+#endif
 
-static unsigned long long &blk_emu_mb_word(unsigned long long *bar)
+BLK_EMU_FN unsigned long long &blk_emu_mb_word(unsigned long long *bar)
+#if BLK_EMU_SPLIT != 1
 {
     const long long off = blk_emu_tma_smem(bar, 8, "an mbarrier");
     if (off % 8)
@@ -131,10 +136,14 @@ static unsigned long long &blk_emu_mb_word(unsigned long long *bar)
         blk_emu_thread_fail("an mbarrier used before mbarrier.init");
     return *bar;
 }
+#else
+;
+#endif
 
 /* The phase completes when pending arrivals and tx-count are both 0;
  * threads blocked on it run again. */
-static void blk_emu_mb_settle(unsigned long long *bar)
+BLK_EMU_FN void blk_emu_mb_settle(unsigned long long *bar)
+#if BLK_EMU_SPLIT != 1
 {
     unsigned long long w = *bar;
     if (blk_emu_mb_pend(w) || blk_emu_mb_tx(w))
@@ -150,6 +159,9 @@ static void blk_emu_mb_settle(unsigned long long *bar)
                 m->handoff[m->nhandoff++] = t;
         }
 }
+#else
+;
+#endif
 
 static inline void blk_emu_mb_tx_add(unsigned long long *bar, long long d)
 {
@@ -161,7 +173,8 @@ static inline void blk_emu_mb_tx_add(unsigned long long *bar, long long d)
 }
 
 /* The loads on bar land (complete_tx), then the phase may complete. */
-static void blk_emu_mb_progress(unsigned long long *bar)
+BLK_EMU_FN void blk_emu_mb_progress(unsigned long long *bar)
+#if BLK_EMU_SPLIT != 1
 {
     size_t keep = 0;
     for (size_t i = 0; i < blk_emu_tma_loads.size(); i++) {
@@ -185,6 +198,9 @@ static void blk_emu_mb_progress(unsigned long long *bar)
     blk_emu_tma_loads.resize(keep);
     blk_emu_mb_settle(bar);
 }
+#else
+;
+#endif
 
 /* Is a thread blocked on bar? Then what it waits for may progress now. */
 static inline bool blk_emu_mb_waited(const unsigned long long *bar)
@@ -197,7 +213,8 @@ static inline bool blk_emu_mb_waited(const unsigned long long *bar)
 }
 
 /* mbarrier.init.shared::cta.b64 [bar], count */
-static inline void blk_mbar_init(unsigned long long *bar, unsigned count)
+BLK_EMU_FN void blk_mbar_init(unsigned long long *bar, unsigned count)
+#if BLK_EMU_SPLIT != 1
 {
     const long long off = blk_emu_tma_smem(bar, 8, "an mbarrier");
     if (off % 8)
@@ -209,10 +226,14 @@ static inline void blk_mbar_init(unsigned long long *bar, unsigned count)
             blk_emu_thread_fail("mbarrier.init on an mbarrier with a tensor copy in flight");
     *bar = blk_emu_mb_pack(count, count, 0, 0);
 }
+#else
+;
+#endif
 /* fence.mbarrier_init.release.cluster: memory order is not modelled */
 static inline void blk_fence_mbar_init(void) {}
 
-static inline void blk_emu_mb_arrive(unsigned long long *bar, long long tx)
+BLK_EMU_FN void blk_emu_mb_arrive(unsigned long long *bar, long long tx)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     unsigned long long w = blk_emu_mb_word(bar);
@@ -230,6 +251,9 @@ static inline void blk_emu_mb_arrive(unsigned long long *bar, long long tx)
     if (m->nhandoff > 0 && blk_emu_cur) /* the released waiters run first */
         blk_emu_pause();
 }
+#else
+;
+#endif
 /* mbarrier.arrive.shared::cta.b64 _, [bar] */
 static inline void blk_mbar_arrive(unsigned long long *bar) { blk_emu_mb_arrive(bar, 0); }
 /* mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes: expect, then arrive */
@@ -245,7 +269,8 @@ static inline void blk_mbar_expect_tx(unsigned long long *bar, unsigned bytes)
 
 /* mbarrier.try_wait.parity.shared::cta.b64: blocks until the phase of
  * parity `parity` has completed (the time limit is never reached). */
-static inline bool blk_mbar_try_wait_parity(unsigned long long *bar, unsigned parity)
+BLK_EMU_FN bool blk_mbar_try_wait_parity(unsigned long long *bar, unsigned parity)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     if (m->failed)
@@ -267,6 +292,9 @@ static inline bool blk_mbar_try_wait_parity(unsigned long long *bar, unsigned pa
     }
     return true;
 }
+#else
+;
+#endif
 static inline void blk_mbar_wait_parity(unsigned long long *bar, unsigned parity)
 {
     while (!blk_mbar_try_wait_parity(bar, parity)) {
@@ -275,7 +303,8 @@ static inline void blk_mbar_wait_parity(unsigned long long *bar, unsigned parity
 
 /* ------------------------------------------------------------ tensor copies */
 
-static const BlkEmuTmap &blk_emu_tmap(const BlkTensorMap *map, int rank)
+BLK_EMU_FN const BlkEmuTmap &blk_emu_tmap(const BlkTensorMap *map, int rank)
+#if BLK_EMU_SPLIT != 1
 {
     static thread_local BlkEmuTmap t;
     if (!map || (uintptr_t)map % 64)
@@ -291,6 +320,9 @@ static const BlkEmuTmap &blk_emu_tmap(const BlkTensorMap *map, int rank)
     }
     return t;
 }
+#else
+;
+#endif
 
 /* Walk the box: f(shared byte offset before swizzling, global address or
  * null when outside the tensor). Returns the box's bytes. */
@@ -315,8 +347,9 @@ template <class F> static long long blk_emu_box(const BlkEmuTmap &t, const int *
     return total * t.esize;
 }
 
-static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, int rank,
+BLK_EMU_FN void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, int rank,
                              unsigned long long *bar)
+#if BLK_EMU_SPLIT != 1
 {
     const BlkEmuTmap &t = blk_emu_tmap(map, rank);
     long long bytes = t.esize;
@@ -366,6 +399,9 @@ static void blk_emu_tma_load(void *dst, const BlkTensorMap *map, const int *c, i
     if (blk_emu_mb_waited(bar))
         blk_emu_mb_progress(bar);
 }
+#else
+;
+#endif
 
 /* cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
  * [dst], [map, {c0, ...}], [bar] */
@@ -402,7 +438,8 @@ static inline void blk_tma_load_5d(void *dst, const BlkTensorMap *map, int c0, i
 
 /* cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {c0, ...}], [src]:
  * recorded; shared memory is read when its group is waited for */
-static void blk_emu_tma_store(const BlkTensorMap *map, const int *c, int rank, const void *src)
+BLK_EMU_FN void blk_emu_tma_store(const BlkTensorMap *map, const int *c, int rank, const void *src)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuTmaStore st;
     st.map = blk_emu_tmap(map, rank);
@@ -417,6 +454,9 @@ static void blk_emu_tma_store(const BlkTensorMap *map, const int *c, int rank, c
     st.group = -1;
     blk_emu_bulk[blk_emu_tid()].v.push_back(st);
 }
+#else
+;
+#endif
 static inline void blk_tma_store_1d(const BlkTensorMap *map, int c0, const void *src)
 {
     const int c[1] = {c0};
@@ -446,7 +486,8 @@ static inline void blk_tma_store_5d(const BlkTensorMap *map, int c0, int c1, int
     blk_emu_tma_store(map, c, 5, src);
 }
 /* cp.async.bulk.commit_group: this thread's uncommitted stores form a group */
-static inline void blk_bulk_commit(void)
+BLK_EMU_FN void blk_bulk_commit(void)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuBulkState &s = blk_emu_bulk[blk_emu_tid()];
     s.committed++;
@@ -454,9 +495,13 @@ static inline void blk_bulk_commit(void)
         if (st.group < 0)
             st.group = s.committed;
 }
+#else
+;
+#endif
 /* cp.async.bulk.wait_group[.read] N: all but the N most recent groups
  * done (their shared memory read, their global writes made) */
-static void blk_emu_bulk_wait(int n)
+BLK_EMU_FN void blk_emu_bulk_wait(int n)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuBulkState &s = blk_emu_bulk[blk_emu_tid()];
     size_t keep = 0;
@@ -474,6 +519,9 @@ static void blk_emu_bulk_wait(int n)
     }
     s.v.resize(keep);
 }
+#else
+;
+#endif
 template <int N> static inline void blk_bulk_wait(void)
 {
     static_assert(N >= 0 && N <= 63, "cp.async.bulk.wait_group N: 0..63");
@@ -490,7 +538,8 @@ template <int N> static inline void blk_bulk_wait_read(void)
 /* At the end of a block (thread 0, the others past the end barrier): a
  * load still in flight or a store not waited for fails the launch; at a
  * launch (check false): nothing left from a failed one. */
-static inline void blk_emu_tma_block_end(BlkEmuMachine *m, bool check = true)
+BLK_EMU_FN void blk_emu_tma_block_end(BlkEmuMachine *m, bool check = true)
+#if BLK_EMU_SPLIT != 1
 {
 #ifndef BLK_EMU_HIP
     const char *what = nullptr;
@@ -516,5 +565,8 @@ static inline void blk_emu_tma_block_end(BlkEmuMachine *m, bool check = true)
     (void)m, (void)check;
 #endif
 }
+#else
+;
+#endif
 
 #endif

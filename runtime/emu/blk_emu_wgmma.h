@@ -132,18 +132,18 @@ enum { BLK_EMU_WG = 4 * BLK_EMU_WARP, BLK_EMU_WG_MAXD = 128 };
 /* one thread's pending mma_async: its new D fragment, not yet retired */
 struct BlkEmuWgRec { float *d; int nd; long long group; float v[BLK_EMU_WG_MAXD]; };
 struct BlkEmuWgState { std::vector<BlkEmuWgRec> v; long long committed; bool fenced; };
-static BlkEmuWgState blk_emu_wgs[1024]; /* per thread of the block */
+BLK_EMU_VAR BlkEmuWgState blk_emu_wgs[1024]; /* per thread of the block */
 
 /* The operand chunks of a warpgroup's mma_async not yet retired: the
  * shared offset / 16 of each 16-byte chunk read and its bytes at issue;
  * group as in BlkEmuWgRec. busy[c]: how many records read chunk c. */
 struct BlkEmuWgSnap { long long group; std::vector<long long> at; std::vector<unsigned char> b; };
-static std::vector<BlkEmuWgSnap> blk_emu_wgsnap[1024 / BLK_EMU_WG]; /* per warpgroup */
-static std::vector<unsigned short> blk_emu_wg_busy;
+BLK_EMU_VAR std::vector<BlkEmuWgSnap> blk_emu_wgsnap[1024 / BLK_EMU_WG]; /* per warpgroup */
+BLK_EMU_VAR std::vector<unsigned short> blk_emu_wg_busy;
 /* per 16-byte chunk: the cp.async.bulk.tensor loads in flight that will
  * write it (blk_emu_tma.h; they land when a thread waits on their
  * mbarrier) */
-static std::vector<unsigned short> blk_emu_wg_pend;
+BLK_EMU_VAR std::vector<unsigned short> blk_emu_wg_pend;
 
 /* what each thread deposits at an mma_async; ka / kb: the element kinds
  * of A / B (BLK_EMU_WG_F16 ..) */
@@ -169,7 +169,8 @@ static inline double blk_emu_f8(unsigned char x, bool e5m2)
 }
 
 /* A block of whole warpgroups, else the launch fails. */
-static inline void blk_emu_wg_check(void)
+BLK_EMU_FN void blk_emu_wg_check(void)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     if (m->nthreads % BLK_EMU_WG) {
@@ -180,6 +181,9 @@ static inline void blk_emu_wg_check(void)
         blk_emu_abandon();
     }
 }
+#else
+;
+#endif
 /* The warpgroup barrier: the first warp of the group holds it. */
 static inline void blk_emu_wg_bar(void)
 {
@@ -192,7 +196,8 @@ static inline void blk_emu_wg_bar(void)
  * elements (2, or 1: K-major only) through descriptor desc: mn is A's row
  * m or B's column n; mnmajor: imm-trans = 1 (canonical layouts above:
  * T = 16 / es elements per 16-byte chunk). */
-static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, int k, int es = 2)
+BLK_EMU_FN long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, int k, int es = 2)
+#if BLK_EMU_SPLIT != 1
 {
     const long long start = (long long)(desc & 0x3fff) << 4;
     const long long lbo = (long long)((desc >> 16) & 0x3fff) << 4;
@@ -219,7 +224,11 @@ static long long blk_emu_wg_addr(unsigned long long desc, bool mnmajor, int mn, 
         blk_emu_thread_fail("wgmma reads outside the block's shared memory");
     return a;
 }
-static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
+#else
+;
+#endif
+BLK_EMU_FN double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int k, int kind)
+#if BLK_EMU_SPLIT != 1
 {
     if (kind >= BLK_EMU_WG_E4M3)
         return blk_emu_f8(blk_emu_smem_base[blk_emu_wg_addr(desc, false, mn, k, 1)],
@@ -228,6 +237,9 @@ static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int
     memcpy(&h, blk_emu_smem_base + blk_emu_wg_addr(desc, mnmajor, mn, k), 2);
     return kind == BLK_EMU_WG_BF16 ? blk_emu_bf16(h) : blk_emu_f16(h);
 }
+#else
+;
+#endif
 
 /* --stats: the shared-memory wavefronts of reading an MN x k operand
  * (k = 16 of 2-byte or 32 of 1-byte elements), one core matrix (8 rows of
@@ -235,7 +247,8 @@ static double blk_emu_wg_elem(unsigned long long desc, bool mnmajor, int mn, int
  * same 32 banks of 4 bytes as the other accesses (an assumption: the PTX
  * ISA does not say how the tensor cores fetch; a canonical layout is 1
  * wavefront per core matrix, bytes / 128) */
-static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, int mn, int es)
+BLK_EMU_FN long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, int mn, int es)
+#if BLK_EMU_SPLIT != 1
 {
     long long wf = 0;
     for (int m0 = 0; m0 < mn; m0 += 8)
@@ -248,12 +261,16 @@ static long long blk_emu_wg_wavefronts(unsigned long long desc, bool mnmajor, in
         }
     return wf;
 }
+#else
+;
+#endif
 
 /* The warpgroup's copy of what an mma_async reads (A: 64 x K, B: n x K
  * through their descriptors, K = 16 or 32 of es-byte elements), kept until
  * its group is retired. */
-static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long db, bool tb, int n,
+BLK_EMU_FN void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long db, bool tb, int n,
                             int es, bool areg = false)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuWgSnap sn;
     sn.group = -1;
@@ -284,15 +301,23 @@ static void blk_emu_wg_snap(unsigned long long da, bool ta, unsigned long long d
     }
     blk_emu_wgsnap[threadIdx.x / BLK_EMU_WG].push_back(std::move(sn));
 }
-static void blk_emu_wg_unsnap(const BlkEmuWgSnap &sn)
+#else
+;
+#endif
+BLK_EMU_FN void blk_emu_wg_unsnap(const BlkEmuWgSnap &sn)
+#if BLK_EMU_SPLIT != 1
 {
     for (long long c : sn.at)
         blk_emu_wg_busy[(size_t)c]--;
 }
+#else
+;
+#endif
 
 /* A tensor copy into shared bytes [off, off + n) (16-byte chunks,
  * swizzled by mode) issued (d = 1) or landed (d = -1). */
-static void blk_emu_wg_pending(long long off, long long n, int mode, int d)
+BLK_EMU_FN void blk_emu_wg_pending(long long off, long long n, int mode, int d)
+#if BLK_EMU_SPLIT != 1
 {
     const size_t nc = (size_t)(blk_emu_m->smem_bytes + 15) / 16;
     if (blk_emu_wg_pend.size() < nc)
@@ -307,11 +332,15 @@ static void blk_emu_wg_pending(long long off, long long n, int mode, int d)
         }
     }
 }
+#else
+;
+#endif
 
 /* An asynchronous copy (`who`) issued into shared bytes [off, off + n),
  * 16-byte chunks, swizzled by mode (TMA) as blk_emu_swz: none may be an
  * operand of an mma_async not yet retired. */
-static void blk_emu_wg_write(long long off, long long n, int mode, const char *who)
+BLK_EMU_FN void blk_emu_wg_write(long long off, long long n, int mode, const char *who)
+#if BLK_EMU_SPLIT != 1
 {
     if (blk_emu_wg_busy.empty())
         return;
@@ -328,6 +357,9 @@ static void blk_emu_wg_write(long long off, long long n, int mode, const char *w
         }
     }
 }
+#else
+;
+#endif
 
 #ifdef BLK_EMU_BREAK_LAYOUT
 static inline int blk_emu_wg_row(int r) { return r == 1 ? 2 : r == 2 ? 1 : r; }
@@ -343,8 +375,9 @@ static inline int blk_emu_wg_row(int r) { return r; }
  *   col = 2 threadID_in_group + (i & 1) (+ 8 for a4 .. a7)
  * Each thread deposits its registers at issue (blk_emu_wga); element
  * (row, k) is then read from the thread that holds it. */
-static unsigned blk_emu_wga[1024][4];
-static double blk_emu_wg_areg(int wg0, int row, int k, int kind)
+BLK_EMU_VAR unsigned blk_emu_wga[1024][4];
+BLK_EMU_FN double blk_emu_wg_areg(int wg0, int row, int k, int kind)
+#if BLK_EMU_SPLIT != 1
 {
     const int w = row / 16, r = row % 16;
 #ifdef BLK_EMU_BREAK_AREG /* a wrong table (the hi / lo k halves swapped): tests must fail */
@@ -357,13 +390,17 @@ static double blk_emu_wg_areg(int wg0, int row, int k, int kind)
     const unsigned short h = (unsigned short)(i & 1 ? x >> 16 : x & 0xffff);
     return kind == BLK_EMU_WG_BF16 ? blk_emu_bf16(h) : blk_emu_f16(h);
 }
+#else
+;
+#endif
 
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d,
  * a-desc, b-desc, scale-d, 1, 1, ta, tb (ka == kb), and
  * .m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} d, a-desc, b-desc, scale-d, 1, 1
  * (ta = tb = 0); ka / kb: BLK_EMU_WG_F16 .. */
-static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long long db,
+BLK_EMU_FN void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long long db,
                           int scale_d, int ta, int tb, int ka, int kb, const unsigned *ar = nullptr)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
     blk_emu_wg_check();
@@ -430,6 +467,9 @@ static void blk_emu_wgmma(float *d, int n, unsigned long long da, unsigned long 
         blk_emu_wg_snap(da, ta != 0, db, tb != 0, n, es, ar != nullptr);
     blk_emu_wg_bar();
 }
+#else
+;
+#endif
 
 /* wgmma.fence.sync.aligned */
 static inline void blk_wgmma_fence(void)
@@ -438,7 +478,8 @@ static inline void blk_wgmma_fence(void)
     blk_emu_wgs[threadIdx.x].fenced = true;
 }
 /* wgmma.commit_group.sync.aligned: the uncommitted mma_async form a group */
-static inline void blk_wgmma_commit(void)
+BLK_EMU_FN void blk_wgmma_commit(void)
+#if BLK_EMU_SPLIT != 1
 {
     blk_emu_wg_bar();
     BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
@@ -452,10 +493,13 @@ static inline void blk_wgmma_commit(void)
         if (sn.group < 0)
             sn.group = s.committed;
 }
+#else
+;
+#endif
 /* wgmma.wait_group.sync.aligned N: all but the N most recent groups done */
-template <int N> static inline void blk_wgmma_wait(void)
+BLK_EMU_FN void blk_emu_wgmma_wait(int N)
+#if BLK_EMU_SPLIT != 1
 {
-    static_assert(N >= 0 && N <= 7, "wgmma.wait_group N: 0..7");
     blk_emu_wg_bar();
     BlkEmuWgState &s = blk_emu_wgs[threadIdx.x];
     size_t keep = 0;
@@ -498,6 +542,14 @@ template <int N> static inline void blk_wgmma_wait(void)
                  "9.7.15.7.3)", bad);
         blk_emu_thread_fail(msg);
     }
+}
+#else
+;
+#endif
+template <int N> static inline void blk_wgmma_wait(void)
+{
+    static_assert(N >= 0 && N <= 7, "wgmma.wait_group N: 0..7");
+    blk_emu_wgmma_wait(N);
 }
 
 /* the instruction wrappers generated code calls: blk_wgmma_m64n<N>k16_f32_
@@ -555,16 +607,17 @@ BLK_EMU_WGMMA_N4(232, 240, 248, 256)
  * 64K registers / n, a multiple of 8, at most 256), so a .dec above it
  * fails and an .inc at or below it asks for nothing. Misuse fails the
  * launch; waiting for registers that never come is a deadlock report. */
-static int blk_emu_nreg[1024 / BLK_EMU_WG]; /* per warpgroup: registers per thread */
-static long long blk_emu_reg_pool;          /* the CTA's free registers */
-static bool blk_emu_reg_wait[1024 / BLK_EMU_WG]; /* its leader waits for registers */
+BLK_EMU_VAR int blk_emu_nreg[1024 / BLK_EMU_WG]; /* per warpgroup: registers per thread */
+BLK_EMU_VAR long long blk_emu_reg_pool;          /* the CTA's free registers */
+BLK_EMU_VAR bool blk_emu_reg_wait[1024 / BLK_EMU_WG]; /* its leader waits for registers */
 
 static inline int blk_emu_reg_entry(const BlkEmuMachine *m)
 {
     const int e = 65536 / m->nthreads / 8 * 8;
     return e > 256 ? 256 : e;
 }
-static void blk_emu_setmaxnreg(int n, bool inc)
+BLK_EMU_FN void blk_emu_setmaxnreg(int n, bool inc)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuMachine *m = blk_emu_m;
     const int t = (int)threadIdx.x, wg = t / BLK_EMU_WG, lead = wg * 4;
@@ -617,13 +670,17 @@ static void blk_emu_setmaxnreg(int n, bool inc)
     }
     blk_emu_bar_wait(m->warps[lead].wgbar, BLK_EMU_WG, BLK_EMU_TAG_REGS);
 }
+#else
+;
+#endif
 template <int N> static inline void blk_setmaxnreg_inc(void) { blk_emu_setmaxnreg(N, true); }
 template <int N> static inline void blk_setmaxnreg_dec(void) { blk_emu_setmaxnreg(N, false); }
 #endif /* !BLK_EMU_HIP */
 
 /* A fresh block (thread 0, between the end barriers) or launch: every
  * warpgroup at the entry count, the pool what the SM's 64K leave. */
-static inline void blk_emu_regs_reset(BlkEmuMachine *m)
+BLK_EMU_FN void blk_emu_regs_reset(BlkEmuMachine *m)
+#if BLK_EMU_SPLIT != 1
 {
 #ifndef BLK_EMU_HIP
     const int e = blk_emu_reg_entry(m);
@@ -636,9 +693,13 @@ static inline void blk_emu_regs_reset(BlkEmuMachine *m)
     (void)m;
 #endif
 }
+#else
+;
+#endif
 
 /* At the end of a thread's block: mma_async still pending are dropped. */
-static inline void blk_emu_wg_drop(int t)
+BLK_EMU_FN void blk_emu_wg_drop(int t)
+#if BLK_EMU_SPLIT != 1
 {
 #ifndef BLK_EMU_HIP
     blk_emu_wgs[t].v.clear();
@@ -653,5 +714,8 @@ static inline void blk_emu_wg_drop(int t)
     (void)t;
 #endif
 }
+#else
+;
+#endif
 
 #endif

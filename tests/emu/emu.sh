@@ -124,7 +124,10 @@
 #   pch     the shared precompiled emulator header (runtime/gpu_emu.c): a
 #       fresh cache gets one per compiler and dialect; a damaged one
 #       (GCC ignores it, clang rejects it: set aside, nopch) never fails a
-#       module, with the host compiler and with clang++ (--stats)
+#       module, with the host compiler and with clang++ (--stats); the
+#       emulator's runtime object (rt/blk_emu_rt.o, linked into every
+#       module) is built for plain modules, not for --stats, and a damaged
+#       one never fails a module either (set aside: rt/nort)
 # Exit 77 without a C++ compiler.
 set -u
 MODE=$1 BLKC=$2 NPYCMP=$3 SRC=$4
@@ -1375,15 +1378,24 @@ pch)
     fi
     gs=$(ls "$BLKC_CACHE_DIR"/emu/h*/pch/blk_emu.h.gch 2>/dev/null)
     if [ -z "$gs" ]; then echo "FAIL $what: no precompiled header in $BLKC_CACHE_DIR/emu"; fail=1; continue; fi
-    for g in $gs; do echo damaged >"$g"; done
+    # the emulator's runtime object: built for plain modules, not for --stats
+    rs=$(ls "$BLKC_CACHE_DIR"/emu/h*/rt/blk_emu_rt.o 2>/dev/null)
+    if [ $st = 0 ] && [ -z "$rs" ]; then
+      echo "FAIL $what: no runtime object in $BLKC_CACHE_DIR/emu: $(cat "$BLKC_CACHE_DIR"/emu/h*/rt/nort 2>/dev/null)"; fail=1; continue
+    fi
+    if [ $st = 1 ] && [ -n "$rs" ]; then echo "FAIL $what: a runtime object ($rs)"; fail=1; continue; fi
+    for g in $gs $rs; do echo damaged >"$g"; done
     rm -f "$BLKC_CACHE_DIR"/emu/k*.so "$BLKC_CACHE_DIR"/*.blkc  # compiled again
     "$BLKC" run "$SRC/examples/vector_add.blk" N=4100 --random --seed=5 --out C="$T/cpu.npy" >/dev/null 2>&1
     if ! "$BLKC" run "$SRC/examples/vector_add.blk" N=4100 --random --seed=5 --device=cuda-emu "${sa[@]}" \
            --out C="$T/emu.npy" >"$T/log" 2>&1 ||
        ! "$NPYCMP" "$T/emu.npy" "$T/cpu.npy" 0 0 >/dev/null; then
-      echo "FAIL $what: a damaged precompiled header failed a module: $(cat "$T/log")"; fail=1; continue
+      echo "FAIL $what: a damaged precompiled header${rs:+ and runtime object} failed a module: $(cat "$T/log")"; fail=1; continue
     fi
-    echo "ok $what: a damaged precompiled header did not fail a module ($(cd "$BLKC_CACHE_DIR/emu" && echo h*/pch/*))"
+    if [ -n "$rs" ] && ! ls "$BLKC_CACHE_DIR"/emu/h*/rt/nort >/dev/null 2>&1; then
+      echo "FAIL $what: the damaged runtime object was not set aside ($(cd "$BLKC_CACHE_DIR/emu" && echo h*/rt/*))"; fail=1; continue
+    fi
+    echo "ok $what: a damaged precompiled header${rs:+ and runtime object} did not fail a module ($(cd "$BLKC_CACHE_DIR/emu" && ls -d h*/pch/* h*/rt/* 2>/dev/null | tr "\n" " "))"
   done
   exit $fail
   ;;
