@@ -38,8 +38,10 @@ if [ ! -x "$B/fuzz_frontend" ] || [ -n "$(find "$ROOT/dsl" "$ROOT/compiler" \
   CXX_FUZZ=${CC_FUZZ/clang/clang++}
   command -v "$CXX_FUZZ" >/dev/null 2>&1 || CXX_FUZZ=$CC_FUZZ
   if [ ! -f "$B/CMakeCache.txt" ]; then
+    # the front end and the GPU emitters only: no CPU backend (LLVM) or MPI
     cmake -S "$ROOT/fuzz" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" \
+      -DBLKC_CPU_BACKEND=OFF -DBLKC_MPI=OFF \
       >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; exit 2; }
   fi
   echo "fuzz: building fuzz_frontend with $CC_FUZZ"

@@ -6,7 +6,7 @@
 # compute_90a with mt x K / 16 wgmma.mma_async of the right shape, that
 # ptxas -arch=sm_90a assembles spilling no more than the mma.sync code of
 # compute_90 (which has no wgmma; the generic 64 x 64 kernels, without
-# launch facts, spill on both), and a cubin for sm_90a. fp8 (twg_e4m3,
+# launch facts, spill on both), and (the first) a cubin for sm_90a. fp8 (twg_e4m3,
 # twg_f8mix: m64nNk32 .e4m3 / .e5m2, K / 32 per m-block) must not spill at
 # all (compute_90 has no fp8 tensor-core path here: the FMA loop). Flash
 # attention (examples/flash_attention.blk f16, tests/emu/tflash.blk bf16):
@@ -44,11 +44,15 @@ one() {
   if ! "$PTXAS" -v -arch=sm_90a "$T/p.ptx" -o /dev/null >"$T/v" 2>&1; then
     echo "FAIL $what: ptxas -arch=sm_90a: $(cat "$T/v")"; fails=$((fails + 1)); return
   fi
+  # the cubin (NVRTC's own ptxas on the same PTX) for the first case only:
+  # `blkc compile -o K.cubin`; nvrtc_blk compiles every kernel of twgmma.blk
+  # and the examples to sm_90a cubins
   # shellcheck disable=SC2086
-  if ! "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=sm_90a -o "$T/k.cubin" >"$T/err" 2>&1 ||
-     [ ! -s "$T/k.cubin" ]; then
+  if [ -z "${cubin_done:-}" ] && { ! "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=sm_90a -o "$T/k.cubin" >"$T/err" 2>&1 ||
+     [ ! -s "$T/k.cubin" ]; }; then
     echo "FAIL $what: cubin for sm_90a: $(cat "$T/err")"; fails=$((fails + 1)); return
   fi
+  cubin_done=1
   # shellcheck disable=SC2086
   "$BLKC" compile "$f" --entry=$k $d --target=cuda --arch=compute_90 --emit=ptx >"$T/q.ptx" 2>&1
   if grep -q wgmma "$T/q.ptx"; then
