@@ -222,15 +222,14 @@ static int write_atomic(const char *path, const char *text)
  * per header set into sub/rt/blk_emu_rt.o, which every module links: a
  * module then compiles only its kernels, not the emulator (that halves a
  * module's compile). rt is its path, or "" when it cannot be made (the
- * reason kept in sub/rt/nort; modules are then one unit) or for --stats
- * (blk_emu_mem.h counts in one unit). */
+ * reason kept in sub/rt/nort; modules are then one unit). */
 static void emu_rt(const EmuDev *d, const char *sub, char *rt, size_t n)
 {
     char dir[640], src[700], tmp[720], log[740], bad[700];
     snprintf(dir, sizeof dir, "%s/rt", sub);
     snprintf(rt, n, "%s/blk_emu_rt.o", dir);
     snprintf(bad, sizeof bad, "%s/nort", dir);
-    if (d->memstats || access(bad, F_OK) == 0) {
+    if (access(bad, F_OK) == 0) {
         rt[0] = 0;
         return;
     }

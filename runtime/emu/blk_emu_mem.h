@@ -35,18 +35,19 @@ struct BlkEmuLog {
     std::unordered_map<uintptr_t, unsigned> occ;
     std::vector<BlkEmuAcc> v;
 };
-static BlkEmuLog *blk_emu_log;                  /* the running thread's (blk_emu_resume) */
-static std::vector<BlkEmuLog> blk_emu_logs;     /* per thread of the block */
-static std::unordered_set<long long> blk_emu_seen; /* global sectors of this launch */
-static long long blk_emu_glo[64], blk_emu_ghi[64];
-static int blk_emu_nglobal;
+BLK_EMU_VAR BlkEmuLog *blk_emu_log;                  /* the running thread's (blk_emu_resume) */
+BLK_EMU_VAR std::vector<BlkEmuLog> blk_emu_logs;     /* per thread of the block */
+BLK_EMU_VAR std::unordered_set<long long> blk_emu_seen; /* global sectors of this launch */
+BLK_EMU_VAR long long blk_emu_glo[64], blk_emu_ghi[64];
+BLK_EMU_VAR int blk_emu_nglobal;
 
 static inline void blk_emu_mem_thread(int t)
 {
     blk_emu_log = t < 0 ? nullptr : &blk_emu_logs[(size_t)t];
 }
 
-static inline void blk_emu_note(uintptr_t pc, long long a, int size, bool shared)
+BLK_EMU_FN void blk_emu_note(uintptr_t pc, long long a, int size, bool shared)
+#if BLK_EMU_SPLIT != 1
 {
     BlkEmuLog *l = blk_emu_log;
     if (!l)
@@ -59,6 +60,9 @@ static inline void blk_emu_note(uintptr_t pc, long long a, int size, bool shared
     x.addr = a;
     l->v.push_back(x);
 }
+#else
+;
+#endif
 
 static inline void blk_emu_access(const void *p, int size, void *ret)
 {
@@ -96,7 +100,8 @@ template <class T, int R> static inline void blk_emu_reg(const BlkTensor<T, R> &
 
 /* At the end of a block (every thread done, the caller alone): the warp
  * instructions of the block's logs. */
-static void blk_emu_mem_block(BlkEmuMachine *m)
+BLK_EMU_FN void blk_emu_mem_block(BlkEmuMachine *m)
+#if BLK_EMU_SPLIT != 1
 {
     std::vector<std::pair<BlkEmuAcc, int>> all;
     for (int w = 0; w < m->nwarps; w++) {
@@ -149,7 +154,11 @@ static void blk_emu_mem_block(BlkEmuMachine *m)
         l.v.clear();
     }
 }
+#else
+;
+#endif
 
+#if BLK_EMU_SPLIT != 1 /* the hooks: in the runtime object of a split module */
 extern "C" {
 void __tsan_init(void) {}
 void __tsan_func_entry(void *) {}
@@ -194,5 +203,6 @@ void *__tsan_memset(void *d, int c, size_t n)
 void __tsan_read_range(void *p, unsigned long n) { blk_emu_access(p, (int)(n > 16 ? 16 : n), __builtin_return_address(0)); }
 void __tsan_write_range(void *p, unsigned long n) { blk_emu_access(p, (int)(n > 16 ? 16 : n), __builtin_return_address(0)); }
 }
+#endif
 
 #endif
