@@ -4,7 +4,8 @@
  * with one BLK_EMU_ENTRY line per kernel), compiled by the host C++
  * compiler ($CXX, else c++, g++ or clang++ on PATH, found at run time)
  * with runtime/emu/blk_emu.h (embedded in the library: rt_emu_header*)
- * into a shared object cached under $BLKC_CACHE_DIR/emu (else $TMPDIR),
+ * and linked with the emulator's runtime object (emu_rt, built once per
+ * header set) into a shared object cached under $BLKC_CACHE_DIR/emu (else $TMPDIR),
  * and loaded with dlopen (at the first launch of one of its kernels
  * unless the cache has it: EmuMod); with $BLKC_EMU_STATS=1 (blkc run --stats) by
  * clang++ with blk_emu_mem.h's load/store counting, when clang++ is on
@@ -220,8 +221,8 @@ static int write_atomic(const char *path, const char *text)
 
 /* The emulator's runtime (blk_emu.h as BLK_EMU_SPLIT=2), compiled once
  * per header set into sub/rt/blk_emu_rt.o, which every module links: a
- * module then compiles only its kernels, not the emulator (that halves a
- * module's compile). rt is its path, or "" when it cannot be made (the
+ * module then compiles only its kernels, not the emulator (a fifth of the
+ * time a module took as one unit). rt is its path, or "" when it cannot be made (the
  * reason kept in sub/rt/nort; modules are then one unit). */
 static void emu_rt(const EmuDev *d, const char *sub, char *rt, size_t n)
 {
