@@ -35,6 +35,7 @@
     X(NOBPF, "a rank-2 DOT does not prefetch B's next K step (tile.c)")  \
     X(NOPACK, "rank-2 DOTs on row-major operands, B copied by its load (tile.c)") \
     X(NOMATVEC, "matrix-vector and skinny DOTs use the GEMM micro-kernel (matvec.c)") \
+    X(NOSKTONE, "a skinny DOT on a widened trans(S) (bf16 / f16) takes A's rows in chunks, each widening S again (matvec.c)") \
     X(NOROWTREE, "a matrix-vector DOT sums each row's lanes alone, not a row block's together (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(NOBTPF, "a rank-2 DOT on trans(B) read in place does not prefetch B's rows at the next K step (tile.c)") \

@@ -478,6 +478,13 @@ static int skinny_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef
     int MC = M < SKT_MC ? M : SKT_MC;
     if (acc == 8 && MC > 2)
         MC = 2;
+    /* S widened (bf16 / f16 to f32): every chunk of A's rows would widen
+     * it again, so all of them at once (up to 8 rows x 2 of S): linear
+     * layer with W [4096, 4096] bf16, one thread, M = 5 / 6 / 8, the
+     * chunks 1.09-1.43x the time over block shapes (`--ab=BLKC_CPU_NOSKTONE=1`,
+     * benchmarks/README.md round 27); f32 S loses this way (round 26) */
+    if (sdt != rdt && acc == 16 && !cpu_switch(CPU_SW_NOSKTONE))
+        MC = M;
     LLVMValueRef A;
     int va = in->opnd[0], adt = g->f->ins[va].type.dtype;
     if (M > MC && (g->vld[va] || adt != rdt)) {

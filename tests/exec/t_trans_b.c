@@ -117,6 +117,11 @@ int main(void)
     }
     run("lin", "f32", "f32", "f32", 3, 32, 128, 3, 128, 512, 0);  /* in place, strided */
     run("lin", "f32", "f32", "f32", 8, 36, 48, 8, 72, 96, 0);     /* 2 chunks, RB tail */
+    run("lin", "f32", "bf16", "f32", 8, 36, 48, 8, 71, 96, 0);    /* widened: 8 rows in one */
+    run("lin", "f32", "f16", "f32", 7, 36, 48, 7, 71, 100, 0);    /* pass, RB and K tails */
+    setenv("BLKC_CPU_NOSKTONE", "1", 1);                          /* ... and in chunks */
+    run("lin", "f32", "bf16", "f32", 8, 36, 48, 8, 71, 96, 0);
+    unsetenv("BLKC_CPU_NOSKTONE");
     run("lin", "bf16", "bf16", "f32", 2, 16, 32, 2, 16, 35, 0);   /* X converted */
     run("lin", "f64", "f64", "f64", 4, 16, 32, 9, 40, 70, 0);
     run("lin2", "f32", "f32", "f32", 4, 16, 40, 4, 48, 40, 0);    /* trans(W * 2) */
