@@ -76,19 +76,18 @@
 #ifndef BLK_EMU_H
 #define BLK_EMU_H
 
+/* few and light: every module loads them (as the precompiled header) */
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
+
+#include <pthread.h>
+#include <time.h>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -245,7 +244,9 @@ struct BlkEmuMachine {
 };
 
 BLK_EMU_VAR BlkEmuMachine *blk_emu_m;   /* the launch in progress (one at a time) */
-BLK_EMU_VAR std::mutex blk_emu_launch_mu;
+#if BLK_EMU_SPLIT != 1 /* blk_emu_run's */
+BLK_EMU_VAR pthread_mutex_t blk_emu_launch_mu = PTHREAD_MUTEX_INITIALIZER;
+#endif
 /* the running fiber's (blk_emu_resume sets them) */
 BLK_EMU_VAR blk_emu_dim3 threadIdx, blockIdx;
 BLK_EMU_VAR blk_emu_dim3 gridDim, blockDim;
@@ -615,12 +616,14 @@ static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_C
 static inline void __nanosleep(unsigned ns) /* the other threads run meanwhile */
 {
     blk_emu_pause();
-    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    nanosleep(&ts, nullptr);
 }
 static inline long long clock64()
 {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 
@@ -1008,7 +1011,10 @@ BLK_EMU_FN int blk_emu_run(void (*body)(void (*)(), void **), void (*reg)(void (
                            long long smem, BlkEmuStats *stats, char *err, size_t errlen)
 #if BLK_EMU_SPLIT != 1
 {
-    std::lock_guard<std::mutex> one(blk_emu_launch_mu);
+    struct Lock { /* one launch at a time */
+        Lock() { pthread_mutex_lock(&blk_emu_launch_mu); }
+        ~Lock() { pthread_mutex_unlock(&blk_emu_launch_mu); }
+    } one;
     if (threads <= 0 || threads % BLK_EMU_WARP || threads > 1024) {
         snprintf(err, errlen, "emu: %d threads per block (a multiple of %d up to 1024)",
                  threads, BLK_EMU_WARP);

@@ -14,6 +14,8 @@
  * it must fail. Exit 0 when every check holds. */
 #include "blk_emu.h"
 
+#include <mutex>
+
 static int fails;
 static std::mutex fmu;
 static void check(bool ok, const char *what, int lane, int i, double got, double want)
