@@ -100,7 +100,8 @@
 #endif
 
 /* BLK_EMU_SPLIT: unset, one translation unit holds everything (the
- * emulator's own tests, and modules built for --stats); 1, a module's
+ * emulator's own tests, and a module whose runtime object could not be
+ * built); 1, a module's
  * kernels: the emulator's out-of-line functions (BLK_EMU_FN, their bodies
  * under `#if BLK_EMU_SPLIT != 1`) are declarations and its state
  * (BLK_EMU_VAR) is extern; 2, the runtime object runtime/gpu_emu.c
