@@ -39,6 +39,8 @@
     X(NOROWTREE, "a matrix-vector DOT sums each row's lanes alone, not a row block's together (matvec.c)") \
     X(NOMVPF, "a matrix-vector DOT does not prefetch its next row block (matvec.c)") \
     X(NOBTPF, "a rank-2 DOT on trans(B) read in place does not prefetch B's rows at the next K step (tile.c)") \
+    X(NOBCAST, "a DOT of 9-16 rows on trans(B) packs B's panels, not A's columns with B's rows broadcast (matvec.c)") \
+    X(NOBCPF, "a DOT of 9-16 rows on trans(B) read in place does not prefetch the next chunk of B's rows (matvec.c)") \
     X(NOSKTPF, "a skinny DOT on trans(B) in several chunks of A's rows does not prefetch the next row block of B (matvec.c)") \
     X(NOTRANSB, "a DOT's trans(B) is copied transposed by its PERMUTE, not read as it lies (fuse.c, tile.c, matvec.c)") \
     X(PACKA, "on: a rank-2 DOT copies an in-place A into slivers (tile.c; off by default)") \
@@ -259,11 +261,14 @@ int cpu_gen_dot(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
  * (dtype ddt, row stride dcols) */
 void cpu_convert_block(CpuGen *g, LLVMValueRef dst, int64_t dcols, LLVMValueRef src,
                        int sdt, LLVMValueRef sld, int64_t rows, int64_t scols, int ddt);
+/* v[0 .. n) (n vectors of n lanes, n a power of two <= 64): the n x n
+ * block whose rows they are, transposed in registers */
+void cpu_transpose_sq(CpuGen *g, LLVMValueRef *v, int n);
 
 /* ------------------------------------------------------------ matvec.c */
-/* Whether DOT in is a float matrix-vector product [M, K] x [K, 1] or a
- * skinny [M <= 4, K] x [K, N >= one vector] that cpu_gen_matvec handles
- * (same contract as cpu_gen_dot). */
+/* Whether DOT in is a float matrix-vector product [M, K] x [K, 1], a
+ * skinny [M <= 4, K] x [K, N >= one vector] or a skinny [M <= 16, K] x
+ * trans(S) that cpu_gen_matvec handles (same contract as cpu_gen_dot). */
 bool cpu_matvec_applies(CpuGen *g, const IrInstr *in);
 int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst,
                    LLVMValueRef acc_ptr);

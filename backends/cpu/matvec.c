@@ -27,7 +27,10 @@
  * leaves the PERMUTE uncopied): out[m, n] = A[m, :] . S[n, :], dot
  * products along S's rows like the matvec's, RB rows of S and up to 4
  * rows of A at a time (16 vector accumulators), the lanes summed by the
- * row tree. Entry: cpu_gen_matvec. */
+ * row tree. With 9 to 16 rows of A (f32, AVX-512) the same DOT turned
+ * around (bcast_t): a vector of A's column times broadcasts of S's
+ * elements, S read once, row by row, into an L1 buffer. Entry:
+ * cpu_gen_matvec. */
 #include "cpu.h"
 
 /* RB rows at a time: 8 rows keep 8 streams of w in flight (4 rows read
@@ -334,6 +337,13 @@ static bool dtypes_ok(int wdt, int rdt)
     return wdt == rdt || (rdt == DT_F32 && (wdt == DT_BF16 || wdt == DT_F16));
 }
 
+/* bcast_t's DOTs: 9 .. 16 rows of f32 on AVX-512 */
+static bool bcast_applies(const CpuGen *g, int64_t M, int rdt)
+{
+    return M > SKT_M && rdt == DT_F32 && g->vecw_bytes >= 64 && M <= g->vecw_bytes / 4 &&
+           !cpu_switch(CPU_SW_NOBCAST);
+}
+
 bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
 {
     const IrType *ta = &g->f->ins[in->opnd[0]].type, *rt = &in->type;
@@ -343,8 +353,8 @@ bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
     if (rt->shape[1] == 1)
         return dtypes_ok(ta->dtype, rt->dtype);
     if (g->tdot && g->tdot[in->opnd[1]]) /* B = trans(S): rows of S */
-        return rt->shape[0] <= SKT_M && dtypes_ok(tb->dtype, rt->dtype) &&
-               dsl_is_float(ta->dtype);
+        return (rt->shape[0] <= SKT_M || bcast_applies(g, rt->shape[0], rt->dtype)) &&
+               dtypes_ok(tb->dtype, rt->dtype) && dsl_is_float(ta->dtype);
     int VW = g->vecw_bytes / dsl_dtype_bytes(rt->dtype);
     return rt->shape[0] <= SK_M && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
            dsl_is_float(ta->dtype);
@@ -534,12 +544,265 @@ static int skinny_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef
     return g->failed ? -1 : 0;
 }
 
+/* The DOT A [M, K] x trans(S [N, K]) with SKT_M < M <= VW (9 to 16 rows,
+ * f32 on AVX-512): out^T = S A^T, the GEMM turned around so that the
+ * vector runs along A's rows. A's columns are packed once per DOT into
+ * At [K][VW] (VW x VW blocks transposed in registers, lanes past M zero);
+ * then for each block of BC_NR rows of S, chunks of BC_KC columns of them
+ * are copied (bf16 / f16 widened) into a buffer in L1, and each k takes
+ * one vector of At and BC_NR broadcasts of S's elements (an FMA's memory
+ * operand) into BC_NR vector accumulators, out[:, n] for the block's n.
+ * Every element of S is one FMA of VW lanes; tile.c's packed path
+ * transposes every element of S into its panels (64 shuffles per 256) for
+ * two row blocks of 8 rows of A. The accumulators start from the
+ * accumulator tile (transposed) and sum k in order: tile.c's results to
+ * the bit. While a chunk's FMAs run, the next chunk's lines (after the
+ * last, the next row block's first) are prefetched into L1 among them: its
+ * rows lie a tensor row apart. Linear layer, W [4096, 4096], one thread,
+ * M = 16: 1.16-1.27x faster than the packed path with f32 W, 1.27-1.36x
+ * with bf16, 1.44x at M = 9 / 12; the prefetch 1.18-1.28x of it; reading
+ * S in place (16 row pointers) instead of the copy lost 1.17x
+ * (benchmarks/README.md round 28). */
+enum { BC_NR = 16, BC_KC = 64, BC_U = 4 };
+
+/* At[k * VW + m] = A[m, k] for m < M, 0 for M <= m < VW */
+static void bc_pack_at(CpuGen *g, LLVMValueRef At, LLVMValueRef A, LLVMValueRef lda, int M,
+                       int64_t K, int VW, LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW), pt = LLVMPointerType(vt, 0);
+    int64_t nb = K / VW;
+    LLVMValueRef v[64];
+    if (nb > 0) {
+        CpuLoop lk;
+        cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, nb));
+        LLVMValueRef k0 = LLVMBuildMul(b, lk.iv, cpu_i64(g, VW), "");
+        for (int m = 0; m < VW; m++) {
+            if (m >= M) {
+                v[m] = LLVMConstNull(vt);
+                continue;
+            }
+            LLVMValueRef p = cpu_gep(g, E, A, LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, m),
+                                                                            lda, ""), k0, ""));
+            v[m] = LLVMBuildLoad2(b, vt, LLVMBuildBitCast(b, p, pt, ""), "");
+            LLVMSetAlignment(v[m], 4);
+        }
+        cpu_transpose_sq(g, v, VW);
+        for (int j = 0; j < VW; j++) {
+            LLVMValueRef p = cpu_gep(g, E, At, LLVMBuildMul(b, LLVMBuildAdd(b, k0,
+                                     cpu_i64(g, j), ""), cpu_i64(g, VW), ""));
+            LLVMSetAlignment(LLVMBuildStore(b, v[j], LLVMBuildBitCast(b, p, pt, "")), 64);
+        }
+        cpu_loop_close(g, &lk);
+    }
+    for (int64_t k = nb * VW; k < K; k++) {
+        LLVMValueRef x = LLVMConstNull(vt);
+        for (int m = 0; m < M; m++) {
+            LLVMValueRef p = cpu_gep(g, E, A, LLVMBuildAdd(b, LLVMBuildMul(b, cpu_i64(g, m),
+                                                                            lda, ""),
+                                                            cpu_i64(g, k), ""));
+            x = LLVMBuildInsertElement(b, x, LLVMBuildLoad2(b, E, p, ""), cpu_i32c(g, m), "");
+        }
+        LLVMValueRef p = cpu_gep(g, E, At, cpu_i64(g, k * VW));
+        LLVMSetAlignment(LLVMBuildStore(b, x, LLVMBuildBitCast(b, p, pt, "")), 64);
+    }
+}
+
+/* Sw[r * BC_KC + e] = S[n0 + r, k0 + e] (widened to E) for r < nr, e < L */
+static void bc_copy(CpuGen *g, LLVMValueRef Sw, LLVMValueRef S, int sdt, LLVMValueRef lds,
+                    LLVMValueRef n0, int nr, LLVMValueRef k0, int64_t L, int VW, LLVMTypeRef E)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef st = cpu_mtype(g, sdt), vt = LLVMVectorType(E, (unsigned)VW);
+    for (int r = 0; r < nr; r++) {
+        LLVMValueRef row = cpu_gep(g, st, S, LLVMBuildAdd(b, LLVMBuildMul(b,
+                                   LLVMBuildAdd(b, n0, cpu_i64(g, r), ""), lds, ""), k0, ""));
+        int64_t e = 0;
+        for (; e + VW <= L; e += VW) {
+            LLVMValueRef v = cpu_load_wide(g, cpu_gep(g, st, row, cpu_i64(g, e)), sdt, E, VW);
+            LLVMValueRef p = cpu_gep(g, E, Sw, cpu_i64(g, r * BC_KC + e));
+            LLVMSetAlignment(LLVMBuildStore(b, v, LLVMBuildBitCast(b, p,
+                                            LLVMPointerType(vt, 0), "")), 64);
+        }
+        for (; e < L; e++) {
+            LLVMValueRef x = cpu_widen(g, cpu_mload(g, cpu_gep(g, st, row, cpu_i64(g, e)), sdt),
+                                       sdt);
+            if (LLVMTypeOf(x) != E)
+                x = LLVMBuildFPExt(b, x, E, "");
+            LLVMBuildStore(b, x, cpu_gep(g, E, Sw, cpu_i64(g, r * BC_KC + e)));
+        }
+    }
+}
+
+/* slot[r] += At[k0 + k] * S[n0 + r, k0 + k] for r < nr, k < L from Sw,
+ * U k's per iteration; next (or NULL): the next chunk's lines, lpr per
+ * row (byte offsets row * ldsb + line * 64 from it), prefetched into L1
+ * a few per iteration */
+static void bc_fma(CpuGen *g, LLVMValueRef *slot, LLVMValueRef At, LLVMValueRef k0,
+                   LLVMValueRef Sw, int nr, int64_t L, int U, int VW, LLVMTypeRef E,
+                   LLVMValueRef next, LLVMValueRef ldsb, int lpr)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW), pt = LLVMPointerType(vt, 0);
+    int64_t its = L / U;
+    int per = next ? (int)((nr * lpr + its - 1) / its) : 0;
+    CpuLoop li;
+    cpu_loop_open(g, &li, cpu_i64(g, 0), cpu_i64(g, its));
+    for (int p = 0; p < per; p++) {
+        LLVMValueRef q = LLVMBuildAdd(b, LLVMBuildMul(b, li.iv, cpu_i64(g, per), ""),
+                                      cpu_i64(g, p), "");
+        LLVMValueRef off = LLVMBuildAdd(b,
+            LLVMBuildMul(b, LLVMBuildUDiv(b, q, cpu_i64(g, lpr), ""), ldsb, ""),
+            LLVMBuildMul(b, LLVMBuildURem(b, q, cpu_i64(g, lpr), ""), cpu_i64(g, 64), ""), "");
+        cpu_prefetch(g, cpu_gep(g, g->i8, next, off), 3);
+    }
+    for (int u = 0; u < U; u++) {
+        LLVMValueRef k = LLVMBuildAdd(b, LLVMBuildMul(b, li.iv, cpu_i64(g, U), ""),
+                                      cpu_i64(g, u), "");
+        LLVMValueRef pa = cpu_gep(g, E, At, LLVMBuildMul(b, LLVMBuildAdd(b, k0, k, ""),
+                                                         cpu_i64(g, VW), ""));
+        LLVMValueRef a = LLVMBuildLoad2(b, vt, LLVMBuildBitCast(b, pa, pt, ""), "");
+        LLVMSetAlignment(a, 64);
+        for (int r = 0; r < nr; r++) {
+            LLVMValueRef s = LLVMBuildLoad2(b, E, cpu_gep(g, E, Sw, LLVMBuildAdd(b, k,
+                                            cpu_i64(g, (int64_t)r * BC_KC), "")), "");
+            LLVMValueRef ops[3] = {splatv(g, s, VW), a, LLVMBuildLoad2(b, vt, slot[r], "")};
+            LLVMBuildStore(b, cpu_intrin(g, "llvm.fma", &vt, 1, ops, 3), slot[r]);
+        }
+    }
+    cpu_loop_close(g, &li);
+}
+
+/* C[m, n0 + j] for m < M, j < nr (row stride N) as vectors over m:
+ * slot[j] = column j (load) or the reverse (store), VW columns at a time
+ * transposed in registers; lanes past M are 0 on load, dropped on store */
+static void bc_columns(CpuGen *g, LLVMValueRef *slot, LLVMValueRef C, int64_t N,
+                       LLVMValueRef n0, int nr, int M, int VW, LLVMTypeRef E, bool store)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW), pt = LLVMPointerType(vt, 0);
+    unsigned eal = (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
+    LLVMValueRef v[64];
+    for (int c0 = 0; c0 < nr; c0 += VW) {
+        int cn = nr - c0 < VW ? nr - c0 : VW;
+        LLVMValueRef p[64];
+        for (int m = 0; m < M; m++)
+            p[m] = cpu_gep(g, E, C, LLVMBuildAdd(b, n0, cpu_i64(g, m * N + c0), ""));
+        if (store) {
+            for (int j = 0; j < VW; j++)
+                v[j] = j < cn ? LLVMBuildLoad2(b, vt, slot[c0 + j], "") : LLVMConstNull(vt);
+            cpu_transpose_sq(g, v, VW);
+            for (int m = 0; m < M; m++) {
+                if (cn == VW) {
+                    LLVMSetAlignment(LLVMBuildStore(b, v[m], LLVMBuildBitCast(b, p[m], pt, "")),
+                                     eal);
+                    continue;
+                }
+                for (int j = 0; j < cn; j++)
+                    LLVMBuildStore(b, LLVMBuildExtractElement(b, v[m], cpu_i32c(g, j), ""),
+                                   cpu_gep(g, E, p[m], cpu_i64(g, j)));
+            }
+            continue;
+        }
+        for (int m = 0; m < VW; m++) {
+            v[m] = LLVMConstNull(vt);
+            if (m >= M)
+                continue;
+            if (cn == VW) {
+                v[m] = LLVMBuildLoad2(b, vt, LLVMBuildBitCast(b, p[m], pt, ""), "");
+                LLVMSetAlignment(v[m], eal);
+                continue;
+            }
+            for (int j = 0; j < cn; j++)
+                v[m] = LLVMBuildInsertElement(b, v[m], LLVMBuildLoad2(b, E,
+                           cpu_gep(g, E, p[m], cpu_i64(g, j)), ""), cpu_i32c(g, j), "");
+        }
+        cpu_transpose_sq(g, v, VW);
+        for (int j = 0; j < cn; j++)
+            LLVMBuildStore(b, v[j], slot[c0 + j]);
+    }
+}
+
+/* rows n0 .. n0 + nr - 1 of S: out[:, n0 ..] = acc + A S[n0 .., :]^T */
+static void bc_rows(CpuGen *g, LLVMValueRef At, LLVMValueRef Sw, LLVMValueRef S, int sdt,
+                    LLVMValueRef lds, LLVMValueRef dst, LLVMValueRef acc_ptr, int M, int64_t N,
+                    int64_t K, LLVMValueRef n0, int nr, int VW, LLVMTypeRef E, bool pf)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
+    LLVMValueRef slot[BC_NR];
+    for (int r = 0; r < nr; r++) {
+        slot[r] = cpu_alloca(g, vt, 1);
+        LLVMBuildStore(b, LLVMConstNull(vt), slot[r]);
+    }
+    if (acc_ptr)
+        bc_columns(g, slot, acc_ptr, N, n0, nr, M, VW, E, false);
+    int64_t nch = K / BC_KC, kt = K % BC_KC;
+    int sb = dsl_dtype_bytes(sdt);
+    if (nch > 0) {
+        CpuLoop lc;
+        cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, nch));
+        LLVMValueRef k0 = LLVMBuildMul(b, lc.iv, cpu_i64(g, BC_KC), "");
+        bc_copy(g, Sw, S, sdt, lds, n0, nr, k0, BC_KC, VW, E);
+        LLVMValueRef next = NULL, ldsb = NULL;
+        if (pf) {
+            /* this block's next chunk; after the last, the next block's first */
+            LLVMTypeRef st = cpu_mtype(g, sdt);
+            LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, lc.iv, cpu_i64(g, nch - 1), "");
+            LLVMValueRef row = LLVMBuildSelect(b, last, LLVMBuildAdd(b, n0, cpu_i64(g, nr), ""),
+                                               n0, "");
+            LLVMValueRef col = LLVMBuildSelect(b, last, cpu_i64(g, 0),
+                                               LLVMBuildAdd(b, k0, cpu_i64(g, BC_KC), ""), "");
+            next = cpu_gep(g, st, S, LLVMBuildAdd(b, LLVMBuildMul(b, row, lds, ""), col, ""));
+            ldsb = LLVMBuildMul(b, lds, cpu_i64(g, sb), "");
+        }
+        bc_fma(g, slot, At, k0, Sw, nr, BC_KC, BC_U, VW, E, next, ldsb, BC_KC * sb / 64);
+        cpu_loop_close(g, &lc);
+    }
+    if (kt > 0) {
+        bc_copy(g, Sw, S, sdt, lds, n0, nr, cpu_i64(g, nch * BC_KC), kt, VW, E);
+        bc_fma(g, slot, At, cpu_i64(g, nch * BC_KC), Sw, nr, kt, 1, VW, E, NULL, NULL, 0);
+    }
+    bc_columns(g, slot, dst, N, n0, nr, M, VW, E, true);
+}
+
+static int bcast_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
+{
+    LLVMBuilderRef b = g->b;
+    const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
+    int rdt = rt->dtype, M = (int)rt->shape[0];
+    int64_t N = rt->shape[1], K = tb->shape[0];
+    LLVMTypeRef E = cpu_stype(g, rdt);
+    int VW = g->vecw_bytes / dsl_dtype_bytes(rdt);
+    LLVMValueRef lda, A = rows_e(g, in->opnd[0], M, K, rdt, &lda);
+    LLVMValueRef At = cpu_alloca(g, E, K * VW), Sw = cpu_alloca(g, E, BC_NR * BC_KC);
+    LLVMSetAlignment(At, 64);
+    LLVMSetAlignment(Sw, 64);
+    bc_pack_at(g, At, A, lda, M, K, VW, E);
+    LLVMValueRef S = g->val[in->opnd[1]], lds = g->vld[in->opnd[1]];
+    int sdt = tb->dtype;
+    int64_t nb = N / BC_NR;
+    bool pf = !cpu_switch(CPU_SW_NOBCPF);
+    if (nb > 0) {
+        CpuLoop ln;
+        cpu_loop_open(g, &ln, cpu_i64(g, 0), cpu_i64(g, nb));
+        bc_rows(g, At, Sw, S, sdt, lds, dst, acc_ptr, M, N, K,
+                LLVMBuildMul(b, ln.iv, cpu_i64(g, BC_NR), ""), BC_NR, VW, E, pf);
+        cpu_loop_close(g, &ln);
+    }
+    if (N % BC_NR)
+        bc_rows(g, At, Sw, S, sdt, lds, dst, acc_ptr, M, N, K, cpu_i64(g, nb * BC_NR),
+                (int)(N % BC_NR), VW, E, false);
+    return g->failed ? -1 : 0;
+}
+
 int cpu_gen_matvec(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {
     LLVMBuilderRef b = g->b;
     const IrType *ta = &g->f->ins[in->opnd[0]].type, *rt = &in->type;
     if (rt->shape[1] != 1 && g->tdot && g->tdot[in->opnd[1]])
-        return skinny_t(g, in, dst, acc_ptr);
+        return rt->shape[0] > SKT_M ? bcast_t(g, in, dst, acc_ptr)
+                                    : skinny_t(g, in, dst, acc_ptr);
     if (rt->shape[1] != 1)
         return skinny(g, in, dst, acc_ptr);
     int rdt = rt->dtype, adt = ta->dtype;

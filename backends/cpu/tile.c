@@ -763,7 +763,7 @@ static void copy_sliver(CpuGen *g, LLVMValueRef S, LLVMValueRef A, LLVMValueRef 
  * are, transposed in registers. Stage d swaps, in every 2d x 2d block, the
  * d x d block right of the diagonal with the one below it: one two-source
  * shuffle per row (vpermt2ps / vshufps / vunpck on x86). */
-static void transpose_sq(CpuGen *g, LLVMValueRef *v, int n)
+void cpu_transpose_sq(CpuGen *g, LLVMValueRef *v, int n)
 {
     LLVMBuilderRef b = g->b;
     for (int d = 1; d < n; d *= 2)
@@ -820,7 +820,7 @@ static void pack_b_t(CpuGen *g, LLVMValueRef Bp, LLVMValueRef S, int sdt, LLVMVa
                                  LLVMBuildMul(b, cpu_i64(g, r), lds, ""), k0, ""));
             v[r] = cpu_load_wide(g, p, sdt, dt, VW);
         }
-        transpose_sq(g, v, VW);
+        cpu_transpose_sq(g, v, VW);
         LLVMValueRef d0 = LLVMBuildAdd(b, dcol, LLVMBuildMul(b, k0, cpu_i64(g, NR), ""), "");
         for (int c = 0; c < VW; c++) {
             LLVMValueRef p = cpu_gep(g, dt, Bp, LLVMBuildAdd(b, d0, cpu_i64(g, (int64_t)c * NR), ""));

@@ -8,7 +8,10 @@
  * straight from W's rows (tile.c pack_b_t: 16 x 16 blocks transposed in
  * registers, bf16 / f16 widened on the way, tails element by element),
  * whose results must equal the old path's (BLKC_CPU_NOTRANSB=1: the
- * PERMUTE copies W transposed) to the bit. W f32, bf16, f16 and f64;
+ * PERMUTE copies W transposed) to the bit; 9 to 16 rows of X on AVX-512
+ * hosts the DOT turned around (matvec.c bcast_t: X's columns packed,
+ * W's rows broadcast from 64-column chunks; row blocks of 16 and a
+ * remainder, K tails of a chunk and of 16, rows past M), to the same bits. W f32, bf16, f16 and f64;
  * blocks read in place with the tensor's row stride and blocks past the
  * end (copied, zero-padded); a W computed in the kernel (trans(W * 2));
  * B = trans of one row, [K, 1] (the matvec path); the same with 256-bit
@@ -133,6 +136,16 @@ int main(void)
     run("lin", "f32", "f16", "f32", 16, 32, 40, 40, 100, 150, 1); /* ... and at the edges */
     run("lin2", "f32", "f32", "f32", 16, 32, 48, 16, 40, 48, 1);
     run("lin", "f64", "f64", "f64", 16, 16, 24, 20, 20, 50, 1);
+    /* 9 .. 16 rows turned around: blocks of 16 rows of W and a remainder
+     * of 8 / 4, K a chunk of 64 and tails of 36 / 4, M past the tensor */
+    run("lin", "f32", "f32", "f32", 16, 40, 100, 16, 80, 200, 1);
+    run("lin", "f32", "f32", "f32", 12, 36, 132, 30, 72, 264, 1);
+    run("lin", "f32", "bf16", "f32", 9, 20, 68, 9, 41, 136, 1);
+    run("lin", "f32", "f16", "f32", 16, 48, 192, 16, 96, 384, 1); /* in place, 3 chunks */
+    run("lin", "bf16", "f32", "f32", 13, 16, 64, 13, 32, 130, 1); /* X converted */
+    setenv("BLKC_CPU_NOBCAST", "1", 1); /* the packed path for 16 rows */
+    run("lin", "f32", "f32", "f32", 16, 40, 100, 16, 80, 200, 1);
+    unsetenv("BLKC_CPU_NOBCAST");
     setenv("BLKC_CPU_NOAVX512", "1", 1); /* 8 lanes: chunks of 2 rows */
     run("lin", "f32", "f32", "f32", 5, 48, 40, 13, 70, 90, 0);
     run("lin", "f32", "bf16", "f32", 16, 32, 64, 40, 100, 150, 1);
