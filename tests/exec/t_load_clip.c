@@ -2,8 +2,10 @@
  * bounds on every side (the CPU backend's clipped rows, mem.c): 1-D views
  * starting before 0 and past N with a pad value, stores clipped to the
  * tensor at both ends, 2-D views with whole rows and columns outside,
- * f16 and bool elements, and a short last K step of a matrix-vector dot
- * (read in place up to the tensor's end: matvec.c's g->vkn). */
+ * f16 and bool elements, a short last K step of a matrix-vector dot
+ * (read in place up to the tensor's end: matvec.c's g->vkn), and columns
+ * of a [N, 3] matrix (a strided last range, a scalar after it: RoPE's
+ * pairs) partly out of bounds, or wholly by their column index. */
 #include "harness.h"
 
 #include <math.h>
@@ -26,6 +28,12 @@ static const char *src =
     "    let o = program_id(0) * B - 9;\n"
     "    let x = X[o +: B] as f32;\n"
     "    Y[program_id(0) * B +: B] = where(P[o +: B], x, x - 100.0);\n"
+    "}\n"
+    "kernel col<B = 16>(X: f32[N, 3], Y: f32[M], Z: f32[N, 3], c: i32) grid(cdiv(M, B)) {\n"
+    "    let o = program_id(0) * B - 5;\n"
+    "    let t = load(X[o +: B, c], pad = 7.0);\n"
+    "    Y[program_id(0) * B +: B] = t;\n"
+    "    Z[o +: B, c + 1] = t * 2.0;\n"
     "}\n"
     "kernel mv<BM = 8, BK = 64>(W: f32[R, C], X: f32[C], Y: f32[R]) grid(cdiv(R, BM)) {\n"
     "    let m = program_id(0) * BM;\n"
@@ -99,6 +107,28 @@ int main(void)
     H_LAUNCH(h_kernel(m, "half"), h_ten(h_t1(xh, H_F16, NH)), h_ten(h_t1(p, H_BOOL, NH)),
              h_ten(h_t1(yh, H_F32, MH)));
     h_check("f16 and bool tails read 0 and false", yh, H_F32, rh, MH, 0, 0);
+
+    enum { NC = 27, MC = 48, CPAD = 4 }; /* programs read rows [-5, 43) */
+    float *xc = h_array(H_F32, NC * 3), *yc = h_array(H_F32, MC);
+    float *zc = h_array(H_F32, (NC + CPAD) * 3);
+    double *ryc = h_alloc(8 * MC), *rzc = h_alloc(8 * (NC + CPAD) * 3);
+    h_fill(xc, H_F32, NC * 3, -3, 3);
+    for (int c = 1; c <= 3; c += 2) { /* column 1; column 3, past the end */
+        for (int i = 0; i < (NC + CPAD) * 3; i++) {
+            zc[i] = -9.0f;
+            rzc[i] = i < NC * 3 && c == 1 && i % 3 == 2 ? 2.0 * xc[i - 1] : -9.0;
+        }
+        for (int i = 0; i < MC; i++) {
+            int j = i - 5;
+            ryc[i] = c == 1 && j >= 0 && j < NC ? (double)xc[j * 3 + 1] : 7.0;
+        }
+        H_LAUNCH(h_kernel(m, "col"), h_ten(h_t2(xc, H_F32, NC, 3)), h_ten(h_t1(yc, H_F32, MC)),
+                 h_ten(h_t2(zc, H_F32, NC, 3)), h_int(c));
+        h_check(c == 1 ? "column 1 of [N, 3] from row -5 to past N, pad 7"
+                       : "column 3 of [N, 3]: all pad", yc, H_F32, ryc, MC, 0, 0);
+        h_check(c == 1 ? "column 2 stored, clipped to the rows, nothing past N"
+                       : "column 4: nothing stored", zc, H_F32, rzc, (NC + CPAD) * 3, 0, 0);
+    }
 
     enum { WR = 37, WC = 100 }; /* K steps of 64: the last one holds 36 columns */
     float *w = h_array(H_F32, WR * WC), *v = h_array(H_F32, WC), *o = h_array(H_F32, WR);
