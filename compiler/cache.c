@@ -259,7 +259,7 @@ static int64_t gpu_switches(void)
 }
 
 /* the CPU backend's BLKC_CPU_* switches that change its code (cpu.h) */
-unsigned jc_codegen_switches(void)
+uint64_t jc_codegen_switches(void)
 {
 #ifndef BLKC_NO_CPU_BACKEND
     return cpu_switches();

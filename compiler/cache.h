@@ -51,7 +51,7 @@ typedef struct JcSrc {
 void jc_key_begin(JcSha *s, const JcSrc *src);
 /* The CPU backend's BLKC_CPU_* switches that change its code (in the key,
  * and a unit compiled under other switches is not reused). */
-unsigned jc_codegen_switches(void);
+uint64_t jc_codegen_switches(void);
 
 /* ------------------------------------------------------------ code */
 /* Code of an object file linked into its own ORC LLJIT. */
@@ -131,7 +131,7 @@ typedef struct JcUnit {
     JcKernelVars *vars;       /* per function of ir */
     bool from_disk;           /* the generic code came from the disk cache */
     int isolate, mem_mb;      /* JcSrc's, for compiling variants */
-    unsigned switches;        /* cpu_switches() when compiled */
+    uint64_t switches;        /* cpu_switches() when compiled */
     struct JcUnit *next;      /* memory cache chain */
 } JcUnit;
 

@@ -121,8 +121,9 @@ typedef struct CpuGen {
 
 /* ------------------------------------------------------------ jit.c */
 /* The switches set now, one bit per CPU_SW_* (read on every call). */
-unsigned cpu_switches(void);
+uint64_t cpu_switches(void);
 #define cpu_switch(sw) ((cpu_switches() >> (sw)) & 1u)
+_Static_assert(CPU_SW_COUNT <= 64, "one bit per switch in cpu_switches()");
 
 /* What the target offers the generator (jit.c make_tm): vecw, the SIMD
  * width to block DOT for (16/32/64 bytes); scalef, AVX-512F+VL (vmath.c's

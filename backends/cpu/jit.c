@@ -40,13 +40,13 @@ static const char *const switch_names[] = {
 #undef X
 };
 
-unsigned cpu_switches(void)
+uint64_t cpu_switches(void)
 {
-    unsigned mask = 0;
+    uint64_t mask = 0;
     for (int i = 0; i < CPU_SW_COUNT; i++) {
         const char *v = getenv(switch_names[i]);
         if (v && *v && strcmp(v, "0") != 0)
-            mask |= 1u << i;
+            mask |= (uint64_t)1 << i;
     }
     return mask;
 }
