@@ -16,7 +16,9 @@
  *      (--linear=NxK, default 4096x4096; examples/linear.blk,
  *      best of a few block shapes) vs cblas_sgemm and vs a plain read of
  *      W, GB/s of W and ratios (--only=linear; --linear-w=bf16: W in bf16,
- *      the read of its bytes, sgemm on the same values in f32);
+ *      the read of its bytes, sgemm on the same values in f32;
+ *      --linear-w=kn: W f32 stored [K, N], Y = X W, `dot(X[..], W[..])`,
+ *      against sgemm NoTrans / NoTrans);
  *   3b. launch cost: the decode step's rmsnorm (benchmarks/decode_step.blk,
  *      D 768, one program) by blkc_kernel_launchf against the same loop in
  *      C (this file, -O2), microseconds per call (--only=launch);
@@ -27,7 +29,7 @@
  * Every blkc figure alternates with its baseline within the run.
  * Usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile]
  *                   [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN]
- *                   [--matvec=MxK] [--linear=NxK] [--linear-w=bf16]
+ *                   [--matvec=MxK] [--linear=NxK] [--linear-w=bf16|kn]
  * --gemm-in: the GEMM's A and B in f16 / bf16 (f32 accumulation and C);
  * OpenBLAS runs cblas_sgemm on the same values converted back to f32.
  * (threads: BLKC_NUM_THREADS, default 1, OpenBLAS gets the same number) */
@@ -435,6 +437,7 @@ typedef struct Pair {
     const uint16_t *w16; /* linear: W in bf16 for blkc (w: the same values in f32), or NULL */
     float *y, *y2;
     int M, N, K; /* N = 0: the matvec */
+    int kn;      /* linear: W stored [K, N] (Y = X W) */
 } Pair;
 
 static void pair_blkc(const Pair *p)
@@ -444,8 +447,8 @@ static void pair_blkc(const Pair *p)
                             p->y, p->M);
     else
         blkc_kernel_launchf(p->k, p->w16 ? "f32[#,#] bf16[#,#] f32[#,#]" : "f32[#,#] f32[#,#] f32[#,#]",
-                            p->x, p->M, p->K, p->w16 ? (const void *)p->w16 : p->w, p->N,
-                            p->K, p->y, p->M, p->N);
+                            p->x, p->M, p->K, p->w16 ? (const void *)p->w16 : p->w,
+                            p->kn ? p->K : p->N, p->kn ? p->N : p->K, p->y, p->M, p->N);
 }
 
 static void pair_blas(const Pair *p)
@@ -455,8 +458,8 @@ static void pair_blas(const Pair *p)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, p->M, p->K, 1.0f, p->w, p->K, p->x, 1, 0.0f,
                     p->y2, 1);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p->M, p->N, p->K, 1.0f, p->x,
-                    p->K, p->w, p->K, 0.0f, p->y2, p->N);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, p->kn ? CblasNoTrans : CblasTrans, p->M, p->N,
+                    p->K, 1.0f, p->x, p->K, p->w, p->kn ? p->N : p->K, 0.0f, p->y2, p->N);
 #else
     (void)p;
 #endif
@@ -573,7 +576,7 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
         if (tk[i] < tk[bc]) bc = i;
     }
     int rs_n = read_streams(w, nw); /* the read's streams */
-    Pair pr = {ks[bc], w, x, NULL, y, y2, M, 0, K};
+    Pair pr = {ks[bc], w, x, NULL, y, y2, M, 0, K, 0};
     double rr[MAXR], rs[MAXR], tkb, tr, tb;
     run_pairs(&pr, reps, rs_n, rr, rs, &tkb, &tr, &tb);
     double maxerr = 0;
@@ -603,10 +606,22 @@ static void bench_matvec(blkc_context *ctx, int quick, int M, int K)
  * data, REPS pairs; ratios are medians of the pairs, as in bench_matvec.
  * wt "bf16" (--linear-w=bf16): W in bf16 for blkc (f32 X, math and Y:
  * the decode step with 16-bit weights), the read of its bytes, sgemm on
- * the same values in f32. */
-static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char *wt)
+ * the same values in f32. kn (--linear-w=kn): W f32 stored [K, N] (as
+ * GPT-2's Conv1D weights), the kernel's `trans(W[n +: BN, k +: BK])`
+ * replaced by `W[k +: BK, n +: BN]`, sgemm NoTrans / NoTrans. */
+static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char *wt, int kn)
 {
     char *src = read_file(BLKC_SOURCE_DIR "/examples/linear.blk");
+    if (kn) { /* W: f32[K, N], read as it lies */
+        const char *t = "trans(W[n +: BN, k +: BK])", *d = "W: f32[N, K]";
+        char *p = strstr(src, t), *q = strstr(src, d);
+        if (!p || !q || q > p) die("linear.blk: no W: f32[N, K] or trans(W[n +: BN, k +: BK])");
+        char *s2 = malloc(strlen(src) + 1);
+        sprintf(s2, "%.*sW: f32[K, N]%.*sW[k +: BK, n +: BN]%s", (int)(q - src), src,
+                (int)(p - q - strlen(d)), q + strlen(d), p + strlen(t));
+        free(src);
+        src = s2;
+    }
     if (wt) { /* W: f32[N, K] becomes W: bf16[N, K] */
         char *p = strstr(src, "W: f32[");
         if (!p) die("linear.blk: no W: f32[");
@@ -621,7 +636,9 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char 
                                           {"BN=64", "BK=256"}};
     static const char *shapes_bf16[][2] = {{"BN=32", "BK=1024"}, {"BN=16", "BK=2048"},
                                            {"BN=64", "BK=512"}};
-    const char *(*shapes)[2] = wt ? shapes_bf16 : shapes_f32;
+    static const char *shapes_kn[][2] = {{"BN=256", "BK=128"}, {"BN=64", "BK=256"},
+                                         {"BN=128", "BK=256"}};
+    const char *(*shapes)[2] = wt ? shapes_bf16 : kn ? shapes_kn : shapes_f32;
     enum { NS = 3, MAXR = 64 };
     const int reps = quick ? 3 : 11;
     const char *thr = getenv("BLKC_NUM_THREADS");
@@ -652,7 +669,7 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char 
             mods[i] = compile(ctx, src, defs, 3);
             if (blkc_module_get_kernel(mods[i], "linear", &ks[i]) != BLKC_OK) die("kernel");
             tk[i] = 1e30;
-            Pair pi = {ks[i], w, x, w16, y, y2, M, N, K};
+            Pair pi = {ks[i], w, x, w16, y, y2, M, N, K, kn};
             for (int r = 0; r < 2; r++) {
                 double t0 = now();
                 pair_blkc(&pi);
@@ -661,19 +678,22 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char 
             }
             if (tk[i] < tk[bc]) bc = i;
         }
-        Pair pr = {ks[bc], w, x, w16, y, y2, M, N, K};
+        Pair pr = {ks[bc], w, x, w16, y, y2, M, N, K, kn};
         double rr[MAXR], rb[MAXR], tkb, tr, tb;
         run_pairs(&pr, reps, rs_n, rr, rb, &tkb, &tr, &tb);
         double maxerr = 0; /* C reference in double, every 61st column */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j += 61) {
                 double s = 0;
-                for (int c = 0; c < K; c++) s += (double)x[(size_t)i * K + c] * w[(size_t)j * K + c];
+                for (int c = 0; c < K; c++)
+                    s += (double)x[(size_t)i * K + c] *
+                         w[kn ? (size_t)c * N + j : (size_t)j * K + c];
                 maxerr = fmax(maxerr, fabs(y[(size_t)i * N + j] - s));
             }
-        printf("linear %s Y[%d,%d] = X W^T, W [%d, %d] (%d thread%s, %s %s %s, %d pairs): blkc "
+        printf("linear %s Y[%d,%d] = X W%s, W [%d, %d] (%d thread%s, %s %s %s, %d pairs): blkc "
                "%.2f GB/s of W (best %.3f ms), read (%d stream%s) %.2f GB/s, ratio %.2fx read",
-               wt ? "bf16-W" : "f32", M, N, N, K, nthr, nthr == 1 ? "" : "s", bm, shapes[bc][0],
+               wt ? "bf16-W" : "f32", M, N, kn ? "" : "^T", kn ? K : N, kn ? N : K, nthr,
+               nthr == 1 ? "" : "s", bm, shapes[bc][0],
                shapes[bc][1], reps, (double)(nw * wb) / tkb * 1e-9, tkb * 1e3, rs_n,
                rs_n == 1 ? "" : "s", (double)(nw * wb) / tr * 1e-9, median(rr, reps));
 #ifdef BLKC_HAVE_CBLAS
@@ -792,6 +812,7 @@ int main(int argc, char **argv)
     int ln = 4096, lk = 4096;
     const char *gin = NULL; /* --gemm-in=f16|bf16 */
     const char *lwt = NULL; /* --linear-w=bf16 */
+    int lkn = 0;            /* --linear-w=kn */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strncmp(argv[i], "--only=", 7)) only = argv[i] + 7;
@@ -809,7 +830,9 @@ int main(int argc, char **argv)
                  sscanf(argv[i] + 9, "%dx%d", &ln, &lk) == 2 && ln > 0 && lk > 0) {}
         else if (!strcmp(argv[i], "--linear-w=bf16"))
             lwt = "bf16";
-        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK] [--linear=NxK] [--linear-w=bf16]\n"); return 2; }
+        else if (!strcmp(argv[i], "--linear-w=kn"))
+            lkn = 1;
+        else { fprintf(stderr, "usage: blkc_bench [--quick] [--only=gemm|softmax|layernorm|matvec|linear|launch|compile] [--gemm=MxNxK] [--gemm-in=f16|bf16] [--softmax=RxN] [--matvec=MxK] [--linear=NxK] [--linear-w=bf16|kn]\n"); return 2; }
     }
     setenv("BLKC_NUM_THREADS", "1", 0);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -834,7 +857,7 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "softmax")) bench_softmax(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "layernorm")) bench_layernorm(ctx, quick, sr, sc);
     if (!only || !strcmp(only, "matvec")) bench_matvec(ctx, quick, mm, mk);
-    if (!only || !strcmp(only, "linear")) bench_linear(ctx, quick, ln, lk, lwt);
+    if (!only || !strcmp(only, "linear")) bench_linear(ctx, quick, ln, lk, lwt, lkn);
     if (!only || !strcmp(only, "launch")) bench_launch(ctx, quick);
     if (!only || !strcmp(only, "compile")) bench_compile(ctx, quick);
     blkc_context_destroy(ctx);

@@ -15,12 +15,13 @@
  * from it by rounding only.
  *
  * The skinny DOT [M, K] x [K, N] with M <= 4 rows (M = 1: `dot(x: [K],
- * w: [K, N])`, attention's p V in a decode step; M = 2..4: a few tokens)
- * is bound by reading w = B once too; tile.c would pack B into panels (a
- * copy as large as the read) and pad A to 8 rows. Here B is read in place,
- * row by row, into M x NV vector accumulators (SK_NV registers in all)
- * that sum k in order from the accumulator: the micro-kernel's order, so
- * the results equal tile.c's to the bit.
+ * w: [K, N])`, attention's p V in a decode step; M = 2..12: a few tokens;
+ * more than 4 with AVX-512's 32 registers) is bound by reading w = B once
+ * too; tile.c would pack B into panels (a copy as large as the read) and
+ * pad A to 8 rows. Here B is read in place, row by row, into M x NV
+ * vector accumulators (16 or 24 registers in all) that sum k in order
+ * from the accumulator: the micro-kernel's order, so the results equal
+ * tile.c's to the bit.
  *
  * The skinny DOT on a transposed B, [M <= 8, K] x trans(S [N, K]) (a
  * linear layer's x W^T with W as PyTorch stores it; fuse.c's trans_b
@@ -46,8 +47,11 @@
  * per row where there are 32 vector registers (AVX-512), else 1 (AVX2's
  * 16). */
 enum { MV_RB = 8, MV_UMAX = 2 };
-enum { SK_M = 4 };   /* rows of a skinny DOT */
-enum { SK_NV = 16 }; /* vector accumulators of a skinny DOT (of 32 registers) */
+enum { SK_M = 4 };     /* rows of a skinny DOT (16 vector registers) */
+enum { SK_MMAX = 12 }; /* ... with 32 vector registers (2+ vectors per row) */
+enum { SK_NV = 16 };   /* vector accumulators of a skinny DOT of <= SK_M rows */
+enum { SK_ACC = 24 };  /* ... of more rows (of 32 registers) */
+enum { SK_PFD = 32 };  /* B's rows prefetched this far ahead (cols) */
 enum { SKT_M = 8 };   /* rows of a skinny DOT on trans(B) */
 enum { SKT_MC = 4 };  /* ... taken this many at a time */
 enum { SKT_ACC = 16 }; /* ... with at most this many vector accumulators */
@@ -253,18 +257,40 @@ static LLVMValueRef rows_e(CpuGen *g, int v, int64_t rows, int64_t cols, int rdt
     return buf;
 }
 
+/* rows_e's operand always copied, its rows an odd number of cache lines
+ * apart. Read in place, its rows lie a tensor row apart, often a large
+ * power of two: all of them and B's fall in one set of L1 (12 lines in its
+ * 12 ways at 8 rows) and evict each other's lines (skinny_t at M = 8, K =
+ * N = 4096: 4.8 / 3.7 ms copied against 8.7 / 8.6 in place, alternated) */
+static LLVMValueRef rows_odd(CpuGen *g, int v, int64_t rows, int64_t cols, int rdt,
+                             LLVMValueRef *ld)
+{
+    int eb = dsl_dtype_bytes(rdt);
+    int64_t lines = (cols * eb + 63) / 64;
+    if (lines % 2 == 0)
+        lines++;
+    int64_t n = lines * 64 / eb;
+    LLVMValueRef buf = cpu_alloca(g, cpu_stype(g, rdt), rows * n);
+    LLVMSetAlignment(buf, 64);
+    cpu_convert_block(g, buf, n, g->val[v], g->f->ins[v].type.dtype,
+                      g->vld[v] ? g->vld[v] : cpu_i64(g, cols), rows, cols, rdt);
+    *ld = cpu_i64(g, n);
+    return buf;
+}
+
 /* dst[m, j0 + v*VW ..] (+)= A[m, :] B[:, j0 + v*VW ..] for m < M, v < NV:
  * M*NV vector accumulators, each summing k in order from the accumulator
- * (the GEMM micro-kernel's order: the same results to the bit) */
+ * (the GEMM micro-kernel's order: the same results to the bit); pfd > 0:
+ * B's rows prefetched that far ahead */
 static void cols(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, int bdt,
                  LLVMValueRef ldb, LLVMValueRef dst, LLVMValueRef acc_ptr, int64_t N,
-                 LLVMValueRef j0, int M, int NV, int64_t K, int VW, LLVMTypeRef E)
+                 LLVMValueRef j0, int M, int NV, int64_t K, int VW, LLVMTypeRef E, int pfd)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef vt = LLVMVectorType(E, (unsigned)VW);
     LLVMTypeRef bt = cpu_mtype(g, bdt);
     unsigned eal = (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(g->mod), E);
-    LLVMValueRef slot[SK_M][SK_NV], out[SK_M][SK_NV];
+    LLVMValueRef slot[SK_MMAX][SK_ACC], out[SK_MMAX][SK_ACC];
     for (int m = 0; m < M; m++)
         for (int v = 0; v < NV; v++) {
             LLVMValueRef c = LLVMBuildAdd(b, j0, cpu_i64(g, m * N + (int64_t)v * VW), "");
@@ -282,7 +308,20 @@ static void cols(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, in
     CpuLoop lk;
     cpu_loop_open(g, &lk, cpu_i64(g, 0), cpu_i64(g, K));
     LLVMValueRef brow = cpu_gep(g, bt, B, LLVMBuildAdd(b, LLVMBuildMul(b, lk.iv, ldb, ""), j0, ""));
-    LLVMValueRef bv[SK_NV];
+    if (pfd > 0) {
+        /* row k + pfd of this column chunk (past K: of the next chunk,
+         * which starts over at row 0), its lines into L2 */
+        LLVMValueRef r = LLVMBuildAdd(b, lk.iv, cpu_i64(g, pfd), "");
+        LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntSGE, r, cpu_i64(g, K), "");
+        r = LLVMBuildSelect(b, wrap, LLVMBuildSub(b, r, cpu_i64(g, K), ""), r, "");
+        LLVMValueRef jc = LLVMBuildSelect(b, wrap, LLVMBuildAdd(b, j0,
+                                          cpu_i64(g, (int64_t)NV * VW), ""), j0, "");
+        LLVMValueRef prow = cpu_gep(g, bt, B, LLVMBuildAdd(b, LLVMBuildMul(b, r, ldb, ""), jc, ""));
+        int vb = VW * dsl_dtype_bytes(bdt), step = vb >= 64 ? 1 : 64 / vb;
+        for (int v = 0; v < NV; v += step)
+            cpu_prefetch(g, cpu_gep(g, bt, prow, cpu_i64(g, (int64_t)v * VW)), 2);
+    }
+    LLVMValueRef bv[SK_ACC];
     for (int v = 0; v < NV; v++)
         bv[v] = cpu_load_wide(g, cpu_gep(g, bt, brow, cpu_i64(g, (int64_t)v * VW)), bdt, E, VW);
     for (int m = 0; m < M; m++) {
@@ -356,12 +395,14 @@ bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
         return (rt->shape[0] <= SKT_M || bcast_applies(g, rt->shape[0], rt->dtype)) &&
                dtypes_ok(tb->dtype, rt->dtype) && dsl_is_float(ta->dtype);
     int VW = g->vecw_bytes / dsl_dtype_bytes(rt->dtype);
-    return rt->shape[0] <= SK_M && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
+    int skm = g->vecw_bytes >= 64 && !cpu_switch(CPU_SW_NOSK12) ? SK_MMAX : SK_M;
+    return rt->shape[0] <= skm && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
            dsl_is_float(ta->dtype);
 }
 
-/* the skinny DOT [M, K] x [K, N], M <= SK_M: B read once, in place,
- * SK_NV / M vector columns at a time */
+/* the skinny DOT [M, K] x [K, N], M <= SK_M (SK_MMAX with 32 vector
+ * registers): B read once, in place, NV vector columns at a time (a chunk
+ * walks all K rows of B, then the next) */
 static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {
     const IrType *tb = &g->f->ins[in->opnd[1]].type, *rt = &in->type;
@@ -370,20 +411,48 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
     LLVMTypeRef E = cpu_stype(g, rdt);
     int VW = g->vecw_bytes / dsl_dtype_bytes(rdt);
     LLVMValueRef lda, ldb = g->vld[in->opnd[1]] ? g->vld[in->opnd[1]] : cpu_i64(g, N);
-    LLVMValueRef A = rows_e(g, in->opnd[0], M, K, rdt, &lda), B = g->val[in->opnd[1]];
+    LLVMValueRef A, B = g->val[in->opnd[1]];
+    int va = in->opnd[0], adt = g->f->ins[va].type.dtype;
+    /* more rows: A's a fixed distance apart (one pointer, immediate
+     * offsets for the broadcasts) */
+    if (M > SK_M && (g->vld[va] || adt != rdt))
+        A = rows_odd(g, va, M, K, rdt, &lda);
+    else
+        A = rows_e(g, va, M, K, rdt, &lda);
     int64_t nvec = N / VW;
     int NV = SK_NV / M < nvec ? SK_NV / M : (int)nvec;
+    if (M > SK_M) {
+        /* more vectors per row of B, fewer chunks: each visit of a row
+         * (a tensor row apart from the last) reads more lines. Linear
+         * layer with W [K, N], 4096 x 4096, one thread, 24 accumulators
+         * against 16: M = 5 0.85-0.88x the time, M = 12 0.68-0.73x
+         * (`--ab`, benchmarks/README.md round 28); NV divides the vectors
+         * (M = 8 at BN = 64 as 3 + 1 vectors lost 1.13x). One vector per
+         * row (13 to 16 rows) lost to the packed GEMM (M = 16: 1.05x) */
+        NV = SK_ACC / M < nvec ? SK_ACC / M : (int)nvec;
+        while (NV > 1 && nvec % NV)
+            NV--;
+    }
+    /* B read in place, a chunk of at most 4 lines per row: each row is a
+     * page of its own at a 4 KB+ stride, where the hardware prefetchers
+     * see no stream, so rows SK_PFD ahead go to L2 (M = 4 / 5 / 8 / 12, W
+     * [K, N] 4096 x 4096, one thread: off 1.84-2.69x the time; 8 rows
+     * ahead into L1 1.36-1.41x, 16 into L2 1.15-1.22x). Not for longer
+     * chunks (f32 M < 4), which the hardware follows (M = 1 / 2 with it:
+     * 0.90-1.06) */
+    int pfd = g->vld[in->opnd[1]] && (int64_t)NV * VW * dsl_dtype_bytes(tb->dtype) <= 256 &&
+              !cpu_switch(CPU_SW_NOSKPF) ? SK_PFD : 0;
     int64_t nch = nvec / NV, rest = nvec % NV;
     if (nch > 0) {
         CpuLoop lj;
         cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nch));
         cols(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N,
-             LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), ""), M, NV, K, VW, E);
+             LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), ""), M, NV, K, VW, E, pfd);
         cpu_loop_close(g, &lj);
     }
     if (rest)
         cols(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, cpu_i64(g, nch * NV * VW), M,
-             (int)rest, K, VW, E);
+             (int)rest, K, VW, E, pfd);
     for (int64_t j = nvec * VW; j < N; j++)
         col_tail(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, j, M, K, E);
     return g->failed ? -1 : 0;
@@ -497,26 +566,10 @@ static int skinny_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef
         MC = M;
     LLVMValueRef A;
     int va = in->opnd[0], adt = g->f->ins[va].type.dtype;
-    if (M > MC && (g->vld[va] || adt != rdt)) {
-        /* several chunks of A's rows: copied with an odd number of cache
-         * lines per row. Read in place, its rows lie a tensor row apart,
-         * often a large power of two: all M of them and S's RB rows fall
-         * in one set of L1 (12 lines in its 12 ways at M = 8) and the
-         * chunks evict each other's lines (M = 8, K = N = 4096: 4.8 / 3.7
-         * ms copied against 8.7 / 8.6 in place, alternated) */
-        int eb = dsl_dtype_bytes(rdt);
-        int64_t lines = (K * eb + 63) / 64;
-        if (lines % 2 == 0)
-            lines++;
-        int64_t ld = lines * 64 / eb;
-        A = cpu_alloca(g, E, M * ld);
-        LLVMSetAlignment(A, 64);
-        cpu_convert_block(g, A, ld, g->val[va], adt, g->vld[va] ? g->vld[va] : cpu_i64(g, K),
-                          M, K, rdt);
-        lda = cpu_i64(g, ld);
-    } else {
+    if (M > MC && (g->vld[va] || adt != rdt)) /* several chunks of A's rows */
+        A = rows_odd(g, va, M, K, rdt, &lda);
+    else
         A = rows_e(g, va, M, K, rdt, &lda);
-    }
     int RB = acc / MC;
     int64_t nb = N / RB;
     /* Several chunks of A's rows: the first reads the row block from
