@@ -41,7 +41,7 @@
     X(NOBTPF, "a rank-2 DOT on trans(B) read in place does not prefetch B's rows at the next K step (tile.c)") \
     X(NOBCAST, "a DOT of 9-16 rows on trans(B) packs B's panels, not A's columns with B's rows broadcast (matvec.c)") \
     X(NOBCPF, "a DOT of 9-16 rows on trans(B) read in place does not prefetch the next chunk of B's rows (matvec.c)") \
-    X(NOSK12, "a DOT of 5-12 rows on a [K, N] B uses the packed GEMM, not the skinny path (matvec.c; AVX-512 hosts)") \
+    X(NOSK16, "a DOT of 5-16 rows on a [K, N] B uses the packed GEMM, not the skinny path (matvec.c; AVX-512 hosts)") \
     X(NOSKPF, "a skinny DOT with chunks of up to 4 lines per row of B does not prefetch B's rows 32 ahead into L2 (matvec.c)") \
     X(NOSKTPF, "a skinny DOT on trans(B) in several chunks of A's rows does not prefetch the next row block of B (matvec.c)") \
     X(NOTRANSB, "a DOT's trans(B) is copied transposed by its PERMUTE, not read as it lies (fuse.c, tile.c, matvec.c)") \

@@ -15,8 +15,9 @@
  * from it by rounding only.
  *
  * The skinny DOT [M, K] x [K, N] with M <= 4 rows (M = 1: `dot(x: [K],
- * w: [K, N])`, attention's p V in a decode step; M = 2..12: a few tokens;
- * more than 4 with AVX-512's 32 registers) is bound by reading w = B once
+ * w: [K, N])`, attention's p V in a decode step; M = 2..16: a few tokens;
+ * more than 4 with AVX-512's 32 registers, more than 12 in two passes) is
+ * bound by reading w = B once
  * too; tile.c would pack B into panels (a copy as large as the read) and
  * pad A to 8 rows. Here B is read in place, row by row, into M x NV
  * vector accumulators (16 or 24 registers in all) that sum k in order
@@ -48,7 +49,8 @@
  * 16). */
 enum { MV_RB = 8, MV_UMAX = 2 };
 enum { SK_M = 4 };     /* rows of a skinny DOT (16 vector registers) */
-enum { SK_MMAX = 12 }; /* ... with 32 vector registers (2+ vectors per row) */
+enum { SK_MMAX = 12 }; /* ... with 32 vector registers, in one pass */
+enum { SK_M2 = 16 };   /* ... in passes of 8 rows */
 enum { SK_NV = 16 };   /* vector accumulators of a skinny DOT of <= SK_M rows */
 enum { SK_ACC = 24 };  /* ... of more rows (of 32 registers) */
 enum { SK_PFD = 32 };  /* B's rows prefetched this far ahead (cols) */
@@ -395,7 +397,7 @@ bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
         return (rt->shape[0] <= SKT_M || bcast_applies(g, rt->shape[0], rt->dtype)) &&
                dtypes_ok(tb->dtype, rt->dtype) && dsl_is_float(ta->dtype);
     int VW = g->vecw_bytes / dsl_dtype_bytes(rt->dtype);
-    int skm = g->vecw_bytes >= 64 && !cpu_switch(CPU_SW_NOSK12) ? SK_MMAX : SK_M;
+    int skm = g->vecw_bytes >= 64 && !cpu_switch(CPU_SW_NOSK16) ? SK_M2 : SK_M;
     return rt->shape[0] <= skm && rt->shape[1] >= VW && dtypes_ok(tb->dtype, rt->dtype) &&
            dsl_is_float(ta->dtype);
 }
@@ -419,6 +421,13 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
         A = rows_odd(g, va, M, K, rdt, &lda);
     else
         A = rows_e(g, va, M, K, rdt, &lda);
+    /* 13 .. 16 rows: two passes of at most 8 over each chunk of columns,
+     * the second reading its lines from L1. One pass with one vector per
+     * row and 16 accumulators lost to the packed GEMM (M = 16: 1.05x its
+     * time); two passes 1.27-1.36x faster than it at M = 16, 1.47-1.64x
+     * at M = 13 (W [K, N] 4096 x 4096, one thread, `--ab`; the prefetch
+     * in the second pass too: 0.97x) */
+    int mch = M > SK_MMAX ? 8 : M;
     int64_t nvec = N / VW;
     int NV = SK_NV / M < nvec ? SK_NV / M : (int)nvec;
     if (M > SK_M) {
@@ -427,9 +436,8 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
          * layer with W [K, N], 4096 x 4096, one thread, 24 accumulators
          * against 16: M = 5 0.85-0.88x the time, M = 12 0.68-0.73x
          * (`--ab`, benchmarks/README.md round 28); NV divides the vectors
-         * (M = 8 at BN = 64 as 3 + 1 vectors lost 1.13x). One vector per
-         * row (13 to 16 rows) lost to the packed GEMM (M = 16: 1.05x) */
-        NV = SK_ACC / M < nvec ? SK_ACC / M : (int)nvec;
+         * (M = 8 at BN = 64 as 3 + 1 vectors lost 1.13x) */
+        NV = SK_ACC / mch < nvec ? SK_ACC / mch : (int)nvec;
         while (NV > 1 && nvec % NV)
             NV--;
     }
@@ -443,18 +451,30 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
     int pfd = g->vld[in->opnd[1]] && (int64_t)NV * VW * dsl_dtype_bytes(tb->dtype) <= 256 &&
               !cpu_switch(CPU_SW_NOSKPF) ? SK_PFD : 0;
     int64_t nch = nvec / NV, rest = nvec % NV;
-    if (nch > 0) {
+    for (int part = 0; part < 3; part++) { /* chunks of NV, the rest, the columns past */
+        if ((part == 0 && nch == 0) || (part == 1 && rest == 0) || (part == 2 && nvec * VW == N))
+            continue;
         CpuLoop lj;
-        cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nch));
-        cols(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N,
-             LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), ""), M, NV, K, VW, E, pfd);
-        cpu_loop_close(g, &lj);
+        LLVMValueRef j0 = cpu_i64(g, nch * NV * VW);
+        if (part == 0) {
+            cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nch));
+            j0 = LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), "");
+        }
+        for (int m0 = 0; m0 < M; m0 += mch) {
+            int Mc = M - m0 < mch ? M - m0 : mch;
+            LLVMValueRef Ac = cpu_gep(g, E, A, LLVMBuildMul(g->b, cpu_i64(g, m0), lda, ""));
+            LLVMValueRef dc = cpu_gep(g, E, dst, cpu_i64(g, m0 * N));
+            LLVMValueRef ac = acc_ptr ? cpu_gep(g, E, acc_ptr, cpu_i64(g, m0 * N)) : NULL;
+            if (part < 2)
+                cols(g, Ac, lda, B, tb->dtype, ldb, dc, ac, N, j0, Mc, part ? (int)rest : NV,
+                     K, VW, E, pfd);
+            else
+                for (int64_t j = nvec * VW; j < N; j++)
+                    col_tail(g, Ac, lda, B, tb->dtype, ldb, dc, ac, N, j, Mc, K, E);
+        }
+        if (part == 0)
+            cpu_loop_close(g, &lj);
     }
-    if (rest)
-        cols(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, cpu_i64(g, nch * NV * VW), M,
-             (int)rest, K, VW, E, pfd);
-    for (int64_t j = nvec * VW; j < N; j++)
-        col_tail(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, j, M, K, E);
     return g->failed ? -1 : 0;
 }
 

@@ -9,9 +9,10 @@
  * row block summed together (the default: groups of 8, 4, 2 rows) and
  * row by row (BLKC_CPU_NOROWTREE=1), with 512-bit vectors and without
  * (BLKC_CPU_NOAVX512=1: 8 f32 / 4 f64 lanes, rows in groups of 4 for f64).
- * Skinny DOTs `dot(x: [BK], w: [BK, BN])` and `dot(x: [BM <= 12, BK],
+ * Skinny DOTs `dot(x: [BK], w: [BK, BN])` and `dot(x: [BM <= 16, BK],
  * w: [BK, BN])` (matvec.c's skinny path; more than 4 rows on AVX-512
- * hosts, x's rows copied, chunks of vectors that divide the row): the same
+ * hosts, x's rows copied, chunks of vectors that divide the row, more
+ * than 12 rows in two passes): the same
  * reference, and equal to the bit to the GEMM micro-kernel's result
  * (BLKC_CPU_NOMATVEC=1), whose summation order they keep; N tails
  * (columns past the vectors, blocks past the end), strided in-place rows
@@ -186,13 +187,14 @@ int main(void)
     run_skinny("f32", 0, 1, 40, 16, 120, 48);   /* N = 2.5 vectors: scalar columns */
     run_skinny("f32", 0, 4, 128, 16, 128, 33);  /* 4 rows; K tail block reads 0 */
     run_skinny("f32", 0, 2, 512, 8, 1024, 24);  /* two chunks of 8 per row pair */
-    /* 5 .. 12 rows: 4, 3 and 1 vectors per chunk (the ones that divide
+    /* 5 .. 16 rows: 4, 3 and 1 vectors per chunk (the ones that divide
      * the row), K tails, the prefetch 32 rows ahead wrapping into the next
-     * chunk (K 40 and 128 per DOT); 16 rows: the packed GEMM */
+     * chunk (K 40 and 128 per DOT); 16 and 13 rows in two passes */
     run_skinny("f32", 0, 5, 64, 40, 200, 100);
     run_skinny("bf16", 0, 8, 96, 128, 192, 300);
     run_skinny("f16", 0, 12, 48, 32, 100, 70);
     run_skinny("f32", 0, 16, 128, 64, 256, 130);
+    run_skinny("bf16", 0, 13, 80, 48, 160, 100);
     setenv("BLKC_CPU_NOSKPF", "1", 1);
     run_skinny("f32", 0, 8, 64, 40, 200, 100);
     unsetenv("BLKC_CPU_NOSKPF");
