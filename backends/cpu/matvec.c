@@ -445,10 +445,12 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
      * page of its own at a 4 KB+ stride, where the hardware prefetchers
      * see no stream, so rows SK_PFD ahead go to L2 (M = 4 / 5 / 8 / 12, W
      * [K, N] 4096 x 4096, one thread: off 1.84-2.69x the time; 8 rows
-     * ahead into L1 1.36-1.41x, 16 into L2 1.15-1.22x). Not for longer
-     * chunks (f32 M < 4), which the hardware follows (M = 1 / 2 with it:
-     * 0.90-1.06) */
-    int pfd = g->vld[in->opnd[1]] && (int64_t)NV * VW * dsl_dtype_bytes(tb->dtype) <= 256 &&
+     * ahead into L1 1.36-1.41x, 16 into L2 1.15-1.22x). Not for fewer
+     * rows: longer chunks the hardware follows (M = 1 / 2 with it:
+     * 0.90-1.06), and a short one costs more than it saves (the decode
+     * step's attention p V, M = 1 on 4 lines of V's rows: 230 -> 280 us) */
+    int pfd = g->vld[in->opnd[1]] && M >= SK_M &&
+              (int64_t)NV * VW * dsl_dtype_bytes(tb->dtype) <= 256 &&
               !cpu_switch(CPU_SW_NOSKPF) ? SK_PFD : 0;
     int64_t nch = nvec / NV, rest = nvec % NV;
     for (int part = 0; part < 3; part++) { /* chunks of NV, the rest, the columns past */
