@@ -841,6 +841,8 @@ static void bc_rows(CpuGen *g, LLVMValueRef At, LLVMValueRef Sw, LLVMValueRef S,
     bc_columns(g, slot, dst, N, n0, nr, M, VW, E, true);
 }
 
+/* the DOT turned around (above): A's columns packed, then S in row
+ * blocks of BC_NR and a remainder */
 static int bcast_t(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef acc_ptr)
 {
     LLVMBuilderRef b = g->b;
