@@ -636,8 +636,10 @@ static void bench_linear(blkc_context *ctx, int quick, int N, int K, const char 
                                           {"BN=64", "BK=256"}};
     static const char *shapes_bf16[][2] = {{"BN=32", "BK=1024"}, {"BN=16", "BK=2048"},
                                            {"BN=64", "BK=512"}};
-    static const char *shapes_kn[][2] = {{"BN=256", "BK=128"}, {"BN=64", "BK=256"},
-                                         {"BN=128", "BK=256"}};
+    /* (kn: wide and short tiles; a chunk of columns walks K rows of W at
+     * a time, and the next chunk of the same rows comes BK rows later) */
+    static const char *shapes_kn[][2] = {{"BN=2048", "BK=32"}, {"BN=1024", "BK=64"},
+                                         {"BN=256", "BK=128"}};
     const char *(*shapes)[2] = wt ? shapes_bf16 : kn ? shapes_kn : shapes_f32;
     enum { NS = 3, MAXR = 64 };
     const int reps = quick ? 3 : 11;
