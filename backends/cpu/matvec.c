@@ -402,6 +402,22 @@ bool cpu_matvec_applies(CpuGen *g, const IrInstr *in)
            dsl_is_float(ta->dtype);
 }
 
+/* cols for A's M rows in passes of at most mch (A, dst and acc_ptr
+ * offset to each pass's first row) */
+static void cols_passes(CpuGen *g, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, int bdt,
+                        LLVMValueRef ldb, LLVMValueRef dst, LLVMValueRef acc_ptr, int64_t N,
+                        LLVMValueRef j0, int M, int mch, int NV, int64_t K, int VW,
+                        LLVMTypeRef E, int pfd)
+{
+    for (int m0 = 0; m0 < M; m0 += mch) {
+        LLVMValueRef Ac = cpu_gep(g, E, A, LLVMBuildMul(g->b, cpu_i64(g, m0), lda, ""));
+        LLVMValueRef dc = cpu_gep(g, E, dst, cpu_i64(g, m0 * N));
+        LLVMValueRef ac = acc_ptr ? cpu_gep(g, E, acc_ptr, cpu_i64(g, m0 * N)) : NULL;
+        cols(g, Ac, lda, B, bdt, ldb, dc, ac, N, j0, M - m0 < mch ? M - m0 : mch, NV, K, VW,
+             E, pfd);
+    }
+}
+
 /* the skinny DOT [M, K] x [K, N], M <= SK_M (SK_MMAX with 32 vector
  * registers): B read once, in place, NV vector columns at a time (a chunk
  * walks all K rows of B, then the next) */
@@ -453,30 +469,19 @@ static int skinny(CpuGen *g, const IrInstr *in, LLVMValueRef dst, LLVMValueRef a
               (int64_t)NV * VW * dsl_dtype_bytes(tb->dtype) <= 256 &&
               !cpu_switch(CPU_SW_NOSKPF) ? SK_PFD : 0;
     int64_t nch = nvec / NV, rest = nvec % NV;
-    for (int part = 0; part < 3; part++) { /* chunks of NV, the rest, the columns past */
-        if ((part == 0 && nch == 0) || (part == 1 && rest == 0) || (part == 2 && nvec * VW == N))
-            continue;
+    if (nch > 0) {
         CpuLoop lj;
-        LLVMValueRef j0 = cpu_i64(g, nch * NV * VW);
-        if (part == 0) {
-            cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nch));
-            j0 = LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), "");
-        }
-        for (int m0 = 0; m0 < M; m0 += mch) {
-            int Mc = M - m0 < mch ? M - m0 : mch;
-            LLVMValueRef Ac = cpu_gep(g, E, A, LLVMBuildMul(g->b, cpu_i64(g, m0), lda, ""));
-            LLVMValueRef dc = cpu_gep(g, E, dst, cpu_i64(g, m0 * N));
-            LLVMValueRef ac = acc_ptr ? cpu_gep(g, E, acc_ptr, cpu_i64(g, m0 * N)) : NULL;
-            if (part < 2)
-                cols(g, Ac, lda, B, tb->dtype, ldb, dc, ac, N, j0, Mc, part ? (int)rest : NV,
-                     K, VW, E, pfd);
-            else
-                for (int64_t j = nvec * VW; j < N; j++)
-                    col_tail(g, Ac, lda, B, tb->dtype, ldb, dc, ac, N, j, Mc, K, E);
-        }
-        if (part == 0)
-            cpu_loop_close(g, &lj);
+        cpu_loop_open(g, &lj, cpu_i64(g, 0), cpu_i64(g, nch));
+        cols_passes(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N,
+                    LLVMBuildMul(g->b, lj.iv, cpu_i64(g, (int64_t)NV * VW), ""), M, mch, NV, K,
+                    VW, E, pfd);
+        cpu_loop_close(g, &lj);
     }
+    if (rest)
+        cols_passes(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, cpu_i64(g, nch * NV * VW), M,
+                    mch, (int)rest, K, VW, E, pfd);
+    for (int64_t j = nvec * VW; j < N; j++) /* scalar accumulators: all rows at once */
+        col_tail(g, A, lda, B, tb->dtype, ldb, dst, acc_ptr, N, j, M, K, E);
     return g->failed ? -1 : 0;
 }
 
@@ -683,28 +688,21 @@ static void bc_pack_at(CpuGen *g, LLVMValueRef At, LLVMValueRef A, LLVMValueRef 
     }
 }
 
-/* Sw[r * BC_KC + e] = S[n0 + r, k0 + e] (widened to E) for r < nr, e < L */
+/* Sw[r * BC_KC + e] = S[n0 + r, k0 + e] (widened to E) for r < nr, e <
+ * BC_KC, in whole vectors (the K tail: cpu_convert_block) */
 static void bc_copy(CpuGen *g, LLVMValueRef Sw, LLVMValueRef S, int sdt, LLVMValueRef lds,
-                    LLVMValueRef n0, int nr, LLVMValueRef k0, int64_t L, int VW, LLVMTypeRef E)
+                    LLVMValueRef n0, int nr, LLVMValueRef k0, int VW, LLVMTypeRef E)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef st = cpu_mtype(g, sdt), vt = LLVMVectorType(E, (unsigned)VW);
     for (int r = 0; r < nr; r++) {
         LLVMValueRef row = cpu_gep(g, st, S, LLVMBuildAdd(b, LLVMBuildMul(b,
                                    LLVMBuildAdd(b, n0, cpu_i64(g, r), ""), lds, ""), k0, ""));
-        int64_t e = 0;
-        for (; e + VW <= L; e += VW) {
+        for (int64_t e = 0; e < BC_KC; e += VW) {
             LLVMValueRef v = cpu_load_wide(g, cpu_gep(g, st, row, cpu_i64(g, e)), sdt, E, VW);
             LLVMValueRef p = cpu_gep(g, E, Sw, cpu_i64(g, r * BC_KC + e));
             LLVMSetAlignment(LLVMBuildStore(b, v, LLVMBuildBitCast(b, p,
                                             LLVMPointerType(vt, 0), "")), 64);
-        }
-        for (; e < L; e++) {
-            LLVMValueRef x = cpu_widen(g, cpu_mload(g, cpu_gep(g, st, row, cpu_i64(g, e)), sdt),
-                                       sdt);
-            if (LLVMTypeOf(x) != E)
-                x = LLVMBuildFPExt(b, x, E, "");
-            LLVMBuildStore(b, x, cpu_gep(g, E, Sw, cpu_i64(g, r * BC_KC + e)));
         }
     }
 }
@@ -818,7 +816,7 @@ static void bc_rows(CpuGen *g, LLVMValueRef At, LLVMValueRef Sw, LLVMValueRef S,
         CpuLoop lc;
         cpu_loop_open(g, &lc, cpu_i64(g, 0), cpu_i64(g, nch));
         LLVMValueRef k0 = LLVMBuildMul(b, lc.iv, cpu_i64(g, BC_KC), "");
-        bc_copy(g, Sw, S, sdt, lds, n0, nr, k0, BC_KC, VW, E);
+        bc_copy(g, Sw, S, sdt, lds, n0, nr, k0, VW, E);
         LLVMValueRef next = NULL, ldsb = NULL;
         if (pf) {
             /* this block's next chunk; after the last, the next block's first */
@@ -835,7 +833,10 @@ static void bc_rows(CpuGen *g, LLVMValueRef At, LLVMValueRef Sw, LLVMValueRef S,
         cpu_loop_close(g, &lc);
     }
     if (kt > 0) {
-        bc_copy(g, Sw, S, sdt, lds, n0, nr, cpu_i64(g, nch * BC_KC), kt, VW, E);
+        LLVMValueRef s0 = cpu_gep(g, cpu_mtype(g, sdt), S,
+                                  LLVMBuildAdd(b, LLVMBuildMul(b, n0, lds, ""),
+                                               cpu_i64(g, nch * BC_KC), ""));
+        cpu_convert_block(g, Sw, BC_KC, s0, sdt, lds, nr, kt, DT_F32);
         bc_fma(g, slot, At, cpu_i64(g, nch * BC_KC), Sw, nr, kt, 1, VW, E, NULL, NULL, 0);
     }
     bc_columns(g, slot, dst, N, n0, nr, M, VW, E, true);
