@@ -368,7 +368,10 @@ else
   log "SKIP: ratios (GPU_CHECK_PARTS)"; skip ratios
 fi
 
-# (on sm_90a flash attention's ring is warp-specialized, one block per
+# (the GEMM's BLKC_GPU_NOFRAGPIPE=1 lines time its ring loop with the
+# ldmatrix fragments loaded after the loop top's barrier, the form of the
+# H200 run of 2026-12-04, against gpu_fragpipe.c's double buffers;
+# on sm_90a flash attention's ring is warp-specialized, one block per
 # SM: the two BLKC_GPU_NOWS=1 lines of its sweep time the old ring, which
 # may fit more blocks, against it; and persistent, min(programs, SMs)
 # blocks looping over tiles, causal ones longest first: the
@@ -403,7 +406,7 @@ sweep() {
 }
 if want sweep; then
   sweep gemm_bf16 '2*4096^3/(t*1e-3)/1e12' \
-    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5;env:BLKC_GPU_MINBLOCKS=3 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;env:BLKC_GPU_NOPERSIST=1 -D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3" \
+    "-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;env:BLKC_GPU_NOFRAGPIPE=1 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;env:BLKC_GPU_NOFRAGPIPE=1 -D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=3;-D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=5;-D BM=128 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=4;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=3;-D BM=128 -D BN=64 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=128 -D BK=64 -D W=4 -D S=3;-D BM=128 -D BN=256 -D BK=32 -D W=8 -D S=5;-D BM=256 -D BN=128 -D BK=32 -D W=8 -D S=5;env:BLKC_GPU_MINBLOCKS=3 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;env:BLKC_GPU_NOPERSIST=1 -D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=4;-D BM=128 -D BN=256 -D BK=64 -D W=8 -D S=3" \
     "$T/gemm_bf16.blk" M=4096 N=4096 K=4096
   sweep flash_fwd '4*32*4096*4096*128/(t*1e-3)/1e12' \
     "-D BM=128 -D BN=64 -D W=8 -D ST=2;-D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=64 -D W=8 -D ST=4;env:BLKC_GPU_NOWGKEEP=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOQKPIPE=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;-D BM=128 -D BN=32 -D W=8 -D ST=2;-D BM=128 -D BN=32 -D W=4 -D ST=3;-D BM=64 -D BN=64 -D W=4 -D ST=2;-D BM=64 -D BN=32 -D W=4 -D ST=3;-D BM=128 -D BN=128 -D W=8 -D ST=1;env:BLKC_GPU_MINBLOCKS=2 -D BM=128 -D BN=64 -D W=8 -D ST=2;env:BLKC_GPU_MINBLOCKS=3 -D BM=64 -D BN=64 -D W=4 -D ST=2;env:BLKC_GPU_NOWS=1 -D BM=128 -D BN=64 -D W=8 -D ST=3;env:BLKC_GPU_NOWS=1 -D BM=64 -D BN=64 -D W=4 -D ST=2;env:BLKC_GPU_NOPERSIST=1 -D BM=128 -D BN=64 -D W=8 -D ST=3" \

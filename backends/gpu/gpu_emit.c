@@ -525,6 +525,8 @@ static void emit_for(BkGpuEm *em, int id)
         if (em->wgk && em->wgk[id])
             bk_gpu_wgmma_keep_decl(em, id);
         bk_gpu_pipe_prologue(em, id);
+        if (!split && bk_gpu_fragpipe_plan(em, id) >= 0)
+            bk_gpu_fragpipe_prologue(em, id);
         bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d, blk_it%d++) {", t,
                     id, in->opnd[0], cond, id, in->opnd[2], id);
         em->indent++;
@@ -876,6 +878,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->pzero = -1;
     em->tstore = -1;
     em->tmaq = -1;
+    em->fp_fr = em->fp_dot = -1;
     /* the old paths stay selectable (docs/backends.md) */
     const char *e;
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");
@@ -889,6 +892,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->nocplim32 = (e = getenv("BLKC_GPU_NOCPLIM32")) && *e && strcmp(e, "0");
     em->nocpguard32 = (e = getenv("BLKC_GPU_NOCPGUARD32")) && *e && strcmp(e, "0");
     em->noloopsplit = (e = getenv("BLKC_GPU_NOLOOPSPLIT")) && *e && strcmp(e, "0");
+    em->nofragpipe = (e = getenv("BLKC_GPU_NOFRAGPIPE")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");
     em->nowgkeep = (e = getenv("BLKC_GPU_NOWGKEEP")) && *e && strcmp(e, "0");

@@ -277,6 +277,12 @@ typedef struct BkGpuEm {
                                  one ex2.approx.ftz (gpu_prelude.c) */
     bool noloopsplit;         /* BLKC_GPU_NOLOOPSPLIT: no loop split at a
                                  bounds mask (gpu_split.c) */
+    bool nofragpipe;          /* BLKC_GPU_NOFRAGPIPE: a ring loop's dot
+                                 loads its fragments after the loop top's
+                                 barrier (no gpu_fragpipe.c) */
+    int fp_fr, fp_dot;        /* the ring FOR whose dot's fragments are
+                                 double-buffered (gpu_fragpipe.c) and that
+                                 dot, else -1 */
     int fold[2 * BK_GPU_MAXFOLD]; /* compares emitted as `true` (the
                                  full-step body of a split FOR, nested) */
     int nfold;
@@ -596,6 +602,25 @@ void bk_gpu_mma_op_done(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_mmadot.c */
 void bk_gpu_mma_dot(BkGpuEm *em, int id, int v); /* dot id into var v's registers */
+/* the fragment loads of a CUDA m16n8k16 dot (f16 / bf16), shared with
+ * gpu_fragpipe.c: frag_plan picks the address forms; frag_base declares a
+ * lane base NAME (BASE: the operand's shared byte offset) of operand j
+ * (0: a, 1: b) in the xor form; frag_load emits k step K's ldmatrix into
+ * arrays A[mt][4], B[nt][2] (reading lane bases blk_xa / blk_xb in the
+ * xor form, blk_A / blk_B otherwise); frag_mma the mt x nt mma.sync */
+typedef struct BkGpuFrag {
+    int t, bs;                /* b read as the transpose of tile t (else -1);
+                                 b's shared tile */
+    long long K, N;
+    bool areg;                /* a from a register value's registers */
+    long long xa, xb;         /* row bytes of the xor forms, else 0 */
+} BkGpuFrag;
+void bk_gpu_mma_frag_plan(const BkGpuEm *em, int id, int v, BkGpuFrag *fr);
+void bk_gpu_mma_frag_base(BkGpuEm *em, int id, int v, int j, const BkGpuFrag *fr,
+                          const char *name, const char *base);
+void bk_gpu_mma_frag_load(BkGpuEm *em, int id, int v, const BkGpuFrag *fr, const char *k,
+                          const char *a, const char *b);
+void bk_gpu_mma_frag_mma(BkGpuEm *em, int v, const char *ab, const char *a, const char *b);
 /* elementwise register value id: per register of its pseudo-var */
 void bk_gpu_mma_value(BkGpuEm *em, int id);
 /* reduction id along the last axis from a register value's registers:
@@ -751,6 +776,21 @@ void bk_gpu_persist_qwait(BkGpuEm *em, int id);
  * compare id is emitted as `true` now */
 int bk_gpu_split_plan(const BkGpuEm *em, int fr, BkGpuSplit *sp);
 bool bk_gpu_split_true(const BkGpuEm *em, int id);
+
+/* ------------------------------------------------------------ gpu_fragpipe.c */
+/* the in-place register dot of ring FOR fr whose fragments are
+ * double-buffered across the ring's barrier, or -1 (sets em->fp_fr,
+ * em->fp_dot when one is) */
+int bk_gpu_fragpipe_plan(BkGpuEm *em, int fr);
+/* before the loop: the fragment buffers, the first slot's wait and
+ * barrier and its first k step's fragments */
+void bk_gpu_fragpipe_prologue(BkGpuEm *em, int fr);
+/* the dot em->fp_dot, its k steps with the ring's wait and barrier in the
+ * last (inside dot_regs' block, blk_A / blk_B declared) */
+void bk_gpu_fragpipe_dot(BkGpuEm *em, int id, int v);
+/* under the #else of that dot's tensor cores, after its FMA form: the
+ * same wait and barrier */
+void bk_gpu_fragpipe_fma_wait(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_sync.c */
 /* before emitting instruction id: a barrier if its accesses conflict with

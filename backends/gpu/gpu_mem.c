@@ -943,12 +943,17 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
     int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64], slot[64];
-    bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d have landed */",
-                D - 1, fr);
-    /* ... everyone's; slot (blk_it + D) % S is free: iteration blk_it - 1
-     * (D = S - 1) or, with a wgmma group in flight, blk_it - 2 (D = S - 2,
-     * retired by every warpgroup's wait_group 1 in iteration blk_it - 1) */
-    bk_gpu_sync(em);
+    if (em->fp_fr == fr) { /* in the dot's last k step (gpu_fragpipe.c) */
+        bk_gpu_line(em, "/* group blk_it%d landed, and the barrier met, in the last k step before */",
+                    fr);
+    } else {
+        bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d have landed */",
+                    D - 1, fr);
+        /* ... everyone's; slot (blk_it + D) % S is free: iteration blk_it - 1
+         * (D = S - 1) or, with a wgmma group in flight, blk_it - 2 (D = S - 2,
+         * retired by every warpgroup's wait_group 1 in iteration blk_it - 1) */
+        bk_gpu_sync(em);
+    }
     bk_gpu_line(em, "{ /* prefetch iteration blk_it%d + %d */", fr, D);
     em->indent++;
     snprintf(ahead, sizeof ahead, "%lldLL", st * D);

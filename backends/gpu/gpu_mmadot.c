@@ -107,72 +107,83 @@ static long long xor_rowbytes(const BkGpuEm *em, int v, int x, long long cols)
     return rb;
 }
 
-/* CUDA: per k step of 16, the warp's A fragments (ldmatrix.x4, rows of
- * A[M][K]) and B fragments (ldmatrix.x4.trans: two n-tiles of B[K][N] at
- * once; .x2.trans for an odd last one), then mt x nt mma.sync m16n8k16.
- * PTX ISA fragment tables: a0..a3 = (rows g, g+8) x (k 2q.., k 2q+8..) are
- * the 8x8 matrices delivered by lanes 0-7, 8-15, 16-23, 24-31; b0, b1 =
- * k rows 0-7 / 8-15 of column g, transposed from row-major B. */
-static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
+/* The fragment loads of a CUDA m16n8k16 dot (dot_mma, gpu_fragpipe.c).
+ * Swizzled operands (xor_rowbytes): the chunk of row r, column c is
+ * (c / 8) ^ phase(r), and the phase is the same every 16 rows, so from a
+ * lane's address at k = 0 (i = 0, j = 0), k's (A; B read as is: k / 8
+ * even, the lane's chunk 0 or 1) is that XOR 2k bytes, i's (A) is + 16i
+ * rows, j's (B read .trans: chunk c0 + j, no carry since j is even and
+ * c0 = wc / 8 + 0|1 has zero bits where j has ones when wn == 1 or nt is
+ * a power of 2) XOR 16j bytes, k's + k rows: one LOP3 per k step (or j)
+ * and an immediate per ldmatrix, where blk_swz per ldmatrix costs an add
+ * each. */
+void bk_gpu_mma_frag_plan(const BkGpuEm *em, int id, int v, BkGpuFrag *fr)
 {
     const BkGpuMma *g = &em->vmma[v];
     const IrInstr *in = &em->f->ins[id];
-    const char *ab = em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+    const IrType *at = &em->f->ins[in->opnd[0]].type;
+    long long K = at->shape[at->rank - 1], N = in->type.shape[in->type.rank - 1];
+    fr->t = bk_gpu_dot_tsrc(em, in->opnd[1]);
+    fr->bs = fr->t >= 0 ? fr->t : in->opnd[1];
+    fr->K = K;
+    fr->N = N;
+    fr->areg = em->areg && em->areg[id];
+    fr->xa = fr->areg ? 0 : xor_rowbytes(em, v, in->opnd[0], K);
+    fr->xb = g->nt >= 2 ? xor_rowbytes(em, v, fr->bs, fr->t >= 0 ? K : N) : 0;
+    if (fr->t < 0 && g->wn > 1 && (g->nt & (g->nt - 1)))
+        fr->xb = 0;
+}
+
+/* `const unsigned NAME = (unsigned)(BASE) + 2u * <the lane's swizzled
+ * element at k = 0>` of operand j (0: a, 1: b) in the xor form */
+void bk_gpu_mma_frag_base(BkGpuEm *em, int id, int v, int j, const BkGpuFrag *fr,
+                          const char *name, const char *base)
+{
+    const IrInstr *in = &em->f->ins[id];
     char e[256], x[512];
-    /* Swizzled operands (xor_rowbytes): the chunk of row r, column c is
-     * (c / 8) ^ phase(r), and the phase is the same every 16 rows, so from
-     * a lane's address at k = 0 (i = 0, j = 0), k's (A; B read as is: k / 8
-     * even, the lane's chunk 0 or 1) is that XOR 2k bytes, i's (A) is
-     * + 16i rows, j's (B read .trans: chunk c0 + j, no carry since j is
-     * even and c0 = wc / 8 + 0|1 has zero bits where j has ones when
-     * wn == 1 or nt is a power of 2) XOR 16j bytes, k's + k rows:
-     * one LOP3 per k step (or j) and an immediate per ldmatrix, where
-     * blk_swz per ldmatrix costs an add each. */
-    int t = bk_gpu_dot_tsrc(em, in->opnd[1]), bs = t >= 0 ? t : in->opnd[1];
-    bool areg = em->areg && em->areg[id];
-    long long xa = areg ? 0 : xor_rowbytes(em, v, in->opnd[0], K);
-    long long xb = g->nt >= 2 ? xor_rowbytes(em, v, bs, t >= 0 ? K : N) : 0;
-    if (t < 0 && g->wn > 1 && (g->nt & (g->nt - 1)))
-        xb = 0;
-    if (xa) {
-        snprintf(e, sizeof e, "(blk_wr%d + (blk_lane & 15)) * %lld + (blk_lane >> 4) * 8", v, K);
-        bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
-        bk_gpu_line(em, "const unsigned blk_xa = (unsigned)((const unsigned char *)blk_A - blk_smem) + 2u * %s;", x);
-    }
-    if (xb) {
-        if (t >= 0)
-            snprintf(e, sizeof e, "(blk_wc%d + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + ((blk_lane >> 3) & 1) * 8",
-                     v, K);
-        else
-            snprintf(e, sizeof e, "(blk_lane & 15) * %lld + blk_wc%d + (blk_lane >> 4) * 8", N, v);
-        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
-        bk_gpu_line(em, "const unsigned blk_xb = (unsigned)((const unsigned char *)blk_B - blk_smem) + 2u * %s;", x);
-    }
-    bk_gpu_line(em, "#pragma unroll");
-    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
-    em->indent++;
-    bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
-    snprintf(e, sizeof e, "(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + k + (blk_lane >> 4) * 8",
-             v, K);
+    if (j == 0)
+        snprintf(e, sizeof e, "(blk_wr%d + (blk_lane & 15)) * %lld + (blk_lane >> 4) * 8", v, fr->K);
+    else if (fr->t >= 0)
+        snprintf(e, sizeof e, "(blk_wc%d + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + ((blk_lane >> 3) & 1) * 8",
+                 v, fr->K);
+    else
+        snprintf(e, sizeof e, "(blk_lane & 15) * %lld + blk_wc%d + (blk_lane >> 4) * 8", fr->N, v);
+    bk_gpu_swz_idx(em, j == 0 ? in->opnd[0] : fr->bs, e, x, sizeof x);
+    bk_gpu_line(em, "const unsigned %s = (unsigned)(%s) + 2u * %s;", name, base, x);
+}
+
+/* The ldmatrix lines of k step K (a C expression) into fragment arrays
+ * A[mt][4] and B[nt][2] (or A from a register value's registers); the
+ * xor form from lane bases blk_xa / blk_xb */
+void bk_gpu_mma_frag_load(BkGpuEm *em, int id, int v, const BkGpuFrag *fr, const char *k,
+                          const char *a, const char *b)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    long long K = fr->K, N = fr->N;
+    int t = fr->t;
+    char e[256], x[512];
+    snprintf(e, sizeof e, "(blk_wr%d + i * 16 + (blk_lane & 15)) * %lld + %s + (blk_lane >> 4) * 8",
+             v, K, k);
     bk_gpu_swz_idx(em, in->opnd[0], e, x, sizeof x);
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
-    if (em->areg && em->areg[id]) {
+    if (fr->areg) {
         /* a from register value Q: n-tiles 2k', 2k'+1 of its m16n8 layout
          * (c0 c1 = row g, c2 c3 = row g + 8) are a0 a1 / a2 a3 of k step k' */
         int Q = BK_GPU_RV_VAR(em, in->opnd[0]);
         bk_gpu_line(em, "{ /* a from the registers of v%d (var%d) */", in->opnd[0], Q);
-        bk_gpu_line(em, "    const int blk_f = (i * %d + k / 8) * 4;", em->vmma[Q].nt);
-        bk_gpu_line(em, "    a[i][0] = blk_pack2(var%d[blk_f], var%d[blk_f + 1]); a[i][1] = blk_pack2(var%d[blk_f + 2], var%d[blk_f + 3]);",
-                    Q, Q, Q, Q);
-        bk_gpu_line(em, "    a[i][2] = blk_pack2(var%d[blk_f + 4], var%d[blk_f + 5]); a[i][3] = blk_pack2(var%d[blk_f + 6], var%d[blk_f + 7]);",
-                    Q, Q, Q, Q);
+        bk_gpu_line(em, "    const int blk_f = (i * %d + %s / 8) * 4;", em->vmma[Q].nt, k);
+        bk_gpu_line(em, "    %s[i][0] = blk_pack2(var%d[blk_f], var%d[blk_f + 1]); %s[i][1] = blk_pack2(var%d[blk_f + 2], var%d[blk_f + 3]);",
+                    a, Q, Q, a, Q, Q);
+        bk_gpu_line(em, "    %s[i][2] = blk_pack2(var%d[blk_f + 4], var%d[blk_f + 5]); %s[i][3] = blk_pack2(var%d[blk_f + 6], var%d[blk_f + 7]);",
+                    a, Q, Q, a, Q, Q);
         bk_gpu_line(em, "}");
-    } else if (xa) {
-        bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], blk_smem + ((blk_xa ^ (unsigned)(k * 2)) + i * %lld));",
-                    16 * xa);
+    } else if (fr->xa) {
+        bk_gpu_line(em, "    blk_ldmatrix_x4(%s[i], blk_smem + ((blk_xa ^ (unsigned)(%s * 2)) + i * %lld));",
+                    a, k, 16 * fr->xa);
     } else {
-        bk_gpu_line(em, "    blk_ldmatrix_x4(a[i], &blk_A[%s]);", x);
+        bk_gpu_line(em, "    blk_ldmatrix_x4(%s[i], &blk_A[%s]);", a, x);
     }
     /* B = trans(T), T[N][K] row-major: the 8x8 matrices are (n, k) blocks
      * of T as they are (no .trans): lanes 8i..8i+7 give rows n of matrix
@@ -184,42 +195,75 @@ static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
         em->indent++;
         bk_gpu_line(em, "unsigned t[4];");
         if (t >= 0)
-            snprintf(e, sizeof e, "(blk_wc%d + j * 8 + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + k + ((blk_lane >> 3) & 1) * 8",
-                     v, K);
+            snprintf(e, sizeof e, "(blk_wc%d + j * 8 + (blk_lane >> 4) * 8 + (blk_lane & 7)) * %lld + %s + ((blk_lane >> 3) & 1) * 8",
+                     v, K, k);
         else
-            snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
-                     N, v);
-        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
-        if (xb && t >= 0)
-            bk_gpu_line(em, "blk_ldmatrix_x4(t, blk_smem + ((blk_xb ^ (unsigned)(k * 2)) + j * %lld));",
-                        8 * xb);
-        else if (xb)
-            bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + k * %lld));",
-                        xb);
+            snprintf(e, sizeof e, "(%s + (blk_lane & 15)) * %lld + blk_wc%d + j * 8 + (blk_lane >> 4) * 8",
+                     k, N, v);
+        bk_gpu_swz_idx(em, fr->bs, e, x, sizeof x);
+        if (fr->xb && t >= 0)
+            bk_gpu_line(em, "blk_ldmatrix_x4(t, blk_smem + ((blk_xb ^ (unsigned)(%s * 2)) + j * %lld));",
+                        k, 8 * fr->xb);
+        else if (fr->xb)
+            bk_gpu_line(em, "blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + %s * %lld));",
+                        k, fr->xb);
         else
             bk_gpu_line(em, "blk_ldmatrix_x4%s(t, &blk_B[%s]);", t >= 0 ? "" : "_trans", x);
-        bk_gpu_line(em, "b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];");
+        bk_gpu_line(em, "%s[j][0] = t[0]; %s[j][1] = t[1]; %s[j + 1][0] = t[2]; %s[j + 1][1] = t[3];",
+                    b, b, b, b);
         em->indent--;
         bk_gpu_line(em, "}");
     }
     if (g->nt % 2) {
         if (t >= 0)
-            snprintf(e, sizeof e, "(blk_wc%d + %d + (blk_lane & 7)) * %lld + k + ((blk_lane >> 3) & 1) * 8",
-                     v, (g->nt - 1) * 8, K);
+            snprintf(e, sizeof e, "(blk_wc%d + %d + (blk_lane & 7)) * %lld + %s + ((blk_lane >> 3) & 1) * 8",
+                     v, (g->nt - 1) * 8, K, k);
         else
-            snprintf(e, sizeof e, "(k + (blk_lane & 15)) * %lld + blk_wc%d + %d", N, v,
+            snprintf(e, sizeof e, "(%s + (blk_lane & 15)) * %lld + blk_wc%d + %d", k, N, v,
                      (g->nt - 1) * 8);
-        bk_gpu_swz_idx(em, bs, e, x, sizeof x);
-        bk_gpu_line(em, "blk_ldmatrix_x2%s(b[%d], &blk_B[%s]);", t >= 0 ? "" : "_trans",
-                    g->nt - 1, x);
+        bk_gpu_swz_idx(em, fr->bs, e, x, sizeof x);
+        bk_gpu_line(em, "blk_ldmatrix_x2%s(%s[%d], &blk_B[%s]);", t >= 0 ? "" : "_trans",
+                    b, g->nt - 1, x);
     }
+}
+
+/* mt x nt mma.sync m16n8k16 of fragments A, B into var v's registers */
+void bk_gpu_mma_frag_mma(BkGpuEm *em, int v, const char *ab, const char *a, const char *b)
+{
+    const BkGpuMma *g = &em->vmma[v];
     bk_gpu_line(em, "#pragma unroll");
     bk_gpu_line(em, "for (int i = 0; i < %d; i++)", g->mt);
     bk_gpu_line(em, "    #pragma unroll");
     bk_gpu_line(em, "    for (int j = 0; j < %d; j++)", g->nt);
-    bk_gpu_line(em, "        blk_mma_%s(&var%d[(i * %d + j) * 4], a[i], b[j]);", ab, v, g->nt);
+    bk_gpu_line(em, "        blk_mma_%s(&var%d[(i * %d + j) * 4], %s[i], %s[j]);", ab, v, g->nt, a, b);
+}
+
+/* CUDA: per k step of 16, the warp's A fragments (ldmatrix.x4, rows of
+ * A[M][K]) and B fragments (ldmatrix.x4.trans: two n-tiles of B[K][N] at
+ * once; .x2.trans for an odd last one), then mt x nt mma.sync m16n8k16.
+ * PTX ISA fragment tables: a0..a3 = (rows g, g+8) x (k 2q.., k 2q+8..) are
+ * the 8x8 matrices delivered by lanes 0-7, 8-15, 16-23, 24-31; b0, b1 =
+ * k rows 0-7 / 8-15 of column g, transposed from row-major B. */
+static void dot_mma(BkGpuEm *em, int id, int v, long long K, long long N)
+{
+    const BkGpuMma *g = &em->vmma[v];
+    const IrInstr *in = &em->f->ins[id];
+    const char *ab = em->f->ins[in->opnd[0]].type.dtype == DT_F16 ? "f16" : "bf16";
+    BkGpuFrag fr;
+    bk_gpu_mma_frag_plan(em, id, v, &fr);
+    if (fr.xa)
+        bk_gpu_mma_frag_base(em, id, v, 0, &fr, "blk_xa", "(const unsigned char *)blk_A - blk_smem");
+    if (fr.xb)
+        bk_gpu_mma_frag_base(em, id, v, 1, &fr, "blk_xb", "(const unsigned char *)blk_B - blk_smem");
+    bk_gpu_line(em, "#pragma unroll");
+    bk_gpu_line(em, "for (int k = 0; k < %lld; k += 16) {", K);
+    em->indent++;
+    bk_gpu_line(em, "unsigned a[%d][4], b[%d][2];", g->mt, g->nt);
+    bk_gpu_mma_frag_load(em, id, v, &fr, "k", "a", "b");
+    bk_gpu_mma_frag_mma(em, v, ab, "a", "b");
     em->indent--;
     bk_gpu_line(em, "}");
+    (void)N;
 }
 
 /* CUDA, f32 operands: per k step of 8, 3xTF32 (x = hi + lo, both tf32;
@@ -452,7 +496,9 @@ static void dot_regs(BkGpuEm *em, int id, int v)
         return;
     }
     dsl_buf_printf(em->o, "%s\n", cuda ? "#if __CUDA_ARCH__ >= 800" : "#if BLK_HAVE_MFMA");
-    if (cuda && f->ins[in->opnd[0]].type.dtype == DT_I8)
+    if (em->fp_dot == id) /* gpu_fragpipe.c (f16 / bf16 on CUDA) */
+        bk_gpu_fragpipe_dot(em, id, v);
+    else if (cuda && f->ins[in->opnd[0]].type.dtype == DT_I8)
         dot_s8(em, id, v, K, N);
     else if (cuda)
         (f32 ? dot_tf32 : dot_mma)(em, id, v, K, N);
@@ -460,6 +506,8 @@ static void dot_regs(BkGpuEm *em, int id, int v)
         (f32 ? dot_mfma_f32 : dot_mfma)(em, id, v, K, N);
     dsl_buf_printf(em->o, "#else\n");
     dot_fma(em, id, v, K, N);
+    if (em->fp_dot == id)
+        bk_gpu_fragpipe_fma_wait(em);
     dsl_buf_printf(em->o, "#endif\n");
     em->indent--;
     bk_gpu_line(em, "}");

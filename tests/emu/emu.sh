@@ -14,7 +14,8 @@
 #       under BLKC_GPU_NOLOOPSPLIT (flash attention at S with and without
 #       a tail, causal too, the ring loop of gpu_check's configuration);
 #       gpu_check's bf16 GEMM, matmul and flash attention under
-#       BLKC_GPU_NOCPLIM32 / NOCPGUARD32
+#       BLKC_GPU_NOCPLIM32 / NOCPGUARD32; the GEMM and a linear layer
+#       (trans(W)) under BLKC_GPU_NOFRAGPIPE, and that form in the CUDA C
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   bufs    tests/emu/tbufs.blk on cuda-emu and hip-emu against the CPU:
@@ -322,6 +323,40 @@ paths)
     same "matmul_128 M=200 N=136 K=208" $sw "$EX/matmul.blk" C -D BM=128 -D BN=128 M=200 N=136 K=208
     same "flash_attention ring S=200" $sw "$T/flash_w.blk" O Z=1 S=200 scale=0.125 -D BM=128 -D BN=64 -D W=8
   done
+  # gpu_fragpipe.c (issue 12, round 29): a ring loop's ldmatrix fragments
+  # double-buffered across its barrier; BLKC_GPU_NOFRAGPIPE=1 must give the
+  # same bytes: gpu_check's GEMM at K a multiple of BK, below the ring's
+  # distance (48) and of one step (16), stages 2-4, 8 warps at 128 x 256,
+  # BK 64, and b read through trans (a linear layer's W [N, K]); the form
+  # itself must be in the CUDA C the launch compiled
+  cat >"$T/lin.blk" <<'EOF'
+kernel lin<BM = 128, BN = 128, BK = 32>(X: f16[M, K], W: f16[N, K], Y: f32[M, N])
+    grid(cdiv(M, BM), cdiv(N, BN)) warps(4) stages(3)
+{
+    let m = program_id(0) * BM;
+    let n = program_id(1) * BN;
+    var acc = zeros(f32, BM, BN);
+    for k in 0 .. K step BK {
+        acc = dot(X[m +: BM, k +: BK], trans(W[n +: BN, k +: BK]), acc);
+    }
+    Y[m +: BM, n +: BN] = acc;
+}
+EOF
+  for a in "M=256 N=256 K=256 -D S=4" "M=256 N=256 K=256 -D BN=128 -D W=4 -D S=2" \
+           "M=128 N=128 K=48 -D BN=128 -D W=4 -D S=4" "M=128 N=128 K=16 -D BN=128 -D W=4 -D S=3" \
+           "M=256 N=256 K=192 -D BK=64 -D BN=128 -D W=4 -D S=3"; do
+    # shellcheck disable=SC2086
+    same "gemm_bf16 fragpipe $a" BLKC_GPU_NOFRAGPIPE "$T/gemm_bf16.blk" C $a
+  done
+  same "lin (trans W) fragpipe M=256 N=256 K=160" BLKC_GPU_NOFRAGPIPE "$T/lin.blk" Y M=256 N=256 K=160
+  mkdir -p "$T/fpdump"
+  if BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/fpdump" timeout 120 "$BLKC" run "$T/gemm_bf16.blk" M=256 N=256 K=256 \
+       -D BN=128 -D W=4 -D S=4 --random --device=cuda-emu >"$T/log" 2>&1 &&
+     grep -q 'fragments double-buffered (gpu_fragpipe.c)' "$T"/fpdump/*.cu; then
+    echo "ok gemm_bf16: fragments double-buffered in the CUDA C"
+  else
+    echo "FAIL gemm_bf16: no gpu_fragpipe.c form in the CUDA C ($(tail -1 "$T/log"))"; fail=1
+  fi
   path=default
   one "gemm_bf16 128x128x32 M=200 N=136 K=208" "$T/gemm_bf16.blk" "1e-2 1e-2" C M=200 N=136 K=208 -D BM=128 -D BN=128 -D BK=32 -D W=4 -D S=4
   # the split form itself against the CPU (tail steps and causal)

@@ -100,9 +100,27 @@ extern "C" __global__ void __launch_bounds__(128) blk_k_matmul_f16(
         }
     }
     const int blk_pe11 = v8 > -2147483584 ? v8 - 64 : -2147483647 - 1; /* prefetch while iv < this */
+    /* v15's fragments double-buffered across the ring's barrier (gpu_fragpipe.c): the first slot's first k step now */
+    blk_cp_wait<1>(); /* this thread's copies of group 0 have landed */
+    __syncthreads();
+#if __CUDA_ARCH__ >= 800
+    unsigned blk_fa[2][2][4], blk_fb[2][4][2];
+    if (v10 < v8) {
+        const unsigned blk_xa = (unsigned)(0u + (unsigned)(0) * 4096u) + 2u * blk_swz((blk_wr0 + (blk_lane & 15)) * 32 + (blk_lane >> 4) * 8, 32, 8, 2, 3);
+        const unsigned blk_xb = (unsigned)(12288u + (unsigned)(0) * 4096u) + 2u * blk_swz((blk_lane & 15) * 64 + blk_wc0 + (blk_lane >> 4) * 8, 64, 8, 1, 7);
+        #pragma unroll
+        for (int i = 0; i < 2; i++)
+            blk_ldmatrix_x4(blk_fa[0][i], blk_smem + ((blk_xa ^ (unsigned)(0 * 2)) + i * 1024));
+        #pragma unroll
+        for (int j = 0; j + 1 < 4; j += 2) {
+            unsigned t[4];
+            blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + 0 * 128));
+            blk_fb[0][j][0] = t[0]; blk_fb[0][j][1] = t[1]; blk_fb[0][j + 1][0] = t[2]; blk_fb[0][j + 1][1] = t[3];
+        }
+    }
+#endif
     for (int v11 = v10; v11 < v8; v11 += v9, blk_it11++) {
-        blk_cp_wait<1>(); /* this thread's copies of group blk_it11 have landed */
-        __syncthreads();
+        /* group blk_it11 landed, and the barrier met, in the last k step before */
         { /* prefetch iteration blk_it11 + 2 */
             const long long blk_fl = (long long)v11 + 64LL;
             if (v11 < blk_pe11) {
@@ -143,25 +161,43 @@ extern "C" __global__ void __launch_bounds__(128) blk_k_matmul_f16(
             const blk_f16 *blk_A = v13, *blk_B = v14;
             (void)blk_A; (void)blk_B;
 #if __CUDA_ARCH__ >= 800
+            /* fragments double-buffered (gpu_fragpipe.c): step blk_kk's in blk_fa/fb[blk_kk & 1], loaded in the step before */
             const unsigned blk_xa = (unsigned)((const unsigned char *)blk_A - blk_smem) + 2u * blk_swz((blk_wr0 + (blk_lane & 15)) * 32 + (blk_lane >> 4) * 8, 32, 8, 2, 3);
             const unsigned blk_xb = (unsigned)((const unsigned char *)blk_B - blk_smem) + 2u * blk_swz((blk_lane & 15) * 64 + blk_wc0 + (blk_lane >> 4) * 8, 64, 8, 1, 7);
             #pragma unroll
-            for (int k = 0; k < 32; k += 16) {
-                unsigned a[2][4], b[4][2];
-                #pragma unroll
-                for (int i = 0; i < 2; i++)
-                    blk_ldmatrix_x4(a[i], blk_smem + ((blk_xa ^ (unsigned)(k * 2)) + i * 1024));
-                #pragma unroll
-                for (int j = 0; j + 1 < 4; j += 2) {
-                    unsigned t[4];
-                    blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + k * 128));
-                    b[j][0] = t[0]; b[j][1] = t[1]; b[j + 1][0] = t[2]; b[j + 1][1] = t[3];
+            for (int blk_kk = 0; blk_kk < 2; blk_kk++) {
+                if (blk_kk + 1 < 2) {
+                    #pragma unroll
+                    for (int i = 0; i < 2; i++)
+                        blk_ldmatrix_x4(blk_fa[(blk_kk + 1) & 1][i], blk_smem + ((blk_xa ^ (unsigned)((blk_kk + 1) * 16 * 2)) + i * 1024));
+                    #pragma unroll
+                    for (int j = 0; j + 1 < 4; j += 2) {
+                        unsigned t[4];
+                        blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + (blk_kk + 1) * 16 * 128));
+                        blk_fb[(blk_kk + 1) & 1][j][0] = t[0]; blk_fb[(blk_kk + 1) & 1][j][1] = t[1]; blk_fb[(blk_kk + 1) & 1][j + 1][0] = t[2]; blk_fb[(blk_kk + 1) & 1][j + 1][1] = t[3];
+                    }
+                } else { /* the last step: the next slot's first fragments */
+                    blk_cp_wait<1>(); /* this thread's copies of group blk_it11 + 1 have landed */
+                    __syncthreads();
+                    if ((long long)v11 + 32LL < (long long)v8) {
+                        const unsigned blk_xa = (unsigned)(0u + (unsigned)((blk_it11 + 1) % 3) * 4096u) + 2u * blk_swz((blk_wr0 + (blk_lane & 15)) * 32 + (blk_lane >> 4) * 8, 32, 8, 2, 3);
+                        const unsigned blk_xb = (unsigned)(12288u + (unsigned)((blk_it11 + 1) % 3) * 4096u) + 2u * blk_swz((blk_lane & 15) * 64 + blk_wc0 + (blk_lane >> 4) * 8, 64, 8, 1, 7);
+                        #pragma unroll
+                        for (int i = 0; i < 2; i++)
+                            blk_ldmatrix_x4(blk_fa[0][i], blk_smem + ((blk_xa ^ (unsigned)(0 * 2)) + i * 1024));
+                        #pragma unroll
+                        for (int j = 0; j + 1 < 4; j += 2) {
+                            unsigned t[4];
+                            blk_ldmatrix_x4_trans(t, blk_smem + ((blk_xb ^ (unsigned)(j * 16)) + 0 * 128));
+                            blk_fb[0][j][0] = t[0]; blk_fb[0][j][1] = t[1]; blk_fb[0][j + 1][0] = t[2]; blk_fb[0][j + 1][1] = t[3];
+                        }
+                    }
                 }
                 #pragma unroll
                 for (int i = 0; i < 2; i++)
                     #pragma unroll
                     for (int j = 0; j < 4; j++)
-                        blk_mma_f16(&var0[(i * 4 + j) * 4], a[i], b[j]);
+                        blk_mma_f16(&var0[(i * 4 + j) * 4], blk_fa[blk_kk & 1][i], blk_fb[blk_kk & 1][j]);
             }
 #else
             #pragma unroll
@@ -173,6 +209,8 @@ extern "C" __global__ void __launch_bounds__(128) blk_k_matmul_f16(
                     blk_s = blk_s + (float)blk_f16_to_f32(BLK_SLD(v13[blk_swz(blk_row * K_ + k, 32, 8, 2, 3)])) * (float)blk_f16_to_f32(BLK_SLD(v14[blk_swz(k * N_ + blk_col, 64, 8, 1, 7)]));
                 var0[blk_r] = blk_s;
             }
+            blk_cp_wait<1>(); /* this thread's copies of group blk_it11 + 1 have landed */
+            __syncthreads();
 #endif
         }
         /* var.set acc: the dot accumulated in place (registers) */
