@@ -230,8 +230,8 @@ static bool gpu_switch(const char *name)
 
 /* the GPU emitter's switches that change its code (gpu_emit.c: NOVEC, NOPIPE,
  * NOSYNCELIM, NOHOIST, NOTMA, WGSYNC, the address forms NOEX2FTZ, NOLDSMXOR,
- * NOCPIMM, NOCPLIM32, NOCPGUARD32 and NOLOOPSPLIT, gpu_split.c; NOFRAGPIPE,
- * gpu_fragpipe.c; gpu_layouts.c,
+ * NOCPIMM, NOCPLIM32, NOCPGUARD32, NOHIPSTAGE and NOLOOPSPLIT, gpu_split.c;
+ * NOFRAGPIPE, gpu_fragpipe.c; gpu_layouts.c,
  * gpu_rvals.c, gpu_mrows.c; NOWGREG and NOWGKEEP, gpu_wgmma.c; NOWS,
  * gpu_ws.c; NOPERSIST / NOTMASTORE / NOTMAQ, gpu_persist.c: also the kernel's parameters
  * and launch) or its compiler's (NOFMA: cuda.c, hip.c): one bit each in the key
@@ -242,7 +242,8 @@ static bool gpu_switch(const char *name)
     X(BLKC_GPU_NOPIPE) X(BLKC_GPU_NOSYNCELIM) X(BLKC_GPU_NOHOIST) X(BLKC_GPU_NOTMA) \
     X(BLKC_GPU_WGSYNC) X(BLKC_GPU_NOWS) X(BLKC_GPU_NOLOOPSPLIT) \
     X(BLKC_GPU_NOCPLIM32) X(BLKC_GPU_NOCPGUARD32) X(BLKC_GPU_NOWGKEEP) \
-    X(BLKC_GPU_NOQKPIPE) X(BLKC_GPU_NOTMAQ) X(BLKC_GPU_NOFRAGPIPE)
+    X(BLKC_GPU_NOQKPIPE) X(BLKC_GPU_NOTMAQ) X(BLKC_GPU_NOFRAGPIPE) \
+    X(BLKC_GPU_NOHIPSTAGE)
 
 static int64_t gpu_switches(void)
 {

@@ -545,6 +545,7 @@ static void emit_for(BkGpuEm *em, int id)
     int saved = em->noflush_region;
     em->noflush_region = em->pipe[id] > 0 ? in->region[0] : -1;
     for_body(em, id, split ? &sp : NULL);
+    bk_gpu_pipe_bottom(em, id); /* HIP: the staged tiles into the next slot */
     em->noflush_region = saved;
     if (em->ws && em->tma_fr == id)
         bk_gpu_ws_release(em, id);
@@ -893,6 +894,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->nocpguard32 = (e = getenv("BLKC_GPU_NOCPGUARD32")) && *e && strcmp(e, "0");
     em->noloopsplit = (e = getenv("BLKC_GPU_NOLOOPSPLIT")) && *e && strcmp(e, "0");
     em->nofragpipe = (e = getenv("BLKC_GPU_NOFRAGPIPE")) && *e && strcmp(e, "0");
+    em->nohipstage = (e = getenv("BLKC_GPU_NOHIPSTAGE")) && *e && strcmp(e, "0");
     em->wgsync = (e = getenv("BLKC_GPU_WGSYNC")) && *e && strcmp(e, "0");
     em->nowgreg = (e = getenv("BLKC_GPU_NOWGREG")) && *e && strcmp(e, "0");
     em->nowgkeep = (e = getenv("BLKC_GPU_NOWGKEEP")) && *e && strcmp(e, "0");
@@ -901,20 +903,37 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
         bk_gpu_em_free(em);
         return -1;
     }
-    /* cp.async rings multiply the loads' shared memory by stages(S): past
-     * the smallest CUDA per-block limit (sm_80: 163 KiB; sm_90a code runs
-     * on sm_90 alone: 227 KiB) keep the kernel loadable and give up the
-     * pipeline instead */
+    /* rings multiply the loads' shared memory by stages(S): past the
+     * smallest per-block limit (sm_80: 163 KiB; sm_90a code runs on sm_90
+     * alone: 227 KiB; gfx90a's LDS: 64 KiB) keep the kernel loadable and
+     * give up the pipeline instead */
     bool piped = false;
     for (int i = 0; i < f->nins; i++)
         piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
-    if (piped && em->smem > (em->sm90a ? 232448 : 160 * 1024)) {
+    long long lim = dl->kind == BK_GPU_HIP ? 65536 : em->sm90a ? 232448 : 160 * 1024;
+    if (piped && em->smem > lim) {
         bk_gpu_em_free(em);
         em->nopipe = true;
         em->fail = 0;
         if (bk_gpu_analyze(em) < 0) {
             bk_gpu_em_free(em);
             return -1;
+        }
+    } else if (piped && dl->kind == BK_GPU_HIP && em->smem > 32768) {
+        /* a HIP ring's second slot (gpu_mem.c) must not leave one block
+         * per CU (64 KiB of LDS) where the loads in the body left two:
+         * then those (flash attention's K and V) */
+        for (int pass = 0; pass < 2; pass++) {
+            bk_gpu_em_free(em);
+            em->nohipstage = pass == 0;
+            em->fail = 0;
+            if (bk_gpu_analyze(em) < 0) {
+                bk_gpu_em_free(em);
+                return -1;
+            }
+            if (pass == 0 && em->smem > 32768)
+                continue; /* one block either way: back to the ring */
+            break;
         }
     }
     return 0;

@@ -277,6 +277,8 @@ typedef struct BkGpuEm {
                                  one ex2.approx.ftz (gpu_prelude.c) */
     bool noloopsplit;         /* BLKC_GPU_NOLOOPSPLIT: no loop split at a
                                  bounds mask (gpu_split.c) */
+    bool nohipstage;          /* BLKC_GPU_NOHIPSTAGE: no rings on HIP (the
+                                 loads in the loop body, gpu_mem.c) */
     bool nofragpipe;          /* BLKC_GPU_NOFRAGPIPE: a ring loop's dot
                                  loads its fragments after the loop top's
                                  barrier (no gpu_fragpipe.c) */
@@ -673,6 +675,8 @@ int bk_gpu_vec_width(const BkGpuEm *em, int id);
 int bk_gpu_pipe_plan(BkGpuEm *em);
 /* ring bytes of one slot of pipelined load id */
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id);
+/* slots of a ring: stages(S) on CUDA, 2 on HIP (staged through registers) */
+int bk_gpu_pipe_slots(const BkGpuEm *em);
 /* iterations ring loop fr prefetches ahead: stages - 1, stages - 2 when
  * a wgmma group stays in flight across its steps (em->wga, em->wgk: its
  * slot is not free until the next step's wait_group) */
@@ -682,6 +686,9 @@ void bk_gpu_emit_store(BkGpuEm *em, int id);
 /* a pipelined FOR: the prologue before it, the wait/prefetch at its top */
 void bk_gpu_pipe_prologue(BkGpuEm *em, int forid);
 void bk_gpu_pipe_top(BkGpuEm *em, int forid);
+/* at the end of ring FOR fr's body on HIP: the registers staged at its top
+ * into the next slot, then the barrier (nothing on CUDA) */
+void bk_gpu_pipe_bottom(BkGpuEm *em, int fr);
 /* scalar v as C text at the iteration of FOR fr whose induction variable
  * is iv (v must be computable there: the ring loads' indices) */
 void bk_gpu_sval(BkGpuEm *em, int v, int fr, const char *iv, char *buf, size_t n);

@@ -118,7 +118,7 @@ void bk_gpu_lay_str(const BkGpuEm *em, int id, char *buf, size_t n)
         snprintf(buf, n, "shared = %%%d", em->alias[id]);
     } else if (in->op == IR_LOAD && em->pipe[id] >= 0) {
         snprintf(buf, n, "shared+%lld, %s ring of %d%s", em->off[id],
-                 em->tma && em->tma[id] ? "TMA" : "cp.async", em->f->stages,
+                 em->tma && em->tma[id] ? "TMA" : em->dl->kind == BK_GPU_HIP ? "register-staged" : "cp.async", bk_gpu_pipe_slots(em),
                  em->wgl && em->wgl[id] ? wg_note(em, id) : em->swz[id] ? ", swizzled" : "");
     } else if (in->op == IR_LOAD && em->tmaq == id) { /* gpu_persist.c's q_plan */
         snprintf(buf, n, "shared+%lld, TMA per tile by the producer%s", em->off[id],

@@ -399,7 +399,7 @@ int bk_gpu_analyze(BkGpuEm *em)
          * before its loop to the loop's last iteration */
         if (in->op == IR_LOAD && em->pipe[i] >= 0) {
             int fr = em->pipe[i];
-            sz[i] *= f->stages;
+            sz[i] *= bk_gpu_pipe_slots(em);
             first[i] = em->pos[fr];
             if (em->last[i] < em->end[fr])
                 em->last[i] = em->end[fr];

@@ -491,8 +491,9 @@ void bk_gpu_emit_load(BkGpuEm *em, int id)
         ir_type_str(&in->type, ty, sizeof ty);
         bk_gpu_line(em, "%s *v%d = (%s *)(blk_smem + %lld + (long long)(blk_it%d %% %d) * %lld); "
                     "/* %s, %s ring slot of this iteration */", t, id, t,
-                    em->off[id], em->pipe[id], em->f->stages,
-                    bk_gpu_pipe_slot(em, id), ty, em->tma && em->tma[id] ? "TMA" : "cp.async");
+                    em->off[id], em->pipe[id], bk_gpu_pipe_slots(em),
+                    bk_gpu_pipe_slot(em, id), ty,
+                    em->tma && em->tma[id] ? "TMA" : em->dl->kind == BK_GPU_HIP ? "register-staged" : "cp.async");
         return;
     }
     if (id == em->tmaq) { /* by TMA from the producer (gpu_persist.c) */
@@ -597,19 +598,31 @@ static bool pad_is_zero(const BkGpuEm *em, int pad)
     return c->ival == 0;
 }
 
+/* HIP (no cp.async): a ring load's 16-byte copies per thread and
+ * iteration, held in registers from the loop top to its bottom
+ * (hip_stage); at most HIP_STAGE_COPIES (32 VGPRs) per load */
+#define HIP_STAGE_COPIES 8
+static long long hip_copies(const BkGpuEm *em, int id)
+{
+    long long step = (long long)em->nt * bk_gpu_vec_width(em, id);
+    return (ir_numel(&em->f->ins[id].type) + step - 1) / step;
+}
+
 int bk_gpu_pipe_plan(BkGpuEm *em)
 {
     const IrFunc *f = em->f;
     for (int i = 0; i < f->nins; i++)
         em->pipe[i] = f->ins[i].op == IR_FOR ? 0 : -1;
-    if (em->dl->kind != BK_GPU_CUDA || em->nopipe || em->novec || f->stages < 2)
+    bool hip = em->dl->kind == BK_GPU_HIP;
+    if ((em->dl->kind != BK_GPU_CUDA && !hip) || (hip && em->nohipstage) || em->nopipe ||
+        em->novec || f->stages < 2)
         return 0;
     for (int fr = 0; fr < f->nins; fr++) {
         const IrInstr *F = &f->ins[fr];
         if (F->op != IR_FOR || F->dead || F->region[0] < 0)
             continue;
         const IrInstr *st = &f->ins[F->opnd[2]];
-        if (st->op != IR_CONST || st->type.rank != 0 || st->ival == 0)
+        if (st->op != IR_CONST || st->type.rank != 0 || st->ival == 0 || (hip && st->ival < 0))
             continue;
         const IrRegion *reg = &f->regions[F->region[0]];
         for (int j = 0; j < reg->n; j++) {
@@ -633,7 +646,7 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
                              (f->ins[b].op == IR_PERMUTE && f->ins[b].opnd[0] == id)) &&
                             em->pos[u] > em->pos[fr] && em->pos[u] <= em->end[fr];
             }
-            if (!ok || !feeds_dot)
+            if (!ok || !feeds_dot || (hip && hip_copies(em, id) > HIP_STAGE_COPIES))
                 continue;
             em->pipe[id] = fr;
             em->pipe[fr]++;
@@ -644,7 +657,14 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
 
 int bk_gpu_pipe_dist(const BkGpuEm *em, int fr)
 {
+    if (em->dl->kind == BK_GPU_HIP) /* one iteration ahead, in registers */
+        return 1;
     return em->f->stages - 1 - ((em->wga && em->wga[fr]) || (em->wgk && em->wgk[fr]) ? 1 : 0);
+}
+
+int bk_gpu_pipe_slots(const BkGpuEm *em)
+{
+    return em->dl->kind == BK_GPU_HIP ? 2 : em->f->stages;
 }
 
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)
@@ -890,6 +910,155 @@ static void pipe_issue(BkGpuEm *em, int fr, const char *slot, const char *iv, bo
     }
 }
 
+/* ------------------------------------------------------------ HIP rings
+ *
+ * AMD GPUs have no cp.async: a ring load's next tile is staged through
+ * registers instead (the usual LDS double buffer). The prologue copies
+ * iteration 0 into slot 0 and meets a barrier; the top of iteration i
+ * loads iteration i + 1's 16-byte vectors into registers (blk_pr<id>,
+ * zeros where a vector is out of bounds, element by element where it is
+ * cut), so the global loads are in flight while the body computes on
+ * slot i % 2; the bottom stores them into slot (i + 1) % 2 and meets the
+ * barrier that makes them visible. That slot was last read in iteration
+ * i - 1, before that iteration's bottom barrier. Two slots whatever S
+ * (the distance is one iteration), one barrier per iteration; where the
+ * second slot would leave one block per CU (64 KiB of LDS) and the loads
+ * in the body two, the kernel keeps those (bk_gpu_em_init), as it does
+ * with BLKC_GPU_NOHIPSTAGE=1. */
+
+/* Load iteration `fiv`'s vectors of ring load id into blk_pr<id> */
+static void hip_load(BkGpuEm *em, int fr, int id)
+{
+    const IrFunc *f = em->f;
+    const IrInstr *in = &f->ins[id];
+    const IrParam *p = &f->params[in->param];
+    int W = bk_gpu_vec_width(em, id), I = f->views[in->view].ndims - 1;
+    char ok[BK_GPU_VIEW], addr[BK_GPU_VIEW], base[BK_GPU_NAME + 16];
+    const char *t = bk_gpu_stype(p->dtype);
+    bk_gpu_base(em, id, base, sizeof base);
+    bk_gpu_line(em, "{ /* v%d: %s, into registers */", id, p->name);
+    em->indent++;
+    bk_gpu_for_e(em, W, (long long)ir_numel(&in->type), "");
+    em->indent++;
+    bk_gpu_line(em, "bool blk_full;");
+    bk_gpu_line(em, "{");
+    em->indent++;
+    bk_gpu_view_at(em, id, "e", fr, "blk_fiv", ok, sizeof ok, addr, sizeof addr);
+    if (p->assume & IR_ASSUME_DIM16(I)) /* c < shape means c + W <= shape */
+        bk_gpu_line(em, "blk_full = %s;", ok);
+    else
+        bk_gpu_line(em, "blk_full = %s && c%d + %d <= p_%s.shape[%d];", ok, I, W, p->name, I);
+    bk_gpu_line(em, "if (blk_full) blk_pr%d[blk_i] = *(const uint4 *)&%s[%s];", id, base, addr);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "if (!blk_full) { /* cut by the bounds: element by element, zeros outside */");
+    em->indent++;
+    bk_gpu_line(em, "alignas(16) %s blk_vb[%d];", t, W);
+    bk_gpu_line(em, "for (int blk_j = 0; blk_j < %d; blk_j++) {", W);
+    em->indent++;
+    bk_gpu_line(em, "const int blk_e = e + blk_j;");
+    bk_gpu_view_at(em, id, "blk_e", fr, "blk_fiv", ok, sizeof ok, addr, sizeof addr);
+    char zero[64];
+    bk_gpu_to_s(zero, sizeof zero, p->dtype, "0");
+    bk_gpu_line(em, "blk_vb[blk_j] = (%s) ? %s[%s] : %s;", ok, base, addr, zero);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_line(em, "blk_pr%d[blk_i] = *(const uint4 *)blk_vb;", id);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+/* Store blk_pr<id> of every ring load of fr into slot SLOT */
+static void hip_store(BkGpuEm *em, int fr, const char *slot)
+{
+    const IrFunc *f = em->f;
+    for (int id = 0; id < f->nins; id++) {
+        if (f->ins[id].op != IR_LOAD || em->pipe[id] != fr)
+            continue;
+        int W = bk_gpu_vec_width(em, id), sz = dsl_dtype_bytes(f->ins[id].type.dtype);
+        char se[128];
+        bk_gpu_swz_idx(em, id, "e", se, sizeof se);
+        bk_gpu_line(em, "{ /* v%d: %s, registers -> slot %s */", id,
+                    f->params[f->ins[id].param].name, slot);
+        em->indent++;
+        bk_gpu_line(em, "unsigned char *const blk_ring = blk_smem + %lld + (long long)(%s) * %lld;",
+                    em->off[id], slot, bk_gpu_pipe_slot(em, id));
+        bk_gpu_for_e(em, W, (long long)ir_numel(&f->ins[id].type), "");
+        bk_gpu_line(em, "    BLK_SST(*(uint4 *)(blk_ring + (long long)(%s) * %d)) = blk_pr%d[blk_i];",
+                    se, sz, id);
+        bk_gpu_line(em, "}");
+        em->indent--;
+        bk_gpu_line(em, "}");
+    }
+}
+
+/* `uint4 blk_pr<id>[copies];` for every ring load of fr */
+static void hip_regs(BkGpuEm *em, int fr)
+{
+    for (int id = 0; id < em->f->nins; id++)
+        if (em->f->ins[id].op == IR_LOAD && em->pipe[id] == fr)
+            bk_gpu_line(em, "uint4 blk_pr%d[%lld]; /* v%d's next tile (16-byte vectors) */", id,
+                        hip_copies(em, id), id);
+}
+
+static void hip_load_all(BkGpuEm *em, int fr)
+{
+    for (int id = 0; id < em->f->nins; id++)
+        if (em->f->ins[id].op == IR_LOAD && em->pipe[id] == fr)
+            hip_load(em, fr, id);
+}
+
+static void hip_prologue(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    const char *t = bk_gpu_stype(F->type.dtype);
+    bk_gpu_line(em, "// stages(%d) on an AMD GPU: %d ring load(s) of 2 slots, staged through "
+                "registers one iteration ahead (no cp.async)", em->f->stages, em->pipe[fr]);
+    bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% 2 */", fr);
+    bk_gpu_line(em, "if (v%d < v%d) { /* iteration 0 into slot 0 */", F->opnd[0], F->opnd[1]);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = v%d;", t, F->opnd[0]);
+    hip_regs(em, fr);
+    hip_load_all(em, fr);
+    hip_store(em, fr, "0");
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_sync(em);
+}
+
+static void hip_top(BkGpuEm *em, int fr)
+{
+    const IrInstr *F = &em->f->ins[fr];
+    const char *t = bk_gpu_stype(F->type.dtype);
+    hip_regs(em, fr);
+    bk_gpu_line(em, "const bool blk_nx%d = (long long)v%d + %lldLL < (long long)v%d; /* a next iteration */",
+                fr, fr, (long long)em->f->ins[F->opnd[2]].ival, F->opnd[1]);
+    bk_gpu_line(em, "if (blk_nx%d) { /* its tiles into registers, in flight during the body */", fr);
+    em->indent++;
+    bk_gpu_line(em, "const %s blk_fiv = (%s)(v%d + v%d);", t, t, fr, F->opnd[2]);
+    hip_load_all(em, fr);
+    em->indent--;
+    bk_gpu_line(em, "}");
+}
+
+void bk_gpu_pipe_bottom(BkGpuEm *em, int fr)
+{
+    if (em->dl->kind != BK_GPU_HIP || em->pipe[fr] <= 0)
+        return;
+    char slot[64];
+    snprintf(slot, sizeof slot, "(blk_it%d + 1) %% 2", fr);
+    bk_gpu_line(em, "if (blk_nx%d) { /* the next iteration's tiles into its slot */", fr);
+    em->indent++;
+    hip_store(em, fr, slot);
+    em->indent--;
+    bk_gpu_line(em, "}");
+    bk_gpu_sync(em); /* they are visible; every wave is done with this slot */
+}
+
 void bk_gpu_pipe_ahead(BkGpuEm *em, int fr, int base, const char *ahead)
 {
     const IrInstr *F = &em->f->ins[fr];
@@ -905,6 +1074,10 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
 {
     if (em->tma_fr == fr) { /* the ring of wgmma operands TMA fills */
         bk_gpu_tma_prologue(em, fr);
+        return;
+    }
+    if (em->dl->kind == BK_GPU_HIP) {
+        hip_prologue(em, fr);
         return;
     }
     const IrInstr *F = &em->f->ins[fr];
@@ -937,6 +1110,10 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
 {
     if (em->tma_fr == fr) {
         bk_gpu_tma_top(em, fr);
+        return;
+    }
+    if (em->dl->kind == BK_GPU_HIP) {
+        hip_top(em, fr);
         return;
     }
     const IrInstr *F = &em->f->ins[fr];

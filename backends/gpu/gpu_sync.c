@@ -85,7 +85,7 @@ static void tile_acc(const BkGpuEm *em, Accs *s, int v, int map, bool write)
     } else if (f->ins[r].op == IR_LOAD && em->pipe[r] >= 0) {
         /* a cp.async ring: which slot is a run-time value; the whole ring
          * as touched by any thread */
-        add(s, em->off[r], bk_gpu_pipe_slot(em, r) * f->stages, sz, 0, write);
+        add(s, em->off[r], bk_gpu_pipe_slot(em, r) * bk_gpu_pipe_slots(em), sz, 0, write);
     } else {
         add(s, em->off[r], bytes, sz, map, write);
     }

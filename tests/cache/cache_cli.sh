@@ -54,7 +54,7 @@ gent() { "$blkc" cache stats | awk '/^entries:/ {print $2}'; }
 if "$blkc" compile "$src/examples/matmul.blk" --target=cuda --emit=ptx >/dev/null 2>&1; then
 for sw in SMEM NORV NOMROW NOFMA NOPERSIST NOTMASTORE NOEX2FTZ NOLDSMXOR NOCPIMM NOWGREG \
           NOVEC NOPIPE NOSYNCELIM NOHOIST NOTMA WGSYNC NOWS NOLOOPSPLIT NOCPLIM32 NOCPGUARD32 \
-          NOWGKEEP NOQKPIPE NOTMAQ NOFRAGPIPE; do
+          NOWGKEEP NOQKPIPE NOTMAQ NOFRAGPIPE NOHIPSTAGE; do
   gb=$(gent)
   env "BLKC_GPU_$sw=1" "$blkc" compile "$src/examples/matmul.blk" --target=cuda --emit=ptx >/dev/null ||
     fail "cuda compile with BLKC_GPU_$sw"

@@ -15,7 +15,9 @@
 #       a tail, causal too, the ring loop of gpu_check's configuration);
 #       gpu_check's bf16 GEMM, matmul and flash attention under
 #       BLKC_GPU_NOCPLIM32 / NOCPGUARD32; the GEMM and a linear layer
-#       (trans(W)) under BLKC_GPU_NOFRAGPIPE, and that form in the CUDA C
+#       (trans(W)) under BLKC_GPU_NOFRAGPIPE, and that form in the CUDA C;
+#       on hip-emu the same under BLKC_GPU_NOHIPSTAGE (HIP's register-staged
+#       rings), the ring in the HIP C, none in flash attention's
 #   lib-cuda-emu / lib-hip-emu   kernels of lib/*.blk on one rank (their
 #       device functions need GPU ranks, which the emulated devices refuse)
 #   bufs    tests/emu/tbufs.blk on cuda-emu and hip-emu against the CPU:
@@ -349,6 +351,42 @@ EOF
     same "gemm_bf16 fragpipe $a" BLKC_GPU_NOFRAGPIPE "$T/gemm_bf16.blk" C $a
   done
   same "lin (trans W) fragpipe M=256 N=256 K=160" BLKC_GPU_NOFRAGPIPE "$T/lin.blk" Y M=256 N=256 K=160
+  # HIP rings staged through registers (gpu_mem.c, round 29): hip-emu with
+  # BLKC_GPU_NOHIPSTAGE=1 must give the same bytes (K a multiple of BK and
+  # not, one step, stages 2 and 4, b read through trans), the ring must be
+  # in the HIP C, and the example's flash attention keeps its loads in the
+  # body (a second slot would leave one block per CU)
+  samehip() { # name args... (file C ...)
+    local name=$1 file=$2 o=$3; shift 3
+    if ! timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 --device=hip-emu --out "$o=$T/a.npy" >"$T/log" 2>&1 ||
+       ! BLKC_GPU_NOHIPSTAGE=1 timeout 120 "$BLKC" run "$file" "$@" --random --seed=3 --device=hip-emu --out "$o=$T/b.npy" >"$T/log" 2>&1; then
+      echo "FAIL $name (hip-emu): $(cat "$T/log")"; fail=1; return
+    fi
+    if cmp -s "$T/a.npy" "$T/b.npy"; then echo "ok $name: same bytes on hip-emu under BLKC_GPU_NOHIPSTAGE=1"
+    else echo "FAIL $name: BLKC_GPU_NOHIPSTAGE=1 changes the hip-emu output"; fail=1; fi
+  }
+  for a in "M=256 N=256 K=256 -D S=3" "M=200 N=136 K=208 -D S=2" "M=128 N=128 K=16 -D S=4"; do
+    # shellcheck disable=SC2086
+    samehip "gemm_bf16 128x128 $a" "$T/gemm_bf16.blk" C $a -D BN=128 -D W=4
+  done
+  samehip "lin (trans W) M=256 N=256 K=160" "$T/lin.blk" Y M=256 N=256 K=160 -D BM=64 -D BN=64
+  samehip "matmul M=130 N=72 K=100" "$EX/matmul.blk" C M=130 N=72 K=100
+  mkdir -p "$T/hipdump"
+  if BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/hipdump" timeout 120 "$BLKC" run "$T/gemm_bf16.blk" M=256 N=256 K=256 \
+       -D BN=128 -D W=4 --random --device=hip-emu >"$T/log" 2>&1 &&
+     grep -q 'staged through registers one iteration ahead' "$T"/hipdump/*.hip; then
+    echo "ok gemm_bf16: a register-staged ring in the HIP C"
+  else
+    echo "FAIL gemm_bf16: no register-staged ring in the HIP C ($(tail -1 "$T/log"))"; fail=1
+  fi
+  rm -f "$T"/hipdump/*
+  if BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/hipdump" timeout 120 "$BLKC" run "$EX/flash_attention.blk" Z=1 S=256 \
+       scale=0.125 --random --device=hip-emu >"$T/log" 2>&1 &&
+     ! grep -q 'staged through registers one iteration ahead' "$T"/hipdump/*.hip; then
+    echo "ok flash attention on hip-emu: loads in the body (24 KiB of LDS; a ring: 40)"
+  else
+    echo "FAIL flash attention on hip-emu: a register-staged ring past 32 KiB of LDS, or no run ($(tail -1 "$T/log"))"; fail=1
+  fi
   mkdir -p "$T/fpdump"
   if BLKC_CACHE_DISABLE=1 BLKC_GPU_DUMP="$T/fpdump" timeout 120 "$BLKC" run "$T/gemm_bf16.blk" M=256 N=256 K=256 \
        -D BN=128 -D W=4 -D S=4 --random --device=cuda-emu >"$T/log" 2>&1 &&

@@ -1,6 +1,6 @@
 // kernel matmul_f16 (.blk line 0): blockDim.x = 256 (4 warps of 64),
-// gridDim = the grid of ir_eval_grid, dynamic shared memory = 8192 bytes
-extern "C" __constant__ int blk_smem_blk_k_matmul_f16 = 8192;
+// gridDim = the grid of ir_eval_grid, dynamic shared memory = 16384 bytes
+extern "C" __constant__ int blk_smem_blk_k_matmul_f16 = 16384;
 extern "C" __global__ void __launch_bounds__(256) blk_k_matmul_f16(
     BlkTensor<blk_f16, 2> p_A,
     BlkTensor<blk_f16, 2> p_B,
@@ -40,49 +40,127 @@ extern "C" __global__ void __launch_bounds__(256) blk_k_matmul_f16(
     const int v8 = (int)p_A.shape[1];
     const int v9 = 32;
     const int v10 = 0;
-    // stages(3) ignored: no cp.async on AMD GPUs; loads go through registers
-    for (int v11 = v10; v11 < v8; v11 += v9) {
+    // stages(3) on an AMD GPU: 2 ring load(s) of 2 slots, staged through registers one iteration ahead (no cp.async)
+    int blk_it11 = 0; /* iteration number: ring slot blk_it % 2 */
+    if (v10 < v8) { /* iteration 0 into slot 0 */
+        const int blk_fiv = v10;
+        uint4 blk_pr13[1]; /* v13's next tile (16-byte vectors) */
+        uint4 blk_pr14[1]; /* v14's next tile (16-byte vectors) */
+        { /* v13: A, into registers */
+            #pragma unroll
+            for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                bool blk_full;
+                {
+                    const long long c0 = (long long)v2 + (e / 32);
+                    const long long c1 = (long long)blk_fiv + (e % 32);
+                    blk_full = (unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1];
+                    if (blk_full) blk_pr13[blk_i] = *(const uint4 *)&p_A.data[c0 * p_A.stride[0] + c1];
+                }
+                if (!blk_full) { /* cut by the bounds: element by element, zeros outside */
+                    alignas(16) blk_f16 blk_vb[8];
+                    for (int blk_j = 0; blk_j < 8; blk_j++) {
+                        const int blk_e = e + blk_j;
+                        const long long c0 = (long long)v2 + (blk_e / 32);
+                        const long long c1 = (long long)blk_fiv + (blk_e % 32);
+                        blk_vb[blk_j] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
+                    }
+                    blk_pr13[blk_i] = *(const uint4 *)blk_vb;
+                }
+            }
+        }
+        { /* v14: B, into registers */
+            #pragma unroll
+            for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                bool blk_full;
+                {
+                    const long long c0 = (long long)blk_fiv + (e / 64);
+                    const long long c1 = (long long)v5 + (e % 64);
+                    blk_full = (unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1];
+                    if (blk_full) blk_pr14[blk_i] = *(const uint4 *)&p_B.data[c0 * p_B.stride[0] + c1];
+                }
+                if (!blk_full) { /* cut by the bounds: element by element, zeros outside */
+                    alignas(16) blk_f16 blk_vb[8];
+                    for (int blk_j = 0; blk_j < 8; blk_j++) {
+                        const int blk_e = e + blk_j;
+                        const long long c0 = (long long)blk_fiv + (blk_e / 64);
+                        const long long c1 = (long long)v5 + (blk_e % 64);
+                        blk_vb[blk_j] = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
+                    }
+                    blk_pr14[blk_i] = *(const uint4 *)blk_vb;
+                }
+            }
+        }
+        { /* v13: A, registers -> slot 0 */
+            unsigned char *const blk_ring = blk_smem + 0 + (long long)(0) * 4096;
+            #pragma unroll
+            for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                BLK_SST(*(uint4 *)(blk_ring + (long long)(e) * 2)) = blk_pr13[blk_i];
+            }
+        }
+        { /* v14: B, registers -> slot 0 */
+            unsigned char *const blk_ring = blk_smem + 8192 + (long long)(0) * 4096;
+            #pragma unroll
+            for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                BLK_SST(*(uint4 *)(blk_ring + (long long)(e) * 2)) = blk_pr14[blk_i];
+            }
+        }
+    }
+    __syncthreads();
+    for (int v11 = v10; v11 < v8; v11 += v9, blk_it11++) {
+        uint4 blk_pr13[1]; /* v13's next tile (16-byte vectors) */
+        uint4 blk_pr14[1]; /* v14's next tile (16-byte vectors) */
+        const bool blk_nx11 = (long long)v11 + 32LL < (long long)v8; /* a next iteration */
+        if (blk_nx11) { /* its tiles into registers, in flight during the body */
+            const int blk_fiv = (int)(v11 + v9);
+            { /* v13: A, into registers */
+                #pragma unroll
+                for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                    bool blk_full;
+                    {
+                        const long long c0 = (long long)v2 + (e / 32);
+                        const long long c1 = (long long)blk_fiv + (e % 32);
+                        blk_full = (unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1];
+                        if (blk_full) blk_pr13[blk_i] = *(const uint4 *)&p_A.data[c0 * p_A.stride[0] + c1];
+                    }
+                    if (!blk_full) { /* cut by the bounds: element by element, zeros outside */
+                        alignas(16) blk_f16 blk_vb[8];
+                        for (int blk_j = 0; blk_j < 8; blk_j++) {
+                            const int blk_e = e + blk_j;
+                            const long long c0 = (long long)v2 + (blk_e / 32);
+                            const long long c1 = (long long)blk_fiv + (blk_e % 32);
+                            blk_vb[blk_j] = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
+                        }
+                        blk_pr13[blk_i] = *(const uint4 *)blk_vb;
+                    }
+                }
+            }
+            { /* v14: B, into registers */
+                #pragma unroll
+                for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                    bool blk_full;
+                    {
+                        const long long c0 = (long long)blk_fiv + (e / 64);
+                        const long long c1 = (long long)v5 + (e % 64);
+                        blk_full = (unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1];
+                        if (blk_full) blk_pr14[blk_i] = *(const uint4 *)&p_B.data[c0 * p_B.stride[0] + c1];
+                    }
+                    if (!blk_full) { /* cut by the bounds: element by element, zeros outside */
+                        alignas(16) blk_f16 blk_vb[8];
+                        for (int blk_j = 0; blk_j < 8; blk_j++) {
+                            const int blk_e = e + blk_j;
+                            const long long c0 = (long long)blk_fiv + (blk_e / 64);
+                            const long long c1 = (long long)v5 + (blk_e % 64);
+                            blk_vb[blk_j] = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
+                        }
+                        blk_pr14[blk_i] = *(const uint4 *)blk_vb;
+                    }
+                }
+            }
+        }
         // line 7
         /* v12 = var0, layout mma: read in place (registers) */
-        blk_f16 *v13 = (blk_f16 *)(blk_smem + 0); /* f16[64, 32] */
-        #pragma unroll
-        for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) { /* 8-element (16-byte) vectors */
-            bool blk_full;
-            {
-                const long long c0 = (long long)v2 + (e / 32);
-                const long long c1 = (long long)v11 + (e % 32);
-                blk_full = (unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1];
-                if (blk_full) BLK_SST(*(uint4 *)&v13[e]) = *(const uint4 *)&p_A.data[c0 * p_A.stride[0] + c1];
-            }
-            if (!blk_full) { /* cut by the bounds or the mask */
-                for (int blk_j = 0; blk_j < 8; blk_j++) {
-                    const int blk_e = e + blk_j;
-                    const long long c0 = (long long)v2 + (blk_e / 32);
-                    const long long c1 = (long long)v11 + (blk_e % 32);
-                    BLK_SST(v13[blk_e]) = ((unsigned long long)c0 < (unsigned long long)p_A.shape[0] && (unsigned long long)c1 < (unsigned long long)p_A.shape[1]) ? p_A.data[c0 * p_A.stride[0] + c1] : blk_f32_to_f16(0);
-                }
-            }
-        }
-        blk_f16 *v14 = (blk_f16 *)(blk_smem + 4096); /* f16[32, 64] */
-        #pragma unroll
-        for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) { /* 8-element (16-byte) vectors */
-            bool blk_full;
-            {
-                const long long c0 = (long long)v11 + (e / 64);
-                const long long c1 = (long long)v5 + (e % 64);
-                blk_full = (unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1];
-                if (blk_full) BLK_SST(*(uint4 *)&v14[e]) = *(const uint4 *)&p_B.data[c0 * p_B.stride[0] + c1];
-            }
-            if (!blk_full) { /* cut by the bounds or the mask */
-                for (int blk_j = 0; blk_j < 8; blk_j++) {
-                    const int blk_e = e + blk_j;
-                    const long long c0 = (long long)v11 + (blk_e / 64);
-                    const long long c1 = (long long)v5 + (blk_e % 64);
-                    BLK_SST(v14[blk_e]) = ((unsigned long long)c0 < (unsigned long long)p_B.shape[0] && (unsigned long long)c1 < (unsigned long long)p_B.shape[1]) ? p_B.data[c0 * p_B.stride[0] + c1] : blk_f32_to_f16(0);
-                }
-            }
-        }
-        __syncthreads();
+        blk_f16 *v13 = (blk_f16 *)(blk_smem + 0 + (long long)(blk_it11 % 2) * 4096); /* f16[64, 32], register-staged ring slot of this iteration */
+        blk_f16 *v14 = (blk_f16 *)(blk_smem + 8192 + (long long)(blk_it11 % 2) * 4096); /* f16[32, 64], register-staged ring slot of this iteration */
         { /* dot, layout mma: accumulates in place in var0 (registers); operands from shared memory */
             const blk_f16 *blk_A = v13, *blk_B = v14;
             (void)blk_A; (void)blk_B;
@@ -122,6 +200,22 @@ extern "C" __global__ void __launch_bounds__(256) blk_k_matmul_f16(
 #endif
         }
         /* var.set acc: the dot accumulated in place (registers) */
+        if (blk_nx11) { /* the next iteration's tiles into its slot */
+            { /* v13: A, registers -> slot (blk_it11 + 1) % 2 */
+                unsigned char *const blk_ring = blk_smem + 0 + (long long)((blk_it11 + 1) % 2) * 4096;
+                #pragma unroll
+                for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                    BLK_SST(*(uint4 *)(blk_ring + (long long)(e) * 2)) = blk_pr13[blk_i];
+                }
+            }
+            { /* v14: B, registers -> slot (blk_it11 + 1) % 2 */
+                unsigned char *const blk_ring = blk_smem + 8192 + (long long)((blk_it11 + 1) % 2) * 4096;
+                #pragma unroll
+                for (int blk_i = 0, e = blk_tid * 8; blk_i < 1; blk_i++, e += 2048) {
+                    BLK_SST(*(uint4 *)(blk_ring + (long long)(e) * 2)) = blk_pr14[blk_i];
+                }
+            }
+        }
         __syncthreads();
     }
     // line 9
