@@ -532,10 +532,10 @@ static void emit_for(BkGpuEm *em, int id)
         em->indent++;
         bk_gpu_pipe_top(em, id);
     } else {
-        if (em->dl->kind == BK_GPU_HIP && em->f->stages > 1 &&
+        if (em->dl->kind == BK_GPU_HIP && em->stages > 1 &&
             em->pipe[id] == 0 && loop_loads_tiles(em, id))
             bk_gpu_line(em, "// stages(%d) ignored: no cp.async on AMD GPUs; "
-                        "loads go through registers", em->f->stages);
+                        "loads go through registers", em->stages);
         bk_gpu_line(em, "for (%s v%d = v%d; %s; v%d += v%d) {", t, id,
                     in->opnd[0], cond, id, in->opnd[2]);
         em->indent++;
@@ -880,6 +880,7 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     em->tstore = -1;
     em->tmaq = -1;
     em->fp_fr = em->fp_dot = -1;
+    em->stages = f->stages;
     /* the old paths stay selectable (docs/backends.md) */
     const char *e;
     em->novec = (e = getenv("BLKC_GPU_NOVEC")) && *e && strcmp(e, "0");
@@ -905,12 +906,24 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
     }
     /* rings multiply the loads' shared memory by stages(S): past the
      * smallest per-block limit (sm_80: 163 KiB; sm_90a code runs on sm_90
-     * alone: 227 KiB; gfx90a's LDS: 64 KiB) keep the kernel loadable and
-     * give up the pipeline instead */
+     * alone: 227 KiB; gfx90a's LDS: 64 KiB) keep the kernel loadable with
+     * fewer stages (down to 2), else give up the pipeline */
     bool piped = false;
     for (int i = 0; i < f->nins; i++)
         piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
     long long lim = dl->kind == BK_GPU_HIP ? 65536 : em->sm90a ? 232448 : 160 * 1024;
+    while (piped && em->smem > lim && dl->kind == BK_GPU_CUDA && em->stages > 2) {
+        bk_gpu_em_free(em);
+        em->stages--;
+        em->fail = 0;
+        if (bk_gpu_analyze(em) < 0) {
+            bk_gpu_em_free(em);
+            return -1;
+        }
+        piped = false;
+        for (int i = 0; i < f->nins; i++)
+            piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
+    }
     if (piped && em->smem > lim) {
         bk_gpu_em_free(em);
         em->nopipe = true;

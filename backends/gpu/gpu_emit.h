@@ -254,6 +254,8 @@ typedef struct BkGpuEm {
     const IrType *sl_par;     /* inside a slice loop: the parent tile type */
     int reg_var;              /* inside a loop over the registers of MMA var
                                  (or pseudo-var) reg_var (gpu_mma.c), else -1 */
+    int stages;               /* the kernel's stages(S), or fewer where S
+                                 slots of its rings would not fit (bk_gpu_em_init) */
     int group_m;              /* program ids (0, 1) in groups of group_m
                                  rows (L2 reuse), 0 = blockIdx as is */
     bool novec, nopipe;       /* BLKC_GPU_NOVEC / BLKC_GPU_NOPIPE set */

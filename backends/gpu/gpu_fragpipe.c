@@ -197,7 +197,7 @@ void bk_gpu_fragpipe_dot(BkGpuEm *em, int id, int v)
     bk_gpu_line(em, "if ((long long)v%d + %lldLL < (long long)v%d) {", em->fp_fr,
                 (long long)f->ins[F->opnd[2]].ival, F->opnd[1]);
     em->indent++;
-    snprintf(slot, sizeof slot, "(blk_it%d + 1) %% %d", em->fp_fr, f->stages);
+    snprintf(slot, sizeof slot, "(blk_it%d + 1) %% %d", em->fp_fr, em->stages);
     slot_bases(em, &g, slot);
     bk_gpu_mma_frag_load(em, id, v, &g, "0", "blk_fa[0]", "blk_fb[0]");
     em->indent--;

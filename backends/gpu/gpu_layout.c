@@ -454,7 +454,7 @@ int bk_gpu_analyze(BkGpuEm *em)
     }
     if (em->tma_fr >= 0) { /* the TMA ring's mbarriers (gpu_tma.c) */
         em->tma_bar = (top + 7) & ~7LL;
-        top = em->tma_bar + 8LL * f->stages * (em->ws ? 2 : 1); /* full[], empty[] */
+        top = em->tma_bar + 8LL * em->stages * (em->ws ? 2 : 1); /* full[], empty[] */
         if (em->tmaq >= 0) /* q's full and empty (gpu_persist.c) */
             top += 16;
     }

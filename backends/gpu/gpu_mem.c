@@ -615,7 +615,7 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
         em->pipe[i] = f->ins[i].op == IR_FOR ? 0 : -1;
     bool hip = em->dl->kind == BK_GPU_HIP;
     if ((em->dl->kind != BK_GPU_CUDA && !hip) || (hip && em->nohipstage) || em->nopipe ||
-        em->novec || f->stages < 2)
+        em->novec || em->stages < 2)
         return 0;
     for (int fr = 0; fr < f->nins; fr++) {
         const IrInstr *F = &f->ins[fr];
@@ -659,12 +659,12 @@ int bk_gpu_pipe_dist(const BkGpuEm *em, int fr)
 {
     if (em->dl->kind == BK_GPU_HIP) /* one iteration ahead, in registers */
         return 1;
-    return em->f->stages - 1 - ((em->wga && em->wga[fr]) || (em->wgk && em->wgk[fr]) ? 1 : 0);
+    return em->stages - 1 - ((em->wga && em->wga[fr]) || (em->wgk && em->wgk[fr]) ? 1 : 0);
 }
 
 int bk_gpu_pipe_slots(const BkGpuEm *em)
 {
-    return em->dl->kind == BK_GPU_HIP ? 2 : em->f->stages;
+    return em->dl->kind == BK_GPU_HIP ? 2 : em->stages;
 }
 
 long long bk_gpu_pipe_slot(const BkGpuEm *em, int id)
@@ -1017,7 +1017,7 @@ static void hip_prologue(BkGpuEm *em, int fr)
     const IrInstr *F = &em->f->ins[fr];
     const char *t = bk_gpu_stype(F->type.dtype);
     bk_gpu_line(em, "// stages(%d) on an AMD GPU: %d ring load(s) of 2 slots, staged through "
-                "registers one iteration ahead (no cp.async)", em->f->stages, em->pipe[fr]);
+                "registers one iteration ahead (no cp.async)", em->stages, em->pipe[fr]);
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% 2 */", fr);
     bk_gpu_line(em, "if (v%d < v%d) { /* iteration 0 into slot 0 */", F->opnd[0], F->opnd[1]);
     em->indent++;
@@ -1081,11 +1081,14 @@ void bk_gpu_pipe_prologue(BkGpuEm *em, int fr)
         return;
     }
     const IrInstr *F = &em->f->ins[fr];
-    int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    int S = em->stages, D = bk_gpu_pipe_dist(em, fr);
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64];
     bk_gpu_line(em, "// stages(%d): %d cp.async ring load(s), issued %d iteration(s) ahead%s",
                 S, em->pipe[fr], D, D < S - 1 ? " (a slot stays with the wgmma group in flight)" : "");
+    if (S < em->f->stages)
+        bk_gpu_line(em, "// (the kernel asks for stages(%d): %d slots of these rings would pass "
+                    "the shared memory a block may have)", em->f->stages, em->f->stages);
     bk_gpu_line(em, "int blk_it%d = 0; /* iteration number: ring slot blk_it %% %d */",
                 fr, S);
     bk_gpu_line(em, "for (int blk_s = 0; blk_s < %d; blk_s++) {", D);
@@ -1117,7 +1120,7 @@ void bk_gpu_pipe_top(BkGpuEm *em, int fr)
         return;
     }
     const IrInstr *F = &em->f->ins[fr];
-    int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    int S = em->stages, D = bk_gpu_pipe_dist(em, fr);
     long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64], slot[64];
     if (em->fp_fr == fr) { /* in the dot's last k step (gpu_fragpipe.c) */

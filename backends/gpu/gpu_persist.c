@@ -466,7 +466,7 @@ void bk_gpu_persist_produce(BkGpuEm *em, int fr)
 
 void bk_gpu_persist_release(BkGpuEm *em, int fr)
 {
-    const int S = em->f->stages;
+    const int S = em->stages;
     if (em->tmaq >= 0) {
         bk_gpu_line(em, "/* every wgmma reading q is retired: its tile goes back to the producer */");
         bk_gpu_line(em, "if (blk_tid %% 128 == 0)");

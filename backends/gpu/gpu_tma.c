@@ -283,7 +283,7 @@ static void issue_one(BkGpuEm *em, int id, int fr, const char *slot, const char 
 
 void bk_gpu_tma_init(BkGpuEm *em, int fr)
 {
-    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    const int S = em->stages, D = bk_gpu_pipe_dist(em, fr);
     if (em->ws_top)
         bk_gpu_line(em, "// stages(%d): %d TMA ring load(s), issued up to %d iteration(s) ahead by "
                     "the producer warpgroup, slot i completed by mbarrier full[i] (%lld bytes per "
@@ -328,7 +328,7 @@ void bk_gpu_tma_init(BkGpuEm *em, int fr)
 void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
 {
     const IrInstr *F = &em->f->ins[fr];
-    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    const int S = em->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64];
     if (em->ws_top) { /* initialized and split at the top of the body (gpu_ws.c) */
@@ -363,7 +363,7 @@ void bk_gpu_tma_prologue(BkGpuEm *em, int fr)
 void bk_gpu_tma_top(BkGpuEm *em, int fr)
 {
     const IrInstr *F = &em->f->ins[fr];
-    const int S = em->f->stages, D = bk_gpu_pipe_dist(em, fr);
+    const int S = em->stages, D = bk_gpu_pipe_dist(em, fr);
     const long long st = (long long)em->f->ins[F->opnd[2]].ival;
     char ahead[64], slot[64];
     if (em->ws) {

@@ -569,10 +569,10 @@ int bk_gpu_wgmma_plan(BkGpuEm *em)
             return -1;
         }
     }
-    for (int id = 0; id < f->nins && !em->wgsync && f->stages >= 3; id++)
+    for (int id = 0; id < f->nins && !em->wgsync && em->stages >= 3; id++)
         if (em->wgd[id])
             async_plan(em, id);
-    for (int id = 0; id < f->nins && !em->wgsync && !em->nowgkeep && f->stages >= 3; id++)
+    for (int id = 0; id < f->nins && !em->wgsync && !em->nowgkeep && em->stages >= 3; id++)
         if (em->wgd[id] && em->areg && em->areg[id])
             keep_plan(em, id);
     for (int id = 0; id < f->nins && !em->noqkpipe; id++)
@@ -901,7 +901,7 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
         bk_gpu_line(em, "/* no p v issued here: the next step issues it behind its q k^T, after "
                     "the loop the drain (v%d's ring prefetches %d iteration(s) ahead: slot "
                     "blk_it %% %d is not refilled before) */", em->wgk[id] - 1,
-                    bk_gpu_pipe_dist(em, em->wgk[id] - 1), f->stages);
+                    bk_gpu_pipe_dist(em, em->wgk[id] - 1), em->stages);
         return;
     }
     if (kq >= 0) /* acc is not in flight here: rescaling it between this issue and p v's
@@ -943,7 +943,7 @@ void bk_gpu_wgmma_dot(BkGpuEm *em, int id, int v)
     bk_gpu_line(em, "blk_wgmma_commit();");
     if (kq >= 0) { /* qk_plan: the previous step's p v behind it, then S alone retired */
         char sl[128];
-        int fr = em->wgk[kq] - 1, S = f->stages;
+        int fr = em->wgk[kq] - 1, S = em->stages;
         snprintf(sl, sizeof sl, "(blk_it%d + %d + (%s == 0)) %% %d", fr, S - 1, bk_gpu_persist_it(em, fr), S);
         qk_issue(em, kq, sl);
         bk_gpu_line(em, "blk_wgmma_wait<1>(); /* the accumulator is read after the dot; the p v "
@@ -980,7 +980,7 @@ void bk_gpu_wgmma_drain(BkGpuEm *em, int fr)
     dsl_buf_printf(em->o, "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     if (!em->wga[fr] && bk_gpu_wgmma_deferred(em, id)) { /* the last step's p v */
         char sl[64];
-        snprintf(sl, sizeof sl, "(blk_it%d + %d) %% %d", fr, em->f->stages - 1, em->f->stages);
+        snprintf(sl, sizeof sl, "(blk_it%d + %d) %% %d", fr, em->stages - 1, em->stages);
         bk_gpu_line(em, "if (%s > 0) { /* the last step's p v, deferred (qk_plan) */", bk_gpu_persist_it(em, fr));
         em->indent++;
         qk_rescale(em, id);

@@ -269,7 +269,7 @@ void bk_gpu_ws_before(BkGpuEm *em, int fr)
 
 void bk_gpu_ws_split(BkGpuEm *em, int fr)
 {
-    const int S = em->f->stages, nt = em->nt;
+    const int S = em->stages, nt = em->nt;
     bk_gpu_line(em, "if (blk_tid >= %d) { /* the producer warpgroup: TMA alone */", nt);
     em->indent++;
     bk_gpu_line(em, "blk_setmaxnreg_dec<%d>();", WS_PRODUCER_REGS);
@@ -297,7 +297,7 @@ void bk_gpu_ws_produce(BkGpuEm *em, int fr)
 {
     const IrFunc *f = em->f;
     const IrInstr *F = &f->ins[fr];
-    const int S = f->stages;
+    const int S = em->stages;
     const char *t = bk_gpu_stype(F->type.dtype);
     const long long st = (long long)f->ins[F->opnd[2]].ival;
     bk_gpu_line(em, "for (%s blk_fiv = v%d; blk_fiv %s v%d; blk_fiv += v%d, blk_pj++) {", t,
@@ -320,14 +320,14 @@ void bk_gpu_ws_produce(BkGpuEm *em, int fr)
 
 void bk_gpu_ws_top(BkGpuEm *em, int fr)
 {
-    const int S = em->f->stages;
+    const int S = em->stages;
     bk_gpu_line(em, "blk_mbar_wait_parity(&blk_tb%d[blk_it%d %% %d], (unsigned)(blk_it%d / %d) & 1u); "
                 "/* iteration blk_it%d's tiles have landed */", fr, fr, S, fr, S, fr);
 }
 
 void bk_gpu_ws_release(BkGpuEm *em, int fr)
 {
-    const int S = em->f->stages;
+    const int S = em->stages;
     if (em->ws_top && em->ws_lag == 0) {
         bk_gpu_line(em, "/* iteration blk_it%d's wgmma groups are retired (each waited for in the "
                     "step): its slot goes back to the producer */", fr);
@@ -361,5 +361,5 @@ void bk_gpu_ws_head(BkGpuEm *em)
 void bk_gpu_ws_bars(BkGpuEm *em, int fr)
 {
     bk_gpu_line(em, "unsigned long long *const blk_te%d = blk_tb%d + %d; /* empty[s]: slot s "
-                "released by each consumer warpgroup */", fr, fr, em->f->stages);
+                "released by each consumer warpgroup */", fr, fr, em->stages);
 }
