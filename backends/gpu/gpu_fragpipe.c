@@ -82,6 +82,8 @@ int bk_gpu_fragpipe_plan(BkGpuEm *em, int fr)
     const IrFunc *f = em->f;
     const IrInstr *F = &f->ins[fr];
     const IrInstr *st = &f->ins[F->opnd[2]];
+    if (em->fp_fr == fr) /* asked again (the same loop emitted once more) */
+        return em->fp_dot;
     if (em->nofragpipe || em->fp_fr >= 0 || em->dl->kind != BK_GPU_CUDA || em->pipe[fr] <= 0 ||
         em->tma_fr == fr || (em->wga && em->wga[fr]) || (em->wgk && em->wgk[fr]) || em->ws ||
         em->persist || st->op != IR_CONST || st->type.rank != 0 || st->ival <= 0)
