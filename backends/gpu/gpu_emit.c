@@ -842,6 +842,28 @@ static void emit_func(BkGpuEm *em)
     dsl_buf_printf(o, "}\n");
 }
 
+/* The analysis again after a switch of em's changed (em->fail cleared);
+ * em freed on failure */
+static int reanalyze(BkGpuEm *em)
+{
+    bk_gpu_em_free(em);
+    em->fail = 0;
+    if (bk_gpu_analyze(em) < 0) {
+        bk_gpu_em_free(em);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether some load lives in a ring */
+static bool piped(const BkGpuEm *em)
+{
+    for (int i = 0; i < em->f->nins; i++)
+        if (em->pipe[i] >= 0 && em->f->ins[i].op == IR_LOAD)
+            return true;
+    return false;
+}
+
 int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
                    const char *arch, DslBuf *out, char *err, size_t errlen)
 {
@@ -908,45 +930,27 @@ int bk_gpu_em_init(BkGpuEm *em, const IrFunc *f, const BkGpuDialect *dl,
      * smallest per-block limit (sm_80: 163 KiB; sm_90a code runs on sm_90
      * alone: 227 KiB; gfx90a's LDS: 64 KiB) keep the kernel loadable with
      * fewer stages (down to 2), else give up the pipeline */
-    bool piped = false;
-    for (int i = 0; i < f->nins; i++)
-        piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
     long long lim = dl->kind == BK_GPU_HIP ? 65536 : em->sm90a ? 232448 : 160 * 1024;
-    while (piped && em->smem > lim && dl->kind == BK_GPU_CUDA && em->stages > 2) {
-        bk_gpu_em_free(em);
+    while (piped(em) && em->smem > lim && dl->kind == BK_GPU_CUDA && em->stages > 2) {
         em->stages--;
-        em->fail = 0;
-        if (bk_gpu_analyze(em) < 0) {
-            bk_gpu_em_free(em);
+        if (reanalyze(em) < 0)
             return -1;
-        }
-        piped = false;
-        for (int i = 0; i < f->nins; i++)
-            piped |= em->pipe[i] >= 0 && f->ins[i].op == IR_LOAD;
     }
-    if (piped && em->smem > lim) {
-        bk_gpu_em_free(em);
+    if (piped(em) && em->smem > lim) {
         em->nopipe = true;
-        em->fail = 0;
-        if (bk_gpu_analyze(em) < 0) {
-            bk_gpu_em_free(em);
-            return -1;
-        }
-    } else if (piped && dl->kind == BK_GPU_HIP && em->smem > 32768) {
+        return reanalyze(em);
+    }
+    if (piped(em) && dl->kind == BK_GPU_HIP && em->smem > 32768) {
         /* a HIP ring's second slot (gpu_mem.c) must not leave one block
          * per CU (64 KiB of LDS) where the loads in the body left two:
-         * then those (flash attention's K and V) */
-        for (int pass = 0; pass < 2; pass++) {
-            bk_gpu_em_free(em);
-            em->nohipstage = pass == 0;
-            em->fail = 0;
-            if (bk_gpu_analyze(em) < 0) {
-                bk_gpu_em_free(em);
-                return -1;
-            }
-            if (pass == 0 && em->smem > 32768)
-                continue; /* one block either way: back to the ring */
-            break;
+         * then those (flash attention's K and V); one block either way:
+         * back to the ring */
+        em->nohipstage = true;
+        if (reanalyze(em) < 0)
+            return -1;
+        if (em->smem > 32768) {
+            em->nohipstage = false;
+            return reanalyze(em);
         }
     }
     return 0;

@@ -797,9 +797,9 @@ void bk_gpu_fragpipe_prologue(BkGpuEm *em, int fr);
 /* the dot em->fp_dot, its k steps with the ring's wait and barrier in the
  * last (inside dot_regs' block, blk_A / blk_B declared) */
 void bk_gpu_fragpipe_dot(BkGpuEm *em, int id, int v);
-/* under the #else of that dot's tensor cores, after its FMA form: the
- * same wait and barrier */
-void bk_gpu_fragpipe_fma_wait(BkGpuEm *em);
+/* the ring's wait and barrier of that dot's last k step (also after its
+ * FMA form, under the #else of the tensor cores) */
+void bk_gpu_fragpipe_wait(BkGpuEm *em);
 
 /* ------------------------------------------------------------ gpu_sync.c */
 /* before emitting instruction id: a barrier if its accesses conflict with

@@ -142,7 +142,7 @@ static void slot_bases(BkGpuEm *em, const BkGpuFrag *g, const char *slot)
 
 /* The slot's wait and the barrier: the copies of iteration blk_it + 1
  * landed, every warp done with this slot (its last fragments loaded) */
-static void ring_wait(BkGpuEm *em)
+void bk_gpu_fragpipe_wait(BkGpuEm *em)
 {
     bk_gpu_line(em, "blk_cp_wait<%d>(); /* this thread's copies of group blk_it%d + 1 have landed */",
                 bk_gpu_pipe_dist(em, em->fp_fr) - 1, em->fp_fr);
@@ -195,7 +195,7 @@ void bk_gpu_fragpipe_dot(BkGpuEm *em, int id, int v)
     em->indent--;
     bk_gpu_line(em, "} else { /* the last step: the next slot's first fragments */");
     em->indent++;
-    ring_wait(em);
+    bk_gpu_fragpipe_wait(em);
     bk_gpu_line(em, "if ((long long)v%d + %lldLL < (long long)v%d) {", em->fp_fr,
                 (long long)f->ins[F->opnd[2]].ival, F->opnd[1]);
     em->indent++;
@@ -209,11 +209,4 @@ void bk_gpu_fragpipe_dot(BkGpuEm *em, int id, int v)
     bk_gpu_mma_frag_mma(em, v, ab, "blk_fa[blk_kk & 1]", "blk_fb[blk_kk & 1]");
     em->indent--;
     bk_gpu_line(em, "}");
-}
-
-/* under the #else of the tensor cores (the FMA form read the slot): the
- * wait and barrier the last k step has on the tensor-core path */
-void bk_gpu_fragpipe_fma_wait(BkGpuEm *em)
-{
-    ring_wait(em);
 }

@@ -657,8 +657,6 @@ int bk_gpu_pipe_plan(BkGpuEm *em)
 
 int bk_gpu_pipe_dist(const BkGpuEm *em, int fr)
 {
-    if (em->dl->kind == BK_GPU_HIP) /* one iteration ahead, in registers */
-        return 1;
     return em->stages - 1 - ((em->wga && em->wga[fr]) || (em->wgk && em->wgk[fr]) ? 1 : 0);
 }
 

@@ -507,7 +507,7 @@ static void dot_regs(BkGpuEm *em, int id, int v)
     dsl_buf_printf(em->o, "#else\n");
     dot_fma(em, id, v, K, N);
     if (em->fp_dot == id)
-        bk_gpu_fragpipe_fma_wait(em);
+        bk_gpu_fragpipe_wait(em); /* the FMA form read the slot */
     dsl_buf_printf(em->o, "#endif\n");
     em->indent--;
     bk_gpu_line(em, "}");
